@@ -1,0 +1,137 @@
+//! The job row of SPEC §2 as every store returns it.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::fmt;
+use std::str::FromStr;
+
+use crate::error::{Error, ErrorCode};
+
+/// Where a job is in its life (see the state diagram in ARCHITECTURE.md).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum JobStatus {
+    Queued,
+    HandedOff,
+    Completed,
+    Failed,
+    Cancelled,
+    Orphaned,
+}
+
+impl JobStatus {
+    /// Every status, in the order counts are printed.
+    pub const ALL: [JobStatus; 6] = [
+        Self::Queued,
+        Self::HandedOff,
+        Self::Completed,
+        Self::Failed,
+        Self::Cancelled,
+        Self::Orphaned,
+    ];
+
+    /// The stable string (`"handed_off"`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Queued => "queued",
+            Self::HandedOff => "handed_off",
+            Self::Completed => "completed",
+            Self::Failed => "failed",
+            Self::Cancelled => "cancelled",
+            Self::Orphaned => "orphaned",
+        }
+    }
+
+    /// `completed`, `failed`, `cancelled` and `orphaned` are terminal.
+    pub fn is_terminal(self) -> bool {
+        !matches!(self, Self::Queued | Self::HandedOff)
+    }
+
+    /// Position in [`JobStatus::ALL`].
+    pub fn index(self) -> usize {
+        self as usize
+    }
+}
+
+impl fmt::Display for JobStatus {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for JobStatus {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self, Error> {
+        Self::ALL.into_iter().find(|st| st.as_str() == s).ok_or_else(|| {
+            Error::invalid(ErrorCode::InvalidJobState, format!("unknown job status {s:?}"))
+        })
+    }
+}
+
+/// A persisted job, with the camelCase JSON names of SPEC §2.
+///
+/// `workerId` and `handoffId` describe the latest lease: set at claim, kept when the
+/// job reaches a terminal status (history), cleared when it returns to `queued`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Job {
+    pub id: String,
+    pub job_name: String,
+    pub args: Value,
+    pub queue: String,
+    pub status: JobStatus,
+    pub attempts: i64,
+    pub max_retries: i64,
+    pub scheduled_at_ms: i64,
+    pub created_at_ms: i64,
+    pub handed_off_at_ms: Option<i64>,
+    pub completed_at_ms: Option<i64>,
+    pub failed_at_ms: Option<i64>,
+    pub cancelled_at_ms: Option<i64>,
+    pub orphaned_at_ms: Option<i64>,
+    pub last_error: Option<String>,
+    pub worker_id: Option<String>,
+    pub handoff_id: Option<String>,
+    pub schedule_key: Option<String>,
+    pub schedule_order: Option<i64>,
+    pub concurrency_key: Option<String>,
+    pub max_concurrency: Option<i64>,
+    pub idempotency_key: Option<String>,
+    pub timeout_ms: Option<i64>,
+}
+
+impl Job {
+    /// The lease a worker must present to report on this job, if it is handed off.
+    pub fn lease(&self) -> Option<Lease> {
+        match (&self.status, &self.handoff_id) {
+            (JobStatus::HandedOff, Some(h)) => {
+                Some(Lease { job_id: self.id.clone(), handoff_id: h.clone() })
+            }
+            _ => None,
+        }
+    }
+
+    /// Whether another attempt is allowed after the current one fails.
+    pub fn retries_left(&self) -> bool {
+        self.attempts <= self.max_retries
+    }
+
+    /// The timestamp of the terminal transition, if terminal.
+    pub fn terminal_at_ms(&self) -> Option<i64> {
+        match self.status {
+            JobStatus::Completed => self.completed_at_ms,
+            JobStatus::Failed => self.failed_at_ms,
+            JobStatus::Cancelled => self.cancelled_at_ms,
+            JobStatus::Orphaned => self.orphaned_at_ms,
+            JobStatus::Queued | JobStatus::HandedOff => None,
+        }
+    }
+}
+
+/// A claim's fencing token: reports change a row only while this lease is current.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Lease {
+    pub job_id: String,
+    pub handoff_id: String,
+}

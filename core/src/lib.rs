@@ -1,0 +1,49 @@
+//! `duraq-core`: what a durable job *is*, independent of where it is stored.
+//!
+//! This crate owns the job model (SPEC §2), option normalization and validation
+//! (§3), canonical digests (§6), the retry policy, the [`Clock`], the [`Store`]
+//! trait that every backend implements, the pure row transitions every store
+//! shares, and [`MemoryStore`], the small reference model the property suite
+//! compares real stores against. It does no I/O: databases live behind `Store`.
+//!
+//! ```
+//! # tokio_test_shim::block_on(async {
+//! use duraq_core::{EnqueueOptions, MemoryStore, NewJob, Store};
+//! let store = MemoryStore::new();
+//! let job = NewJob::new("send_welcome", serde_json::json!([42]), EnqueueOptions::new()).unwrap();
+//! let outcome = store.enqueue(job).await.unwrap();
+//! assert!(store.get_job(outcome.job_id()).await.unwrap().is_some());
+//! # });
+//! # mod tokio_test_shim { pub fn block_on<F: std::future::Future>(f: F) -> F::Output {
+//! #     tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(f) } }
+//! ```
+
+mod backoff;
+mod clock;
+mod counts;
+mod digest;
+mod error;
+mod job;
+mod keys;
+// mod memory; (lands shortly)
+mod options;
+mod requests;
+mod store;
+pub mod transitions;
+
+pub use backoff::retry_backoff_ms;
+pub use clock::{system_clock, Clock, ManualClock, SystemClock};
+pub use counts::{CountChange, CountDelta, CountSnapshot, StatusCounts};
+pub use digest::{canonical_json, digest_hex, DIGEST_FORMAT};
+pub use error::{BoxError, Error, ErrorCode, Result};
+pub use job::{Job, JobStatus, Lease};
+pub use keys::{IdempotencyKey, JobName, QueueName, ScheduleKey, QUEUE_CONCURRENCY_PREFIX};
+// pub use memory::MemoryStore;
+pub use options::{
+    new_job_id, ConcurrencyLimit, EnqueueOptions, NewJob, NewOperation, DEFAULT_MAX_RETRIES,
+};
+pub use requests::{
+    CancelOutcome, ClaimRequest, EnqueueOutcome, Health, JobFilter, KeyedOutcome, Operation,
+    Outcome, PruneReport, PruneRequest, QueueConfig, ReplaceOutcome, ScheduledJobs, WakeOutcome,
+};
+pub use store::Store;

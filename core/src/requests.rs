@@ -1,0 +1,183 @@
+//! Inputs and results of [`crate::Store`] operations.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::collections::BTreeMap;
+
+use crate::job::{Job, JobStatus};
+
+/// How an enqueue ended.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "outcome", content = "jobId", rename_all = "snake_case")]
+pub enum EnqueueOutcome {
+    /// A new row was inserted.
+    Created(String),
+    /// The idempotency scope already owned an identical request: its job id.
+    Replayed(String),
+    /// `deduplicateWhileQueued` found an identical queued job: its id.
+    Deduplicated(String),
+}
+
+impl EnqueueOutcome {
+    /// The job id, whichever way the enqueue ended.
+    pub fn job_id(&self) -> &str {
+        match self {
+            Self::Created(id) | Self::Replayed(id) | Self::Deduplicated(id) => id,
+        }
+    }
+}
+
+/// Result of `replace_scheduled` (SPEC §5).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ReplaceOutcome {
+    pub job_id: String,
+    pub previous_job_id: Option<String>,
+    /// `Queued` (it is now cancelled), `HandedOff` (it keeps running), or `None`.
+    pub previous_status: Option<JobStatus>,
+}
+
+/// Outcome of `cancel_scheduled`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CancelOutcome {
+    Cancelled,
+    HandedOff,
+    NotFound,
+}
+
+/// Outcome of `wake_scheduled`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WakeOutcome {
+    Woken,
+    AlreadyDue,
+    HandedOff,
+    NotFound,
+}
+
+/// `{jobId, outcome}` of a keyed cancel or wake.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct KeyedOutcome<O> {
+    pub job_id: Option<String>,
+    pub outcome: O,
+}
+
+/// Result of `get_scheduled`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ScheduledJobs {
+    pub current_job: Option<Job>,
+    pub latest_terminal_job: Option<Job>,
+}
+
+/// A queue's worker-side configuration (SPEC §7).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct QueueConfig {
+    /// At most this many of the queue's jobs handed off at once (key `queue:<name>`).
+    pub max_concurrent: Option<i64>,
+    /// Higher claims first; default 0.
+    pub priority: i64,
+}
+
+/// What a worker asks for when it claims.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ClaimRequest {
+    pub worker_id: String,
+    /// Only jobs with one of these names are claimed (the worker's handlers).
+    pub job_names: Vec<String>,
+    /// Only these queues; `None` means every queue.
+    pub queues: Option<Vec<String>>,
+    /// Priorities and caps per queue name; queues not listed have priority 0, no cap.
+    pub queue_config: BTreeMap<String, QueueConfig>,
+    /// At most this many jobs (the worker's free slots).
+    pub limit: usize,
+}
+
+/// How an attempt ended, as reported under its lease.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Outcome {
+    /// Success: `completed`.
+    Completed,
+    /// A failed attempt: back to `queued` after a backoff while retries are left,
+    /// else `failed`. `retry_in_ms` overrides the default backoff; `discard` fails
+    /// the job at once.
+    Failed { error: String, retry_in_ms: Option<i64>, discard: bool },
+    /// `reschedule_in(delay)`: back to `queued` at now + delay, the attempt is not
+    /// counted and `lastError` is untouched.
+    Reschedule { delay_ms: i64 },
+    /// Give the job back unstarted (shutdown): `queued`, due now, attempt not counted.
+    ReturnToQueue,
+}
+
+impl Outcome {
+    /// A plain failed attempt with the default backoff.
+    pub fn failed(error: impl Into<String>) -> Self {
+        Self::Failed { error: error.into(), retry_in_ms: None, discard: false }
+    }
+}
+
+/// Filter for `list_jobs`; results are newest first (`createdAtMs`, then `id`, desc).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct JobFilter {
+    pub status: Option<JobStatus>,
+    pub job_name: Option<String>,
+    pub queue: Option<String>,
+    pub limit: Option<usize>,
+}
+
+/// Which terminal jobs to delete. Ages are durations: a job goes when its terminal
+/// timestamp is strictly older than `now - age`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PruneRequest {
+    pub completed_older_than_ms: Option<u64>,
+    /// Applies to `failed` and `orphaned` jobs.
+    pub failed_older_than_ms: Option<u64>,
+    pub cancelled_older_than_ms: Option<u64>,
+    /// Rows deleted per transaction (min 1); each non-empty batch is one mutation.
+    pub batch_size: usize,
+}
+
+impl Default for PruneRequest {
+    fn default() -> Self {
+        Self {
+            completed_older_than_ms: None,
+            failed_older_than_ms: None,
+            cancelled_older_than_ms: None,
+            batch_size: 1_000,
+        }
+    }
+}
+
+/// What a prune did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PruneReport {
+    pub deleted: u64,
+    pub batches: u64,
+}
+
+/// A stored operation record (see [`crate::NewOperation`]).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Operation {
+    pub key: String,
+    pub data: Value,
+    pub job_id: String,
+    pub created_at_ms: i64,
+    pub first_attempt_started_at_ms: Option<i64>,
+    pub result: Option<Value>,
+}
+
+/// A store's self-report.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Health {
+    /// `memory`, `sqlite` or `postgres`.
+    pub backend: String,
+    /// The newest schema version applied.
+    pub schema_version: i64,
+    /// Human-readable detail (journal mode, pool size, …).
+    pub detail: String,
+}

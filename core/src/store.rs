@@ -1,0 +1,153 @@
+//! The `Store` trait: every promise of SPEC §2–§9 that needs the database. The
+//! MemoryStore is its reference model; SQLite and PostgreSQL implement it for real,
+//! and `duraq-tests` checks them all against the same suite.
+//!
+//! # Rules every implementation follows
+//! - Time: each call reads the store's [`crate::Clock`] once (`now`) and uses it
+//!   for every timestamp it writes and every "due" comparison it makes.
+//! - Atomicity: each call is one transaction; an error leaves the database as it was.
+//! - Counts: a call whose committed effect changes any status count increases the
+//!   revision by exactly one and publishes one [`CountDelta`]; a call that changes
+//!   no count (a replay, a wake, a heartbeat, a report that lost its lease) leaves
+//!   it. `prune` is one mutation per non-empty batch; `enqueue_batch` is one.
+//! - Ordering ties are broken by `id` (byte order) after every documented key.
+//! - Schedule ownership: a job that reaches a terminal status releases its key only
+//!   if the key still points at it; a return to `queued` keeps ownership.
+//! - Reservations: a claimed job holding a concurrency key (its own, else
+//!   `queue:<name>` when its queue is capped in the claim's config) takes one
+//!   reservation of that key, released when it leaves `handed_off` for any reason.
+
+use async_trait::async_trait;
+use tokio::sync::{broadcast, watch};
+
+use crate::counts::{CountDelta, CountSnapshot};
+use crate::error::Result;
+use crate::job::{Job, Lease};
+use crate::keys::ScheduleKey;
+use crate::options::NewJob;
+use crate::requests::*;
+
+/// A durable job store. Object-safe: the runtime holds an `Arc<dyn Store>`.
+#[async_trait]
+pub trait Store: Send + Sync + 'static {
+    /// Enqueues one job (SPEC §3, §6).
+    ///
+    /// In order: with an idempotency key, an existing scope whose request digest
+    /// matches returns `Replayed(original id)` (whatever the job's status, even
+    /// pruned) and one that differs fails with `idempotency-conflict`; with
+    /// `deduplicate_while_queued`, the earliest (`scheduledAtMs`, `createdAtMs`,
+    /// `id`) `queued` job with the same name, queue and args whose `scheduledAtMs`
+    /// is no later than this job's due time is returned as `Deduplicated`. An
+    /// explicit concurrency key registers its cap on first use; a later job naming
+    /// another cap fails with `concurrency-cap-conflict`. Otherwise the job is
+    /// inserted `queued` with `scheduledAtMs` = requested time or now, attempts 0,
+    /// plus (when keyed) its ownership row and (when attached) its operation row in
+    /// the same transaction. An operation key already in use fails with
+    /// `idempotency-conflict`.
+    async fn enqueue(&self, job: NewJob) -> Result<EnqueueOutcome>;
+
+    /// Enqueues many jobs in one transaction: all or nothing, one mutation. Each job
+    /// follows the rules of [`Store::enqueue`], seeing the effects of earlier ones.
+    async fn enqueue_batch(&self, jobs: Vec<NewJob>) -> Result<Vec<EnqueueOutcome>>;
+
+    /// Inserts `job` as the new owner of `key` (SPEC §5) with `scheduleOrder` =
+    /// high-water + 1. A `queued` previous owner becomes `cancelled`; a `handed_off`
+    /// one keeps running. Idempotency keys and dedupe are refused with
+    /// `unsupported-option`.
+    async fn replace_scheduled(&self, key: &ScheduleKey, job: NewJob) -> Result<ReplaceOutcome>;
+
+    /// Cancels the key's queued owner, or releases a handed-off owner's key.
+    async fn cancel_scheduled(&self, key: &ScheduleKey) -> Result<KeyedOutcome<CancelOutcome>>;
+
+    /// Makes a future queued owner due now (`scheduledAtMs` = now); changes nothing else.
+    async fn wake_scheduled(&self, key: &ScheduleKey) -> Result<KeyedOutcome<WakeOutcome>>;
+
+    /// The current owner and, when asked, the newest terminal job that carries the
+    /// key (by `scheduleOrder`, then `createdAtMs`, then `id`).
+    async fn get_scheduled(&self, key: &ScheduleKey, include_latest_terminal: bool) -> Result<ScheduledJobs>;
+
+    /// Claims up to `limit` due queued jobs (SPEC §4): names in `job_names`, queues
+    /// in `queues`; order queue priority desc, `scheduledAtMs`, `createdAtMs`, `id`;
+    /// a job whose concurrency key is at its cap is skipped. Each claimed job gets
+    /// `handed_off`, attempts + 1, a fresh `handoffId`, the `workerId` and
+    /// `handedOffAtMs` = now. Also records a heartbeat for the worker.
+    async fn claim(&self, req: &ClaimRequest) -> Result<Vec<Job>>;
+
+    /// Reports an attempt's outcome under `lease`. Returns `false`, changing
+    /// nothing, when the job is gone, not `handed_off`, or leased to another
+    /// handoff. `Failed` goes back to `queued` at now + backoff(attempts) (or
+    /// `retry_in_ms`) with `lastError` while `attempts <= maxRetries` and not
+    /// `discard`, else `failed`. See [`Outcome`] for the others.
+    async fn report(&self, lease: &Lease, outcome: Outcome) -> Result<bool>;
+
+    /// Many reports; each is fenced on its own. The default loops over `report`.
+    async fn report_batch(&self, reports: Vec<(Lease, Outcome)>) -> Result<Vec<bool>> {
+        let mut results = Vec::with_capacity(reports.len());
+        for (lease, outcome) in reports {
+            results.push(self.report(&lease, outcome).await?);
+        }
+        Ok(results)
+    }
+
+    /// Records that `worker_id` is alive now.
+    async fn heartbeat(&self, worker_id: &str) -> Result<()>;
+
+    /// Recovers the leases of workers whose last heartbeat is older than
+    /// `now - stale_after_ms` (or who never sent one): each is a failed attempt
+    /// (`lastError` says the worker was lost), `orphaned` when no retries are left.
+    /// Returns the recovered job ids (sorted). One mutation.
+    async fn recover_stale(&self, stale_after_ms: i64) -> Result<Vec<String>>;
+
+    /// Operator retry of a terminal job: `queued`, due now, attempts 0, terminal
+    /// timestamps and lease cleared, `lastError` kept; it takes its schedule key
+    /// back if the key has no owner. `job-not-found`, or `invalid-job-state` for a
+    /// job that is not terminal.
+    async fn retry_job(&self, id: &str) -> Result<Job>;
+
+    /// Operator cancel of a `queued` or `handed_off` job (the lease is voided and
+    /// its reservation released). `job-not-found`, or `invalid-job-state` if terminal.
+    async fn cancel_job(&self, id: &str) -> Result<Job>;
+
+    /// One job by id.
+    async fn get_job(&self, id: &str) -> Result<Option<Job>>;
+
+    /// Jobs matching `filter`, newest first.
+    async fn list_jobs(&self, filter: &JobFilter) -> Result<Vec<Job>>;
+
+    /// The earliest `scheduledAtMs` among queued jobs with one of `job_names` in
+    /// `queues` (`None`: all), for a worker's timer.
+    async fn next_scheduled_at(&self, job_names: &[String], queues: Option<&[String]>) -> Result<Option<i64>>;
+
+    /// Exact counts per status with their revision; constant cost in table size.
+    async fn count_snapshot(&self) -> Result<CountSnapshot>;
+
+    /// Committed count deltas of this process's view (SQLite: in-process; PostgreSQL:
+    /// every process, via NOTIFY).
+    fn subscribe_counts(&self) -> broadcast::Receiver<CountDelta>;
+
+    /// A counter that moves whenever work may have become available (enqueue,
+    /// wake, retry, a job returned to the queue), in this process at once and from
+    /// other processes within a short poll.
+    fn work_signal(&self) -> watch::Receiver<u64>;
+
+    /// Deletes terminal jobs older than the given ages, in batches. Never touches
+    /// idempotency ownership, operation rows or schedule high-water marks.
+    async fn prune(&self, req: &PruneRequest) -> Result<PruneReport>;
+
+    /// Sets every reservation count to the number of `handed_off` jobs holding that
+    /// key; returns how many keys changed.
+    async fn reconcile_reservations(&self) -> Result<u64>;
+
+    /// Reads an operation record.
+    async fn get_operation(&self, key: &str) -> Result<Option<Operation>>;
+
+    /// Durably stamps `firstAttemptStartedAtMs` = now if unset and returns the row
+    /// (`operation-not-found` when missing). Committed before it returns.
+    async fn start_operation_attempt(&self, key: &str) -> Result<Operation>;
+
+    /// Stores the outcome of an operation (e.g. the provider's message id).
+    async fn record_operation_result(&self, key: &str, result: serde_json::Value) -> Result<()>;
+
+    /// Backend, schema version and detail.
+    async fn health(&self) -> Result<Health>;
+}

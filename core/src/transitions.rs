@@ -1,0 +1,201 @@
+//! Pure state transitions of one job row. Every store loads a row, applies one of
+//! these, and writes it back, so the rules of the state diagram live in one place
+//! and the stores differ only in how they find and persist rows.
+
+use crate::backoff::retry_backoff_ms;
+use crate::error::{Error, ErrorCode, Result};
+use crate::job::{Job, JobStatus};
+use crate::options::NewJob;
+use crate::requests::Outcome;
+
+/// The row a fresh enqueue inserts.
+pub fn new_job_row(job: &NewJob, now_ms: i64) -> Job {
+    Job {
+        id: job.id().to_owned(),
+        job_name: job.job_name().as_str().to_owned(),
+        args: job.args().clone(),
+        queue: job.queue().as_str().to_owned(),
+        status: JobStatus::Queued,
+        attempts: 0,
+        max_retries: job.max_retries(),
+        scheduled_at_ms: job.due_at_ms(now_ms),
+        created_at_ms: now_ms,
+        handed_off_at_ms: None,
+        completed_at_ms: None,
+        failed_at_ms: None,
+        cancelled_at_ms: None,
+        orphaned_at_ms: None,
+        last_error: None,
+        worker_id: None,
+        handoff_id: None,
+        schedule_key: None,
+        schedule_order: None,
+        concurrency_key: job.concurrency().map(|c| c.key.clone()),
+        max_concurrency: job.concurrency().map(|c| c.max),
+        idempotency_key: job.idempotency_key().map(|k| k.as_str().to_owned()),
+        timeout_ms: job.timeout_ms(),
+    }
+}
+
+/// `queued` → `handed_off` under a fresh lease.
+pub fn claim(job: &mut Job, worker_id: &str, handoff_id: String, now_ms: i64) {
+    job.status = JobStatus::HandedOff;
+    job.attempts += 1;
+    job.handoff_id = Some(handoff_id);
+    job.worker_id = Some(worker_id.to_owned());
+    job.handed_off_at_ms = Some(now_ms);
+}
+
+fn requeue(job: &mut Job, at_ms: i64) {
+    job.status = JobStatus::Queued;
+    job.scheduled_at_ms = at_ms;
+    job.handoff_id = None;
+    job.worker_id = None;
+}
+
+fn fail_attempt(job: &mut Job, error: String, retry_in_ms: Option<i64>, discard: bool, now_ms: i64) {
+    job.last_error = Some(error);
+    if !discard && job.retries_left() {
+        let delay = retry_in_ms.unwrap_or_else(|| retry_backoff_ms(job.attempts)).max(0);
+        requeue(job, now_ms.saturating_add(delay));
+    } else {
+        job.status = JobStatus::Failed;
+        job.failed_at_ms = Some(now_ms);
+    }
+}
+
+/// Applies a fenced report to a `handed_off` row (the caller checked the lease).
+pub fn apply_outcome(job: &mut Job, outcome: &Outcome, now_ms: i64) {
+    debug_assert_eq!(job.status, JobStatus::HandedOff);
+    match outcome {
+        Outcome::Completed => {
+            job.status = JobStatus::Completed;
+            job.completed_at_ms = Some(now_ms);
+        }
+        Outcome::Failed { error, retry_in_ms, discard } => {
+            fail_attempt(job, error.clone(), *retry_in_ms, *discard, now_ms)
+        }
+        Outcome::Reschedule { delay_ms } => {
+            job.attempts -= 1;
+            requeue(job, now_ms.saturating_add((*delay_ms).max(0)));
+        }
+        Outcome::ReturnToQueue => {
+            job.attempts -= 1;
+            requeue(job, now_ms);
+        }
+    }
+}
+
+/// A lease lost with its worker: a failed attempt, `orphaned` when exhausted.
+pub fn recover_lost(job: &mut Job, now_ms: i64) {
+    let worker = job.worker_id.clone().unwrap_or_default();
+    job.last_error = Some(format!("worker {worker} stopped heartbeating; lease recovered"));
+    if job.retries_left() {
+        requeue(job, now_ms.saturating_add(retry_backoff_ms(job.attempts)));
+    } else {
+        job.status = JobStatus::Orphaned;
+        job.orphaned_at_ms = Some(now_ms);
+    }
+}
+
+/// Operator retry of a terminal job.
+pub fn operator_retry(job: &mut Job, now_ms: i64) -> Result<()> {
+    if !job.status.is_terminal() {
+        return Err(Error::invalid(
+            ErrorCode::InvalidJobState,
+            format!("job {} is {}; only terminal jobs can be retried", job.id, job.status),
+        ));
+    }
+    job.attempts = 0;
+    job.completed_at_ms = None;
+    job.failed_at_ms = None;
+    job.cancelled_at_ms = None;
+    job.orphaned_at_ms = None;
+    job.handed_off_at_ms = None;
+    requeue(job, now_ms);
+    Ok(())
+}
+
+/// Operator (or keyed) cancel of a `queued` or `handed_off` job.
+pub fn operator_cancel(job: &mut Job, now_ms: i64) -> Result<()> {
+    if job.status.is_terminal() {
+        return Err(Error::invalid(
+            ErrorCode::InvalidJobState,
+            format!("job {} is already {}", job.id, job.status),
+        ));
+    }
+    job.status = JobStatus::Cancelled;
+    job.cancelled_at_ms = Some(now_ms);
+    Ok(())
+}
+
+/// The concurrency reservation a claim of `job` takes: its own key and cap, else
+/// `queue:<name>` when the claim's config caps its queue. Stores persist the key
+/// on the row (internally) so the reservation is released even if the config changes.
+pub fn reservation_for(
+    job: &Job,
+    queue_config: &std::collections::BTreeMap<String, crate::QueueConfig>,
+) -> Option<(String, i64)> {
+    match (&job.concurrency_key, job.max_concurrency) {
+        (Some(key), Some(max)) => Some((key.clone(), max)),
+        _ => queue_config
+            .get(&job.queue)
+            .and_then(|c| c.max_concurrent)
+            .map(|max| (crate::QueueName::new(&job.queue).concurrency_key(), max)),
+    }
+}
+
+/// The claim order of SPEC §4 within one priority: `scheduledAtMs`, `createdAtMs`, `id`.
+pub fn due_order(a: &Job, b: &Job) -> std::cmp::Ordering {
+    (a.scheduled_at_ms, a.created_at_ms, a.id.as_bytes()).cmp(&(
+        b.scheduled_at_ms,
+        b.created_at_ms,
+        b.id.as_bytes(),
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::EnqueueOptions;
+
+    fn claimed(max_retries: i64) -> Job {
+        let new = NewJob::new("j", serde_json::json!([]), EnqueueOptions::new().max_retries(max_retries))
+            .unwrap();
+        let mut job = new_job_row(&new, 1_000);
+        claim(&mut job, "w", "h".into(), 1_000);
+        job
+    }
+
+    #[test]
+    fn failure_with_retries_left_requeues_after_backoff() {
+        let mut job = claimed(1);
+        apply_outcome(&mut job, &Outcome::failed("boom"), 2_000);
+        assert_eq!(job.status, JobStatus::Queued);
+        assert_eq!(job.scheduled_at_ms, 12_000);
+        assert_eq!(job.handoff_id, None);
+        claim(&mut job, "w", "h2".into(), 12_000);
+        apply_outcome(&mut job, &Outcome::failed("boom"), 13_000);
+        assert_eq!(job.status, JobStatus::Failed);
+        assert_eq!(job.failed_at_ms, Some(13_000));
+    }
+
+    #[test]
+    fn reschedule_does_not_use_an_attempt() {
+        let mut job = claimed(0);
+        apply_outcome(&mut job, &Outcome::Reschedule { delay_ms: 5 }, 2_000);
+        assert_eq!((job.status, job.attempts, job.scheduled_at_ms), (JobStatus::Queued, 0, 2_005));
+        assert_eq!(job.last_error, None);
+    }
+
+    #[test]
+    fn operator_actions_check_status() {
+        let mut job = claimed(0);
+        assert_eq!(operator_retry(&mut job, 5).unwrap_err().code(), ErrorCode::InvalidJobState);
+        recover_lost(&mut job, 9);
+        assert_eq!(job.status, JobStatus::Orphaned);
+        assert_eq!(operator_cancel(&mut job, 10).unwrap_err().code(), ErrorCode::InvalidJobState);
+        operator_retry(&mut job, 11).unwrap();
+        assert_eq!((job.status, job.attempts, job.orphaned_at_ms), (JobStatus::Queued, 0, None));
+    }
+}

@@ -25,7 +25,7 @@ mod digest;
 mod error;
 mod job;
 mod keys;
-// mod memory; (lands shortly)
+mod memory;
 mod options;
 mod requests;
 mod store;
@@ -38,7 +38,7 @@ pub use digest::{canonical_json, digest_hex, DIGEST_FORMAT};
 pub use error::{BoxError, Error, ErrorCode, Result};
 pub use job::{Job, JobStatus, Lease};
 pub use keys::{IdempotencyKey, JobName, QueueName, ScheduleKey, QUEUE_CONCURRENCY_PREFIX};
-// pub use memory::MemoryStore;
+pub use memory::MemoryStore;
 pub use options::{
     new_job_id, ConcurrencyLimit, EnqueueOptions, NewJob, NewOperation, DEFAULT_MAX_RETRIES,
 };

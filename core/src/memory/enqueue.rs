@@ -1,0 +1,110 @@
+//! Enqueue, idempotency, dedupe and cap registration on the in-memory state.
+
+use super::{Cap, State};
+use crate::counts::CountChange;
+use crate::error::{Error, ErrorCode, Result};
+use crate::job::{Job, JobStatus};
+use crate::options::NewJob;
+use crate::requests::{EnqueueOutcome, Operation};
+use crate::transitions::{due_order, new_job_row};
+
+impl State {
+    /// One enqueue; checks everything before it changes anything.
+    pub(super) fn enqueue(
+        &mut self,
+        job: NewJob,
+        now: i64,
+        change: &mut CountChange,
+    ) -> Result<EnqueueOutcome> {
+        let scope = job.scope_digest();
+        if let Some(scope) = &scope {
+            if let Some((request, job_id)) = self.idempotency.get(scope) {
+                if *request == job.request_digest() {
+                    return Ok(EnqueueOutcome::Replayed(job_id.clone()));
+                }
+                return Err(Error::conflict(
+                    ErrorCode::IdempotencyConflict,
+                    "this idempotency key already owns a different request",
+                ));
+            }
+        }
+        if job.deduplicate_while_queued() {
+            if let Some(existing) = self.find_duplicate(&job, now) {
+                return Ok(EnqueueOutcome::Deduplicated(existing));
+            }
+        }
+        self.check_insert(&job)?;
+        let row = new_job_row(&job, now);
+        self.insert(&job, row, now, change);
+        if let Some(scope) = scope {
+            self.idempotency.insert(scope, (job.request_digest(), job.id().to_owned()));
+        }
+        Ok(EnqueueOutcome::Created(job.id().to_owned()))
+    }
+
+    /// Checks that inserting `job` cannot conflict (cap, operation key, id).
+    pub(super) fn check_insert(&self, job: &NewJob) -> Result<()> {
+        if let Some(limit) = job.concurrency() {
+            if let Some(cap) = self.caps.get(&limit.key) {
+                if cap.max != limit.max {
+                    return Err(Error::conflict(
+                        ErrorCode::ConcurrencyCapConflict,
+                        format!(
+                            "concurrency key {:?} is registered with cap {}, not {}",
+                            limit.key, cap.max, limit.max
+                        ),
+                    ));
+                }
+            }
+        }
+        if let Some(op) = job.operation() {
+            if self.operations.contains_key(&op.key) {
+                return Err(Error::conflict(
+                    ErrorCode::IdempotencyConflict,
+                    "this operation key is already owned by another enqueue",
+                ));
+            }
+        }
+        if self.jobs.contains_key(job.id()) {
+            return Err(Error::conflict(ErrorCode::IdempotencyConflict, "a job with this id exists"));
+        }
+        Ok(())
+    }
+
+    /// Inserts a checked row plus its cap registration and operation record.
+    pub(super) fn insert(&mut self, job: &NewJob, row: Job, now: i64, change: &mut CountChange) {
+        if let Some(limit) = job.concurrency() {
+            self.caps.entry(limit.key.clone()).or_insert(Cap { max: limit.max, active: 0 });
+        }
+        if let Some(op) = job.operation() {
+            self.operations.insert(
+                op.key.clone(),
+                Operation {
+                    key: op.key.clone(),
+                    data: op.data.clone(),
+                    job_id: row.id.clone(),
+                    created_at_ms: now,
+                    first_attempt_started_at_ms: None,
+                    result: None,
+                },
+            );
+        }
+        change.added(JobStatus::Queued);
+        self.jobs.insert(row.id.clone(), row);
+    }
+
+    fn find_duplicate(&self, job: &NewJob, now: i64) -> Option<String> {
+        let due = job.due_at_ms(now);
+        self.jobs
+            .values()
+            .filter(|j| {
+                j.status == JobStatus::Queued
+                    && j.job_name == job.job_name().as_str()
+                    && j.queue == job.queue().as_str()
+                    && j.args == *job.args()
+                    && j.scheduled_at_ms <= due
+            })
+            .min_by(|a, b| due_order(a, b))
+            .map(|j| j.id.clone())
+    }
+}

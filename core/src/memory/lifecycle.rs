@@ -1,0 +1,167 @@
+//! Claim, fenced reports, recovery, operator actions and pruning on the in-memory state.
+
+use std::collections::HashMap;
+
+use super::{Cap, State};
+use crate::counts::CountChange;
+use crate::error::{Error, Result};
+use crate::job::{Job, JobStatus, Lease};
+use crate::options::new_job_id;
+use crate::requests::{ClaimRequest, Outcome, PruneRequest};
+use crate::transitions::{self, due_order, reservation_for};
+
+impl State {
+    pub(super) fn claim(&mut self, req: &ClaimRequest, now: i64, change: &mut CountChange) -> Vec<Job> {
+        self.heartbeats.insert(req.worker_id.clone(), now);
+        let priority = |j: &Job| req.queue_config.get(&j.queue).map_or(0, |c| c.priority);
+        let mut candidates: Vec<&Job> = self
+            .jobs
+            .values()
+            .filter(|j| {
+                j.status == JobStatus::Queued
+                    && j.scheduled_at_ms <= now
+                    && req.job_names.contains(&j.job_name)
+                    && req.queues.as_ref().is_none_or(|qs| qs.contains(&j.queue))
+            })
+            .collect();
+        candidates.sort_by(|a, b| priority(b).cmp(&priority(a)).then_with(|| due_order(a, b)));
+        let mut taken: Vec<(String, Option<(String, i64)>)> = Vec::new();
+        let mut extra: HashMap<String, i64> = HashMap::new();
+        for job in candidates {
+            if taken.len() >= req.limit {
+                break;
+            }
+            let reservation = reservation_for(job, &req.queue_config);
+            if let Some((key, max)) = &reservation {
+                let active = self.caps.get(key).map_or(0, |c| c.active) + extra.get(key).copied().unwrap_or(0);
+                if active >= *max {
+                    continue;
+                }
+                *extra.entry(key.clone()).or_default() += 1;
+            }
+            taken.push((job.id.clone(), reservation));
+        }
+        let mut claimed = Vec::with_capacity(taken.len());
+        for (id, reservation) in taken {
+            if let Some((key, max)) = reservation {
+                let cap = self.caps.entry(key.clone()).or_insert(Cap { max, active: 0 });
+                cap.max = max;
+                cap.active += 1;
+                self.reservations.insert(id.clone(), key);
+            }
+            let job = self.jobs.get_mut(&id).expect("candidate exists");
+            transitions::claim(job, &req.worker_id, new_job_id(), now);
+            change.moved(JobStatus::Queued, JobStatus::HandedOff);
+            claimed.push(job.clone());
+        }
+        claimed
+    }
+
+    /// A job leaves `handed_off`: give back its reservation, and its key if terminal.
+    fn after_leaving_handoff(&mut self, id: &str) {
+        self.release_reservation(id);
+        if self.jobs[id].status.is_terminal() {
+            self.release_owner(id);
+        }
+    }
+
+    pub(super) fn report(&mut self, lease: &Lease, outcome: &Outcome, now: i64, change: &mut CountChange) -> bool {
+        let Some(job) = self.jobs.get_mut(&lease.job_id) else { return false };
+        if job.status != JobStatus::HandedOff || job.handoff_id.as_deref() != Some(lease.handoff_id.as_str()) {
+            return false;
+        }
+        transitions::apply_outcome(job, outcome, now);
+        change.moved(JobStatus::HandedOff, job.status);
+        self.after_leaving_handoff(&lease.job_id);
+        true
+    }
+
+    pub(super) fn recover_stale(&mut self, stale_after_ms: i64, now: i64, change: &mut CountChange) -> Vec<String> {
+        let cutoff = now.saturating_sub(stale_after_ms);
+        let lost: Vec<String> = self
+            .jobs
+            .values()
+            .filter(|j| j.status == JobStatus::HandedOff)
+            .filter(|j| {
+                let beat = j.worker_id.as_ref().and_then(|w| self.heartbeats.get(w));
+                beat.is_none_or(|at| *at < cutoff)
+            })
+            .map(|j| j.id.clone())
+            .collect();
+        for id in &lost {
+            let job = self.jobs.get_mut(id).expect("listed job exists");
+            transitions::recover_lost(job, now);
+            change.moved(JobStatus::HandedOff, job.status);
+            self.after_leaving_handoff(id);
+        }
+        lost
+    }
+
+    pub(super) fn retry_job(&mut self, id: &str, now: i64, change: &mut CountChange) -> Result<Job> {
+        let job = self.jobs.get_mut(id).ok_or_else(|| Error::job_not_found(id))?;
+        let from = job.status;
+        transitions::operator_retry(job, now)?;
+        change.moved(from, JobStatus::Queued);
+        let job = job.clone();
+        if let Some(key) = &job.schedule_key {
+            self.owners.entry(key.clone()).or_insert_with(|| job.id.clone());
+        }
+        Ok(job)
+    }
+
+    pub(super) fn cancel_job(&mut self, id: &str, now: i64, change: &mut CountChange) -> Result<Job> {
+        let job = self.jobs.get_mut(id).ok_or_else(|| Error::job_not_found(id))?;
+        let from = job.status;
+        transitions::operator_cancel(job, now)?;
+        change.moved(from, JobStatus::Cancelled);
+        self.after_leaving_handoff(id);
+        Ok(self.jobs[id].clone())
+    }
+
+    /// Terminal jobs old enough to prune, oldest first.
+    pub(super) fn prunable(&self, req: &PruneRequest, now: i64) -> Vec<String> {
+        let age = |status: JobStatus| match status {
+            JobStatus::Completed => req.completed_older_than_ms,
+            JobStatus::Failed | JobStatus::Orphaned => req.failed_older_than_ms,
+            JobStatus::Cancelled => req.cancelled_older_than_ms,
+            JobStatus::Queued | JobStatus::HandedOff => None,
+        };
+        let mut rows: Vec<(i64, &str)> = self
+            .jobs
+            .values()
+            .filter_map(|j| {
+                let cutoff = now.saturating_sub(i64::try_from(age(j.status)?).unwrap_or(i64::MAX));
+                let at = j.terminal_at_ms()?;
+                (at < cutoff).then_some((at, j.id.as_str()))
+            })
+            .collect();
+        rows.sort();
+        rows.into_iter().map(|(_, id)| id.to_owned()).collect()
+    }
+
+    pub(super) fn delete(&mut self, ids: &[String], change: &mut CountChange) {
+        for id in ids {
+            if let Some(job) = self.jobs.remove(id) {
+                change.removed(job.status);
+            }
+        }
+    }
+
+    pub(super) fn reconcile_reservations(&mut self) -> u64 {
+        let mut held: HashMap<&str, i64> = HashMap::new();
+        for (id, key) in &self.reservations {
+            if self.jobs.get(id).is_some_and(|j| j.status == JobStatus::HandedOff) {
+                *held.entry(key.as_str()).or_default() += 1;
+            }
+        }
+        let mut changed = 0;
+        for (key, cap) in self.caps.iter_mut() {
+            let actual = held.get(key.as_str()).copied().unwrap_or(0);
+            if cap.active != actual {
+                cap.active = actual;
+                changed += 1;
+            }
+        }
+        changed
+    }
+}

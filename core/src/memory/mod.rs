@@ -1,0 +1,129 @@
+//! `MemoryStore`: the reference model of the `Store` contract.
+//!
+//! Small and obviously correct rather than fast: one mutex around plain maps, every
+//! rule applied through [`crate::transitions`], every call atomic (batch calls work
+//! on a copy that replaces the state only on success). The property suite runs the
+//! same operations here and on a real store and demands identical answers.
+
+mod enqueue;
+mod keys;
+mod lifecycle;
+mod store_impl;
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use tokio::sync::{broadcast, watch};
+
+use crate::clock::{system_clock, Clock};
+use crate::counts::{CountChange, CountDelta};
+use crate::job::Job;
+use crate::requests::Operation;
+
+/// Reservation count of one concurrency key.
+#[derive(Clone, Debug, Default)]
+struct Cap {
+    max: i64,
+    active: i64,
+}
+
+/// Everything a database would hold.
+#[derive(Clone, Debug, Default)]
+struct State {
+    jobs: BTreeMap<String, Job>,
+    /// job id → the concurrency key whose reservation it holds.
+    reservations: HashMap<String, String>,
+    caps: HashMap<String, Cap>,
+    /// scope digest → (request digest, job id). Never pruned.
+    idempotency: HashMap<String, (String, String)>,
+    /// schedule key → owning job id.
+    owners: HashMap<String, String>,
+    /// schedule key → highest `scheduleOrder` handed out. Never pruned.
+    high_water: HashMap<String, i64>,
+    heartbeats: HashMap<String, i64>,
+    operations: HashMap<String, Operation>,
+    counts: [i64; 6],
+    revision: i64,
+}
+
+impl State {
+    fn release_reservation(&mut self, job_id: &str) {
+        if let Some(key) = self.reservations.remove(job_id) {
+            if let Some(cap) = self.caps.get_mut(&key) {
+                cap.active = (cap.active - 1).max(0);
+            }
+        }
+    }
+
+    /// Drops the key's ownership if (and only if) it still points at `job`.
+    fn release_owner(&mut self, job_id: &str) {
+        let key = self.jobs.get(job_id).and_then(|j| j.schedule_key.clone());
+        if let Some(key) = key {
+            if self.owners.get(&key).map(String::as_str) == Some(job_id) {
+                self.owners.remove(&key);
+            }
+        }
+    }
+}
+
+/// The in-memory reference store. Cloning shares the same data.
+///
+/// ```
+/// use duraq_core::{ManualClock, MemoryStore};
+/// let store = MemoryStore::with_clock(std::sync::Arc::new(ManualClock::new(0)));
+/// # let _ = store;
+/// ```
+#[derive(Clone)]
+pub struct MemoryStore {
+    state: Arc<Mutex<State>>,
+    clock: Arc<dyn Clock>,
+    deltas: broadcast::Sender<CountDelta>,
+    work: Arc<watch::Sender<u64>>,
+}
+
+impl Default for MemoryStore {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl MemoryStore {
+    /// An empty store on the system clock.
+    pub fn new() -> Self {
+        Self::with_clock(system_clock())
+    }
+
+    /// An empty store on `clock`.
+    pub fn with_clock(clock: Arc<dyn Clock>) -> Self {
+        Self {
+            state: Arc::default(),
+            clock,
+            deltas: broadcast::channel(1024).0,
+            work: Arc::new(watch::channel(0).0),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    fn now(&self) -> i64 {
+        self.clock.now_ms()
+    }
+
+    /// Applies a finished mutation's count change: one revision, one delta.
+    fn commit(&self, st: &mut State, change: CountChange) {
+        if change.is_zero() {
+            return;
+        }
+        st.revision += 1;
+        for (count, delta) in st.counts.iter_mut().zip(change.per_status()) {
+            *count += delta;
+        }
+        let _ = self.deltas.send(change.to_delta(st.revision));
+    }
+
+    fn signal_work(&self) {
+        self.work.send_modify(|n| *n = n.wrapping_add(1));
+    }
+}

@@ -1,0 +1,229 @@
+//! `impl Store for MemoryStore`: lock, apply, commit the count change, signal.
+
+use async_trait::async_trait;
+use serde_json::Value;
+use tokio::sync::{broadcast, watch};
+
+use super::MemoryStore;
+use crate::counts::{CountChange, CountDelta, CountSnapshot};
+use crate::error::{Error, ErrorCode, Result};
+use crate::job::{Job, JobStatus, Lease};
+use crate::keys::ScheduleKey;
+use crate::options::NewJob;
+use crate::requests::*;
+use crate::store::Store;
+
+fn operation_not_found(key: &str) -> Error {
+    Error::NotFound { code: ErrorCode::OperationNotFound, message: format!("no operation {key:?}") }
+}
+
+#[async_trait]
+impl Store for MemoryStore {
+    async fn enqueue(&self, job: NewJob) -> Result<EnqueueOutcome> {
+        let mut st = self.lock();
+        let mut change = CountChange::default();
+        let outcome = st.enqueue(job, self.now(), &mut change)?;
+        self.commit(&mut st, change);
+        drop(st);
+        self.signal_work();
+        Ok(outcome)
+    }
+
+    async fn enqueue_batch(&self, jobs: Vec<NewJob>) -> Result<Vec<EnqueueOutcome>> {
+        let mut st = self.lock();
+        let now = self.now();
+        let mut draft = st.clone();
+        let mut change = CountChange::default();
+        let outcomes = jobs
+            .into_iter()
+            .map(|job| draft.enqueue(job, now, &mut change))
+            .collect::<Result<Vec<_>>>()?;
+        *st = draft;
+        self.commit(&mut st, change);
+        drop(st);
+        self.signal_work();
+        Ok(outcomes)
+    }
+
+    async fn replace_scheduled(&self, key: &ScheduleKey, job: NewJob) -> Result<ReplaceOutcome> {
+        let mut st = self.lock();
+        let mut change = CountChange::default();
+        let outcome = st.replace_scheduled(key, job, self.now(), &mut change)?;
+        self.commit(&mut st, change);
+        drop(st);
+        self.signal_work();
+        Ok(outcome)
+    }
+
+    async fn cancel_scheduled(&self, key: &ScheduleKey) -> Result<KeyedOutcome<CancelOutcome>> {
+        let mut st = self.lock();
+        let mut change = CountChange::default();
+        let outcome = st.cancel_scheduled(key, self.now(), &mut change);
+        self.commit(&mut st, change);
+        Ok(outcome)
+    }
+
+    async fn wake_scheduled(&self, key: &ScheduleKey) -> Result<KeyedOutcome<WakeOutcome>> {
+        let outcome = self.lock().wake_scheduled(key, self.now());
+        if outcome.outcome == WakeOutcome::Woken {
+            self.signal_work();
+        }
+        Ok(outcome)
+    }
+
+    async fn get_scheduled(&self, key: &ScheduleKey, include_latest_terminal: bool) -> Result<ScheduledJobs> {
+        Ok(self.lock().get_scheduled(key, include_latest_terminal))
+    }
+
+    async fn claim(&self, req: &ClaimRequest) -> Result<Vec<Job>> {
+        let mut st = self.lock();
+        let mut change = CountChange::default();
+        let claimed = st.claim(req, self.now(), &mut change);
+        self.commit(&mut st, change);
+        Ok(claimed)
+    }
+
+    async fn report(&self, lease: &Lease, outcome: Outcome) -> Result<bool> {
+        let mut st = self.lock();
+        let mut change = CountChange::default();
+        let applied = st.report(lease, &outcome, self.now(), &mut change);
+        self.commit(&mut st, change);
+        drop(st);
+        if applied {
+            self.signal_work();
+        }
+        Ok(applied)
+    }
+
+    async fn report_batch(&self, reports: Vec<(Lease, Outcome)>) -> Result<Vec<bool>> {
+        let mut st = self.lock();
+        let now = self.now();
+        let mut change = CountChange::default();
+        let applied: Vec<bool> =
+            reports.iter().map(|(lease, outcome)| st.report(lease, outcome, now, &mut change)).collect();
+        self.commit(&mut st, change);
+        drop(st);
+        self.signal_work();
+        Ok(applied)
+    }
+
+    async fn heartbeat(&self, worker_id: &str) -> Result<()> {
+        let now = self.now();
+        self.lock().heartbeats.insert(worker_id.to_owned(), now);
+        Ok(())
+    }
+
+    async fn recover_stale(&self, stale_after_ms: i64) -> Result<Vec<String>> {
+        let mut st = self.lock();
+        let mut change = CountChange::default();
+        let recovered = st.recover_stale(stale_after_ms, self.now(), &mut change);
+        self.commit(&mut st, change);
+        drop(st);
+        if !recovered.is_empty() {
+            self.signal_work();
+        }
+        Ok(recovered)
+    }
+
+    async fn retry_job(&self, id: &str) -> Result<Job> {
+        let mut st = self.lock();
+        let mut change = CountChange::default();
+        let job = st.retry_job(id, self.now(), &mut change)?;
+        self.commit(&mut st, change);
+        drop(st);
+        self.signal_work();
+        Ok(job)
+    }
+
+    async fn cancel_job(&self, id: &str) -> Result<Job> {
+        let mut st = self.lock();
+        let mut change = CountChange::default();
+        let job = st.cancel_job(id, self.now(), &mut change)?;
+        self.commit(&mut st, change);
+        Ok(job)
+    }
+
+    async fn get_job(&self, id: &str) -> Result<Option<Job>> {
+        Ok(self.lock().jobs.get(id).cloned())
+    }
+
+    async fn list_jobs(&self, filter: &JobFilter) -> Result<Vec<Job>> {
+        let st = self.lock();
+        let mut jobs: Vec<Job> = st
+            .jobs
+            .values()
+            .filter(|j| filter.status.is_none_or(|s| j.status == s))
+            .filter(|j| filter.job_name.as_ref().is_none_or(|n| j.job_name == *n))
+            .filter(|j| filter.queue.as_ref().is_none_or(|q| j.queue == *q))
+            .cloned()
+            .collect();
+        jobs.sort_by(|a, b| (b.created_at_ms, b.id.as_bytes()).cmp(&(a.created_at_ms, a.id.as_bytes())));
+        jobs.truncate(filter.limit.unwrap_or(usize::MAX));
+        Ok(jobs)
+    }
+
+    async fn next_scheduled_at(&self, job_names: &[String], queues: Option<&[String]>) -> Result<Option<i64>> {
+        Ok(self
+            .lock()
+            .jobs
+            .values()
+            .filter(|j| j.status == JobStatus::Queued && job_names.contains(&j.job_name))
+            .filter(|j| queues.is_none_or(|qs| qs.contains(&j.queue)))
+            .map(|j| j.scheduled_at_ms)
+            .min())
+    }
+
+    async fn count_snapshot(&self) -> Result<CountSnapshot> {
+        let st = self.lock();
+        Ok(CountSnapshot::new(st.counts, st.revision))
+    }
+
+    fn subscribe_counts(&self) -> broadcast::Receiver<CountDelta> {
+        self.deltas.subscribe()
+    }
+
+    fn work_signal(&self) -> watch::Receiver<u64> {
+        self.work.subscribe()
+    }
+
+    async fn prune(&self, req: &PruneRequest) -> Result<PruneReport> {
+        let mut st = self.lock();
+        let ids = st.prunable(req, self.now());
+        let mut report = PruneReport::default();
+        for batch in ids.chunks(req.batch_size.max(1)) {
+            let mut change = CountChange::default();
+            st.delete(batch, &mut change);
+            self.commit(&mut st, change);
+            report.deleted += batch.len() as u64;
+            report.batches += 1;
+        }
+        Ok(report)
+    }
+
+    async fn reconcile_reservations(&self) -> Result<u64> {
+        Ok(self.lock().reconcile_reservations())
+    }
+
+    async fn get_operation(&self, key: &str) -> Result<Option<Operation>> {
+        Ok(self.lock().operations.get(key).cloned())
+    }
+
+    async fn start_operation_attempt(&self, key: &str) -> Result<Operation> {
+        let now = self.now();
+        let mut st = self.lock();
+        let op = st.operations.get_mut(key).ok_or_else(|| operation_not_found(key))?;
+        op.first_attempt_started_at_ms.get_or_insert(now);
+        Ok(op.clone())
+    }
+
+    async fn record_operation_result(&self, key: &str, result: Value) -> Result<()> {
+        let mut st = self.lock();
+        let op = st.operations.get_mut(key).ok_or_else(|| operation_not_found(key))?;
+        op.result = Some(result);
+        Ok(())
+    }
+
+    async fn health(&self) -> Result<Health> {
+        Ok(Health { backend: "memory".into(), schema_version: 1, detail: "in-process reference model".into() })
+    }
+}

@@ -1,0 +1,295 @@
+//! What a handler sees and returns. Handlers are plain async code: they get a
+//! [`JobContext`] (the claimed row, the attempt, a way to ask for a reschedule) and
+//! return `Ok(JobResult)` or a [`JobError`]. The runtime, not the handler, turns
+//! that into a fenced [`Outcome`] report, so a handler can never report on a lease
+//! it does not hold.
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use serde_json::Value;
+use tokio::sync::watch;
+
+use crate::clock::Clock;
+use crate::job::Job;
+use crate::requests::Outcome;
+use crate::store::Store;
+
+/// A typed job handler (the row type is [`Job`]): the job's name, its argument type and the work.
+///
+/// Arguments are deserialized from the row's JSON `args`; a row whose args do not
+/// deserialize fails at once without retries (no retry could fix it).
+///
+/// ```
+/// use duraq_core::{JobContext, JobError, JobHandler, JobResult};
+/// use serde::{Deserialize, Serialize};
+///
+/// #[derive(Serialize, Deserialize)]
+/// struct Welcome { user_id: u64 }
+///
+/// struct SendWelcome;
+///
+/// #[async_trait::async_trait]
+/// impl JobHandler for SendWelcome {
+///     const NAME: &'static str = "send_welcome";
+///     type Args = Welcome;
+///     async fn perform(&self, ctx: &JobContext, args: Welcome) -> Result<JobResult, JobError> {
+///         if args.user_id == 0 {
+///             return Err(JobError::new("no such user").discard());
+///         }
+///         let _ = ctx.attempt();
+///         Ok(JobResult::Completed)
+///     }
+/// }
+/// ```
+#[async_trait]
+pub trait JobHandler: Send + Sync + 'static {
+    /// The `jobName` this handler runs.
+    const NAME: &'static str;
+    /// The deserialized form of the row's `args`.
+    type Args: Serialize + DeserializeOwned + Send + 'static;
+
+    /// Runs one attempt.
+    async fn perform(&self, ctx: &JobContext, args: Self::Args) -> Result<JobResult, JobError>;
+
+    /// Overrides the retry delay after failed attempt `attempt` (1-based) of this
+    /// job name; `None` (the default) keeps the store's policy (SPEC §3). A
+    /// [`JobError::retry_in`] on the error itself wins over this.
+    fn backoff(&self, attempt: i64) -> Option<Duration> {
+        let _ = attempt;
+        None
+    }
+}
+
+/// An untyped handler over the raw JSON `args` (for handlers chosen at run time,
+/// such as the CLI's built-ins). Closures can be registered directly with
+/// [`crate::Registry::register_fn`].
+#[async_trait]
+pub trait JsonHandler: Send + Sync + 'static {
+    /// Runs one attempt.
+    async fn perform(&self, ctx: &JobContext, args: Value) -> Result<JobResult, JobError>;
+
+    /// As [`JobHandler::backoff`].
+    fn backoff(&self, attempt: i64) -> Option<Duration> {
+        let _ = attempt;
+        None
+    }
+}
+
+/// How an attempt ended successfully.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum JobResult {
+    /// The job is done (`completed`).
+    Completed,
+    /// End this attempt and run the job again after the delay, without using an
+    /// attempt or touching `lastError` (SPEC §4). Made by [`JobContext::reschedule_in`].
+    Reschedule(Duration),
+}
+
+impl From<()> for JobResult {
+    fn from(_: ()) -> Self {
+        Self::Completed
+    }
+}
+
+/// A failed attempt: the message becomes `lastError`.
+///
+/// Any `std::error::Error` converts into it, so `?` works in handlers.
+///
+/// ```
+/// use duraq_core::JobError;
+/// use std::time::Duration;
+/// let err = JobError::new("smtp unavailable").retry_in(Duration::from_secs(5));
+/// assert_eq!(err.message(), "smtp unavailable");
+/// assert_eq!(err.retry_delay(), Some(Duration::from_secs(5)));
+/// let parse: JobError = "x".parse::<u32>().unwrap_err().into();
+/// assert!(!parse.is_discard());
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct JobError {
+    message: String,
+    retry_in: Option<Duration>,
+    discard: bool,
+}
+
+impl JobError {
+    /// A failed attempt with `message`, retried by the normal policy.
+    pub fn new(message: impl fmt::Display) -> Self {
+        Self { message: message.to_string(), retry_in: None, discard: false }
+    }
+
+    /// Retries after `delay` instead of the policy's backoff (if retries are left).
+    pub fn retry_in(mut self, delay: Duration) -> Self {
+        self.retry_in = Some(delay);
+        self
+    }
+
+    /// Fails the job at once, without further retries.
+    pub fn discard(mut self) -> Self {
+        self.discard = true;
+        self
+    }
+
+    /// The message stored as `lastError`.
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+
+    /// The explicit retry delay, if any.
+    pub fn retry_delay(&self) -> Option<Duration> {
+        self.retry_in
+    }
+
+    /// Whether the job fails without further retries.
+    pub fn is_discard(&self) -> bool {
+        self.discard
+    }
+}
+
+impl fmt::Display for JobError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl<E: std::error::Error + Send + Sync + 'static> From<E> for JobError {
+    fn from(err: E) -> Self {
+        Self::new(err)
+    }
+}
+
+/// Everything a handler may know about the attempt it runs. Cheap to clone.
+#[derive(Clone)]
+pub struct JobContext {
+    pub(crate) job: Arc<Job>,
+    pub(crate) worker_id: Arc<str>,
+    pub(crate) store: Arc<dyn Store>,
+    pub(crate) clock: Arc<dyn Clock>,
+    pub(crate) stopping: watch::Receiver<bool>,
+}
+
+impl fmt::Debug for JobContext {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("JobContext")
+            .field("job_id", &self.job.id)
+            .field("job_name", &self.job.job_name)
+            .field("attempt", &self.job.attempts)
+            .field("worker_id", &self.worker_id)
+            .finish()
+    }
+}
+
+impl JobContext {
+    /// The claimed row, as it was at claim time (`handed_off`, with its lease).
+    pub fn job(&self) -> &Job {
+        &self.job
+    }
+
+    /// The job id.
+    pub fn job_id(&self) -> &str {
+        &self.job.id
+    }
+
+    /// The job name.
+    pub fn job_name(&self) -> &str {
+        &self.job.job_name
+    }
+
+    /// This attempt's number, 1-based (`attempts` after the claim).
+    pub fn attempt(&self) -> i64 {
+        self.job.attempts
+    }
+
+    /// The raw JSON `args`.
+    pub fn args(&self) -> &Value {
+        &self.job.args
+    }
+
+    /// The id of the worker running the attempt.
+    pub fn worker_id(&self) -> &str {
+        &self.worker_id
+    }
+
+    /// The store the job came from (e.g. for operation records).
+    pub fn store(&self) -> &Arc<dyn Store> {
+        &self.store
+    }
+
+    /// The worker's clock, in milliseconds since the epoch.
+    pub fn now_ms(&self) -> i64 {
+        self.clock.now_ms()
+    }
+
+    /// The value to return to end this attempt and run the job again after `delay`
+    /// (reported as [`Outcome::Reschedule`]; no attempt is used).
+    pub fn reschedule_in(&self, delay: Duration) -> JobResult {
+        JobResult::Reschedule(delay)
+    }
+
+    /// Whether the worker has begun a graceful shutdown; long handlers may use it
+    /// to stop early (e.g. by rescheduling themselves).
+    pub fn is_shutting_down(&self) -> bool {
+        *self.stopping.borrow()
+    }
+}
+
+/// The object-safe form every registered handler is stored as.
+#[async_trait]
+pub(crate) trait ErasedHandler: Send + Sync + 'static {
+    async fn call(&self, ctx: JobContext) -> Result<JobResult, JobError>;
+    fn backoff(&self, attempt: i64) -> Option<Duration>;
+}
+
+pub(crate) struct Typed<J>(pub(crate) J);
+
+#[async_trait]
+impl<J: JobHandler> ErasedHandler for Typed<J> {
+    async fn call(&self, ctx: JobContext) -> Result<JobResult, JobError> {
+        let args: J::Args = serde_json::from_value(ctx.job.args.clone())
+            .map_err(|e| JobError::new(format!("invalid args for {}: {e}", J::NAME)).discard())?;
+        self.0.perform(&ctx, args).await
+    }
+    fn backoff(&self, attempt: i64) -> Option<Duration> {
+        self.0.backoff(attempt)
+    }
+}
+
+pub(crate) struct Untyped<H>(pub(crate) H);
+
+#[async_trait]
+impl<H: JsonHandler> ErasedHandler for Untyped<H> {
+    async fn call(&self, ctx: JobContext) -> Result<JobResult, JobError> {
+        let args = ctx.job.args.clone();
+        self.0.perform(&ctx, args).await
+    }
+    fn backoff(&self, attempt: i64) -> Option<Duration> {
+        self.0.backoff(attempt)
+    }
+}
+
+/// Turns what a handler returned into the outcome to report.
+pub(crate) fn outcome_of(
+    result: Result<JobResult, JobError>,
+    attempt: i64,
+    backoff: &dyn Fn(i64) -> Option<Duration>,
+) -> Outcome {
+    match result {
+        Ok(JobResult::Completed) => Outcome::Completed,
+        Ok(JobResult::Reschedule(d)) => Outcome::Reschedule { delay_ms: duration_ms(d) },
+        Err(e) => failed(e.message, e.retry_in.or_else(|| backoff(attempt)), e.discard),
+    }
+}
+
+/// A failed-attempt outcome.
+pub(crate) fn failed(error: String, retry_in: Option<Duration>, discard: bool) -> Outcome {
+    Outcome::Failed { error, retry_in_ms: retry_in.map(duration_ms), discard }
+}
+
+/// Milliseconds of `d`, saturating.
+pub(crate) fn duration_ms(d: Duration) -> i64 {
+    i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
+}

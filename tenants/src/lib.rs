@@ -1,4 +1,60 @@
 //! `duraq-tenants`: tenant providers, migration catalogs, read-only migration-ledger
-//! readers and the deploy preflight report (SPEC §11).
+//! readers, the deploy preflight report, and applying migrations per tenant
+//! (SPEC §11).
 //!
-//! Not built yet: the tenants issue fills this crate.
+//! A deploy asks one question before it ships code that expects a schema: does any
+//! existing tenant database lack a migration? [`pending`] answers it without
+//! writing anything, enforced by the databases themselves (SQLite opened
+//! read-only, PostgreSQL inside `START TRANSACTION READ ONLY`), and fails closed:
+//! a tenant whose ledger table is missing, whose database is unreachable or whose
+//! URL cannot be resolved fails the preflight (after every tenant was scanned, so
+//! all of them are named) instead of being counted as up to date or as empty.
+//! [`migrate`] is the write path that applies what is pending.
+//!
+//! The CLI calls [`pending_command`] / [`migrate_command`] with a
+//! [`TenantsRequest`] built from its arguments and prints what they return.
+//!
+//! Ledger: `duraq_tenant_migrations(version INTEGER PRIMARY KEY, name TEXT NOT
+//! NULL, applied_at_ms INTEGER NOT NULL)` (`BIGINT` on PostgreSQL), one per tenant
+//! database or PostgreSQL schema. Versions are integers so that they order
+//! numerically and `001_x.sql` and `1_x.sql` are recognised as the same version.
+//! A ledger version the catalog does not know is reported
+//! ([`TenantStatus::unknown_versions`]), not fatal.
+
+mod catalog;
+mod command;
+mod error;
+mod ledger_postgres;
+mod ledger_sqlite;
+mod migrate;
+mod preflight;
+mod provider;
+mod report;
+
+pub use catalog::{
+    Catalog, CatalogSource, Ledger, Migration, DEFAULT_IDENTIFIER, JOB_STORE_LEDGER_TABLE,
+    JOB_STORE_SCOPE, JOB_STORE_VERSIONS, TENANT_LEDGER_TABLE,
+};
+pub use command::{migrate_command, pending_command, CommandOutcome};
+pub use error::{BoxError, Error, ErrorCode, Result, TenantFailure};
+pub use ledger_postgres::PostgresReadOnly;
+pub use migrate::migrate;
+pub use preflight::{pending, scan, TenantsRequest, DEFAULT_CONCURRENCY};
+pub use provider::{Tenant, TenantDatabase, TenantSource};
+pub use report::{
+    progress_lines, MigrateReport, PreflightReport, Progress, TenantMigration, TenantStatus,
+    EXIT_ERROR, EXIT_OK, EXIT_PENDING,
+};
+
+/// Opens a SQLite file the way the preflight does: `SQLITE_OPEN_READ_ONLY`, no
+/// create flag. A missing file is an error; every write is refused by SQLite.
+///
+/// ```
+/// let dir = tempfile::tempdir().unwrap();
+/// let missing = dir.path().join("missing.db");
+/// assert!(duraq_tenants::sqlite_read_only(&missing).is_err());
+/// assert!(!missing.exists());
+/// ```
+pub fn sqlite_read_only(path: &std::path::Path) -> rusqlite::Result<rusqlite::Connection> {
+    ledger_sqlite::open_read_only(path)
+}

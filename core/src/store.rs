@@ -80,14 +80,9 @@ pub trait Store: Send + Sync + 'static {
     /// `discard`, else `failed`. See [`Outcome`] for the others.
     async fn report(&self, lease: &Lease, outcome: Outcome) -> Result<bool>;
 
-    /// Many reports; each is fenced on its own. The default loops over `report`.
-    async fn report_batch(&self, reports: Vec<(Lease, Outcome)>) -> Result<Vec<bool>> {
-        let mut results = Vec::with_capacity(reports.len());
-        for (lease, outcome) in reports {
-            results.push(self.report(&lease, outcome).await?);
-        }
-        Ok(results)
-    }
+    /// Many reports in one transaction; each is fenced on its own. One mutation:
+    /// the revision moves once if any report applied.
+    async fn report_batch(&self, reports: Vec<(Lease, Outcome)>) -> Result<Vec<bool>>;
 
     /// Records that `worker_id` is alive now.
     async fn heartbeat(&self, worker_id: &str) -> Result<()>;

@@ -1,0 +1,204 @@
+//! `duraq-store-sqlite`: the [`duraq_core::Store`] contract on one embedded SQLite
+//! file (bundled SQLite, nothing to install).
+//!
+//! Why it is built this way:
+//! - **Durable by default.** WAL with `synchronous=FULL`, read back after setting
+//!   and refused if SQLite did not apply it; `NORMAL` is a named opt-in
+//!   ([`Synchronous::Normal`]).
+//! - **One writer, group commit.** SQLite serializes writers anyway, so the store
+//!   owns one write connection on one thread and folds every request waiting in
+//!   its channel into one `BEGIN IMMEDIATE` transaction, each request in its own
+//!   savepoint. Many producers then share one fsync instead of queueing for one each.
+//! - **Several processes, one file.** CLI enqueuers and worker processes share the
+//!   file: `busy_timeout` plus a bounded retry turn lock waits into latency, and
+//!   `database-busy` only when the lock never came. Work made available by another
+//!   process is noticed through `PRAGMA data_version` and a one-row work epoch,
+//!   polled by the writer thread between batches.
+//! - **One set of rules.** Rows are loaded, changed with
+//!   [`duraq_core::transitions`], and written back; SQL only finds and persists.
+//! - **Additive schema.** Versioned tables with a migration ledger; opening
+//!   upgrades, never rebuilds, and refuses what it does not understand ([`migrate`]).
+//!
+//! ```no_run
+//! # async fn demo() -> duraq_core::Result<()> {
+//! use duraq_core::{EnqueueOptions, NewJob, Store};
+//! use duraq_store_sqlite::{SqliteOptions, SqliteStore};
+//! let store = SqliteStore::open("duraq.db", SqliteOptions::default())?;
+//! let job = NewJob::new("send_welcome", serde_json::json!([42]), EnqueueOptions::new())?;
+//! store.enqueue(job).await?;
+//! # Ok(()) }
+//! ```
+
+#![warn(missing_docs)]
+
+mod admin;
+mod claim;
+mod connection;
+mod counts;
+mod enqueue;
+mod error_map;
+mod lifecycle;
+mod operations;
+mod options;
+mod poller;
+mod reader;
+mod report;
+mod rows;
+mod schedule;
+mod schema;
+mod schema_def;
+mod store_impl;
+mod tx;
+mod writer;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use duraq_core::{system_clock, Clock, Error, Result};
+use rusqlite::Connection;
+
+pub use connection::PragmaReport;
+pub use options::{SqliteOptions, Synchronous};
+pub use schema::{migrate, MigrationReport};
+pub use schema_def::{LEDGER_TABLE, MIGRATION_SCOPE, SCHEMA_VERSION};
+
+use connection::{open_connection, read_pragmas};
+use reader::Readers;
+use tx::Tx;
+use writer::{Signals, Writer};
+
+/// A [`duraq_core::Store`] on one SQLite file. Cloning shares the same store.
+#[derive(Clone)]
+pub struct SqliteStore {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    path: PathBuf,
+    writer: Writer,
+    readers: Readers,
+    clock: Arc<dyn Clock>,
+    signals: Arc<Signals>,
+    pragmas: PragmaReport,
+    migration: MigrationReport,
+    /// Delete the files on drop (a store made by [`SqliteStore::open_temporary`]).
+    temporary: bool,
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        if self.temporary {
+            for suffix in ["", "-wal", "-shm"] {
+                let mut path = self.path.clone().into_os_string();
+                path.push(suffix);
+                let _ = std::fs::remove_file(path);
+            }
+        }
+    }
+}
+
+impl SqliteStore {
+    /// Opens (creating if needed) the store at `path` on the system clock,
+    /// applying missing schema versions.
+    pub fn open(path: impl AsRef<Path>, opts: SqliteOptions) -> Result<Self> {
+        Self::open_with_clock(path, opts, system_clock())
+    }
+
+    /// Like [`SqliteStore::open`], reading time from `clock`.
+    pub fn open_with_clock(
+        path: impl AsRef<Path>,
+        opts: SqliteOptions,
+        clock: Arc<dyn Clock>,
+    ) -> Result<Self> {
+        Self::open_inner(path.as_ref().to_path_buf(), opts, clock, false)
+    }
+
+    /// A store on a fresh file in the system temp folder, deleted when the last
+    /// clone is dropped: the SQLite answer to `sqlite::memory:` (a real in-memory
+    /// database cannot be shared by several connections in WAL mode).
+    pub fn open_temporary(opts: SqliteOptions, clock: Arc<dyn Clock>) -> Result<Self> {
+        let path = std::env::temp_dir().join(format!("duraq-{}.db", duraq_core::new_job_id()));
+        Self::open_inner(path, opts, clock, true)
+    }
+
+    fn open_inner(
+        path: PathBuf,
+        opts: SqliteOptions,
+        clock: Arc<dyn Clock>,
+        temporary: bool,
+    ) -> Result<Self> {
+        let conn = open_connection(&path, &opts)?;
+        let migration = schema::ensure_schema(&conn)?;
+        let pragmas = read_pragmas(&conn)?;
+        let signals = Arc::new(Signals::new());
+        let writer = Writer::spawn(
+            conn,
+            clock.clone(),
+            signals.clone(),
+            opts.max_batch,
+            opts.poll_interval,
+        )?;
+        let readers = Readers::new(path.clone(), opts);
+        let inner = Inner {
+            path,
+            writer,
+            readers,
+            clock,
+            signals,
+            pragmas,
+            migration,
+            temporary,
+        };
+        Ok(Self {
+            inner: Arc::new(inner),
+        })
+    }
+
+    /// The database file.
+    pub fn path(&self) -> &Path {
+        &self.inner.path
+    }
+
+    /// The durability pragmas as SQLite reported them after opening.
+    pub fn pragmas(&self) -> &PragmaReport {
+        &self.inner.pragmas
+    }
+
+    /// What opening did to the schema (the versions it applied, if any).
+    pub fn migration(&self) -> &MigrationReport {
+        &self.inner.migration
+    }
+
+    pub(crate) fn now(&self) -> i64 {
+        self.inner.clock.now_ms()
+    }
+
+    /// Runs `f` as one logical mutation in the writer's next group commit.
+    async fn write<T, F>(&self, f: F) -> Result<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut Tx<'_>) -> Result<T> + Send + 'static,
+    {
+        self.inner.writer.run(f).await
+    }
+
+    /// Runs `f` on a pooled read connection off the async runtime.
+    async fn read<T, F>(&self, f: F) -> Result<T>
+    where
+        T: Send + 'static,
+        F: Fn(&Connection) -> Result<T> + Send + 'static,
+    {
+        let inner = self.inner.clone();
+        tokio::task::spawn_blocking(move || inner.readers.read(f))
+            .await
+            .map_err(|e| Error::backend("read task failed", e))?
+    }
+}
+
+impl std::fmt::Debug for SqliteStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SqliteStore")
+            .field("path", &self.inner.path)
+            .finish_non_exhaustive()
+    }
+}

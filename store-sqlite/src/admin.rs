@@ -1,0 +1,142 @@
+//! Operator actions and queries: retry, cancel, listing, the next due time,
+//! pruning in batches, and reservation reconciliation.
+
+use duraq_core::transitions::{operator_cancel, operator_retry};
+use duraq_core::{Job, JobFilter, JobStatus, PruneRequest, Result};
+use rusqlite::{params, Connection, OptionalExtension};
+
+use crate::error_map::SqlResult;
+use crate::lifecycle::persist_transition;
+use crate::rows::{json_text, query_jobs, require_job, JOB_COLUMNS};
+use crate::tx::Tx;
+
+/// Operator retry of a terminal job; it takes its schedule key back if free.
+pub(crate) fn retry_job(tx: &mut Tx<'_>, id: &str) -> Result<Job> {
+    let mut job = require_job(tx.conn, id)?;
+    let from = job.status;
+    operator_retry(&mut job, tx.now)?;
+    persist_transition(tx, from, &job)?;
+    if let Some(key) = &job.schedule_key {
+        tx.conn
+            .prepare_cached("INSERT INTO duraq_schedule_keys (key, job_id) VALUES (?1, ?2) ON CONFLICT (key) DO NOTHING")
+            .db()?
+            .execute(params![key, job.id])
+            .db()?;
+    }
+    Ok(job)
+}
+
+/// Operator cancel of a queued or handed-off job.
+pub(crate) fn cancel_job(tx: &mut Tx<'_>, id: &str) -> Result<Job> {
+    let mut job = require_job(tx.conn, id)?;
+    let from = job.status;
+    operator_cancel(&mut job, tx.now)?;
+    persist_transition(tx, from, &job)?;
+    Ok(job)
+}
+
+/// Jobs matching `filter`, newest first.
+pub(crate) fn list_jobs(conn: &Connection, filter: &JobFilter) -> Result<Vec<Job>> {
+    let sql = format!(
+        "SELECT {JOB_COLUMNS} FROM duraq_jobs WHERE (?1 IS NULL OR status = ?1) \
+         AND (?2 IS NULL OR job_name = ?2) AND (?3 IS NULL OR queue = ?3) \
+         ORDER BY created_at_ms DESC, id DESC LIMIT ?4"
+    );
+    let limit = filter
+        .limit
+        .map_or(-1, |n| i64::try_from(n).unwrap_or(i64::MAX));
+    query_jobs(
+        conn,
+        &sql,
+        params![
+            filter.status.map(JobStatus::as_str),
+            filter.job_name,
+            filter.queue,
+            limit
+        ],
+    )
+}
+
+/// The earliest `scheduledAtMs` among matching queued jobs (an index walk in
+/// `scheduled_at_ms` order that stops at the first match).
+pub(crate) fn next_scheduled_at(
+    conn: &Connection,
+    job_names: &[String],
+    queues: Option<&[String]>,
+) -> Result<Option<i64>> {
+    let queues = queues.map(json_text).transpose()?;
+    conn.prepare_cached(
+        "SELECT scheduled_at_ms FROM duraq_jobs WHERE status = 'queued' \
+         AND job_name IN (SELECT value FROM json_each(?1)) \
+         AND (?2 IS NULL OR queue IN (SELECT value FROM json_each(?2))) \
+         ORDER BY scheduled_at_ms LIMIT 1",
+    )
+    .db()?
+    .query_row(params![json_text(&job_names)?, queues], |r| r.get(0))
+    .optional()
+    .db()
+}
+
+/// The terminal time the `duraq_jobs_terminal` index is built on.
+const TERMINAL_AT: &str =
+    "COALESCE(completed_at_ms, failed_at_ms, cancelled_at_ms, orphaned_at_ms)";
+
+/// Deletes one batch of prunable jobs (oldest terminal time first); returns how
+/// many. Each terminal status is read through the `(status, terminal time, id)`
+/// index, so a batch costs the same however many old jobs wait.
+pub(crate) fn prune_batch(tx: &mut Tx<'_>, req: &PruneRequest, now: i64) -> Result<u64> {
+    let cutoff =
+        |age: Option<u64>| age.map(|a| now.saturating_sub(i64::try_from(a).unwrap_or(i64::MAX)));
+    let batch = req.batch_size.max(1);
+    let categories = [
+        (JobStatus::Completed, cutoff(req.completed_older_than_ms)),
+        (JobStatus::Failed, cutoff(req.failed_older_than_ms)),
+        (JobStatus::Orphaned, cutoff(req.failed_older_than_ms)),
+        (JobStatus::Cancelled, cutoff(req.cancelled_older_than_ms)),
+    ];
+    let sql = format!(
+        "SELECT {TERMINAL_AT}, id FROM duraq_jobs WHERE status = ?1 AND {TERMINAL_AT} < ?2 \
+         ORDER BY {TERMINAL_AT}, id LIMIT ?3"
+    );
+    let mut victims: Vec<(i64, String, JobStatus)> = Vec::new();
+    let mut stmt = tx.conn.prepare_cached(&sql).db()?;
+    for (status, cutoff) in categories {
+        let Some(cutoff) = cutoff else { continue };
+        let rows = stmt
+            .query_map(params![status.as_str(), cutoff, batch as i64], |r| {
+                Ok((r.get(0)?, r.get(1)?, status))
+            })
+            .db()?;
+        for row in rows {
+            victims.push(row.db()?);
+        }
+    }
+    drop(stmt);
+    victims.sort_by(|a, b| (a.0, a.1.as_bytes()).cmp(&(b.0, b.1.as_bytes())));
+    victims.truncate(batch);
+    let mut delete = tx
+        .conn
+        .prepare_cached("DELETE FROM duraq_jobs WHERE id = ?1")
+        .db()?;
+    for (_, id, status) in &victims {
+        delete.execute([id]).db()?;
+        tx.removed(*status);
+    }
+    Ok(victims.len() as u64)
+}
+
+/// Sets every reservation count to the number of handed-off jobs holding its key.
+pub(crate) fn reconcile(tx: &mut Tx<'_>) -> Result<u64> {
+    let changed = tx
+        .conn
+        .prepare_cached(
+            "UPDATE duraq_concurrency AS c SET active_count = (SELECT COUNT(*) FROM duraq_jobs AS j \
+             WHERE j.status = 'handed_off' AND j.reservation_key = c.key) \
+             WHERE active_count != (SELECT COUNT(*) FROM duraq_jobs AS j \
+             WHERE j.status = 'handed_off' AND j.reservation_key = c.key)",
+        )
+        .db()?
+        .execute([])
+        .db()?;
+    Ok(changed as u64)
+}

@@ -1,0 +1,152 @@
+//! Claiming (SPEC §4) in one write transaction.
+//!
+//! Queue priority is resolved into *levels* before any SQL runs: each level is a
+//! set of queues (or "every queue not given another priority"), visited from the
+//! highest priority down. Within a level the query walks the
+//! `(status, scheduled_at_ms, created_at_ms, id)` index in claim order, a page
+//! at a time with a keyset cursor, so a large backlog is never sorted. A job
+//! whose concurrency key is at its cap (counting reservations taken earlier in
+//! this same claim) is skipped, never blocking the jobs behind it.
+
+use std::collections::{BTreeMap, HashMap};
+
+use duraq_core::transitions::{self, reservation_for};
+use duraq_core::{new_job_id, ClaimRequest, Job, JobStatus, Result};
+use rusqlite::{params, OptionalExtension};
+
+use crate::error_map::SqlResult;
+use crate::lifecycle::take_reservation;
+use crate::report::heartbeat;
+use crate::rows::{json_text, query_jobs, save_job, JOB_COLUMNS};
+use crate::tx::Tx;
+
+/// Which queues one priority level covers.
+enum Level {
+    In(Vec<String>),
+    NotIn(Vec<String>),
+}
+
+/// The priority levels of `req`, highest first.
+fn levels(req: &ClaimRequest) -> Vec<Level> {
+    let priority = |q: &str| req.queue_config.get(q).map_or(0, |c| c.priority);
+    let mut by_priority: BTreeMap<i64, Vec<String>> = BTreeMap::new();
+    match &req.queues {
+        Some(queues) => {
+            for q in queues {
+                by_priority.entry(priority(q)).or_default().push(q.clone());
+            }
+            by_priority
+                .into_iter()
+                .rev()
+                .map(|(_, qs)| Level::In(qs))
+                .collect()
+        }
+        None => {
+            let prioritized: Vec<(&String, i64)> = req
+                .queue_config
+                .iter()
+                .filter(|(_, c)| c.priority != 0)
+                .map(|(q, c)| (q, c.priority))
+                .collect();
+            for (q, p) in &prioritized {
+                by_priority.entry(*p).or_default().push((*q).clone());
+            }
+            let others = prioritized.iter().map(|(q, _)| (*q).clone()).collect();
+            let mut levels: Vec<(i64, Level)> = by_priority
+                .into_iter()
+                .map(|(p, qs)| (p, Level::In(qs)))
+                .collect();
+            levels.push((0, Level::NotIn(others)));
+            levels.sort_by_key(|(p, _)| std::cmp::Reverse(*p));
+            levels.into_iter().map(|(_, level)| level).collect()
+        }
+    }
+}
+
+/// Claims up to `req.limit` due jobs and records the worker's heartbeat.
+pub(crate) fn claim(tx: &mut Tx<'_>, req: &ClaimRequest) -> Result<Vec<Job>> {
+    heartbeat(tx, &req.worker_id)?;
+    let mut claimed = Vec::new();
+    if req.limit == 0 || req.job_names.is_empty() {
+        return Ok(claimed);
+    }
+    let names = json_text(&req.job_names)?;
+    let page_size = (req.limit.saturating_mul(2)).clamp(32, 1_000) as i64;
+    let mut active: HashMap<String, i64> = HashMap::new();
+    for level in levels(req) {
+        let (op, queues) = match &level {
+            Level::In(qs) => ("IN", qs),
+            Level::NotIn(qs) => ("NOT IN", qs),
+        };
+        let sql = format!(
+            "SELECT {JOB_COLUMNS} FROM duraq_jobs WHERE status = 'queued' AND scheduled_at_ms <= ?1 \
+             AND job_name IN (SELECT value FROM json_each(?2)) \
+             AND queue {op} (SELECT value FROM json_each(?3)) \
+             AND (scheduled_at_ms, created_at_ms, id) > (?4, ?5, ?6) \
+             ORDER BY scheduled_at_ms, created_at_ms, id LIMIT ?7"
+        );
+        let queues = json_text(queues)?;
+        let mut cursor = (i64::MIN, i64::MIN, String::new());
+        loop {
+            let page = query_jobs(
+                tx.conn,
+                &sql,
+                params![tx.now, names, queues, cursor.0, cursor.1, cursor.2, page_size],
+            )?;
+            let full = page.len() as i64 == page_size;
+            if let Some(last) = page.last() {
+                cursor = (last.scheduled_at_ms, last.created_at_ms, last.id.clone());
+            }
+            for job in page {
+                if claimed.len() >= req.limit {
+                    break;
+                }
+                if let Some(job) = try_claim(tx, req, job, &mut active)? {
+                    claimed.push(job);
+                }
+            }
+            if claimed.len() >= req.limit || !full {
+                break;
+            }
+        }
+        if claimed.len() >= req.limit {
+            break;
+        }
+    }
+    Ok(claimed)
+}
+
+/// Claims `job` unless its concurrency key is saturated.
+fn try_claim(
+    tx: &mut Tx<'_>,
+    req: &ClaimRequest,
+    mut job: Job,
+    active: &mut HashMap<String, i64>,
+) -> Result<Option<Job>> {
+    let reservation = reservation_for(&job, &req.queue_config);
+    if let Some((key, max)) = &reservation {
+        let current = match active.get(key) {
+            Some(n) => *n,
+            None => tx
+                .conn
+                .prepare_cached("SELECT active_count FROM duraq_concurrency WHERE key = ?1")
+                .db()?
+                .query_row([key], |r| r.get(0))
+                .optional()
+                .db()?
+                .unwrap_or(0),
+        };
+        if current >= *max {
+            active.insert(key.clone(), current);
+            return Ok(None);
+        }
+        active.insert(key.clone(), current + 1);
+    }
+    transitions::claim(&mut job, &req.worker_id, new_job_id(), tx.now);
+    save_job(tx.conn, &job)?;
+    if let Some((key, max)) = reservation {
+        take_reservation(tx.conn, &job.id, &key, max)?;
+    }
+    tx.moved(JobStatus::Queued, JobStatus::HandedOff);
+    Ok(Some(job))
+}

@@ -1,0 +1,77 @@
+//! Opening connections with the durability pragmas, and checking that SQLite really
+//! applied them: a pragma SQLite cannot honour (WAL on a `:memory:` database, a
+//! read-only medium) is silently ignored, so every value is read back and a
+//! mismatch refuses to open rather than run with weaker guarantees than promised.
+
+use std::path::Path;
+
+use duraq_core::{Error, Result};
+use rusqlite::{Connection, OpenFlags};
+
+use crate::error_map::{retry_busy, SqlResult};
+use crate::options::SqliteOptions;
+
+/// What the pragmas read back as, for `health()`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PragmaReport {
+    /// `PRAGMA journal_mode` (always `wal` for an open store).
+    pub journal_mode: String,
+    /// `PRAGMA synchronous` (2 = FULL, 1 = NORMAL).
+    pub synchronous: i64,
+    /// `PRAGMA foreign_keys` (0: duraq relates rows in code, not by constraints).
+    pub foreign_keys: i64,
+}
+
+/// Opens one read-write connection on `path` with every per-connection pragma set
+/// and verified. `journal_mode=WAL` is persistent in the file; it is set (and
+/// checked) by [`open_connection`] each time, which is a no-op once the file is WAL.
+pub(crate) fn open_connection(path: &Path, opts: &SqliteOptions) -> Result<Connection> {
+    let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
+        | OpenFlags::SQLITE_OPEN_CREATE
+        | OpenFlags::SQLITE_OPEN_NO_MUTEX
+        | OpenFlags::SQLITE_OPEN_URI;
+    let conn = Connection::open_with_flags(path, flags).db()?;
+    conn.busy_timeout(opts.busy_timeout).db()?;
+    let mode: String =
+        retry_busy(|| conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0)))?;
+    if !mode.eq_ignore_ascii_case("wal") {
+        return Err(Error::Backend {
+            message: format!("SQLite refused journal_mode=WAL (it reports {mode:?})"),
+            source: None,
+        });
+    }
+    // Pragma names and values here are constants of this crate, never user input.
+    conn.execute_batch(&format!(
+        "PRAGMA synchronous = {}; PRAGMA foreign_keys = OFF;",
+        opts.synchronous.pragma()
+    ))
+    .db()?;
+    let report = read_pragmas(&conn)?;
+    if report.synchronous != opts.synchronous.read_back() {
+        return Err(Error::Backend {
+            message: format!(
+                "SQLite did not apply synchronous={} (it reports {})",
+                opts.synchronous.pragma(),
+                report.synchronous
+            ),
+            source: None,
+        });
+    }
+    conn.set_prepared_statement_cache_capacity(64);
+    Ok(conn)
+}
+
+/// Reads the durability pragmas of `conn`.
+pub(crate) fn read_pragmas(conn: &Connection) -> Result<PragmaReport> {
+    Ok(PragmaReport {
+        journal_mode: conn
+            .query_row("PRAGMA journal_mode", [], |r| r.get(0))
+            .db()?,
+        synchronous: conn
+            .query_row("PRAGMA synchronous", [], |r| r.get(0))
+            .db()?,
+        foreign_keys: conn
+            .query_row("PRAGMA foreign_keys", [], |r| r.get(0))
+            .db()?,
+    })
+}

@@ -1,0 +1,196 @@
+//! Enqueue (SPEC §3, §6): idempotency scopes, dedupe-while-queued, concurrency
+//! cap registration, operation records, and the insert itself. Used by the
+//! store's own writer and by [`SqliteStore::enqueue_in_transaction`] on a
+//! caller's transaction, so both follow exactly the same rules.
+
+use duraq_core::transitions::new_job_row;
+use duraq_core::{EnqueueOutcome, Error, ErrorCode, Job, JobStatus, NewJob, Result};
+use rusqlite::{params, Connection, OptionalExtension};
+
+use crate::error_map::SqlResult;
+use crate::rows::{insert_job, job_exists, json_text};
+use crate::tx::Tx;
+use crate::SqliteStore;
+
+/// One enqueue, checking everything before it writes anything.
+pub(crate) fn enqueue(tx: &mut Tx<'_>, job: NewJob) -> Result<EnqueueOutcome> {
+    let scope = job.scope_digest();
+    if let Some(scope) = &scope {
+        let owned: Option<(String, String)> = tx
+            .conn
+            .prepare_cached(
+                "SELECT request_digest, job_id FROM duraq_idempotency WHERE scope_digest = ?1",
+            )
+            .db()?
+            .query_row([scope], |r| Ok((r.get(0)?, r.get(1)?)))
+            .optional()
+            .db()?;
+        if let Some((request, job_id)) = owned {
+            if request == job.request_digest() {
+                return Ok(EnqueueOutcome::Replayed(job_id));
+            }
+            return Err(Error::conflict(
+                ErrorCode::IdempotencyConflict,
+                "this idempotency key already owns a different request",
+            ));
+        }
+    }
+    if job.deduplicate_while_queued() {
+        if let Some(existing) = find_duplicate(tx.conn, &job, tx.now)? {
+            return Ok(EnqueueOutcome::Deduplicated(existing));
+        }
+    }
+    check_insert(tx.conn, &job)?;
+    let row = new_job_row(&job, tx.now);
+    insert_checked(tx, &job, &row)?;
+    if let Some(scope) = scope {
+        tx.conn
+            .prepare_cached(
+                "INSERT INTO duraq_idempotency (scope_digest, request_digest, job_id, created_at_ms) \
+                 VALUES (?1, ?2, ?3, ?4)",
+            )
+            .db()?
+            .execute(params![scope, job.request_digest(), job.id(), tx.now])
+            .db()?;
+    }
+    tx.signal_work();
+    Ok(EnqueueOutcome::Created(job.id().to_owned()))
+}
+
+/// Refuses an insert that would conflict: another cap for the key, an operation
+/// key in use, or an id in use.
+pub(crate) fn check_insert(conn: &Connection, job: &NewJob) -> Result<()> {
+    if let Some(limit) = job.concurrency() {
+        let registered: Option<Option<i64>> = conn
+            .prepare_cached("SELECT max_concurrency FROM duraq_concurrency WHERE key = ?1")
+            .db()?
+            .query_row([&limit.key], |r| r.get(0))
+            .optional()
+            .db()?;
+        if let Some(Some(max)) = registered.filter(|m| *m != Some(limit.max)) {
+            return Err(Error::conflict(
+                ErrorCode::ConcurrencyCapConflict,
+                format!(
+                    "concurrency key {:?} is registered with cap {max}, not {}",
+                    limit.key, limit.max
+                ),
+            ));
+        }
+    }
+    if let Some(op) = job.operation() {
+        let used = conn
+            .prepare_cached("SELECT 1 FROM duraq_operations WHERE key = ?1")
+            .db()?
+            .query_row([&op.key], |_| Ok(()))
+            .optional()
+            .db()?;
+        if used.is_some() {
+            return Err(Error::conflict(
+                ErrorCode::IdempotencyConflict,
+                "this operation key is already owned by another enqueue",
+            ));
+        }
+    }
+    if job_exists(conn, job.id())? {
+        return Err(Error::conflict(
+            ErrorCode::IdempotencyConflict,
+            "a job with this id exists",
+        ));
+    }
+    Ok(())
+}
+
+/// Inserts a checked row with its cap registration and operation record.
+pub(crate) fn insert_checked(tx: &mut Tx<'_>, job: &NewJob, row: &Job) -> Result<()> {
+    if let Some(limit) = job.concurrency() {
+        tx.conn
+            .prepare_cached(
+                "INSERT INTO duraq_concurrency (key, max_concurrency, active_count) VALUES (?1, ?2, 0) \
+                 ON CONFLICT (key) DO NOTHING",
+            )
+            .db()?
+            .execute(params![limit.key, limit.max])
+            .db()?;
+    }
+    if let Some(op) = job.operation() {
+        tx.conn
+            .prepare_cached(
+                "INSERT INTO duraq_operations (key, data, job_id, created_at_ms) VALUES (?1, ?2, ?3, ?4)",
+            )
+            .db()?
+            .execute(params![op.key, json_text(&op.data)?, row.id, tx.now])
+            .db()?;
+    }
+    insert_job(tx.conn, row, &job.args_digest())?;
+    tx.added(JobStatus::Queued);
+    Ok(())
+}
+
+fn find_duplicate(conn: &Connection, job: &NewJob, now: i64) -> Result<Option<String>> {
+    conn.prepare_cached(
+        "SELECT id FROM duraq_jobs WHERE job_name = ?1 AND queue = ?2 AND args_digest = ?3 \
+         AND status = 'queued' AND scheduled_at_ms <= ?4 \
+         ORDER BY scheduled_at_ms, created_at_ms, id LIMIT 1",
+    )
+    .db()?
+    .query_row(
+        params![
+            job.job_name().as_str(),
+            job.queue().as_str(),
+            job.args_digest(),
+            job.due_at_ms(now)
+        ],
+        |r| r.get(0),
+    )
+    .optional()
+    .db()
+}
+
+impl SqliteStore {
+    /// Enqueues `job` inside a transaction the caller already holds on a
+    /// connection to the same file, so the job commits (or rolls back) together
+    /// with the application's own writes.
+    ///
+    /// `conn` must be inside a transaction (a [`rusqlite::Transaction`] derefs to
+    /// one); otherwise this fails with `unsupported-option`. The job becomes
+    /// visible when the caller commits. Workers in this process and in other
+    /// processes notice it through the store's `PRAGMA data_version` poll (and
+    /// the `work` epoch it bumps) within one poll interval; the count revision moves in the file, but no in-process
+    /// [`duraq_core::CountDelta`] is published for it (the store cannot see the
+    /// caller's commit). The caller's connection should set a busy timeout.
+    ///
+    /// ```no_run
+    /// # fn demo(store: &duraq_store_sqlite::SqliteStore) -> duraq_core::Result<()> {
+    /// use duraq_core::{EnqueueOptions, NewJob};
+    /// let mut conn = rusqlite::Connection::open("app.db").unwrap();
+    /// let tx = conn.transaction().unwrap();
+    /// tx.execute("INSERT INTO orders (id) VALUES (?1)", [42]).unwrap();
+    /// let job = NewJob::new("send_receipt", serde_json::json!([42]), EnqueueOptions::new())?;
+    /// store.enqueue_in_transaction(&tx, job)?;
+    /// tx.commit().unwrap(); // the order and its job commit together
+    /// # Ok(()) }
+    /// ```
+    pub fn enqueue_in_transaction(&self, conn: &Connection, job: NewJob) -> Result<EnqueueOutcome> {
+        if conn.is_autocommit() {
+            return Err(Error::invalid(
+                ErrorCode::UnsupportedOption,
+                "enqueue_in_transaction needs a connection inside an open transaction",
+            ));
+        }
+        conn.execute_batch("SAVEPOINT duraq_enqueue").db()?;
+        let mut tx = Tx::new(conn, self.now());
+        let result = enqueue(&mut tx, job).and_then(|outcome| {
+            tx.end_mutation()?;
+            if tx.has_work() {
+                crate::counts::bump_work_epoch(conn)?;
+            }
+            Ok(outcome)
+        });
+        let closing = match &result {
+            Ok(_) => conn.execute_batch("RELEASE duraq_enqueue"),
+            Err(_) => conn.execute_batch("ROLLBACK TO duraq_enqueue; RELEASE duraq_enqueue"),
+        };
+        closing.db()?;
+        result
+    }
+}

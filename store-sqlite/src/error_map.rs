@@ -1,0 +1,122 @@
+//! The one place where rusqlite errors become [`duraq_core::Error`], plus the retry
+//! rule for "database is locked": SQLite's busy handler already waits
+//! `busy_timeout`; past that the store retries a few times with backoff and then
+//! reports `database-busy`, never a raw SQLite message.
+
+use std::time::Duration;
+
+use duraq_core::Error;
+use rusqlite::ErrorCode as Code;
+
+/// How many times a busy operation is retried after SQLite's own wait.
+pub(crate) const BUSY_RETRIES: u32 = 4;
+
+/// Whether `err` means another connection holds the lock (retryable).
+pub(crate) fn is_busy(err: &rusqlite::Error) -> bool {
+    matches!(
+        err.sqlite_error_code(),
+        Some(Code::DatabaseBusy) | Some(Code::DatabaseLocked)
+    )
+}
+
+/// Maps every rusqlite error into duraq's error type.
+pub(crate) fn map_err(err: rusqlite::Error) -> Error {
+    if is_busy(&err) {
+        return Error::Busy {
+            message: err.to_string(),
+        };
+    }
+    Error::backend("sqlite", err)
+}
+
+/// The backoff before busy retry `attempt` (0-based): 10, 20, 40, 80 ms.
+pub(crate) fn busy_backoff(attempt: u32) -> Duration {
+    Duration::from_millis(10u64 << attempt.min(6))
+}
+
+/// Runs `f`, retrying busy failures with backoff; the last failure is mapped.
+pub(crate) fn retry_busy<T>(mut f: impl FnMut() -> rusqlite::Result<T>) -> duraq_core::Result<T> {
+    let mut attempt = 0;
+    loop {
+        match f() {
+            Err(err) if is_busy(&err) && attempt < BUSY_RETRIES => {
+                tracing::debug!(attempt, "sqlite busy; retrying");
+                std::thread::sleep(busy_backoff(attempt));
+                attempt += 1;
+            }
+            other => return other.map_err(map_err),
+        }
+    }
+}
+
+/// Extension: `?` on rusqlite results inside store code.
+pub(crate) trait SqlResult<T> {
+    /// Maps the error with [`map_err`].
+    fn db(self) -> duraq_core::Result<T>;
+}
+
+impl<T> SqlResult<T> for rusqlite::Result<T> {
+    fn db(self) -> duraq_core::Result<T> {
+        self.map_err(map_err)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use duraq_core::ErrorCode;
+
+    fn sqlite_err(code: i32) -> rusqlite::Error {
+        rusqlite::Error::SqliteFailure(rusqlite::ffi::Error::new(code), None)
+    }
+
+    #[test]
+    fn busy_and_locked_are_retryable_and_map_to_database_busy() {
+        for code in [rusqlite::ffi::SQLITE_BUSY, rusqlite::ffi::SQLITE_LOCKED] {
+            let err = sqlite_err(code);
+            assert!(is_busy(&err));
+            assert_eq!(map_err(err).code(), ErrorCode::DatabaseBusy);
+        }
+        let other = sqlite_err(rusqlite::ffi::SQLITE_IOERR);
+        assert!(!is_busy(&other));
+        assert_eq!(map_err(other).code(), ErrorCode::Backend);
+    }
+
+    #[test]
+    fn retry_gives_up_with_busy_and_stops_on_success() {
+        let mut calls = 0;
+        let err = retry_busy(|| -> rusqlite::Result<()> {
+            calls += 1;
+            Err(sqlite_err(rusqlite::ffi::SQLITE_BUSY))
+        })
+        .unwrap_err();
+        assert_eq!(err.code(), ErrorCode::DatabaseBusy);
+        assert_eq!(calls, BUSY_RETRIES + 1);
+
+        let mut calls = 0;
+        let value = retry_busy(|| {
+            calls += 1;
+            if calls < 3 {
+                Err(sqlite_err(rusqlite::ffi::SQLITE_BUSY))
+            } else {
+                Ok(7)
+            }
+        })
+        .unwrap();
+        assert_eq!((value, calls), (7, 3));
+    }
+
+    #[test]
+    fn real_lock_contention_is_classified_busy() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("busy.db");
+        let a = rusqlite::Connection::open(&path).unwrap();
+        let b = rusqlite::Connection::open(&path).unwrap();
+        b.busy_timeout(Duration::from_millis(1)).unwrap();
+        a.execute_batch("CREATE TABLE t(x); BEGIN IMMEDIATE; INSERT INTO t VALUES (1);")
+            .unwrap();
+        let err = b.execute_batch("BEGIN IMMEDIATE").unwrap_err();
+        assert!(is_busy(&err));
+        assert_eq!(map_err(err).code(), ErrorCode::DatabaseBusy);
+    }
+}

@@ -1,0 +1,80 @@
+//! What happens around a row's transition besides the row itself: concurrency
+//! reservations (taken at claim, given back whenever a job leaves `handed_off`)
+//! and schedule-key ownership (released only by the job the key points at).
+//! Every mutation (report, recovery, cancel, keyed cancel) goes through here.
+
+use duraq_core::{Job, JobStatus, Result};
+use rusqlite::{params, Connection, OptionalExtension};
+
+use crate::error_map::SqlResult;
+use crate::rows::save_job;
+use crate::tx::Tx;
+
+/// Takes one reservation of `key` (cap `max`) for the claimed `job_id`.
+pub(crate) fn take_reservation(conn: &Connection, job_id: &str, key: &str, max: i64) -> Result<()> {
+    conn.prepare_cached(
+        "INSERT INTO duraq_concurrency (key, max_concurrency, active_count) VALUES (?1, ?2, 1) \
+         ON CONFLICT (key) DO UPDATE SET active_count = active_count + 1, max_concurrency = excluded.max_concurrency",
+    )
+    .db()?
+    .execute(params![key, max])
+    .db()?;
+    conn.prepare_cached("UPDATE duraq_jobs SET reservation_key = ?2 WHERE id = ?1")
+        .db()?
+        .execute(params![job_id, key])
+        .db()?;
+    Ok(())
+}
+
+/// Gives back the reservation `job_id` holds, if any.
+pub(crate) fn release_reservation(conn: &Connection, job_id: &str) -> Result<()> {
+    let key: Option<String> = conn
+        .prepare_cached("SELECT reservation_key FROM duraq_jobs WHERE id = ?1")
+        .db()?
+        .query_row([job_id], |r| r.get(0))
+        .optional()
+        .db()?
+        .flatten();
+    if let Some(key) = key {
+        conn.prepare_cached(
+            "UPDATE duraq_concurrency SET active_count = MAX(active_count - 1, 0) WHERE key = ?1",
+        )
+        .db()?
+        .execute([&key])
+        .db()?;
+        conn.prepare_cached("UPDATE duraq_jobs SET reservation_key = NULL WHERE id = ?1")
+            .db()?
+            .execute([job_id])
+            .db()?;
+    }
+    Ok(())
+}
+
+/// Drops the key's ownership if (and only if) it still points at `job`.
+pub(crate) fn release_owner(conn: &Connection, job: &Job) -> Result<()> {
+    if let Some(key) = &job.schedule_key {
+        conn.prepare_cached("DELETE FROM duraq_schedule_keys WHERE key = ?1 AND job_id = ?2")
+            .db()?
+            .execute(params![key, job.id])
+            .db()?;
+    }
+    Ok(())
+}
+
+/// Persists a transition of a row that was in `from`: saves it, counts the move,
+/// releases the reservation when it left `handed_off` and the key when terminal,
+/// and signals work when it went back to the queue.
+pub(crate) fn persist_transition(tx: &mut Tx<'_>, from: JobStatus, job: &Job) -> Result<()> {
+    save_job(tx.conn, job)?;
+    tx.moved(from, job.status);
+    if from == JobStatus::HandedOff && job.status != JobStatus::HandedOff {
+        release_reservation(tx.conn, &job.id)?;
+    }
+    if job.status.is_terminal() {
+        release_owner(tx.conn, job)?;
+    }
+    if job.status == JobStatus::Queued {
+        tx.signal_work();
+    }
+    Ok(())
+}

@@ -1,0 +1,67 @@
+//! Fenced reports, heartbeats and lost-lease recovery (SPEC §4). A report changes
+//! a row only while the lease it names is current: the row is read, the lease
+//! compared, and the outcome applied with [`duraq_core::transitions::apply_outcome`].
+
+use duraq_core::transitions::{apply_outcome, recover_lost};
+use duraq_core::{JobStatus, Lease, Outcome, Result};
+use rusqlite::params;
+
+use crate::error_map::SqlResult;
+use crate::lifecycle::persist_transition;
+use crate::rows::{load_job, query_jobs, JOB_COLUMNS};
+use crate::tx::Tx;
+
+/// Applies one fenced report; `false` (nothing changed) when the lease is stale.
+pub(crate) fn report(tx: &mut Tx<'_>, lease: &Lease, outcome: &Outcome) -> Result<bool> {
+    let Some(mut job) = load_job(tx.conn, &lease.job_id)? else {
+        return Ok(false);
+    };
+    if job.status != JobStatus::HandedOff
+        || job.handoff_id.as_deref() != Some(lease.handoff_id.as_str())
+    {
+        return Ok(false);
+    }
+    apply_outcome(&mut job, outcome, tx.now);
+    persist_transition(tx, JobStatus::HandedOff, &job)?;
+    Ok(true)
+}
+
+/// Many reports in one transaction and one mutation; each is fenced on its own.
+pub(crate) fn report_batch(tx: &mut Tx<'_>, reports: &[(Lease, Outcome)]) -> Result<Vec<bool>> {
+    reports
+        .iter()
+        .map(|(lease, outcome)| report(tx, lease, outcome))
+        .collect()
+}
+
+/// Records that `worker_id` is alive at `tx.now`.
+pub(crate) fn heartbeat(tx: &mut Tx<'_>, worker_id: &str) -> Result<()> {
+    tx.conn
+        .prepare_cached(
+            "INSERT INTO duraq_workers (worker_id, last_heartbeat_ms) VALUES (?1, ?2) \
+             ON CONFLICT (worker_id) DO UPDATE SET last_heartbeat_ms = excluded.last_heartbeat_ms",
+        )
+        .db()?
+        .execute(params![worker_id, tx.now])
+        .db()?;
+    Ok(())
+}
+
+/// Recovers every lease whose worker's heartbeat is older than the cutoff (or
+/// missing); returns the recovered ids, sorted.
+pub(crate) fn recover_stale(tx: &mut Tx<'_>, stale_after_ms: i64) -> Result<Vec<String>> {
+    let cutoff = tx.now.saturating_sub(stale_after_ms);
+    let sql = format!(
+        "SELECT {JOB_COLUMNS} FROM duraq_jobs AS j WHERE status = 'handed_off' AND NOT EXISTS \
+         (SELECT 1 FROM duraq_workers AS w WHERE w.worker_id = j.worker_id AND w.last_heartbeat_ms >= ?1) \
+         ORDER BY id"
+    );
+    let lost = query_jobs(tx.conn, &sql, [cutoff])?;
+    let mut ids = Vec::with_capacity(lost.len());
+    for mut job in lost {
+        recover_lost(&mut job, tx.now);
+        persist_transition(tx, JobStatus::HandedOff, &job)?;
+        ids.push(job.id);
+    }
+    Ok(ids)
+}

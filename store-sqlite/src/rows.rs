@@ -1,0 +1,157 @@
+//! Job rows in and out of `duraq_jobs`. The store reads a row into a
+//! [`duraq_core::Job`], applies a pure transition from `duraq_core::transitions`,
+//! and writes the changed fields back with [`save_job`], so the rules of the state
+//! diagram are never re-implemented in SQL.
+
+use duraq_core::{Error, Job, JobStatus, Result};
+use rusqlite::types::Type;
+use rusqlite::{params, Connection, OptionalExtension, Params, Row};
+
+use crate::error_map::SqlResult;
+
+/// The columns [`job_from_row`] expects, in order.
+pub(crate) const JOB_COLUMNS: &str = "id, job_name, args, queue, status, attempts, max_retries, \
+    scheduled_at_ms, created_at_ms, handed_off_at_ms, completed_at_ms, failed_at_ms, \
+    cancelled_at_ms, orphaned_at_ms, last_error, worker_id, handoff_id, schedule_key, \
+    schedule_order, concurrency_key, max_concurrency, idempotency_key, timeout_ms";
+
+fn conversion(
+    col: usize,
+    err: impl Into<Box<dyn std::error::Error + Send + Sync>>,
+) -> rusqlite::Error {
+    rusqlite::Error::FromSqlConversionFailure(col, Type::Text, err.into())
+}
+
+/// Reads one job from a row selected with [`JOB_COLUMNS`].
+pub(crate) fn job_from_row(row: &Row<'_>) -> rusqlite::Result<Job> {
+    let args: String = row.get(2)?;
+    let status: String = row.get(4)?;
+    Ok(Job {
+        id: row.get(0)?,
+        job_name: row.get(1)?,
+        args: serde_json::from_str(&args).map_err(|e| conversion(2, e))?,
+        queue: row.get(3)?,
+        status: status.parse::<JobStatus>().map_err(|e| conversion(4, e))?,
+        attempts: row.get(5)?,
+        max_retries: row.get(6)?,
+        scheduled_at_ms: row.get(7)?,
+        created_at_ms: row.get(8)?,
+        handed_off_at_ms: row.get(9)?,
+        completed_at_ms: row.get(10)?,
+        failed_at_ms: row.get(11)?,
+        cancelled_at_ms: row.get(12)?,
+        orphaned_at_ms: row.get(13)?,
+        last_error: row.get(14)?,
+        worker_id: row.get(15)?,
+        handoff_id: row.get(16)?,
+        schedule_key: row.get(17)?,
+        schedule_order: row.get(18)?,
+        concurrency_key: row.get(19)?,
+        max_concurrency: row.get(20)?,
+        idempotency_key: row.get(21)?,
+        timeout_ms: row.get(22)?,
+    })
+}
+
+/// Runs a `SELECT {JOB_COLUMNS} …` and collects the jobs.
+pub(crate) fn query_jobs(conn: &Connection, sql: &str, params: impl Params) -> Result<Vec<Job>> {
+    let mut stmt = conn.prepare_cached(sql).db()?;
+    let rows = stmt.query_map(params, job_from_row).db()?;
+    rows.collect::<rusqlite::Result<_>>().db()
+}
+
+/// One job by id.
+pub(crate) fn load_job(conn: &Connection, id: &str) -> Result<Option<Job>> {
+    let sql = format!("SELECT {JOB_COLUMNS} FROM duraq_jobs WHERE id = ?1");
+    conn.prepare_cached(&sql)
+        .db()?
+        .query_row([id], job_from_row)
+        .optional()
+        .db()
+}
+
+/// One job by id, or `job-not-found`.
+pub(crate) fn require_job(conn: &Connection, id: &str) -> Result<Job> {
+    load_job(conn, id)?.ok_or_else(|| Error::job_not_found(id))
+}
+
+/// Whether a row with this id exists.
+pub(crate) fn job_exists(conn: &Connection, id: &str) -> Result<bool> {
+    let found = conn
+        .prepare_cached("SELECT 1 FROM duraq_jobs WHERE id = ?1")
+        .db()?
+        .query_row([id], |_| Ok(()))
+        .optional()
+        .db()?;
+    Ok(found.is_some())
+}
+
+/// Inserts a fresh row.
+pub(crate) fn insert_job(conn: &Connection, job: &Job, args_digest: &str) -> Result<()> {
+    let args = serde_json::to_string(&job.args).map_err(|e| Error::backend("encoding args", e))?;
+    let sql = format!(
+        "INSERT INTO duraq_jobs ({JOB_COLUMNS}, args_digest) VALUES \
+         (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24)"
+    );
+    conn.prepare_cached(&sql)
+        .db()?
+        .execute(params![
+            job.id,
+            job.job_name,
+            args,
+            job.queue,
+            job.status.as_str(),
+            job.attempts,
+            job.max_retries,
+            job.scheduled_at_ms,
+            job.created_at_ms,
+            job.handed_off_at_ms,
+            job.completed_at_ms,
+            job.failed_at_ms,
+            job.cancelled_at_ms,
+            job.orphaned_at_ms,
+            job.last_error,
+            job.worker_id,
+            job.handoff_id,
+            job.schedule_key,
+            job.schedule_order,
+            job.concurrency_key,
+            job.max_concurrency,
+            job.idempotency_key,
+            job.timeout_ms,
+            args_digest,
+        ])
+        .db()?;
+    Ok(())
+}
+
+/// Writes back every field a transition may change.
+pub(crate) fn save_job(conn: &Connection, job: &Job) -> Result<()> {
+    conn.prepare_cached(
+        "UPDATE duraq_jobs SET status = ?2, attempts = ?3, scheduled_at_ms = ?4, handed_off_at_ms = ?5, \
+         completed_at_ms = ?6, failed_at_ms = ?7, cancelled_at_ms = ?8, orphaned_at_ms = ?9, \
+         last_error = ?10, worker_id = ?11, handoff_id = ?12 WHERE id = ?1",
+    )
+    .db()?
+    .execute(params![
+        job.id,
+        job.status.as_str(),
+        job.attempts,
+        job.scheduled_at_ms,
+        job.handed_off_at_ms,
+        job.completed_at_ms,
+        job.failed_at_ms,
+        job.cancelled_at_ms,
+        job.orphaned_at_ms,
+        job.last_error,
+        job.worker_id,
+        job.handoff_id,
+    ])
+    .db()?;
+    Ok(())
+}
+
+/// The JSON text of a value, for `json_each(?)` parameters and TEXT columns.
+pub(crate) fn json_text<T: serde::Serialize + ?Sized>(value: &T) -> Result<String> {
+    serde_json::to_string(value).map_err(|e| Error::backend("encoding JSON", e))
+}

@@ -1,0 +1,166 @@
+//! The declared schema: every table with the version that introduced each
+//! column, and every index. [`crate::schema`] compares a file against this
+//! declaration and adds what is missing; nothing here is ever dropped or changed
+//! in place, only extended by a new version.
+//!
+//! Version 1: jobs, counts, idempotency ownership, concurrency reservations,
+//! worker heartbeats. Version 2: schedule keys (columns on jobs, ownership and
+//! high-water tables) and operation records.
+
+/// The newest schema version this binary knows.
+pub const SCHEMA_VERSION: i64 = 2;
+/// The ledger table recording applied versions.
+pub const LEDGER_TABLE: &str = "duraq_migrations";
+/// The ledger scope of the job store's own schema.
+pub const MIGRATION_SCOPE: &str = "duraq.jobs";
+
+pub(crate) struct Column {
+    pub(crate) name: &'static str,
+    pub(crate) ty: &'static str,
+    /// The column definition after its name (used by CREATE and ADD COLUMN).
+    pub(crate) rest: &'static str,
+    pub(crate) since: i64,
+}
+
+const fn col(name: &'static str, ty: &'static str, rest: &'static str, since: i64) -> Column {
+    Column {
+        name,
+        ty,
+        rest,
+        since,
+    }
+}
+
+pub(crate) struct Table {
+    pub(crate) name: &'static str,
+    pub(crate) since: i64,
+    pub(crate) columns: &'static [Column],
+    pub(crate) constraints: &'static str,
+}
+
+const JOBS: &[Column] = &[
+    col("id", "TEXT", "NOT NULL PRIMARY KEY", 1),
+    col("job_name", "TEXT", "NOT NULL", 1),
+    col("args", "TEXT", "NOT NULL", 1),
+    col("queue", "TEXT", "NOT NULL", 1),
+    col("status", "TEXT", "NOT NULL", 1),
+    col("attempts", "INTEGER", "NOT NULL", 1),
+    col("max_retries", "INTEGER", "NOT NULL", 1),
+    col("scheduled_at_ms", "INTEGER", "NOT NULL", 1),
+    col("created_at_ms", "INTEGER", "NOT NULL", 1),
+    col("handed_off_at_ms", "INTEGER", "", 1),
+    col("completed_at_ms", "INTEGER", "", 1),
+    col("failed_at_ms", "INTEGER", "", 1),
+    col("cancelled_at_ms", "INTEGER", "", 1),
+    col("orphaned_at_ms", "INTEGER", "", 1),
+    col("last_error", "TEXT", "", 1),
+    col("worker_id", "TEXT", "", 1),
+    col("handoff_id", "TEXT", "", 1),
+    col("concurrency_key", "TEXT", "", 1),
+    col("max_concurrency", "INTEGER", "", 1),
+    col("idempotency_key", "TEXT", "", 1),
+    col("timeout_ms", "INTEGER", "", 1),
+    col("args_digest", "TEXT", "NOT NULL", 1),
+    col("reservation_key", "TEXT", "", 1),
+    col("schedule_key", "TEXT", "", 2),
+    col("schedule_order", "INTEGER", "", 2),
+];
+
+pub(crate) const TABLES: &[Table] = &[
+    Table {
+        name: LEDGER_TABLE,
+        since: 1,
+        columns: &[
+            col("scope", "TEXT", "NOT NULL", 1),
+            col("version", "INTEGER", "NOT NULL", 1),
+            col("applied_at_ms", "INTEGER", "NOT NULL", 1),
+        ],
+        constraints: ", PRIMARY KEY (scope, version)",
+    },
+    Table {
+        name: "duraq_jobs",
+        since: 1,
+        columns: JOBS,
+        constraints: "",
+    },
+    Table {
+        name: "duraq_counts",
+        since: 1,
+        columns: &[
+            col("name", "TEXT", "NOT NULL PRIMARY KEY", 1),
+            col("value", "INTEGER", "NOT NULL", 1),
+        ],
+        constraints: "",
+    },
+    Table {
+        name: "duraq_idempotency",
+        since: 1,
+        columns: &[
+            col("scope_digest", "TEXT", "NOT NULL PRIMARY KEY", 1),
+            col("request_digest", "TEXT", "NOT NULL", 1),
+            col("job_id", "TEXT", "NOT NULL", 1),
+            col("created_at_ms", "INTEGER", "NOT NULL", 1),
+        ],
+        constraints: "",
+    },
+    Table {
+        name: "duraq_concurrency",
+        since: 1,
+        columns: &[
+            col("key", "TEXT", "NOT NULL PRIMARY KEY", 1),
+            col("max_concurrency", "INTEGER", "", 1),
+            col("active_count", "INTEGER", "NOT NULL", 1),
+        ],
+        constraints: "",
+    },
+    Table {
+        name: "duraq_workers",
+        since: 1,
+        columns: &[
+            col("worker_id", "TEXT", "NOT NULL PRIMARY KEY", 1),
+            col("last_heartbeat_ms", "INTEGER", "NOT NULL", 1),
+        ],
+        constraints: "",
+    },
+    Table {
+        name: "duraq_schedule_keys",
+        since: 2,
+        columns: &[
+            col("key", "TEXT", "NOT NULL PRIMARY KEY", 2),
+            col("job_id", "TEXT", "NOT NULL", 2),
+        ],
+        constraints: "",
+    },
+    Table {
+        name: "duraq_schedule_high_water",
+        since: 2,
+        columns: &[
+            col("key", "TEXT", "NOT NULL PRIMARY KEY", 2),
+            col("high_water", "INTEGER", "NOT NULL", 2),
+        ],
+        constraints: "",
+    },
+    Table {
+        name: "duraq_operations",
+        since: 2,
+        columns: &[
+            col("key", "TEXT", "NOT NULL PRIMARY KEY", 2),
+            col("data", "TEXT", "NOT NULL", 2),
+            col("job_id", "TEXT", "NOT NULL", 2),
+            col("created_at_ms", "INTEGER", "NOT NULL", 2),
+            col("first_attempt_started_at_ms", "INTEGER", "", 2),
+            col("result", "TEXT", "", 2),
+        ],
+        constraints: "",
+    },
+];
+
+pub(crate) const INDEXES: &[&str] = &[
+    "CREATE INDEX IF NOT EXISTS duraq_jobs_due ON duraq_jobs (status, scheduled_at_ms, created_at_ms, id)",
+    "CREATE INDEX IF NOT EXISTS duraq_jobs_dedupe ON duraq_jobs \
+     (job_name, queue, args_digest, status, scheduled_at_ms, created_at_ms, id)",
+    "CREATE INDEX IF NOT EXISTS duraq_jobs_list ON duraq_jobs (created_at_ms, id)",
+    "CREATE INDEX IF NOT EXISTS duraq_jobs_schedule ON duraq_jobs (schedule_key, schedule_order)",
+    "CREATE INDEX IF NOT EXISTS duraq_jobs_terminal ON duraq_jobs \
+     (status, COALESCE(completed_at_ms, failed_at_ms, cancelled_at_ms, orphaned_at_ms), id)",
+];

@@ -1,0 +1,181 @@
+//! `impl Store for SqliteStore`: each call is either one writer request (one
+//! logical mutation in a group commit) or one pooled read; the domain modules
+//! do the work.
+
+use async_trait::async_trait;
+use duraq_core::*;
+use serde_json::Value;
+use tokio::sync::{broadcast, watch};
+
+use crate::{admin, claim, counts, enqueue, operations, report, schedule, schema, SqliteStore};
+
+#[async_trait]
+impl Store for SqliteStore {
+    async fn enqueue(&self, job: NewJob) -> Result<EnqueueOutcome> {
+        self.write(move |tx| enqueue::enqueue(tx, job)).await
+    }
+
+    async fn enqueue_batch(&self, jobs: Vec<NewJob>) -> Result<Vec<EnqueueOutcome>> {
+        self.write(move |tx| {
+            jobs.into_iter()
+                .map(|job| enqueue::enqueue(tx, job))
+                .collect()
+        })
+        .await
+    }
+
+    async fn replace_scheduled(&self, key: &ScheduleKey, job: NewJob) -> Result<ReplaceOutcome> {
+        let key = key.clone();
+        self.write(move |tx| schedule::replace(tx, &key, job)).await
+    }
+
+    async fn cancel_scheduled(&self, key: &ScheduleKey) -> Result<KeyedOutcome<CancelOutcome>> {
+        let key = key.clone();
+        self.write(move |tx| schedule::cancel(tx, &key)).await
+    }
+
+    async fn wake_scheduled(&self, key: &ScheduleKey) -> Result<KeyedOutcome<WakeOutcome>> {
+        let key = key.clone();
+        self.write(move |tx| schedule::wake(tx, &key)).await
+    }
+
+    async fn get_scheduled(
+        &self,
+        key: &ScheduleKey,
+        include_latest_terminal: bool,
+    ) -> Result<ScheduledJobs> {
+        let key = key.clone();
+        self.read(move |conn| schedule::get(conn, &key, include_latest_terminal))
+            .await
+    }
+
+    async fn claim(&self, req: &ClaimRequest) -> Result<Vec<Job>> {
+        let req = req.clone();
+        self.write(move |tx| claim::claim(tx, &req)).await
+    }
+
+    async fn report(&self, lease: &Lease, outcome: Outcome) -> Result<bool> {
+        let lease = lease.clone();
+        self.write(move |tx| report::report(tx, &lease, &outcome))
+            .await
+    }
+
+    async fn report_batch(&self, reports: Vec<(Lease, Outcome)>) -> Result<Vec<bool>> {
+        self.write(move |tx| report::report_batch(tx, &reports))
+            .await
+    }
+
+    async fn heartbeat(&self, worker_id: &str) -> Result<()> {
+        let worker_id = worker_id.to_owned();
+        self.write(move |tx| report::heartbeat(tx, &worker_id))
+            .await
+    }
+
+    async fn recover_stale(&self, stale_after_ms: i64) -> Result<Vec<String>> {
+        self.write(move |tx| report::recover_stale(tx, stale_after_ms))
+            .await
+    }
+
+    async fn retry_job(&self, id: &str) -> Result<Job> {
+        let id = id.to_owned();
+        self.write(move |tx| admin::retry_job(tx, &id)).await
+    }
+
+    async fn cancel_job(&self, id: &str) -> Result<Job> {
+        let id = id.to_owned();
+        self.write(move |tx| admin::cancel_job(tx, &id)).await
+    }
+
+    async fn get_job(&self, id: &str) -> Result<Option<Job>> {
+        let id = id.to_owned();
+        self.read(move |conn| crate::rows::load_job(conn, &id))
+            .await
+    }
+
+    async fn list_jobs(&self, filter: &JobFilter) -> Result<Vec<Job>> {
+        let filter = filter.clone();
+        self.read(move |conn| admin::list_jobs(conn, &filter)).await
+    }
+
+    async fn next_scheduled_at(
+        &self,
+        job_names: &[String],
+        queues: Option<&[String]>,
+    ) -> Result<Option<i64>> {
+        let names = job_names.to_vec();
+        let queues = queues.map(<[String]>::to_vec);
+        self.read(move |conn| admin::next_scheduled_at(conn, &names, queues.as_deref()))
+            .await
+    }
+
+    async fn count_snapshot(&self) -> Result<CountSnapshot> {
+        self.read(counts::snapshot).await
+    }
+
+    fn subscribe_counts(&self) -> broadcast::Receiver<CountDelta> {
+        self.inner.signals.counts.subscribe()
+    }
+
+    fn work_signal(&self) -> watch::Receiver<u64> {
+        self.inner.signals.work.subscribe()
+    }
+
+    async fn prune(&self, req: &PruneRequest) -> Result<PruneReport> {
+        let now = self.now();
+        let batch_size = req.batch_size.max(1) as u64;
+        let mut report = PruneReport::default();
+        loop {
+            let req = req.clone();
+            let deleted = self
+                .write(move |tx| admin::prune_batch(tx, &req, now))
+                .await?;
+            if deleted > 0 {
+                report.deleted += deleted;
+                report.batches += 1;
+            }
+            if deleted < batch_size {
+                return Ok(report);
+            }
+        }
+    }
+
+    async fn reconcile_reservations(&self) -> Result<u64> {
+        self.write(admin::reconcile).await
+    }
+
+    async fn get_operation(&self, key: &str) -> Result<Option<Operation>> {
+        let key = key.to_owned();
+        self.read(move |conn| operations::get(conn, &key)).await
+    }
+
+    async fn start_operation_attempt(&self, key: &str) -> Result<Operation> {
+        let key = key.to_owned();
+        self.write(move |tx| operations::start_attempt(tx, &key))
+            .await
+    }
+
+    async fn record_operation_result(&self, key: &str, result: Value) -> Result<()> {
+        let key = key.to_owned();
+        self.write(move |tx| operations::record_result(tx, &key, &result))
+            .await
+    }
+
+    async fn health(&self) -> Result<Health> {
+        let pragmas = self.inner.pragmas.clone();
+        let schema_version = self.read(schema::current_version).await?;
+        Ok(Health {
+            backend: "sqlite".into(),
+            schema_version,
+            detail: format!(
+                "journal_mode={} synchronous={} file={}",
+                pragmas.journal_mode,
+                match pragmas.synchronous {
+                    2 => "FULL",
+                    1 => "NORMAL",
+                    _ => "other",
+                },
+                self.inner.path.display()
+            ),
+        })
+    }
+}

@@ -1,0 +1,95 @@
+//! [`Tx`]: what one logical write sees. It wraps the connection that holds the
+//! write transaction, the instant read from the clock for this call, and the
+//! call's pending count change and work signal, so that domain code just records
+//! what it moved and the writer turns that into one revision after it succeeds.
+
+use duraq_core::{CountChange, CountDelta, JobStatus, Result};
+use rusqlite::Connection;
+
+use crate::counts::apply_change;
+
+/// One logical mutation inside the writer's transaction (or a caller's).
+pub(crate) struct Tx<'c> {
+    /// The connection holding the write transaction.
+    pub(crate) conn: &'c Connection,
+    /// The clock reading for this call.
+    pub(crate) now: i64,
+    change: CountChange,
+    deltas: Vec<CountDelta>,
+    work: bool,
+}
+
+/// A rollback point: deltas and work signal recorded before a request ran.
+#[derive(Clone, Copy)]
+pub(crate) struct Mark {
+    deltas: usize,
+    work: bool,
+}
+
+impl<'c> Tx<'c> {
+    /// A fresh context on `conn` at `now`.
+    pub(crate) fn new(conn: &'c Connection, now: i64) -> Self {
+        Self {
+            conn,
+            now,
+            change: CountChange::default(),
+            deltas: Vec::new(),
+            work: false,
+        }
+    }
+
+    /// A new row in `status`.
+    pub(crate) fn added(&mut self, status: JobStatus) {
+        self.change.added(status);
+    }
+
+    /// A deleted row.
+    pub(crate) fn removed(&mut self, status: JobStatus) {
+        self.change.removed(status);
+    }
+
+    /// A row moved between statuses (no-op when equal).
+    pub(crate) fn moved(&mut self, from: JobStatus, to: JobStatus) {
+        if from != to {
+            self.change.moved(from, to);
+        }
+    }
+
+    /// Work may have become available: wake idle workers after commit.
+    pub(crate) fn signal_work(&mut self) {
+        self.work = true;
+    }
+
+    /// Ends one logical mutation: a non-zero change becomes one revision.
+    pub(crate) fn end_mutation(&mut self) -> Result<()> {
+        let change = std::mem::take(&mut self.change);
+        if !change.is_zero() {
+            self.deltas.push(apply_change(self.conn, &change)?);
+        }
+        Ok(())
+    }
+
+    /// Whether a request of this transaction made work available.
+    pub(crate) fn has_work(&self) -> bool {
+        self.work
+    }
+
+    pub(crate) fn mark(&self) -> Mark {
+        Mark {
+            deltas: self.deltas.len(),
+            work: self.work,
+        }
+    }
+
+    /// Forgets everything recorded since `mark` (the request was rolled back).
+    pub(crate) fn reset(&mut self, mark: Mark) {
+        self.change = CountChange::default();
+        self.deltas.truncate(mark.deltas);
+        self.work = mark.work;
+    }
+
+    /// The deltas to publish and whether to signal work, once committed.
+    pub(crate) fn into_effects(self) -> (Vec<CountDelta>, bool) {
+        (self.deltas, self.work)
+    }
+}

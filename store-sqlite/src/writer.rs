@@ -1,0 +1,263 @@
+//! The single writer thread and its group commit.
+//!
+//! SQLite allows one writer at a time, so the store owns one write connection on
+//! one thread. Async callers send a request over a channel and await a oneshot
+//! reply. The thread takes every request already waiting, opens ONE
+//! `BEGIN IMMEDIATE` transaction for all of them, runs each inside its own
+//! `SAVEPOINT` (a failing request rolls back only itself), commits once (one
+//! fsync for the whole batch), and only then publishes count deltas, signals work and
+//! replies. A failed `COMMIT` fails every request of the batch.
+//!
+//! Between batches the same thread polls for other connections' commits
+//! ([`crate::poller`]); it exits, ending the poll, when the store is dropped.
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::{mpsc, Arc};
+use std::time::Duration;
+
+use duraq_core::{Clock, CountDelta, Error, Result};
+use rusqlite::Connection;
+use tokio::sync::{broadcast, oneshot, watch};
+
+use crate::counts::bump_work_epoch;
+use crate::error_map::{is_busy, retry_busy};
+use crate::poller::ForeignWatch;
+use crate::tx::Tx;
+
+/// In-process notification channels, shared by the writer, the poller and the store.
+pub(crate) struct Signals {
+    pub(crate) counts: broadcast::Sender<CountDelta>,
+    pub(crate) work: watch::Sender<u64>,
+}
+
+impl Signals {
+    pub(crate) fn new() -> Self {
+        Self {
+            counts: broadcast::channel(1024).0,
+            work: watch::channel(0).0,
+        }
+    }
+
+    /// Moves the work counter.
+    pub(crate) fn bump_work(&self) {
+        self.work.send_modify(|n| *n = n.wrapping_add(1));
+    }
+
+    /// Publishes committed effects.
+    pub(crate) fn publish(&self, deltas: Vec<CountDelta>, work: bool) {
+        for delta in deltas {
+            let _ = self.counts.send(delta);
+        }
+        if work {
+            self.bump_work();
+        }
+    }
+}
+
+/// Why a whole batch failed (cloneable into one error per request).
+struct Failure {
+    busy: bool,
+    message: String,
+}
+
+impl Failure {
+    fn from_sqlite(context: &str, err: &rusqlite::Error) -> Self {
+        Self {
+            busy: is_busy(err),
+            message: format!("{context}: {err}"),
+        }
+    }
+
+    fn from_error(context: &str, err: &Error) -> Self {
+        Self {
+            busy: matches!(err, Error::Busy { .. }),
+            message: format!("{context}: {err}"),
+        }
+    }
+
+    fn to_error(&self) -> Error {
+        if self.busy {
+            Error::Busy {
+                message: self.message.clone(),
+            }
+        } else {
+            Error::Backend {
+                message: self.message.clone(),
+                source: None,
+            }
+        }
+    }
+}
+
+trait Request: Send {
+    /// Runs the request; `true` when it succeeded and its savepoint may be released.
+    fn run(&mut self, tx: &mut Tx<'_>) -> bool;
+    /// Replies: the request's own result, or the batch failure.
+    fn finish(self: Box<Self>, failure: Option<&Failure>);
+}
+
+struct Pending<T, F> {
+    f: Option<F>,
+    result: Option<Result<T>>,
+    reply: oneshot::Sender<Result<T>>,
+}
+
+impl<T: Send, F: FnOnce(&mut Tx<'_>) -> Result<T> + Send> Request for Pending<T, F> {
+    fn run(&mut self, tx: &mut Tx<'_>) -> bool {
+        let Some(f) = self.f.take() else { return false };
+        let result = f(tx).and_then(|value| tx.end_mutation().map(|()| value));
+        let ok = result.is_ok();
+        self.result = Some(result);
+        ok
+    }
+
+    fn finish(self: Box<Self>, failure: Option<&Failure>) {
+        let reply = match (failure, self.result) {
+            (Some(failure), _) => Err(failure.to_error()),
+            (None, Some(result)) => result,
+            (None, None) => Err(Error::Backend {
+                message: "write request panicked".into(),
+                source: None,
+            }),
+        };
+        let _ = self.reply.send(reply);
+    }
+}
+
+/// Handle to the writer thread; dropping it lets the thread finish and exit.
+pub(crate) struct Writer {
+    sender: mpsc::Sender<Box<dyn Request>>,
+}
+
+impl Writer {
+    /// Starts the writer thread on `conn`; it also polls for foreign commits
+    /// every `poll_interval`.
+    pub(crate) fn spawn(
+        conn: Connection,
+        clock: Arc<dyn Clock>,
+        signals: Arc<Signals>,
+        max_batch: usize,
+        poll_interval: Duration,
+    ) -> Result<Self> {
+        let (sender, receiver) = mpsc::channel::<Box<dyn Request>>();
+        let mut watch = ForeignWatch::new(&conn)?;
+        std::thread::Builder::new()
+            .name("duraq-sqlite-writer".into())
+            .spawn(move || loop {
+                match receiver.recv_timeout(poll_interval) {
+                    Ok(first) => {
+                        let mut batch = vec![first];
+                        while batch.len() < max_batch.max(1) {
+                            match receiver.try_recv() {
+                                Ok(request) => batch.push(request),
+                                Err(_) => break,
+                            }
+                        }
+                        if let Some(epoch) = commit_batch(&conn, clock.as_ref(), &signals, batch) {
+                            watch.epoch = epoch;
+                        }
+                    }
+                    Err(mpsc::RecvTimeoutError::Timeout) => {}
+                    Err(mpsc::RecvTimeoutError::Disconnected) => break,
+                }
+                if watch.checked.elapsed() >= poll_interval {
+                    watch.check(&conn, &signals);
+                }
+            })
+            .map_err(|e| Error::backend("starting the SQLite writer thread", e))?;
+        Ok(Self { sender })
+    }
+
+    /// Runs `f` as one logical mutation in the next group commit and returns its
+    /// result once the transaction is durable.
+    pub(crate) async fn run<T, F>(&self, f: F) -> Result<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut Tx<'_>) -> Result<T> + Send + 'static,
+    {
+        let (reply, answer) = oneshot::channel();
+        let request = Box::new(Pending {
+            f: Some(f),
+            result: None,
+            reply,
+        });
+        self.sender.send(request).map_err(|_| stopped())?;
+        answer.await.map_err(|_| stopped())?
+    }
+}
+
+fn stopped() -> Error {
+    Error::Backend {
+        message: "the SQLite writer thread stopped".into(),
+        source: None,
+    }
+}
+
+/// Runs one batch in one transaction; returns the work epoch it wrote, if any.
+fn commit_batch(
+    conn: &Connection,
+    clock: &dyn Clock,
+    signals: &Signals,
+    mut batch: Vec<Box<dyn Request>>,
+) -> Option<i64> {
+    if let Err(err) = retry_busy(|| conn.execute_batch("BEGIN IMMEDIATE")) {
+        let failure = Failure::from_error("beginning a write transaction", &err);
+        batch.into_iter().for_each(|r| r.finish(Some(&failure)));
+        return None;
+    }
+    let mut tx = Tx::new(conn, 0);
+    let mut failure = None;
+    for request in batch.iter_mut() {
+        tx.now = clock.now_ms();
+        let mark = tx.mark();
+        if let Err(err) = conn.execute_batch("SAVEPOINT duraq_request") {
+            failure = Some(Failure::from_sqlite("opening a savepoint", &err));
+            break;
+        }
+        let ok = catch_unwind(AssertUnwindSafe(|| request.run(&mut tx))).unwrap_or(false);
+        let closing = if ok {
+            conn.execute_batch("RELEASE duraq_request")
+        } else {
+            tx.reset(mark);
+            conn.execute_batch("ROLLBACK TO duraq_request; RELEASE duraq_request")
+        };
+        if let Err(err) = closing {
+            failure = Some(Failure::from_sqlite("closing a savepoint", &err));
+            break;
+        }
+    }
+    if failure.is_none() && conn.is_autocommit() {
+        failure = Some(Failure {
+            busy: false,
+            message: "SQLite rolled the write transaction back".into(),
+        });
+    }
+    let mut epoch = None;
+    if failure.is_none() && tx.has_work() {
+        match bump_work_epoch(conn) {
+            Ok(value) => epoch = Some(value),
+            Err(err) => failure = Some(Failure::from_error("bumping the work epoch", &err)),
+        }
+    }
+    if failure.is_none() {
+        if let Err(err) = retry_busy(|| conn.execute_batch("COMMIT")) {
+            failure = Some(Failure::from_error("committing", &err));
+        }
+    }
+    match failure {
+        Some(failure) => {
+            if !conn.is_autocommit() {
+                let _ = conn.execute_batch("ROLLBACK");
+            }
+            tracing::warn!(error = %failure.message, "SQLite write batch failed");
+            batch.into_iter().for_each(|r| r.finish(Some(&failure)));
+            None
+        }
+        None => {
+            let (deltas, work) = tx.into_effects();
+            signals.publish(deltas, work);
+            batch.into_iter().for_each(|r| r.finish(None));
+            epoch
+        }
+    }
+}

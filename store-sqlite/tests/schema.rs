@@ -1,0 +1,177 @@
+//! Schema versions, upgrades and refusals on real files.
+
+use duraq_core::{ErrorCode, JobStatus, Store};
+use duraq_store_sqlite::{migrate, SqliteOptions, SqliteStore, SCHEMA_VERSION};
+use rusqlite::Connection;
+
+/// The version-1 schema exactly as an older binary created it, in plain SQL.
+const V1_SQL: &str = "
+CREATE TABLE duraq_migrations (scope TEXT NOT NULL, version INTEGER NOT NULL, applied_at_ms INTEGER NOT NULL, PRIMARY KEY (scope, version));
+CREATE TABLE duraq_jobs (id TEXT NOT NULL PRIMARY KEY, job_name TEXT NOT NULL, args TEXT NOT NULL, queue TEXT NOT NULL,
+  status TEXT NOT NULL, attempts INTEGER NOT NULL, max_retries INTEGER NOT NULL, scheduled_at_ms INTEGER NOT NULL,
+  created_at_ms INTEGER NOT NULL, handed_off_at_ms INTEGER, completed_at_ms INTEGER, failed_at_ms INTEGER,
+  cancelled_at_ms INTEGER, orphaned_at_ms INTEGER, last_error TEXT, worker_id TEXT, handoff_id TEXT,
+  concurrency_key TEXT, max_concurrency INTEGER, idempotency_key TEXT, timeout_ms INTEGER,
+  args_digest TEXT NOT NULL, reservation_key TEXT);
+CREATE TABLE duraq_counts (name TEXT NOT NULL PRIMARY KEY, value INTEGER NOT NULL);
+CREATE TABLE duraq_idempotency (scope_digest TEXT NOT NULL PRIMARY KEY, request_digest TEXT NOT NULL, job_id TEXT NOT NULL, created_at_ms INTEGER NOT NULL);
+CREATE TABLE duraq_concurrency (key TEXT NOT NULL PRIMARY KEY, max_concurrency INTEGER, active_count INTEGER NOT NULL);
+CREATE TABLE duraq_workers (worker_id TEXT NOT NULL PRIMARY KEY, last_heartbeat_ms INTEGER NOT NULL);
+INSERT INTO duraq_migrations VALUES ('duraq.jobs', 1, 1);
+INSERT INTO duraq_jobs (id, job_name, args, queue, status, attempts, max_retries, scheduled_at_ms, created_at_ms, args_digest)
+  VALUES ('old-1', 'legacy', '[1,2]', 'default', 'queued', 0, 10, 5, 5, 'x');
+INSERT INTO duraq_counts VALUES ('queued', 1), ('handed_off', 0), ('completed', 0), ('failed', 0),
+  ('cancelled', 0), ('orphaned', 0), ('revision', 1);
+";
+
+fn schema_dump(conn: &Connection) -> Vec<(String, Option<String>)> {
+    let mut stmt = conn
+        .prepare("SELECT name, sql FROM sqlite_master ORDER BY name")
+        .unwrap();
+    let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?))).unwrap();
+    rows.collect::<Result<_, _>>().unwrap()
+}
+
+fn ledger(conn: &Connection) -> Vec<i64> {
+    let mut stmt = conn
+        .prepare("SELECT version FROM duraq_migrations ORDER BY version")
+        .unwrap();
+    let rows = stmt.query_map([], |r| r.get(0)).unwrap();
+    rows.collect::<Result<_, _>>().unwrap()
+}
+
+#[test]
+fn fresh_file_records_every_version_and_reopen_applies_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("q.db");
+    let report = migrate(&path).unwrap();
+    assert_eq!(report.applied, (1..=SCHEMA_VERSION).collect::<Vec<_>>());
+    assert_eq!(report.version, SCHEMA_VERSION);
+    let again = migrate(&path).unwrap();
+    assert!(again.applied.is_empty());
+    let store = SqliteStore::open(&path, SqliteOptions::default()).unwrap();
+    assert!(store.migration().applied.is_empty());
+    assert_eq!(ledger(&Connection::open(&path).unwrap()), vec![1, 2]);
+}
+
+#[tokio::test]
+async fn upgrade_from_v1_keeps_rows_and_gains_columns_and_tables() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("v1.db");
+    Connection::open(&path)
+        .unwrap()
+        .execute_batch(V1_SQL)
+        .unwrap();
+
+    let store = SqliteStore::open(&path, SqliteOptions::default()).unwrap();
+    assert_eq!(store.migration().applied, vec![2]);
+    let job = store.get_job("old-1").await.unwrap().expect("old row kept");
+    assert_eq!(
+        (job.job_name.as_str(), job.status, job.schedule_key),
+        ("legacy", JobStatus::Queued, None)
+    );
+    let snapshot = store.count_snapshot().await.unwrap();
+    assert_eq!((snapshot.counts.queued, snapshot.revision), (1, 1));
+    assert_eq!(store.health().await.unwrap().schema_version, SCHEMA_VERSION);
+
+    let conn = Connection::open(&path).unwrap();
+    assert_eq!(ledger(&conn), vec![1, 2]);
+    let tables: Vec<String> = schema_dump(&conn).into_iter().map(|(n, _)| n).collect();
+    for table in [
+        "duraq_schedule_keys",
+        "duraq_schedule_high_water",
+        "duraq_operations",
+    ] {
+        assert!(tables.iter().any(|t| t == table), "{table} created");
+    }
+    let has_column: bool = conn
+        .query_row(
+            "SELECT COUNT(*) FROM pragma_table_info('duraq_jobs') WHERE name = 'schedule_order'",
+            [],
+            |r| r.get::<_, i64>(0),
+        )
+        .map(|n| n == 1)
+        .unwrap();
+    assert!(has_column);
+}
+
+fn assert_refused_and_untouched(setup: &str) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("bad.db");
+    Connection::open(&path)
+        .unwrap()
+        .execute_batch(setup)
+        .unwrap();
+    let before = schema_dump(&Connection::open(&path).unwrap());
+    let err = SqliteStore::open(&path, SqliteOptions::default()).unwrap_err();
+    assert_eq!(err.code(), ErrorCode::SchemaIncompatible);
+    assert_eq!(
+        migrate(&path).unwrap_err().code(),
+        ErrorCode::SchemaIncompatible
+    );
+    assert_eq!(
+        schema_dump(&Connection::open(&path).unwrap()),
+        before,
+        "file left unchanged"
+    );
+}
+
+#[test]
+fn table_with_an_unexpected_column_is_refused() {
+    assert_refused_and_untouched("CREATE TABLE duraq_workers (worker_id TEXT PRIMARY KEY, last_heartbeat_ms INTEGER, extra TEXT);");
+}
+
+#[test]
+fn table_with_a_wrongly_typed_column_is_refused() {
+    assert_refused_and_untouched(
+        "CREATE TABLE duraq_counts (name TEXT PRIMARY KEY, value TEXT NOT NULL);",
+    );
+}
+
+#[test]
+fn table_missing_an_original_column_is_refused() {
+    assert_refused_and_untouched("CREATE TABLE duraq_workers (worker_id TEXT PRIMARY KEY);");
+}
+
+#[test]
+fn ledger_newer_than_the_binary_is_refused() {
+    assert_refused_and_untouched(
+        "CREATE TABLE duraq_migrations (scope TEXT NOT NULL, version INTEGER NOT NULL, applied_at_ms INTEGER NOT NULL, PRIMARY KEY (scope, version));
+         INSERT INTO duraq_migrations VALUES ('duraq.jobs', 99, 1);",
+    );
+}
+
+#[test]
+fn application_tables_in_the_same_file_are_left_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("app.db");
+    Connection::open(&path)
+        .unwrap()
+        .execute_batch("CREATE TABLE orders (id INTEGER PRIMARY KEY);")
+        .unwrap();
+    SqliteStore::open(&path, SqliteOptions::default()).unwrap();
+    let conn = Connection::open(&path).unwrap();
+    assert!(schema_dump(&conn).iter().any(|(n, _)| n == "orders"));
+}
+
+#[test]
+fn concurrent_openers_of_a_new_file_apply_each_version_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("race.db");
+    let threads: Vec<_> = (0..8)
+        .map(|_| {
+            let path = path.clone();
+            std::thread::spawn(move || {
+                SqliteStore::open(&path, SqliteOptions::default())
+                    .map(|s| s.migration().applied.clone())
+            })
+        })
+        .collect();
+    let mut applied: Vec<i64> = Vec::new();
+    for thread in threads {
+        applied.extend(thread.join().unwrap().expect("every opener succeeds"));
+    }
+    applied.sort();
+    assert_eq!(applied, (1..=SCHEMA_VERSION).collect::<Vec<_>>());
+    assert_eq!(ledger(&Connection::open(&path).unwrap()), vec![1, 2]);
+}

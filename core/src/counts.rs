@@ -39,7 +39,14 @@ impl StatusCounts {
 
     /// One number per status in [`JobStatus::ALL`] order.
     pub fn as_array(&self) -> [i64; 6] {
-        [self.queued, self.handed_off, self.completed, self.failed, self.cancelled, self.orphaned]
+        [
+            self.queued,
+            self.handed_off,
+            self.completed,
+            self.failed,
+            self.cancelled,
+            self.orphaned,
+        ]
     }
 
     /// Whether every status count is zero.
@@ -60,7 +67,11 @@ impl CountSnapshot {
     /// A snapshot from per-status counts.
     pub fn new(per_status: [i64; 6], revision: i64) -> Self {
         let counts = StatusCounts::from_array(per_status);
-        Self { counts, revision, total: counts.all }
+        Self {
+            counts,
+            revision,
+            total: counts.all,
+        }
     }
 }
 
@@ -107,6 +118,9 @@ impl CountChange {
     }
     /// The delta to publish for `revision`.
     pub fn to_delta(&self, revision: i64) -> CountDelta {
-        CountDelta { deltas: StatusCounts::from_array(self.0), revision }
+        CountDelta {
+            deltas: StatusCounts::from_array(self.0),
+            revision,
+        }
     }
 }

@@ -93,11 +93,17 @@ mod tests {
     #[test]
     fn canonical_form_escapes_and_sorts_by_bytes() {
         let v = json!({"é": 1, "z": "a\"b\n", "A": [true, 1.5, -3]});
-        assert_eq!(canonical_json(&v), "{\"A\":[true,1.5,-3],\"z\":\"a\\\"b\\n\",\"é\":1}");
+        assert_eq!(
+            canonical_json(&v),
+            "{\"A\":[true,1.5,-3],\"z\":\"a\\\"b\\n\",\"é\":1}"
+        );
     }
 
     #[test]
     fn kinds_separate_digests() {
-        assert_ne!(digest_hex("args", &json!(1)), digest_hex("scope", &json!(1)));
+        assert_ne!(
+            digest_hex("args", &json!(1)),
+            digest_hex("scope", &json!(1))
+        );
     }
 }

@@ -112,9 +112,9 @@ impl Error {
     /// The stable code of this error.
     pub fn code(&self) -> ErrorCode {
         match self {
-            Self::Invalid { code, .. } | Self::Conflict { code, .. } | Self::NotFound { code, .. } => {
-                *code
-            }
+            Self::Invalid { code, .. }
+            | Self::Conflict { code, .. }
+            | Self::NotFound { code, .. } => *code,
             Self::SchemaIncompatible { .. } => ErrorCode::SchemaIncompatible,
             Self::Busy { .. } => ErrorCode::DatabaseBusy,
             Self::Backend { .. } => ErrorCode::Backend,
@@ -123,26 +123,40 @@ impl Error {
 
     /// An [`Error::Invalid`] with `code`.
     pub fn invalid(code: ErrorCode, message: impl Into<String>) -> Self {
-        Self::Invalid { code, message: message.into() }
+        Self::Invalid {
+            code,
+            message: message.into(),
+        }
     }
 
     /// An [`Error::Conflict`] with `code`.
     pub fn conflict(code: ErrorCode, message: impl Into<String>) -> Self {
-        Self::Conflict { code, message: message.into() }
+        Self::Conflict {
+            code,
+            message: message.into(),
+        }
     }
 
     /// `job-not-found` for `id`.
     pub fn job_not_found(id: &str) -> Self {
-        Self::NotFound { code: ErrorCode::JobNotFound, message: format!("no job with id {id}") }
+        Self::NotFound {
+            code: ErrorCode::JobNotFound,
+            message: format!("no job with id {id}"),
+        }
     }
 
     /// A backend failure with its source.
     pub fn backend(message: impl Into<String>, source: impl Into<BoxError>) -> Self {
-        Self::Backend { message: message.into(), source: Some(source.into()) }
+        Self::Backend {
+            message: message.into(),
+            source: Some(source.into()),
+        }
     }
 
     /// `schema-incompatible` with an explanation.
     pub fn schema(message: impl Into<String>) -> Self {
-        Self::SchemaIncompatible { message: message.into() }
+        Self::SchemaIncompatible {
+            message: message.into(),
+        }
     }
 }

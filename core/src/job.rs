@@ -62,9 +62,15 @@ impl fmt::Display for JobStatus {
 impl FromStr for JobStatus {
     type Err = Error;
     fn from_str(s: &str) -> Result<Self, Error> {
-        Self::ALL.into_iter().find(|st| st.as_str() == s).ok_or_else(|| {
-            Error::invalid(ErrorCode::InvalidJobState, format!("unknown job status {s:?}"))
-        })
+        Self::ALL
+            .into_iter()
+            .find(|st| st.as_str() == s)
+            .ok_or_else(|| {
+                Error::invalid(
+                    ErrorCode::InvalidJobState,
+                    format!("unknown job status {s:?}"),
+                )
+            })
     }
 }
 
@@ -104,9 +110,10 @@ impl Job {
     /// The lease a worker must present to report on this job, if it is handed off.
     pub fn lease(&self) -> Option<Lease> {
         match (&self.status, &self.handoff_id) {
-            (JobStatus::HandedOff, Some(h)) => {
-                Some(Lease { job_id: self.id.clone(), handoff_id: h.clone() })
-            }
+            (JobStatus::HandedOff, Some(h)) => Some(Lease {
+                job_id: self.id.clone(),
+                handoff_id: h.clone(),
+            }),
             _ => None,
         }
     }

@@ -111,7 +111,11 @@ impl QueueName {
     /// Normalizes `name` (never fails).
     pub fn new(name: impl AsRef<str>) -> Self {
         let trimmed = name.as_ref().trim();
-        Self(if trimmed.is_empty() { Self::DEFAULT.to_owned() } else { trimmed.to_owned() })
+        Self(if trimmed.is_empty() {
+            Self::DEFAULT.to_owned()
+        } else {
+            trimmed.to_owned()
+        })
     }
 
     /// The reserved concurrency key a capped queue gives its jobs.

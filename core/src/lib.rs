@@ -30,6 +30,7 @@ mod options;
 mod requests;
 mod store;
 pub mod transitions;
+mod worker;
 
 pub use backoff::retry_backoff_ms;
 pub use clock::{system_clock, Clock, ManualClock, SystemClock};
@@ -47,3 +48,10 @@ pub use requests::{
     Outcome, PruneReport, PruneRequest, QueueConfig, ReplaceOutcome, ScheduledJobs, WakeOutcome,
 };
 pub use store::Store;
+pub use worker::{
+    CronSchedule, JobContext, JobError, JobFinished, JobHandler, JobResult, JobStarted,
+    JsonHandler, PeriodicJob, PeriodicSchedule, Registry, RetentionPolicy, Worker, WorkerBuilder,
+    WorkerError, WorkerEvent, WorkerHandle, WorkerReport, DEFAULT_CONCURRENCY,
+    DEFAULT_DRAIN_TIMEOUT, DEFAULT_JOB_TIMEOUT, DEFAULT_POLL_INTERVAL, DEFAULT_STALE_AFTER,
+    EVENT_CAPACITY,
+};

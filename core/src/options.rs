@@ -155,7 +155,10 @@ impl NewJob {
         };
         let idempotency_key = opts.idempotency_key.map(IdempotencyKey::new).transpose()?;
         if matches!(opts.timeout_ms, Some(ms) if ms < 1) {
-            return Err(Error::invalid(ErrorCode::InvalidTimeout, "timeoutMs must be an integer >= 1"));
+            return Err(Error::invalid(
+                ErrorCode::InvalidTimeout,
+                "timeoutMs must be an integer >= 1",
+            ));
         }
         if idempotency_key.is_some() && opts.deduplicate_while_queued {
             return Err(Error::invalid(

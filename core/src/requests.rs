@@ -104,7 +104,11 @@ pub enum Outcome {
     /// A failed attempt: back to `queued` after a backoff while retries are left,
     /// else `failed`. `retry_in_ms` overrides the default backoff; `discard` fails
     /// the job at once.
-    Failed { error: String, retry_in_ms: Option<i64>, discard: bool },
+    Failed {
+        error: String,
+        retry_in_ms: Option<i64>,
+        discard: bool,
+    },
     /// `reschedule_in(delay)`: back to `queued` at now + delay, the attempt is not
     /// counted and `lastError` is untouched.
     Reschedule { delay_ms: i64 },
@@ -115,7 +119,11 @@ pub enum Outcome {
 impl Outcome {
     /// A plain failed attempt with the default backoff.
     pub fn failed(error: impl Into<String>) -> Self {
-        Self::Failed { error: error.into(), retry_in_ms: None, discard: false }
+        Self::Failed {
+            error: error.into(),
+            retry_in_ms: None,
+            discard: false,
+        }
     }
 }
 

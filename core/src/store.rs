@@ -64,7 +64,11 @@ pub trait Store: Send + Sync + 'static {
 
     /// The current owner and, when asked, the newest terminal job that carries the
     /// key (by `scheduleOrder`, then `createdAtMs`, then `id`).
-    async fn get_scheduled(&self, key: &ScheduleKey, include_latest_terminal: bool) -> Result<ScheduledJobs>;
+    async fn get_scheduled(
+        &self,
+        key: &ScheduleKey,
+        include_latest_terminal: bool,
+    ) -> Result<ScheduledJobs>;
 
     /// Claims up to `limit` due queued jobs (SPEC §4): names in `job_names`, queues
     /// in `queues`; order queue priority desc, `scheduledAtMs`, `createdAtMs`, `id`;
@@ -111,7 +115,11 @@ pub trait Store: Send + Sync + 'static {
 
     /// The earliest `scheduledAtMs` among queued jobs with one of `job_names` in
     /// `queues` (`None`: all), for a worker's timer.
-    async fn next_scheduled_at(&self, job_names: &[String], queues: Option<&[String]>) -> Result<Option<i64>>;
+    async fn next_scheduled_at(
+        &self,
+        job_names: &[String],
+        queues: Option<&[String]>,
+    ) -> Result<Option<i64>>;
 
     /// Exact counts per status with their revision; constant cost in table size.
     async fn count_snapshot(&self) -> Result<CountSnapshot>;

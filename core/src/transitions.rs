@@ -53,10 +53,18 @@ fn requeue(job: &mut Job, at_ms: i64) {
     job.worker_id = None;
 }
 
-fn fail_attempt(job: &mut Job, error: String, retry_in_ms: Option<i64>, discard: bool, now_ms: i64) {
+fn fail_attempt(
+    job: &mut Job,
+    error: String,
+    retry_in_ms: Option<i64>,
+    discard: bool,
+    now_ms: i64,
+) {
     job.last_error = Some(error);
     if !discard && job.retries_left() {
-        let delay = retry_in_ms.unwrap_or_else(|| retry_backoff_ms(job.attempts)).max(0);
+        let delay = retry_in_ms
+            .unwrap_or_else(|| retry_backoff_ms(job.attempts))
+            .max(0);
         requeue(job, now_ms.saturating_add(delay));
     } else {
         job.status = JobStatus::Failed;
@@ -72,9 +80,11 @@ pub fn apply_outcome(job: &mut Job, outcome: &Outcome, now_ms: i64) {
             job.status = JobStatus::Completed;
             job.completed_at_ms = Some(now_ms);
         }
-        Outcome::Failed { error, retry_in_ms, discard } => {
-            fail_attempt(job, error.clone(), *retry_in_ms, *discard, now_ms)
-        }
+        Outcome::Failed {
+            error,
+            retry_in_ms,
+            discard,
+        } => fail_attempt(job, error.clone(), *retry_in_ms, *discard, now_ms),
         Outcome::Reschedule { delay_ms } => {
             job.attempts -= 1;
             requeue(job, now_ms.saturating_add((*delay_ms).max(0)));
@@ -89,7 +99,9 @@ pub fn apply_outcome(job: &mut Job, outcome: &Outcome, now_ms: i64) {
 /// A lease lost with its worker: a failed attempt, `orphaned` when exhausted.
 pub fn recover_lost(job: &mut Job, now_ms: i64) {
     let worker = job.worker_id.clone().unwrap_or_default();
-    job.last_error = Some(format!("worker {worker} stopped heartbeating; lease recovered"));
+    job.last_error = Some(format!(
+        "worker {worker} stopped heartbeating; lease recovered"
+    ));
     if job.retries_left() {
         requeue(job, now_ms.saturating_add(retry_backoff_ms(job.attempts)));
     } else {
@@ -103,7 +115,10 @@ pub fn operator_retry(job: &mut Job, now_ms: i64) -> Result<()> {
     if !job.status.is_terminal() {
         return Err(Error::invalid(
             ErrorCode::InvalidJobState,
-            format!("job {} is {}; only terminal jobs can be retried", job.id, job.status),
+            format!(
+                "job {} is {}; only terminal jobs can be retried",
+                job.id, job.status
+            ),
         ));
     }
     job.attempts = 0;
@@ -160,8 +175,12 @@ mod tests {
     use crate::EnqueueOptions;
 
     fn claimed(max_retries: i64) -> Job {
-        let new = NewJob::new("j", serde_json::json!([]), EnqueueOptions::new().max_retries(max_retries))
-            .unwrap();
+        let new = NewJob::new(
+            "j",
+            serde_json::json!([]),
+            EnqueueOptions::new().max_retries(max_retries),
+        )
+        .unwrap();
         let mut job = new_job_row(&new, 1_000);
         claim(&mut job, "w", "h".into(), 1_000);
         job
@@ -184,18 +203,30 @@ mod tests {
     fn reschedule_does_not_use_an_attempt() {
         let mut job = claimed(0);
         apply_outcome(&mut job, &Outcome::Reschedule { delay_ms: 5 }, 2_000);
-        assert_eq!((job.status, job.attempts, job.scheduled_at_ms), (JobStatus::Queued, 0, 2_005));
+        assert_eq!(
+            (job.status, job.attempts, job.scheduled_at_ms),
+            (JobStatus::Queued, 0, 2_005)
+        );
         assert_eq!(job.last_error, None);
     }
 
     #[test]
     fn operator_actions_check_status() {
         let mut job = claimed(0);
-        assert_eq!(operator_retry(&mut job, 5).unwrap_err().code(), ErrorCode::InvalidJobState);
+        assert_eq!(
+            operator_retry(&mut job, 5).unwrap_err().code(),
+            ErrorCode::InvalidJobState
+        );
         recover_lost(&mut job, 9);
         assert_eq!(job.status, JobStatus::Orphaned);
-        assert_eq!(operator_cancel(&mut job, 10).unwrap_err().code(), ErrorCode::InvalidJobState);
+        assert_eq!(
+            operator_cancel(&mut job, 10).unwrap_err().code(),
+            ErrorCode::InvalidJobState
+        );
         operator_retry(&mut job, 11).unwrap();
-        assert_eq!((job.status, job.attempts, job.orphaned_at_ms), (JobStatus::Queued, 0, None));
+        assert_eq!(
+            (job.status, job.attempts, job.orphaned_at_ms),
+            (JobStatus::Queued, 0, None)
+        );
     }
 }

@@ -37,7 +37,8 @@ impl State {
         let row = new_job_row(&job, now);
         self.insert(&job, row, now, change);
         if let Some(scope) = scope {
-            self.idempotency.insert(scope, (job.request_digest(), job.id().to_owned()));
+            self.idempotency
+                .insert(scope, (job.request_digest(), job.id().to_owned()));
         }
         Ok(EnqueueOutcome::Created(job.id().to_owned()))
     }
@@ -66,7 +67,10 @@ impl State {
             }
         }
         if self.jobs.contains_key(job.id()) {
-            return Err(Error::conflict(ErrorCode::IdempotencyConflict, "a job with this id exists"));
+            return Err(Error::conflict(
+                ErrorCode::IdempotencyConflict,
+                "a job with this id exists",
+            ));
         }
         Ok(())
     }
@@ -74,7 +78,10 @@ impl State {
     /// Inserts a checked row plus its cap registration and operation record.
     pub(super) fn insert(&mut self, job: &NewJob, row: Job, now: i64, change: &mut CountChange) {
         if let Some(limit) = job.concurrency() {
-            self.caps.entry(limit.key.clone()).or_insert(Cap { max: limit.max, active: 0 });
+            self.caps.entry(limit.key.clone()).or_insert(Cap {
+                max: limit.max,
+                active: 0,
+            });
         }
         if let Some(op) = job.operation() {
             self.operations.insert(

@@ -6,9 +6,7 @@ use crate::error::{Error, ErrorCode, Result};
 use crate::job::{Job, JobStatus};
 use crate::keys::ScheduleKey;
 use crate::options::NewJob;
-use crate::requests::{
-    CancelOutcome, KeyedOutcome, ReplaceOutcome, ScheduledJobs, WakeOutcome,
-};
+use crate::requests::{CancelOutcome, KeyedOutcome, ReplaceOutcome, ScheduledJobs, WakeOutcome};
 use crate::transitions::{new_job_row, operator_cancel};
 
 impl State {
@@ -27,7 +25,11 @@ impl State {
         }
         self.check_insert(&job)?;
         let key = key.as_str().to_owned();
-        let previous = self.owners.get(&key).and_then(|id| self.jobs.get(id)).cloned();
+        let previous = self
+            .owners
+            .get(&key)
+            .and_then(|id| self.jobs.get(id))
+            .cloned();
         let mut previous_status = None;
         if let Some(prev) = &previous {
             previous_status = Some(prev.status);
@@ -52,7 +54,9 @@ impl State {
     }
 
     fn owner(&self, key: &ScheduleKey) -> Option<&Job> {
-        self.owners.get(key.as_str()).and_then(|id| self.jobs.get(id))
+        self.owners
+            .get(key.as_str())
+            .and_then(|id| self.jobs.get(id))
     }
 
     pub(super) fn cancel_scheduled(
@@ -62,7 +66,10 @@ impl State {
         change: &mut CountChange,
     ) -> KeyedOutcome<CancelOutcome> {
         let Some(owner) = self.owner(key).cloned() else {
-            return KeyedOutcome { job_id: None, outcome: CancelOutcome::NotFound };
+            return KeyedOutcome {
+                job_id: None,
+                outcome: CancelOutcome::NotFound,
+            };
         };
         self.owners.remove(key.as_str());
         let outcome = if owner.status == JobStatus::Queued {
@@ -73,12 +80,22 @@ impl State {
         } else {
             CancelOutcome::HandedOff
         };
-        KeyedOutcome { job_id: Some(owner.id), outcome }
+        KeyedOutcome {
+            job_id: Some(owner.id),
+            outcome,
+        }
     }
 
-    pub(super) fn wake_scheduled(&mut self, key: &ScheduleKey, now: i64) -> KeyedOutcome<WakeOutcome> {
+    pub(super) fn wake_scheduled(
+        &mut self,
+        key: &ScheduleKey,
+        now: i64,
+    ) -> KeyedOutcome<WakeOutcome> {
         let Some(id) = self.owner(key).map(|j| j.id.clone()) else {
-            return KeyedOutcome { job_id: None, outcome: WakeOutcome::NotFound };
+            return KeyedOutcome {
+                job_id: None,
+                outcome: WakeOutcome::NotFound,
+            };
         };
         let row = self.jobs.get_mut(&id).expect("owner row exists");
         let outcome = match row.status {
@@ -89,22 +106,37 @@ impl State {
             JobStatus::Queued => WakeOutcome::AlreadyDue,
             _ => WakeOutcome::HandedOff,
         };
-        KeyedOutcome { job_id: Some(id), outcome }
+        KeyedOutcome {
+            job_id: Some(id),
+            outcome,
+        }
     }
 
-    pub(super) fn get_scheduled(&self, key: &ScheduleKey, include_latest_terminal: bool) -> ScheduledJobs {
+    pub(super) fn get_scheduled(
+        &self,
+        key: &ScheduleKey,
+        include_latest_terminal: bool,
+    ) -> ScheduledJobs {
         let latest_terminal_job = include_latest_terminal
             .then(|| {
                 self.jobs
                     .values()
-                    .filter(|j| j.schedule_key.as_deref() == Some(key.as_str()) && j.status.is_terminal())
+                    .filter(|j| {
+                        j.schedule_key.as_deref() == Some(key.as_str()) && j.status.is_terminal()
+                    })
                     .max_by(|a, b| {
-                        (a.schedule_order, a.created_at_ms, a.id.as_bytes())
-                            .cmp(&(b.schedule_order, b.created_at_ms, b.id.as_bytes()))
+                        (a.schedule_order, a.created_at_ms, a.id.as_bytes()).cmp(&(
+                            b.schedule_order,
+                            b.created_at_ms,
+                            b.id.as_bytes(),
+                        ))
                     })
                     .cloned()
             })
             .flatten();
-        ScheduledJobs { current_job: self.owner(key).cloned(), latest_terminal_job }
+        ScheduledJobs {
+            current_job: self.owner(key).cloned(),
+            latest_terminal_job,
+        }
     }
 }

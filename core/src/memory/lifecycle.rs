@@ -11,7 +11,12 @@ use crate::requests::{ClaimRequest, Outcome, PruneRequest};
 use crate::transitions::{self, due_order, reservation_for};
 
 impl State {
-    pub(super) fn claim(&mut self, req: &ClaimRequest, now: i64, change: &mut CountChange) -> Vec<Job> {
+    pub(super) fn claim(
+        &mut self,
+        req: &ClaimRequest,
+        now: i64,
+        change: &mut CountChange,
+    ) -> Vec<Job> {
         self.heartbeats.insert(req.worker_id.clone(), now);
         let priority = |j: &Job| req.queue_config.get(&j.queue).map_or(0, |c| c.priority);
         let mut candidates: Vec<&Job> = self
@@ -33,7 +38,8 @@ impl State {
             }
             let reservation = reservation_for(job, &req.queue_config);
             if let Some((key, max)) = &reservation {
-                let active = self.caps.get(key).map_or(0, |c| c.active) + extra.get(key).copied().unwrap_or(0);
+                let active = self.caps.get(key).map_or(0, |c| c.active)
+                    + extra.get(key).copied().unwrap_or(0);
                 if active >= *max {
                     continue;
                 }
@@ -44,7 +50,10 @@ impl State {
         let mut claimed = Vec::with_capacity(taken.len());
         for (id, reservation) in taken {
             if let Some((key, max)) = reservation {
-                let cap = self.caps.entry(key.clone()).or_insert(Cap { max, active: 0 });
+                let cap = self
+                    .caps
+                    .entry(key.clone())
+                    .or_insert(Cap { max, active: 0 });
                 cap.max = max;
                 cap.active += 1;
                 self.reservations.insert(id.clone(), key);
@@ -65,9 +74,19 @@ impl State {
         }
     }
 
-    pub(super) fn report(&mut self, lease: &Lease, outcome: &Outcome, now: i64, change: &mut CountChange) -> bool {
-        let Some(job) = self.jobs.get_mut(&lease.job_id) else { return false };
-        if job.status != JobStatus::HandedOff || job.handoff_id.as_deref() != Some(lease.handoff_id.as_str()) {
+    pub(super) fn report(
+        &mut self,
+        lease: &Lease,
+        outcome: &Outcome,
+        now: i64,
+        change: &mut CountChange,
+    ) -> bool {
+        let Some(job) = self.jobs.get_mut(&lease.job_id) else {
+            return false;
+        };
+        if job.status != JobStatus::HandedOff
+            || job.handoff_id.as_deref() != Some(lease.handoff_id.as_str())
+        {
             return false;
         }
         transitions::apply_outcome(job, outcome, now);
@@ -76,7 +95,12 @@ impl State {
         true
     }
 
-    pub(super) fn recover_stale(&mut self, stale_after_ms: i64, now: i64, change: &mut CountChange) -> Vec<String> {
+    pub(super) fn recover_stale(
+        &mut self,
+        stale_after_ms: i64,
+        now: i64,
+        change: &mut CountChange,
+    ) -> Vec<String> {
         let cutoff = now.saturating_sub(stale_after_ms);
         let lost: Vec<String> = self
             .jobs
@@ -97,20 +121,38 @@ impl State {
         lost
     }
 
-    pub(super) fn retry_job(&mut self, id: &str, now: i64, change: &mut CountChange) -> Result<Job> {
-        let job = self.jobs.get_mut(id).ok_or_else(|| Error::job_not_found(id))?;
+    pub(super) fn retry_job(
+        &mut self,
+        id: &str,
+        now: i64,
+        change: &mut CountChange,
+    ) -> Result<Job> {
+        let job = self
+            .jobs
+            .get_mut(id)
+            .ok_or_else(|| Error::job_not_found(id))?;
         let from = job.status;
         transitions::operator_retry(job, now)?;
         change.moved(from, JobStatus::Queued);
         let job = job.clone();
         if let Some(key) = &job.schedule_key {
-            self.owners.entry(key.clone()).or_insert_with(|| job.id.clone());
+            self.owners
+                .entry(key.clone())
+                .or_insert_with(|| job.id.clone());
         }
         Ok(job)
     }
 
-    pub(super) fn cancel_job(&mut self, id: &str, now: i64, change: &mut CountChange) -> Result<Job> {
-        let job = self.jobs.get_mut(id).ok_or_else(|| Error::job_not_found(id))?;
+    pub(super) fn cancel_job(
+        &mut self,
+        id: &str,
+        now: i64,
+        change: &mut CountChange,
+    ) -> Result<Job> {
+        let job = self
+            .jobs
+            .get_mut(id)
+            .ok_or_else(|| Error::job_not_found(id))?;
         let from = job.status;
         transitions::operator_cancel(job, now)?;
         change.moved(from, JobStatus::Cancelled);
@@ -150,7 +192,11 @@ impl State {
     pub(super) fn reconcile_reservations(&mut self) -> u64 {
         let mut held: HashMap<&str, i64> = HashMap::new();
         for (id, key) in &self.reservations {
-            if self.jobs.get(id).is_some_and(|j| j.status == JobStatus::HandedOff) {
+            if self
+                .jobs
+                .get(id)
+                .is_some_and(|j| j.status == JobStatus::HandedOff)
+            {
                 *held.entry(key.as_str()).or_default() += 1;
             }
         }

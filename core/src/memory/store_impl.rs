@@ -14,7 +14,10 @@ use crate::requests::*;
 use crate::store::Store;
 
 fn operation_not_found(key: &str) -> Error {
-    Error::NotFound { code: ErrorCode::OperationNotFound, message: format!("no operation {key:?}") }
+    Error::NotFound {
+        code: ErrorCode::OperationNotFound,
+        message: format!("no operation {key:?}"),
+    }
 }
 
 #[async_trait]
@@ -71,7 +74,11 @@ impl Store for MemoryStore {
         Ok(outcome)
     }
 
-    async fn get_scheduled(&self, key: &ScheduleKey, include_latest_terminal: bool) -> Result<ScheduledJobs> {
+    async fn get_scheduled(
+        &self,
+        key: &ScheduleKey,
+        include_latest_terminal: bool,
+    ) -> Result<ScheduledJobs> {
         Ok(self.lock().get_scheduled(key, include_latest_terminal))
     }
 
@@ -99,8 +106,10 @@ impl Store for MemoryStore {
         let mut st = self.lock();
         let now = self.now();
         let mut change = CountChange::default();
-        let applied: Vec<bool> =
-            reports.iter().map(|(lease, outcome)| st.report(lease, outcome, now, &mut change)).collect();
+        let applied: Vec<bool> = reports
+            .iter()
+            .map(|(lease, outcome)| st.report(lease, outcome, now, &mut change))
+            .collect();
         self.commit(&mut st, change);
         drop(st);
         self.signal_work();
@@ -157,12 +166,18 @@ impl Store for MemoryStore {
             .filter(|j| filter.queue.as_ref().is_none_or(|q| j.queue == *q))
             .cloned()
             .collect();
-        jobs.sort_by(|a, b| (b.created_at_ms, b.id.as_bytes()).cmp(&(a.created_at_ms, a.id.as_bytes())));
+        jobs.sort_by(|a, b| {
+            (b.created_at_ms, b.id.as_bytes()).cmp(&(a.created_at_ms, a.id.as_bytes()))
+        });
         jobs.truncate(filter.limit.unwrap_or(usize::MAX));
         Ok(jobs)
     }
 
-    async fn next_scheduled_at(&self, job_names: &[String], queues: Option<&[String]>) -> Result<Option<i64>> {
+    async fn next_scheduled_at(
+        &self,
+        job_names: &[String],
+        queues: Option<&[String]>,
+    ) -> Result<Option<i64>> {
         Ok(self
             .lock()
             .jobs
@@ -211,19 +226,29 @@ impl Store for MemoryStore {
     async fn start_operation_attempt(&self, key: &str) -> Result<Operation> {
         let now = self.now();
         let mut st = self.lock();
-        let op = st.operations.get_mut(key).ok_or_else(|| operation_not_found(key))?;
+        let op = st
+            .operations
+            .get_mut(key)
+            .ok_or_else(|| operation_not_found(key))?;
         op.first_attempt_started_at_ms.get_or_insert(now);
         Ok(op.clone())
     }
 
     async fn record_operation_result(&self, key: &str, result: Value) -> Result<()> {
         let mut st = self.lock();
-        let op = st.operations.get_mut(key).ok_or_else(|| operation_not_found(key))?;
+        let op = st
+            .operations
+            .get_mut(key)
+            .ok_or_else(|| operation_not_found(key))?;
         op.result = Some(result);
         Ok(())
     }
 
     async fn health(&self) -> Result<Health> {
-        Ok(Health { backend: "memory".into(), schema_version: 1, detail: "in-process reference model".into() })
+        Ok(Health {
+            backend: "memory".into(),
+            schema_version: 1,
+            detail: "in-process reference model".into(),
+        })
     }
 }

@@ -119,7 +119,11 @@ pub struct JobError {
 impl JobError {
     /// A failed attempt with `message`, retried by the normal policy.
     pub fn new(message: impl fmt::Display) -> Self {
-        Self { message: message.to_string(), retry_in: None, discard: false }
+        Self {
+            message: message.to_string(),
+            retry_in: None,
+            discard: false,
+        }
     }
 
     /// Retries after `delay` instead of the policy's backoff (if retries are left).
@@ -235,6 +239,12 @@ impl JobContext {
     pub fn is_shutting_down(&self) -> bool {
         *self.stopping.borrow()
     }
+
+    /// Resolves when the worker begins a graceful shutdown (at once if it has).
+    pub async fn shutting_down(&self) {
+        let mut stopping = self.stopping.clone();
+        let _ = stopping.wait_for(|s| *s).await;
+    }
 }
 
 /// The object-safe form every registered handler is stored as.
@@ -279,14 +289,24 @@ pub(crate) fn outcome_of(
 ) -> Outcome {
     match result {
         Ok(JobResult::Completed) => Outcome::Completed,
-        Ok(JobResult::Reschedule(d)) => Outcome::Reschedule { delay_ms: duration_ms(d) },
-        Err(e) => failed(e.message, e.retry_in.or_else(|| backoff(attempt)), e.discard),
+        Ok(JobResult::Reschedule(d)) => Outcome::Reschedule {
+            delay_ms: duration_ms(d),
+        },
+        Err(e) => failed(
+            e.message,
+            e.retry_in.or_else(|| backoff(attempt)),
+            e.discard,
+        ),
     }
 }
 
 /// A failed-attempt outcome.
 pub(crate) fn failed(error: String, retry_in: Option<Duration>, discard: bool) -> Outcome {
-    Outcome::Failed { error, retry_in_ms: retry_in.map(duration_ms), discard }
+    Outcome::Failed {
+        error,
+        retry_in_ms: retry_in.map(duration_ms),
+        discard,
+    }
 }
 
 /// Milliseconds of `d`, saturating.

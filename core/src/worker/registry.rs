@@ -12,7 +12,9 @@ use std::time::Duration;
 use async_trait::async_trait;
 use serde_json::Value;
 
-use super::handler::{ErasedHandler, JobContext, JobError, JobHandler, JobResult, JsonHandler, Typed, Untyped};
+use super::handler::{
+    ErasedHandler, JobContext, JobError, JobHandler, JobResult, JsonHandler, Typed, Untyped,
+};
 use super::WorkerError;
 use crate::keys::JobName;
 
@@ -56,7 +58,9 @@ pub struct Registry {
 
 impl fmt::Debug for Registry {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Registry").field("names", &self.names()).finish()
+        f.debug_struct("Registry")
+            .field("names", &self.names())
+            .finish()
     }
 }
 
@@ -74,7 +78,11 @@ impl Registry {
     }
 
     /// Registers an untyped handler over the raw JSON args.
-    pub fn register_json<H: JsonHandler>(self, name: &str, handler: H) -> Result<Self, WorkerError> {
+    pub fn register_json<H: JsonHandler>(
+        self,
+        name: &str,
+        handler: H,
+    ) -> Result<Self, WorkerError> {
         self.insert(name, Arc::new(Untyped(handler)))
     }
 
@@ -135,7 +143,13 @@ impl Registry {
         if self.entries.contains_key(name.as_str()) {
             return Err(WorkerError::DuplicateHandler(name.as_str().to_owned()));
         }
-        self.entries.insert(name.as_str().to_owned(), Entry { handler, backoff: None });
+        self.entries.insert(
+            name.as_str().to_owned(),
+            Entry {
+                handler,
+                backoff: None,
+            },
+        );
         Ok(self)
     }
 }

@@ -1,0 +1,276 @@
+//! Building a [`Worker`] and driving it. Every knob has a default that suits a
+//! production worker; [`WorkerBuilder::build`] checks the combination once, so
+//! the runtime never meets an impossible configuration (zero slots, a heartbeat
+//! slower than the stale timeout).
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::broadcast;
+
+use super::events::EVENT_CAPACITY;
+use super::handle::Worker;
+use super::periodic::PeriodicJob;
+use super::registry::Registry;
+use super::retention::RetentionPolicy;
+use super::WorkerError;
+use crate::clock::{system_clock, Clock};
+use crate::keys::QueueName;
+use crate::requests::QueueConfig;
+use crate::store::Store;
+
+/// Default number of concurrent jobs per worker.
+pub const DEFAULT_CONCURRENCY: usize = 10;
+/// Default stale timeout (SPEC §4).
+pub const DEFAULT_STALE_AFTER: Duration = Duration::from_secs(60);
+/// Default attempt timeout for jobs without `timeoutMs`.
+pub const DEFAULT_JOB_TIMEOUT: Duration = Duration::from_secs(30 * 60);
+/// Default graceful-shutdown drain deadline.
+pub const DEFAULT_DRAIN_TIMEOUT: Duration = Duration::from_secs(30);
+/// Default fallback poll interval.
+pub const DEFAULT_POLL_INTERVAL: Duration = Duration::from_secs(1);
+
+/// The validated settings of a worker.
+#[derive(Clone, Debug)]
+pub(crate) struct WorkerConfig {
+    pub(crate) worker_id: String,
+    pub(crate) concurrency: usize,
+    pub(crate) queues: Option<Vec<String>>,
+    pub(crate) queue_config: BTreeMap<String, QueueConfig>,
+    pub(crate) job_timeout: Option<Duration>,
+    pub(crate) stale_after: Duration,
+    pub(crate) heartbeat_interval: Duration,
+    pub(crate) recovery_interval: Duration,
+    pub(crate) drain_timeout: Duration,
+    pub(crate) poll_interval: Duration,
+    pub(crate) periodic: Vec<PeriodicJob>,
+    pub(crate) retention: Option<RetentionPolicy>,
+}
+
+/// Configures a [`Worker`]; start with [`Worker::builder`].
+///
+/// ```
+/// use std::sync::Arc;
+/// use std::time::Duration;
+/// use duraq_core::{MemoryStore, QueueConfig, Registry, Store, Worker};
+/// let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
+/// let registry = Registry::new().register_fn("duraq.noop", |_ctx, _args| async { Ok(()) }).unwrap();
+/// let worker = Worker::builder(store, registry)
+///     .concurrency(64)
+///     .queue("mail", QueueConfig { max_concurrent: Some(5), priority: 10 })
+///     .drain_timeout(Duration::from_secs(10))
+///     .build()
+///     .unwrap();
+/// assert_eq!(worker.concurrency(), 64);
+/// ```
+pub struct WorkerBuilder {
+    store: Arc<dyn Store>,
+    registry: Registry,
+    clock: Arc<dyn Clock>,
+    worker_id: Option<String>,
+    concurrency: usize,
+    queues: Option<Vec<String>>,
+    queue_config: BTreeMap<String, QueueConfig>,
+    job_timeout: Option<Duration>,
+    stale_after: Duration,
+    heartbeat_interval: Option<Duration>,
+    recovery_interval: Option<Duration>,
+    drain_timeout: Duration,
+    poll_interval: Duration,
+    periodic: Vec<PeriodicJob>,
+    retention: Option<RetentionPolicy>,
+}
+
+impl WorkerBuilder {
+    pub(crate) fn new(store: Arc<dyn Store>, registry: Registry) -> Self {
+        Self {
+            store,
+            registry,
+            clock: system_clock(),
+            worker_id: None,
+            concurrency: DEFAULT_CONCURRENCY,
+            queues: None,
+            queue_config: BTreeMap::new(),
+            job_timeout: Some(DEFAULT_JOB_TIMEOUT),
+            stale_after: DEFAULT_STALE_AFTER,
+            heartbeat_interval: None,
+            recovery_interval: None,
+            drain_timeout: DEFAULT_DRAIN_TIMEOUT,
+            poll_interval: DEFAULT_POLL_INTERVAL,
+            periodic: Vec::new(),
+            retention: None,
+        }
+    }
+
+    /// The worker's id (default: a fresh UUIDv7). Must be unique among live workers.
+    pub fn worker_id(mut self, id: impl Into<String>) -> Self {
+        self.worker_id = Some(id.into());
+        self
+    }
+
+    /// Slots: at most this many jobs held at once (default 10, at least 1).
+    pub fn concurrency(mut self, slots: usize) -> Self {
+        self.concurrency = slots;
+        self
+    }
+
+    /// Claims only from these queues (default: every queue). Names are normalized
+    /// like enqueued ones (trimmed; empty means `default`).
+    pub fn queues<I, S>(mut self, queues: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        let mut list: Vec<String> = queues
+            .into_iter()
+            .map(|q| QueueName::new(q.into()).as_str().to_owned())
+            .collect();
+        list.sort();
+        list.dedup();
+        self.queues = Some(list);
+        self
+    }
+
+    /// Priority and cap of queue `name` (SPEC §7). Does not restrict which queues
+    /// are claimed; see [`WorkerBuilder::queues`].
+    pub fn queue(mut self, name: impl Into<String>, config: QueueConfig) -> Self {
+        self.queue_config
+            .insert(QueueName::new(name.into()).as_str().to_owned(), config);
+        self
+    }
+
+    /// Priority and cap of several queues at once (see [`WorkerBuilder::queue`]).
+    pub fn queue_configs<I, S>(mut self, configs: I) -> Self
+    where
+        I: IntoIterator<Item = (S, QueueConfig)>,
+        S: Into<String>,
+    {
+        for (name, config) in configs {
+            self = self.queue(name, config);
+        }
+        self
+    }
+
+    /// Timeout of an attempt whose job has no `timeoutMs` (default 30 min).
+    pub fn job_timeout(mut self, timeout: Duration) -> Self {
+        self.job_timeout = Some(timeout);
+        self
+    }
+
+    /// Attempts of jobs without `timeoutMs` never time out.
+    pub fn no_job_timeout(mut self) -> Self {
+        self.job_timeout = None;
+        self
+    }
+
+    /// A worker silent for longer is presumed dead (default 60 s).
+    pub fn stale_after(mut self, stale_after: Duration) -> Self {
+        self.stale_after = stale_after;
+        self
+    }
+
+    /// How often to heartbeat (default: a sixth of `stale_after`).
+    pub fn heartbeat_interval(mut self, interval: Duration) -> Self {
+        self.heartbeat_interval = Some(interval);
+        self
+    }
+
+    /// How often to recover dead workers' leases (default: half of `stale_after`).
+    pub fn recovery_interval(mut self, interval: Duration) -> Self {
+        self.recovery_interval = Some(interval);
+        self
+    }
+
+    /// How long a graceful shutdown waits for running jobs (default 30 s).
+    pub fn drain_timeout(mut self, timeout: Duration) -> Self {
+        self.drain_timeout = timeout;
+        self
+    }
+
+    /// The longest an idle worker waits before claiming again when nothing
+    /// signalled new work (default 1 s; covers other processes' cap releases).
+    pub fn poll_interval(mut self, interval: Duration) -> Self {
+        self.poll_interval = interval;
+        self
+    }
+
+    /// The clock used for latencies, timers and periodic ticks (default: the
+    /// system clock; use the store's clock).
+    pub fn clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.clock = clock;
+        self
+    }
+
+    /// Enqueues a periodic job's ticks (see [`PeriodicJob`]).
+    pub fn periodic(mut self, job: PeriodicJob) -> Self {
+        self.periodic.push(job);
+        self
+    }
+
+    /// Runs retention sweeps (see [`RetentionPolicy`]).
+    pub fn retention(mut self, policy: RetentionPolicy) -> Self {
+        self.retention = Some(policy);
+        self
+    }
+
+    /// Checks the settings. Errors (`invalid-worker-config`): zero slots, a zero
+    /// interval or timeout, a heartbeat not faster than `stale_after`, a queue cap
+    /// below 1, an empty worker id, two periodic jobs with one name.
+    pub fn build(self) -> Result<Worker, WorkerError> {
+        let bad = |m: &str| Err(WorkerError::InvalidConfig(m.to_owned()));
+        let stale = self.stale_after;
+        let heartbeat = self.heartbeat_interval.unwrap_or(stale / 6);
+        let recovery = self.recovery_interval.unwrap_or(stale / 2);
+        if self.concurrency == 0 || self.concurrency > u32::MAX as usize >> 4 {
+            return bad("concurrency must be between 1 and 2^28");
+        }
+        if [stale, heartbeat, recovery, self.poll_interval].contains(&Duration::ZERO)
+            || self.job_timeout == Some(Duration::ZERO)
+        {
+            return bad("intervals and timeouts must be greater than zero");
+        }
+        if heartbeat >= stale {
+            return bad("heartbeat_interval must be shorter than stale_after");
+        }
+        if self
+            .queue_config
+            .values()
+            .any(|c| matches!(c.max_concurrent, Some(n) if n < 1))
+        {
+            return bad("a queue's max_concurrent must be at least 1");
+        }
+        let worker_id = self
+            .worker_id
+            .unwrap_or_else(|| uuid::Uuid::now_v7().to_string());
+        if worker_id.trim().is_empty() {
+            return bad("worker id must not be empty");
+        }
+        let mut names: Vec<&str> = self.periodic.iter().map(|p| p.name()).collect();
+        names.sort_unstable();
+        if names.windows(2).any(|w| w[0] == w[1]) {
+            return bad("two periodic jobs share one name");
+        }
+        let (events, _) = broadcast::channel(EVENT_CAPACITY);
+        Ok(Worker {
+            store: self.store,
+            registry: self.registry,
+            clock: self.clock,
+            events,
+            config: WorkerConfig {
+                worker_id,
+                concurrency: self.concurrency,
+                queues: self.queues,
+                queue_config: self.queue_config,
+                job_timeout: self.job_timeout,
+                stale_after: stale,
+                heartbeat_interval: heartbeat,
+                recovery_interval: recovery,
+                drain_timeout: self.drain_timeout,
+                poll_interval: self.poll_interval,
+                periodic: self.periodic,
+                retention: self.retention,
+            },
+        })
+    }
+}

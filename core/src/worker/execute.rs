@@ -1,0 +1,229 @@
+//! One attempt, from start to report. Each handler runs on its own tokio task so
+//! that a panic unwinds only that task (a failed attempt, never a dead worker) and
+//! a timeout or the drain deadline can abort it. The outcome, together with the
+//! job's slot permit, goes to a single reporter task that sends reports in
+//! batches, fenced by each job's lease; the slot is freed only once the report is
+//! made, so a worker never holds more `handed_off` jobs than it has slots.
+
+use std::any::Any;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tokio::sync::{mpsc, watch, Notify, OwnedSemaphorePermit};
+use tracing::Instrument;
+
+use super::events::{JobFinished, JobStarted, Telemetry, WorkerEvent};
+use super::handler::{duration_ms, failed, outcome_of, JobContext};
+use super::registry::Registry;
+use crate::clock::Clock;
+use crate::job::{Job, Lease};
+use crate::requests::Outcome;
+use crate::store::Store;
+
+/// The most reports sent in one `report_batch`.
+const MAX_REPORT_BATCH: usize = 256;
+
+/// What every attempt of one worker shares.
+pub(crate) struct Shared {
+    pub(crate) store: Arc<dyn Store>,
+    pub(crate) registry: Registry,
+    pub(crate) clock: Arc<dyn Clock>,
+    pub(crate) telemetry: Arc<Telemetry>,
+    pub(crate) worker_id: Arc<str>,
+    pub(crate) job_timeout: Option<Duration>,
+    /// Turns true when the graceful shutdown begins.
+    pub(crate) stopping: watch::Receiver<bool>,
+    /// Turns true at the drain deadline: running attempts are given back.
+    pub(crate) abort: watch::Receiver<bool>,
+    pub(crate) reports: mpsc::UnboundedSender<Report>,
+}
+
+/// A finished attempt waiting to be reported.
+pub(crate) struct Report {
+    lease: Lease,
+    outcome: Outcome,
+    job_name: String,
+    queue: String,
+    attempt: i64,
+    duration: Duration,
+    /// The job's slot, freed when the report is made (or abandoned).
+    _permit: OwnedSemaphorePermit,
+}
+
+/// Starts the attempt of a claimed `job` holding slot `permit`.
+pub(crate) fn spawn_attempt(shared: Arc<Shared>, job: Job, permit: OwnedSemaphorePermit) {
+    let span = tracing::info_span!(
+        "job",
+        job_id = %job.id,
+        job_name = %job.job_name,
+        attempt = job.attempts,
+        queue = %job.queue,
+    );
+    tokio::spawn(supervise(shared, job, permit).instrument(span));
+}
+
+async fn supervise(shared: Arc<Shared>, job: Job, permit: OwnedSemaphorePermit) {
+    let Some(lease) = job.lease() else {
+        tracing::error!("claimed job has no lease; skipping it");
+        return;
+    };
+    let attempt = job.attempts;
+    let latency_ms = (shared.clock.now_ms() - job.scheduled_at_ms.max(job.created_at_ms)).max(0);
+    tracing::debug!(latency_ms, "job started");
+    shared.telemetry.emit(WorkerEvent::Started(JobStarted {
+        job_id: job.id.clone(),
+        job_name: job.job_name.clone(),
+        queue: job.queue.clone(),
+        attempt,
+        latency_ms,
+    }));
+    let timeout = match job.timeout_ms {
+        Some(ms) => Some(Duration::from_millis(ms.max(1) as u64)),
+        None => shared.job_timeout,
+    };
+    let (job_name, queue) = (job.job_name.clone(), job.queue.clone());
+    let started = Instant::now();
+    let outcome = match shared.registry.get(&job.job_name).cloned() {
+        None => failed(
+            format!("no handler for {job_name} on worker {}", shared.worker_id),
+            None,
+            false,
+        ),
+        Some(entry) => {
+            let ctx = JobContext {
+                job: Arc::new(job),
+                worker_id: shared.worker_id.clone(),
+                store: shared.store.clone(),
+                clock: shared.clock.clone(),
+                stopping: shared.stopping.clone(),
+            };
+            let handler = entry.handler.clone();
+            let mut task = tokio::spawn(async move { handler.call(ctx).await }.in_current_span());
+            let mut abort = shared.abort.clone();
+            tokio::select! {
+                biased;
+                joined = &mut task => match joined {
+                    Ok(result) => outcome_of(result, attempt, &|a| entry.backoff(a)),
+                    Err(e) if e.is_panic() => {
+                        let message = panic_message(e.into_panic());
+                        failed(format!("panic: {message}"), entry.backoff(attempt), false)
+                    }
+                    Err(e) => failed(format!("handler task ended: {e}"), entry.backoff(attempt), false),
+                },
+                _ = sleep_for(timeout) => {
+                    task.abort();
+                    let ms = timeout.map(duration_ms).unwrap_or_default();
+                    failed(format!("timeout: attempt exceeded {ms} ms"), entry.backoff(attempt), false)
+                }
+                _ = turned_true(&mut abort) => {
+                    task.abort();
+                    Outcome::ReturnToQueue
+                }
+            }
+        }
+    };
+    let duration = started.elapsed();
+    match &outcome {
+        Outcome::Failed { error, .. } => {
+            tracing::info!(?duration, error = %error, "attempt failed")
+        }
+        other => tracing::debug!(?duration, outcome = ?other, "attempt ended"),
+    }
+    let report = Report {
+        lease,
+        outcome,
+        job_name,
+        queue,
+        attempt,
+        duration,
+        _permit: permit,
+    };
+    if shared.reports.send(report).is_err() {
+        tracing::error!("reporter is gone; the attempt's report is dropped");
+    }
+}
+
+/// Sends reports in batches until aborted. A store error is retried with backoff
+/// (the reports keep their slots meanwhile); a report that returns false lost its
+/// lease to recovery and changed nothing.
+pub(crate) async fn reporter(
+    store: Arc<dyn Store>,
+    telemetry: Arc<Telemetry>,
+    mut rx: mpsc::UnboundedReceiver<Report>,
+    freed: Arc<Notify>,
+) {
+    while let Some(first) = rx.recv().await {
+        let mut batch = vec![first];
+        while batch.len() < MAX_REPORT_BATCH {
+            match rx.try_recv() {
+                Ok(r) => batch.push(r),
+                Err(_) => break,
+            }
+        }
+        let items: Vec<(Lease, Outcome)> = batch
+            .iter()
+            .map(|r| (r.lease.clone(), r.outcome.clone()))
+            .collect();
+        let mut retry = Duration::from_millis(100);
+        let results = loop {
+            match store.report_batch(items.clone()).await {
+                Ok(results) => break results,
+                Err(e) => {
+                    tracing::warn!(
+                        count = items.len(),
+                        "reporting failed, retrying in {retry:?}: {e}"
+                    );
+                    tokio::time::sleep(retry).await;
+                    retry = (retry * 2).min(Duration::from_secs(5));
+                }
+            }
+        };
+        let lost = results.iter().filter(|ok| !**ok).count();
+        tracing::debug!(count = batch.len(), lost, "reported");
+        for (i, report) in batch.into_iter().enumerate() {
+            let accepted = results.get(i).copied().unwrap_or(false);
+            if !accepted {
+                tracing::warn!(
+                    job_id = %report.lease.job_id,
+                    handoff_id = %report.lease.handoff_id,
+                    "report lost its lease (recovered or replaced); nothing changed"
+                );
+            }
+            telemetry.count_outcome(&report.outcome, accepted);
+            telemetry.emit(WorkerEvent::Finished(JobFinished {
+                job_id: report.lease.job_id.clone(),
+                job_name: report.job_name.clone(),
+                queue: report.queue.clone(),
+                attempt: report.attempt,
+                outcome: report.outcome.clone(),
+                accepted,
+                duration: report.duration,
+            }));
+        }
+        freed.notify_one();
+    }
+}
+
+async fn sleep_for(d: Option<Duration>) {
+    match d {
+        Some(d) => tokio::time::sleep(d).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Resolves when `rx` turns true; never if its sender goes away first.
+pub(crate) async fn turned_true(rx: &mut watch::Receiver<bool>) {
+    if rx.wait_for(|v| *v).await.is_err() {
+        std::future::pending::<()>().await;
+    }
+}
+
+fn panic_message(payload: Box<dyn Any + Send>) -> String {
+    match payload.downcast::<String>() {
+        Ok(s) => *s,
+        Err(payload) => match payload.downcast::<&'static str>() {
+            Ok(s) => (*s).to_owned(),
+            Err(_) => "(non-string panic payload)".to_owned(),
+        },
+    }
+}

@@ -1,0 +1,55 @@
+//! Liveness duties. A worker heartbeats so that others know its leases are still
+//! held, and every worker recovers the leases of workers that stopped heartbeating
+//! (SPEC §4) — there is no leader, and recovery is one idempotent store call, so
+//! several processes doing it at once is harmless. Both loops start one interval
+//! after startup, which heartbeats and recovers once itself before claiming.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::time::{interval_at, Instant, MissedTickBehavior};
+
+use super::events::{Telemetry, WorkerEvent};
+use super::handler::duration_ms;
+use crate::store::Store;
+
+/// Heartbeats every `every` until aborted (it runs through the drain, so the
+/// jobs being finished are not recovered from under the worker).
+pub(crate) async fn heartbeat_loop(store: Arc<dyn Store>, worker_id: String, every: Duration) {
+    let mut ticker = interval_at(Instant::now() + every, every);
+    ticker.set_missed_tick_behavior(MissedTickBehavior::Delay);
+    loop {
+        ticker.tick().await;
+        if let Err(e) = store.heartbeat(&worker_id).await {
+            tracing::warn!(worker_id = %worker_id, "heartbeat failed: {e}");
+        }
+    }
+}
+
+/// Recovers stale leases every `every` until aborted.
+pub(crate) async fn recovery_loop(
+    store: Arc<dyn Store>,
+    stale_after: Duration,
+    every: Duration,
+    telemetry: Arc<Telemetry>,
+) {
+    let mut ticker = interval_at(Instant::now() + every, every);
+    ticker.set_missed_tick_behavior(MissedTickBehavior::Delay);
+    loop {
+        ticker.tick().await;
+        recover_once(store.as_ref(), stale_after, &telemetry).await;
+    }
+}
+
+/// One recovery pass; errors are logged.
+pub(crate) async fn recover_once(store: &dyn Store, stale_after: Duration, telemetry: &Telemetry) {
+    match store.recover_stale(duration_ms(stale_after)).await {
+        Ok(ids) if !ids.is_empty() => {
+            Telemetry::add(&telemetry.recovered, ids.len() as u64);
+            tracing::warn!(count = ids.len(), job_ids = ?ids, "recovered leases of stale workers");
+            telemetry.emit(WorkerEvent::Recovered { job_ids: ids });
+        }
+        Ok(_) => {}
+        Err(e) => tracing::warn!("recovering stale leases failed: {e}"),
+    }
+}

@@ -1,0 +1,89 @@
+//! The worker runtime (SPEC §4, §7): a handler [`Registry`], a [`Worker`] that
+//! claims due jobs for its handlers into a fixed number of slots, runs each on its
+//! own tokio task under a timeout, and reports every outcome fenced by the job's
+//! lease; plus the background duties every live process shares — heartbeats,
+//! recovery of dead workers' leases, periodic schedules and retention sweeps.
+//!
+//! All durable effects go through [`crate::Store`]; the runtime itself keeps no
+//! state that a crash could lose (a killed worker's jobs are recovered by others).
+//!
+//! Layout, one idea per file:
+//! - `handler`: what a handler sees and returns ([`JobContext`], [`JobError`]).
+//! - `registry`: name → handler, duplicate names refused.
+//! - `builder`: [`WorkerBuilder`] and its defaults and validation.
+//! - `handle`: [`Worker`] (`run`, `spawn`) and [`WorkerHandle`].
+//! - `runner`: the claim loop, slot admission, wake-ups and the graceful drain.
+//! - `execute`: one attempt (timeout, panic isolation) and the batched reporter.
+//! - `maintenance`: heartbeats and stale-lease recovery.
+//! - `periodic` / `cron`: leaderless periodic enqueue; the five-field cron parser.
+//! - `retention`: pruning sweeps.
+//! - `events`: [`WorkerEvent`] broadcast and [`WorkerReport`] totals.
+
+mod builder;
+mod cron;
+mod events;
+mod execute;
+mod handle;
+mod handler;
+mod maintenance;
+mod periodic;
+mod registry;
+mod retention;
+mod runner;
+
+#[cfg(test)]
+mod tests;
+
+pub use builder::{
+    WorkerBuilder, DEFAULT_CONCURRENCY, DEFAULT_DRAIN_TIMEOUT, DEFAULT_JOB_TIMEOUT,
+    DEFAULT_POLL_INTERVAL, DEFAULT_STALE_AFTER,
+};
+pub use cron::CronSchedule;
+pub use events::{JobFinished, JobStarted, WorkerEvent, WorkerReport, EVENT_CAPACITY};
+pub use handle::{Worker, WorkerHandle};
+pub use handler::{JobContext, JobError, JobHandler, JobResult, JsonHandler};
+pub use periodic::{PeriodicJob, PeriodicSchedule};
+pub use registry::Registry;
+pub use retention::RetentionPolicy;
+
+use crate::error::Error;
+
+/// Why building or running a worker failed. Each variant has a stable
+/// [`WorkerError::code`].
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum WorkerError {
+    /// Two handlers for one job name (`duplicate-handler`).
+    #[error("a handler for {0:?} is already registered")]
+    DuplicateHandler(String),
+    /// A cron expression that does not parse or never fires (`invalid-cron`).
+    #[error("invalid cron expression {expr:?}: {reason}")]
+    InvalidCron {
+        /// The expression as given.
+        expr: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// An impossible worker, periodic or retention setting (`invalid-worker-config`).
+    #[error("invalid worker configuration: {0}")]
+    InvalidConfig(String),
+    /// A store or validation error (its own code, e.g. `invalid-job-name`).
+    #[error(transparent)]
+    Core(#[from] Error),
+    /// The worker task itself failed (`worker-internal`); a bug.
+    #[error("worker internal error: {0}")]
+    Internal(String),
+}
+
+impl WorkerError {
+    /// The stable machine code, printed by the CLI as `error[<code>]`.
+    pub fn code(&self) -> &'static str {
+        match self {
+            Self::DuplicateHandler(_) => "duplicate-handler",
+            Self::InvalidCron { .. } => "invalid-cron",
+            Self::InvalidConfig(_) => "invalid-worker-config",
+            Self::Core(e) => e.code().as_str(),
+            Self::Internal(_) => "worker-internal",
+        }
+    }
+}

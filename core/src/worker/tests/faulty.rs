@@ -1,0 +1,200 @@
+//! A `MemoryStore` wrapper that fails chosen calls and announces heartbeats, for
+//! the runtime's error paths and liveness duties.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use serde_json::json;
+use tokio::sync::{broadcast, watch, Notify};
+
+use super::running::fast;
+use super::*;
+use crate::requests::*;
+use crate::{
+    CountDelta, CountSnapshot, Error, Lease, NewJob, Registry, Result, ScheduleKey, Store,
+};
+
+struct Faulty {
+    inner: MemoryStore,
+    /// How many upcoming `claim` / `report_batch` calls fail.
+    failing_claims: AtomicUsize,
+    failing_reports: AtomicUsize,
+    heartbeats: watch::Sender<u64>,
+}
+
+impl Faulty {
+    fn new(inner: MemoryStore) -> Arc<Self> {
+        Arc::new(Self {
+            inner,
+            failing_claims: AtomicUsize::new(0),
+            failing_reports: AtomicUsize::new(0),
+            heartbeats: watch::channel(0).0,
+        })
+    }
+}
+
+fn take_failure(counter: &AtomicUsize) -> Result<()> {
+    match counter.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1)) {
+        Ok(_) => Err(Error::Busy {
+            message: "injected failure".into(),
+        }),
+        Err(_) => Ok(()),
+    }
+}
+
+#[async_trait]
+impl Store for Faulty {
+    async fn enqueue(&self, job: NewJob) -> Result<EnqueueOutcome> {
+        self.inner.enqueue(job).await
+    }
+    async fn enqueue_batch(&self, jobs: Vec<NewJob>) -> Result<Vec<EnqueueOutcome>> {
+        self.inner.enqueue_batch(jobs).await
+    }
+    async fn replace_scheduled(&self, key: &ScheduleKey, job: NewJob) -> Result<ReplaceOutcome> {
+        self.inner.replace_scheduled(key, job).await
+    }
+    async fn cancel_scheduled(&self, key: &ScheduleKey) -> Result<KeyedOutcome<CancelOutcome>> {
+        self.inner.cancel_scheduled(key).await
+    }
+    async fn wake_scheduled(&self, key: &ScheduleKey) -> Result<KeyedOutcome<WakeOutcome>> {
+        self.inner.wake_scheduled(key).await
+    }
+    async fn get_scheduled(&self, key: &ScheduleKey, latest: bool) -> Result<ScheduledJobs> {
+        self.inner.get_scheduled(key, latest).await
+    }
+    async fn claim(&self, req: &ClaimRequest) -> Result<Vec<Job>> {
+        take_failure(&self.failing_claims)?;
+        self.inner.claim(req).await
+    }
+    async fn report(&self, lease: &Lease, outcome: Outcome) -> Result<bool> {
+        self.inner.report(lease, outcome).await
+    }
+    async fn report_batch(&self, reports: Vec<(Lease, Outcome)>) -> Result<Vec<bool>> {
+        take_failure(&self.failing_reports)?;
+        self.inner.report_batch(reports).await
+    }
+    async fn heartbeat(&self, worker_id: &str) -> Result<()> {
+        self.inner.heartbeat(worker_id).await?;
+        self.heartbeats.send_modify(|n| *n += 1);
+        Ok(())
+    }
+    async fn recover_stale(&self, stale_after_ms: i64) -> Result<Vec<String>> {
+        self.inner.recover_stale(stale_after_ms).await
+    }
+    async fn retry_job(&self, id: &str) -> Result<Job> {
+        self.inner.retry_job(id).await
+    }
+    async fn cancel_job(&self, id: &str) -> Result<Job> {
+        self.inner.cancel_job(id).await
+    }
+    async fn get_job(&self, id: &str) -> Result<Option<Job>> {
+        self.inner.get_job(id).await
+    }
+    async fn list_jobs(&self, filter: &JobFilter) -> Result<Vec<Job>> {
+        self.inner.list_jobs(filter).await
+    }
+    async fn next_scheduled_at(
+        &self,
+        names: &[String],
+        queues: Option<&[String]>,
+    ) -> Result<Option<i64>> {
+        self.inner.next_scheduled_at(names, queues).await
+    }
+    async fn count_snapshot(&self) -> Result<CountSnapshot> {
+        self.inner.count_snapshot().await
+    }
+    fn subscribe_counts(&self) -> broadcast::Receiver<CountDelta> {
+        self.inner.subscribe_counts()
+    }
+    fn work_signal(&self) -> watch::Receiver<u64> {
+        self.inner.work_signal()
+    }
+    async fn prune(&self, req: &PruneRequest) -> Result<PruneReport> {
+        self.inner.prune(req).await
+    }
+    async fn reconcile_reservations(&self) -> Result<u64> {
+        self.inner.reconcile_reservations().await
+    }
+    async fn get_operation(&self, key: &str) -> Result<Option<Operation>> {
+        self.inner.get_operation(key).await
+    }
+    async fn start_operation_attempt(&self, key: &str) -> Result<Operation> {
+        self.inner.start_operation_attempt(key).await
+    }
+    async fn record_operation_result(&self, key: &str, result: serde_json::Value) -> Result<()> {
+        self.inner.record_operation_result(key, result).await
+    }
+    async fn health(&self) -> Result<Health> {
+        self.inner.health().await
+    }
+}
+
+#[tokio::test]
+async fn claim_and_report_errors_are_retried() {
+    let faulty = Faulty::new(MemoryStore::new());
+    faulty.failing_claims.store(2, Ordering::SeqCst);
+    faulty.failing_reports.store(2, Ordering::SeqCst);
+    let store: Arc<dyn Store> = faulty.clone();
+    let registry = Registry::new()
+        .register_fn("noop", |_c, _a| async { Ok(()) })
+        .unwrap();
+    let id = enqueue(&store, "noop", json!([]), EnqueueOptions::new()).await;
+    let worker = fast(store.clone(), registry).build().unwrap();
+    let mut events = worker.subscribe();
+    let handle = worker.spawn();
+    let f = next_finished(&mut events).await;
+    assert_eq!((f.job_id.as_str(), f.accepted), (id.as_str(), true));
+    let report = handle.shutdown_and_join().await.unwrap();
+    assert_eq!((report.completed, report.unreported), (1, 0));
+    assert_eq!(faulty.failing_claims.load(Ordering::SeqCst), 0);
+    assert_eq!(faulty.failing_reports.load(Ordering::SeqCst), 0);
+    assert_eq!(job(&store, &id).await.status, crate::JobStatus::Completed);
+}
+
+#[tokio::test]
+async fn heartbeats_keep_a_long_job_from_being_recovered() {
+    let clock = ManualClock::new(1_700_000_000_000);
+    let faulty = Faulty::new(MemoryStore::with_clock(Arc::new(clock.clone())));
+    let store: Arc<dyn Store> = faulty.clone();
+    let gate = Arc::new(Notify::new());
+    let g = gate.clone();
+    let registry = Registry::new()
+        .register_fn("long", move |_c, _a| {
+            let gate = g.clone();
+            async move {
+                gate.notified().await;
+                Ok(())
+            }
+        })
+        .unwrap();
+    let id = enqueue(&store, "long", json!([]), EnqueueOptions::new()).await;
+    let worker = fast(store.clone(), registry)
+        .clock(Arc::new(clock.clone()))
+        .stale_after(Duration::from_secs(1))
+        .heartbeat_interval(Duration::from_millis(10))
+        .recovery_interval(Duration::from_secs(3600))
+        .build()
+        .unwrap();
+    let mut events = worker.subscribe();
+    let handle = worker.spawn();
+    next_started(&mut events).await;
+    // Time passes beyond the stale timeout; the worker's next heartbeat refreshes it.
+    // (Two beats: the first may have read the clock before it moved.)
+    clock.advance(5_000);
+    let mut beats = faulty.heartbeats.subscribe();
+    let seen = *beats.borrow_and_update();
+    tokio::time::timeout(PATIENCE, beats.wait_for(|n| *n > seen + 1))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        store.recover_stale(1_000).await.unwrap(),
+        Vec::<String>::new()
+    );
+    gate.notify_one();
+    let f = next_finished(&mut events).await;
+    assert_eq!((f.job_id, f.accepted), (id, true));
+    handle.shutdown_and_join().await.unwrap();
+}

@@ -1,4 +1,54 @@
-//! `duraq-mailer`: mail payloads, the backend trait, generic SMTP (lettre), and
-//! required-idempotency delivery operations stored through `duraq_core::Store`.
+//! `duraq-mailer`: mail payloads, the backend trait, generic SMTP (lettre), an
+//! in-memory backend for tests, required-idempotency delivery operations stored
+//! through `duraq_core::Store`, and the built-in `duraq.mail.deliver` job
+//! (SPEC §10).
 //!
-//! Not built yet: the mail issue fills this crate (SPEC §10).
+//! Why operations: a mail provider that suppresses duplicates does so only for
+//! one key and only for a while. duraq makes the key the producer's stable
+//! operation id, stores the operation atomically with its delivery job (so a
+//! replay finds it, even after the job was pruned), and refuses to send once the
+//! provider's window may have closed, rather than risk a second delivery.
+//!
+//! ```
+//! # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+//! use std::sync::Arc;
+//! use duraq_core::{EnqueueOptions, MemoryStore};
+//! use duraq_mailer::{DeliveryOperation, MailPayload, Mailer, SmtpBackend, SmtpSettings};
+//! let smtp = SmtpBackend::new(SmtpSettings::new("smtp.example.com", 587)).unwrap();
+//! let mailer = Mailer::new(Arc::new(MemoryStore::new()), Arc::new(smtp));
+//! let mail = MailPayload::new("Hi").from("app@example.com").to("ada@example.com").text("Hello");
+//! // Generic SMTP is at-least-once: requiring idempotency fails before enqueue.
+//! let err = mailer
+//!     .deliver_later(mail.clone(), Some(DeliveryOperation::required("op-1")), EnqueueOptions::new())
+//!     .await
+//!     .unwrap_err();
+//! assert_eq!(err.code(), "mail-delivery-idempotency-unsupported");
+//! // Without an operation the job is simply enqueued.
+//! mailer.deliver_later(mail, None, EnqueueOptions::new()).await.unwrap();
+//! # });
+//! ```
+
+mod backend;
+mod error;
+mod job;
+mod mailer;
+mod memory;
+mod operation;
+mod payload;
+mod secret;
+mod settings;
+mod smtp;
+
+pub use backend::{freeze_sender, Delivered, IdempotencyCapability, MailBackend};
+pub use error::{MailError, MailResult};
+pub use job::{MailDeliverJob, DELIVER_JOB};
+pub use mailer::{DeliveryContext, Mailer};
+pub use memory::{MemoryBackend, SentMail};
+pub use operation::{
+    operation_key, DeliverArgs, DeliveryOperation, Idempotency, OperationRecord, OperationResult,
+    OperationTerms, OPERATION_KEY_KIND,
+};
+pub use payload::{MailPayload, PAYLOAD_DIGEST_KIND};
+pub use secret::Secret;
+pub use settings::{SmtpSettings, TlsMode};
+pub use smtp::{build_message, SmtpBackend, SmtpClient};

@@ -1,0 +1,51 @@
+//! `duraq-tests`: the one conformance suite and the one model-based property suite
+//! that every [`duraq_core::Store`] must pass unchanged (SPEC §13).
+//!
+//! Each area of SPEC §3–§9 is a module of `pub async fn case(h: &Harness)` cases
+//! written once against `Arc<dyn Store>`. A store crate plugs in by implementing
+//! [`StoreFactory`] (a fresh, empty store per call, reading a [`duraq_core::ManualClock`])
+//! and invoking [`store_suite!`] in an integration test:
+//!
+//! ```text
+//! // tests/tests/conformance_<store>.rs
+//! struct MyFactory { /* e.g. a temp folder, or a server URL */ }
+//! #[async_trait::async_trait]
+//! impl duraq_tests::StoreFactory for MyFactory {
+//!     async fn new_store(&self, clock: duraq_core::ManualClock) -> std::sync::Arc<dyn duraq_core::Store> {
+//!         /* open a fresh, empty store reading `clock` */
+//!     }
+//! }
+//! duraq_tests::store_suite!(my_store, MyFactory::new());
+//! duraq_tests::model_suite!(my_store_matches_reference, MyFactory::new());
+//! ```
+//!
+//! [`SqliteFactory`] and `tests/conformance_postgres.rs` are complete examples.
+//!
+//! The factory expression is evaluated once per case and kept alive (inside the
+//! [`Harness`]) until the case ends, so it may own temp files or databases.
+
+pub mod claim;
+pub mod concurrency;
+pub mod counts;
+pub mod dedupe;
+pub mod enqueue;
+pub mod factories;
+pub mod harness;
+pub mod idempotency;
+pub mod model;
+pub mod model_gen;
+pub mod model_ops;
+mod model_side;
+pub mod normalization;
+pub mod operations;
+pub mod operator;
+pub mod prune;
+pub mod recovery;
+pub mod retry;
+pub mod schedule_keys;
+pub mod schedule_ownership;
+
+mod suite;
+
+pub use factories::{MemoryFactory, SqliteFactory};
+pub use harness::{block_on, Harness, StoreFactory, StoreState, T0};

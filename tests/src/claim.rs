@@ -1,0 +1,179 @@
+//! SPEC §4 claiming and fencing: what a claim writes, claim order (queue priority,
+//! due time, creation, id), name/queue filters and limits, a fresh lease per claim,
+//! and reports under stale, foreign or missing leases answering `false` and
+//! changing nothing. What an applied report does is in [`crate::retry`]; caps are
+//! in [`crate::concurrency`].
+
+use std::collections::BTreeMap;
+
+use duraq_core::{
+    retry_backoff_ms, ClaimRequest, EnqueueOptions, JobStatus, Lease, Outcome, QueueConfig,
+};
+use serde_json::json;
+
+use crate::harness::{claim_req, job, lease, Harness};
+
+fn ids(jobs: &[duraq_core::Job]) -> Vec<String> {
+    jobs.iter().map(|j| j.id.clone()).collect()
+}
+
+pub async fn claim_sets_lease_fields(h: &Harness) {
+    let id = h.enqueue("j", json!([1])).await;
+    h.advance(7);
+    let claimed = h.claim_id("worker-1", "j", &id).await;
+    assert_eq!(
+        (claimed.status, claimed.attempts),
+        (JobStatus::HandedOff, 1)
+    );
+    assert_eq!(claimed.worker_id.as_deref(), Some("worker-1"));
+    assert_eq!(claimed.handed_off_at_ms, Some(h.now()));
+    assert!(claimed.handoff_id.as_deref().is_some_and(|s| !s.is_empty()));
+    assert_eq!(h.get(&id).await, claimed, "claim returns the stored row");
+    assert!(
+        h.claim("worker-2", &["j"], 5).await.is_empty(),
+        "a job is handed off once"
+    );
+}
+
+pub async fn claim_order(h: &Harness) {
+    let t = h.now();
+    let at = |ms| EnqueueOptions::new().scheduled_at_ms(ms);
+    h.insert(job("j", json!([]), at(t - 10)).with_id("c")).await;
+    h.insert(job("j", json!([]), at(t - 10)).with_id("b")).await;
+    h.insert(job("j", json!([]), at(t - 20)).with_id("z")).await;
+    h.advance(1);
+    h.insert(job("j", json!([]), at(t - 10)).with_id("a")).await;
+    h.insert(job("j", json!([]), at(t - 10).queue("urgent")).with_id("y"))
+        .await;
+    h.insert(job("j", json!([]), at(t - 30).queue("slow")).with_id("x"))
+        .await;
+    let config = BTreeMap::from([
+        (
+            "urgent".to_owned(),
+            QueueConfig {
+                max_concurrent: None,
+                priority: 5,
+            },
+        ),
+        (
+            "slow".to_owned(),
+            QueueConfig {
+                max_concurrent: None,
+                priority: -1,
+            },
+        ),
+    ]);
+    let req = ClaimRequest {
+        queue_config: config,
+        ..claim_req("w", &["j"], 3)
+    };
+    assert_eq!(ids(&h.claim_with(&req).await), ["y", "z", "b"]);
+    assert_eq!(ids(&h.claim_with(&req).await), ["c", "a", "x"]);
+}
+
+pub async fn claim_filters_and_limits(h: &Harness) {
+    for (id, name, queue) in [
+        ("1", "a", "q1"),
+        ("2", "b", "q1"),
+        ("3", "a", "q2"),
+        ("4", "a", "q1"),
+    ] {
+        h.insert(job(name, json!([]), EnqueueOptions::new().queue(queue)).with_id(id))
+            .await;
+    }
+    assert!(
+        h.claim("w", &["a"], 0).await.is_empty(),
+        "limit 0 claims nothing"
+    );
+    assert!(
+        h.claim("w", &["c"], 10).await.is_empty(),
+        "no handler for these names"
+    );
+    let req = ClaimRequest {
+        queues: Some(vec!["q1".into()]),
+        ..claim_req("w", &["a"], 1)
+    };
+    assert_eq!(ids(&h.claim_with(&req).await), ["1"]);
+    assert_eq!(ids(&h.claim_with(&req).await), ["4"]);
+    assert!(h.claim_with(&req).await.is_empty());
+    assert_eq!(ids(&h.claim("w", &["a", "b"], 10).await), ["2", "3"]);
+}
+
+pub async fn each_claim_gets_a_fresh_lease(h: &Harness) {
+    let id = h.enqueue("j", json!([])).await;
+    let first = h.claim_id("w", "j", &id).await;
+    assert!(h.report(&first, Outcome::failed("e")).await);
+    h.advance(retry_backoff_ms(1));
+    let second = h.claim_id("w", "j", &id).await;
+    assert_ne!(first.handoff_id, second.handoff_id);
+    assert_eq!(second.attempts, 2);
+    let before = h.state().await;
+    assert!(
+        !h.store
+            .report(&lease(&first), Outcome::Completed)
+            .await
+            .unwrap(),
+        "stale lease"
+    );
+    h.assert_unchanged(&before, "a stale report").await;
+    assert!(h.report(&second, Outcome::Completed).await);
+}
+
+pub async fn stale_reports_change_nothing(h: &Harness) {
+    let id = h.enqueue("j", json!([])).await;
+    let claimed = h.claim_id("w", "j", &id).await;
+    let before = h.state().await;
+    let wrong = Lease {
+        job_id: id.clone(),
+        handoff_id: "not-the-lease".into(),
+    };
+    let missing = Lease {
+        job_id: "no-such-job".into(),
+        handoff_id: lease(&claimed).handoff_id,
+    };
+    for bad in [&wrong, &missing] {
+        for outcome in [
+            Outcome::Completed,
+            Outcome::failed("x"),
+            Outcome::Reschedule { delay_ms: 5 },
+        ] {
+            assert!(!h.store.report(bad, outcome).await.unwrap());
+        }
+    }
+    h.assert_unchanged(&before, "reports under foreign leases")
+        .await;
+    assert!(h.report(&claimed, Outcome::Completed).await);
+    let done = h.state().await;
+    for outcome in [
+        Outcome::Completed,
+        Outcome::failed("late"),
+        Outcome::ReturnToQueue,
+    ] {
+        assert!(!h.report(&claimed, outcome).await, "a second report loses");
+    }
+    let results = h
+        .store
+        .report_batch(vec![(lease(&claimed), Outcome::Completed)])
+        .await
+        .unwrap();
+    assert_eq!(results, [false]);
+    h.assert_unchanged(&done, "late reports").await;
+}
+
+pub async fn report_batch_fences_each(h: &Harness) {
+    let a = h.enqueue("j", json!([1])).await;
+    let b = h.enqueue("j", json!([2])).await;
+    let claimed = h.claim("w", &["j"], 2).await;
+    assert_eq!(claimed.len(), 2);
+    let stale = Lease {
+        job_id: b.clone(),
+        handoff_id: "stale".into(),
+    };
+    let reports = vec![
+        (lease(&claimed[0]), Outcome::Completed),
+        (stale, Outcome::Completed),
+    ];
+    assert_eq!(h.store.report_batch(reports).await.unwrap(), [true, false]);
+    assert_eq!(h.get(&a).await.status, JobStatus::Completed);
+    assert_eq!(h.get(&b).await.status, JobStatus::HandedOff);
+}

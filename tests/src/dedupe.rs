@@ -1,0 +1,192 @@
+//! SPEC §6 `deduplicateWhileQueued`: transient dedupe against the earliest
+//! identical (jobName, canonical args, queue) job that is still `queued` and due no
+//! later than the new request; anything else enqueues normally.
+
+use duraq_core::{EnqueueOptions, EnqueueOutcome, JobStatus};
+use serde_json::json;
+
+use crate::harness::{job, Harness};
+
+fn dedupe() -> EnqueueOptions {
+    EnqueueOptions::new().deduplicate_while_queued()
+}
+
+pub async fn returns_earliest_queued(h: &Harness) {
+    let t = h.now();
+    h.insert(
+        job(
+            "j",
+            json!([1]),
+            EnqueueOptions::new().scheduled_at_ms(t + 5),
+        )
+        .with_id("late"),
+    )
+    .await;
+    h.insert(job("j", json!([1]), EnqueueOptions::new().scheduled_at_ms(t)).with_id("z-early"))
+        .await;
+    h.insert(job("j", json!([1]), EnqueueOptions::new().scheduled_at_ms(t)).with_id("y-early"))
+        .await;
+    h.advance(10);
+    let before = h.state().await;
+    let out = h
+        .store
+        .enqueue(job("j", json!([1]), dedupe()))
+        .await
+        .unwrap();
+    assert_eq!(
+        out,
+        EnqueueOutcome::Deduplicated("y-early".into()),
+        "ties broken by id"
+    );
+    h.assert_unchanged(&before, "a deduplicated enqueue").await;
+}
+
+pub async fn earlier_created_wins_at_same_time(h: &Harness) {
+    let at = h.now() + 1_000;
+    h.insert(job("j", json!([1]), EnqueueOptions::new().scheduled_at_ms(at)).with_id("b-first"))
+        .await;
+    h.advance(1);
+    h.insert(job("j", json!([1]), EnqueueOptions::new().scheduled_at_ms(at)).with_id("a-second"))
+        .await;
+    let out = h
+        .store
+        .enqueue(job("j", json!([1]), dedupe().scheduled_at_ms(at)))
+        .await
+        .unwrap();
+    assert_eq!(out, EnqueueOutcome::Deduplicated("b-first".into()));
+}
+
+pub async fn canonical_args_match(h: &Harness) {
+    let id = h
+        .insert(job(
+            "j",
+            json!({"b": [1, {"y": 2, "x": 1}], "a": null}),
+            EnqueueOptions::new(),
+        ))
+        .await;
+    let out = h
+        .store
+        .enqueue(job(
+            "j",
+            json!({"a": null, "b": [1, {"x": 1, "y": 2}]}),
+            dedupe(),
+        ))
+        .await
+        .unwrap();
+    assert_eq!(out, EnqueueOutcome::Deduplicated(id));
+}
+
+pub async fn other_options_do_not_matter(h: &Harness) {
+    let id = h
+        .insert(job("j", json!([1]), EnqueueOptions::new().max_retries(1)))
+        .await;
+    let opts = dedupe().max_retries(7).timeout_ms(9).concurrency("c", 1);
+    let out = h.store.enqueue(job("j", json!([1]), opts)).await.unwrap();
+    assert_eq!(out, EnqueueOutcome::Deduplicated(id));
+}
+
+pub async fn only_identical_name_args_queue(h: &Harness) {
+    h.insert(job("j", json!([1]), EnqueueOptions::new().queue("q")))
+        .await;
+    for (name, args, queue) in [
+        ("k", json!([1]), "q"),
+        ("j", json!([2]), "q"),
+        ("j", json!([1]), "r"),
+        ("j", json!(1), "q"),
+    ] {
+        let out = h
+            .store
+            .enqueue(job(name, args.clone(), dedupe().queue(queue)))
+            .await
+            .unwrap();
+        assert!(
+            matches!(out, EnqueueOutcome::Created(_)),
+            "{name} {args} {queue}: {out:?}"
+        );
+    }
+    let plain = h
+        .store
+        .enqueue(job("j", json!([1]), EnqueueOptions::new().queue("q")))
+        .await
+        .unwrap();
+    assert!(
+        matches!(plain, EnqueueOutcome::Created(_)),
+        "without the flag nothing is deduplicated"
+    );
+}
+
+pub async fn later_scheduled_is_not_matched(h: &Harness) {
+    let t = h.now();
+    let future = h
+        .insert(job(
+            "j",
+            json!([1]),
+            EnqueueOptions::new().scheduled_at_ms(t + 3_600_000),
+        ))
+        .await;
+    let now = h
+        .store
+        .enqueue(job("j", json!([1]), dedupe()))
+        .await
+        .unwrap();
+    assert!(
+        matches!(now, EnqueueOutcome::Created(ref id) if *id != future),
+        "{now:?}"
+    );
+    // A request due later than (or as late as) the existing job matches it.
+    h.store.cancel_job(now.job_id()).await.unwrap();
+    let later = h
+        .store
+        .enqueue(job(
+            "j",
+            json!([1]),
+            dedupe().scheduled_at_ms(t + 7_200_000),
+        ))
+        .await
+        .unwrap();
+    assert_eq!(later, EnqueueOutcome::Deduplicated(future.clone()));
+    let same = h
+        .store
+        .enqueue(job(
+            "j",
+            json!([1]),
+            dedupe().scheduled_at_ms(t + 3_600_000),
+        ))
+        .await
+        .unwrap();
+    assert_eq!(same, EnqueueOutcome::Deduplicated(future));
+}
+
+pub async fn not_handed_off_or_terminal(h: &Harness) {
+    let running = h.insert(job("j", json!([1]), EnqueueOptions::new())).await;
+    h.drive_to(&running, "j", JobStatus::HandedOff).await;
+    let out = h
+        .store
+        .enqueue(job("j", json!([1]), dedupe()))
+        .await
+        .unwrap();
+    assert!(
+        matches!(out, EnqueueOutcome::Created(ref id) if *id != running),
+        "{out:?}"
+    );
+    h.store.cancel_job(out.job_id()).await.unwrap();
+    let again = h
+        .store
+        .enqueue(job("j", json!([1]), dedupe()))
+        .await
+        .unwrap();
+    assert!(
+        matches!(again, EnqueueOutcome::Created(_)),
+        "cancelled jobs are not matched: {again:?}"
+    );
+    let third = h
+        .store
+        .enqueue(job("j", json!([1]), dedupe()))
+        .await
+        .unwrap();
+    assert_eq!(
+        third,
+        EnqueueOutcome::Deduplicated(again.job_id().to_owned())
+    );
+    assert_eq!(h.snapshot().await.counts.queued, 1);
+}

@@ -1,0 +1,291 @@
+//! SPEC §3/§4 enqueue paths: plain and scheduled enqueue, registered concurrency
+//! caps, `enqueue_batch` (all or nothing, one mutation, later jobs see earlier
+//! ones), the worker timer query, the work signal and `list_jobs`.
+
+use duraq_core::{EnqueueOptions, EnqueueOutcome, ErrorCode, JobFilter, JobStatus};
+use serde_json::json;
+
+use crate::harness::{expect_conflict, job, Harness};
+
+pub async fn enqueue_returns_created_and_persists(h: &Harness) {
+    let new = job("j", json!(["x"]), EnqueueOptions::new()).with_id("job-1");
+    assert_eq!(
+        h.store.enqueue(new).await.unwrap(),
+        EnqueueOutcome::Created("job-1".into())
+    );
+    assert_eq!(h.get("job-1").await.args, json!(["x"]));
+    assert_eq!(h.store.get_job("missing").await.unwrap(), None);
+    let snap = h.snapshot().await;
+    assert_eq!((snap.counts.queued, snap.counts.all, snap.total), (1, 1, 1));
+}
+
+pub async fn future_job_waits_until_due(h: &Harness) {
+    let at = h.now() + 10_000;
+    let id = h
+        .enqueue_with("j", json!([]), EnqueueOptions::new().scheduled_at_ms(at))
+        .await;
+    assert!(h.claim("w", &["j"], 10).await.is_empty());
+    h.advance(9_999);
+    assert!(h.claim("w", &["j"], 10).await.is_empty());
+    h.advance(1);
+    let claimed = h.claim("w", &["j"], 10).await;
+    assert_eq!(
+        claimed.iter().map(|j| j.id.as_str()).collect::<Vec<_>>(),
+        [id.job_id()]
+    );
+}
+
+pub async fn concurrency_cap_conflict(h: &Harness) {
+    h.enqueue_with(
+        "j",
+        json!([1]),
+        EnqueueOptions::new().concurrency("tenant", 2),
+    )
+    .await;
+    h.enqueue_with(
+        "other",
+        json!([2]),
+        EnqueueOptions::new().concurrency("tenant", 2),
+    )
+    .await;
+    let before = h.state().await;
+    let bad = job(
+        "j",
+        json!([3]),
+        EnqueueOptions::new().concurrency("tenant", 3),
+    );
+    expect_conflict(
+        h.store.enqueue(bad.clone()).await,
+        ErrorCode::ConcurrencyCapConflict,
+    );
+    expect_conflict(
+        h.store.enqueue_batch(vec![bad.clone()]).await,
+        ErrorCode::ConcurrencyCapConflict,
+    );
+    let k = crate::harness::key("cap-key");
+    expect_conflict(
+        h.store.replace_scheduled(&k, bad).await,
+        ErrorCode::ConcurrencyCapConflict,
+    );
+    h.assert_unchanged(&before, "concurrency-cap-conflict")
+        .await;
+    // The key keeps its first cap even once its jobs are gone.
+    for j in h.jobs().await {
+        h.store.cancel_job(&j.id).await.unwrap();
+    }
+    let again = job(
+        "j",
+        json!([4]),
+        EnqueueOptions::new().concurrency("tenant", 1),
+    );
+    expect_conflict(
+        h.store.enqueue(again).await,
+        ErrorCode::ConcurrencyCapConflict,
+    );
+}
+
+pub async fn batch_is_one_mutation(h: &Harness) {
+    let mut deltas = h.store.subscribe_counts();
+    let r0 = h.revision().await;
+    let jobs = (0..3)
+        .map(|i| job("j", json!([i]), EnqueueOptions::new()).with_id(format!("b{i}")))
+        .collect();
+    let out = h.store.enqueue_batch(jobs).await.unwrap();
+    let ids: Vec<_> = out.iter().map(|o| o.job_id().to_owned()).collect();
+    assert_eq!(ids, ["b0", "b1", "b2"]);
+    assert!(out.iter().all(|o| matches!(o, EnqueueOutcome::Created(_))));
+    let snap = h.snapshot().await;
+    assert_eq!((snap.revision, snap.counts.queued), (r0 + 1, 3));
+    let delta = crate::harness::next_delta(&mut deltas, "enqueue_batch").await;
+    assert_eq!(
+        (delta.revision, delta.deltas.queued, delta.deltas.all),
+        (r0 + 1, 3, 3)
+    );
+    assert!(deltas.try_recv().is_err(), "exactly one delta per batch");
+    let before = h.state().await;
+    assert!(h.store.enqueue_batch(vec![]).await.unwrap().is_empty());
+    h.assert_unchanged(&before, "empty batch").await;
+}
+
+pub async fn batch_sees_earlier_jobs(h: &Harness) {
+    let a = job("j", json!([1]), EnqueueOptions::new().idempotency_key("k")).with_id("a");
+    let b = job("j", json!([1]), EnqueueOptions::new().idempotency_key("k")).with_id("b");
+    let c = job("d", json!([1]), EnqueueOptions::new()).with_id("c");
+    let d = job(
+        "d",
+        json!([1]),
+        EnqueueOptions::new().deduplicate_while_queued(),
+    )
+    .with_id("d");
+    let out = h.store.enqueue_batch(vec![a, b, c, d]).await.unwrap();
+    assert_eq!(
+        out,
+        [
+            EnqueueOutcome::Created("a".into()),
+            EnqueueOutcome::Replayed("a".into()),
+            EnqueueOutcome::Created("c".into()),
+            EnqueueOutcome::Deduplicated("c".into()),
+        ]
+    );
+    assert_eq!(h.snapshot().await.counts.queued, 2);
+}
+
+pub async fn batch_is_all_or_nothing(h: &Harness) {
+    h.enqueue_with("j", json!([1]), EnqueueOptions::new().idempotency_key("k"))
+        .await;
+    h.enqueue_with("j", json!([1]), EnqueueOptions::new().concurrency("c", 1))
+        .await;
+    let before = h.state().await;
+    let ok = || job("j", json!(["fresh"]), EnqueueOptions::new());
+    let idem = job("j", json!([2]), EnqueueOptions::new().idempotency_key("k"));
+    let batch = vec![ok(), ok(), idem];
+    expect_conflict(
+        h.store.enqueue_batch(batch).await,
+        ErrorCode::IdempotencyConflict,
+    );
+    h.assert_unchanged(&before, "batch with an idempotency conflict")
+        .await;
+    let cap = job("j", json!([3]), EnqueueOptions::new().concurrency("c", 2));
+    expect_conflict(
+        h.store.enqueue_batch(vec![ok(), cap]).await,
+        ErrorCode::ConcurrencyCapConflict,
+    );
+    // A conflict between two jobs of the same batch also rolls back the first.
+    let x = job("j", json!([4]), EnqueueOptions::new().concurrency("new", 1));
+    let y = job("j", json!([5]), EnqueueOptions::new().concurrency("new", 2));
+    expect_conflict(
+        h.store.enqueue_batch(vec![x, y]).await,
+        ErrorCode::ConcurrencyCapConflict,
+    );
+    let z = job("j", json!([6]), EnqueueOptions::new().idempotency_key("z"));
+    let z2 = job("j", json!([7]), EnqueueOptions::new().idempotency_key("z"));
+    expect_conflict(
+        h.store.enqueue_batch(vec![z, z2]).await,
+        ErrorCode::IdempotencyConflict,
+    );
+    h.assert_unchanged(&before, "failed batches").await;
+    // Nothing of the failed batches was registered: the cap of "new" is still free.
+    h.enqueue_with("j", json!([8]), EnqueueOptions::new().concurrency("new", 2))
+        .await;
+    h.enqueue_with("j", json!([9]), EnqueueOptions::new().idempotency_key("z"))
+        .await;
+}
+
+pub async fn next_scheduled_at_for_timer(h: &Harness) {
+    let names = |n: &[&str]| n.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    assert_eq!(
+        h.store
+            .next_scheduled_at(&names(&["a"]), None)
+            .await
+            .unwrap(),
+        None
+    );
+    let t = h.now();
+    h.enqueue_with(
+        "a",
+        json!([]),
+        EnqueueOptions::new().queue("q1").scheduled_at_ms(t + 5_000),
+    )
+    .await;
+    h.enqueue_with(
+        "b",
+        json!([]),
+        EnqueueOptions::new().queue("q2").scheduled_at_ms(t + 1_000),
+    )
+    .await;
+    let running = h
+        .enqueue_with("c", json!([]), EnqueueOptions::new().queue("q1"))
+        .await;
+    h.claim_id("w", "c", running.job_id()).await;
+    let next = |n: Vec<String>, q: Option<Vec<String>>| {
+        let store = h.store.clone();
+        async move { store.next_scheduled_at(&n, q.as_deref()).await.unwrap() }
+    };
+    assert_eq!(next(names(&["a"]), None).await, Some(t + 5_000));
+    assert_eq!(next(names(&["a", "b", "c"]), None).await, Some(t + 1_000));
+    assert_eq!(
+        next(names(&["a", "b"]), Some(names(&["q1"]))).await,
+        Some(t + 5_000)
+    );
+    assert_eq!(
+        next(names(&["c"]), None).await,
+        None,
+        "handed-off jobs are not waited for"
+    );
+    assert_eq!(next(names(&["b"]), Some(names(&["q1"]))).await, None);
+}
+
+pub async fn work_signal_moves(h: &Harness) {
+    let mut rx = h.store.work_signal();
+    rx.borrow_and_update();
+    let id = h.enqueue("j", json!([])).await;
+    assert!(rx.has_changed().unwrap(), "enqueue signals work");
+    rx.borrow_and_update();
+    let k = crate::harness::key("sig");
+    let at = h.now() + 60_000;
+    let keyed = job("j", json!([]), EnqueueOptions::new().scheduled_at_ms(at));
+    h.store.replace_scheduled(&k, keyed).await.unwrap();
+    rx.borrow_and_update();
+    h.store.wake_scheduled(&k).await.unwrap();
+    assert!(rx.has_changed().unwrap(), "wake signals work");
+    let claimed = h.claim_id("w", "j", &id).await;
+    rx.borrow_and_update();
+    assert!(h.report(&claimed, duraq_core::Outcome::failed("x")).await);
+    assert!(
+        rx.has_changed().unwrap(),
+        "a failed attempt back in the queue signals work"
+    );
+}
+
+pub async fn list_jobs_filters_and_order(h: &Harness) {
+    for (id, name, queue) in [("a", "x", "q1"), ("c", "y", "q1"), ("b", "x", "q2")] {
+        h.insert(job(name, json!([id]), EnqueueOptions::new().queue(queue)).with_id(id))
+            .await;
+    }
+    h.advance(1);
+    h.insert(job("x", json!([]), EnqueueOptions::new()).with_id("0-newest"))
+        .await;
+    h.store.cancel_job("c").await.unwrap();
+    let list = |f: JobFilter| {
+        let store = h.store.clone();
+        async move {
+            store
+                .list_jobs(&f)
+                .await
+                .unwrap()
+                .into_iter()
+                .map(|j| j.id)
+                .collect::<Vec<_>>()
+        }
+    };
+    assert_eq!(
+        list(JobFilter::default()).await,
+        ["0-newest", "c", "b", "a"]
+    );
+    let limit = JobFilter {
+        limit: Some(2),
+        ..JobFilter::default()
+    };
+    assert_eq!(list(limit).await, ["0-newest", "c"]);
+    let status = JobFilter {
+        status: Some(JobStatus::Cancelled),
+        ..JobFilter::default()
+    };
+    assert_eq!(list(status).await, ["c"]);
+    let name = JobFilter {
+        job_name: Some("x".into()),
+        ..JobFilter::default()
+    };
+    assert_eq!(list(name).await, ["0-newest", "b", "a"]);
+    let queue = JobFilter {
+        queue: Some("q1".into()),
+        job_name: Some("x".into()),
+        ..JobFilter::default()
+    };
+    assert_eq!(list(queue).await, ["a"]);
+    let health = h.store.health().await.unwrap();
+    assert!(
+        ["memory", "sqlite", "postgres"].contains(&health.backend.as_str()),
+        "{health:?}"
+    );
+}

@@ -1,0 +1,173 @@
+//! What the model-based suite generates: enqueue requests, reports and the
+//! operations themselves, drawn from small pools (two names, two queues, two
+//! schedule keys, two idempotency keys, three operation keys) so that keys,
+//! scopes, duplicates and caps collide often, and weighted towards the
+//! operations that move jobs through their life.
+
+use proptest::prelude::*;
+
+/// One generated enqueue request (indexes pick from small pools so that keys,
+/// scopes and duplicates collide often).
+#[derive(Clone, Debug)]
+pub struct Spec {
+    pub name: u8,
+    pub args: u8,
+    pub queue: u8,
+    /// Offset from now in ms; `None` is an immediate enqueue.
+    pub at: Option<i64>,
+    pub max_retries: u8,
+    /// (key index, cap).
+    pub cap: Option<(u8, u8)>,
+    pub idem: Option<u8>,
+    pub dedupe: bool,
+    pub timeout: bool,
+    /// Operation key index, used only with an idempotency key.
+    pub op: Option<u8>,
+}
+
+/// How a generated report ends the attempt.
+#[derive(Clone, Debug)]
+pub enum Report {
+    Completed,
+    Failed {
+        retry_in_ms: Option<i64>,
+        discard: bool,
+    },
+    Reschedule(i64),
+    ReturnToQueue,
+}
+
+#[derive(Clone, Debug)]
+pub enum Op {
+    Enqueue(Spec),
+    Batch(Vec<Spec>),
+    Replace(u8, Spec),
+    CancelKey(u8),
+    WakeKey(u8),
+    GetKey(u8, bool),
+    /// worker, limit, names mask (1..=3), only queue q0, config variant.
+    Claim {
+        worker: u8,
+        limit: u8,
+        names: u8,
+        only_q0: bool,
+        config: u8,
+    },
+    /// Index into every lease handed out so far (stale ones included), or, with
+    /// `live`, into the leases still current in the reference (the runner resolves
+    /// it); `bogus` replaces the handoff id with one that never existed.
+    Report {
+        lease: usize,
+        live: bool,
+        report: Report,
+        bogus: bool,
+    },
+    /// A worker cycle: claim (no queue config), then one `report_batch` for every
+    /// claimed job plus, with `stale`, a report under a lease that never existed.
+    Work {
+        worker: u8,
+        limit: u8,
+        names: u8,
+        report: Report,
+        stale: bool,
+    },
+    Heartbeat(u8),
+    Advance(i64),
+    RecoverStale(i64),
+    Prune {
+        completed: Option<u64>,
+        failed: Option<u64>,
+        cancelled: Option<u64>,
+        batch: usize,
+    },
+    RetryJob(usize),
+    CancelJob(usize),
+    GetJob(usize),
+    List(u8),
+    NextScheduled(u8),
+    StartOperation(u8),
+    RecordOperation(u8),
+    Reconcile,
+    Snapshot,
+}
+
+fn spec() -> impl Strategy<Value = Spec> {
+    let at = prop_oneof![3 => Just(None), 1 => prop::sample::select(vec![-1_000i64, 0, 5_000, 60_000]).prop_map(Some)];
+    (
+        0u8..2,
+        0u8..3,
+        0u8..2,
+        at,
+        0u8..3,
+        prop::option::weighted(0.25, (0u8..2, 1u8..3)),
+    )
+        .prop_flat_map(|(name, args, queue, at, max_retries, cap)| {
+            let idem = prop::option::weighted(0.35, 0u8..2);
+            (
+                idem,
+                any::<bool>(),
+                prop::bool::weighted(0.15),
+                prop::option::weighted(0.5, 0u8..3),
+            )
+                .prop_map(move |(idem, dedupe, timeout, op)| Spec {
+                    name,
+                    args,
+                    queue,
+                    at,
+                    max_retries,
+                    cap,
+                    idem,
+                    dedupe: dedupe && idem.is_none(),
+                    timeout,
+                    op,
+                })
+        })
+}
+
+fn report() -> impl Strategy<Value = Report> {
+    prop_oneof![
+        3 => Just(Report::Completed),
+        3 => (prop::option::of(prop::sample::select(vec![0i64, 5_000])), prop::bool::weighted(0.2))
+            .prop_map(|(retry_in_ms, discard)| Report::Failed { retry_in_ms, discard }),
+        1 => prop::sample::select(vec![0i64, 1_000, 60_000]).prop_map(Report::Reschedule),
+        1 => Just(Report::ReturnToQueue),
+    ]
+}
+
+/// One random operation, weighted towards the ones that move jobs along.
+pub fn op() -> impl Strategy<Value = Op> {
+    let age = || prop::option::weighted(0.7, prop::sample::select(vec![0u64, 0, 10_000]));
+    prop_oneof![
+        8 => spec().prop_map(Op::Enqueue),
+        1 => prop::collection::vec(spec(), 1..4).prop_map(Op::Batch),
+        3 => (0u8..2, spec(), prop::bool::weighted(0.1)).prop_map(|(k, mut s, refused)| {
+            if !refused {
+                (s.idem, s.dedupe, s.op) = (None, false, None);
+            }
+            Op::Replace(k, s)
+        }),
+        1 => (0u8..2).prop_map(Op::CancelKey),
+        1 => (0u8..2).prop_map(Op::WakeKey),
+        1 => (0u8..2, any::<bool>()).prop_map(|(k, t)| Op::GetKey(k, t)),
+        7 => (0u8..3, prop_oneof![1 => Just(0u8), 6 => 1u8..4], 1u8..4, prop::bool::weighted(0.2), 0u8..3)
+            .prop_map(|(worker, limit, names, only_q0, config)| Op::Claim { worker, limit, names, only_q0, config }),
+        7 => (any::<prop::sample::Index>(), prop::bool::weighted(0.8), report(), prop::bool::weighted(0.1))
+            .prop_map(|(i, live, report, bogus)| Op::Report { lease: i.index(1 << 16), live, report, bogus }),
+        4 => (0u8..3, 1u8..4, 1u8..4, report(), prop::bool::weighted(0.2))
+            .prop_map(|(worker, limit, names, report, stale)| Op::Work { worker, limit, names, report, stale }),
+        1 => (0u8..3).prop_map(Op::Heartbeat),
+        3 => prop::sample::select(vec![1i64, 1_000, 10_000, 31_000, 61_000, 61_000, 3_600_000]).prop_map(Op::Advance),
+        2 => prop::sample::select(vec![30_000i64, 60_000]).prop_map(Op::RecoverStale),
+        2 => (age(), age(), age(), 1usize..4)
+            .prop_map(|(completed, failed, cancelled, batch)| Op::Prune { completed, failed, cancelled, batch }),
+        1 => any::<usize>().prop_map(Op::RetryJob),
+        1 => any::<usize>().prop_map(Op::CancelJob),
+        1 => any::<usize>().prop_map(Op::GetJob),
+        1 => (0u8..4).prop_map(Op::List),
+        1 => (0u8..3).prop_map(Op::NextScheduled),
+        1 => (0u8..3).prop_map(Op::StartOperation),
+        1 => (0u8..3).prop_map(Op::RecordOperation),
+        1 => Just(Op::Reconcile),
+        1 => Just(Op::Snapshot),
+    ]
+}

@@ -1,0 +1,282 @@
+//! How one generated operation ([`crate::model_gen::Op`]) is applied to one store.
+//! Every result is turned into JSON (errors into `{"error": code}`), so the runner
+//! can compare two stores' answers field by field.
+
+use duraq_core::{
+    ClaimRequest, EnqueueOptions, JobFilter, JobStatus, Lease, NewJob, NewOperation, Outcome,
+    PruneRequest, QueueConfig, Result, ScheduleKey, Store,
+};
+use serde::Serialize;
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
+
+use crate::model_gen::{Op, Report, Spec};
+const NAMES: [&str; 2] = ["a", "b"];
+const QUEUES: [&str; 2] = ["q0", "q1"];
+
+/// What one store sees of the run so far.
+pub struct Ctx<'a> {
+    pub store: &'a dyn Store,
+    pub now: i64,
+    /// The id the next created job gets (`step` based, identical for both stores).
+    pub step: usize,
+    /// Every job id handed out so far (some were replays and never inserted).
+    pub ids: &'a [String],
+    /// This store's leases, in the order both stores handed them out.
+    pub leases: &'a [Lease],
+    /// This store's revision before the first operation (only differences count).
+    pub base_revision: i64,
+}
+
+fn to_json<T: Serialize>(r: Result<T>) -> Value {
+    match r {
+        Ok(v) => serde_json::to_value(v).expect("serializable result"),
+        Err(e) => json!({"error": e.code().as_str()}),
+    }
+}
+
+fn new_job(s: &Spec, id: String, now: i64) -> Result<NewJob> {
+    let mut opts = EnqueueOptions::new()
+        .queue(QUEUES[s.queue as usize])
+        .max_retries(s.max_retries as i64);
+    if let Some(at) = s.at {
+        opts = opts.scheduled_at_ms((now + at).max(0));
+    }
+    if let Some((k, cap)) = s.cap {
+        opts = opts.concurrency(format!("c{k}"), cap as i64);
+    }
+    if let Some(i) = s.idem {
+        opts = opts.idempotency_key(format!("i{i}"));
+    }
+    if s.dedupe {
+        opts = opts.deduplicate_while_queued();
+    }
+    if s.timeout {
+        opts = opts.timeout_ms(1_000);
+    }
+    let job = NewJob::new(NAMES[s.name as usize], json!([s.args]), opts)?.with_id(id);
+    match (s.op, s.idem) {
+        (Some(op), Some(_)) => job.with_operation(NewOperation {
+            key: format!("op{op}"),
+            data: json!({"op": op}),
+        }),
+        _ => Ok(job),
+    }
+}
+
+fn key(k: u8) -> ScheduleKey {
+    ScheduleKey::new(format!("k{k}")).expect("valid key")
+}
+
+fn claim_request(worker: u8, limit: u8, names: u8, only_q0: bool, config: u8) -> ClaimRequest {
+    let job_names = (0..2)
+        .filter(|i| names & (1 << i) != 0)
+        .map(|i| NAMES[i].to_owned())
+        .collect();
+    let queue_config = match config {
+        0 => BTreeMap::new(),
+        1 => BTreeMap::from([(
+            "q0".to_owned(),
+            QueueConfig {
+                max_concurrent: Some(1),
+                priority: 0,
+            },
+        )]),
+        _ => BTreeMap::from([
+            (
+                "q0".to_owned(),
+                QueueConfig {
+                    max_concurrent: Some(2),
+                    priority: 0,
+                },
+            ),
+            (
+                "q1".to_owned(),
+                QueueConfig {
+                    max_concurrent: None,
+                    priority: 1,
+                },
+            ),
+        ]),
+    };
+    ClaimRequest {
+        worker_id: format!("w{worker}"),
+        job_names,
+        queues: only_q0.then(|| vec!["q0".to_owned()]),
+        queue_config,
+        limit: limit as usize,
+    }
+}
+
+fn outcome(r: &Report) -> Outcome {
+    match r {
+        Report::Completed => Outcome::Completed,
+        Report::Failed {
+            retry_in_ms,
+            discard,
+        } => Outcome::Failed {
+            error: "model failure".into(),
+            retry_in_ms: *retry_in_ms,
+            discard: *discard,
+        },
+        Report::Reschedule(ms) => Outcome::Reschedule { delay_ms: *ms },
+        Report::ReturnToQueue => Outcome::ReturnToQueue,
+    }
+}
+
+fn pick(ids: &[String], i: usize) -> String {
+    if ids.is_empty() || i % (ids.len() + 1) == ids.len() {
+        "missing".into()
+    } else {
+        ids[i % (ids.len() + 1)].clone()
+    }
+}
+
+/// Applies `op` to one store and returns its answer as JSON. `Advance` is the
+/// runner's business (both clocks move together) and answers `null` here.
+pub async fn apply(ctx: &Ctx<'_>, op: &Op) -> Value {
+    let s = ctx.store;
+    let id = |i: usize| format!("job-{:03}-{i}", ctx.step);
+    match op {
+        Op::Enqueue(spec) => match new_job(spec, id(0), ctx.now) {
+            Ok(job) => to_json(s.enqueue(job).await),
+            Err(e) => to_json::<()>(Err(e)),
+        },
+        Op::Batch(specs) => {
+            let jobs: Result<Vec<_>> = specs
+                .iter()
+                .enumerate()
+                .map(|(i, sp)| new_job(sp, id(i), ctx.now))
+                .collect();
+            match jobs {
+                Ok(jobs) => to_json(s.enqueue_batch(jobs).await),
+                Err(e) => to_json::<()>(Err(e)),
+            }
+        }
+        Op::Replace(k, spec) => match new_job(spec, id(0), ctx.now) {
+            Ok(job) => to_json(s.replace_scheduled(&key(*k), job).await),
+            Err(e) => to_json::<()>(Err(e)),
+        },
+        Op::CancelKey(k) => to_json(s.cancel_scheduled(&key(*k)).await),
+        Op::WakeKey(k) => to_json(s.wake_scheduled(&key(*k)).await),
+        Op::GetKey(k, terminal) => to_json(s.get_scheduled(&key(*k), *terminal).await),
+        Op::Claim {
+            worker,
+            limit,
+            names,
+            only_q0,
+            config,
+        } => to_json(
+            s.claim(&claim_request(*worker, *limit, *names, *only_q0, *config))
+                .await,
+        ),
+        Op::Report {
+            lease,
+            report,
+            bogus,
+            ..
+        } => {
+            if ctx.leases.is_empty() {
+                return Value::Null;
+            }
+            let mut lease = ctx.leases[lease % ctx.leases.len()].clone();
+            if *bogus {
+                lease.handoff_id = "bogus".into();
+            }
+            to_json(s.report(&lease, outcome(report)).await)
+        }
+        Op::Work {
+            worker,
+            limit,
+            names,
+            report,
+            stale,
+        } => {
+            let claimed = match s
+                .claim(&claim_request(*worker, *limit, *names, false, 0))
+                .await
+            {
+                Ok(jobs) => jobs,
+                Err(e) => return to_json::<()>(Err(e)),
+            };
+            let mut reports: Vec<_> = claimed
+                .iter()
+                .map(|j| (j.lease().expect("claimed jobs are leased"), outcome(report)))
+                .collect();
+            if *stale {
+                let job_id = claimed
+                    .first()
+                    .map_or_else(|| "missing".to_owned(), |j| j.id.clone());
+                reports.push((
+                    Lease {
+                        job_id,
+                        handoff_id: "never".into(),
+                    },
+                    Outcome::Completed,
+                ));
+            }
+            let reported = to_json(s.report_batch(reports).await);
+            json!({"claimed": to_json::<_>(Ok(claimed)), "reported": reported})
+        }
+        Op::Heartbeat(w) => to_json(s.heartbeat(&format!("w{w}")).await),
+        Op::Advance(_) => Value::Null,
+        Op::RecoverStale(ms) => to_json(s.recover_stale(*ms).await),
+        Op::Prune {
+            completed,
+            failed,
+            cancelled,
+            batch,
+        } => {
+            let req = PruneRequest {
+                completed_older_than_ms: *completed,
+                failed_older_than_ms: *failed,
+                cancelled_older_than_ms: *cancelled,
+                batch_size: *batch,
+            };
+            to_json(s.prune(&req).await)
+        }
+        Op::RetryJob(i) => to_json(s.retry_job(&pick(ctx.ids, *i)).await),
+        Op::CancelJob(i) => to_json(s.cancel_job(&pick(ctx.ids, *i)).await),
+        Op::GetJob(i) => to_json(s.get_job(&pick(ctx.ids, *i)).await),
+        Op::List(v) => {
+            let filter = match v {
+                0 => JobFilter {
+                    status: Some(JobStatus::Queued),
+                    ..JobFilter::default()
+                },
+                1 => JobFilter {
+                    job_name: Some("a".into()),
+                    limit: Some(3),
+                    ..JobFilter::default()
+                },
+                2 => JobFilter {
+                    queue: Some("q1".into()),
+                    ..JobFilter::default()
+                },
+                _ => JobFilter {
+                    status: Some(JobStatus::HandedOff),
+                    ..JobFilter::default()
+                },
+            };
+            to_json(s.list_jobs(&filter).await)
+        }
+        Op::NextScheduled(v) => {
+            let names: Vec<String> = match v {
+                0 => vec!["a".into()],
+                _ => vec!["a".into(), "b".into()],
+            };
+            let queues = (*v == 2).then(|| vec!["q1".to_owned()]);
+            to_json(s.next_scheduled_at(&names, queues.as_deref()).await)
+        }
+        Op::StartOperation(k) => to_json(s.start_operation_attempt(&format!("op{k}")).await),
+        Op::RecordOperation(k) => to_json(
+            s.record_operation_result(&format!("op{k}"), json!({"n": k}))
+                .await,
+        ),
+        Op::Reconcile => to_json(s.reconcile_reservations().await),
+        Op::Snapshot => to_json(s.count_snapshot().await.map(|mut snap| {
+            snap.revision -= ctx.base_revision;
+            snap
+        })),
+    }
+}

@@ -1,0 +1,130 @@
+//! The macros that paste every case into a store's integration test. The case list
+//! lives here once; adding a `pub async fn` to an area module means adding its name
+//! below, and every store picks it up.
+
+/// Expands to `mod $name { mod <area> { #[test] fn <case>() { … } … } … }`: one test per
+/// conformance case, each on its own runtime with a fresh store from `$factory`
+/// (an expression, evaluated per case, whose type implements [`crate::StoreFactory`];
+/// it may name items of the calling module).
+///
+/// ```text
+/// duraq_tests::store_suite!(memory, MemoryFactory);
+/// ```
+#[macro_export]
+macro_rules! store_suite {
+    ($name:ident, $factory:expr) => {
+        mod $name {
+            #[allow(unused_imports)]
+            use super::*;
+            $crate::__store_cases! { $factory;
+                normalization: [
+                    defaults_are_applied, options_are_persisted, blank_queue_is_default,
+                    past_schedule_is_due_now, invalid_job_name, invalid_max_retries,
+                    invalid_scheduled_at, invalid_concurrency, invalid_idempotency_key,
+                    invalid_timeout, unsupported_option_combination, invalid_schedule_key,
+                ],
+                enqueue: [
+                    enqueue_returns_created_and_persists, future_job_waits_until_due,
+                    concurrency_cap_conflict, batch_is_one_mutation, batch_sees_earlier_jobs,
+                    batch_is_all_or_nothing, next_scheduled_at_for_timer, work_signal_moves,
+                    list_jobs_filters_and_order,
+                ],
+                schedule_keys: [
+                    replace_without_owner, replace_queued_owner_cancels_it,
+                    replace_running_owner_moves_ownership, cancel_outcomes, wake_outcomes,
+                    wake_keeps_retry_state, get_in_every_state, replace_refuses_idempotency_and_dedupe,
+                ],
+                schedule_ownership: [
+                    superseded_job_never_removes_newer_owner, high_water_survives_release_and_prune,
+                    retry_keeps_ownership,
+                ],
+                idempotency: [
+                    first_creates_then_replays, replay_in_every_status, replay_after_prune,
+                    request_differences_conflict, timeout_presence_is_part_of_request,
+                    scheduled_replay_matches_time, scope_is_name_queue_and_key,
+                    operator_retry_does_not_reopen_scope,
+                ],
+                dedupe: [
+                    returns_earliest_queued, earlier_created_wins_at_same_time, canonical_args_match,
+                    other_options_do_not_matter, only_identical_name_args_queue,
+                    later_scheduled_is_not_matched, not_handed_off_or_terminal,
+                ],
+                concurrency: [
+                    explicit_key_caps_across_workers, saturated_key_does_not_block_others,
+                    queue_cap_from_claim_config, capped_queue_skipped_not_blocking,
+                    reservation_released_on_every_exit, keyed_cancel_of_running_owner_keeps_reservation,
+                    reconcile_is_a_no_op_when_consistent,
+                ],
+                claim: [
+                    claim_sets_lease_fields, claim_order, claim_filters_and_limits,
+                    each_claim_gets_a_fresh_lease, stale_reports_change_nothing,
+                    report_batch_fences_each,
+                ],
+                retry: [
+                    completed_keeps_lease_history, backoff_schedule, retry_override_and_discard,
+                    exhausted_retries_fail, reschedule_uses_no_attempt, reschedule_keeps_last_error,
+                ],
+                recovery: [
+                    stale_worker_is_recovered, heartbeat_keeps_lease, stale_boundary_is_strict,
+                    claim_counts_as_heartbeat, exhausted_lease_is_orphaned,
+                    only_stale_workers_and_sorted, recovered_job_runs_again,
+                ],
+                counts: [
+                    fresh_store_is_empty, revision_per_call, recovery_and_batch_are_one_mutation,
+                    report_batch_is_one_mutation, prune_is_one_mutation_per_batch,
+                ],
+                prune: [
+                    ages_are_strict_and_per_category, live_jobs_never_pruned, batches_are_reported,
+                    prune_keeps_ownership_and_operations,
+                ],
+                operations: [
+                    operation_rides_along, start_attempt_stamps_once, record_result,
+                    missing_operation_not_found, operation_key_in_use_conflicts,
+                ],
+                operator: [
+                    retry_terminal_jobs, retry_rejects_live_and_missing, cancel_live_jobs,
+                    cancel_rejects_terminal_and_missing, get_job_in_every_status,
+                    retry_takes_free_key_back, retry_leaves_taken_key_alone,
+                ],
+            }
+        }
+    };
+}
+
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __store_cases {
+    ($factory:expr; $($area:ident : [$($case:ident),* $(,)?]),* $(,)?) => {
+        $(
+            mod $area {
+                #[allow(unused_imports)]
+                use super::*;
+                $(
+                    #[test]
+                    fn $case() {
+                        $crate::block_on(async {
+                            let h = $crate::Harness::new($factory).await;
+                            $crate::$area::$case(&h).await;
+                        });
+                    }
+                )*
+            }
+        )*
+    };
+}
+
+/// Expands to one `#[test]` that runs the model-based property suite
+/// ([`crate::model`]) with stores from `$factory` against `MemoryStore`.
+///
+/// ```text
+/// duraq_tests::model_suite!(sqlite_model, SqliteFactory::new());
+/// ```
+#[macro_export]
+macro_rules! model_suite {
+    ($name:ident, $factory:expr) => {
+        #[test]
+        fn $name() {
+            $crate::model::check_against_reference($factory);
+        }
+    };
+}

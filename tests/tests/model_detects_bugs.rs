@@ -1,0 +1,180 @@
+//! The property suite must have teeth: a `MemoryStore` wrapped with one planted
+//! bug at a time has to be caught (the suite panics) within the default case
+//! budget. If a generator change stops exercising an area, one of these fails.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use duraq_core::*;
+use duraq_tests::{MemoryFactory, StoreFactory};
+use tokio::sync::{broadcast, watch};
+
+#[derive(Clone, Copy, Debug)]
+enum Bug {
+    /// Claims at most one job whatever the limit.
+    ClaimLimitOne,
+    /// Reports under any lease claim success.
+    ReportAlwaysTrue,
+    /// Recovers only leases ten times staler than asked.
+    LaxRecovery,
+    /// Deletes everything in one batch.
+    PruneOneBatch,
+    /// Operator retry answers `job-not-found` for every job.
+    RetryNotFound,
+}
+
+struct Buggy {
+    inner: Arc<dyn Store>,
+    bug: Bug,
+}
+
+struct BuggyFactory(Bug);
+
+#[async_trait]
+impl StoreFactory for BuggyFactory {
+    async fn new_store(&self, clock: ManualClock) -> Arc<dyn Store> {
+        Arc::new(Buggy {
+            inner: MemoryFactory.new_store(clock).await,
+            bug: self.0,
+        })
+    }
+}
+
+#[async_trait]
+impl Store for Buggy {
+    async fn enqueue(&self, job: NewJob) -> Result<EnqueueOutcome> {
+        self.inner.enqueue(job).await
+    }
+    async fn enqueue_batch(&self, jobs: Vec<NewJob>) -> Result<Vec<EnqueueOutcome>> {
+        self.inner.enqueue_batch(jobs).await
+    }
+    async fn replace_scheduled(&self, key: &ScheduleKey, job: NewJob) -> Result<ReplaceOutcome> {
+        self.inner.replace_scheduled(key, job).await
+    }
+    async fn cancel_scheduled(&self, key: &ScheduleKey) -> Result<KeyedOutcome<CancelOutcome>> {
+        self.inner.cancel_scheduled(key).await
+    }
+    async fn wake_scheduled(&self, key: &ScheduleKey) -> Result<KeyedOutcome<WakeOutcome>> {
+        self.inner.wake_scheduled(key).await
+    }
+    async fn get_scheduled(&self, key: &ScheduleKey, latest: bool) -> Result<ScheduledJobs> {
+        self.inner.get_scheduled(key, latest).await
+    }
+    async fn claim(&self, req: &ClaimRequest) -> Result<Vec<Job>> {
+        match self.bug {
+            Bug::ClaimLimitOne => {
+                self.inner
+                    .claim(&ClaimRequest {
+                        limit: req.limit.min(1),
+                        ..req.clone()
+                    })
+                    .await
+            }
+            _ => self.inner.claim(req).await,
+        }
+    }
+    async fn report(&self, lease: &Lease, outcome: Outcome) -> Result<bool> {
+        let applied = self.inner.report(lease, outcome).await?;
+        Ok(applied || matches!(self.bug, Bug::ReportAlwaysTrue))
+    }
+    async fn report_batch(&self, reports: Vec<(Lease, Outcome)>) -> Result<Vec<bool>> {
+        let applied = self.inner.report_batch(reports).await?;
+        Ok(applied
+            .into_iter()
+            .map(|a| a || matches!(self.bug, Bug::ReportAlwaysTrue))
+            .collect())
+    }
+    async fn heartbeat(&self, worker_id: &str) -> Result<()> {
+        self.inner.heartbeat(worker_id).await
+    }
+    async fn recover_stale(&self, stale_after_ms: i64) -> Result<Vec<String>> {
+        let factor = if matches!(self.bug, Bug::LaxRecovery) {
+            10
+        } else {
+            1
+        };
+        self.inner.recover_stale(stale_after_ms * factor).await
+    }
+    async fn retry_job(&self, id: &str) -> Result<Job> {
+        match self.bug {
+            Bug::RetryNotFound => Err(Error::job_not_found(id)),
+            _ => self.inner.retry_job(id).await,
+        }
+    }
+    async fn cancel_job(&self, id: &str) -> Result<Job> {
+        self.inner.cancel_job(id).await
+    }
+    async fn get_job(&self, id: &str) -> Result<Option<Job>> {
+        self.inner.get_job(id).await
+    }
+    async fn list_jobs(&self, filter: &JobFilter) -> Result<Vec<Job>> {
+        self.inner.list_jobs(filter).await
+    }
+    async fn next_scheduled_at(
+        &self,
+        names: &[String],
+        queues: Option<&[String]>,
+    ) -> Result<Option<i64>> {
+        self.inner.next_scheduled_at(names, queues).await
+    }
+    async fn count_snapshot(&self) -> Result<CountSnapshot> {
+        self.inner.count_snapshot().await
+    }
+    fn subscribe_counts(&self) -> broadcast::Receiver<CountDelta> {
+        self.inner.subscribe_counts()
+    }
+    fn work_signal(&self) -> watch::Receiver<u64> {
+        self.inner.work_signal()
+    }
+    async fn prune(&self, req: &PruneRequest) -> Result<PruneReport> {
+        match self.bug {
+            Bug::PruneOneBatch => {
+                self.inner
+                    .prune(&PruneRequest {
+                        batch_size: usize::MAX,
+                        ..req.clone()
+                    })
+                    .await
+            }
+            _ => self.inner.prune(req).await,
+        }
+    }
+    async fn reconcile_reservations(&self) -> Result<u64> {
+        self.inner.reconcile_reservations().await
+    }
+    async fn get_operation(&self, key: &str) -> Result<Option<Operation>> {
+        self.inner.get_operation(key).await
+    }
+    async fn start_operation_attempt(&self, key: &str) -> Result<Operation> {
+        self.inner.start_operation_attempt(key).await
+    }
+    async fn record_operation_result(&self, key: &str, result: serde_json::Value) -> Result<()> {
+        self.inner.record_operation_result(key, result).await
+    }
+    async fn health(&self) -> Result<Health> {
+        self.inner.health().await
+    }
+}
+
+/// Whether the suite rejects a store with `bug` (its report is silenced).
+fn caught(bug: Bug) -> bool {
+    let hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(|_| {}));
+    let result =
+        std::panic::catch_unwind(|| duraq_tests::model::check_with(BuggyFactory(bug), 64, true));
+    std::panic::set_hook(hook);
+    result.is_err()
+}
+
+#[test]
+fn planted_bugs_are_caught() {
+    for bug in [
+        Bug::ClaimLimitOne,
+        Bug::ReportAlwaysTrue,
+        Bug::LaxRecovery,
+        Bug::PruneOneBatch,
+        Bug::RetryNotFound,
+    ] {
+        assert!(caught(bug), "the property suite missed {bug:?}");
+    }
+}

@@ -1,0 +1,263 @@
+//! SPEC §5/§6/§8/§13 concurrency promises across real OS processes sharing one
+//! SQLite file: eight processes replacing one schedule key leave exactly one
+//! queued owner; eight idempotent enqueues of one scope make one job; counts stay
+//! exact under concurrent producers; a worker SIGKILLed mid-job loses no job.
+//!
+//! Every helper process opens the store (so schema creation races too), prints
+//! `ready`, and blocks on stdin; the test releases all of them at once by writing
+//! a line to each, so they really contend (no sleeps).
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::Path;
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::sync::Arc;
+
+use duraq_core::{Clock, JobFilter, JobStatus, ManualClock, ScheduleKey, Store, SystemClock};
+use duraq_store_sqlite::{SqliteOptions, SqliteStore};
+use serde_json::Value;
+
+const PROCESSES: usize = 8;
+
+struct Proc {
+    child: Child,
+    stdin: ChildStdin,
+    stdout: BufReader<ChildStdout>,
+}
+
+impl Proc {
+    fn line(&mut self) -> String {
+        let mut line = String::new();
+        self.stdout.read_line(&mut line).expect("read child stdout");
+        line.trim_end().to_owned()
+    }
+}
+
+/// Starts `n` helpers with `args(i)` and returns once every one said `ready`.
+fn spawn_ready(db: &Path, n: usize, args: impl Fn(usize) -> Vec<String>) -> Vec<Proc> {
+    let mut procs: Vec<Proc> = (0..n)
+        .map(|i| {
+            let mut child = Command::new(env!("CARGO_BIN_EXE_duraq-test-proc"))
+                .arg(db)
+                .args(args(i))
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::inherit())
+                .spawn()
+                .expect("spawn duraq-test-proc");
+            let stdin = child.stdin.take().unwrap();
+            let stdout = BufReader::new(child.stdout.take().unwrap());
+            Proc {
+                child,
+                stdin,
+                stdout,
+            }
+        })
+        .collect();
+    for p in &mut procs {
+        assert_eq!(p.line(), "ready", "helper failed to open the store");
+    }
+    procs
+}
+
+/// Opens the barrier for every helper at once.
+fn release(procs: &mut [Proc]) {
+    for p in procs.iter_mut() {
+        writeln!(p.stdin, "go")
+            .and_then(|_| p.stdin.flush())
+            .expect("release helper");
+    }
+}
+
+/// Each helper's JSON answer, after it exited successfully.
+fn results(procs: Vec<Proc>) -> Vec<Value> {
+    procs
+        .into_iter()
+        .map(|mut p| {
+            let line = p.line();
+            let status = p.child.wait().expect("wait helper");
+            assert!(status.success(), "helper failed: {status} ({line})");
+            serde_json::from_str(&line)
+                .unwrap_or_else(|e| panic!("bad helper output {line:?}: {e}"))
+        })
+        .collect()
+}
+
+fn open(db: &Path, clock: Arc<dyn Clock>) -> Arc<dyn Store> {
+    Arc::new(SqliteStore::open_with_clock(db, SqliteOptions::default(), clock).expect("open store"))
+}
+
+#[test]
+fn concurrent_replacements_leave_one_owner() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("jobs.db");
+    let mut procs = spawn_ready(&db, PROCESSES, |i| {
+        vec!["replace".into(), "event:42:reminder".into(), i.to_string()]
+    });
+    release(&mut procs);
+    let answers = results(procs);
+    duraq_tests::block_on(async {
+        let store = open(&db, Arc::new(SystemClock));
+        let jobs = store.list_jobs(&JobFilter::default()).await.unwrap();
+        assert_eq!(jobs.len(), PROCESSES, "every replacement inserted its job");
+        let queued: Vec<_> = jobs
+            .iter()
+            .filter(|j| j.status == JobStatus::Queued)
+            .collect();
+        assert_eq!(queued.len(), 1, "exactly one queued owner");
+        assert_eq!(
+            jobs.iter()
+                .filter(|j| j.status == JobStatus::Cancelled)
+                .count(),
+            PROCESSES - 1
+        );
+        let key = ScheduleKey::new("event:42:reminder").unwrap();
+        let owner = store
+            .get_scheduled(&key, false)
+            .await
+            .unwrap()
+            .current_job
+            .expect("an owner");
+        assert_eq!(owner.id, queued[0].id);
+        let mut orders: Vec<i64> = jobs.iter().map(|j| j.schedule_order.unwrap()).collect();
+        orders.sort();
+        assert_eq!(
+            orders,
+            (1..=PROCESSES as i64).collect::<Vec<_>>(),
+            "replacements serialized"
+        );
+        assert_eq!(
+            owner.schedule_order,
+            Some(PROCESSES as i64),
+            "the last replacement owns the key"
+        );
+        // The answers form one chain: each previous owner was replaced exactly once.
+        let firsts = answers
+            .iter()
+            .filter(|a| a["previousJobId"].is_null())
+            .count();
+        assert_eq!(firsts, 1);
+        let mut previous: Vec<&str> = answers
+            .iter()
+            .filter_map(|a| a["previousJobId"].as_str())
+            .collect();
+        previous.sort();
+        previous.dedup();
+        assert_eq!(previous.len(), PROCESSES - 1);
+        assert!(!previous.contains(&owner.id.as_str()));
+        assert!(answers
+            .iter()
+            .all(|a| a["previousStatus"].is_null() || a["previousStatus"] == "queued"));
+        let snap = store.count_snapshot().await.unwrap();
+        assert_eq!(
+            (snap.counts.queued, snap.counts.cancelled, snap.total),
+            (1, PROCESSES as i64 - 1, PROCESSES as i64)
+        );
+    });
+}
+
+#[test]
+fn concurrent_idempotent_enqueues_make_one_job() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("jobs.db");
+    let mut procs = spawn_ready(&db, PROCESSES, |_| {
+        vec!["enqueue-idem".into(), "order-7:receipt".into()]
+    });
+    release(&mut procs);
+    let answers = results(procs);
+    let created: Vec<_> = answers
+        .iter()
+        .filter(|a| a["outcome"] == "created")
+        .collect();
+    assert_eq!(created.len(), 1, "one process created the job: {answers:?}");
+    let id = created[0]["jobId"].as_str().unwrap();
+    for a in &answers {
+        assert_eq!(a["jobId"], id, "every process got the same job");
+        assert!(
+            a["outcome"] == "created" || a["outcome"] == "replayed",
+            "{a}"
+        );
+    }
+    duraq_tests::block_on(async {
+        let store = open(&db, Arc::new(SystemClock));
+        let jobs = store.list_jobs(&JobFilter::default()).await.unwrap();
+        assert_eq!(jobs.iter().map(|j| j.id.as_str()).collect::<Vec<_>>(), [id]);
+        assert_eq!(store.count_snapshot().await.unwrap().total, 1);
+    });
+}
+
+#[test]
+fn counts_stay_exact_with_concurrent_producers() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("jobs.db");
+    let per_process = 25;
+    let r0 = duraq_tests::block_on(async {
+        open(&db, Arc::new(SystemClock))
+            .count_snapshot()
+            .await
+            .unwrap()
+            .revision
+    });
+    let mut procs = spawn_ready(&db, PROCESSES, |_| {
+        vec!["enqueue-many".into(), per_process.to_string()]
+    });
+    release(&mut procs);
+    let answers = results(procs);
+    let mut ids: Vec<&str> = answers
+        .iter()
+        .flat_map(|a| a.as_array().unwrap())
+        .filter_map(Value::as_str)
+        .collect();
+    ids.sort();
+    ids.dedup();
+    let expected = (PROCESSES * per_process) as i64;
+    assert_eq!(ids.len() as i64, expected);
+    duraq_tests::block_on(async {
+        let store = open(&db, Arc::new(SystemClock));
+        let snap = store.count_snapshot().await.unwrap();
+        assert_eq!((snap.counts.queued, snap.total), (expected, expected));
+        assert_eq!(
+            store.list_jobs(&JobFilter::default()).await.unwrap().len() as i64,
+            expected
+        );
+        assert_eq!(
+            snap.revision - r0,
+            expected,
+            "one revision per committed enqueue"
+        );
+    });
+}
+
+#[test]
+fn sigkilled_worker_loses_no_job() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("jobs.db");
+    let id = duraq_tests::block_on(async {
+        let store = open(&db, Arc::new(SystemClock));
+        let job =
+            duraq_core::NewJob::new("work", serde_json::json!([]), Default::default()).unwrap();
+        store.enqueue(job).await.unwrap().job_id().to_owned()
+    });
+    let mut procs = spawn_ready(&db, 1, |_| vec!["claim-and-hang".into(), "work".into()]);
+    release(&mut procs);
+    let mut worker = procs.pop().unwrap();
+    let claimed: Value = serde_json::from_str(&worker.line()).expect("claimed jobs");
+    assert_eq!(claimed[0]["id"], id.as_str(), "the helper holds the job");
+    worker.child.kill().expect("SIGKILL the worker");
+    assert!(!worker.child.wait().unwrap().success());
+    duraq_tests::block_on(async {
+        // A live process two minutes later finds the lease stale and recovers it.
+        let clock = ManualClock::new(SystemClock.now_ms() + 120_000);
+        let store = open(&db, Arc::new(clock));
+        assert_eq!(
+            store.get_job(&id).await.unwrap().unwrap().status,
+            JobStatus::HandedOff
+        );
+        assert_eq!(
+            store.recover_stale(60_000).await.unwrap(),
+            std::slice::from_ref(&id)
+        );
+        let job = store.get_job(&id).await.unwrap().unwrap();
+        assert_eq!((job.status, job.attempts), (JobStatus::Queued, 1));
+        assert!(job.last_error.is_some());
+    });
+}

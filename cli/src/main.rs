@@ -1,1 +1,61 @@
-fn main() {}
+//! `duraq`, the operator program of SPEC §12. `main` only parses the command line,
+//! dispatches to one module per command group, and turns any error into the
+//! stable `error[<code>]: <message>` form with exit status 1 (clap already exits
+//! with 2 on usage errors).
+
+mod args;
+mod builtin;
+mod counts;
+mod db;
+mod demo;
+mod demo_mix;
+mod enqueue;
+mod jobs;
+mod mail;
+mod output;
+mod parse;
+mod schedule;
+mod worker;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+use crate::args::{Cli, Command};
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let json = cli.json;
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            output::print_error(&anyhow::Error::new(e).context("starting the runtime"), json);
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(run(cli)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            output::print_error(&err, json);
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run(cli: Cli) -> anyhow::Result<()> {
+    let json = cli.json;
+    let db = db::Database::parse(&cli.database)?;
+    match cli.command {
+        Command::Migrate => db::migrate(&db).await,
+        Command::Enqueue(a) => enqueue::run(&db, a).await,
+        Command::Schedule(c) => schedule::run(&db, c).await,
+        Command::Jobs(c) => jobs::run(&db, c, json).await,
+        Command::Counts(a) => counts::run(&db, a.watch, json).await,
+        Command::Worker(a) => worker::run(&db, a, json).await,
+        Command::Demo(a) => demo::run(a, json).await,
+        Command::Mail(c) => mail::run(&db, c).await,
+    }
+}

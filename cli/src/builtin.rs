@@ -1,0 +1,117 @@
+//! The built-in jobs of SPEC §12 (`duraq.noop`, `duraq.sleep`, `duraq.http`) and
+//! the one place where a worker's handlers are registered, so that the mail crate
+//! adds `duraq.mail.deliver` (see `mail.rs`) without touching the worker loop.
+
+use std::time::Duration;
+
+use duraq_core::{JobError, Registry, WorkerError};
+use serde_json::Value;
+
+/// Job name of the handler that always succeeds.
+pub const NOOP: &str = "duraq.noop";
+/// Job name of the handler that sleeps `{"ms": N}` and succeeds.
+pub const SLEEP: &str = "duraq.sleep";
+/// Job name of the webhook handler.
+pub const HTTP: &str = "duraq.http";
+
+/// What the built-in handlers share.
+#[derive(Clone, Debug)]
+pub struct Builtins {
+    /// The client `duraq.http` sends with (connection pooling across jobs).
+    pub http: reqwest::Client,
+}
+
+impl Builtins {
+    pub fn new() -> Self {
+        Self {
+            http: http_client(),
+        }
+    }
+}
+
+/// Adds every built-in handler to `registry`: the one registration point for
+/// built-in jobs, shared by `duraq worker` and `duraq demo`. `duraq.mail.deliver`
+/// comes from [`crate::mail::register`], which needs a configured backend.
+pub fn register_builtins(registry: &mut Registry, builtins: &Builtins) -> Result<(), WorkerError> {
+    let client = builtins.http.clone();
+    *registry = std::mem::take(registry)
+        .register_fn(NOOP, |_ctx, args| async move {
+            noop(args).await.map_err(JobError::new)
+        })?
+        .register_fn(SLEEP, |_ctx, args| async move { sleep(args).await })?
+        .register_fn(HTTP, move |_ctx, args| {
+            let client = client.clone();
+            async move { http(client, args).await.map_err(JobError::new) }
+        })?;
+    crate::mail::register(registry)?;
+    Ok(())
+}
+
+/// `duraq.noop`: any args; succeeds.
+pub async fn noop(_args: Value) -> Result<(), String> {
+    Ok(())
+}
+
+/// `duraq.sleep`: `{"ms": N}`; sleeps, then succeeds.
+/// Malformed args can never succeed, so they fail the job without retries.
+pub async fn sleep(args: Value) -> Result<(), JobError> {
+    let ms = args.get("ms").and_then(Value::as_u64).ok_or_else(|| {
+        JobError::new(format!(
+            "duraq.sleep expects {{\"ms\": N}} with N >= 0, got {args}"
+        ))
+        .discard()
+    })?;
+    tokio::time::sleep(Duration::from_millis(ms)).await;
+    Ok(())
+}
+
+/// `duraq.http`: `{"url", "method"?: "POST", "headers"?: {…}, "body"?: any}`.
+/// A connection error or a non-2xx answer is a failed attempt.
+pub async fn http(client: reqwest::Client, args: Value) -> Result<(), String> {
+    let url = args
+        .get("url")
+        .and_then(Value::as_str)
+        .ok_or_else(|| "duraq.http expects {\"url\": …}".to_string())?;
+    let method = args.get("method").and_then(Value::as_str).unwrap_or("POST");
+    let method = reqwest::Method::from_bytes(method.to_ascii_uppercase().as_bytes())
+        .map_err(|_| format!("duraq.http: invalid method {method:?}"))?;
+    let mut req = client.request(method, url);
+    if let Some(headers) = args.get("headers") {
+        let map = headers
+            .as_object()
+            .ok_or_else(|| "duraq.http: \"headers\" must be an object".to_string())?;
+        for (name, value) in map {
+            let value = value
+                .as_str()
+                .map(str::to_string)
+                .unwrap_or_else(|| value.to_string());
+            req = req.header(name.as_str(), value);
+        }
+    }
+    match args.get("body") {
+        None | Some(Value::Null) => {}
+        Some(Value::String(s)) => req = req.body(s.clone()),
+        Some(body) => req = req.json(body),
+    }
+    let resp = req
+        .send()
+        .await
+        .map_err(|e| format!("duraq.http: request to {url} failed: {e}"))?;
+    let status = resp.status();
+    if status.is_success() {
+        Ok(())
+    } else {
+        let text = resp.text().await.unwrap_or_default();
+        let snippet: String = text.chars().take(200).collect();
+        Err(format!("duraq.http: {url} answered {status}: {snippet}"))
+    }
+}
+
+/// The HTTP client `duraq.http` shares across jobs.
+pub fn http_client() -> reqwest::Client {
+    reqwest::Client::builder()
+        .user_agent(concat!("duraq/", env!("CARGO_PKG_VERSION")))
+        .timeout(Duration::from_secs(30))
+        .build()
+        .unwrap_or_default()
+}

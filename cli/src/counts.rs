@@ -1,0 +1,54 @@
+//! `duraq counts [--watch]`: the count snapshot of SPEC §8. `--watch` prints a new
+//! snapshot whenever the revision moves. It polls the snapshot (constant cost by
+//! contract) instead of subscribing to deltas, because SQLite publishes deltas
+//! only inside the writing process and the writers here are other processes.
+
+use std::time::Duration;
+
+use anyhow::Result;
+use duraq_core::{CountSnapshot, JobStatus};
+
+use crate::db::Database;
+use crate::output::{print_json, table, to_json};
+use crate::worker::Signals;
+
+pub async fn run(db: &Database, watch: bool, json: bool) -> Result<()> {
+    // Listen before the first line, so a signal right after it is not missed.
+    let mut signals = if watch { Some(Signals::new()?) } else { None };
+    let store = db.open().await?;
+    let mut last = store.count_snapshot().await?;
+    emit(&last, json);
+    let Some(signals) = signals.as_mut() else {
+        return Ok(());
+    };
+    let mut tick = tokio::time::interval(Duration::from_millis(250));
+    loop {
+        tokio::select! {
+            _ = signals.next() => return Ok(()),
+            _ = tick.tick() => {
+                let snap = store.count_snapshot().await?;
+                if snap.revision != last.revision {
+                    emit(&snap, json);
+                    last = snap;
+                }
+            }
+        }
+    }
+}
+
+fn emit(snap: &CountSnapshot, json: bool) {
+    if json {
+        print_json(&to_json(snap));
+        return;
+    }
+    let mut header: Vec<&str> = JobStatus::ALL.iter().map(|s| s.as_str()).collect();
+    header.extend(["all", "revision"]);
+    let mut row: Vec<String> = snap
+        .counts
+        .as_array()
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    row.extend([snap.total.to_string(), snap.revision.to_string()]);
+    print!("{}", table(&header, &[row]));
+}

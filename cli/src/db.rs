@@ -1,0 +1,162 @@
+//! `--database` URL → a `Store`. The URL is parsed up front (bad URLs fail with
+//! `invalid-database-url` before anything is opened); the store itself is opened
+//! only when a command has validated all of its other input, because opening
+//! creates the file and its schema. `sqlite::memory:` is a private temporary
+//! file deleted on exit (a true in-memory database cannot be shared by SQLite's
+//! WAL connections); `postgres://…` connects a pool and migrates the schema.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use anyhow::Result;
+use duraq_core::{system_clock, Store};
+use duraq_store_postgres::{PostgresOptions, PostgresStore};
+use duraq_store_sqlite::{SqliteOptions, SqliteStore};
+use serde_json::json;
+
+use crate::output::{print_json, CliError};
+
+/// A parsed database URL.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Database {
+    SqliteFile(PathBuf),
+    SqliteMemory,
+    Postgres(String),
+}
+
+impl Database {
+    /// Parses `sqlite:<path>`, `sqlite://<path>`, `sqlite::memory:`, `postgres://…`.
+    pub fn parse(url: &str) -> Result<Self, CliError> {
+        let bad = |why: &str| {
+            CliError::new(
+                "invalid-database-url",
+                format!(
+                    "{:?} {why}; expected sqlite:<path>, sqlite::memory: or postgres://…",
+                    redact(url)
+                ),
+            )
+        };
+        if url == "sqlite::memory:" || url == "sqlite://:memory:" {
+            return Ok(Self::SqliteMemory);
+        }
+        if let Some(rest) = url.strip_prefix("sqlite:") {
+            let path = rest.strip_prefix("//").unwrap_or(rest);
+            if path.is_empty() {
+                return Err(bad("names no file"));
+            }
+            return Ok(Self::SqliteFile(PathBuf::from(path)));
+        }
+        if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+            url.parse::<tokio_postgres::Config>()
+                .map_err(|e| bad(&format!("is not a valid PostgreSQL URL ({e})")))?;
+            return Ok(Self::Postgres(url.to_string()));
+        }
+        Err(bad("is not a supported database URL"))
+    }
+
+    /// Opens the store (creating missing schema, SPEC §9).
+    pub async fn open(&self) -> Result<Arc<dyn Store>> {
+        Ok(self.open_migrating().await?.0)
+    }
+
+    /// Opens the store and reports the schema versions this open applied and the
+    /// resulting schema version.
+    async fn open_migrating(&self) -> Result<(Arc<dyn Store>, Vec<i64>, i64)> {
+        match self {
+            Self::SqliteFile(path) => sqlite_opened(open_sqlite(Some(path.clone())).await?),
+            Self::SqliteMemory => sqlite_opened(open_sqlite(None).await?),
+            Self::Postgres(url) => {
+                let store = PostgresStore::connect(url, PostgresOptions::default()).await?;
+                let report = store.migration().clone();
+                Ok((Arc::new(store), report.applied, report.version))
+            }
+        }
+    }
+}
+
+/// Opens (creating) the SQLite store at `path` with default (durable) options.
+pub async fn open_sqlite_file(path: &std::path::Path) -> Result<Arc<dyn Store>> {
+    Ok(Arc::new(open_sqlite(Some(path.to_path_buf())).await?))
+}
+
+/// `None` opens a private temporary file (SQLite's answer to `:memory:` in WAL mode).
+async fn open_sqlite(path: Option<PathBuf>) -> Result<SqliteStore> {
+    let opened = tokio::task::spawn_blocking(move || match path {
+        Some(path) => SqliteStore::open(path, SqliteOptions::default()),
+        None => SqliteStore::open_temporary(SqliteOptions::default(), system_clock()),
+    })
+    .await?;
+    Ok(opened?)
+}
+
+/// `url` with any password replaced by `***`, safe to print.
+fn redact(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_string();
+    };
+    let Some((userinfo, host)) = rest.rsplit_once('@') else {
+        return url.to_string();
+    };
+    match userinfo.split_once(':') {
+        Some((user, _password)) => format!("{scheme}://{user}:***@{host}"),
+        None => url.to_string(),
+    }
+}
+
+fn sqlite_opened(store: SqliteStore) -> Result<(Arc<dyn Store>, Vec<i64>, i64)> {
+    let report = store.migration().clone();
+    Ok((Arc::new(store), report.applied, report.version))
+}
+
+/// `duraq migrate`: prints `{"applied":[…],"version":…}`.
+pub async fn migrate(db: &Database) -> Result<()> {
+    let (_store, applied, version) = db.open_migrating().await?;
+    print_json(&json!({ "applied": applied, "version": version }));
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn never_prints_passwords() {
+        assert_eq!(redact("postgres://u:secret@h/db"), "postgres://u:***@h/db");
+        assert_eq!(redact("postgres://u@h/db"), "postgres://u@h/db");
+        let err = Database::parse("postgres://u:secret@h:x/db").unwrap_err();
+        assert!(!err.message.contains("secret"), "{}", err.message);
+    }
+
+    #[test]
+    fn parses_url_forms() {
+        assert_eq!(
+            Database::parse("sqlite:a.db").unwrap(),
+            Database::SqliteFile("a.db".into())
+        );
+        assert_eq!(
+            Database::parse("sqlite:///tmp/a.db").unwrap(),
+            Database::SqliteFile("/tmp/a.db".into())
+        );
+        assert_eq!(
+            Database::parse("sqlite::memory:").unwrap(),
+            Database::SqliteMemory
+        );
+        assert!(matches!(
+            Database::parse("postgres://u@h/db").unwrap(),
+            Database::Postgres(_)
+        ));
+        for bad in [
+            "mysql://x",
+            "sqlite:",
+            "duraq.db",
+            "",
+            "postgres://h:notaport/db",
+        ] {
+            assert_eq!(
+                Database::parse(bad).unwrap_err().code,
+                "invalid-database-url",
+                "{bad}"
+            );
+        }
+    }
+}

@@ -1,0 +1,22 @@
+//! `duraq enqueue`: one job, validated entirely before the database is opened, so
+//! a rejected invocation writes nothing. Prints `{"jobId":…}`.
+
+use anyhow::Result;
+use duraq_core::NewJob;
+use serde_json::json;
+
+use crate::args::EnqueueArgs;
+use crate::db::Database;
+use crate::output::print_json;
+use crate::parse::job_options;
+
+pub async fn run(db: &Database, a: EnqueueArgs) -> Result<()> {
+    let (args, mut opts) = job_options(&a.job)?;
+    opts.deduplicate_while_queued = a.dedupe_while_queued;
+    opts.idempotency_key = a.idempotency_key;
+    let job = NewJob::new(&a.name, args, opts)?;
+    let store = db.open().await?;
+    let outcome = store.enqueue(job).await?;
+    print_json(&json!({ "jobId": outcome.job_id() }));
+    Ok(())
+}

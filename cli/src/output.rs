@@ -1,0 +1,189 @@
+//! Everything the program prints: one JSON object per command on stdout, plain
+//! tables for humans, and errors as `error[<code>]: <message>` (or a JSON error
+//! object) on stderr. Keeping this in one place keeps the output contract of
+//! SPEC §12 stable and testable.
+
+use std::fmt;
+use std::time::{Duration, UNIX_EPOCH};
+
+use duraq_core::Job;
+use serde_json::{json, Value};
+
+/// A failure detected by the CLI itself (bad input before any store call), with a
+/// stable machine code like `invalid-args`.
+#[derive(Debug)]
+pub struct CliError {
+    pub code: &'static str,
+    pub message: String,
+}
+
+impl CliError {
+    pub fn new(code: &'static str, message: impl Into<String>) -> Self {
+        Self {
+            code,
+            message: message.into(),
+        }
+    }
+}
+
+impl fmt::Display for CliError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for CliError {}
+
+/// The stable code and message of any error that reaches `main`.
+pub fn error_parts(err: &anyhow::Error) -> (String, String) {
+    if let Some(e) = err.downcast_ref::<CliError>() {
+        return (e.code.to_string(), e.message.clone());
+    }
+    if let Some(e) = err.downcast_ref::<duraq_core::Error>() {
+        return (e.code().as_str().to_string(), e.to_string());
+    }
+    if let Some(e) = err.downcast_ref::<duraq_core::WorkerError>() {
+        return (e.code().to_string(), e.to_string());
+    }
+    ("internal-error".to_string(), format!("{err:#}"))
+}
+
+/// Prints `err` to stderr in the requested form.
+pub fn print_error(err: &anyhow::Error, json: bool) {
+    let (code, message) = error_parts(err);
+    if json {
+        eprintln!("{}", json!({"error": {"code": code, "message": message}}));
+    } else {
+        eprintln!("error[{code}]: {message}");
+    }
+}
+
+/// Prints one JSON object on stdout.
+pub fn print_json(value: &Value) {
+    println!("{value}");
+}
+
+/// Serializes any serde value (never fails for duraq's own types).
+pub fn to_json<T: serde::Serialize>(value: &T) -> Value {
+    serde_json::to_value(value).unwrap_or(Value::Null)
+}
+
+/// Milliseconds since the epoch as an RFC 3339 UTC time with milliseconds.
+pub fn fmt_ms(ms: i64) -> String {
+    let t = UNIX_EPOCH + Duration::from_millis(ms.max(0) as u64);
+    humantime::format_rfc3339_millis(t).to_string()
+}
+
+fn opt_ms(ms: Option<i64>) -> String {
+    ms.map(fmt_ms).unwrap_or_else(|| "-".into())
+}
+
+fn opt<T: ToString>(v: &Option<T>) -> String {
+    v.as_ref()
+        .map(ToString::to_string)
+        .unwrap_or_else(|| "-".into())
+}
+
+/// Renders rows as left-aligned columns separated by two spaces.
+pub fn table(header: &[&str], rows: &[Vec<String>]) -> String {
+    let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
+    for row in rows {
+        for (i, cell) in row.iter().enumerate() {
+            widths[i] = widths[i].max(cell.chars().count());
+        }
+    }
+    let mut out = String::new();
+    let mut line = |cells: Vec<String>| {
+        let padded: Vec<String> = cells
+            .iter()
+            .enumerate()
+            .map(|(i, c)| format!("{c:<w$}", w = widths[i]))
+            .collect();
+        out.push_str(padded.join("  ").trim_end());
+        out.push('\n');
+    };
+    line(header.iter().map(|h| h.to_string()).collect());
+    for row in rows {
+        line(row.clone());
+    }
+    out
+}
+
+/// A one-line-per-job table for `jobs list`.
+pub fn jobs_table(jobs: &[Job]) -> String {
+    let rows: Vec<Vec<String>> = jobs
+        .iter()
+        .map(|j| {
+            vec![
+                j.id.clone(),
+                j.job_name.clone(),
+                j.queue.clone(),
+                j.status.to_string(),
+                format!("{}/{}", j.attempts, j.max_retries + 1),
+                fmt_ms(j.scheduled_at_ms),
+                opt(&j.last_error).chars().take(60).collect(),
+            ]
+        })
+        .collect();
+    table(
+        &[
+            "ID",
+            "NAME",
+            "QUEUE",
+            "STATUS",
+            "ATTEMPTS",
+            "SCHEDULED AT",
+            "LAST ERROR",
+        ],
+        &rows,
+    )
+}
+
+/// Every §2 field of one job, one `field  value` line each.
+pub fn job_detail(j: &Job) -> String {
+    let rows: Vec<Vec<String>> = [
+        ("id", j.id.clone()),
+        ("jobName", j.job_name.clone()),
+        ("args", j.args.to_string()),
+        ("queue", j.queue.clone()),
+        ("status", j.status.to_string()),
+        ("attempts", j.attempts.to_string()),
+        ("maxRetries", j.max_retries.to_string()),
+        ("scheduledAt", fmt_ms(j.scheduled_at_ms)),
+        ("createdAt", fmt_ms(j.created_at_ms)),
+        ("handedOffAt", opt_ms(j.handed_off_at_ms)),
+        ("completedAt", opt_ms(j.completed_at_ms)),
+        ("failedAt", opt_ms(j.failed_at_ms)),
+        ("cancelledAt", opt_ms(j.cancelled_at_ms)),
+        ("orphanedAt", opt_ms(j.orphaned_at_ms)),
+        ("lastError", opt(&j.last_error)),
+        ("workerId", opt(&j.worker_id)),
+        ("handoffId", opt(&j.handoff_id)),
+        ("scheduleKey", opt(&j.schedule_key)),
+        ("scheduleOrder", opt(&j.schedule_order)),
+        ("concurrencyKey", opt(&j.concurrency_key)),
+        ("maxConcurrency", opt(&j.max_concurrency)),
+        ("idempotencyKey", opt(&j.idempotency_key)),
+        ("timeoutMs", opt(&j.timeout_ms)),
+    ]
+    .into_iter()
+    .map(|(k, v)| vec![k.to_string(), v])
+    .collect();
+    table(&["FIELD", "VALUE"], &rows)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn table_aligns_columns() {
+        let t = table(&["A", "BB"], &[vec!["xxx".into(), "y".into()]]);
+        assert_eq!(t, "A    BB\nxxx  y\n");
+    }
+
+    #[test]
+    fn formats_epoch_millis() {
+        assert_eq!(fmt_ms(1_500), "1970-01-01T00:00:01.500Z");
+    }
+}

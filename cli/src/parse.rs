@@ -1,0 +1,141 @@
+//! Semantic parsing of command-line values (JSON args, durations, RFC 3339 times)
+//! into duraq's option types. Each failure has its own stable code and happens
+//! before any database is opened, so bad input can never write anything.
+
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use duraq_core::EnqueueOptions;
+use serde_json::Value;
+
+use crate::args::JobArgs;
+use crate::output::CliError;
+
+/// Parses `--args`; absent means `[]`.
+pub fn json_args(raw: Option<&str>) -> Result<Value, CliError> {
+    match raw {
+        None => Ok(Value::Array(vec![])),
+        Some(s) => serde_json::from_str(s)
+            .map_err(|e| CliError::new("invalid-args", format!("--args is not valid JSON: {e}"))),
+    }
+}
+
+/// Parses a duration such as `10s`, `5m`, `1h`, `7d` into milliseconds.
+pub fn duration_ms(flag: &str, raw: &str) -> Result<i64, CliError> {
+    let d = humantime::parse_duration(raw.trim()).map_err(|e| {
+        CliError::new(
+            "invalid-duration",
+            format!("{flag} {raw:?} is not a duration like 10s, 5m, 1h or 7d: {e}"),
+        )
+    })?;
+    i64::try_from(d.as_millis())
+        .map_err(|_| CliError::new("invalid-duration", format!("{flag} {raw:?} is too long")))
+}
+
+/// Parses an RFC 3339 time (`2026-01-02T03:04:05Z`, offsets and fractions allowed)
+/// into milliseconds since the epoch.
+pub fn rfc3339_ms(flag: &str, raw: &str) -> Result<i64, CliError> {
+    let bad = || {
+        CliError::new(
+            "invalid-time",
+            format!("{flag} {raw:?} is not an RFC 3339 time like 2026-01-02T03:04:05Z"),
+        )
+    };
+    let s = raw.trim();
+    // Split a numeric offset off the end; humantime understands only `Z`.
+    let (base, offset_min) = if let Some(b) = s.strip_suffix('Z').or_else(|| s.strip_suffix('z')) {
+        (b, 0i64)
+    } else {
+        if s.len() < 6 {
+            return Err(bad());
+        }
+        let (b, off) = s.split_at(s.len() - 6);
+        let sign = match off.as_bytes()[0] {
+            b'+' => 1,
+            b'-' => -1,
+            _ => return Err(bad()),
+        };
+        let (h, m) = off[1..].split_once(':').ok_or_else(bad)?;
+        let h: i64 = h.parse().map_err(|_| bad())?;
+        let m: i64 = m.parse().map_err(|_| bad())?;
+        if h > 23 || m > 59 {
+            return Err(bad());
+        }
+        (b, sign * (h * 60 + m))
+    };
+    let t = humantime::parse_rfc3339(&format!("{base}Z")).map_err(|_| bad())?;
+    let ms = t.duration_since(UNIX_EPOCH).map_err(|_| bad())?.as_millis() as i64;
+    Ok(ms - offset_min * 60_000)
+}
+
+/// Milliseconds since the epoch now.
+pub fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
+}
+
+/// Builds `(args, options)` from the shared job flags. Core validation of the
+/// options (retries, concurrency, timeout) happens later in `NewJob::new`.
+pub fn job_options(a: &JobArgs) -> Result<(Value, EnqueueOptions), CliError> {
+    let args = json_args(a.args.as_deref())?;
+    let scheduled_at_ms = match (&a.run_at, &a.run_in) {
+        (Some(at), _) => Some(rfc3339_ms("--run-at", at)?),
+        (None, Some(d)) => Some(now_ms() + duration_ms("--run-in", d)?),
+        (None, None) => None,
+    };
+    let timeout_ms = a
+        .timeout
+        .as_deref()
+        .map(|t| duration_ms("--timeout", t))
+        .transpose()?;
+    let opts = EnqueueOptions {
+        queue: a.queue.clone(),
+        max_retries: a.max_retries,
+        scheduled_at_ms,
+        concurrency_key: a.concurrency_key.clone(),
+        max_concurrency: a.max_concurrency,
+        deduplicate_while_queued: false,
+        idempotency_key: None,
+        timeout_ms,
+    };
+    Ok((args, opts))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_rfc3339_with_offsets() {
+        assert_eq!(rfc3339_ms("t", "1970-01-01T00:00:01Z").unwrap(), 1_000);
+        assert_eq!(
+            rfc3339_ms("t", "1970-01-01T01:00:01.5+01:00").unwrap(),
+            1_500
+        );
+        assert_eq!(
+            rfc3339_ms("t", "1970-01-01T00:00:01-00:01").unwrap(),
+            61_000
+        );
+        assert_eq!(
+            rfc3339_ms("t", "tomorrow").unwrap_err().code,
+            "invalid-time"
+        );
+    }
+
+    #[test]
+    fn parses_durations() {
+        assert_eq!(duration_ms("d", "10s").unwrap(), 10_000);
+        assert_eq!(duration_ms("d", "7d").unwrap(), 7 * 86_400_000);
+        assert_eq!(
+            duration_ms("d", "soon").unwrap_err().code,
+            "invalid-duration"
+        );
+    }
+
+    #[test]
+    fn rejects_bad_json_args() {
+        assert_eq!(json_args(Some("{")).unwrap_err().code, "invalid-args");
+        assert_eq!(json_args(None).unwrap(), serde_json::json!([]));
+    }
+}

@@ -1,0 +1,174 @@
+//! `duraq worker`: runs the built-in handlers against the database until SIGINT
+//! or SIGTERM, then stops claiming, lets running jobs finish up to the drain
+//! deadline (SPEC §4) and exits 0. Claiming, fencing, heartbeats and recovery of
+//! dead workers' leases are the core runtime's; this module only maps flags onto
+//! its builder and reports the totals.
+
+use anyhow::Result;
+use duraq_core::{QueueConfig, Registry, Worker};
+use serde_json::json;
+
+use crate::args::WorkerArgs;
+use crate::builtin::{register_builtins, Builtins};
+use crate::db::Database;
+use crate::output::{print_json, to_json, CliError};
+use crate::parse::duration_ms;
+
+/// SIGINT and SIGTERM listeners registered once, up front, so that a signal
+/// arriving at any moment after start is seen (a listener created later would
+/// miss one delivered before it existed).
+pub struct Signals {
+    #[cfg(unix)]
+    int: tokio::signal::unix::Signal,
+    #[cfg(unix)]
+    term: tokio::signal::unix::Signal,
+}
+
+impl Signals {
+    pub fn new() -> Result<Self> {
+        #[cfg(unix)]
+        {
+            use tokio::signal::unix::{signal, SignalKind};
+            Ok(Self {
+                int: signal(SignalKind::interrupt())?,
+                term: signal(SignalKind::terminate())?,
+            })
+        }
+        #[cfg(not(unix))]
+        Ok(Self {})
+    }
+
+    pub async fn next(&mut self) {
+        #[cfg(unix)]
+        tokio::select! {
+            _ = self.int.recv() => {}
+            _ = self.term.recv() => {}
+        }
+        #[cfg(not(unix))]
+        let _ = tokio::signal::ctrl_c().await;
+    }
+}
+
+/// Resolves on the first signal (the worker then drains); a second signal during
+/// the drain exits at once, as operators expect from a second Ctrl-C. Jobs still
+/// running then are recovered from the stale lease like any crashed worker's.
+async fn first_signal_then_force(mut signals: Signals, json: bool) {
+    signals.next().await;
+    eprintln!("duraq worker: draining running jobs; signal again to exit at once");
+    tokio::spawn(async move {
+        signals.next().await;
+        let err = CliError::new(
+            "drain-interrupted",
+            "second signal: exiting without waiting for running jobs",
+        );
+        crate::output::print_error(&err.into(), json);
+        std::process::exit(1);
+    });
+}
+
+/// Parses `--queue-cap name=N`.
+fn queue_cap(raw: &str) -> Result<(String, i64), CliError> {
+    let bad = || {
+        CliError::new(
+            "invalid-queue-cap",
+            format!("--queue-cap {raw:?} must look like QUEUE=N with N >= 1"),
+        )
+    };
+    let (name, n) = raw.split_once('=').ok_or_else(bad)?;
+    let n: i64 = n.trim().parse().map_err(|_| bad())?;
+    if name.trim().is_empty() || n < 1 {
+        return Err(bad());
+    }
+    Ok((name.trim().to_string(), n))
+}
+
+/// Sends the runtime's logs (claim errors, recoveries, drain) to stderr; the level
+/// comes from `DURAQ_LOG` (an env-filter directive), default `info`.
+fn init_logging() {
+    use std::io::IsTerminal;
+    let filter = tracing_subscriber::EnvFilter::try_from_env("DURAQ_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
+        .try_init();
+}
+
+pub async fn run(db: &Database, a: WorkerArgs, json: bool) -> Result<()> {
+    let stale_after = duration_ms("--stale-after", &a.stale_after)?;
+    let drain_timeout = duration_ms("--drain-timeout", &a.drain_timeout)?;
+    let caps = a
+        .queue_caps
+        .iter()
+        .map(|c| queue_cap(c))
+        .collect::<Result<Vec<_>, _>>()?;
+    if a.concurrency == 0 || stale_after == 0 {
+        return Err(CliError::new(
+            "invalid-worker-config",
+            "--concurrency and --stale-after must be greater than zero",
+        )
+        .into());
+    }
+    let queues: Vec<String> = a
+        .queues
+        .iter()
+        .map(|q| q.trim().to_string())
+        .filter(|q| !q.is_empty())
+        .collect();
+
+    let signals = Signals::new()?;
+    let mut registry = Registry::new();
+    register_builtins(&mut registry, &Builtins::new())?;
+    let store = db.open().await?;
+    let mut builder = Worker::builder(store, registry)
+        .concurrency(a.concurrency)
+        .stale_after(ms(stale_after))
+        .drain_timeout(ms(drain_timeout));
+    if !queues.is_empty() {
+        builder = builder.queues(queues.clone());
+    }
+    for (name, cap) in &caps {
+        builder = builder.queue(
+            name,
+            QueueConfig {
+                max_concurrent: Some(*cap),
+                priority: 0,
+            },
+        );
+    }
+    let worker = builder.build()?;
+    let worker_id = worker.id().to_string();
+    init_logging();
+    let report = worker.run(first_signal_then_force(signals, json)).await?;
+    if json {
+        print_json(&json!({ "workerId": worker_id, "report": to_json(&report) }));
+    } else {
+        println!(
+            "duraq worker {worker_id} stopped: {} claimed, {} completed, {} failed, {} returned to the queue",
+            report.claimed, report.completed, report.failed, report.returned_to_queue
+        );
+    }
+    Ok(())
+}
+
+fn ms(ms: i64) -> std::time::Duration {
+    std::time::Duration::from_millis(ms as u64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_queue_caps() {
+        assert_eq!(queue_cap("mail=2").unwrap(), ("mail".to_string(), 2));
+        for bad in ["mail", "mail=0", "=3", "mail=x"] {
+            assert_eq!(
+                queue_cap(bad).unwrap_err().code,
+                "invalid-queue-cap",
+                "{bad}"
+            );
+        }
+    }
+}

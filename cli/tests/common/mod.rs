@@ -1,0 +1,179 @@
+//! Helpers shared by the CLI integration tests: run the built `duraq` binary
+//! against a temporary SQLite file and read its JSON answers.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+pub struct Db {
+    pub dir: tempfile::TempDir,
+    pub path: PathBuf,
+}
+
+impl Db {
+    pub fn new() -> Self {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("duraq.db");
+        Self { dir, path }
+    }
+
+    pub fn url(&self) -> String {
+        format!("sqlite:{}", self.path.display())
+    }
+
+    /// Runs `duraq --database <this db> <args>`.
+    pub fn run(&self, args: &[&str]) -> Output {
+        run_with_url(&self.url(), args)
+    }
+
+    /// Runs a command that must succeed with `--json` and returns its one JSON object.
+    pub fn json(&self, args: &[&str]) -> Value {
+        let mut all = args.to_vec();
+        all.push("--json");
+        let out = self.run(&all);
+        assert!(
+            out.status.success(),
+            "duraq {args:?} failed: {}\n{}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        );
+        parse_one(&out.stdout)
+    }
+
+    /// Runs a command that must fail with exit 1 and `code`, in both error forms,
+    /// and checks it changed nothing.
+    pub fn fails(&self, args: &[&str], code: &str) {
+        let before = self.path.exists().then(|| self.counts());
+        let out = self.run(args);
+        assert_eq!(out.status.code(), Some(1), "duraq {args:?}: {out:?}");
+        assert!(
+            out.stdout.is_empty(),
+            "nothing on stdout after an error: {out:?}"
+        );
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(
+            stderr.trim_end(),
+            stderr.lines().next().unwrap_or(""),
+            "one line: {stderr}"
+        );
+        assert!(
+            stderr.starts_with(&format!("error[{code}]: ")),
+            "duraq {args:?}: {stderr}"
+        );
+
+        let mut with_json = args.to_vec();
+        with_json.push("--json");
+        let out = self.run(&with_json);
+        assert_eq!(out.status.code(), Some(1), "duraq {with_json:?}: {out:?}");
+        let err = parse_one(&out.stderr);
+        assert_eq!(err["error"]["code"], code, "{err}");
+        assert!(
+            err["error"]["message"]
+                .as_str()
+                .is_some_and(|m| !m.is_empty()),
+            "{err}"
+        );
+
+        match before {
+            Some(before) => assert_eq!(self.counts(), before, "duraq {args:?} wrote something"),
+            None => assert!(!self.path.exists(), "duraq {args:?} created the database"),
+        }
+    }
+
+    /// The `counts --json` snapshot.
+    pub fn counts(&self) -> Value {
+        self.json(&["counts"])
+    }
+
+    pub fn enqueue(&self, args: &[&str]) -> String {
+        let mut all = vec!["enqueue"];
+        all.extend_from_slice(args);
+        let v = self.json(&all);
+        v["jobId"].as_str().expect("jobId").to_string()
+    }
+
+    pub fn job(&self, id: &str) -> Value {
+        self.json(&["jobs", "show", id])["job"].clone()
+    }
+
+    pub fn status(&self, id: &str) -> String {
+        self.job(id)["status"].as_str().unwrap().to_string()
+    }
+
+    /// Starts `duraq worker <args>` in the background.
+    pub fn spawn_worker(&self, args: &[&str]) -> Child {
+        Command::new(bin())
+            .arg("--database")
+            .arg(self.url())
+            .arg("worker")
+            .args(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn worker")
+    }
+
+    /// Polls `cond` on the job until it holds or `timeout` passes.
+    pub fn wait_job(&self, id: &str, timeout: Duration, cond: impl Fn(&Value) -> bool) -> Value {
+        wait_for(timeout, &format!("job {id}"), || {
+            let job = self.job(id);
+            cond(&job).then_some(job)
+        })
+    }
+}
+
+pub fn bin() -> &'static str {
+    env!("CARGO_BIN_EXE_duraq")
+}
+
+pub fn run_with_url(url: &str, args: &[&str]) -> Output {
+    Command::new(bin())
+        .arg("--database")
+        .arg(url)
+        .args(args)
+        .env_remove("DURAQ_DATABASE_URL")
+        .output()
+        .expect("run duraq")
+}
+
+/// Exactly one JSON object on one line.
+pub fn parse_one(bytes: &[u8]) -> Value {
+    let text = String::from_utf8_lossy(bytes);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 1, "expected one line of JSON, got {text:?}");
+    let v: Value = serde_json::from_str(lines[0]).expect("valid JSON");
+    assert!(v.is_object(), "{v}");
+    v
+}
+
+/// Polls `f` every 50 ms until it returns `Some`, panicking after `timeout`.
+pub fn wait_for<T>(timeout: Duration, what: &str, mut f: impl FnMut() -> Option<T>) -> T {
+    let deadline = Instant::now() + timeout;
+    loop {
+        if let Some(v) = f() {
+            return v;
+        }
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Sends `sig` to `child` (SIGTERM, SIGKILL, …).
+pub fn signal(child: &Child, sig: i32) {
+    let rc = unsafe { libc::kill(child.id() as i32, sig) };
+    assert_eq!(rc, 0, "kill({}, {sig})", child.id());
+}
+
+/// Waits for `child` to exit within `timeout`.
+pub fn wait_exit(child: &mut Child, timeout: Duration) -> std::process::ExitStatus {
+    wait_for(timeout, "process exit", || {
+        child.try_wait().expect("try_wait")
+    })
+}
+
+pub fn exists(p: &Path) -> bool {
+    p.exists()
+}

@@ -48,6 +48,9 @@ pub enum Command {
     /// Send mail now or later through `DURAQ_MAIL_BACKEND` (SPEC §10).
     #[command(subcommand)]
     Mail(crate::mail::MailCommand),
+    /// Tenant migration deploy preflight and migrate (SPEC §11).
+    #[command(subcommand)]
+    Tenants(crate::tenants::TenantsCommand),
 }
 
 /// Options that shape any new job (shared by `enqueue` and `schedule replace`).

@@ -15,6 +15,7 @@ mod mail;
 mod output;
 mod parse;
 mod schedule;
+mod tenants;
 mod worker;
 
 use std::process::ExitCode;
@@ -37,7 +38,7 @@ fn main() -> ExitCode {
         }
     };
     match runtime.block_on(run(cli)) {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(status) => ExitCode::from(status),
         Err(err) => {
             output::print_error(&err, json);
             ExitCode::FAILURE
@@ -45,17 +46,21 @@ fn main() -> ExitCode {
     }
 }
 
-async fn run(cli: Cli) -> anyhow::Result<()> {
+/// Runs one command; `Ok` carries the exit status (`tenants pending` may exit 3).
+/// `tenants` reads its own tenant databases, so it never parses `--database`.
+async fn run(cli: Cli) -> anyhow::Result<u8> {
     let json = cli.json;
-    let db = db::Database::parse(&cli.database)?;
+    let db = || db::Database::parse(&cli.database);
     match cli.command {
-        Command::Migrate => db::migrate(&db).await,
-        Command::Enqueue(a) => enqueue::run(&db, a).await,
-        Command::Schedule(c) => schedule::run(&db, c).await,
-        Command::Jobs(c) => jobs::run(&db, c, json).await,
-        Command::Counts(a) => counts::run(&db, a.watch, json).await,
-        Command::Worker(a) => worker::run(&db, a, json).await,
+        Command::Migrate => db::migrate(&db()?).await,
+        Command::Enqueue(a) => enqueue::run(&db()?, a).await,
+        Command::Schedule(c) => schedule::run(&db()?, c).await,
+        Command::Jobs(c) => jobs::run(&db()?, c, json).await,
+        Command::Counts(a) => counts::run(&db()?, a.watch, json).await,
+        Command::Worker(a) => worker::run(&db()?, a, json).await,
         Command::Demo(a) => demo::run(a, json).await,
-        Command::Mail(c) => mail::run(&db, c).await,
+        Command::Mail(c) => mail::run(&db()?, c).await,
+        Command::Tenants(c) => return Ok(tenants::run(c, json).await),
     }
+    .map(|()| 0)
 }

@@ -45,6 +45,9 @@ pub fn error_parts(err: &anyhow::Error) -> (String, String) {
     if let Some(e) = err.downcast_ref::<duraq_core::WorkerError>() {
         return (e.code().to_string(), e.to_string());
     }
+    if let Some(e) = err.downcast_ref::<duraq_tenants::Error>() {
+        return (e.code().as_str().to_string(), e.to_string());
+    }
     ("internal-error".to_string(), format!("{err:#}"))
 }
 

@@ -1,0 +1,148 @@
+//! `duraq tenants pending|migrate` (SPEC §11). The library (`duraq-tenants`) owns
+//! the contract — the one JSON line, the exit codes 0/1/3, the read-only scan —
+//! so this module only maps flags to a `TenantsRequest` and draws progress: a bar
+//! when stderr is a terminal, plain lines otherwise.
+
+use std::io::IsTerminal;
+use std::path::PathBuf;
+
+use clap::{ArgGroup, Args, Subcommand};
+use duraq_tenants::{
+    migrate_command, pending_command, progress_lines, CatalogSource, CommandOutcome, Progress,
+    TenantSource, TenantsRequest, DEFAULT_CONCURRENCY,
+};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+
+use crate::output::print_error;
+
+#[derive(Debug, Subcommand)]
+pub enum TenantsCommand {
+    /// Read-only preflight: does any tenant lack a migration? One JSON line.
+    Pending(PendingArgs),
+    /// Apply pending migrations tenant by tenant; stops at the first failing tenant.
+    Migrate(TenantArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct PendingArgs {
+    #[command(flatten)]
+    pub common: TenantArgs,
+    /// Exit with status 3 when something is pending.
+    #[arg(long)]
+    pub fail_on_pending: bool,
+}
+
+#[derive(Debug, Args)]
+#[command(group(ArgGroup::new("source").required(true).args(["tenants", "tenants_dir", "tenants_query"])))]
+pub struct TenantArgs {
+    /// The database identifier whose migrations count (e.g. `projectTenant`).
+    pub identifier: String,
+    /// A JSON or TOML file `{"tenants":[{"name":…,"database":…}]}`.
+    #[arg(long)]
+    pub tenants: Option<PathBuf>,
+    /// A folder whose `*.db` files are the tenants.
+    #[arg(long)]
+    pub tenants_dir: Option<PathBuf>,
+    /// A SQL query returning (name, database URL) rows on `--control-database`.
+    #[arg(long, requires = "control_database")]
+    pub tenants_query: Option<String>,
+    /// The control database for `--tenants-query`.
+    #[arg(long)]
+    pub control_database: Option<String>,
+    /// Folder of `<version>_<name>.sql` migrations (default: the job store schema).
+    #[arg(long)]
+    pub migrations: Option<PathBuf>,
+    /// Only migrations of this phase.
+    #[arg(long)]
+    pub phase: Option<String>,
+    /// Tenants scanned at once.
+    #[arg(long, default_value_t = DEFAULT_CONCURRENCY)]
+    pub concurrency: usize,
+}
+
+impl TenantArgs {
+    fn request(self) -> TenantsRequest {
+        let tenants = match (self.tenants, self.tenants_dir, self.tenants_query) {
+            (Some(file), _, _) => TenantSource::File(file),
+            (_, Some(dir), _) => TenantSource::Directory(dir),
+            (_, _, query) => TenantSource::Query {
+                control: self.control_database.unwrap_or_default(),
+                query: query.unwrap_or_default(),
+            },
+        };
+        let migrations = self
+            .migrations
+            .map_or(CatalogSource::JobStore, CatalogSource::Dir);
+        let mut request = TenantsRequest::new(self.identifier, tenants, migrations);
+        request.phase = self.phase;
+        request.concurrency = self.concurrency.max(1);
+        request
+    }
+}
+
+/// Runs a tenants command and returns its exit status (0, 1 or 3).
+pub async fn run(cmd: TenantsCommand, json: bool) -> u8 {
+    let mut progress: Box<dyn FnMut(Progress<'_>) + Send> = if std::io::stderr().is_terminal() {
+        Box::new(bar_progress())
+    } else {
+        Box::new(progress_lines(std::io::stderr()))
+    };
+    let outcome = match cmd {
+        TenantsCommand::Pending(a) => {
+            pending_command(&a.common.request(), a.fail_on_pending, &mut *progress).await
+        }
+        TenantsCommand::Migrate(a) => migrate_command(&a.request(), &mut *progress).await,
+    };
+    finish(outcome, json)
+}
+
+fn bar_progress() -> impl FnMut(Progress<'_>) + Send {
+    let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
+    if let Ok(style) = ProgressStyle::with_template("{bar:40} {pos}/{len} {msg}") {
+        bar.set_style(style);
+    }
+    move |event| match event {
+        Progress::ScanStarted { total } => bar.set_length(total as u64),
+        Progress::Scanned { done, status, .. } => {
+            bar.set_position(done as u64);
+            bar.set_message(status.name.clone());
+        }
+        Progress::ScanFailed {
+            done,
+            tenant,
+            error,
+            ..
+        } => {
+            bar.set_position(done as u64);
+            bar.println(format!("{tenant}: error[{}] {error}", error.code()));
+        }
+        Progress::MigrateTenant {
+            index,
+            total,
+            tenant,
+            ..
+        } => {
+            bar.set_length(total as u64);
+            bar.set_position(index as u64);
+            bar.set_message(tenant.to_owned());
+        }
+        Progress::Applied {
+            tenant,
+            version,
+            name,
+        } => {
+            bar.println(format!("{tenant}: applied {version}_{name}"));
+        }
+        _ => {}
+    }
+}
+
+fn finish(outcome: CommandOutcome, json: bool) -> u8 {
+    if let Some(line) = outcome.stdout {
+        println!("{line}");
+    }
+    if let Some(error) = outcome.error {
+        print_error(&anyhow::Error::new(error), json);
+    }
+    u8::try_from(outcome.exit_code).unwrap_or(1)
+}

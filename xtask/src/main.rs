@@ -1,1 +1,197 @@
-fn main() {}
+//! `cargo xtask`: the project's scripted chores, in Rust so they run anywhere cargo
+//! does (matklad's xtask pattern; deliberately few dependencies).
+//!
+//! - `cargo xtask test-all [--skip-postgres]`: fmt check, clippy with `-D warnings`,
+//!   and the whole workspace's tests with `DATABASE_URL` pointing at PostgreSQL
+//!   (the caller's, or a throwaway server started here and removed afterwards).
+//! - `cargo xtask pg`: starts a throwaway server, prints its URL, waits for Ctrl-C.
+
+mod bench;
+mod pg;
+
+use anyhow::{bail, Context, Result};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+const USAGE: &str = "usage: cargo xtask <command>
+
+commands:
+  test-all [--skip-postgres]   fmt check, clippy -D warnings, cargo test --workspace
+                               (DATABASE_URL, or a throwaway PostgreSQL)
+  pg                           start a throwaway PostgreSQL, print its URL, wait for Ctrl-C
+  bench [--quick] [--stores sqlite,postgres]
+                               benchmarks (issue 7): table + target/bench/results.json";
+
+fn main() {
+    if let Err(e) = real_main() {
+        eprintln!("xtask: error: {e:#}");
+        std::process::exit(1);
+    }
+}
+
+fn real_main() -> Result<()> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    match args.first().map(String::as_str) {
+        Some("test-all") => {
+            let mut skip_postgres = false;
+            for arg in &args[1..] {
+                match arg.as_str() {
+                    "--skip-postgres" => skip_postgres = true,
+                    other => bail!("unknown test-all argument {other:?}\n\n{USAGE}"),
+                }
+            }
+            test_all(skip_postgres)
+        }
+        Some("pg") if args.len() == 1 => serve_pg(),
+        Some("bench") => bench::run(&workspace_root(), &args[1..]),
+        Some("-h" | "--help" | "help") => {
+            println!("{USAGE}");
+            Ok(())
+        }
+        _ => bail!("{USAGE}"),
+    }
+}
+
+/// Where PostgreSQL comes from for a run: the caller's server or our own.
+enum Postgres {
+    External(String),
+    Temp(pg::TempPostgres),
+    Skipped,
+}
+
+impl Postgres {
+    fn url(&self) -> Option<&str> {
+        match self {
+            Self::External(url) => Some(url),
+            Self::Temp(server) => Some(server.url()),
+            Self::Skipped => None,
+        }
+    }
+}
+
+fn test_all(skip_postgres: bool) -> Result<()> {
+    let root = workspace_root();
+    let total = Instant::now();
+    let mut results: Vec<(&str, Duration, bool)> = Vec::new();
+
+    let postgres = match std::env::var("DATABASE_URL") {
+        Ok(url) if !url.is_empty() => {
+            println!("==> PostgreSQL: using DATABASE_URL from the environment");
+            Postgres::External(url)
+        }
+        _ if skip_postgres => {
+            println!(
+                "==> PostgreSQL: skipped (--skip-postgres); PostgreSQL tests are filtered out"
+            );
+            Postgres::Skipped
+        }
+        _ => {
+            let started = Instant::now();
+            println!("==> PostgreSQL: starting a throwaway server");
+            let server = pg::TempPostgres::start()?;
+            let took = started.elapsed();
+            println!("<== PostgreSQL: {} ready in {}", server.url(), secs(took));
+            results.push(("start postgres", took, true));
+            Postgres::Temp(server)
+        }
+    };
+
+    let mut fmt = cargo(&root);
+    fmt.args(["fmt", "--all", "--", "--check"]);
+    results.push(step("cargo fmt --check", &mut fmt));
+
+    let mut clippy = cargo(&root);
+    clippy.args([
+        "clippy",
+        "--workspace",
+        "--all-targets",
+        "--",
+        "-D",
+        "warnings",
+    ]);
+    results.push(step("cargo clippy", &mut clippy));
+
+    let mut test = cargo(&root);
+    test.args(["test", "--workspace"]);
+    match postgres.url() {
+        Some(url) => {
+            test.env("DATABASE_URL", url);
+        }
+        None => {
+            test.env_remove("DATABASE_URL");
+            test.args(["--", "--skip", "postgres"]);
+        }
+    }
+    results.push(step("cargo test", &mut test));
+
+    let started = Instant::now();
+    drop(postgres);
+    results.push(("stop postgres", started.elapsed(), true));
+
+    println!("\nsummary:");
+    for (name, took, ok) in &results {
+        println!(
+            "  {:<20} {:>9}  {}",
+            name,
+            secs(*took),
+            if *ok { "ok" } else { "FAILED" }
+        );
+    }
+    println!("  {:<20} {:>9}", "total", secs(total.elapsed()));
+    let failed: Vec<&str> = results.iter().filter(|r| !r.2).map(|r| r.0).collect();
+    if !failed.is_empty() {
+        bail!("failed: {}", failed.join(", "));
+    }
+    Ok(())
+}
+
+/// Runs one step, streaming its output, and reports its wall time.
+fn step(name: &'static str, cmd: &mut Command) -> (&'static str, Duration, bool) {
+    println!("\n==> {name}");
+    let started = Instant::now();
+    let ok = match cmd.status() {
+        Ok(status) => status.success(),
+        Err(e) => {
+            eprintln!("could not run {cmd:?}: {e}");
+            false
+        }
+    };
+    let took = started.elapsed();
+    println!(
+        "<== {name}: {} in {}",
+        if ok { "ok" } else { "FAILED" },
+        secs(took)
+    );
+    (name, took, ok)
+}
+
+fn serve_pg() -> Result<()> {
+    let server = pg::TempPostgres::start().context("starting PostgreSQL")?;
+    println!("{}", server.url());
+    eprintln!(
+        "PostgreSQL is running; export DATABASE_URL={}; Ctrl-C stops and deletes it",
+        server.url()
+    );
+    // Ctrl-C ends this process; the server's watchdog then stops and deletes it.
+    loop {
+        std::thread::park();
+    }
+}
+
+fn cargo(root: &Path) -> Command {
+    let mut cmd = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
+    cmd.current_dir(root);
+    cmd
+}
+
+fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("xtask lives in the workspace")
+        .to_owned()
+}
+
+fn secs(d: Duration) -> String {
+    format!("{:.1}s", d.as_secs_f64())
+}

@@ -1,0 +1,135 @@
+//! Claiming (SPEC §4, §7): several due jobs per round trip, never the same job twice.
+//!
+//! Candidates are read in claim order (queue priority, `scheduledAtMs`,
+//! `createdAtMs`, `id`) with `FOR UPDATE SKIP LOCKED`, so concurrent workers take
+//! disjoint rows without waiting for each other. A candidate holding a concurrency
+//! key must first take a reservation: an upsert on the key's row that only
+//! increments while `active < max` — the row lock makes the count exact however
+//! many workers claim at once. A candidate at its cap is skipped, never blocking
+//! the rest; when skips leave slots free the next batch of candidates is read.
+//! The claimed rows are then written back in one statement.
+
+use duraq_core::transitions::{claim as claim_row, reservation_for};
+use duraq_core::{new_job_id, ClaimRequest, Job, JobStatus, Result};
+
+use crate::db::Db;
+use crate::rows::{loaded_from_row, save_jobs, JOB_COLUMNS};
+use crate::tx::Tx;
+
+/// Records that `worker_id` is alive at `now`.
+pub(crate) async fn heartbeat(db: &Db<'_>, worker_id: &str, now: i64) -> Result<()> {
+    db.execute(
+        "INSERT INTO {s}.duraq_workers (worker_id, last_heartbeat_ms) VALUES ($1, $2) \
+         ON CONFLICT (worker_id) DO UPDATE SET last_heartbeat_ms = $2",
+        &[&worker_id, &now],
+    )
+    .await?;
+    Ok(())
+}
+
+/// Takes one reservation of `key` (cap `max`) unless it is full.
+async fn reserve(db: &Db<'_>, key: &str, max: i64) -> Result<bool> {
+    if max < 1 {
+        return Ok(false);
+    }
+    let rows = db
+        .query(
+            "INSERT INTO {s}.duraq_concurrency (concurrency_key, max_concurrency, active) VALUES ($1, $2, 1) \
+             ON CONFLICT (concurrency_key) DO UPDATE SET active = duraq_concurrency.active + 1, \
+             max_concurrency = excluded.max_concurrency WHERE duraq_concurrency.active < excluded.max_concurrency \
+             RETURNING active",
+            &[&key, &max],
+        )
+        .await?;
+    Ok(!rows.is_empty())
+}
+
+/// Gives back one reservation of `key`.
+pub(crate) async fn release_reservation(db: &Db<'_>, key: Option<&str>) -> Result<()> {
+    if let Some(key) = key {
+        db.execute(
+            "UPDATE {s}.duraq_concurrency SET active = GREATEST(active - 1, 0) WHERE concurrency_key = $1",
+            &[&key],
+        )
+        .await?;
+    }
+    Ok(())
+}
+
+pub(crate) async fn claim(tx: &mut Tx<'_>, req: &ClaimRequest) -> Result<Vec<Job>> {
+    heartbeat(&tx.db, &req.worker_id, tx.now).await?;
+    if req.limit == 0 || req.job_names.is_empty() {
+        return Ok(Vec::new());
+    }
+    // Priorities only matter when some queue has one; without them the order is
+    // the due index's own order.
+    let prioritized = req.queue_config.values().any(|c| c.priority != 0);
+    let (order, limit_param) = if prioritized {
+        (
+            "COALESCE(($6::int8[])[array_position($5::text[], queue)], 0) DESC, ",
+            7,
+        )
+    } else {
+        ("", 5)
+    };
+    let sql = format!(
+        "SELECT {JOB_COLUMNS} FROM {{s}}.duraq_jobs WHERE status = 'queued' AND scheduled_at_ms <= $1 \
+         AND job_name = ANY($2) AND ($3::text[] IS NULL OR queue = ANY($3)) AND NOT (id = ANY($4)) \
+         ORDER BY {order}scheduled_at_ms, created_at_ms, id COLLATE \"C\" LIMIT ${limit_param} FOR UPDATE SKIP LOCKED"
+    );
+    let names: Vec<&str> = req.queue_config.keys().map(String::as_str).collect();
+    let priorities: Vec<i64> = req.queue_config.values().map(|c| c.priority).collect();
+    let batch = i64::try_from(req.limit)
+        .unwrap_or(i64::MAX)
+        .saturating_mul(2)
+        .saturating_add(8);
+    let mut seen: Vec<String> = Vec::new();
+    let mut taken: Vec<(Job, Option<String>)> = Vec::new();
+    while taken.len() < req.limit {
+        let rows = if prioritized {
+            tx.db
+                .query(
+                    &sql,
+                    &[
+                        &tx.now,
+                        &req.job_names,
+                        &req.queues,
+                        &seen,
+                        &names,
+                        &priorities,
+                        &batch,
+                    ],
+                )
+                .await?
+        } else {
+            tx.db
+                .query(&sql, &[&tx.now, &req.job_names, &req.queues, &seen, &batch])
+                .await?
+        };
+        let exhausted = (rows.len() as i64) < batch;
+        for row in &rows {
+            let candidate = loaded_from_row(row)?.job;
+            seen.push(candidate.id.clone());
+            if taken.len() >= req.limit {
+                break;
+            }
+            let reservation = reservation_for(&candidate, &req.queue_config);
+            if let Some((key, max)) = &reservation {
+                if !reserve(&tx.db, key, *max).await? {
+                    continue;
+                }
+            }
+            taken.push((candidate, reservation.map(|(key, _)| key)));
+        }
+        if exhausted {
+            break;
+        }
+    }
+    for (job, _) in &mut taken {
+        claim_row(job, &req.worker_id, new_job_id(), tx.now);
+        tx.change.moved(JobStatus::Queued, JobStatus::HandedOff);
+    }
+    let rows: Vec<(&Job, Option<&str>)> = taken.iter().map(|(j, r)| (j, r.as_deref())).collect();
+    save_jobs(&tx.db, &rows).await?;
+    Ok(taken.into_iter().map(|(job, _)| job).collect())
+}

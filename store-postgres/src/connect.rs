@@ -1,0 +1,143 @@
+//! Opening a store: the pool, the schema (migrated before first use), and the
+//! LISTEN connection, all from one `postgres://` URL.
+
+use std::sync::atomic::{AtomicBool, AtomicU64};
+use std::sync::Arc;
+use std::time::Duration;
+
+use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod, Runtime};
+use duraq_core::{system_clock, Clock, Error, Result};
+use tokio::sync::{broadcast, watch};
+use tokio_postgres::NoTls;
+
+use crate::db::{pooled, Conn, Db, Names};
+use crate::error::map_pg_error;
+use crate::schema::SCHEMA_VERSION;
+use crate::{listener, Inner, PostgresOptions, PostgresStore, Shared};
+
+/// What [`migrate`] (or opening a store) did.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct MigrationReport {
+    /// The versions this call recorded, ascending (empty when already current).
+    pub applied: Vec<i64>,
+    /// The schema version afterwards.
+    pub version: i64,
+}
+
+fn parse_url(url: &str) -> Result<tokio_postgres::Config> {
+    url.parse::<tokio_postgres::Config>()
+        .map_err(|e| Error::backend("invalid PostgreSQL URL", e))
+}
+
+fn build_pool(config: tokio_postgres::Config, size: usize) -> Result<Pool> {
+    let manager = Manager::from_config(
+        config,
+        NoTls,
+        ManagerConfig {
+            recycling_method: RecyclingMethod::Fast,
+        },
+    );
+    Pool::builder(manager)
+        .max_size(size.max(1))
+        .runtime(Runtime::Tokio1)
+        .wait_timeout(Some(Duration::from_secs(30)))
+        .create_timeout(Some(Duration::from_secs(10)))
+        .build()
+        .map_err(|e| Error::backend("building the PostgreSQL pool", e))
+}
+
+/// Resolves the schema and brings it to [`SCHEMA_VERSION`] in one transaction.
+async fn open_schema(
+    pool: &Pool,
+    schema: Option<&str>,
+    now: i64,
+) -> Result<(Names, MigrationReport)> {
+    let mut client = pooled(pool).await?;
+    let schema = match schema {
+        Some(s) => s.to_owned(),
+        None => {
+            let row = client
+                .query_one("SELECT current_schema()::text", &[])
+                .await
+                .map_err(map_pg_error)?;
+            row.get::<_, Option<String>>(0).ok_or_else(|| {
+                Error::schema("the connection has no current schema; set PostgresOptions::schema")
+            })?
+        }
+    };
+    let names = Names::new(&schema)?;
+    let tx = client.transaction().await.map_err(map_pg_error)?;
+    let applied = {
+        let db = Db {
+            conn: Conn::Pooled(tx),
+            names: &names,
+        };
+        let applied = crate::schema::migrate(&db, now).await?;
+        if let Conn::Pooled(tx) = db.conn {
+            tx.commit().await.map_err(map_pg_error)?;
+        }
+        applied
+    };
+    Ok((
+        names,
+        MigrationReport {
+            applied,
+            version: SCHEMA_VERSION,
+        },
+    ))
+}
+
+/// Brings the schema at `url` up to date without opening a store (`duraq migrate`).
+pub async fn migrate(url: &str, options: &PostgresOptions) -> Result<MigrationReport> {
+    let pool = build_pool(parse_url(url)?, 1)?;
+    let now = duraq_core::SystemClock.now_ms();
+    Ok(open_schema(&pool, options.schema.as_deref(), now).await?.1)
+}
+
+impl PostgresStore {
+    /// Connects to `url`, migrates the schema and starts listening for changes.
+    pub async fn connect(url: &str, options: PostgresOptions) -> Result<Self> {
+        Self::connect_with_clock(url, options, system_clock()).await
+    }
+
+    /// [`PostgresStore::connect`] reading "now" from `clock` (tests move it).
+    pub async fn connect_with_clock(
+        url: &str,
+        options: PostgresOptions,
+        clock: Arc<dyn Clock>,
+    ) -> Result<Self> {
+        let config = parse_url(url)?;
+        let pool = build_pool(config.clone(), options.pool_size)?;
+        let (names, migration) =
+            open_schema(&pool, options.schema.as_deref(), clock.now_ms()).await?;
+        let shared = Arc::new(Shared {
+            pool,
+            names,
+            deltas: broadcast::channel(1024).0,
+            work: watch::channel(0).0,
+            listening: AtomicBool::new(false),
+            reconnects: AtomicU64::new(0),
+        });
+        let listener = listener::start(config, shared.clone(), options.fallback_poll_ms).await?;
+        let seed = u64::from(std::process::id()) ^ clock.now_ms() as u64;
+        Ok(Self {
+            inner: Arc::new(Inner {
+                shared,
+                clock,
+                shard_seq: AtomicU64::new(seed),
+                migration,
+                pool_size: options.pool_size,
+                listener,
+            }),
+        })
+    }
+
+    /// What opening this store did to the schema.
+    pub fn migration(&self) -> &MigrationReport {
+        &self.inner.migration
+    }
+
+    pub(crate) fn pool_size(&self) -> usize {
+        self.inner.pool_size
+    }
+}

@@ -1,0 +1,170 @@
+//! One way to run a statement, whatever holds the connection.
+//!
+//! Statements are written once as templates with `{s}` standing for the quoted
+//! schema, so tenant-per-schema needs no per-connection `search_path` and works on
+//! an application's own transaction ([`crate::PostgresStore::enqueue_in`]). The
+//! schema is an identifier, validated and quoted once; every *value* is a bound
+//! parameter. Pooled connections cache prepared statements; a borrowed
+//! application transaction prepares per call.
+
+use duraq_core::{Error, ErrorCode, Result};
+use tokio_postgres::types::ToSql;
+use tokio_postgres::Row;
+
+use crate::error::{map_pg_error, map_pool_error};
+
+/// Parameters as tokio-postgres takes them.
+pub(crate) type Params<'p> = [&'p (dyn ToSql + Sync)];
+
+/// The schema a store lives in, and the names derived from it.
+#[derive(Debug)]
+pub(crate) struct Names {
+    /// The schema name as given (validated).
+    pub schema: String,
+    /// `"schema"`, ready to prefix table names.
+    pub quoted: String,
+    /// The LISTEN/NOTIFY channel of this schema (a fixed-length digest).
+    pub channel: String,
+    /// This store instance's id, so its listener skips its own notifications.
+    pub origin: String,
+}
+
+impl Names {
+    pub fn new(schema: &str) -> Result<Self> {
+        validate_identifier(schema)?;
+        let digest = duraq_core::digest_hex("channel", &serde_json::json!(schema));
+        Ok(Self {
+            schema: schema.to_owned(),
+            quoted: quote_identifier(schema),
+            channel: format!("duraq_{}", &digest[..24]),
+            origin: duraq_core::new_job_id(),
+        })
+    }
+
+    /// `template` with `{s}` replaced by the quoted schema.
+    pub fn sql(&self, template: &str) -> String {
+        template.replace("{s}", &self.quoted)
+    }
+}
+
+/// A schema name must be a plain identifier: ASCII letters, digits, `_`, `$`, not
+/// starting with a digit or `$`, at most 63 bytes.
+pub(crate) fn validate_identifier(name: &str) -> Result<()> {
+    let mut chars = name.chars();
+    let first_ok = chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_');
+    let rest_ok = chars.all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '$');
+    if !first_ok || !rest_ok || name.len() > 63 {
+        return Err(Error::invalid(
+            ErrorCode::Backend,
+            format!(
+                "invalid PostgreSQL schema name {name:?}: use letters, digits and _ (max 63 bytes)"
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Double-quotes an identifier (quotes inside are doubled).
+pub(crate) fn quote_identifier(name: &str) -> String {
+    format!("\"{}\"", name.replace('"', "\"\""))
+}
+
+/// Whatever connection a statement runs on.
+pub(crate) enum Conn<'a> {
+    Pooled(deadpool_postgres::Transaction<'a>),
+    Borrowed(&'a tokio_postgres::Transaction<'a>),
+    Client(&'a deadpool_postgres::Object),
+}
+
+/// A connection plus the schema names.
+pub(crate) struct Db<'a> {
+    pub conn: Conn<'a>,
+    pub names: &'a Names,
+}
+
+impl Db<'_> {
+    pub async fn query(&self, template: &str, params: &Params<'_>) -> Result<Vec<Row>> {
+        let sql = self.names.sql(template);
+        let rows = match &self.conn {
+            Conn::Pooled(tx) => {
+                let stmt = tx.prepare_cached(&sql).await.map_err(map_pg_error)?;
+                tx.query(&stmt, params).await
+            }
+            Conn::Client(client) => {
+                let stmt = client.prepare_cached(&sql).await.map_err(map_pg_error)?;
+                client.query(&stmt, params).await
+            }
+            Conn::Borrowed(tx) => tx.query(sql.as_str(), params).await,
+        };
+        rows.map_err(map_pg_error)
+    }
+
+    pub async fn query_opt(&self, template: &str, params: &Params<'_>) -> Result<Option<Row>> {
+        Ok(self.query(template, params).await?.into_iter().next())
+    }
+
+    pub async fn query_one(&self, template: &str, params: &Params<'_>) -> Result<Row> {
+        self.query_opt(template, params)
+            .await?
+            .ok_or_else(|| Error::Backend {
+                message: "statement returned no row".into(),
+                source: None,
+            })
+    }
+
+    pub async fn execute(&self, template: &str, params: &Params<'_>) -> Result<u64> {
+        let sql = self.names.sql(template);
+        let n = match &self.conn {
+            Conn::Pooled(tx) => {
+                let stmt = tx.prepare_cached(&sql).await.map_err(map_pg_error)?;
+                tx.execute(&stmt, params).await
+            }
+            Conn::Client(client) => {
+                let stmt = client.prepare_cached(&sql).await.map_err(map_pg_error)?;
+                client.execute(&stmt, params).await
+            }
+            Conn::Borrowed(tx) => tx.execute(sql.as_str(), params).await,
+        };
+        n.map_err(map_pg_error)
+    }
+
+    /// Runs parameterless statements (savepoints) with the simple protocol.
+    pub async fn batch(&self, sql: &str) -> Result<()> {
+        let r = match &self.conn {
+            Conn::Pooled(tx) => tx.batch_execute(sql).await,
+            Conn::Client(client) => client.batch_execute(sql).await,
+            Conn::Borrowed(tx) => tx.batch_execute(sql).await,
+        };
+        r.map_err(map_pg_error)
+    }
+}
+
+/// Takes a connection from the pool.
+pub(crate) async fn pooled(pool: &deadpool_postgres::Pool) -> Result<deadpool_postgres::Object> {
+    pool.get().await.map_err(map_pool_error)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn schema_names_are_validated_and_quoted() {
+        for good in ["public", "tenant_acme", "_x1", "a$b"] {
+            assert!(validate_identifier(good).is_ok(), "{good}");
+        }
+        for bad in ["", "1a", "a-b", "a b", "a\"b", "é", &"a".repeat(64)] {
+            assert!(validate_identifier(bad).is_err(), "{bad}");
+        }
+        assert_eq!(quote_identifier("a\"b"), "\"a\"\"b\"");
+        let names = Names::new("tenant_acme").unwrap();
+        assert_eq!(
+            names.sql("SELECT 1 FROM {s}.duraq_jobs"),
+            "SELECT 1 FROM \"tenant_acme\".duraq_jobs"
+        );
+        assert_eq!(names.channel.len(), "duraq_".len() + 24);
+        assert_ne!(names.channel, Names::new("tenant_other").unwrap().channel);
+    }
+}

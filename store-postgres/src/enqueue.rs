@@ -1,0 +1,191 @@
+//! Enqueue (SPEC §3, §6, §7): idempotency scopes, dedupe-while-queued, cap
+//! registration, operation records, and batches.
+//!
+//! Races between processes are settled by unique keys, never by reading first and
+//! hoping: the scope row is inserted with `ON CONFLICT DO NOTHING`, which waits for
+//! a concurrent inserter and, if that one committed, lets this transaction read its
+//! row and answer `Replayed` (or `idempotency-conflict`) — the transaction stays
+//! usable, so one job per scope comes out of any number of concurrent producers.
+
+use duraq_core::transitions::new_job_row;
+use duraq_core::{EnqueueOutcome, Error, ErrorCode, JobStatus, NewJob, Result};
+
+use crate::rows::insert_jobs;
+use crate::tx::Tx;
+
+/// One enqueue inside `tx`, following [`duraq_core::Store::enqueue`].
+pub(crate) async fn enqueue_one(tx: &mut Tx<'_>, job: &NewJob) -> Result<EnqueueOutcome> {
+    let scope = job.scope_digest();
+    if let Some(scope) = &scope {
+        if let Some(found) = owned_scope(tx, scope, job).await? {
+            return found;
+        }
+    }
+    if job.deduplicate_while_queued() {
+        // Concurrent identical dedupe requests take turns, so they converge.
+        let class = format!("duraq.dedupe:{}", tx.db.names.schema);
+        let identity = format!(
+            "{}\u{1f}{}\u{1f}{}",
+            job.job_name(),
+            job.queue(),
+            job.args_digest()
+        );
+        tx.db
+            .execute(
+                "SELECT pg_advisory_xact_lock(hashtext($1), hashtext($2))::text",
+                &[&class, &identity],
+            )
+            .await?;
+        if let Some(id) = find_duplicate(tx, job).await? {
+            return Ok(EnqueueOutcome::Deduplicated(id));
+        }
+    }
+    register_cap(tx, job).await?;
+    if let Some(scope) = &scope {
+        let inserted = tx
+            .db
+            .query(
+                "INSERT INTO {s}.duraq_idempotency (scope_digest, request_digest, job_id, created_at_ms) \
+                 VALUES ($1, $2, $3, $4) ON CONFLICT (scope_digest) DO NOTHING RETURNING 1",
+                &[scope, &job.request_digest(), &job.id(), &tx.now],
+            )
+            .await?;
+        if inserted.is_empty() {
+            // A concurrent first enqueue committed the scope while we waited.
+            if let Some(found) = owned_scope(tx, scope, job).await? {
+                return found;
+            }
+            return Err(Error::Busy {
+                message: "idempotency scope changed concurrently".into(),
+            });
+        }
+    }
+    let row = new_job_row(job, tx.now);
+    insert_jobs(&tx.db, std::slice::from_ref(&row), &[job.args_digest()]).await?;
+    insert_operation(tx, job).await?;
+    tx.change.added(JobStatus::Queued);
+    tx.work = true;
+    Ok(EnqueueOutcome::Created(row.id))
+}
+
+/// Many enqueues in one transaction. Plain jobs (no idempotency key, dedupe or
+/// operation) go in with one multi-row `INSERT … SELECT FROM unnest(…)`.
+pub(crate) async fn enqueue_many(tx: &mut Tx<'_>, jobs: &[NewJob]) -> Result<Vec<EnqueueOutcome>> {
+    let plain = jobs.iter().all(|j| {
+        j.idempotency_key().is_none() && !j.deduplicate_while_queued() && j.operation().is_none()
+    });
+    if !plain {
+        let mut outcomes = Vec::with_capacity(jobs.len());
+        for job in jobs {
+            outcomes.push(enqueue_one(tx, job).await?);
+        }
+        return Ok(outcomes);
+    }
+    for job in jobs {
+        register_cap(tx, job).await?;
+    }
+    let rows: Vec<_> = jobs.iter().map(|j| new_job_row(j, tx.now)).collect();
+    let digests: Vec<String> = jobs.iter().map(NewJob::args_digest).collect();
+    insert_jobs(&tx.db, &rows, &digests).await?;
+    for _ in &rows {
+        tx.change.added(JobStatus::Queued);
+    }
+    tx.work = true;
+    Ok(rows
+        .into_iter()
+        .map(|r| EnqueueOutcome::Created(r.id))
+        .collect())
+}
+
+/// `Some(Ok(Replayed))` or `Some(Err(conflict))` when the scope is already owned.
+async fn owned_scope(
+    tx: &Tx<'_>,
+    scope: &str,
+    job: &NewJob,
+) -> Result<Option<Result<EnqueueOutcome>>> {
+    let row = tx
+        .db
+        .query_opt(
+            "SELECT request_digest, job_id FROM {s}.duraq_idempotency WHERE scope_digest = $1",
+            &[&scope],
+        )
+        .await?;
+    Ok(row.map(|row| {
+        let request: String = row.get(0);
+        if request == job.request_digest() {
+            Ok(EnqueueOutcome::Replayed(row.get(1)))
+        } else {
+            Err(Error::conflict(
+                ErrorCode::IdempotencyConflict,
+                "this idempotency key already owns a different request",
+            ))
+        }
+    }))
+}
+
+/// The earliest identical queued job due no later than `job` would be.
+async fn find_duplicate(tx: &Tx<'_>, job: &NewJob) -> Result<Option<String>> {
+    let row = tx
+        .db
+        .query_opt(
+            "SELECT id FROM {s}.duraq_jobs WHERE status = 'queued' AND job_name = $1 AND queue = $2 \
+             AND args_digest = $3 AND scheduled_at_ms <= $4 \
+             ORDER BY scheduled_at_ms, created_at_ms, id COLLATE \"C\" LIMIT 1",
+            &[&job.job_name().as_str(), &job.queue().as_str(), &job.args_digest(), &job.due_at_ms(tx.now)],
+        )
+        .await?;
+    Ok(row.map(|r| r.get(0)))
+}
+
+/// Registers an explicit key's cap on first use; a different cap later conflicts.
+pub(crate) async fn register_cap(tx: &Tx<'_>, job: &NewJob) -> Result<()> {
+    let Some(limit) = job.concurrency() else {
+        return Ok(());
+    };
+    tx.db
+        .execute(
+            "INSERT INTO {s}.duraq_concurrency (concurrency_key, max_concurrency, active) VALUES ($1, $2, 0) \
+             ON CONFLICT (concurrency_key) DO NOTHING",
+            &[&limit.key, &limit.max],
+        )
+        .await?;
+    let row = tx
+        .db
+        .query_one(
+            "SELECT max_concurrency FROM {s}.duraq_concurrency WHERE concurrency_key = $1",
+            &[&limit.key],
+        )
+        .await?;
+    let registered: i64 = row.get(0);
+    if registered != limit.max {
+        return Err(Error::conflict(
+            ErrorCode::ConcurrencyCapConflict,
+            format!(
+                "concurrency key {:?} is registered with cap {registered}, not {}",
+                limit.key, limit.max
+            ),
+        ));
+    }
+    Ok(())
+}
+
+async fn insert_operation(tx: &Tx<'_>, job: &NewJob) -> Result<()> {
+    let Some(op) = job.operation() else {
+        return Ok(());
+    };
+    let inserted = tx
+        .db
+        .query(
+            "INSERT INTO {s}.duraq_operations (op_key, data, job_id, created_at_ms) VALUES ($1, $2, $3, $4) \
+             ON CONFLICT (op_key) DO NOTHING RETURNING 1",
+            &[&op.key, &op.data.to_string(), &job.id(), &tx.now],
+        )
+        .await?;
+    if inserted.is_empty() {
+        return Err(Error::conflict(
+            ErrorCode::IdempotencyConflict,
+            "this operation key is already owned by another enqueue",
+        ));
+    }
+    Ok(())
+}

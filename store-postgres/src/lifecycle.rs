@@ -1,0 +1,169 @@
+//! Everything that moves a job after its claim: fenced reports, recovery of lost
+//! leases, operator retry and cancel, pruning and reservation reconciliation.
+//!
+//! Each loads the row `FOR UPDATE`, checks it (the lease for reports), applies the
+//! shared transition from `duraq_core::transitions`, and then gives back what the
+//! job held: its concurrency reservation when it leaves `handed_off`, and its
+//! schedule key when it becomes terminal (only if the key still points at it).
+
+use duraq_core::transitions::{apply_outcome, operator_cancel, operator_retry, recover_lost};
+use duraq_core::{Error, Job, JobStatus, Lease, Outcome, PruneRequest, Result};
+
+use crate::claim::release_reservation;
+use crate::db::Db;
+use crate::rows::{loaded_from_row, lock_job, save_jobs, Loaded, JOB_COLUMNS};
+use crate::schedule::{claim_ownership_if_free, lock_key, release_owner};
+use crate::tx::Tx;
+
+/// Gives back what a job that just left `handed_off` (or became terminal) held.
+async fn after_leaving_handoff(db: &Db<'_>, job: &Job, reservation: Option<&str>) -> Result<()> {
+    release_reservation(db, reservation).await?;
+    if job.status.is_terminal() {
+        release_owner(db, job.schedule_key.as_deref(), &job.id).await?;
+    }
+    Ok(())
+}
+
+/// A fenced report: `false`, changing nothing, unless `lease` is current.
+pub(crate) async fn report(tx: &mut Tx<'_>, lease: &Lease, outcome: &Outcome) -> Result<bool> {
+    let Some(Loaded {
+        mut job,
+        reservation,
+    }) = lock_job(&tx.db, &lease.job_id).await?
+    else {
+        return Ok(false);
+    };
+    if job.status != JobStatus::HandedOff
+        || job.handoff_id.as_deref() != Some(lease.handoff_id.as_str())
+    {
+        return Ok(false);
+    }
+    apply_outcome(&mut job, outcome, tx.now);
+    tx.change.moved(JobStatus::HandedOff, job.status);
+    after_leaving_handoff(&tx.db, &job, reservation.as_deref()).await?;
+    save_jobs(&tx.db, &[(&job, None)]).await?;
+    tx.work = true;
+    Ok(true)
+}
+
+/// Recovers the leases of workers not heard from since `now - stale_after_ms`.
+pub(crate) async fn recover_stale(tx: &mut Tx<'_>, stale_after_ms: i64) -> Result<Vec<String>> {
+    let cutoff = tx.now.saturating_sub(stale_after_ms);
+    let sql = format!(
+        "SELECT {JOB_COLUMNS} FROM {{s}}.duraq_jobs AS j WHERE j.status = 'handed_off' AND NOT EXISTS \
+         (SELECT 1 FROM {{s}}.duraq_workers AS w WHERE w.worker_id = j.worker_id AND w.last_heartbeat_ms >= $1) \
+         ORDER BY j.id COLLATE \"C\" FOR UPDATE OF j SKIP LOCKED"
+    );
+    let rows = tx.db.query(&sql, &[&cutoff]).await?;
+    let mut lost = rows
+        .iter()
+        .map(loaded_from_row)
+        .collect::<Result<Vec<_>>>()?;
+    for Loaded { job, reservation } in &mut lost {
+        recover_lost(job, tx.now);
+        tx.change.moved(JobStatus::HandedOff, job.status);
+        after_leaving_handoff(&tx.db, job, reservation.as_deref()).await?;
+    }
+    let saved: Vec<(&Job, Option<&str>)> = lost.iter().map(|l| (&l.job, None)).collect();
+    save_jobs(&tx.db, &saved).await?;
+    if !lost.is_empty() {
+        tx.work = true;
+    }
+    let mut ids: Vec<String> = lost.into_iter().map(|l| l.job.id).collect();
+    ids.sort_unstable();
+    Ok(ids)
+}
+
+/// Operator retry of a terminal job; it takes its key back if the key is free.
+pub(crate) async fn retry_job(tx: &mut Tx<'_>, id: &str) -> Result<Job> {
+    let key: Option<String> = tx
+        .db
+        .query_opt(
+            "SELECT schedule_key FROM {s}.duraq_jobs WHERE id = $1",
+            &[&id],
+        )
+        .await?
+        .ok_or_else(|| Error::job_not_found(id))?
+        .get(0);
+    if let Some(key) = &key {
+        lock_key(&tx.db, key).await?;
+    }
+    let Loaded { mut job, .. } = lock_job(&tx.db, id)
+        .await?
+        .ok_or_else(|| Error::job_not_found(id))?;
+    let from = job.status;
+    operator_retry(&mut job, tx.now)?;
+    tx.change.moved(from, JobStatus::Queued);
+    save_jobs(&tx.db, &[(&job, None)]).await?;
+    if let Some(key) = &job.schedule_key {
+        claim_ownership_if_free(&tx.db, key, &job.id).await?;
+    }
+    tx.work = true;
+    Ok(job)
+}
+
+/// Operator cancel of a queued or handed-off job.
+pub(crate) async fn cancel_job(tx: &mut Tx<'_>, id: &str) -> Result<Job> {
+    let Loaded {
+        mut job,
+        reservation,
+    } = lock_job(&tx.db, id)
+        .await?
+        .ok_or_else(|| Error::job_not_found(id))?;
+    let from = job.status;
+    operator_cancel(&mut job, tx.now)?;
+    tx.change.moved(from, JobStatus::Cancelled);
+    after_leaving_handoff(&tx.db, &job, reservation.as_deref()).await?;
+    save_jobs(&tx.db, &[(&job, None)]).await?;
+    Ok(job)
+}
+
+/// Deletes one batch of prunable jobs, oldest first; returns how many.
+pub(crate) async fn prune_batch(tx: &mut Tx<'_>, req: &PruneRequest, now: i64) -> Result<u64> {
+    let cutoff =
+        |age: Option<u64>| age.map(|a| now.saturating_sub(i64::try_from(a).unwrap_or(i64::MAX)));
+    let limit = req.batch_size.max(1) as i64;
+    let rows = tx
+        .db
+        .query(
+            "WITH doomed AS (SELECT id FROM {s}.duraq_jobs WHERE \
+             (status = 'completed' AND completed_at_ms < $1) OR (status = 'failed' AND failed_at_ms < $2) \
+             OR (status = 'orphaned' AND orphaned_at_ms < $2) OR (status = 'cancelled' AND cancelled_at_ms < $3) \
+             ORDER BY COALESCE(completed_at_ms, failed_at_ms, orphaned_at_ms, cancelled_at_ms), id COLLATE \"C\" \
+             LIMIT $4 FOR UPDATE SKIP LOCKED) \
+             DELETE FROM {s}.duraq_jobs AS j USING doomed WHERE j.id = doomed.id RETURNING j.status",
+            &[
+                &cutoff(req.completed_older_than_ms),
+                &cutoff(req.failed_older_than_ms),
+                &cutoff(req.cancelled_older_than_ms),
+                &limit,
+            ],
+        )
+        .await?;
+    for row in &rows {
+        let status: String = row.get(0);
+        tx.change.removed(status.parse()?);
+    }
+    Ok(rows.len() as u64)
+}
+
+/// Sets each key's reservation count to its handed-off jobs; returns keys changed.
+pub(crate) async fn reconcile(tx: &mut Tx<'_>) -> Result<u64> {
+    tx.db
+        .batch(
+            &tx.db
+                .names
+                .sql("LOCK TABLE {s}.duraq_concurrency IN SHARE ROW EXCLUSIVE MODE"),
+        )
+        .await?;
+    tx.db
+        .execute(
+            "WITH actual AS (SELECT c.concurrency_key, (SELECT count(*) FROM {s}.duraq_jobs AS j \
+             WHERE j.status = 'handed_off' AND j.reservation_key = c.concurrency_key) AS n \
+             FROM {s}.duraq_concurrency AS c) \
+             UPDATE {s}.duraq_concurrency AS c SET active = actual.n FROM actual \
+             WHERE actual.concurrency_key = c.concurrency_key AND c.active <> actual.n",
+            &[],
+        )
+        .await
+}

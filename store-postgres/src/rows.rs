@@ -1,0 +1,157 @@
+//! Job rows between PostgreSQL and [`duraq_core::Job`].
+//!
+//! Stores never edit a job column by column: they load the row, apply a pure
+//! transition from `duraq_core::transitions`, and write the mutable columns back
+//! here, many rows per statement (`UNNEST` of one array per column). `args` is
+//! stored as JSON text rather than `jsonb`, because `jsonb` rewrites numbers and
+//! refuses `\u0000`, and a job must come back exactly as it was enqueued.
+
+use duraq_core::{Job, JobStatus, Result};
+use tokio_postgres::Row;
+
+use crate::db::Db;
+use crate::error::corrupt;
+
+/// Every column of `duraq_jobs` that maps to [`Job`], in [`job_from_row`] order,
+/// followed by the internal `reservation_key`.
+pub(crate) const JOB_COLUMNS: &str = "id, job_name, args, queue, status, attempts, max_retries, \
+    scheduled_at_ms, created_at_ms, handed_off_at_ms, completed_at_ms, failed_at_ms, cancelled_at_ms, \
+    orphaned_at_ms, last_error, worker_id, handoff_id, schedule_key, schedule_order, concurrency_key, \
+    max_concurrency, idempotency_key, timeout_ms, reservation_key";
+
+/// A job as loaded for a transition, with the reservation it holds (if any).
+pub(crate) struct Loaded {
+    pub job: Job,
+    pub reservation: Option<String>,
+}
+
+pub(crate) fn job_from_row(row: &Row) -> Result<Job> {
+    let args: String = row.get(2);
+    let status: String = row.get(4);
+    Ok(Job {
+        id: row.get(0),
+        job_name: row.get(1),
+        args: serde_json::from_str(&args).map_err(|e| corrupt(format!("args: {e}")))?,
+        queue: row.get(3),
+        status: status
+            .parse::<JobStatus>()
+            .map_err(|_| corrupt(format!("status {status:?}")))?,
+        attempts: row.get(5),
+        max_retries: row.get(6),
+        scheduled_at_ms: row.get(7),
+        created_at_ms: row.get(8),
+        handed_off_at_ms: row.get(9),
+        completed_at_ms: row.get(10),
+        failed_at_ms: row.get(11),
+        cancelled_at_ms: row.get(12),
+        orphaned_at_ms: row.get(13),
+        last_error: row.get(14),
+        worker_id: row.get(15),
+        handoff_id: row.get(16),
+        schedule_key: row.get(17),
+        schedule_order: row.get(18),
+        concurrency_key: row.get(19),
+        max_concurrency: row.get(20),
+        idempotency_key: row.get(21),
+        timeout_ms: row.get(22),
+    })
+}
+
+pub(crate) fn loaded_from_row(row: &Row) -> Result<Loaded> {
+    Ok(Loaded {
+        job: job_from_row(row)?,
+        reservation: row.get(23),
+    })
+}
+
+pub(crate) fn jobs_from_rows(rows: &[Row]) -> Result<Vec<Job>> {
+    rows.iter().map(job_from_row).collect()
+}
+
+/// Loads one job and locks its row until the transaction ends.
+pub(crate) async fn lock_job(db: &Db<'_>, id: &str) -> Result<Option<Loaded>> {
+    let sql = format!("SELECT {JOB_COLUMNS} FROM {{s}}.duraq_jobs WHERE id = $1 FOR UPDATE");
+    db.query_opt(&sql, &[&id])
+        .await?
+        .as_ref()
+        .map(loaded_from_row)
+        .transpose()
+}
+
+/// Inserts fresh rows; `digests[i]` is the args digest of `jobs[i]`.
+pub(crate) async fn insert_jobs(db: &Db<'_>, jobs: &[Job], digests: &[String]) -> Result<()> {
+    let col = |f: fn(&Job) -> Option<String>| jobs.iter().map(f).collect::<Vec<_>>();
+    let num = |f: fn(&Job) -> Option<i64>| jobs.iter().map(f).collect::<Vec<_>>();
+    let ids = col(|j| Some(j.id.clone()));
+    let names = col(|j| Some(j.job_name.clone()));
+    let args = col(|j| Some(j.args.to_string()));
+    let queues = col(|j| Some(j.queue.clone()));
+    let statuses = col(|j| Some(j.status.as_str().to_owned()));
+    let attempts = num(|j| Some(j.attempts));
+    let max_retries = num(|j| Some(j.max_retries));
+    let scheduled = num(|j| Some(j.scheduled_at_ms));
+    let created = num(|j| Some(j.created_at_ms));
+    let keys = col(|j| j.schedule_key.clone());
+    let orders = num(|j| j.schedule_order);
+    let ckeys = col(|j| j.concurrency_key.clone());
+    let cmax = num(|j| j.max_concurrency);
+    let ikeys = col(|j| j.idempotency_key.clone());
+    let timeouts = num(|j| j.timeout_ms);
+    db.execute(
+        "INSERT INTO {s}.duraq_jobs (id, job_name, args, args_digest, queue, status, attempts, max_retries, \
+         scheduled_at_ms, created_at_ms, schedule_key, schedule_order, concurrency_key, max_concurrency, \
+         idempotency_key, timeout_ms) \
+         SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], \
+         $7::int8[], $8::int8[], $9::int8[], $10::int8[], $11::text[], $12::int8[], $13::text[], $14::int8[], \
+         $15::text[], $16::int8[])",
+        &[
+            &ids, &names, &args, &digests, &queues, &statuses, &attempts, &max_retries, &scheduled, &created,
+            &keys, &orders, &ckeys, &cmax, &ikeys, &timeouts,
+        ],
+    )
+    .await?;
+    Ok(())
+}
+
+/// Writes back the mutable columns of `rows` (job, reservation key it now holds).
+pub(crate) async fn save_jobs(db: &Db<'_>, rows: &[(&Job, Option<&str>)]) -> Result<()> {
+    if rows.is_empty() {
+        return Ok(());
+    }
+    let col = |f: fn(&Job) -> Option<String>| rows.iter().map(|(j, _)| f(j)).collect::<Vec<_>>();
+    let num = |f: fn(&Job) -> Option<i64>| rows.iter().map(|(j, _)| f(j)).collect::<Vec<_>>();
+    let ids = col(|j| Some(j.id.clone()));
+    let statuses = col(|j| Some(j.status.as_str().to_owned()));
+    let attempts = num(|j| Some(j.attempts));
+    let scheduled = num(|j| Some(j.scheduled_at_ms));
+    let handed = num(|j| j.handed_off_at_ms);
+    let completed = num(|j| j.completed_at_ms);
+    let failed = num(|j| j.failed_at_ms);
+    let cancelled = num(|j| j.cancelled_at_ms);
+    let orphaned = num(|j| j.orphaned_at_ms);
+    let errors = col(|j| j.last_error.clone());
+    let workers = col(|j| j.worker_id.clone());
+    let handoffs = col(|j| j.handoff_id.clone());
+    let keys = col(|j| j.schedule_key.clone());
+    let orders = num(|j| j.schedule_order);
+    let reservations: Vec<Option<&str>> = rows.iter().map(|(_, r)| *r).collect();
+    db.execute(
+        "UPDATE {s}.duraq_jobs AS j SET status = v.status, attempts = v.attempts, \
+         scheduled_at_ms = v.scheduled_at_ms, handed_off_at_ms = v.handed_off_at_ms, \
+         completed_at_ms = v.completed_at_ms, failed_at_ms = v.failed_at_ms, \
+         cancelled_at_ms = v.cancelled_at_ms, orphaned_at_ms = v.orphaned_at_ms, last_error = v.last_error, \
+         worker_id = v.worker_id, handoff_id = v.handoff_id, schedule_key = v.schedule_key, \
+         schedule_order = v.schedule_order, reservation_key = v.reservation_key \
+         FROM unnest($1::text[], $2::text[], $3::int8[], $4::int8[], $5::int8[], $6::int8[], $7::int8[], \
+         $8::int8[], $9::int8[], $10::text[], $11::text[], $12::text[], $13::text[], $14::int8[], $15::text[]) \
+         AS v(id, status, attempts, scheduled_at_ms, handed_off_at_ms, completed_at_ms, failed_at_ms, \
+         cancelled_at_ms, orphaned_at_ms, last_error, worker_id, handoff_id, schedule_key, schedule_order, \
+         reservation_key) WHERE j.id = v.id",
+        &[
+            &ids, &statuses, &attempts, &scheduled, &handed, &completed, &failed, &cancelled, &orphaned,
+            &errors, &workers, &handoffs, &keys, &orders, &reservations,
+        ],
+    )
+    .await?;
+    Ok(())
+}

@@ -1,0 +1,219 @@
+//! Stable schedule keys (SPEC §5).
+//!
+//! Every mutation of a key first takes `pg_advisory_xact_lock(schema, key)`, so
+//! replacements of one key from any number of processes run one after another and
+//! exactly one owner remains. Lock order is always key → owner job row → owner
+//! row; a report that releases a key (job row → owner row, deleting only if the
+//! key still points at its job) therefore cannot deadlock with a replacement, and
+//! a superseded job can never remove a newer owner. The high-water mark lives in
+//! its own table, so it survives owner release and pruning.
+
+use duraq_core::transitions::{new_job_row, operator_cancel};
+use duraq_core::{
+    CancelOutcome, Error, ErrorCode, JobStatus, KeyedOutcome, NewJob, ReplaceOutcome, Result,
+    ScheduleKey, ScheduledJobs, WakeOutcome,
+};
+
+use crate::db::Db;
+use crate::enqueue::register_cap;
+use crate::rows::{insert_jobs, job_from_row, lock_job, save_jobs, Loaded, JOB_COLUMNS};
+use crate::tx::Tx;
+
+/// Serializes every mutation of `key` in this schema until the transaction ends.
+pub(crate) async fn lock_key(db: &Db<'_>, key: &str) -> Result<()> {
+    let class = format!("duraq.schedule:{}", db.names.schema);
+    db.execute(
+        "SELECT pg_advisory_xact_lock(hashtext($1), hashtext($2))::text",
+        &[&class, &key],
+    )
+    .await?;
+    Ok(())
+}
+
+/// The key's current owner, its row locked. Call with the key lock held.
+async fn locked_owner(db: &Db<'_>, key: &str) -> Result<Option<Loaded>> {
+    let owner_sql = "SELECT job_id FROM {s}.duraq_schedule_owners WHERE schedule_key = $1";
+    let Some(row) = db.query_opt(owner_sql, &[&key]).await? else {
+        return Ok(None);
+    };
+    let id: String = row.get(0);
+    let job = lock_job(db, &id).await?;
+    // Under the key lock the owner can only have been released meanwhile.
+    let still: Option<String> = db.query_opt(owner_sql, &[&key]).await?.map(|r| r.get(0));
+    Ok(job.filter(|_| still.as_deref() == Some(id.as_str())))
+}
+
+/// Drops `key`'s ownership if (and only if) it still points at `job_id`.
+pub(crate) async fn release_owner(db: &Db<'_>, key: Option<&str>, job_id: &str) -> Result<()> {
+    if let Some(key) = key {
+        db.execute(
+            "DELETE FROM {s}.duraq_schedule_owners WHERE schedule_key = $1 AND job_id = $2",
+            &[&key, &job_id],
+        )
+        .await?;
+    }
+    Ok(())
+}
+
+/// Makes `job_id` the owner of `key` unless the key has one.
+pub(crate) async fn claim_ownership_if_free(db: &Db<'_>, key: &str, job_id: &str) -> Result<()> {
+    db.execute(
+        "INSERT INTO {s}.duraq_schedule_owners (schedule_key, job_id) VALUES ($1, $2) \
+         ON CONFLICT (schedule_key) DO NOTHING",
+        &[&key, &job_id],
+    )
+    .await?;
+    Ok(())
+}
+
+pub(crate) async fn replace(
+    tx: &mut Tx<'_>,
+    key: &ScheduleKey,
+    job: &NewJob,
+) -> Result<ReplaceOutcome> {
+    if job.idempotency_key().is_some() || job.deduplicate_while_queued() {
+        return Err(Error::invalid(
+            ErrorCode::UnsupportedOption,
+            "replace_scheduled takes neither an idempotency key nor dedupe",
+        ));
+    }
+    let key = key.as_str();
+    lock_key(&tx.db, key).await?;
+    register_cap(tx, job).await?;
+    let previous = locked_owner(&tx.db, key).await?;
+    let mut previous_status = None;
+    if let Some(Loaded { job: prev, .. }) = &previous {
+        previous_status = Some(prev.status);
+        if prev.status == JobStatus::Queued {
+            let mut cancelled = prev.clone();
+            operator_cancel(&mut cancelled, tx.now)?;
+            save_jobs(&tx.db, &[(&cancelled, None)]).await?;
+            tx.change.moved(JobStatus::Queued, JobStatus::Cancelled);
+        }
+    }
+    let order: i64 = tx
+        .db
+        .query_one(
+            "INSERT INTO {s}.duraq_schedule_orders (schedule_key, high_water) VALUES ($1, 1) \
+             ON CONFLICT (schedule_key) DO UPDATE SET high_water = duraq_schedule_orders.high_water + 1 \
+             RETURNING high_water",
+            &[&key],
+        )
+        .await?
+        .get(0);
+    let mut row = new_job_row(job, tx.now);
+    row.schedule_key = Some(key.to_owned());
+    row.schedule_order = Some(order);
+    insert_jobs(&tx.db, std::slice::from_ref(&row), &[job.args_digest()]).await?;
+    tx.db
+        .execute(
+            "INSERT INTO {s}.duraq_schedule_owners (schedule_key, job_id) VALUES ($1, $2) \
+             ON CONFLICT (schedule_key) DO UPDATE SET job_id = excluded.job_id",
+            &[&key, &row.id],
+        )
+        .await?;
+    tx.change.added(JobStatus::Queued);
+    tx.work = true;
+    Ok(ReplaceOutcome {
+        job_id: row.id,
+        previous_job_id: previous.map(|p| p.job.id),
+        previous_status,
+    })
+}
+
+pub(crate) async fn cancel(
+    tx: &mut Tx<'_>,
+    key: &ScheduleKey,
+) -> Result<KeyedOutcome<CancelOutcome>> {
+    let key = key.as_str();
+    lock_key(&tx.db, key).await?;
+    let Some(Loaded { job: owner, .. }) = locked_owner(&tx.db, key).await? else {
+        return Ok(KeyedOutcome {
+            job_id: None,
+            outcome: CancelOutcome::NotFound,
+        });
+    };
+    tx.db
+        .execute(
+            "DELETE FROM {s}.duraq_schedule_owners WHERE schedule_key = $1",
+            &[&key],
+        )
+        .await?;
+    let outcome = if owner.status == JobStatus::Queued {
+        let mut cancelled = owner.clone();
+        operator_cancel(&mut cancelled, tx.now)?;
+        save_jobs(&tx.db, &[(&cancelled, None)]).await?;
+        tx.change.moved(JobStatus::Queued, JobStatus::Cancelled);
+        CancelOutcome::Cancelled
+    } else {
+        CancelOutcome::HandedOff
+    };
+    Ok(KeyedOutcome {
+        job_id: Some(owner.id),
+        outcome,
+    })
+}
+
+pub(crate) async fn wake(tx: &mut Tx<'_>, key: &ScheduleKey) -> Result<KeyedOutcome<WakeOutcome>> {
+    let key = key.as_str();
+    lock_key(&tx.db, key).await?;
+    let Some(Loaded { job: owner, .. }) = locked_owner(&tx.db, key).await? else {
+        return Ok(KeyedOutcome {
+            job_id: None,
+            outcome: WakeOutcome::NotFound,
+        });
+    };
+    let outcome = match owner.status {
+        JobStatus::Queued if owner.scheduled_at_ms > tx.now => {
+            tx.db
+                .execute(
+                    "UPDATE {s}.duraq_jobs SET scheduled_at_ms = $2 WHERE id = $1",
+                    &[&owner.id, &tx.now],
+                )
+                .await?;
+            tx.work = true;
+            WakeOutcome::Woken
+        }
+        JobStatus::Queued => WakeOutcome::AlreadyDue,
+        _ => WakeOutcome::HandedOff,
+    };
+    Ok(KeyedOutcome {
+        job_id: Some(owner.id),
+        outcome,
+    })
+}
+
+/// The owner and (when asked) the newest terminal job carrying the key.
+pub(crate) async fn get(
+    db: &Db<'_>,
+    key: &ScheduleKey,
+    include_latest_terminal: bool,
+) -> Result<ScheduledJobs> {
+    let key = key.as_str();
+    let current = db
+        .query_opt(
+            &format!(
+                "SELECT {JOB_COLUMNS} FROM {{s}}.duraq_jobs WHERE id = \
+                 (SELECT job_id FROM {{s}}.duraq_schedule_owners WHERE schedule_key = $1)"
+            ),
+            &[&key],
+        )
+        .await?;
+    let latest = if include_latest_terminal {
+        db.query_opt(
+            &format!(
+                "SELECT {JOB_COLUMNS} FROM {{s}}.duraq_jobs WHERE schedule_key = $1 \
+                 AND status IN ('completed', 'failed', 'cancelled', 'orphaned') \
+                 ORDER BY schedule_order DESC NULLS LAST, created_at_ms DESC, id COLLATE \"C\" DESC LIMIT 1"
+            ),
+            &[&key],
+        )
+        .await?
+    } else {
+        None
+    };
+    Ok(ScheduledJobs {
+        current_job: current.as_ref().map(job_from_row).transpose()?,
+        latest_terminal_job: latest.as_ref().map(job_from_row).transpose()?,
+    })
+}

@@ -1,0 +1,288 @@
+//! The versioned, additive schema and its migration ledger (SPEC §9).
+//!
+//! Opening a store, inside one transaction that first takes a transaction-scoped
+//! advisory lock for the schema (so processes starting at once serialize instead
+//! of racing on `CREATE TABLE`):
+//! 1. creates the schema if missing;
+//! 2. refuses (`schema-incompatible`) a ledger recording a version newer than
+//!    [`SCHEMA_VERSION`];
+//! 3. refuses any existing duraq table whose columns (from `information_schema`)
+//!    miss one of ours or have another type — before anything is written;
+//! 4. creates missing tables and indexes and records the missing versions.
+//!
+//! Nothing is ever rebuilt or dropped. Tables carry a `duraq_` prefix so that an
+//! application can share its schema with the queue (transactional enqueue).
+
+use duraq_core::{Error, Result};
+
+use crate::counts::SHARDS;
+use crate::db::Db;
+
+/// The newest schema version this binary knows.
+pub const SCHEMA_VERSION: i64 = 1;
+/// The ledger table recording applied versions.
+pub const LEDGER_TABLE: &str = "duraq_migrations";
+/// The ledger scope of the job store's own schema.
+pub const MIGRATION_SCOPE: &str = "duraq.jobs";
+
+/// A table: name and (column, `information_schema` data type, DDL) triples.
+struct Table {
+    name: &'static str,
+    columns: &'static [(&'static str, &'static str, &'static str)],
+    constraints: &'static str,
+}
+
+const T: &str = "text";
+const I: &str = "bigint";
+
+const TABLES: &[Table] = &[
+    Table {
+        name: LEDGER_TABLE,
+        columns: &[
+            ("scope", T, "text NOT NULL"),
+            ("version", I, "bigint NOT NULL"),
+            ("applied_at_ms", I, "bigint NOT NULL"),
+        ],
+        constraints: "PRIMARY KEY (scope, version)",
+    },
+    Table {
+        name: "duraq_jobs",
+        columns: &[
+            ("id", T, "text PRIMARY KEY"),
+            ("job_name", T, "text NOT NULL"),
+            ("args", T, "text NOT NULL"),
+            ("args_digest", T, "text NOT NULL"),
+            ("queue", T, "text NOT NULL"),
+            ("status", T, "text NOT NULL"),
+            ("attempts", I, "bigint NOT NULL"),
+            ("max_retries", I, "bigint NOT NULL"),
+            ("scheduled_at_ms", I, "bigint NOT NULL"),
+            ("created_at_ms", I, "bigint NOT NULL"),
+            ("handed_off_at_ms", I, "bigint"),
+            ("completed_at_ms", I, "bigint"),
+            ("failed_at_ms", I, "bigint"),
+            ("cancelled_at_ms", I, "bigint"),
+            ("orphaned_at_ms", I, "bigint"),
+            ("last_error", T, "text"),
+            ("worker_id", T, "text"),
+            ("handoff_id", T, "text"),
+            ("schedule_key", T, "text"),
+            ("schedule_order", I, "bigint"),
+            ("concurrency_key", T, "text"),
+            ("max_concurrency", I, "bigint"),
+            ("idempotency_key", T, "text"),
+            ("timeout_ms", I, "bigint"),
+            ("reservation_key", T, "text"),
+        ],
+        constraints: "",
+    },
+    Table {
+        name: "duraq_idempotency",
+        columns: &[
+            ("scope_digest", T, "text PRIMARY KEY"),
+            ("request_digest", T, "text NOT NULL"),
+            ("job_id", T, "text NOT NULL"),
+            ("created_at_ms", I, "bigint NOT NULL"),
+        ],
+        constraints: "",
+    },
+    Table {
+        name: "duraq_operations",
+        columns: &[
+            ("op_key", T, "text PRIMARY KEY"),
+            ("data", T, "text NOT NULL"),
+            ("job_id", T, "text NOT NULL"),
+            ("created_at_ms", I, "bigint NOT NULL"),
+            ("first_attempt_started_at_ms", I, "bigint"),
+            ("result", T, "text"),
+        ],
+        constraints: "",
+    },
+    Table {
+        name: "duraq_schedule_owners",
+        columns: &[
+            ("schedule_key", T, "text PRIMARY KEY"),
+            ("job_id", T, "text NOT NULL"),
+        ],
+        constraints: "",
+    },
+    Table {
+        name: "duraq_schedule_orders",
+        columns: &[
+            ("schedule_key", T, "text PRIMARY KEY"),
+            ("high_water", I, "bigint NOT NULL"),
+        ],
+        constraints: "",
+    },
+    Table {
+        name: "duraq_concurrency",
+        columns: &[
+            ("concurrency_key", T, "text PRIMARY KEY"),
+            ("max_concurrency", I, "bigint NOT NULL"),
+            ("active", I, "bigint NOT NULL"),
+        ],
+        constraints: "",
+    },
+    Table {
+        name: "duraq_workers",
+        columns: &[
+            ("worker_id", T, "text PRIMARY KEY"),
+            ("last_heartbeat_ms", I, "bigint NOT NULL"),
+        ],
+        constraints: "",
+    },
+    Table {
+        name: "duraq_count_shards",
+        columns: &[
+            ("shard", "integer", "integer PRIMARY KEY"),
+            ("revision", I, "bigint NOT NULL"),
+            ("queued", I, "bigint NOT NULL"),
+            ("handed_off", I, "bigint NOT NULL"),
+            ("completed", I, "bigint NOT NULL"),
+            ("failed", I, "bigint NOT NULL"),
+            ("cancelled", I, "bigint NOT NULL"),
+            ("orphaned", I, "bigint NOT NULL"),
+        ],
+        constraints: "",
+    },
+];
+
+const INDEXES: &[&str] = &[
+    "duraq_jobs_due ON {s}.duraq_jobs (scheduled_at_ms, created_at_ms, id COLLATE \"C\") WHERE status = 'queued'",
+    "duraq_jobs_dedupe ON {s}.duraq_jobs (job_name, queue, args_digest) WHERE status = 'queued'",
+    "duraq_jobs_running ON {s}.duraq_jobs (worker_id) WHERE status = 'handed_off'",
+    "duraq_jobs_reserved ON {s}.duraq_jobs (reservation_key) WHERE status = 'handed_off'",
+    "duraq_jobs_key ON {s}.duraq_jobs (schedule_key, schedule_order) WHERE schedule_key IS NOT NULL",
+    "duraq_jobs_created ON {s}.duraq_jobs (created_at_ms, id COLLATE \"C\")",
+    "duraq_jobs_completed ON {s}.duraq_jobs (completed_at_ms) WHERE status = 'completed'",
+    "duraq_jobs_failed ON {s}.duraq_jobs (failed_at_ms) WHERE status = 'failed'",
+    "duraq_jobs_orphaned ON {s}.duraq_jobs (orphaned_at_ms) WHERE status = 'orphaned'",
+    "duraq_jobs_cancelled ON {s}.duraq_jobs (cancelled_at_ms) WHERE status = 'cancelled'",
+];
+
+/// Brings the schema to [`SCHEMA_VERSION`]; returns the versions it applied.
+/// Runs inside the caller's transaction, which must commit afterwards.
+pub(crate) async fn migrate(db: &Db<'_>, now: i64) -> Result<Vec<i64>> {
+    let lock_key = format!("duraq.migrate:{}", db.names.schema);
+    db.execute(
+        "SELECT pg_advisory_xact_lock(hashtext($1))::text",
+        &[&lock_key],
+    )
+    .await?;
+    let exists = db
+        .query_opt(
+            "SELECT 1 FROM pg_namespace WHERE nspname = $1",
+            &[&db.names.schema],
+        )
+        .await?;
+    if exists.is_none() {
+        // Only when missing: CREATE SCHEMA needs the CREATE privilege on the
+        // database even with IF NOT EXISTS, which an application role may lack.
+        db.batch(&db.names.sql("CREATE SCHEMA IF NOT EXISTS {s}"))
+            .await?;
+    }
+    check_columns(db).await?;
+    let mut newest = None;
+    if table_exists(db, LEDGER_TABLE).await? {
+        let sql = format!("SELECT max(version) FROM {{s}}.{LEDGER_TABLE} WHERE scope = $1");
+        newest = db.query_one(&sql, &[&MIGRATION_SCOPE]).await?.get(0);
+        if let Some(v) = newest.filter(|v| *v > SCHEMA_VERSION) {
+            return Err(Error::schema(format!(
+                "schema {:?} is at version {v}; this binary knows up to {SCHEMA_VERSION}",
+                db.names.schema
+            )));
+        }
+    }
+    if newest == Some(SCHEMA_VERSION) {
+        // Current, and its tables were checked above: nothing to create.
+        return Ok(Vec::new());
+    }
+    for table in TABLES {
+        let mut defs: Vec<String> = table
+            .columns
+            .iter()
+            .map(|(n, _, ddl)| format!("{n} {ddl}"))
+            .collect();
+        if !table.constraints.is_empty() {
+            defs.push(table.constraints.to_owned());
+        }
+        let ddl = format!(
+            "CREATE TABLE IF NOT EXISTS {{s}}.{} ({})",
+            table.name,
+            defs.join(", ")
+        );
+        db.batch(&db.names.sql(&ddl)).await?;
+    }
+    for index in INDEXES {
+        db.batch(&db.names.sql(&format!("CREATE INDEX IF NOT EXISTS {index}")))
+            .await?;
+    }
+    db.execute(
+        "INSERT INTO {s}.duraq_count_shards (shard, revision, queued, handed_off, completed, failed, \
+         cancelled, orphaned) SELECT g, 0, 0, 0, 0, 0, 0, 0 FROM generate_series(0, $1 - 1) AS g \
+         ON CONFLICT (shard) DO NOTHING",
+        &[&SHARDS],
+    )
+    .await?;
+    let sql = format!(
+        "INSERT INTO {{s}}.{LEDGER_TABLE} (scope, version, applied_at_ms) \
+         SELECT $1, v, $2 FROM generate_series(1::int8, $3::int8) AS v \
+         ON CONFLICT (scope, version) DO NOTHING RETURNING version"
+    );
+    let rows = db
+        .query(&sql, &[&MIGRATION_SCOPE, &now, &SCHEMA_VERSION])
+        .await?;
+    let mut applied: Vec<i64> = rows.iter().map(|r| r.get(0)).collect();
+    applied.sort_unstable();
+    Ok(applied)
+}
+
+async fn table_exists(db: &Db<'_>, table: &str) -> Result<bool> {
+    let row = db
+        .query_opt(
+            "SELECT 1 FROM information_schema.tables WHERE table_schema = $1 AND table_name = $2",
+            &[&db.names.schema, &table],
+        )
+        .await?;
+    Ok(row.is_some())
+}
+
+/// Refuses existing duraq tables whose columns differ from ours.
+async fn check_columns(db: &Db<'_>) -> Result<()> {
+    let names: Vec<&str> = TABLES.iter().map(|t| t.name).collect();
+    let rows = db
+        .query(
+            "SELECT table_name::text, column_name::text, data_type::text FROM information_schema.columns \
+             WHERE table_schema = $1 AND table_name = ANY($2)",
+            &[&db.names.schema, &names],
+        )
+        .await?;
+    for table in TABLES {
+        let found: Vec<(String, String)> = rows
+            .iter()
+            .filter(|r| r.get::<_, String>(0) == table.name)
+            .map(|r| (r.get(1), r.get(2)))
+            .collect();
+        if found.is_empty() {
+            continue;
+        }
+        for (column, ty, _) in table.columns {
+            match found.iter().find(|(name, _)| name == column) {
+                Some((_, actual)) if actual == ty => {}
+                Some((_, actual)) => {
+                    return Err(Error::schema(format!(
+                        "{}.{}.{column} is {actual}, expected {ty}",
+                        db.names.schema, table.name
+                    )))
+                }
+                None => {
+                    return Err(Error::schema(format!(
+                        "{}.{} has no column {column}",
+                        db.names.schema, table.name
+                    )))
+                }
+            }
+        }
+    }
+    Ok(())
+}

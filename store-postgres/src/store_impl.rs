@@ -1,0 +1,282 @@
+//! `impl Store for PostgresStore`: each mutating call is one [`write_tx!`]
+//! transaction around the matching module's function; reads run on a pooled
+//! connection without an explicit transaction.
+
+use async_trait::async_trait;
+use duraq_core::{
+    CancelOutcome, ClaimRequest, CountDelta, CountSnapshot, EnqueueOutcome, Error, ErrorCode,
+    Health, Job, JobFilter, KeyedOutcome, Lease, NewJob, Operation, Outcome, PruneReport,
+    PruneRequest, ReplaceOutcome, Result, ScheduleKey, ScheduledJobs, Store, WakeOutcome,
+};
+use tokio::sync::{broadcast, watch};
+use tokio_postgres::Row;
+
+use crate::db::{pooled, Conn, Db};
+use crate::error::corrupt;
+use crate::rows::{job_from_row, jobs_from_rows, JOB_COLUMNS};
+use crate::tx::write_tx;
+use crate::{claim, counts, enqueue, lifecycle, schedule, PostgresStore};
+
+/// Runs `$body` with `$db` bound to a pooled connection.
+macro_rules! read {
+    ($store:expr, |$db:ident| $body:expr) => {{
+        let client = pooled(&$store.shared().pool).await?;
+        let $db = Db {
+            conn: Conn::Client(&client),
+            names: &$store.shared().names,
+        };
+        $body
+    }};
+}
+
+fn operation_from_row(row: &Row) -> Result<Operation> {
+    let data: String = row.get(1);
+    let result: Option<String> = row.get(5);
+    Ok(Operation {
+        key: row.get(0),
+        data: serde_json::from_str(&data).map_err(|e| corrupt(format!("operation data: {e}")))?,
+        job_id: row.get(2),
+        created_at_ms: row.get(3),
+        first_attempt_started_at_ms: row.get(4),
+        result: result
+            .map(|r| serde_json::from_str(&r))
+            .transpose()
+            .map_err(|e| corrupt(format!("operation result: {e}")))?,
+    })
+}
+
+fn operation_not_found(key: &str) -> Error {
+    Error::NotFound {
+        code: ErrorCode::OperationNotFound,
+        message: format!("no operation {key:?}"),
+    }
+}
+
+const OPERATION_COLUMNS: &str =
+    "op_key, data, job_id, created_at_ms, first_attempt_started_at_ms, result";
+
+#[async_trait]
+impl Store for PostgresStore {
+    async fn enqueue(&self, job: NewJob) -> Result<EnqueueOutcome> {
+        write_tx!(self, self.now(), |tx| {
+            enqueue::enqueue_one(&mut tx, &job).await
+        })
+    }
+
+    async fn enqueue_batch(&self, jobs: Vec<NewJob>) -> Result<Vec<EnqueueOutcome>> {
+        if jobs.is_empty() {
+            return Ok(Vec::new());
+        }
+        write_tx!(self, self.now(), |tx| {
+            enqueue::enqueue_many(&mut tx, &jobs).await
+        })
+    }
+
+    async fn replace_scheduled(&self, key: &ScheduleKey, job: NewJob) -> Result<ReplaceOutcome> {
+        write_tx!(self, self.now(), |tx| {
+            schedule::replace(&mut tx, key, &job).await
+        })
+    }
+
+    async fn cancel_scheduled(&self, key: &ScheduleKey) -> Result<KeyedOutcome<CancelOutcome>> {
+        write_tx!(self, self.now(), |tx| {
+            schedule::cancel(&mut tx, key).await
+        })
+    }
+
+    async fn wake_scheduled(&self, key: &ScheduleKey) -> Result<KeyedOutcome<WakeOutcome>> {
+        write_tx!(self, self.now(), |tx| {
+            schedule::wake(&mut tx, key).await
+        })
+    }
+
+    async fn get_scheduled(
+        &self,
+        key: &ScheduleKey,
+        include_latest_terminal: bool,
+    ) -> Result<ScheduledJobs> {
+        read!(self, |db| schedule::get(&db, key, include_latest_terminal)
+            .await)
+    }
+
+    async fn claim(&self, req: &ClaimRequest) -> Result<Vec<Job>> {
+        write_tx!(self, self.now(), |tx| { claim::claim(&mut tx, req).await })
+    }
+
+    async fn report(&self, lease: &Lease, outcome: Outcome) -> Result<bool> {
+        write_tx!(self, self.now(), |tx| {
+            lifecycle::report(&mut tx, lease, &outcome).await
+        })
+    }
+
+    async fn report_batch(&self, reports: Vec<(Lease, Outcome)>) -> Result<Vec<bool>> {
+        write_tx!(self, self.now(), |tx| {
+            let mut applied = Vec::with_capacity(reports.len());
+            for (lease, outcome) in &reports {
+                applied.push(lifecycle::report(&mut tx, lease, outcome).await?);
+            }
+            Ok(applied)
+        })
+    }
+
+    async fn heartbeat(&self, worker_id: &str) -> Result<()> {
+        let now = self.now();
+        read!(self, |db| claim::heartbeat(&db, worker_id, now).await)
+    }
+
+    async fn recover_stale(&self, stale_after_ms: i64) -> Result<Vec<String>> {
+        write_tx!(self, self.now(), |tx| {
+            lifecycle::recover_stale(&mut tx, stale_after_ms).await
+        })
+    }
+
+    async fn retry_job(&self, id: &str) -> Result<Job> {
+        write_tx!(self, self.now(), |tx| {
+            lifecycle::retry_job(&mut tx, id).await
+        })
+    }
+
+    async fn cancel_job(&self, id: &str) -> Result<Job> {
+        write_tx!(self, self.now(), |tx| {
+            lifecycle::cancel_job(&mut tx, id).await
+        })
+    }
+
+    async fn get_job(&self, id: &str) -> Result<Option<Job>> {
+        let sql = format!("SELECT {JOB_COLUMNS} FROM {{s}}.duraq_jobs WHERE id = $1");
+        read!(self, |db| db
+            .query_opt(&sql, &[&id])
+            .await?
+            .as_ref()
+            .map(job_from_row)
+            .transpose())
+    }
+
+    async fn list_jobs(&self, filter: &JobFilter) -> Result<Vec<Job>> {
+        let sql = format!(
+            "SELECT {JOB_COLUMNS} FROM {{s}}.duraq_jobs WHERE ($1::text IS NULL OR status = $1) \
+             AND ($2::text IS NULL OR job_name = $2) AND ($3::text IS NULL OR queue = $3) \
+             ORDER BY created_at_ms DESC, id COLLATE \"C\" DESC LIMIT $4"
+        );
+        let status = filter.status.map(|s| s.as_str());
+        let limit = filter.limit.map(|l| i64::try_from(l).unwrap_or(i64::MAX));
+        read!(self, |db| jobs_from_rows(
+            &db.query(&sql, &[&status, &filter.job_name, &filter.queue, &limit])
+                .await?
+        ))
+    }
+
+    async fn next_scheduled_at(
+        &self,
+        job_names: &[String],
+        queues: Option<&[String]>,
+    ) -> Result<Option<i64>> {
+        let sql = "SELECT min(scheduled_at_ms) FROM {s}.duraq_jobs WHERE status = 'queued' \
+                   AND job_name = ANY($1) AND ($2::text[] IS NULL OR queue = ANY($2))";
+        read!(self, |db| Ok(db
+            .query_one(sql, &[&job_names, &queues])
+            .await?
+            .get(0)))
+    }
+
+    async fn count_snapshot(&self) -> Result<CountSnapshot> {
+        read!(self, |db| counts::snapshot(&db).await)
+    }
+
+    fn subscribe_counts(&self) -> broadcast::Receiver<CountDelta> {
+        self.shared().deltas.subscribe()
+    }
+
+    fn work_signal(&self) -> watch::Receiver<u64> {
+        self.shared().work.subscribe()
+    }
+
+    async fn prune(&self, req: &PruneRequest) -> Result<PruneReport> {
+        let now = self.now();
+        let mut report = PruneReport::default();
+        loop {
+            let deleted = write_tx!(self, now, |tx| {
+                lifecycle::prune_batch(&mut tx, req, now).await
+            })?;
+            if deleted == 0 {
+                return Ok(report);
+            }
+            report.deleted += deleted;
+            report.batches += 1;
+            if deleted < req.batch_size.max(1) as u64 {
+                return Ok(report);
+            }
+        }
+    }
+
+    async fn reconcile_reservations(&self) -> Result<u64> {
+        write_tx!(self, self.now(), |tx| {
+            lifecycle::reconcile(&mut tx).await
+        })
+    }
+
+    async fn get_operation(&self, key: &str) -> Result<Option<Operation>> {
+        let sql =
+            format!("SELECT {OPERATION_COLUMNS} FROM {{s}}.duraq_operations WHERE op_key = $1");
+        read!(self, |db| db
+            .query_opt(&sql, &[&key])
+            .await?
+            .as_ref()
+            .map(operation_from_row)
+            .transpose())
+    }
+
+    async fn start_operation_attempt(&self, key: &str) -> Result<Operation> {
+        let now = self.now();
+        let sql = format!(
+            "UPDATE {{s}}.duraq_operations SET first_attempt_started_at_ms = \
+             COALESCE(first_attempt_started_at_ms, $2) WHERE op_key = $1 RETURNING {OPERATION_COLUMNS}"
+        );
+        let row = read!(self, |db| db.query_opt(&sql, &[&key, &now]).await?);
+        operation_from_row(&row.ok_or_else(|| operation_not_found(key))?)
+    }
+
+    async fn record_operation_result(&self, key: &str, result: serde_json::Value) -> Result<()> {
+        let sql = "UPDATE {s}.duraq_operations SET result = $2 WHERE op_key = $1";
+        let updated = read!(self, |db| db
+            .execute(sql, &[&key, &result.to_string()])
+            .await?);
+        if updated == 0 {
+            return Err(operation_not_found(key));
+        }
+        Ok(())
+    }
+
+    async fn health(&self) -> Result<Health> {
+        let sql = format!(
+            "SELECT max(version) FROM {{s}}.{} WHERE scope = $1",
+            crate::LEDGER_TABLE
+        );
+        let version: Option<i64> = read!(self, |db| db
+            .query_one(&sql, &[&crate::MIGRATION_SCOPE])
+            .await?
+            .get(0));
+        let listening = self
+            .shared()
+            .listening
+            .load(std::sync::atomic::Ordering::Relaxed);
+        Ok(Health {
+            backend: "postgres".into(),
+            schema_version: version.unwrap_or(0),
+            detail: format!(
+                "schema {}, pool of {}, {} counter shards, LISTEN {} ({} reconnects)",
+                self.schema(),
+                self.pool_size(),
+                counts::SHARDS,
+                if listening {
+                    "connected"
+                } else {
+                    "down, polling"
+                },
+                self.shared()
+                    .reconnects
+                    .load(std::sync::atomic::Ordering::Relaxed)
+            ),
+        })
+    }
+}

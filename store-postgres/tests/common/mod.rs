@@ -1,0 +1,55 @@
+//! Helpers shared by the PostgreSQL integration tests: the server from
+//! `DATABASE_URL` (required: the tests fail loudly without it) and a fresh,
+//! uniquely named schema per test.
+
+#![allow(dead_code)]
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use duraq_core::{EnqueueOptions, NewJob};
+use duraq_store_postgres::{PostgresOptions, PostgresStore};
+use serde_json::json;
+use tokio_postgres::NoTls;
+
+pub fn url() -> String {
+    std::env::var("DATABASE_URL").ok().filter(|u| !u.is_empty()).expect(
+        "DATABASE_URL is not set: run `cargo xtask test-all`, or `cargo xtask pg` and export its URL",
+    )
+}
+
+pub fn schema() -> String {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let micros = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_micros());
+    format!(
+        "duraq_pg_{}_{micros}_{}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+pub fn options(schema: &str) -> PostgresOptions {
+    PostgresOptions {
+        schema: Some(schema.to_owned()),
+        pool_size: 4,
+        ..PostgresOptions::default()
+    }
+}
+
+pub async fn open(schema: &str) -> duraq_core::Result<PostgresStore> {
+    PostgresStore::connect(&url(), options(schema)).await
+}
+
+pub async fn raw_client() -> tokio_postgres::Client {
+    let (client, connection) = tokio_postgres::connect(&url(), NoTls)
+        .await
+        .expect("connect");
+    tokio::spawn(connection);
+    client
+}
+
+pub fn job(name: &str, opts: EnqueueOptions) -> NewJob {
+    NewJob::new(name, json!([1]), opts).expect("valid job")
+}

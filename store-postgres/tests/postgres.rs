@@ -1,0 +1,282 @@
+//! PostgreSQL-specific promises the shared suites cannot see: transactional
+//! enqueue, NOTIFY between stores (and surviving a dropped LISTEN connection), and
+//! exactness under concurrent callers. Needs `DATABASE_URL`; every test works in
+//! its own fresh schema.
+
+mod common;
+
+mod postgres {
+    use std::time::Duration;
+
+    use duraq_core::{
+        ClaimRequest, EnqueueOptions, EnqueueOutcome, ErrorCode, JobFilter, JobStatus, NewJob,
+        ScheduleKey, Store,
+    };
+    use duraq_store_postgres::{PostgresOptions, PostgresStore};
+    use serde_json::json;
+
+    use crate::common::{job, open, options, raw_client, schema, url};
+
+    #[tokio::test]
+    async fn enqueue_in_commits_and_rolls_back_with_the_application() {
+        let s = schema();
+        let store = open(&s).await.unwrap();
+        let mut client = raw_client().await;
+        client
+            .batch_execute(&format!("CREATE TABLE {s}.orders (id bigint PRIMARY KEY)"))
+            .await
+            .unwrap();
+
+        let tx = client.transaction().await.unwrap();
+        let rolled_back = store
+            .enqueue_in(&tx, job("receipt", EnqueueOptions::new()))
+            .await
+            .unwrap();
+        tx.rollback().await.unwrap();
+        assert!(store.get_job(rolled_back.job_id()).await.unwrap().is_none());
+        assert_eq!(store.count_snapshot().await.unwrap().total, 0);
+
+        let mut deltas = store.subscribe_counts();
+        let tx = client.transaction().await.unwrap();
+        tx.execute(
+            &format!("INSERT INTO {s}.orders (id) VALUES ($1)"),
+            &[&7i64],
+        )
+        .await
+        .unwrap();
+        let idem = || job("receipt", EnqueueOptions::new().idempotency_key("order-7"));
+        let created = store.enqueue_in(&tx, idem()).await.unwrap();
+        let other = NewJob::new(
+            "receipt",
+            json!([2]),
+            EnqueueOptions::new().idempotency_key("order-7"),
+        )
+        .unwrap();
+        let conflict = store.enqueue_in(&tx, other).await.unwrap_err();
+        assert_eq!(conflict.code(), ErrorCode::IdempotencyConflict);
+        // The refused enqueue rolled back to its savepoint: the transaction goes on.
+        tx.execute(
+            &format!("INSERT INTO {s}.orders (id) VALUES ($1)"),
+            &[&8i64],
+        )
+        .await
+        .unwrap();
+        assert!(
+            store.get_job(created.job_id()).await.unwrap().is_none(),
+            "invisible before commit"
+        );
+        tx.commit().await.unwrap();
+
+        assert_eq!(
+            store
+                .get_job(created.job_id())
+                .await
+                .unwrap()
+                .unwrap()
+                .status,
+            JobStatus::Queued
+        );
+        assert_eq!(
+            store.enqueue(idem()).await.unwrap(),
+            EnqueueOutcome::Replayed(created.job_id().to_owned())
+        );
+        let snap = store.count_snapshot().await.unwrap();
+        assert_eq!((snap.counts.queued, snap.revision), (1, 1));
+        let delta = tokio::time::timeout(Duration::from_secs(10), deltas.recv())
+            .await
+            .expect("delta")
+            .unwrap();
+        assert_eq!(
+            (delta.deltas.queued, delta.revision),
+            (1, 1),
+            "announced through LISTEN after commit"
+        );
+    }
+
+    #[tokio::test]
+    async fn other_stores_hear_deltas_and_work_through_notify() {
+        let s = schema();
+        let producer = open(&s).await.unwrap();
+        let worker = open(&s).await.unwrap();
+        let mut deltas = worker.subscribe_counts();
+        let mut work = worker.work_signal();
+        work.borrow_and_update();
+        producer
+            .enqueue(job("j", EnqueueOptions::new()))
+            .await
+            .unwrap();
+        let delta = tokio::time::timeout(Duration::from_secs(10), deltas.recv())
+            .await
+            .expect("delta")
+            .unwrap();
+        assert_eq!(
+            (delta.deltas.queued, delta.deltas.all, delta.revision),
+            (1, 1, 1)
+        );
+        tokio::time::timeout(Duration::from_secs(10), work.changed())
+            .await
+            .expect("work signal")
+            .unwrap();
+        // A store in another schema hears nothing of it.
+        let stranger = open(&schema()).await.unwrap();
+        let mut quiet = stranger.subscribe_counts();
+        producer
+            .enqueue(job("j", EnqueueOptions::new()))
+            .await
+            .unwrap();
+        let second = tokio::time::timeout(Duration::from_secs(10), deltas.recv())
+            .await
+            .expect("delta")
+            .unwrap();
+        assert_eq!(second.revision, 2);
+        assert!(quiet.try_recv().is_err());
+    }
+
+    #[tokio::test]
+    async fn listener_reconnects_after_its_connection_dies() {
+        let s = schema();
+        let quick = PostgresOptions {
+            fallback_poll_ms: 20,
+            ..options(&s)
+        };
+        let producer = open(&s).await.unwrap();
+        let worker = PostgresStore::connect(&url(), quick).await.unwrap();
+        let mut deltas = worker.subscribe_counts();
+        let client = raw_client().await;
+        let listen = format!("LISTEN \"{}\"", worker.notify_channel());
+        let killed: i64 = client
+            .query_one(
+                "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE query = $1",
+                &[&listen],
+            )
+            .await
+            .unwrap()
+            .get(0);
+        assert!(killed >= 1, "no LISTEN backend found");
+        // Deltas committed while the listener is down are not replayed; keep
+        // producing until one arrives through the new connection.
+        for _ in 0..100 {
+            producer
+                .enqueue(job("j", EnqueueOptions::new()))
+                .await
+                .unwrap();
+            if let Ok(delta) = tokio::time::timeout(Duration::from_millis(200), deltas.recv()).await
+            {
+                assert_eq!(delta.unwrap().deltas.queued, 1);
+                assert!(worker
+                    .health()
+                    .await
+                    .unwrap()
+                    .detail
+                    .contains("LISTEN connected"));
+                return;
+            }
+        }
+        panic!("the listener never came back");
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn concurrent_callers_keep_every_promise() {
+        let s = schema();
+        let stores: Vec<PostgresStore> = futures_join(4, |_| {
+            let s = s.clone();
+            async move { open(&s).await }
+        })
+        .await;
+        // One owner per key, one job per scope.
+        let key = ScheduleKey::new("event:1:reminder").unwrap();
+        let replaced = futures_join(16, |i| {
+            let store = stores[i % 4].clone();
+            let key = key.clone();
+            async move {
+                store
+                    .replace_scheduled(&key, job("remind", EnqueueOptions::new()))
+                    .await
+            }
+        })
+        .await;
+        let owner = stores[0]
+            .get_scheduled(&key, false)
+            .await
+            .unwrap()
+            .current_job
+            .expect("one owner");
+        let jobs = stores[0].list_jobs(&JobFilter::default()).await.unwrap();
+        assert_eq!(
+            jobs.iter()
+                .filter(|j| j.status == JobStatus::Queued)
+                .count(),
+            1
+        );
+        assert_eq!(
+            jobs.iter()
+                .filter(|j| j.status == JobStatus::Cancelled)
+                .count(),
+            15
+        );
+        let mut orders: Vec<i64> = jobs.iter().filter_map(|j| j.schedule_order).collect();
+        orders.sort_unstable();
+        assert_eq!(orders, (1..=16).collect::<Vec<_>>());
+        assert!(replaced.iter().any(|r| r.job_id == owner.id));
+        let idem = futures_join(16, |i| {
+            let store = stores[i % 4].clone();
+            async move {
+                store
+                    .enqueue(job("once", EnqueueOptions::new().idempotency_key("scope")))
+                    .await
+            }
+        })
+        .await;
+        let ids: std::collections::BTreeSet<&str> = idem.iter().map(|o| o.job_id()).collect();
+        assert_eq!(ids.len(), 1, "one job per idempotency scope");
+        // A cap of 3 holds however many workers claim at once.
+        let capped: Vec<NewJob> = (0..20)
+            .map(|_| job("capped", EnqueueOptions::new().concurrency("k", 3)))
+            .collect();
+        stores[0].enqueue_batch(capped).await.unwrap();
+        let claimed = futures_join(12, |i| {
+            let store = stores[i % 4].clone();
+            async move {
+                let req = ClaimRequest {
+                    worker_id: format!("w{i}"),
+                    job_names: vec!["capped".into()],
+                    limit: 2,
+                    ..ClaimRequest::default()
+                };
+                store.claim(&req).await
+            }
+        })
+        .await;
+        assert_eq!(claimed.iter().map(Vec::len).sum::<usize>(), 3);
+        let snap = stores[1].count_snapshot().await.unwrap();
+        let rows = stores[1].list_jobs(&JobFilter::default()).await.unwrap();
+        assert_eq!(snap.total as usize, rows.len(), "counts stay exact");
+        assert_eq!(snap.counts.handed_off, 3);
+    }
+
+    /// Runs `n` futures concurrently and unwraps their results.
+    async fn futures_join<T, F, Fut>(n: usize, make: F) -> Vec<T>
+    where
+        F: Fn(usize) -> Fut,
+        Fut: std::future::Future<Output = duraq_core::Result<T>> + Send + 'static,
+        T: Send + 'static,
+    {
+        let handles: Vec<_> = (0..n).map(|i| tokio::spawn(make(i))).collect();
+        let mut out = Vec::with_capacity(n);
+        for h in handles {
+            out.push(h.await.expect("task").expect("call"));
+        }
+        out
+    }
+
+    #[tokio::test]
+    async fn big_batch_is_one_revision() {
+        let store = open(&schema()).await.unwrap();
+        let jobs: Vec<NewJob> = (0..500)
+            .map(|_| job("bulk", EnqueueOptions::new()))
+            .collect();
+        store.enqueue_batch(jobs).await.unwrap();
+        let snap = store.count_snapshot().await.unwrap();
+        assert_eq!((snap.counts.queued, snap.revision), (500, 1));
+    }
+}

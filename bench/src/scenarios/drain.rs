@@ -1,0 +1,105 @@
+//! Worker-side throughput: (4) drain a table of no-op jobs with 1 or 4 worker
+//! processes (C = 64 each), and live end-to-end with a worker already running
+//! while 8 producers enqueue one by one; (8) the worker processes' peak RSS.
+//!
+//! Workers are real processes running duraq's runtime ([`crate::worker`]). The
+//! clock starts when the `go` lines are sent (stores already open) and stops when
+//! this process's count snapshot shows every job completed, so the figure covers
+//! claim → run → fenced report → commit, as a user would see it.
+
+use std::time::{Duration, Instant};
+
+use anyhow::{ensure, Result};
+
+use super::{rate, wait_completed, Figure, Sizes};
+use crate::child::Child;
+use crate::producer::{enqueue_batched, enqueue_one_by_one};
+use crate::target::Target;
+
+/// Slots per worker process.
+const CONCURRENCY: usize = 64;
+/// The longest a drain may take before the run is declared broken.
+const LIMIT: Duration = Duration::from_secs(900);
+
+/// Starts `n` worker processes on `target` and waits until each has its store open.
+pub async fn start_workers(target: &Target, n: usize) -> Result<Vec<Child>> {
+    let mut workers = Vec::new();
+    for _ in 0..n {
+        let mut args = vec!["worker".to_string()];
+        args.extend(target.child_args());
+        args.extend(["--concurrency".into(), CONCURRENCY.to_string()]);
+        workers.push(Child::spawn(&args)?);
+    }
+    for w in &mut workers {
+        w.expect("ready").await?;
+    }
+    Ok(workers)
+}
+
+/// Stops the workers gracefully; returns the jobs they completed in total.
+pub async fn stop_workers(workers: Vec<Child>) -> Result<u64> {
+    let mut completed = 0;
+    for w in workers {
+        let result = w.finish().await?;
+        completed += result["completed"].as_u64().unwrap_or(0);
+    }
+    Ok(completed)
+}
+
+pub async fn drain(target: &Target, sizes: Sizes, n_workers: usize) -> Result<Vec<Figure>> {
+    let store = target.open().await?;
+    enqueue_batched(&store, sizes.drain, 1_000).await?;
+    let mut workers = start_workers(target, n_workers).await?;
+    let started = Instant::now();
+    for w in &mut workers {
+        w.send("go")?;
+    }
+    let done = wait_completed(&store, sizes.drain as i64, LIMIT).await?;
+    let elapsed = done - started;
+    let mut peak_kib = 0;
+    for w in &workers {
+        peak_kib = peak_kib.max(w.peak_rss_kib()?);
+    }
+    let completed = stop_workers(workers).await?;
+    ensure!(
+        completed == sizes.drain as u64,
+        "workers completed {completed} of {} jobs",
+        sizes.drain
+    );
+    Ok(vec![
+        Figure::new(
+            format!("drain_{n_workers}w"),
+            rate(sizes.drain, elapsed),
+            "jobs/s",
+        ),
+        Figure::new(
+            format!("worker_peak_rss_{n_workers}w"),
+            peak_kib as f64 / 1024.0,
+            "MiB",
+        ),
+    ])
+}
+
+pub async fn end_to_end(target: &Target, sizes: Sizes) -> Result<Vec<Figure>> {
+    let store = target.open().await?;
+    let mut workers = start_workers(target, 1).await?;
+    workers[0].send("go")?;
+    // Let the worker finish its startup (reconcile, heartbeat, recovery) and go
+    // idle, so the clock measures steady-state enqueue → completion.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let started = Instant::now();
+    enqueue_one_by_one(&store, sizes.e2e, 8).await?;
+    let done = wait_completed(&store, sizes.e2e as i64, LIMIT).await?;
+    let elapsed = done - started;
+    let completed = stop_workers(workers).await?;
+    ensure!(
+        completed == sizes.e2e as u64,
+        "worker completed {completed} of {} jobs",
+        sizes.e2e
+    );
+    Ok(vec![Figure::new(
+        "e2e_8producers_1w",
+        rate(sizes.e2e, elapsed),
+        "jobs/s",
+    )])
+}

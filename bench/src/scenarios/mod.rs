@@ -1,0 +1,188 @@
+//! The scenarios of issue 7, one `run` each on a fresh database.
+//!
+//! A run prints one JSON line per figure it measured, tagged with the store, the
+//! run number and the 1-minute load average when it started (so a noisy machine
+//! shows in the results), plus one `settings` line recording the durability
+//! settings the database reported. xtask repeats runs and `report` takes medians.
+//!
+//! Layout: `enqueue` (one by one, batched, 8 producers, replay, hot-key
+//! replace), `drain` (worker processes draining a table, live end-to-end, peak
+//! RSS), `wakeup` (idle wake-up latency), `counts` (snapshot time vs table size).
+
+mod counts;
+mod drain;
+mod enqueue;
+mod wakeup;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Result};
+use duraq_core::{JobStatus, Store};
+use serde_json::json;
+
+use crate::args::Args;
+use crate::target::{Kind, Target};
+
+/// One measured figure.
+pub struct Figure {
+    pub name: String,
+    pub value: f64,
+    pub unit: &'static str,
+}
+
+impl Figure {
+    pub fn new(name: impl Into<String>, value: f64, unit: &'static str) -> Self {
+        Self {
+            name: name.into(),
+            value,
+            unit,
+        }
+    }
+}
+
+/// Workload sizes: the issue's in a full run, tiny ones for `--quick`.
+#[derive(Clone, Copy, Debug)]
+pub struct Sizes {
+    pub one_by_one: usize,
+    pub batch_total: usize,
+    pub batch: usize,
+    pub producers_total: usize,
+    pub drain: usize,
+    pub e2e: usize,
+    pub wakeups: usize,
+    pub count_small: usize,
+    pub count_large: usize,
+    pub key_ops: usize,
+}
+
+impl Sizes {
+    pub fn new(quick: bool) -> Self {
+        if quick {
+            Self {
+                one_by_one: 300,
+                batch_total: 5_000,
+                batch: 1_000,
+                producers_total: 800,
+                drain: 2_000,
+                e2e: 800,
+                wakeups: 30,
+                count_small: 1_000,
+                count_large: 10_000,
+                key_ops: 200,
+            }
+        } else {
+            Self {
+                one_by_one: 20_000,
+                batch_total: 100_000,
+                batch: 1_000,
+                producers_total: 20_000,
+                drain: 50_000,
+                e2e: 20_000,
+                wakeups: 1_000,
+                count_small: 10_000,
+                count_large: 1_000_000,
+                key_ops: 5_000,
+            }
+        }
+    }
+}
+
+const ALL: &[&str] = &[
+    "enqueue-one",
+    "enqueue-batch",
+    "enqueue-8tasks",
+    "enqueue-8procs",
+    "drain-1w",
+    "drain-4w",
+    "e2e",
+    "wakeup",
+    "counts",
+    "replay",
+    "replace",
+];
+
+/// The scenarios run for `kind`. Count snapshots are reads, identical under
+/// either SQLite `synchronous` mode, so they run once for SQLite (FULL).
+pub fn names(kind: Kind) -> Vec<&'static str> {
+    ALL.iter()
+        .copied()
+        .filter(|s| !(kind == Kind::SqliteNormal && *s == "counts"))
+        .collect()
+}
+
+/// `duraq-bench run <scenario> --store K --database D --run I [--quick]`.
+pub async fn run(args: &Args) -> Result<()> {
+    let scenario = args.only_positional()?.to_owned();
+    let kind = Kind::parse(args.required("store")?)?;
+    let run: u32 = args.number("run", 1)?;
+    let sizes = Sizes::new(args.flag("quick"));
+    let load1 = load1();
+    let target = Target::fresh(kind, args.required("database")?)?;
+    let result = run_one(&scenario, &target, sizes).await;
+    let settings = target.settings().await.ok();
+    target.cleanup().await?;
+    let figures = result?;
+    let store = kind.name();
+    println!(
+        "{}",
+        json!({ "store": store, "settings": settings, "run": run })
+    );
+    for f in figures {
+        let line = json!({
+            "store": store, "scenario": scenario, "figure": f.name, "value": f.value,
+            "unit": f.unit, "run": run, "load1": load1,
+        });
+        println!("{line}");
+    }
+    Ok(())
+}
+
+async fn run_one(scenario: &str, target: &Target, sizes: Sizes) -> Result<Vec<Figure>> {
+    match scenario {
+        "enqueue-one" => enqueue::one_by_one(target, sizes).await,
+        "enqueue-batch" => enqueue::batched(target, sizes).await,
+        "enqueue-8tasks" => enqueue::eight_tasks(target, sizes).await,
+        "enqueue-8procs" => enqueue::eight_processes(target, sizes).await,
+        "replay" => enqueue::replay(target, sizes).await,
+        "replace" => enqueue::replace(target, sizes).await,
+        "drain-1w" => drain::drain(target, sizes, 1).await,
+        "drain-4w" => drain::drain(target, sizes, 4).await,
+        "e2e" => drain::end_to_end(target, sizes).await,
+        "wakeup" => wakeup::wakeup(target, sizes).await,
+        "counts" => counts::counts(target, sizes).await,
+        other => bail!("unknown scenario {other:?}; known: {ALL:?}"),
+    }
+}
+
+/// The 1-minute load average now (noise indicator; `None` off Linux).
+pub fn load1() -> Option<f64> {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
+}
+
+/// Polls the count snapshot until `n` jobs are completed; returns when it saw
+/// that. Polling every 2 ms costs one constant-time read per poll.
+pub async fn wait_completed(store: &Arc<dyn Store>, n: i64, limit: Duration) -> Result<Instant> {
+    let deadline = Instant::now() + limit;
+    loop {
+        let snap = store.count_snapshot().await?;
+        let done = snap.counts.get(JobStatus::Completed);
+        if done >= n {
+            return Ok(Instant::now());
+        }
+        if Instant::now() > deadline {
+            bail!("only {done} of {n} jobs completed within {limit:?}");
+        }
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+}
+
+/// `n / seconds`.
+pub fn rate(n: usize, elapsed: Duration) -> f64 {
+    n as f64 / elapsed.as_secs_f64()
+}

@@ -10,7 +10,11 @@
 //! committed count-changing call and not at all for rolled-back ones.
 //!
 //! The same statement sends the delta with `pg_notify`, which PostgreSQL delivers
-//! only if and when the transaction commits.
+//! only if and when the transaction commits. A delta's revision is the shard sum
+//! as that statement saw it: exact for one writer at a time; with concurrent
+//! writers on other shards it can be off by their in-flight commits, so a
+//! subscriber that needs exactness re-snapshots when revisions do not line up.
+//! Snapshots themselves are always exact.
 
 use duraq_core::{CountChange, CountDelta, CountSnapshot, Result};
 

@@ -129,7 +129,9 @@ pub(crate) async fn save_jobs(db: &Db<'_>, rows: &[(&Job, Option<&str>)]) -> Res
     let failed = num(|j| j.failed_at_ms);
     let cancelled = num(|j| j.cancelled_at_ms);
     let orphaned = num(|j| j.orphaned_at_ms);
-    let errors = col(|j| j.last_error.clone());
+    // A handler's message may contain NUL, which a text column refuses; failing
+    // the report over it would strand the job, so NUL becomes U+FFFD.
+    let errors = col(|j| j.last_error.as_ref().map(|e| e.replace('\0', "\u{fffd}")));
     let workers = col(|j| j.worker_id.clone());
     let handoffs = col(|j| j.handoff_id.clone());
     let keys = col(|j| j.schedule_key.clone());

@@ -270,6 +270,34 @@ mod postgres {
     }
 
     #[tokio::test]
+    async fn a_nul_in_an_error_message_does_not_strand_the_job() {
+        let store = open(&schema()).await.unwrap();
+        let id = store
+            .enqueue(job("j", EnqueueOptions::new()))
+            .await
+            .unwrap()
+            .job_id()
+            .to_owned();
+        let req = ClaimRequest {
+            worker_id: "w".into(),
+            job_names: vec!["j".into()],
+            limit: 1,
+            ..ClaimRequest::default()
+        };
+        let claimed = store.claim(&req).await.unwrap();
+        let lease = claimed[0].lease().unwrap();
+        assert!(store
+            .report(&lease, duraq_core::Outcome::failed("bad\0byte"))
+            .await
+            .unwrap());
+        let job = store.get_job(&id).await.unwrap().unwrap();
+        assert_eq!(
+            (job.status, job.last_error.as_deref()),
+            (JobStatus::Queued, Some("bad\u{fffd}byte"))
+        );
+    }
+
+    #[tokio::test]
     async fn big_batch_is_one_revision() {
         let store = open(&schema()).await.unwrap();
         let jobs: Vec<NewJob> = (0..500)

@@ -261,3 +261,48 @@ fn sigkilled_worker_loses_no_job() {
         assert!(job.last_error.is_some());
     });
 }
+
+#[test]
+fn periodic_ticks_from_three_processes_are_enqueued_exactly_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("jobs.db");
+    let period_ms: i64 = 100;
+    let mut procs = spawn_ready(&db, 3, |_| {
+        vec!["periodic".into(), period_ms.to_string(), "1500".into()]
+    });
+    release(&mut procs);
+    let created: u64 = results(procs)
+        .iter()
+        .map(|a| a["created"].as_u64().expect("created count"))
+        .sum();
+    duraq_tests::block_on(async {
+        let store = open(&db, Arc::new(SystemClock));
+        let filter = JobFilter {
+            job_name: Some("tick".into()),
+            ..JobFilter::default()
+        };
+        let jobs = store.list_jobs(&filter).await.unwrap();
+        let mut ticks: Vec<i64> = jobs
+            .iter()
+            .map(|j| {
+                let key = j.idempotency_key.as_deref().expect("a periodic key");
+                let tick = key
+                    .strip_prefix("periodic:beat:")
+                    .expect("periodic key shape");
+                let tick: i64 = tick.parse().expect("tick time");
+                assert_eq!(j.scheduled_at_ms, tick, "a tick runs at its own time");
+                tick
+            })
+            .collect();
+        ticks.sort();
+        let before = ticks.len();
+        ticks.dedup();
+        assert_eq!(ticks.len(), before, "a tick was enqueued twice");
+        assert_eq!(created, before as u64, "every created tick is one row");
+        assert!(before >= 10, "1.5 s at 100 ms ticks, got {before}");
+        assert!(
+            ticks.windows(2).all(|w| w[1] - w[0] == period_ms),
+            "no tick was skipped: {ticks:?}"
+        );
+    });
+}

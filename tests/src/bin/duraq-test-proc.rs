@@ -8,11 +8,19 @@
 //! - `enqueue-idem <key>`: an idempotent enqueue of job "j" args [1] under `key`;
 //! - `enqueue-many <n>`: `n` plain enqueues, one call each;
 //! - `claim-and-hang <name>`: claims one job, prints it, then blocks on stdin
-//!   until killed (the test SIGKILLs it mid-job).
+//!   until killed (the test SIGKILLs it mid-job);
+//! - `periodic <period-ms> <run-ms>`: runs a worker declaring the periodic job
+//!   `beat` (job `tick`, every period) for `run-ms` of real time, then prints how
+//!   many ticks this process created (the rest were replays).
 
 use std::io::{BufRead, Write};
 
-use duraq_core::{ClaimRequest, EnqueueOptions, NewJob, ScheduleKey, Store};
+use std::sync::Arc;
+use std::time::Duration;
+
+use duraq_core::{
+    ClaimRequest, EnqueueOptions, NewJob, PeriodicJob, Registry, ScheduleKey, Store, Worker,
+};
 use duraq_store_sqlite::{SqliteOptions, SqliteStore};
 use serde_json::json;
 
@@ -113,6 +121,26 @@ async fn run(args: &[String]) -> i32 {
                 }
                 Err(e) => Err(e),
             }
+        }
+        "periodic" => {
+            let period: u64 = arg(3).parse().expect("period ms");
+            let run_for: u64 = arg(4).parse().expect("run ms");
+            let store: Arc<dyn Store> = Arc::new(store);
+            let registry = Registry::new()
+                .register_fn("tick", |_ctx, _args| async { Ok(()) })
+                .expect("registry");
+            let beat = PeriodicJob::every("beat", Duration::from_millis(period), "tick")
+                .expect("periodic");
+            let worker = Worker::builder(store, registry)
+                .periodic(beat)
+                .build()
+                .expect("worker");
+            // The run time is the workload: the worker must keep enqueuing ticks.
+            let report = worker
+                .run(tokio::time::sleep(Duration::from_millis(run_for)))
+                .await
+                .expect("worker run");
+            Ok(json!({"created": report.periodic_enqueued}))
         }
         other => {
             eprintln!("unknown action {other}");

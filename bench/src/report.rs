@@ -1,7 +1,8 @@
 //! `duraq-bench report`: turns the JSON lines of every run into the table on
 //! stdout and `results.json` — per (store, figure) the median of the runs with
 //! their spread (min–max), the target and whether it is met, and the highest
-//! 1-minute load average seen when a run started (a noisy machine shows).
+//! 1-minute load average seen when a run started (a noisy machine shows); plus
+//! the same table as Markdown (`results.md`) for the README.
 
 use std::collections::BTreeMap;
 
@@ -52,6 +53,9 @@ pub fn main(args: &Args) -> Result<()> {
     let mut rows: Vec<_> = series.into_iter().collect();
     rows.sort_by_key(|((store, _), s)| (stores.iter().position(|x| x == store), s.order));
     let mut figures = Vec::new();
+    let mut markdown = String::from(
+        "| store | figure | median | spread (min–max) | unit | target |\n|---|---|--:|--:|---|---|\n",
+    );
     println!("\nduraq bench — {}", crate::machine::summary(&machine));
     println!(
         "{:<14} {:<30} {:>12} {:>25} {:<7} {:>4} {:<12} {:<6} {:>5}",
@@ -80,6 +84,14 @@ pub fn main(args: &Args) -> Result<()> {
             verdict,
             s.load_max,
         );
+        markdown.push_str(&format!(
+            "| {store} | {figure} | {} | {} – {} | {} | {} {verdict} |\n",
+            num(med),
+            num(lo),
+            num(hi),
+            s.unit,
+            goal_text,
+        ));
         figures.push(json!({
             "store": store, "figure": figure, "unit": s.unit, "median": med,
             "min": lo, "max": hi, "runs": s.values, "target": goal.map(|g| g.describe()),
@@ -98,8 +110,10 @@ pub fn main(args: &Args) -> Result<()> {
     });
     std::fs::write(out_path, serde_json::to_string_pretty(&results)? + "\n")
         .with_context(|| format!("writing {out_path}"))?;
+    let md_path = std::path::Path::new(out_path).with_extension("md");
+    std::fs::write(&md_path, markdown)?;
     println!("\nsettings: {}", Value::Object(settings));
-    println!("wrote {out_path}");
+    println!("wrote {out_path} and {} (README table)", md_path.display());
     Ok(())
 }
 

@@ -3,7 +3,8 @@
 //!
 //! - `cargo xtask test-all [--skip-postgres]`: fmt check, clippy with `-D warnings`,
 //!   and the whole workspace's tests with `DATABASE_URL` pointing at PostgreSQL
-//!   (the caller's, or a throwaway server started here and removed afterwards).
+//!   (the caller's, or a throwaway server started here and removed afterwards),
+//!   then `bench --quick` so the benchmark tool cannot rot.
 //! - `cargo xtask pg`: starts a throwaway server, prints its URL, waits for Ctrl-C.
 
 mod bench;
@@ -124,6 +125,19 @@ fn test_all(skip_postgres: bool) -> Result<()> {
         }
     }
     results.push(step("cargo test", &mut test));
+
+    // The benchmark smoke run, so `cargo xtask bench` cannot rot (issue 7).
+    let mut bench = cargo(&root);
+    bench.args(["xtask", "bench", "--quick"]);
+    match postgres.url() {
+        Some(url) => {
+            bench.env("DATABASE_URL", url);
+        }
+        None => {
+            bench.args(["--stores", "sqlite"]);
+        }
+    }
+    results.push(step("bench --quick", &mut bench));
 
     let started = Instant::now();
     drop(postgres);

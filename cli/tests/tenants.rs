@@ -134,3 +134,17 @@ fn bad_tenant_file_and_usage_errors() {
         Some(2)
     );
 }
+
+/// `duraq-tenants` keeps the job store's versions by hand (it must not link the
+/// stores); the program links both, so this is where drift is caught.
+#[test]
+fn tenants_job_store_catalog_matches_the_sqlite_schema() {
+    let versions: Vec<i64> = duraq_tenants::JOB_STORE_VERSIONS
+        .iter()
+        .map(|(v, _)| *v)
+        .collect();
+    assert_eq!(
+        versions,
+        (1..=duraq_store_sqlite::SCHEMA_VERSION).collect::<Vec<_>>()
+    );
+}

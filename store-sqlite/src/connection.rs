@@ -42,7 +42,7 @@ pub(crate) fn open_connection(path: &Path, opts: &SqliteOptions) -> Result<Conne
     }
     // Pragma names and values here are constants of this crate, never user input.
     conn.execute_batch(&format!(
-        "PRAGMA synchronous = {}; PRAGMA foreign_keys = OFF;",
+        "PRAGMA synchronous = {}; PRAGMA foreign_keys = OFF; PRAGMA temp_store = MEMORY; PRAGMA cache_size = -32768;",
         opts.synchronous.pragma()
     ))
     .db()?;

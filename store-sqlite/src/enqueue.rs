@@ -126,9 +126,13 @@ pub(crate) fn insert_checked(tx: &mut Tx<'_>, job: &NewJob, row: &Job) -> Result
     Ok(())
 }
 
+/// The earliest identical queued job, found through the `duraq_jobs_queued_args`
+/// index on the digest's first 16 hex digits (the full match is checked on the row).
 fn find_duplicate(conn: &Connection, job: &NewJob, now: i64) -> Result<Option<String>> {
+    let digest = job.args_digest();
     conn.prepare_cached(
-        "SELECT id FROM duraq_jobs WHERE job_name = ?1 AND queue = ?2 AND args_digest = ?3 \
+        "SELECT id FROM duraq_jobs WHERE substr(args_digest, 1, 16) = ?5 \
+         AND job_name = ?1 AND queue = ?2 AND args_digest = ?3 \
          AND status = 'queued' AND scheduled_at_ms <= ?4 \
          ORDER BY scheduled_at_ms, created_at_ms, id LIMIT 1",
     )
@@ -137,8 +141,9 @@ fn find_duplicate(conn: &Connection, job: &NewJob, now: i64) -> Result<Option<St
         params![
             job.job_name().as_str(),
             job.queue().as_str(),
-            job.args_digest(),
-            job.due_at_ms(now)
+            digest,
+            job.due_at_ms(now),
+            digest.get(..16).unwrap_or(&digest),
         ],
         |r| r.get(0),
     )

@@ -53,10 +53,12 @@ pub(crate) fn recover_stale(tx: &mut Tx<'_>, stale_after_ms: i64) -> Result<Vec<
     let cutoff = tx.now.saturating_sub(stale_after_ms);
     let sql = format!(
         "SELECT {JOB_COLUMNS} FROM duraq_jobs AS j WHERE status = 'handed_off' AND NOT EXISTS \
-         (SELECT 1 FROM duraq_workers AS w WHERE w.worker_id = j.worker_id AND w.last_heartbeat_ms >= ?1) \
-         ORDER BY id"
+         (SELECT 1 FROM duraq_workers AS w WHERE w.worker_id = j.worker_id AND w.last_heartbeat_ms >= ?1)"
     );
-    let lost = query_jobs(tx.conn, &sql, [cutoff])?;
+    // Sorted here, not by `ORDER BY id`: that would tempt the planner into
+    // walking the whole table in primary-key order instead of the running index.
+    let mut lost = query_jobs(tx.conn, &sql, [cutoff])?;
+    lost.sort_by(|a, b| a.id.cmp(&b.id));
     let mut ids = Vec::with_capacity(lost.len());
     for mut job in lost {
         recover_lost(&mut job, tx.now);

@@ -9,7 +9,8 @@
 //! 3. creates missing tables and indexes, adds missing later-version columns with
 //!    `ALTER TABLE ADD COLUMN`, and records the missing versions.
 //!
-//! Nothing is ever rebuilt or dropped. Tables carry a `duraq_` prefix so that an
+//! No table, column or row is ever rebuilt or dropped; only indexes a later
+//! version replaced are (see [`RETIRED_INDEXES`]). Tables carry a `duraq_` prefix so that an
 //! application can share the file (see [`crate::SqliteStore::enqueue_in_transaction`]).
 
 use std::collections::HashMap;
@@ -19,7 +20,7 @@ use rusqlite::{params, Connection, OptionalExtension};
 
 use crate::error_map::{retry_busy, SqlResult};
 use crate::schema_def::{
-    Column, Table, INDEXES, LEDGER_TABLE, MIGRATION_SCOPE, SCHEMA_VERSION, TABLES,
+    Column, Table, INDEXES, LEDGER_TABLE, MIGRATION_SCOPE, RETIRED_INDEXES, SCHEMA_VERSION, TABLES,
 };
 
 /// What [`migrate`] (or opening a store) did.
@@ -86,6 +87,10 @@ fn check_and_apply(conn: &Connection) -> Result<MigrationReport> {
             column.name, column.ty, column.rest
         ))
         .db()?;
+    }
+    for index in RETIRED_INDEXES {
+        conn.execute_batch(&format!("DROP INDEX IF EXISTS {index}"))
+            .db()?;
     }
     for index in INDEXES {
         conn.execute_batch(index).db()?;

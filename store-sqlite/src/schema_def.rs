@@ -1,14 +1,15 @@
 //! The declared schema: every table with the version that introduced each
 //! column, and every index. [`crate::schema`] compares a file against this
-//! declaration and adds what is missing; nothing here is ever dropped or changed
-//! in place, only extended by a new version.
+//! declaration and adds what is missing; no table or column is ever dropped or
+//! changed in place, only extended by a new version.
 //!
 //! Version 1: jobs, counts, idempotency ownership, concurrency reservations,
 //! worker heartbeats. Version 2: schedule keys (columns on jobs, ownership and
-//! high-water tables) and operation records.
+//! high-water tables) and operation records. Version 3: partial job indexes (no
+//! table change), replacing the status-led ones that every transition rewrote.
 
 /// The newest schema version this binary knows.
-pub const SCHEMA_VERSION: i64 = 2;
+pub const SCHEMA_VERSION: i64 = 3;
 /// The ledger table recording applied versions.
 pub const LEDGER_TABLE: &str = "duraq_migrations";
 /// The ledger scope of the job store's own schema.
@@ -155,12 +156,41 @@ pub(crate) const TABLES: &[Table] = &[
     },
 ];
 
+/// The job indexes since version 3. Every index but `list` is partial: a row sits
+/// only in the indexes of its own status, so a transition touches two small
+/// indexes instead of rewriting every status-led entry. The dedupe index keys on
+/// a 16-hex-digit prefix of the args digest (the rest of the match is checked on
+/// the row), which keeps its random inserts to one small entry per queued job.
 pub(crate) const INDEXES: &[&str] = &[
-    "CREATE INDEX IF NOT EXISTS duraq_jobs_due ON duraq_jobs (status, scheduled_at_ms, created_at_ms, id)",
-    "CREATE INDEX IF NOT EXISTS duraq_jobs_dedupe ON duraq_jobs \
-     (job_name, queue, args_digest, status, scheduled_at_ms, created_at_ms, id)",
+    "CREATE INDEX IF NOT EXISTS duraq_jobs_queued ON duraq_jobs \
+     (scheduled_at_ms, created_at_ms, id) WHERE status = 'queued'",
+    "CREATE INDEX IF NOT EXISTS duraq_jobs_queued_args ON duraq_jobs \
+     (substr(args_digest, 1, 16)) WHERE status = 'queued'",
+    "CREATE INDEX IF NOT EXISTS duraq_jobs_running ON duraq_jobs (worker_id) \
+     WHERE status = 'handed_off'",
     "CREATE INDEX IF NOT EXISTS duraq_jobs_list ON duraq_jobs (created_at_ms, id)",
-    "CREATE INDEX IF NOT EXISTS duraq_jobs_schedule ON duraq_jobs (schedule_key, schedule_order)",
-    "CREATE INDEX IF NOT EXISTS duraq_jobs_terminal ON duraq_jobs \
-     (status, COALESCE(completed_at_ms, failed_at_ms, cancelled_at_ms, orphaned_at_ms), id)",
+    "CREATE INDEX IF NOT EXISTS duraq_jobs_keyed ON duraq_jobs (schedule_key, schedule_order) \
+     WHERE schedule_key IS NOT NULL",
+    "CREATE INDEX IF NOT EXISTS duraq_jobs_completed ON duraq_jobs \
+     (COALESCE(completed_at_ms, failed_at_ms, cancelled_at_ms, orphaned_at_ms), id) \
+     WHERE status = 'completed'",
+    "CREATE INDEX IF NOT EXISTS duraq_jobs_failed ON duraq_jobs \
+     (COALESCE(completed_at_ms, failed_at_ms, cancelled_at_ms, orphaned_at_ms), id) \
+     WHERE status = 'failed'",
+    "CREATE INDEX IF NOT EXISTS duraq_jobs_cancelled ON duraq_jobs \
+     (COALESCE(completed_at_ms, failed_at_ms, cancelled_at_ms, orphaned_at_ms), id) \
+     WHERE status = 'cancelled'",
+    "CREATE INDEX IF NOT EXISTS duraq_jobs_orphaned ON duraq_jobs \
+     (COALESCE(completed_at_ms, failed_at_ms, cancelled_at_ms, orphaned_at_ms), id) \
+     WHERE status = 'orphaned'",
+];
+
+/// Version 1–2 indexes that version 3 replaced with the partial ones above;
+/// dropped when a file is brought to version 3. An index holds no data, so this
+/// rebuilds and loses nothing.
+pub(crate) const RETIRED_INDEXES: &[&str] = &[
+    "duraq_jobs_due",
+    "duraq_jobs_dedupe",
+    "duraq_jobs_schedule",
+    "duraq_jobs_terminal",
 ];

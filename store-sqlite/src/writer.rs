@@ -207,7 +207,24 @@ fn commit_batch(
     }
     let mut tx = Tx::new(conn, 0);
     let mut failure = None;
+    // A lone request needs no savepoint: if it fails, the whole transaction rolls
+    // back. (A savepoint copies every page it touches into the sub-journal.)
+    let lone = batch.len() == 1;
+    let mut rolled_back = false;
     for request in batch.iter_mut() {
+        if lone {
+            tx.now = clock.now_ms();
+            let mark = tx.mark();
+            let ok = catch_unwind(AssertUnwindSafe(|| request.run(&mut tx))).unwrap_or(false);
+            if !ok {
+                tx.reset(mark);
+                if let Err(err) = conn.execute_batch("ROLLBACK") {
+                    failure = Some(Failure::from_sqlite("rolling back", &err));
+                }
+                rolled_back = true;
+            }
+            break;
+        }
         tx.now = clock.now_ms();
         let mark = tx.mark();
         if let Err(err) = conn.execute_batch("SAVEPOINT duraq_request") {
@@ -225,6 +242,10 @@ fn commit_batch(
             failure = Some(Failure::from_sqlite("closing a savepoint", &err));
             break;
         }
+    }
+    if rolled_back && failure.is_none() {
+        batch.into_iter().for_each(|r| r.finish(None));
+        return None;
     }
     if failure.is_none() && conn.is_autocommit() {
         failure = Some(Failure {

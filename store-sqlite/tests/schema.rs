@@ -51,7 +51,10 @@ fn fresh_file_records_every_version_and_reopen_applies_nothing() {
     assert!(again.applied.is_empty());
     let store = SqliteStore::open(&path, SqliteOptions::default()).unwrap();
     assert!(store.migration().applied.is_empty());
-    assert_eq!(ledger(&Connection::open(&path).unwrap()), vec![1, 2]);
+    assert_eq!(
+        ledger(&Connection::open(&path).unwrap()),
+        (1..=SCHEMA_VERSION).collect::<Vec<_>>()
+    );
 }
 
 #[tokio::test]
@@ -64,7 +67,7 @@ async fn upgrade_from_v1_keeps_rows_and_gains_columns_and_tables() {
         .unwrap();
 
     let store = SqliteStore::open(&path, SqliteOptions::default()).unwrap();
-    assert_eq!(store.migration().applied, vec![2]);
+    assert_eq!(store.migration().applied, vec![2, 3]);
     let job = store.get_job("old-1").await.unwrap().expect("old row kept");
     assert_eq!(
         (job.job_name.as_str(), job.status, job.schedule_key),
@@ -75,7 +78,7 @@ async fn upgrade_from_v1_keeps_rows_and_gains_columns_and_tables() {
     assert_eq!(store.health().await.unwrap().schema_version, SCHEMA_VERSION);
 
     let conn = Connection::open(&path).unwrap();
-    assert_eq!(ledger(&conn), vec![1, 2]);
+    assert_eq!(ledger(&conn), vec![1, 2, 3]);
     let tables: Vec<String> = schema_dump(&conn).into_iter().map(|(n, _)| n).collect();
     for table in [
         "duraq_schedule_keys",
@@ -93,6 +96,99 @@ async fn upgrade_from_v1_keeps_rows_and_gains_columns_and_tables() {
         .map(|n| n == 1)
         .unwrap();
     assert!(has_column);
+}
+
+/// The indexes versions 1–2 created (version 3 replaced four of them).
+const V2_INDEXES: &str = "
+CREATE INDEX duraq_jobs_due ON duraq_jobs (status, scheduled_at_ms, created_at_ms, id);
+CREATE INDEX duraq_jobs_dedupe ON duraq_jobs (job_name, queue, args_digest, status, scheduled_at_ms, created_at_ms, id);
+CREATE INDEX duraq_jobs_list ON duraq_jobs (created_at_ms, id);
+CREATE INDEX duraq_jobs_terminal ON duraq_jobs (status, COALESCE(completed_at_ms, failed_at_ms, cancelled_at_ms, orphaned_at_ms), id);
+";
+
+#[tokio::test]
+async fn upgrade_to_v3_swaps_status_led_indexes_for_partial_ones_and_keeps_rows() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("v2.db");
+    let conn = Connection::open(&path).unwrap();
+    conn.execute_batch(V1_SQL).unwrap();
+    conn.execute_batch(V2_INDEXES).unwrap();
+    drop(conn);
+
+    let store = SqliteStore::open(&path, SqliteOptions::default()).unwrap();
+    assert_eq!(store.migration().applied, vec![2, 3]);
+    let names: Vec<String> = schema_dump(&Connection::open(&path).unwrap())
+        .into_iter()
+        .map(|(n, _)| n)
+        .collect();
+    for retired in ["duraq_jobs_due", "duraq_jobs_dedupe", "duraq_jobs_terminal"] {
+        assert!(!names.iter().any(|n| n == retired), "{retired} dropped");
+    }
+    for partial in [
+        "duraq_jobs_queued",
+        "duraq_jobs_queued_args",
+        "duraq_jobs_running",
+        "duraq_jobs_completed",
+    ] {
+        assert!(names.iter().any(|n| n == partial), "{partial} created");
+    }
+    assert!(
+        names.iter().any(|n| n == "duraq_jobs_list"),
+        "list index kept"
+    );
+    let job = store.get_job("old-1").await.unwrap().expect("old row kept");
+    assert_eq!(job.status, JobStatus::Queued);
+    assert_eq!(store.count_snapshot().await.unwrap().counts.queued, 1);
+}
+
+/// The hot statements must read their partial index whatever the statistics say
+/// (SQLite plans without ANALYZE data here; a plan change would turn a claim into
+/// a table scan).
+#[test]
+fn hot_queries_use_the_partial_indexes() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("plan.db");
+    migrate(&path).unwrap();
+    let conn = Connection::open(&path).unwrap();
+    let plan = |sql: &str| -> String {
+        let mut stmt = conn.prepare(&format!("EXPLAIN QUERY PLAN {sql}")).unwrap();
+        let rows = stmt.query_map([], |r| r.get::<_, String>(3)).unwrap();
+        rows.collect::<Result<Vec<_>, _>>().unwrap().join("; ")
+    };
+    let claim = plan(
+        "SELECT id FROM duraq_jobs WHERE status = 'queued' AND scheduled_at_ms <= 5 \
+         AND job_name IN (SELECT value FROM json_each('[\"a\"]')) \
+         AND queue NOT IN (SELECT value FROM json_each('[]')) \
+         AND (scheduled_at_ms, created_at_ms, id) > (0, 0, '') \
+         ORDER BY scheduled_at_ms, created_at_ms, id LIMIT 10",
+    );
+    assert!(claim.contains("duraq_jobs_queued"), "claim plan: {claim}");
+    let dedupe = plan(
+        "SELECT id FROM duraq_jobs WHERE substr(args_digest, 1, 16) = 'abc' AND job_name = 'a' \
+         AND queue = 'q' AND args_digest = 'abc' AND status = 'queued' AND scheduled_at_ms <= 5 \
+         ORDER BY scheduled_at_ms, created_at_ms, id LIMIT 1",
+    );
+    assert!(
+        dedupe.contains("duraq_jobs_queued_args"),
+        "dedupe plan: {dedupe}"
+    );
+    let prune = plan(
+        "SELECT id FROM duraq_jobs WHERE status = 'completed' AND \
+         COALESCE(completed_at_ms, failed_at_ms, cancelled_at_ms, orphaned_at_ms) < 5 \
+         ORDER BY COALESCE(completed_at_ms, failed_at_ms, cancelled_at_ms, orphaned_at_ms), id LIMIT 10",
+    );
+    assert!(
+        prune.contains("duraq_jobs_completed"),
+        "prune plan: {prune}"
+    );
+    let stale = plan(
+        "SELECT id FROM duraq_jobs AS j WHERE status = 'handed_off' AND NOT EXISTS \
+         (SELECT 1 FROM duraq_workers AS w WHERE w.worker_id = j.worker_id AND w.last_heartbeat_ms >= 5)",
+    );
+    assert!(
+        stale.contains("duraq_jobs_running"),
+        "recovery plan: {stale}"
+    );
 }
 
 fn assert_refused_and_untouched(setup: &str) {
@@ -173,5 +269,8 @@ fn concurrent_openers_of_a_new_file_apply_each_version_once() {
     }
     applied.sort();
     assert_eq!(applied, (1..=SCHEMA_VERSION).collect::<Vec<_>>());
-    assert_eq!(ledger(&Connection::open(&path).unwrap()), vec![1, 2]);
+    assert_eq!(
+        ledger(&Connection::open(&path).unwrap()),
+        (1..=SCHEMA_VERSION).collect::<Vec<_>>()
+    );
 }

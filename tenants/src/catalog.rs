@@ -28,8 +28,13 @@ pub const JOB_STORE_LEDGER_TABLE: &str = "duraq_migrations";
 pub const JOB_STORE_SCOPE: &str = "duraq.jobs";
 /// The job store schema versions this crate expects, with their names. Kept by hand
 /// in step with `duraq-store-sqlite`'s `SCHEMA_VERSION` (this crate must not link
-/// the stores to answer a preflight): 1 = jobs, keys, counts; 2 = schedule keys.
-pub const JOB_STORE_VERSIONS: &[(i64, &str)] = &[(1, "job_store"), (2, "schedule_keys")];
+/// the stores to answer a preflight; a `duraq-cli` test checks it): 1 = jobs,
+/// keys, counts; 2 = schedule keys; 3 = partial job indexes.
+pub const JOB_STORE_VERSIONS: &[(i64, &str)] = &[
+    (1, "job_store"),
+    (2, "schedule_keys"),
+    (3, "partial_indexes"),
+];
 
 /// Where a database records the migrations it has.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -7,6 +7,7 @@ use duraq_core::transitions::new_job_row;
 use duraq_core::{EnqueueOutcome, Error, ErrorCode, Job, JobStatus, NewJob, Result};
 use rusqlite::{params, Connection, OptionalExtension};
 
+use crate::dedupe;
 use crate::error_map::SqlResult;
 use crate::rows::{insert_job, job_exists, json_text};
 use crate::tx::Tx;
@@ -36,7 +37,7 @@ pub(crate) fn enqueue(tx: &mut Tx<'_>, job: NewJob) -> Result<EnqueueOutcome> {
         }
     }
     if job.deduplicate_while_queued() {
-        if let Some(existing) = find_duplicate(tx.conn, &job, tx.now)? {
+        if let Some(existing) = dedupe::find_duplicate(tx.conn, &job, tx.now)? {
             return Ok(EnqueueOutcome::Deduplicated(existing));
         }
     }
@@ -121,34 +122,11 @@ pub(crate) fn insert_checked(tx: &mut Tx<'_>, job: &NewJob, row: &Job) -> Result
             .execute(params![op.key, json_text(&op.data)?, row.id, tx.now])
             .db()?;
     }
-    insert_job(tx.conn, row, &job.args_digest())?;
+    let digest = job.args_digest();
+    let dedupe_key = dedupe::key_for_insert(tx.conn, job, &digest)?;
+    insert_job(tx.conn, row, &digest, dedupe_key)?;
     tx.added(JobStatus::Queued);
     Ok(())
-}
-
-/// The earliest identical queued job, found through the `duraq_jobs_queued_args`
-/// index on the digest's first 16 hex digits (the full match is checked on the row).
-fn find_duplicate(conn: &Connection, job: &NewJob, now: i64) -> Result<Option<String>> {
-    let digest = job.args_digest();
-    conn.prepare_cached(
-        "SELECT id FROM duraq_jobs WHERE substr(args_digest, 1, 16) = ?5 \
-         AND job_name = ?1 AND queue = ?2 AND args_digest = ?3 \
-         AND status = 'queued' AND scheduled_at_ms <= ?4 \
-         ORDER BY scheduled_at_ms, created_at_ms, id LIMIT 1",
-    )
-    .db()?
-    .query_row(
-        params![
-            job.job_name().as_str(),
-            job.queue().as_str(),
-            digest,
-            job.due_at_ms(now),
-            digest.get(..16).unwrap_or(&digest),
-        ],
-        |r| r.get(0),
-    )
-    .optional()
-    .db()
 }
 
 impl SqliteStore {

@@ -35,6 +35,7 @@ mod admin;
 mod claim;
 mod connection;
 mod counts;
+mod dedupe;
 mod enqueue;
 mod error_map;
 mod lifecycle;

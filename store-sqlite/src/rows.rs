@@ -86,12 +86,17 @@ pub(crate) fn job_exists(conn: &Connection, id: &str) -> Result<bool> {
     Ok(found.is_some())
 }
 
-/// Inserts a fresh row.
-pub(crate) fn insert_job(conn: &Connection, job: &Job, args_digest: &str) -> Result<()> {
+/// Inserts a fresh row (`dedupe_key`: see [`crate::dedupe`]).
+pub(crate) fn insert_job(
+    conn: &Connection,
+    job: &Job,
+    args_digest: &str,
+    dedupe_key: Option<&str>,
+) -> Result<()> {
     let args = serde_json::to_string(&job.args).map_err(|e| Error::backend("encoding args", e))?;
     let sql = format!(
-        "INSERT INTO duraq_jobs ({JOB_COLUMNS}, args_digest) VALUES \
-         (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24)"
+        "INSERT INTO duraq_jobs ({JOB_COLUMNS}, args_digest, dedupe_key) VALUES \
+         (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25)"
     );
     conn.prepare_cached(&sql)
         .db()?
@@ -120,6 +125,7 @@ pub(crate) fn insert_job(conn: &Connection, job: &Job, args_digest: &str) -> Res
             job.idempotency_key,
             job.timeout_ms,
             args_digest,
+            dedupe_key,
         ])
         .db()?;
     Ok(())

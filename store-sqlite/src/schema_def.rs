@@ -5,8 +5,9 @@
 //!
 //! Version 1: jobs, counts, idempotency ownership, concurrency reservations,
 //! worker heartbeats. Version 2: schedule keys (columns on jobs, ownership and
-//! high-water tables) and operation records. Version 3: partial job indexes (no
-//! table change), replacing the status-led ones that every transition rewrote.
+//! high-water tables) and operation records. Version 3: partial job indexes,
+//! replacing the status-led ones that every transition rewrote, and dedupe keys
+//! (a jobs column and the registered dedupe scopes).
 
 /// The newest schema version this binary knows.
 pub const SCHEMA_VERSION: i64 = 3;
@@ -65,6 +66,7 @@ const JOBS: &[Column] = &[
     col("reservation_key", "TEXT", "", 1),
     col("schedule_key", "TEXT", "", 2),
     col("schedule_order", "INTEGER", "", 2),
+    col("dedupe_key", "TEXT", "", 3),
 ];
 
 pub(crate) const TABLES: &[Table] = &[
@@ -154,18 +156,31 @@ pub(crate) const TABLES: &[Table] = &[
         ],
         constraints: "",
     },
+    Table {
+        name: "duraq_dedupe_scopes",
+        since: 3,
+        columns: &[
+            col("job_name", "TEXT", "NOT NULL", 3),
+            col("queue", "TEXT", "NOT NULL", 3),
+            col("registered_at_ms", "INTEGER", "NOT NULL", 3),
+        ],
+        constraints: ", PRIMARY KEY (job_name, queue)",
+    },
 ];
 
 /// The job indexes since version 3. Every index but `list` is partial: a row sits
 /// only in the indexes of its own status, so a transition touches two small
-/// indexes instead of rewriting every status-led entry. The dedupe index keys on
-/// a 16-hex-digit prefix of the args digest (the rest of the match is checked on
-/// the row), which keeps its random inserts to one small entry per queued job.
+/// indexes instead of rewriting every status-led entry.
+///
+/// Dedupe is paid for only by those who use it: `dedupe_key` (a 16-hex-digit
+/// prefix of the args digest) is set only on jobs of a (job name, queue) scope
+/// that has seen a `deduplicateWhileQueued` request (see [`crate::dedupe`]), so
+/// other jobs never touch the randomly ordered dedupe index.
 pub(crate) const INDEXES: &[&str] = &[
     "CREATE INDEX IF NOT EXISTS duraq_jobs_queued ON duraq_jobs \
      (scheduled_at_ms, created_at_ms, id) WHERE status = 'queued'",
-    "CREATE INDEX IF NOT EXISTS duraq_jobs_queued_args ON duraq_jobs \
-     (substr(args_digest, 1, 16)) WHERE status = 'queued'",
+    "CREATE INDEX IF NOT EXISTS duraq_jobs_dedupe_key ON duraq_jobs (dedupe_key) \
+     WHERE status = 'queued' AND dedupe_key IS NOT NULL",
     "CREATE INDEX IF NOT EXISTS duraq_jobs_running ON duraq_jobs (worker_id) \
      WHERE status = 'handed_off'",
     "CREATE INDEX IF NOT EXISTS duraq_jobs_list ON duraq_jobs (created_at_ms, id)",

@@ -126,7 +126,7 @@ async fn upgrade_to_v3_swaps_status_led_indexes_for_partial_ones_and_keeps_rows(
     }
     for partial in [
         "duraq_jobs_queued",
-        "duraq_jobs_queued_args",
+        "duraq_jobs_dedupe_key",
         "duraq_jobs_running",
         "duraq_jobs_completed",
     ] {
@@ -164,12 +164,12 @@ fn hot_queries_use_the_partial_indexes() {
     );
     assert!(claim.contains("duraq_jobs_queued"), "claim plan: {claim}");
     let dedupe = plan(
-        "SELECT id FROM duraq_jobs WHERE substr(args_digest, 1, 16) = 'abc' AND job_name = 'a' \
-         AND queue = 'q' AND args_digest = 'abc' AND status = 'queued' AND scheduled_at_ms <= 5 \
+        "SELECT id FROM duraq_jobs WHERE dedupe_key = 'abc' AND status = 'queued' \
+         AND job_name = 'a' AND queue = 'q' AND args_digest = 'abc' AND scheduled_at_ms <= 5 \
          ORDER BY scheduled_at_ms, created_at_ms, id LIMIT 1",
     );
     assert!(
-        dedupe.contains("duraq_jobs_queued_args"),
+        dedupe.contains("duraq_jobs_dedupe_key"),
         "dedupe plan: {dedupe}"
     );
     let prune = plan(

@@ -190,3 +190,42 @@ pub async fn not_handed_off_or_terminal(h: &Harness) {
     );
     assert_eq!(h.snapshot().await.counts.queued, 1);
 }
+
+/// Jobs enqueued before their (name, queue) ever saw a dedupe request, and out
+/// of the queue at that moment (running, failed, cancelled), are still matched
+/// once they are queued again: dedupe is a property of the queued set, not of
+/// how or when a job was enqueued.
+pub async fn jobs_back_in_the_queue_are_matched(h: &Harness) {
+    let running = h.insert(job("j", json!([1]), EnqueueOptions::new())).await;
+    h.drive_to(&running, "j", JobStatus::HandedOff).await;
+    let failed = h.insert(job("j", json!([2]), EnqueueOptions::new())).await;
+    h.drive_to(&failed, "j", JobStatus::Failed).await;
+    let cancelled = h.insert(job("j", json!([3]), EnqueueOptions::new())).await;
+    h.drive_to(&cancelled, "j", JobStatus::Cancelled).await;
+    // The first dedupe request of the scope matches nothing and creates a job.
+    let other = h
+        .store
+        .enqueue(job("j", json!([4]), dedupe()))
+        .await
+        .unwrap();
+    assert!(matches!(other, EnqueueOutcome::Created(_)), "{other:?}");
+
+    h.store.retry_job(&failed).await.unwrap();
+    h.store.retry_job(&cancelled).await.unwrap();
+    h.advance(60_001);
+    let recovered = h.store.recover_stale(60_000).await.unwrap();
+    assert!(recovered.contains(&running), "{recovered:?}");
+    h.advance(3_600_000 * 24); // past any retry backoff
+    for (args, id) in [
+        (json!([1]), &running),
+        (json!([2]), &failed),
+        (json!([3]), &cancelled),
+    ] {
+        let out = h
+            .store
+            .enqueue(job("j", args.clone(), dedupe()))
+            .await
+            .unwrap();
+        assert_eq!(out, EnqueueOutcome::Deduplicated(id.clone()), "{args}");
+    }
+}

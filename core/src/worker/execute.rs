@@ -6,6 +6,7 @@
 //! made, so a worker never holds more `handed_off` jobs than it has slots.
 
 use std::any::Any;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -36,6 +37,8 @@ pub(crate) struct Shared {
     /// Turns true at the drain deadline: running attempts are given back.
     pub(crate) abort: watch::Receiver<bool>,
     pub(crate) reports: mpsc::UnboundedSender<Report>,
+    /// Finished attempts whose slots wait for their report to be made.
+    pub(crate) awaiting_report: Arc<AtomicUsize>,
 }
 
 /// A finished attempt waiting to be reported.
@@ -47,7 +50,7 @@ pub(crate) struct Report {
     attempt: i64,
     duration: Duration,
     /// The job's slot, freed when the report is made (or abandoned).
-    _permit: OwnedSemaphorePermit,
+    permit: OwnedSemaphorePermit,
 }
 
 /// Starts the attempt of a claimed `job` holding slot `permit`.
@@ -136,9 +139,11 @@ async fn supervise(shared: Arc<Shared>, job: Job, permit: OwnedSemaphorePermit) 
         queue,
         attempt,
         duration,
-        _permit: permit,
+        permit,
     };
+    shared.awaiting_report.fetch_add(1, Ordering::SeqCst);
     if shared.reports.send(report).is_err() {
+        shared.awaiting_report.fetch_sub(1, Ordering::SeqCst);
         tracing::error!("reporter is gone; the attempt's report is dropped");
     }
 }
@@ -151,6 +156,7 @@ pub(crate) async fn reporter(
     telemetry: Arc<Telemetry>,
     mut rx: mpsc::UnboundedReceiver<Report>,
     freed: Arc<Notify>,
+    awaiting_report: Arc<AtomicUsize>,
 ) {
     while let Some(first) = rx.recv().await {
         let mut batch = vec![first];
@@ -179,7 +185,11 @@ pub(crate) async fn reporter(
             }
         };
         let lost = results.iter().filter(|ok| !**ok).count();
-        tracing::debug!(count = batch.len(), lost, "reported");
+        let batch_len = batch.len();
+        tracing::debug!(count = batch_len, lost, "reported");
+        // The batch's slots are merged and freed in one step, so the claim loop
+        // wakes to all of them at once and claims them in one round trip.
+        let mut slots: Option<OwnedSemaphorePermit> = None;
         for (i, report) in batch.into_iter().enumerate() {
             let accepted = results.get(i).copied().unwrap_or(false);
             if !accepted {
@@ -199,7 +209,14 @@ pub(crate) async fn reporter(
                 accepted,
                 duration: report.duration,
             }));
+            match &mut slots {
+                Some(all) => all.merge(report.permit),
+                None => slots = Some(report.permit),
+            }
         }
+        let reported = batch_len;
+        drop(slots);
+        awaiting_report.fetch_sub(reported, Ordering::SeqCst);
         freed.notify_one();
     }
 }

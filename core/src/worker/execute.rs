@@ -37,9 +37,21 @@ pub(crate) struct Shared {
     /// Turns true at the drain deadline: running attempts are given back.
     pub(crate) abort: watch::Receiver<bool>,
     pub(crate) reports: mpsc::UnboundedSender<Report>,
-    /// Finished attempts whose slots wait for their report to be made.
-    pub(crate) awaiting_report: Arc<AtomicUsize>,
+    pub(crate) in_flight: Arc<InFlight>,
 }
+
+/// How many claimed jobs are where, for batching decisions (never for safety:
+/// the slot permits alone bound what a worker holds).
+#[derive(Default)]
+pub(crate) struct InFlight {
+    /// Attempts started whose outcome is not yet with the reporter.
+    pub(crate) running: AtomicUsize,
+    /// Finished attempts whose slots wait for their report to be made.
+    pub(crate) awaiting_report: AtomicUsize,
+}
+
+/// How long the reporter waits for attempts still running to join a batch.
+const REPORT_GATHER: Duration = Duration::from_millis(1);
 
 /// A finished attempt waiting to be reported.
 pub(crate) struct Report {
@@ -62,12 +74,14 @@ pub(crate) fn spawn_attempt(shared: Arc<Shared>, job: Job, permit: OwnedSemaphor
         attempt = job.attempts,
         queue = %job.queue,
     );
+    shared.in_flight.running.fetch_add(1, Ordering::SeqCst);
     tokio::spawn(supervise(shared, job, permit).instrument(span));
 }
 
 async fn supervise(shared: Arc<Shared>, job: Job, permit: OwnedSemaphorePermit) {
     let Some(lease) = job.lease() else {
         tracing::error!("claimed job has no lease; skipping it");
+        shared.in_flight.running.fetch_sub(1, Ordering::SeqCst);
         return;
     };
     let attempt = job.attempts;
@@ -141,9 +155,16 @@ async fn supervise(shared: Arc<Shared>, job: Job, permit: OwnedSemaphorePermit) 
         duration,
         permit,
     };
-    shared.awaiting_report.fetch_add(1, Ordering::SeqCst);
+    shared
+        .in_flight
+        .awaiting_report
+        .fetch_add(1, Ordering::SeqCst);
+    shared.in_flight.running.fetch_sub(1, Ordering::SeqCst);
     if shared.reports.send(report).is_err() {
-        shared.awaiting_report.fetch_sub(1, Ordering::SeqCst);
+        shared
+            .in_flight
+            .awaiting_report
+            .fetch_sub(1, Ordering::SeqCst);
         tracing::error!("reporter is gone; the attempt's report is dropped");
     }
 }
@@ -156,13 +177,22 @@ pub(crate) async fn reporter(
     telemetry: Arc<Telemetry>,
     mut rx: mpsc::UnboundedReceiver<Report>,
     freed: Arc<Notify>,
-    awaiting_report: Arc<AtomicUsize>,
+    in_flight: Arc<InFlight>,
 ) {
     while let Some(first) = rx.recv().await {
         let mut batch = vec![first];
+        // Attempts still running (short jobs of the same claim, typically) join
+        // this batch if they end within REPORT_GATHER: one commit for all.
+        let deadline = tokio::time::Instant::now() + REPORT_GATHER;
         while batch.len() < MAX_REPORT_BATCH {
             match rx.try_recv() {
                 Ok(r) => batch.push(r),
+                Err(_) if in_flight.running.load(Ordering::SeqCst) > 0 => {
+                    match tokio::time::timeout_at(deadline, rx.recv()).await {
+                        Ok(Some(r)) => batch.push(r),
+                        _ => break,
+                    }
+                }
                 Err(_) => break,
             }
         }
@@ -216,7 +246,9 @@ pub(crate) async fn reporter(
         }
         let reported = batch_len;
         drop(slots);
-        awaiting_report.fetch_sub(reported, Ordering::SeqCst);
+        in_flight
+            .awaiting_report
+            .fetch_sub(reported, Ordering::SeqCst);
         freed.notify_one();
     }
 }

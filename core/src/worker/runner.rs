@@ -15,7 +15,7 @@
 //! `scheduledAtMs` among its jobs, or the fallback poll interval — never a busy loop.
 
 use std::future::Future;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -24,7 +24,7 @@ use tokio::task::JoinSet;
 use tracing::Instrument;
 
 use super::events::{Telemetry, WorkerEvent, WorkerReport};
-use super::execute::{reporter, spawn_attempt, Shared};
+use super::execute::{reporter, spawn_attempt, InFlight, Shared};
 use super::handle::Worker;
 use super::maintenance::{heartbeat_loop, recover_once, recovery_loop};
 use super::periodic::run_periodic;
@@ -107,14 +107,14 @@ where
 
     let (reports, reports_rx) = mpsc::unbounded_channel();
     let freed = Arc::new(Notify::new());
-    let awaiting_report = Arc::new(AtomicUsize::new(0));
+    let in_flight = Arc::new(InFlight::default());
     background.spawn(
         reporter(
             store.clone(),
             telemetry.clone(),
             reports_rx,
             freed.clone(),
-            awaiting_report.clone(),
+            in_flight.clone(),
         )
         .in_current_span(),
     );
@@ -137,7 +137,7 @@ where
         stopping,
         abort,
         reports,
-        awaiting_report,
+        in_flight,
     });
     tracing::info!(
         concurrency = config.concurrency,
@@ -243,7 +243,7 @@ async fn claim_loop<F: Future<Output = ()>>(
         // gather until half the slots are ours or no report is outstanding.
         while backlog
             && permits.len() < gather_target
-            && shared.awaiting_report.load(Ordering::SeqCst) > 0
+            && shared.in_flight.awaiting_report.load(Ordering::SeqCst) > 0
         {
             tokio::select! {
                 biased;

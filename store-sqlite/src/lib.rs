@@ -66,7 +66,7 @@ pub use options::{SqliteOptions, Synchronous};
 pub use schema::{migrate, MigrationReport};
 pub use schema_def::{LEDGER_TABLE, MIGRATION_SCOPE, SCHEMA_VERSION};
 
-use connection::{open_connection, read_pragmas};
+use connection::{enlarge_writer_cache, open_connection, read_pragmas};
 use reader::Readers;
 use tx::Tx;
 use writer::{Signals, Writer};
@@ -132,6 +132,7 @@ impl SqliteStore {
         temporary: bool,
     ) -> Result<Self> {
         let conn = open_connection(&path, &opts)?;
+        enlarge_writer_cache(&conn)?;
         let migration = schema::ensure_schema(&conn)?;
         let pragmas = read_pragmas(&conn)?;
         let signals = Arc::new(Signals::new());

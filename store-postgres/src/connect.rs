@@ -1,5 +1,7 @@
-//! Opening a store: the pool, the schema (migrated before first use), and the
-//! LISTEN connection, all from one `postgres://` URL.
+//! Opening a store: the pool, the schema (migrated before first use), the
+//! LISTEN connection and the notifier, all from one `postgres://` URL. The
+//! notifier task is not aborted with the store: it ends once it has sent what
+//! was handed to it and every sender is gone.
 
 use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::Arc;
@@ -13,7 +15,7 @@ use tokio_postgres::NoTls;
 use crate::db::{pooled, Conn, Db, Names};
 use crate::error::map_pg_error;
 use crate::schema::SCHEMA_VERSION;
-use crate::{listener, Inner, PostgresOptions, PostgresStore, Shared};
+use crate::{listener, notify, Inner, PostgresOptions, PostgresStore, Shared};
 
 /// What [`migrate`] (or opening a store) did.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -110,6 +112,8 @@ impl PostgresStore {
         let pool = build_pool(config.clone(), options.pool_size)?;
         let (names, migration) =
             open_schema(&pool, options.schema.as_deref(), clock.now_ms()).await?;
+        let (notifier, _) =
+            notify::spawn(config.clone(), names.channel.clone(), names.origin.clone());
         let shared = Arc::new(Shared {
             pool,
             names,
@@ -117,6 +121,8 @@ impl PostgresStore {
             work: watch::channel(0).0,
             listening: AtomicBool::new(false),
             reconnects: AtomicU64::new(0),
+            mirror: Default::default(),
+            notifier,
         });
         let listener = listener::start(config, shared.clone(), options.fallback_poll_ms).await?;
         let seed = u64::from(std::process::id()) ^ clock.now_ms() as u64;

@@ -8,9 +8,11 @@
 //! - Claims use `FOR UPDATE SKIP LOCKED` and take exact concurrency reservations.
 //! - Counts live in sharded counter rows: constant-cost snapshots, no single row
 //!   every producer waits for.
-//! - Committed changes are announced with `NOTIFY`; one `LISTEN` connection per
-//!   store feeds [`duraq_core::Store::subscribe_counts`] and
-//!   [`duraq_core::Store::work_signal`] with other processes' changes.
+//! - Committed changes are announced with `NOTIFY` after commit, coalesced by one
+//!   notifier task per store; one `LISTEN` connection per store feeds
+//!   [`duraq_core::Store::subscribe_counts`] and [`duraq_core::Store::work_signal`]
+//!   with other processes' changes, and makes good lost announcements from the
+//!   counter rows.
 //! - Tenant-per-schema: [`PostgresOptions::schema`] puts every table in one schema.
 //! - Transactional enqueue: [`PostgresStore::enqueue_in`] enqueues inside the
 //!   application's own transaction, so the job exists only if its data commits.
@@ -29,8 +31,11 @@ mod counts;
 mod db;
 mod enqueue;
 mod error;
+mod fast;
 mod lifecycle;
 mod listener;
+mod mirror;
+mod notify;
 mod rows;
 mod schedule;
 mod schema;
@@ -82,6 +87,24 @@ pub(crate) struct Shared {
     pub listening: std::sync::atomic::AtomicBool,
     /// How many times the LISTEN connection was re-established.
     pub reconnects: AtomicU64,
+    /// Count changes announced in this process, per shard.
+    pub mirror: std::sync::Mutex<mirror::Mirror>,
+    /// Hands committed announcements to the notifier task.
+    pub notifier: tokio::sync::mpsc::UnboundedSender<notify::Announcement>,
+}
+
+impl Shared {
+    /// Announces `entry` in this process unless the mirror already accounted for it.
+    pub(crate) fn announce(&self, entry: &counts::Entry) {
+        let fresh = self
+            .mirror
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .apply(entry);
+        if fresh {
+            let _ = self.deltas.send(entry.delta());
+        }
+    }
 }
 
 struct Inner {
@@ -121,13 +144,21 @@ impl PostgresStore {
         (n % SHARDS as u64) as i32
     }
 
-    /// Announces a committed transaction's effects in this process.
+    /// Announces a committed transaction's effects in this process at once, and
+    /// to other processes through the notifier.
     pub(crate) fn publish(&self, effects: counts::Effects) {
-        if let Some(delta) = effects.delta {
-            let _ = self.shared().deltas.send(delta);
+        let shared = self.shared();
+        if let Some(entry) = &effects.entry {
+            shared.announce(entry);
         }
         if effects.work {
-            self.shared().work.send_modify(|n| *n = n.wrapping_add(1));
+            shared.work.send_modify(|n| *n = n.wrapping_add(1));
+        }
+        if effects.entry.is_some() || effects.work {
+            let _ = shared.notifier.send(notify::Announcement {
+                entry: effects.entry,
+                work: effects.work,
+            });
         }
     }
 

@@ -6,13 +6,15 @@
 //! job held: its concurrency reservation when it leaves `handed_off`, and its
 //! schedule key when it becomes terminal (only if the key still points at it).
 
+use std::collections::HashMap;
+
 use duraq_core::transitions::{apply_outcome, operator_cancel, operator_retry, recover_lost};
 use duraq_core::{Error, Job, JobStatus, Lease, Outcome, PruneRequest, Result};
 
-use crate::claim::release_reservation;
+use crate::claim::{release_reservation, release_reservations};
 use crate::db::Db;
 use crate::rows::{loaded_from_row, lock_job, save_jobs, Loaded, JOB_COLUMNS};
-use crate::schedule::{claim_ownership_if_free, lock_key, release_owner};
+use crate::schedule::{claim_ownership_if_free, lock_key, release_owner, release_owners};
 use crate::tx::Tx;
 
 /// Gives back what a job that just left `handed_off` (or became terminal) held.
@@ -24,26 +26,61 @@ async fn after_leaving_handoff(db: &Db<'_>, job: &Job, reservation: Option<&str>
     Ok(())
 }
 
-/// A fenced report: `false`, changing nothing, unless `lease` is current.
-pub(crate) async fn report(tx: &mut Tx<'_>, lease: &Lease, outcome: &Outcome) -> Result<bool> {
-    let Some(Loaded {
-        mut job,
-        reservation,
-    }) = lock_job(&tx.db, &lease.job_id).await?
-    else {
-        return Ok(false);
-    };
-    if job.status != JobStatus::HandedOff
-        || job.handoff_id.as_deref() != Some(lease.handoff_id.as_str())
-    {
-        return Ok(false);
+/// Fenced reports, in order: each `false`, changing nothing, unless its lease
+/// is current when its turn comes. All rows are locked in one statement (in id
+/// order, so concurrent batches cannot deadlock on them), the transitions run in
+/// memory, and reservations, schedule keys and rows are written back with one
+/// statement each.
+pub(crate) async fn report_many(
+    tx: &mut Tx<'_>,
+    reports: &[(Lease, Outcome)],
+) -> Result<Vec<bool>> {
+    let mut ids: Vec<&str> = reports.iter().map(|(l, _)| l.job_id.as_str()).collect();
+    ids.sort_unstable();
+    ids.dedup();
+    let sql = format!(
+        "SELECT {JOB_COLUMNS} FROM {{s}}.duraq_jobs WHERE id = ANY($1) ORDER BY id COLLATE \"C\" FOR UPDATE"
+    );
+    let mut loaded: HashMap<String, Loaded> = HashMap::with_capacity(ids.len());
+    for row in tx.db.query(&sql, &[&ids]).await? {
+        let l = loaded_from_row(&row)?;
+        loaded.insert(l.job.id.clone(), l);
     }
-    apply_outcome(&mut job, outcome, tx.now);
-    tx.change.moved(JobStatus::HandedOff, job.status);
-    after_leaving_handoff(&tx.db, &job, reservation.as_deref()).await?;
-    save_jobs(&tx.db, &[(&job, None)]).await?;
+    let mut applied = Vec::with_capacity(reports.len());
+    let mut changed: Vec<&str> = Vec::new();
+    let mut released: Vec<String> = Vec::new();
+    let mut keys: (Vec<String>, Vec<String>) = (Vec::new(), Vec::new());
+    for (lease, outcome) in reports {
+        let current = loaded.get_mut(&lease.job_id).filter(|l| {
+            l.job.status == JobStatus::HandedOff
+                && l.job.handoff_id.as_deref() == Some(lease.handoff_id.as_str())
+        });
+        let Some(Loaded { job, reservation }) = current else {
+            applied.push(false);
+            continue;
+        };
+        apply_outcome(job, outcome, tx.now);
+        tx.change.moved(JobStatus::HandedOff, job.status);
+        released.extend(reservation.take());
+        if let (true, Some(key)) = (job.status.is_terminal(), &job.schedule_key) {
+            keys.0.push(key.clone());
+            keys.1.push(job.id.clone());
+        }
+        changed.push(lease.job_id.as_str());
+        applied.push(true);
+    }
+    if changed.is_empty() {
+        return Ok(applied);
+    }
+    release_reservations(&tx.db, &released).await?;
+    release_owners(&tx.db, &keys.0, &keys.1).await?;
+    changed.sort_unstable();
+    changed.dedup();
+    let rows: Vec<(&Job, Option<&str>)> =
+        changed.iter().map(|id| (&loaded[*id].job, None)).collect();
+    save_jobs(&tx.db, &rows).await?;
     tx.work = true;
-    Ok(true)
+    Ok(applied)
 }
 
 /// Recovers the leases of workers not heard from since `now - stale_after_ms`.

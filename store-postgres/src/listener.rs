@@ -1,27 +1,33 @@
 //! The one LISTEN connection per store: other processes' committed changes.
 //!
-//! Every mutating transaction NOTIFYs the schema's channel with its delta, the
-//! revision and whether work may be available; PostgreSQL delivers it on commit,
-//! in commit order. This task turns those into [`duraq_core::CountDelta`]s and
-//! work-signal bumps. Its own store's notifications are skipped (they were
-//! published in-process right after commit). If the connection drops, the task
-//! polls the revision every `fallback_poll_ms` (bumping the work signal when it
-//! moved) while it reconnects; deltas committed meanwhile by other processes are
-//! not replayed, so a subscriber should re-snapshot when revisions skip.
+//! Every store announces its committed changes on the schema's channel after
+//! commit ([`crate::notify`]): entries (shard, shard revision, delta, revision)
+//! and whether work may be available. This task turns other stores' entries into
+//! [`duraq_core::CountDelta`]s (through the [`crate::mirror`], so none is counted
+//! twice) and work-signal bumps; its own store's were published in-process right
+//! after commit. Every [`CHECK_INTERVAL`] it reads the counter rows, so that an
+//! announcement lost to a crash between commit and NOTIFY is made good (one
+//! corrective delta, and a work-signal bump). If the connection drops, the task
+//! keeps checking every `fallback_poll_ms` (bumping the work signal when the
+//! revision moved) while it reconnects.
 
 use std::future::poll_fn;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
-use duraq_core::{CountDelta, Result, StatusCounts};
+use duraq_core::Result;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tokio_postgres::{AsyncMessage, Client, Config, NoTls, Notification};
 
+use crate::counts::{shard_rows, Entry};
 use crate::db::{pooled, quote_identifier, Conn, Db};
 use crate::error::map_pg_error;
 use crate::Shared;
+
+/// How often a healthy listener compares the counter rows with what it heard.
+const CHECK_INTERVAL: Duration = Duration::from_secs(1);
 
 /// A live LISTEN connection and the notifications it receives.
 struct Listening {
@@ -85,13 +91,61 @@ pub(crate) async fn start(
         .await
         .map_err(map_pg_error)?;
     shared.listening.store(true, Ordering::Relaxed);
+    // Everything committed before this read is in the mirror's starting point;
+    // everything after it will be heard.
+    let rows = read_rows(&shared).await?;
+    lock_mirror(&shared).reset(&rows);
     Ok(tokio::spawn(run(config, shared, poll_ms, first)))
 }
 
+fn lock_mirror(shared: &Shared) -> std::sync::MutexGuard<'_, crate::mirror::Mirror> {
+    shared
+        .mirror
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+async fn read_rows(shared: &Shared) -> Result<Vec<(i32, i64, [i64; 6])>> {
+    let client = pooled(&shared.pool).await?;
+    let db = Db {
+        conn: Conn::Client(&client),
+        names: &shared.names,
+    };
+    shard_rows(&db).await
+}
+
+/// Compares the counter rows with the mirror, announcing a correction if one
+/// is due; returns the revision read.
+async fn check(shared: &Shared) -> Result<i64> {
+    let rows = read_rows(shared).await?;
+    let correction = lock_mirror(shared).check(&rows);
+    if let Some(delta) = correction {
+        tracing::info!(
+            revision = delta.revision,
+            "duraq: counts corrected after a lost announcement"
+        );
+        let _ = shared.deltas.send(delta);
+        bump_work(shared);
+    }
+    Ok(rows.iter().map(|(_, r, _)| r).sum())
+}
+
 async fn run(config: Config, shared: Arc<Shared>, poll_ms: u64, mut current: Listening) {
+    let mut tick = tokio::time::interval(CHECK_INTERVAL);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
-        while let Some(notification) = current.rx.recv().await {
-            handle(&shared, notification.payload());
+        loop {
+            tokio::select! {
+                notification = current.rx.recv() => match notification {
+                    Some(n) => handle(&shared, n.payload()),
+                    None => break,
+                },
+                _ = tick.tick() => {
+                    if let Err(e) = check(&shared).await {
+                        tracing::debug!("duraq count check failed: {e}");
+                    }
+                }
+            }
         }
         shared.listening.store(false, Ordering::Relaxed);
         drop(current);
@@ -112,7 +166,7 @@ async fn reconnect(config: &Config, shared: &Shared, poll_ms: u64) -> Listening 
         if let Ok(listening) = Listening::open(config, &shared.names.channel).await {
             return listening;
         }
-        if let Ok(revision) = poll_revision(shared).await {
+        if let Ok(revision) = check(shared).await {
             if last_revision.is_some_and(|r| r != revision) {
                 bump_work(shared);
             }
@@ -121,26 +175,11 @@ async fn reconnect(config: &Config, shared: &Shared, poll_ms: u64) -> Listening 
     }
 }
 
-async fn poll_revision(shared: &Shared) -> Result<i64> {
-    let client = pooled(&shared.pool).await?;
-    let db = Db {
-        conn: Conn::Client(&client),
-        names: &shared.names,
-    };
-    Ok(db
-        .query_one(
-            "SELECT COALESCE(sum(revision), 0)::int8 FROM {s}.duraq_count_shards",
-            &[],
-        )
-        .await?
-        .get(0))
-}
-
 fn bump_work(shared: &Shared) {
     shared.work.send_modify(|n| *n = n.wrapping_add(1));
 }
 
-/// Applies one NOTIFY payload (see [`crate::counts::payload`]).
+/// Applies one NOTIFY payload (see [`crate::notify::payloads`]).
 fn handle(shared: &Shared, payload: &str) {
     let Ok(value) = serde_json::from_str::<serde_json::Value>(payload) else {
         return;
@@ -148,16 +187,9 @@ fn handle(shared: &Shared, payload: &str) {
     if value["o"].as_str() == Some(shared.names.origin.as_str()) {
         return;
     }
-    if let (Some(revision), Some(deltas)) = (value["r"].as_i64(), value["d"].as_array()) {
-        let numbers: Vec<i64> = deltas
-            .iter()
-            .filter_map(serde_json::Value::as_i64)
-            .collect();
-        if let Ok(per_status) = <[i64; 6]>::try_from(numbers) {
-            let _ = shared.deltas.send(CountDelta {
-                deltas: StatusCounts::from_array(per_status),
-                revision,
-            });
+    if let Some(entries) = value["e"].as_array() {
+        for entry in entries.iter().filter_map(Entry::from_json) {
+            shared.announce(&entry);
         }
     }
     if value["w"].as_bool() == Some(true) {

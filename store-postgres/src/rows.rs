@@ -7,6 +7,7 @@
 //! refuses `\u0000`, and a job must come back exactly as it was enqueued.
 
 use duraq_core::{Job, JobStatus, Result};
+use tokio_postgres::types::ToSql;
 use tokio_postgres::Row;
 
 use crate::db::Db;
@@ -78,38 +79,76 @@ pub(crate) async fn lock_job(db: &Db<'_>, id: &str) -> Result<Option<Loaded>> {
         .transpose()
 }
 
+/// The columns of fresh rows as arrays, one bound parameter each (see
+/// [`insert_jobs_sql`]).
+pub(crate) struct NewRows {
+    texts: [Vec<Option<String>>; 9],
+    numbers: [Vec<Option<i64>>; 7],
+}
+
+/// Inserts [`NewRows`], whose parameters start at `$first`.
+pub(crate) fn insert_jobs_sql(first: usize) -> String {
+    const TYPES: [&str; 16] = [
+        "text", "text", "text", "text", "text", "text", "int8", "int8", "int8", "int8", "text",
+        "int8", "text", "int8", "text", "int8",
+    ];
+    let arrays: Vec<String> = TYPES
+        .iter()
+        .enumerate()
+        .map(|(i, t)| format!("${}::{t}[]", first + i))
+        .collect();
+    format!(
+        "INSERT INTO {{s}}.duraq_jobs (id, job_name, args, args_digest, queue, status, attempts, \
+         max_retries, scheduled_at_ms, created_at_ms, schedule_key, schedule_order, concurrency_key, \
+         max_concurrency, idempotency_key, timeout_ms) SELECT * FROM unnest({})",
+        arrays.join(", ")
+    )
+}
+
+impl NewRows {
+    /// `digests[i]` is the args digest of `jobs[i]`.
+    pub fn new(jobs: &[Job], digests: &[String]) -> Self {
+        let col = |f: fn(&Job) -> Option<String>| jobs.iter().map(f).collect::<Vec<_>>();
+        let num = |f: fn(&Job) -> Option<i64>| jobs.iter().map(f).collect::<Vec<_>>();
+        Self {
+            texts: [
+                col(|j| Some(j.id.clone())),
+                col(|j| Some(j.job_name.clone())),
+                col(|j| Some(j.args.to_string())),
+                digests.iter().cloned().map(Some).collect(),
+                col(|j| Some(j.queue.clone())),
+                col(|j| Some(j.status.as_str().to_owned())),
+                col(|j| j.schedule_key.clone()),
+                col(|j| j.concurrency_key.clone()),
+                col(|j| j.idempotency_key.clone()),
+            ],
+            numbers: [
+                num(|j| Some(j.attempts)),
+                num(|j| Some(j.max_retries)),
+                num(|j| Some(j.scheduled_at_ms)),
+                num(|j| Some(j.created_at_ms)),
+                num(|j| j.schedule_order),
+                num(|j| j.max_concurrency),
+                num(|j| j.timeout_ms),
+            ],
+        }
+    }
+
+    /// The sixteen parameters of [`insert_jobs_sql`], in order.
+    pub fn params(&self) -> Vec<&(dyn ToSql + Sync)> {
+        let [id, name, args, digest, queue, status, key, ckey, ikey] = &self.texts;
+        let [attempts, retries, scheduled, created, order, cmax, timeout] = &self.numbers;
+        vec![
+            id, name, args, digest, queue, status, attempts, retries, scheduled, created, key,
+            order, ckey, cmax, ikey, timeout,
+        ]
+    }
+}
+
 /// Inserts fresh rows; `digests[i]` is the args digest of `jobs[i]`.
 pub(crate) async fn insert_jobs(db: &Db<'_>, jobs: &[Job], digests: &[String]) -> Result<()> {
-    let col = |f: fn(&Job) -> Option<String>| jobs.iter().map(f).collect::<Vec<_>>();
-    let num = |f: fn(&Job) -> Option<i64>| jobs.iter().map(f).collect::<Vec<_>>();
-    let ids = col(|j| Some(j.id.clone()));
-    let names = col(|j| Some(j.job_name.clone()));
-    let args = col(|j| Some(j.args.to_string()));
-    let queues = col(|j| Some(j.queue.clone()));
-    let statuses = col(|j| Some(j.status.as_str().to_owned()));
-    let attempts = num(|j| Some(j.attempts));
-    let max_retries = num(|j| Some(j.max_retries));
-    let scheduled = num(|j| Some(j.scheduled_at_ms));
-    let created = num(|j| Some(j.created_at_ms));
-    let keys = col(|j| j.schedule_key.clone());
-    let orders = num(|j| j.schedule_order);
-    let ckeys = col(|j| j.concurrency_key.clone());
-    let cmax = num(|j| j.max_concurrency);
-    let ikeys = col(|j| j.idempotency_key.clone());
-    let timeouts = num(|j| j.timeout_ms);
-    db.execute(
-        "INSERT INTO {s}.duraq_jobs (id, job_name, args, args_digest, queue, status, attempts, max_retries, \
-         scheduled_at_ms, created_at_ms, schedule_key, schedule_order, concurrency_key, max_concurrency, \
-         idempotency_key, timeout_ms) \
-         SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], \
-         $7::int8[], $8::int8[], $9::int8[], $10::int8[], $11::text[], $12::int8[], $13::text[], $14::int8[], \
-         $15::text[], $16::int8[])",
-        &[
-            &ids, &names, &args, &digests, &queues, &statuses, &attempts, &max_retries, &scheduled, &created,
-            &keys, &orders, &ckeys, &cmax, &ikeys, &timeouts,
-        ],
-    )
-    .await?;
+    let rows = NewRows::new(jobs, digests);
+    db.execute(&insert_jobs_sql(1), &rows.params()).await?;
     Ok(())
 }
 

@@ -55,6 +55,19 @@ pub(crate) async fn release_owner(db: &Db<'_>, key: Option<&str>, job_id: &str) 
     Ok(())
 }
 
+/// [`release_owner`] for many (key, job) pairs at once.
+pub(crate) async fn release_owners(db: &Db<'_>, keys: &[String], job_ids: &[String]) -> Result<()> {
+    if !keys.is_empty() {
+        db.execute(
+            "DELETE FROM {s}.duraq_schedule_owners AS o USING unnest($1::text[], $2::text[]) AS v(k, j) \
+             WHERE o.schedule_key = v.k AND o.job_id = v.j",
+            &[&keys, &job_ids],
+        )
+        .await?;
+    }
+    Ok(())
+}
+
 /// Makes `job_id` the owner of `key` unless the key has one.
 pub(crate) async fn claim_ownership_if_free(db: &Db<'_>, key: &str, job_id: &str) -> Result<()> {
     db.execute(

@@ -15,7 +15,7 @@ use crate::db::{pooled, Conn, Db};
 use crate::error::corrupt;
 use crate::rows::{job_from_row, jobs_from_rows, JOB_COLUMNS};
 use crate::tx::write_tx;
-use crate::{claim, counts, enqueue, lifecycle, schedule, PostgresStore};
+use crate::{claim, counts, enqueue, fast, lifecycle, schedule, PostgresStore};
 
 /// Runs `$body` with `$db` bound to a pooled connection.
 macro_rules! read {
@@ -58,6 +58,10 @@ const OPERATION_COLUMNS: &str =
 #[async_trait]
 impl Store for PostgresStore {
     async fn enqueue(&self, job: NewJob) -> Result<EnqueueOutcome> {
+        if fast::is_plain(&job) {
+            let mut created = fast::enqueue_plain(self, std::slice::from_ref(&job)).await?;
+            return Ok(created.remove(0));
+        }
         write_tx!(self, self.now(), |tx| {
             enqueue::enqueue_one(&mut tx, &job).await
         })
@@ -66,6 +70,9 @@ impl Store for PostgresStore {
     async fn enqueue_batch(&self, jobs: Vec<NewJob>) -> Result<Vec<EnqueueOutcome>> {
         if jobs.is_empty() {
             return Ok(Vec::new());
+        }
+        if jobs.iter().all(fast::is_plain) {
+            return fast::enqueue_plain(self, &jobs).await;
         }
         write_tx!(self, self.now(), |tx| {
             enqueue::enqueue_many(&mut tx, &jobs).await
@@ -104,18 +111,19 @@ impl Store for PostgresStore {
     }
 
     async fn report(&self, lease: &Lease, outcome: Outcome) -> Result<bool> {
+        let reports = [(lease.clone(), outcome)];
         write_tx!(self, self.now(), |tx| {
-            lifecycle::report(&mut tx, lease, &outcome).await
+            let applied = lifecycle::report_many(&mut tx, &reports).await?;
+            Ok(applied[0])
         })
     }
 
     async fn report_batch(&self, reports: Vec<(Lease, Outcome)>) -> Result<Vec<bool>> {
+        if reports.is_empty() {
+            return Ok(Vec::new());
+        }
         write_tx!(self, self.now(), |tx| {
-            let mut applied = Vec::with_capacity(reports.len());
-            for (lease, outcome) in &reports {
-                applied.push(lifecycle::report(&mut tx, lease, outcome).await?);
-            }
-            Ok(applied)
+            lifecycle::report_many(&mut tx, &reports).await
         })
     }
 
@@ -171,12 +179,7 @@ impl Store for PostgresStore {
         job_names: &[String],
         queues: Option<&[String]>,
     ) -> Result<Option<i64>> {
-        let sql = "SELECT min(scheduled_at_ms) FROM {s}.duraq_jobs WHERE status = 'queued' \
-                   AND job_name = ANY($1) AND ($2::text[] IS NULL OR queue = ANY($2))";
-        read!(self, |db| Ok(db
-            .query_one(sql, &[&job_names, &queues])
-            .await?
-            .get(0)))
+        claim::next_due(self.shared(), job_names, queues).await
     }
 
     async fn count_snapshot(&self) -> Result<CountSnapshot> {

@@ -50,7 +50,7 @@ impl PostgresStore {
         let result: Result<EnqueueOutcome> = async {
             let outcome = enqueue_one(&mut inner, &job).await?;
             // Origin "": our own listener announces it once the caller commits.
-            inner.record("").await?;
+            inner.record(Some("")).await?;
             Ok(outcome)
         }
         .await;

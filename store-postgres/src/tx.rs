@@ -3,8 +3,8 @@
 //!
 //! [`write_tx!`] takes a pooled connection, begins a READ COMMITTED transaction,
 //! runs the body with a [`Tx`] (the connection, the call's single `now`, and the
-//! count change the body accumulates), records the counts and NOTIFY, commits, and
-//! only then tells this process (delta broadcast, work signal). A body that fails
+//! count change the body accumulates), records the counts, commits, and only then
+//! announces the change (delta broadcast and work signal here, NOTIFY elsewhere). A body that fails
 //! leaves nothing behind: the transaction is rolled back when dropped. Bodies must
 //! only borrow their inputs, because a retry runs them again.
 
@@ -59,14 +59,16 @@ impl<'a> Tx<'a> {
         }
     }
 
-    /// Writes the count change and NOTIFY into the transaction (without committing).
-    pub async fn record(&self, origin: &str) -> Result<Effects> {
-        record(&self.db, self.shard, &self.change, self.work, origin).await
+    /// Writes the count change into the transaction (without committing); with
+    /// `notify_origin`, NOTIFYs it inside the transaction too.
+    pub async fn record(&self, notify_origin: Option<&str>) -> Result<Effects> {
+        record(&self.db, self.shard, &self.change, self.work, notify_origin).await
     }
 
-    /// Records counts and NOTIFY, then commits a pooled transaction.
+    /// Records counts, then commits a pooled transaction; the caller announces
+    /// the returned effects after commit.
     pub async fn commit(self) -> Result<Effects> {
-        let effects = self.record(&self.db.names.origin).await?;
+        let effects = self.record(None).await?;
         if let Conn::Pooled(tx) = self.db.conn {
             tx.commit().await.map_err(map_pg_error)?;
         }

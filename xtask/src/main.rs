@@ -20,7 +20,8 @@ const USAGE: &str = "usage: cargo xtask <command>
 commands:
   test-all [--skip-postgres]   fmt check, clippy -D warnings, cargo test --workspace
                                (DATABASE_URL, or a throwaway PostgreSQL)
-  pg                           start a throwaway PostgreSQL, print its URL, wait for Ctrl-C
+  pg [--durable]               start a throwaway PostgreSQL, print its URL, wait for Ctrl-C
+                               (fsync off for fast tests; --durable: stock settings, as bench)
   bench [--quick] [--stores sqlite,postgres]
                                benchmarks (issue 7): table + target/bench/results.json";
 
@@ -44,7 +45,8 @@ fn real_main() -> Result<()> {
             }
             test_all(skip_postgres)
         }
-        Some("pg") if args.len() == 1 => serve_pg(),
+        Some("pg") if args.len() == 1 => serve_pg(false),
+        Some("pg") if args.len() == 2 && args[1] == "--durable" => serve_pg(true),
         Some("bench") => bench::run(&workspace_root(), &args[1..]),
         Some("-h" | "--help" | "help") => {
             println!("{USAGE}");
@@ -180,8 +182,13 @@ fn step(name: &'static str, cmd: &mut Command) -> (&'static str, Duration, bool)
     (name, took, ok)
 }
 
-fn serve_pg() -> Result<()> {
-    let server = pg::TempPostgres::start().context("starting PostgreSQL")?;
+fn serve_pg(durable: bool) -> Result<()> {
+    let server = if durable {
+        pg::TempPostgres::start_durable()
+    } else {
+        pg::TempPostgres::start()
+    }
+    .context("starting PostgreSQL")?;
     println!("{}", server.url());
     eprintln!(
         "PostgreSQL is running; export DATABASE_URL={}; Ctrl-C stops and deletes it",

@@ -244,34 +244,31 @@ fn commit_batch(
     let lone = batch.len() == 1;
     let mut rolled_back = false;
     for request in batch.iter_mut() {
-        if lone {
-            tx.now = clock.now_ms();
-            let mark = tx.mark();
-            let ok = catch_unwind(AssertUnwindSafe(|| request.run(&mut tx))).unwrap_or(false);
-            if !ok {
-                tx.reset(mark);
-                if let Err(err) = conn.execute_batch("ROLLBACK") {
-                    failure = Some(Failure::from_sqlite("rolling back", &err));
-                }
-                rolled_back = true;
-            }
-            break;
-        }
         tx.now = clock.now_ms();
         let mark = tx.mark();
-        if let Err(err) = conn.execute_batch("SAVEPOINT duraq_request") {
-            failure = Some(Failure::from_sqlite("opening a savepoint", &err));
-            break;
+        if !lone {
+            if let Err(err) = conn.execute_batch("SAVEPOINT duraq_request") {
+                failure = Some(Failure::from_sqlite("opening a savepoint", &err));
+                break;
+            }
         }
         let ok = catch_unwind(AssertUnwindSafe(|| request.run(&mut tx))).unwrap_or(false);
-        let closing = if ok {
-            conn.execute_batch("RELEASE duraq_request")
-        } else {
+        if !ok {
             tx.reset(mark);
-            conn.execute_batch("ROLLBACK TO duraq_request; RELEASE duraq_request")
+        }
+        let closing = match (lone, ok) {
+            (true, true) => Ok(()),
+            (true, false) => {
+                rolled_back = true;
+                conn.execute_batch("ROLLBACK")
+            }
+            (false, true) => conn.execute_batch("RELEASE duraq_request"),
+            (false, false) => {
+                conn.execute_batch("ROLLBACK TO duraq_request; RELEASE duraq_request")
+            }
         };
         if let Err(err) = closing {
-            failure = Some(Failure::from_sqlite("closing a savepoint", &err));
+            failure = Some(Failure::from_sqlite("ending a request", &err));
             break;
         }
     }

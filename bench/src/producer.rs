@@ -66,7 +66,7 @@ pub async fn main(args: &Args) -> Result<()> {
     let target = Target::from_args(args)?;
     let count: usize = args.number("count", 1000)?;
     let tasks: usize = args.number("tasks", 1)?;
-    let store = target.open().await?;
+    let store = target.open_producer().await?;
     say("ready");
     if !tokio::task::spawn_blocking(wait_line).await? {
         return Ok(());

@@ -122,10 +122,21 @@ impl Target {
 
     /// Opens the store with its default options (durability as documented).
     pub async fn open(&self) -> Result<Arc<dyn Store>> {
+        self.open_as(true).await
+    }
+
+    /// Opens the store for a process that only enqueues: on PostgreSQL without
+    /// the LISTEN connection (`PostgresOptions::listen`), as a web server would.
+    pub async fn open_producer(&self) -> Result<Arc<dyn Store>> {
+        self.open_as(false).await
+    }
+
+    async fn open_as(&self, listen: bool) -> Result<Arc<dyn Store>> {
         Ok(match self.kind {
             Kind::Postgres => {
                 let options = PostgresOptions {
                     schema: self.schema.clone(),
+                    listen,
                     ..PostgresOptions::default()
                 };
                 Arc::new(PostgresStore::connect(&self.location, options).await?)

@@ -54,19 +54,30 @@ impl Database {
         Err(bad("is not a supported database URL"))
     }
 
-    /// Opens the store (creating missing schema, SPEC §9).
+    /// Opens the store (creating missing schema, SPEC §9) for a one-shot
+    /// command: other processes' changes are not followed (no PostgreSQL LISTEN).
     pub async fn open(&self) -> Result<Arc<dyn Store>> {
-        Ok(self.open_migrating().await?.0)
+        Ok(self.open_migrating(false).await?.0)
+    }
+
+    /// Opens the store for a command that follows other processes' changes
+    /// (`worker`, `counts --watch`).
+    pub async fn open_listening(&self) -> Result<Arc<dyn Store>> {
+        Ok(self.open_migrating(true).await?.0)
     }
 
     /// Opens the store and reports the schema versions this open applied and the
     /// resulting schema version.
-    async fn open_migrating(&self) -> Result<(Arc<dyn Store>, Vec<i64>, i64)> {
+    async fn open_migrating(&self, listen: bool) -> Result<(Arc<dyn Store>, Vec<i64>, i64)> {
         match self {
             Self::SqliteFile(path) => sqlite_opened(open_sqlite(Some(path.clone())).await?),
             Self::SqliteMemory => sqlite_opened(open_sqlite(None).await?),
             Self::Postgres(url) => {
-                let store = PostgresStore::connect(url, PostgresOptions::default()).await?;
+                let options = PostgresOptions {
+                    listen,
+                    ..PostgresOptions::default()
+                };
+                let store = PostgresStore::connect(url, options).await?;
                 let report = store.migration().clone();
                 Ok((Arc::new(store), report.applied, report.version))
             }
@@ -110,7 +121,7 @@ fn sqlite_opened(store: SqliteStore) -> Result<(Arc<dyn Store>, Vec<i64>, i64)> 
 
 /// `duraq migrate`: prints `{"applied":[…],"version":…}`.
 pub async fn migrate(db: &Database) -> Result<()> {
-    let (_store, applied, version) = db.open_migrating().await?;
+    let (_store, applied, version) = db.open_migrating(false).await?;
     print_json(&json!({ "applied": applied, "version": version }));
     Ok(())
 }

@@ -120,7 +120,7 @@ pub async fn run(db: &Database, a: WorkerArgs, json: bool) -> Result<()> {
     let signals = Signals::new()?;
     let mut registry = Registry::new();
     register_builtins(&mut registry, &Builtins::new())?;
-    let store = db.open().await?;
+    let store = db.open_listening().await?;
     let mut builder = Worker::builder(store, registry)
         .concurrency(a.concurrency)
         .stale_after(ms(stale_after))

@@ -124,7 +124,11 @@ impl PostgresStore {
             mirror: Default::default(),
             notifier,
         });
-        let listener = listener::start(config, shared.clone(), options.fallback_poll_ms).await?;
+        let listener = if options.listen {
+            Some(listener::start(config, shared.clone(), options.fallback_poll_ms).await?)
+        } else {
+            None
+        };
         let seed = u64::from(std::process::id()) ^ clock.now_ms() as u64;
         Ok(Self {
             inner: Arc::new(Inner {
@@ -133,6 +137,7 @@ impl PostgresStore {
                 shard_seq: AtomicU64::new(seed),
                 migration,
                 pool_size: options.pool_size,
+                group: Default::default(),
                 listener,
             }),
         })

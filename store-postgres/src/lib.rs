@@ -32,6 +32,7 @@ mod db;
 mod enqueue;
 mod error;
 mod fast;
+mod group;
 mod lifecycle;
 mod listener;
 mod mirror;
@@ -66,6 +67,13 @@ pub struct PostgresOptions {
     /// How often to poll for other processes' changes while the LISTEN
     /// connection is down (it is re-established in the meantime).
     pub fallback_poll_ms: u64,
+    /// Whether to open the LISTEN connection that brings other processes'
+    /// changes to [`duraq_core::Store::subscribe_counts`] and
+    /// [`duraq_core::Store::work_signal`]. Workers and count watchers need it.
+    /// A process that only enqueues (a web server) can turn it off: it saves a
+    /// connection, and the server no longer delivers every process's
+    /// announcements to it. Its own changes are announced to others either way.
+    pub listen: bool,
 }
 
 impl Default for PostgresOptions {
@@ -74,6 +82,7 @@ impl Default for PostgresOptions {
             schema: None,
             pool_size: 8,
             fallback_poll_ms: 500,
+            listen: true,
         }
     }
 }
@@ -113,12 +122,15 @@ struct Inner {
     shard_seq: AtomicU64,
     migration: connect::MigrationReport,
     pool_size: usize,
-    listener: tokio::task::JoinHandle<()>,
+    group: group::Group,
+    listener: Option<tokio::task::JoinHandle<()>>,
 }
 
 impl Drop for Inner {
     fn drop(&mut self) {
-        self.listener.abort();
+        if let Some(listener) = &self.listener {
+            listener.abort();
+        }
     }
 }
 
@@ -131,6 +143,14 @@ pub struct PostgresStore {
 impl PostgresStore {
     pub(crate) fn shared(&self) -> &Shared {
         &self.inner.shared
+    }
+
+    pub(crate) fn is_listening_enabled(&self) -> bool {
+        self.inner.listener.is_some()
+    }
+
+    pub(crate) fn group(&self) -> &group::Group {
+        &self.inner.group
     }
 
     pub(crate) fn now(&self) -> i64 {

@@ -21,7 +21,7 @@ use std::time::Duration;
 
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
-use tokio_postgres::{Client, Config, NoTls};
+use tokio_postgres::{Client, Config, NoTls, Statement};
 
 use crate::counts::Entry;
 
@@ -48,9 +48,10 @@ pub(crate) fn spawn(
     (tx, task)
 }
 
-/// A connection and the task driving it.
+/// A connection, its prepared NOTIFY statement and the task driving it.
 struct Connection {
     client: Client,
+    notify: Statement,
     driver: JoinHandle<()>,
 }
 
@@ -65,7 +66,14 @@ async fn connect(config: &Config) -> Result<Connection, tokio_postgres::Error> {
     let driver = tokio::spawn(async move {
         let _ = connection.await;
     });
-    Ok(Connection { client, driver })
+    let notify = client
+        .prepare("SELECT pg_notify($1, p) FROM unnest($2::text[]) AS p")
+        .await?;
+    Ok(Connection {
+        client,
+        notify,
+        driver,
+    })
 }
 
 async fn run(
@@ -97,13 +105,8 @@ async fn run(
                     }
                 }
             }
-            let client = &conn.as_ref().expect("connected").client;
-            let sent = client
-                .execute(
-                    "SELECT pg_notify($1, p) FROM unnest($2::text[]) AS p",
-                    &[&channel, &payloads],
-                )
-                .await;
+            let c = conn.as_ref().expect("connected");
+            let sent = c.client.execute(&c.notify, &[&channel, &payloads]).await;
             match sent {
                 Ok(_) => break,
                 Err(e) => {

@@ -13,6 +13,7 @@ use tokio_postgres::Row;
 
 use crate::db::{pooled, Conn, Db};
 use crate::error::corrupt;
+use crate::group;
 use crate::rows::{job_from_row, jobs_from_rows, JOB_COLUMNS};
 use crate::tx::write_tx;
 use crate::{claim, counts, enqueue, fast, lifecycle, schedule, PostgresStore};
@@ -59,8 +60,7 @@ const OPERATION_COLUMNS: &str =
 impl Store for PostgresStore {
     async fn enqueue(&self, job: NewJob) -> Result<EnqueueOutcome> {
         if fast::is_plain(&job) {
-            let mut created = fast::enqueue_plain(self, std::slice::from_ref(&job)).await?;
-            return Ok(created.remove(0));
+            return group::enqueue(self, job).await;
         }
         write_tx!(self, self.now(), |tx| {
             enqueue::enqueue_one(&mut tx, &job).await
@@ -271,7 +271,9 @@ impl Store for PostgresStore {
                 self.schema(),
                 self.pool_size(),
                 counts::SHARDS,
-                if listening {
+                if !self.is_listening_enabled() {
+                    "off"
+                } else if listening {
                     "connected"
                 } else {
                     "down, polling"

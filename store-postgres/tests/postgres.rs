@@ -96,7 +96,12 @@ mod postgres {
     #[tokio::test]
     async fn other_stores_hear_deltas_and_work_through_notify() {
         let s = schema();
-        let producer = open(&s).await.unwrap();
+        // A producer-only store does not listen, and is heard all the same.
+        let quiet_options = PostgresOptions {
+            listen: false,
+            ..options(&s)
+        };
+        let producer = PostgresStore::connect(&url(), quiet_options).await.unwrap();
         let worker = open(&s).await.unwrap();
         let mut deltas = worker.subscribe_counts();
         let mut work = worker.work_signal();
@@ -252,6 +257,62 @@ mod postgres {
         let rows = stores[1].list_jobs(&JobFilter::default()).await.unwrap();
         assert_eq!(snap.total as usize, rows.len(), "counts stay exact");
         assert_eq!(snap.counts.handed_off, 3);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn concurrent_plain_enqueues_share_commits_and_keep_their_own_answers() {
+        let s = schema();
+        let store = open(&s).await.unwrap();
+        let created = futures_join(64, |i| {
+            let store = store.clone();
+            async move {
+                let job = NewJob::new("grouped", json!([i]), EnqueueOptions::new())?;
+                Ok((i, store.enqueue(job).await?))
+            }
+        })
+        .await;
+        // Each caller got the id of its own job.
+        for (i, outcome) in &created {
+            let job = store.get_job(outcome.job_id()).await.unwrap().unwrap();
+            assert_eq!(job.args, json!([i]));
+        }
+        let snap = store.count_snapshot().await.unwrap();
+        assert_eq!(snap.counts.queued, 64);
+        assert!(
+            snap.revision < 64,
+            "64 concurrent enqueues took {} commits",
+            snap.revision
+        );
+
+        // A job the server refuses fails its own caller only.
+        raw_client()
+            .await
+            .batch_execute(&format!(
+                "ALTER TABLE {s}.duraq_jobs ADD CONSTRAINT no_refused CHECK (job_name <> 'refused')"
+            ))
+            .await
+            .unwrap();
+        let handles: Vec<_> = (0..32)
+            .map(|i| {
+                let store = store.clone();
+                tokio::spawn(async move {
+                    let name = if i % 2 == 0 { "refused" } else { "fine" };
+                    let job = NewJob::new(name, json!([i]), EnqueueOptions::new()).unwrap();
+                    (name, store.enqueue(job).await)
+                })
+            })
+            .collect();
+        for handle in handles {
+            match handle.await.unwrap() {
+                ("fine", outcome) => assert!(outcome.is_ok(), "{outcome:?}"),
+                (_, outcome) => assert_eq!(outcome.unwrap_err().code(), ErrorCode::Backend),
+            }
+        }
+        let snap = store.count_snapshot().await.unwrap();
+        assert_eq!(snap.counts.queued, 64 + 16);
+        let jobs = store.list_jobs(&JobFilter::default()).await.unwrap();
+        assert_eq!(jobs.len(), 64 + 16);
+        assert!(jobs.iter().all(|j| j.job_name != "refused"));
     }
 
     /// Runs `n` futures concurrently and unwraps their results.

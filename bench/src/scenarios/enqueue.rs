@@ -17,7 +17,7 @@ use crate::target::Target;
 use crate::JOB;
 
 pub async fn one_by_one(target: &Target, sizes: Sizes) -> Result<Vec<Figure>> {
-    let store = target.open().await?;
+    let store = target.open_producer().await?;
     let started = Instant::now();
     enqueue_one_by_one(&store, sizes.one_by_one, 1).await?;
     let jobs_s = rate(sizes.one_by_one, started.elapsed());
@@ -25,7 +25,7 @@ pub async fn one_by_one(target: &Target, sizes: Sizes) -> Result<Vec<Figure>> {
 }
 
 pub async fn batched(target: &Target, sizes: Sizes) -> Result<Vec<Figure>> {
-    let store = target.open().await?;
+    let store = target.open_producer().await?;
     let started = Instant::now();
     enqueue_batched(&store, sizes.batch_total, sizes.batch).await?;
     let jobs_s = rate(sizes.batch_total, started.elapsed());
@@ -33,7 +33,7 @@ pub async fn batched(target: &Target, sizes: Sizes) -> Result<Vec<Figure>> {
 }
 
 pub async fn eight_tasks(target: &Target, sizes: Sizes) -> Result<Vec<Figure>> {
-    let store = target.open().await?;
+    let store = target.open_producer().await?;
     let started = Instant::now();
     enqueue_one_by_one(&store, sizes.producers_total, 8).await?;
     let jobs_s = rate(sizes.producers_total, started.elapsed());

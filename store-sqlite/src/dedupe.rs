@@ -15,11 +15,18 @@
 //! the scope sets the key. Every job of a registered scope therefore has its key,
 //! and the lookup is exact. The one-time backfill reads the whole table once per
 //! scope, ever.
+//!
+//! Whether a scope is registered is read once per write transaction and scope
+//! ([`ScopeMemo`]): while the transaction holds the write lock, only this
+//! transaction can register one. (A registration undone by a request's rollback
+//! leaves the memo saying "registered": the jobs inserted meanwhile get a key
+//! they did not need, which costs an index entry and changes no answer.)
 
 use duraq_core::{NewJob, Result};
 use rusqlite::{params, Connection, OptionalExtension};
 
 use crate::error_map::SqlResult;
+use crate::tx::Tx;
 
 /// The dedupe key of an args digest: its first 16 hex digits (the lookup checks
 /// the full digest on the row, so a prefix collision costs one row read).
@@ -27,22 +34,51 @@ pub(crate) fn key_of(args_digest: &str) -> &str {
     args_digest.get(..16).unwrap_or(args_digest)
 }
 
+/// Which (job name, queue) scopes one write transaction found registered.
+#[derive(Default)]
+pub(crate) struct ScopeMemo(Vec<(String, String, bool)>);
+
+impl ScopeMemo {
+    fn get(&self, name: &str, queue: &str) -> Option<bool> {
+        self.0
+            .iter()
+            .find(|(n, q, _)| n == name && q == queue)
+            .map(|e| e.2)
+    }
+
+    fn set(&mut self, name: &str, queue: &str, registered: bool) {
+        match self.0.iter_mut().find(|(n, q, _)| n == name && q == queue) {
+            Some(entry) => entry.2 = registered,
+            None => self.0.push((name.to_owned(), queue.to_owned(), registered)),
+        }
+    }
+}
+
 /// The key a new row of `job` must carry: `Some` when its scope is registered.
 pub(crate) fn key_for_insert<'d>(
-    conn: &Connection,
+    tx: &mut Tx<'_>,
     job: &NewJob,
     args_digest: &'d str,
 ) -> Result<Option<&'d str>> {
-    let registered = conn
-        .prepare_cached("SELECT 1 FROM duraq_dedupe_scopes WHERE job_name = ?1 AND queue = ?2")
-        .db()?
-        .query_row(
-            params![job.job_name().as_str(), job.queue().as_str()],
-            |_| Ok(()),
-        )
-        .optional()
-        .db()?;
-    Ok(registered.map(|()| key_of(args_digest)))
+    let (name, queue) = (job.job_name().as_str(), job.queue().as_str());
+    let registered = match tx.scopes.get(name, queue) {
+        Some(known) => known,
+        None => {
+            let found = tx
+                .conn
+                .prepare_cached(
+                    "SELECT 1 FROM duraq_dedupe_scopes WHERE job_name = ?1 AND queue = ?2",
+                )
+                .db()?
+                .query_row(params![name, queue], |_| Ok(()))
+                .optional()
+                .db()?
+                .is_some();
+            tx.scopes.set(name, queue, found);
+            found
+        }
+    };
+    Ok(registered.then(|| key_of(args_digest)))
 }
 
 /// Registers the scope of `job` if it is new, keying every existing job of it.
@@ -71,8 +107,11 @@ fn register_scope(conn: &Connection, job: &NewJob, now: i64) -> Result<()> {
 /// The earliest identical queued job due no later than `job` would be, through
 /// the `duraq_jobs_dedupe_key` index. Registers the scope first, so the answer
 /// covers every job of it.
-pub(crate) fn find_duplicate(conn: &Connection, job: &NewJob, now: i64) -> Result<Option<String>> {
+pub(crate) fn find_duplicate(tx: &mut Tx<'_>, job: &NewJob) -> Result<Option<String>> {
+    let (conn, now) = (tx.conn, tx.now);
     register_scope(conn, job, now)?;
+    tx.scopes
+        .set(job.job_name().as_str(), job.queue().as_str(), true);
     let digest = job.args_digest();
     conn.prepare_cached(
         "SELECT id FROM duraq_jobs WHERE dedupe_key = ?5 AND status = 'queued' \

@@ -9,7 +9,7 @@ use rusqlite::{params, Connection, OptionalExtension};
 
 use crate::dedupe;
 use crate::error_map::SqlResult;
-use crate::rows::{insert_job, job_exists, json_text};
+use crate::rows::{insert_job, json_text};
 use crate::tx::Tx;
 use crate::SqliteStore;
 
@@ -37,7 +37,7 @@ pub(crate) fn enqueue(tx: &mut Tx<'_>, job: NewJob) -> Result<EnqueueOutcome> {
         }
     }
     if job.deduplicate_while_queued() {
-        if let Some(existing) = dedupe::find_duplicate(tx.conn, &job, tx.now)? {
+        if let Some(existing) = dedupe::find_duplicate(tx, &job)? {
             return Ok(EnqueueOutcome::Deduplicated(existing));
         }
     }
@@ -58,8 +58,8 @@ pub(crate) fn enqueue(tx: &mut Tx<'_>, job: NewJob) -> Result<EnqueueOutcome> {
     Ok(EnqueueOutcome::Created(job.id().to_owned()))
 }
 
-/// Refuses an insert that would conflict: another cap for the key, an operation
-/// key in use, or an id in use.
+/// Refuses an insert that would conflict: another cap for the key, or an
+/// operation key in use.
 pub(crate) fn check_insert(conn: &Connection, job: &NewJob) -> Result<()> {
     if let Some(limit) = job.concurrency() {
         let registered: Option<Option<i64>> = conn
@@ -92,12 +92,8 @@ pub(crate) fn check_insert(conn: &Connection, job: &NewJob) -> Result<()> {
             ));
         }
     }
-    if job_exists(conn, job.id())? {
-        return Err(Error::conflict(
-            ErrorCode::IdempotencyConflict,
-            "a job with this id exists",
-        ));
-    }
+    // An id in use is refused by the insert itself (see `insert_job`); the
+    // request is rolled back whole, so nothing written before it stays.
     Ok(())
 }
 
@@ -123,7 +119,7 @@ pub(crate) fn insert_checked(tx: &mut Tx<'_>, job: &NewJob, row: &Job) -> Result
             .db()?;
     }
     let digest = job.args_digest();
-    let dedupe_key = dedupe::key_for_insert(tx.conn, job, &digest)?;
+    let dedupe_key = dedupe::key_for_insert(tx, job, &digest)?;
     insert_job(tx.conn, row, &digest, dedupe_key)?;
     tx.added(JobStatus::Queued);
     Ok(())

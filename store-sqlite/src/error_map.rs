@@ -19,6 +19,12 @@ pub(crate) fn is_busy(err: &rusqlite::Error) -> bool {
     )
 }
 
+/// Whether `err` is a PRIMARY KEY constraint violation (an id already in use).
+pub(crate) fn is_primary_key_violation(err: &rusqlite::Error) -> bool {
+    err.sqlite_error()
+        .is_some_and(|e| e.extended_code == rusqlite::ffi::SQLITE_CONSTRAINT_PRIMARYKEY)
+}
+
 /// Maps every rusqlite error into duraq's error type.
 pub(crate) fn map_err(err: rusqlite::Error) -> Error {
     if is_busy(&err) {

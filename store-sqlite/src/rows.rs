@@ -3,11 +3,13 @@
 //! and writes the changed fields back with [`save_job`], so the rules of the state
 //! diagram are never re-implemented in SQL.
 
-use duraq_core::{Error, Job, JobStatus, Result};
+use std::sync::OnceLock;
+
+use duraq_core::{Error, ErrorCode, Job, JobStatus, Result};
 use rusqlite::types::Type;
 use rusqlite::{params, Connection, OptionalExtension, Params, Row};
 
-use crate::error_map::SqlResult;
+use crate::error_map::{is_primary_key_violation, map_err, SqlResult};
 
 /// The columns [`job_from_row`] expects, in order.
 pub(crate) const JOB_COLUMNS: &str = "id, job_name, args, queue, status, attempts, max_retries, \
@@ -75,17 +77,6 @@ pub(crate) fn require_job(conn: &Connection, id: &str) -> Result<Job> {
     load_job(conn, id)?.ok_or_else(|| Error::job_not_found(id))
 }
 
-/// Whether a row with this id exists.
-pub(crate) fn job_exists(conn: &Connection, id: &str) -> Result<bool> {
-    let found = conn
-        .prepare_cached("SELECT 1 FROM duraq_jobs WHERE id = ?1")
-        .db()?
-        .query_row([id], |_| Ok(()))
-        .optional()
-        .db()?;
-    Ok(found.is_some())
-}
-
 /// Inserts a fresh row (`dedupe_key`: see [`crate::dedupe`]).
 pub(crate) fn insert_job(
     conn: &Connection,
@@ -94,11 +85,14 @@ pub(crate) fn insert_job(
     dedupe_key: Option<&str>,
 ) -> Result<()> {
     let args = serde_json::to_string(&job.args).map_err(|e| Error::backend("encoding args", e))?;
-    let sql = format!(
-        "INSERT INTO duraq_jobs ({JOB_COLUMNS}, args_digest, dedupe_key) VALUES \
-         (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25)"
-    );
-    conn.prepare_cached(&sql)
+    static SQL: OnceLock<String> = OnceLock::new();
+    let sql = SQL.get_or_init(|| {
+        format!(
+            "INSERT INTO duraq_jobs ({JOB_COLUMNS}, args_digest, dedupe_key) VALUES \
+             (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25)"
+        )
+    });
+    conn.prepare_cached(sql)
         .db()?
         .execute(params![
             job.id,
@@ -127,7 +121,14 @@ pub(crate) fn insert_job(
             args_digest,
             dedupe_key,
         ])
-        .db()?;
+        .map_err(|e| {
+            // The id's own index answers "is this id in use?": no read first.
+            if is_primary_key_violation(&e) {
+                Error::conflict(ErrorCode::IdempotencyConflict, "a job with this id exists")
+            } else {
+                map_err(e)
+            }
+        })?;
     Ok(())
 }
 

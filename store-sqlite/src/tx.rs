@@ -7,6 +7,7 @@ use duraq_core::{CountChange, CountDelta, JobStatus, Result};
 use rusqlite::Connection;
 
 use crate::counts::apply_change;
+use crate::dedupe::ScopeMemo;
 
 /// One logical mutation inside the writer's transaction (or a caller's).
 pub(crate) struct Tx<'c> {
@@ -17,6 +18,8 @@ pub(crate) struct Tx<'c> {
     change: CountChange,
     deltas: Vec<CountDelta>,
     work: bool,
+    /// Dedupe scopes this transaction has looked up (see [`crate::dedupe`]).
+    pub(crate) scopes: ScopeMemo,
 }
 
 /// A rollback point: deltas and work signal recorded before a request ran.
@@ -35,6 +38,7 @@ impl<'c> Tx<'c> {
             change: CountChange::default(),
             deltas: Vec::new(),
             work: false,
+            scopes: ScopeMemo::default(),
         }
     }
 

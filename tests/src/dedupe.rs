@@ -229,3 +229,29 @@ pub async fn jobs_back_in_the_queue_are_matched(h: &Harness) {
         assert_eq!(out, EnqueueOutcome::Deduplicated(id.clone()), "{args}");
     }
 }
+
+/// Inside one batch, a dedupe request sees the jobs enqueued before it, and the
+/// jobs enqueued after it are found by later requests.
+pub async fn a_batch_dedupes_against_its_own_jobs(h: &Harness) {
+    let plain = |id: &str| job("j", json!([1]), EnqueueOptions::new()).with_id(id);
+    let out = h
+        .store
+        .enqueue_batch(vec![plain("a"), job("j", json!([1]), dedupe()), plain("c")])
+        .await
+        .unwrap();
+    assert_eq!(
+        out,
+        [
+            EnqueueOutcome::Created("a".into()),
+            EnqueueOutcome::Deduplicated("a".into()),
+            EnqueueOutcome::Created("c".into()),
+        ]
+    );
+    h.claim_id("w", "j", "a").await;
+    let later = h
+        .store
+        .enqueue(job("j", json!([1]), dedupe()))
+        .await
+        .unwrap();
+    assert_eq!(later, EnqueueOutcome::Deduplicated("c".into()));
+}

@@ -17,6 +17,34 @@ pub async fn enqueue_returns_created_and_persists(h: &Harness) {
     assert_eq!(h.store.get_job("missing").await.unwrap(), None);
     let snap = h.snapshot().await;
     assert_eq!((snap.counts.queued, snap.counts.all, snap.total), (1, 1, 1));
+    // An id in use is refused, alone or in a batch, and nothing of the request
+    // stays behind (not even the cap it would have registered).
+    let again = || {
+        job(
+            "j",
+            json!(["y"]),
+            EnqueueOptions::new().concurrency("cap", 2),
+        )
+        .with_id("job-1")
+    };
+    expect_conflict(
+        h.store.enqueue(again()).await,
+        ErrorCode::IdempotencyConflict,
+    );
+    let plain = job("j", json!(["y"]), EnqueueOptions::new()).with_id("job-1");
+    expect_conflict(h.store.enqueue(plain).await, ErrorCode::IdempotencyConflict);
+    let fresh = job("j", json!(["z"]), EnqueueOptions::new());
+    expect_conflict(
+        h.store.enqueue_batch(vec![fresh, again()]).await,
+        ErrorCode::IdempotencyConflict,
+    );
+    assert_eq!(h.get("job-1").await.args, json!(["x"]));
+    assert_eq!(h.snapshot().await.total, 1);
+    let other_cap = job("j", json!([]), EnqueueOptions::new().concurrency("cap", 3));
+    assert!(
+        h.store.enqueue(other_cap).await.is_ok(),
+        "no cap was registered"
+    );
 }
 
 pub async fn future_job_waits_until_due(h: &Harness) {

@@ -48,7 +48,7 @@ macro_rules! store_suite {
                     returns_earliest_queued, earlier_created_wins_at_same_time, canonical_args_match,
                     other_options_do_not_matter, only_identical_name_args_queue,
                     later_scheduled_is_not_matched, not_handed_off_or_terminal,
-                    jobs_back_in_the_queue_are_matched,
+                    jobs_back_in_the_queue_are_matched, a_batch_dedupes_against_its_own_jobs,
                 ],
                 concurrency: [
                     explicit_key_caps_across_workers, saturated_key_does_not_block_others,

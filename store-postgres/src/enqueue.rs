@@ -10,6 +10,7 @@
 use duraq_core::transitions::new_job_row;
 use duraq_core::{EnqueueOutcome, Error, ErrorCode, JobStatus, NewJob, Result};
 
+use crate::dedupe;
 use crate::rows::insert_jobs;
 use crate::tx::Tx;
 
@@ -36,7 +37,7 @@ pub(crate) async fn enqueue_one(tx: &mut Tx<'_>, job: &NewJob) -> Result<Enqueue
                 &[&class, &identity],
             )
             .await?;
-        if let Some(id) = find_duplicate(tx, job).await? {
+        if let Some(id) = dedupe::find_duplicate(tx, job).await? {
             return Ok(EnqueueOutcome::Deduplicated(id));
         }
     }
@@ -121,20 +122,6 @@ async fn owned_scope(
             ))
         }
     }))
-}
-
-/// The earliest identical queued job due no later than `job` would be.
-async fn find_duplicate(tx: &Tx<'_>, job: &NewJob) -> Result<Option<String>> {
-    let row = tx
-        .db
-        .query_opt(
-            "SELECT id FROM {s}.duraq_jobs WHERE status = 'queued' AND job_name = $1 AND queue = $2 \
-             AND args_digest = $3 AND scheduled_at_ms <= $4 \
-             ORDER BY scheduled_at_ms, created_at_ms, id COLLATE \"C\" LIMIT 1",
-            &[&job.job_name().as_str(), &job.queue().as_str(), &job.args_digest(), &job.due_at_ms(tx.now)],
-        )
-        .await?;
-    Ok(row.map(|r| r.get(0)))
 }
 
 /// Registers an explicit key's cap on first use; a different cap later conflicts.

@@ -29,6 +29,7 @@ mod claim;
 mod connect;
 mod counts;
 mod db;
+mod dedupe;
 mod enqueue;
 mod error;
 mod fast;

@@ -10,8 +10,16 @@
 //!    miss one of ours or have another type — before anything is written;
 //! 4. creates missing tables and indexes and records the missing versions.
 //!
-//! Nothing is ever rebuilt or dropped. Tables carry a `duraq_` prefix so that an
-//! application can share its schema with the queue (transactional enqueue).
+//! No table, column or row is ever rebuilt or dropped; only indexes a later
+//! version replaced are ([`RETIRED_INDEXES`]). Columns a later version added
+//! ([`ADDED_COLUMNS`]) may be missing from a table whose ledger predates them;
+//! they are added with `ALTER TABLE … ADD COLUMN` (nullable: no rewrite). Tables
+//! carry a `duraq_` prefix so that an application can share its schema with the
+//! queue (transactional enqueue).
+//!
+//! Versions: 1, the job store; 2, dedupe keys only for scopes that use dedupe
+//! (`dedupe_key`, `duraq_dedupe_scopes`, see [`crate::dedupe`]) instead of an
+//! index over every queued job's args digest.
 
 use duraq_core::{Error, Result};
 
@@ -19,7 +27,7 @@ use crate::counts::SHARDS;
 use crate::db::Db;
 
 /// The newest schema version this binary knows.
-pub const SCHEMA_VERSION: i64 = 1;
+pub const SCHEMA_VERSION: i64 = 2;
 /// The ledger table recording applied versions.
 pub const LEDGER_TABLE: &str = "duraq_migrations";
 /// The ledger scope of the job store's own schema.
@@ -73,8 +81,18 @@ const TABLES: &[Table] = &[
             ("idempotency_key", T, "text"),
             ("timeout_ms", I, "bigint"),
             ("reservation_key", T, "text"),
+            ("dedupe_key", T, "text"),
         ],
         constraints: "",
+    },
+    Table {
+        name: "duraq_dedupe_scopes",
+        columns: &[
+            ("job_name", T, "text NOT NULL"),
+            ("queue", T, "text NOT NULL"),
+            ("registered_at_ms", I, "bigint NOT NULL"),
+        ],
+        constraints: "PRIMARY KEY (job_name, queue)",
     },
     Table {
         name: "duraq_idempotency",
@@ -149,7 +167,8 @@ const TABLES: &[Table] = &[
 
 const INDEXES: &[&str] = &[
     "duraq_jobs_due ON {s}.duraq_jobs (scheduled_at_ms, created_at_ms, id COLLATE \"C\") WHERE status = 'queued'",
-    "duraq_jobs_dedupe ON {s}.duraq_jobs (job_name, queue, args_digest) WHERE status = 'queued'",
+    "duraq_jobs_dedupe_key ON {s}.duraq_jobs (dedupe_key) \
+     WHERE status = 'queued' AND dedupe_key IS NOT NULL",
     "duraq_jobs_running ON {s}.duraq_jobs (worker_id) WHERE status = 'handed_off'",
     "duraq_jobs_reserved ON {s}.duraq_jobs (reservation_key) WHERE status = 'handed_off'",
     "duraq_jobs_key ON {s}.duraq_jobs (schedule_key, schedule_order) WHERE schedule_key IS NOT NULL",
@@ -159,6 +178,12 @@ const INDEXES: &[&str] = &[
     "duraq_jobs_orphaned ON {s}.duraq_jobs (orphaned_at_ms) WHERE status = 'orphaned'",
     "duraq_jobs_cancelled ON {s}.duraq_jobs (cancelled_at_ms) WHERE status = 'cancelled'",
 ];
+
+/// Columns added after version 1: (table, column, version that added it).
+const ADDED_COLUMNS: &[(&str, &str, i64)] = &[("duraq_jobs", "dedupe_key", 2)];
+
+/// Indexes a later version replaced, dropped when upgrading.
+const RETIRED_INDEXES: &[&str] = &["duraq_jobs_dedupe"];
 
 /// Brings the schema to [`SCHEMA_VERSION`]; returns the versions it applied.
 /// Runs inside the caller's transaction, which must commit afterwards.
@@ -181,7 +206,6 @@ pub(crate) async fn migrate(db: &Db<'_>, now: i64) -> Result<Vec<i64>> {
         db.batch(&db.names.sql("CREATE SCHEMA IF NOT EXISTS {s}"))
             .await?;
     }
-    check_columns(db).await?;
     let mut newest = None;
     if table_exists(db, LEDGER_TABLE).await? {
         let sql = format!("SELECT max(version) FROM {{s}}.{LEDGER_TABLE} WHERE scope = $1");
@@ -193,6 +217,7 @@ pub(crate) async fn migrate(db: &Db<'_>, now: i64) -> Result<Vec<i64>> {
             )));
         }
     }
+    check_columns(db, newest.unwrap_or(0)).await?;
     if newest == Some(SCHEMA_VERSION) {
         // Current, and its tables were checked above: nothing to create.
         return Ok(Vec::new());
@@ -213,8 +238,22 @@ pub(crate) async fn migrate(db: &Db<'_>, now: i64) -> Result<Vec<i64>> {
         );
         db.batch(&db.names.sql(&ddl)).await?;
     }
+    for (table, column, _) in ADDED_COLUMNS {
+        let ddl = TABLES
+            .iter()
+            .find(|t| t.name == *table)
+            .and_then(|t| t.columns.iter().find(|c| c.0 == *column))
+            .map(|c| c.2)
+            .expect("an added column is declared in TABLES");
+        let sql = format!("ALTER TABLE {{s}}.{table} ADD COLUMN IF NOT EXISTS {column} {ddl}");
+        db.batch(&db.names.sql(&sql)).await?;
+    }
     for index in INDEXES {
         db.batch(&db.names.sql(&format!("CREATE INDEX IF NOT EXISTS {index}")))
+            .await?;
+    }
+    for index in RETIRED_INDEXES {
+        db.batch(&db.names.sql(&format!("DROP INDEX IF EXISTS {{s}}.{index}")))
             .await?;
     }
     db.execute(
@@ -247,8 +286,9 @@ async fn table_exists(db: &Db<'_>, table: &str) -> Result<bool> {
     Ok(row.is_some())
 }
 
-/// Refuses existing duraq tables whose columns differ from ours.
-async fn check_columns(db: &Db<'_>) -> Result<()> {
+/// Refuses existing duraq tables whose columns differ from ours. A column added
+/// after `recorded` (the ledger's version) may be missing: it will be added.
+async fn check_columns(db: &Db<'_>, recorded: i64) -> Result<()> {
     let names: Vec<&str> = TABLES.iter().map(|t| t.name).collect();
     let rows = db
         .query(
@@ -275,6 +315,9 @@ async fn check_columns(db: &Db<'_>) -> Result<()> {
                         db.names.schema, table.name
                     )))
                 }
+                None if ADDED_COLUMNS
+                    .iter()
+                    .any(|(t, c, v)| *t == table.name && c == column && *v > recorded) => {}
                 None => {
                     return Err(Error::schema(format!(
                         "{}.{} has no column {column}",

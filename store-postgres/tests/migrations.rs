@@ -5,10 +5,10 @@
 mod common;
 
 mod postgres {
-    use duraq_core::{ErrorCode, Store};
+    use duraq_core::{EnqueueOptions, EnqueueOutcome, ErrorCode, Store};
     use duraq_store_postgres::SCHEMA_VERSION;
 
-    use crate::common::{open, raw_client, schema};
+    use crate::common::{job, open, raw_client, schema};
 
     #[tokio::test]
     async fn migrations_are_recorded_once_and_concurrent_openers_agree() {
@@ -85,6 +85,57 @@ mod postgres {
             open(&newer).await.err().expect("refused").code(),
             ErrorCode::SchemaIncompatible
         );
+    }
+
+    #[tokio::test]
+    async fn upgrade_from_v1_keys_dedupe_scopes_only_and_keeps_rows() {
+        let s = schema();
+        let store = open(&s).await.unwrap();
+        let first = store
+            .enqueue(job("j", EnqueueOptions::new()))
+            .await
+            .unwrap();
+        drop(store);
+        // Back to the shape version 1 created.
+        let client = raw_client().await;
+        client
+            .batch_execute(&format!(
+                "DROP INDEX {s}.duraq_jobs_dedupe_key; ALTER TABLE {s}.duraq_jobs DROP COLUMN dedupe_key; \
+                 DROP TABLE {s}.duraq_dedupe_scopes; \
+                 CREATE INDEX duraq_jobs_dedupe ON {s}.duraq_jobs (job_name, queue, args_digest) \
+                 WHERE status = 'queued'; DELETE FROM {s}.duraq_migrations WHERE version > 1"
+            ))
+            .await
+            .unwrap();
+
+        let store = open(&s).await.unwrap();
+        assert_eq!(store.migration().applied, [2]);
+        let indexes: Vec<String> = client
+            .query(
+                "SELECT indexname::text FROM pg_indexes WHERE schemaname = $1 AND tablename = 'duraq_jobs'",
+                &[&s],
+            )
+            .await
+            .unwrap()
+            .iter()
+            .map(|r| r.get(0))
+            .collect();
+        assert!(indexes.iter().any(|i| i == "duraq_jobs_dedupe_key"));
+        assert!(
+            !indexes.iter().any(|i| i == "duraq_jobs_dedupe"),
+            "{indexes:?}"
+        );
+        assert_eq!(store.count_snapshot().await.unwrap().counts.queued, 1);
+        // The job from before the upgrade is found by a dedupe request.
+        let again = store
+            .enqueue(job("j", EnqueueOptions::new().deduplicate_while_queued()))
+            .await
+            .unwrap();
+        assert_eq!(
+            again,
+            EnqueueOutcome::Deduplicated(first.job_id().to_owned())
+        );
+        assert!(open(&s).await.unwrap().migration().applied.is_empty());
     }
 
     #[tokio::test]

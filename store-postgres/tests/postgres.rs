@@ -315,6 +315,63 @@ mod postgres {
         assert!(jobs.iter().all(|j| j.job_name != "refused"));
     }
 
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn a_dedupe_scope_registered_mid_stream_keys_every_job_of_it() {
+        let s = schema();
+        let stores: Vec<PostgresStore> = futures_join(4, |_| {
+            let s = s.clone();
+            async move { open(&s).await }
+        })
+        .await;
+        // Producers keep inserting into the scope while a dedupe request
+        // registers it: no job of the scope may end up without its key.
+        let producers: Vec<_> = (0..4)
+            .map(|p| {
+                let store = stores[p].clone();
+                tokio::spawn(async move {
+                    for i in 0..40 {
+                        let job =
+                            NewJob::new("scoped", json!([p, i]), EnqueueOptions::new()).unwrap();
+                        store.enqueue(job).await.unwrap();
+                    }
+                })
+            })
+            .collect();
+        let dedupe = NewJob::new(
+            "scoped",
+            json!(["once"]),
+            EnqueueOptions::new().deduplicate_while_queued(),
+        )
+        .unwrap();
+        stores[0].enqueue(dedupe).await.unwrap();
+        for producer in producers {
+            producer.await.unwrap();
+        }
+        let unkeyed: i64 = raw_client()
+            .await
+            .query_one(
+                &format!(
+                    "SELECT count(*) FROM {s}.duraq_jobs WHERE job_name = 'scoped' AND dedupe_key IS NULL"
+                ),
+                &[],
+            )
+            .await
+            .unwrap()
+            .get(0);
+        assert_eq!(unkeyed, 0);
+        // And every one of them is found by a later identical request.
+        let twin = NewJob::new(
+            "scoped",
+            json!([3, 39]),
+            EnqueueOptions::new().deduplicate_while_queued(),
+        )
+        .unwrap();
+        assert!(matches!(
+            stores[1].enqueue(twin).await.unwrap(),
+            EnqueueOutcome::Deduplicated(_)
+        ));
+    }
+
     /// Runs `n` futures concurrently and unwraps their results.
     async fn futures_join<T, F, Fut>(n: usize, make: F) -> Vec<T>
     where

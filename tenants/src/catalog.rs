@@ -26,15 +26,20 @@ pub const TENANT_LEDGER_TABLE: &str = "duraq_tenant_migrations";
 pub const JOB_STORE_LEDGER_TABLE: &str = "duraq_migrations";
 /// The ledger scope of the job store's own schema in [`JOB_STORE_LEDGER_TABLE`].
 pub const JOB_STORE_SCOPE: &str = "duraq.jobs";
-/// The job store schema versions this crate expects, with their names. Kept by hand
-/// in step with `duraq-store-sqlite`'s `SCHEMA_VERSION` (this crate must not link
-/// the stores to answer a preflight; a `duraq-cli` test checks it): 1 = jobs,
-/// keys, counts; 2 = schedule keys; 3 = partial job indexes.
+/// The SQLite job store's schema versions, with their names. Kept by hand in step
+/// with `duraq-store-sqlite`'s `SCHEMA_VERSION` (this crate must not link the
+/// stores to answer a preflight; a `duraq-cli` test checks it): 1 = jobs, keys,
+/// counts; 2 = schedule keys; 3 = partial job indexes.
 pub const JOB_STORE_VERSIONS: &[(i64, &str)] = &[
     (1, "job_store"),
     (2, "schedule_keys"),
     (3, "partial_indexes"),
 ];
+
+/// The PostgreSQL job store's schema versions (its own numbering, checked
+/// against `duraq-store-postgres`'s `SCHEMA_VERSION` the same way): 1 = jobs,
+/// keys, counts, schedule keys; 2 = dedupe keys for dedupe scopes only.
+pub const POSTGRES_JOB_STORE_VERSIONS: &[(i64, &str)] = &[(1, "job_store"), (2, "dedupe_scopes")];
 
 /// Where a database records the migrations it has.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -92,6 +97,9 @@ pub struct Catalog {
     migrations: Vec<Migration>,
     /// Every version of the source catalog, kept through [`Catalog::select`].
     known: Vec<i64>,
+    /// The job store's catalog for PostgreSQL tenants, which number their
+    /// schema versions on their own (see [`Catalog::for_backend`]).
+    postgres: Option<Box<Catalog>>,
 }
 
 /// Where a catalog comes from: a folder, or the job store's own schema.
@@ -150,14 +158,28 @@ impl Catalog {
             ledger: Ledger::Tenant,
             migrations,
             known,
+            postgres: None,
         })
     }
 
-    /// The job store's own schema as a catalog ([`JOB_STORE_VERSIONS`], recorded in
+    /// The job store's own schema as a catalog ([`JOB_STORE_VERSIONS`] for SQLite
+    /// tenants, [`POSTGRES_JOB_STORE_VERSIONS`] for PostgreSQL ones, recorded in
     /// the store's ledger). Its migrations target every identifier and have no
     /// phase (so a phase filter leaves none); they carry no SQL.
+    ///
+    /// ```
+    /// use duraq_tenants::Catalog;
+    /// let catalog = Catalog::job_store();
+    /// assert_eq!(catalog.for_backend(false).versions(), [1, 2, 3]);
+    /// assert_eq!(catalog.for_backend(true).versions(), [1, 2]);
+    /// ```
     pub fn job_store() -> Self {
-        let migrations = JOB_STORE_VERSIONS
+        let postgres = Self::job_store_of(POSTGRES_JOB_STORE_VERSIONS, None);
+        Self::job_store_of(JOB_STORE_VERSIONS, Some(Box::new(postgres)))
+    }
+
+    fn job_store_of(versions: &[(i64, &str)], postgres: Option<Box<Catalog>>) -> Self {
+        let migrations = versions
             .iter()
             .map(|(version, name)| Migration {
                 version: *version,
@@ -167,11 +189,20 @@ impl Catalog {
                 sql: None,
             })
             .collect();
-        let known = JOB_STORE_VERSIONS.iter().map(|(v, _)| *v).collect();
         Self {
             ledger: Ledger::JobStore,
             migrations,
-            known,
+            known: versions.iter().map(|(v, _)| *v).collect(),
+            postgres,
+        }
+    }
+
+    /// The catalog a tenant's ledger is compared with: for the job store on a
+    /// PostgreSQL tenant, the PostgreSQL store's versions; otherwise this one.
+    pub fn for_backend(&self, postgres: bool) -> &Catalog {
+        match &self.postgres {
+            Some(pg) if postgres => pg,
+            _ => self,
         }
     }
 
@@ -191,6 +222,10 @@ impl Catalog {
             ledger: self.ledger,
             migrations,
             known: self.known.clone(),
+            postgres: self
+                .postgres
+                .as_ref()
+                .map(|pg| Box::new(pg.select(identifier, phase))),
         }
     }
 

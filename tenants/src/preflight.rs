@@ -125,7 +125,8 @@ pub async fn scan(
         })?;
         done += 1;
         let name = &tenants[index].name;
-        let result = applied.map(|applied| status(name, catalog, &applied));
+        let result = applied
+            .map(|(postgres, applied)| status(name, catalog.for_backend(postgres), &applied));
         match &result {
             Ok(status) => progress(Progress::Scanned {
                 done,
@@ -177,17 +178,23 @@ pub(crate) fn status(name: &str, catalog: &Catalog, applied: &[i64]) -> TenantSt
     }
 }
 
-/// Resolves a tenant and reads its ledger read-only (ascending versions).
-async fn read_applied(tenant: &Tenant, ledger: Ledger) -> Result<Vec<i64>> {
+/// Resolves a tenant and reads its ledger read-only: whether it is on
+/// PostgreSQL, and its versions (ascending).
+async fn read_applied(tenant: &Tenant, ledger: Ledger) -> Result<(bool, Vec<i64>)> {
     match tenant.resolve()? {
         TenantDatabase::Sqlite(path) => {
             let name = tenant.name.clone();
-            tokio::task::spawn_blocking(move || ledger_sqlite::read_applied(&name, &path, ledger))
+            let read = move || ledger_sqlite::read_applied(&name, &path, ledger);
+            let applied = tokio::task::spawn_blocking(read)
                 .await
-                .map_err(|e| Error::backend(&tenant.name, "the ledger read panicked", e.into()))?
+                .map_err(|e| Error::backend(&tenant.name, "the ledger read panicked", e.into()))?;
+            Ok((false, applied?))
         }
         TenantDatabase::Postgres { config, schema } => {
-            ledger_postgres::read_applied(&tenant.name, &config, schema.as_deref(), ledger).await
+            let applied =
+                ledger_postgres::read_applied(&tenant.name, &config, schema.as_deref(), ledger)
+                    .await?;
+            Ok((true, applied))
         }
     }
 }

@@ -236,3 +236,37 @@ async fn postgres_control_query_lists_tenants() {
     );
     drop_schemas(&client, &[&control]).await;
 }
+
+/// A PostgreSQL job store numbers its schema versions on its own: its ledger is
+/// compared with the PostgreSQL store's versions, not the SQLite store's.
+#[tokio::test]
+async fn postgres_job_stores_are_checked_against_their_own_versions() {
+    let client = admin().await;
+    let (current, behind) = (unique("jsnow"), unique("jsold"));
+    let mut urls = Vec::new();
+    for (schema, versions) in [(&current, "(1), (2)"), (&behind, "(1)")] {
+        urls.push(tenant_schema(&client, schema, None).await);
+        client
+            .batch_execute(&format!(
+                "CREATE TABLE {schema}.duraq_migrations (scope text NOT NULL, version bigint NOT NULL, \
+                 applied_at_ms bigint NOT NULL, PRIMARY KEY (scope, version)); \
+                 INSERT INTO {schema}.duraq_migrations SELECT 'duraq.jobs', v, 0 FROM (VALUES {versions}) AS t(v)"
+            ))
+            .await
+            .unwrap();
+    }
+    let fixture = Fixture::new();
+    fixture.tenants_file(&[("current", &urls[0]), ("behind", &urls[1])]);
+    let request = TenantsRequest::new(
+        ID,
+        TenantSource::File(fixture.path("tenants.json")),
+        duraq_tenants::CatalogSource::JobStore,
+    );
+    let report = pending(&request, &mut |_| {}).await.unwrap();
+    let by_name = |n: &str| report.tenants.iter().find(|t| t.name == n).unwrap();
+    assert_eq!(by_name("current").pending, Vec::<i64>::new());
+    assert!(by_name("current").unknown_versions.is_empty());
+    assert_eq!(by_name("behind").pending, vec![2]);
+    assert_eq!(report.pending_tenant_count, 1);
+    drop_schemas(&client, &[&current, &behind]).await;
+}

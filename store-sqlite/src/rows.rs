@@ -64,8 +64,9 @@ pub(crate) fn query_jobs(conn: &Connection, sql: &str, params: impl Params) -> R
 
 /// One job by id.
 pub(crate) fn load_job(conn: &Connection, id: &str) -> Result<Option<Job>> {
-    let sql = format!("SELECT {JOB_COLUMNS} FROM duraq_jobs WHERE id = ?1");
-    conn.prepare_cached(&sql)
+    static SQL: OnceLock<String> = OnceLock::new();
+    let sql = SQL.get_or_init(|| format!("SELECT {JOB_COLUMNS} FROM duraq_jobs WHERE id = ?1"));
+    conn.prepare_cached(sql)
         .db()?
         .query_row([id], job_from_row)
         .optional()

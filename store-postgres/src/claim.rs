@@ -152,7 +152,7 @@ pub(crate) async fn claim(tx: &mut Tx<'_>, req: &ClaimRequest) -> Result<Vec<Job
         let batch = i64::try_from(req.limit - taken.len() + skipped).unwrap_or(i64::MAX);
         let rows = if prioritized {
             tx.db
-                .query_replanned(
+                .query(
                     &sql,
                     &[
                         &tx.now,
@@ -167,7 +167,7 @@ pub(crate) async fn claim(tx: &mut Tx<'_>, req: &ClaimRequest) -> Result<Vec<Job
                 .await?
         } else {
             tx.db
-                .query_replanned(&sql, &[&tx.now, &req.job_names, &req.queues, &seen, &batch])
+                .query(&sql, &[&tx.now, &req.job_names, &req.queues, &seen, &batch])
                 .await?
         };
         let exhausted = (rows.len() as i64) < batch;

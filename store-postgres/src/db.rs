@@ -130,37 +130,6 @@ impl Db<'_> {
         n.map_err(map_pg_error)
     }
 
-    /// [`Db::query`] planned for these parameters and the table as it is now,
-    /// never from a cached plan.
-    ///
-    /// For statements that find `duraq_jobs` rows by id or walk its indexes. A
-    /// pooled connection's cached plan is made once, often while the table is
-    /// still nearly empty, when a sequential scan is the cheapest plan; PostgreSQL
-    /// only re-plans after ANALYZE, and autovacuum analyzes a young table late.
-    /// Measured in the end-to-end bench: the report's row lookup stayed a
-    /// sequential scan (15–37 ms per batch at a few thousand rows) for the whole
-    /// run. One extra round trip per call is cheap next to that.
-    pub async fn query_replanned(&self, template: &str, params: &Params<'_>) -> Result<Vec<Row>> {
-        let sql = self.names.sql(template);
-        let rows = match &self.conn {
-            Conn::Pooled(tx) => tx.query(sql.as_str(), params).await,
-            Conn::Client(client) => client.query(sql.as_str(), params).await,
-            Conn::Borrowed(tx) => tx.query(sql.as_str(), params).await,
-        };
-        rows.map_err(map_pg_error)
-    }
-
-    /// [`Db::execute`] planned afresh (see [`Db::query_replanned`]).
-    pub async fn execute_replanned(&self, template: &str, params: &Params<'_>) -> Result<u64> {
-        let sql = self.names.sql(template);
-        let n = match &self.conn {
-            Conn::Pooled(tx) => tx.execute(sql.as_str(), params).await,
-            Conn::Client(client) => client.execute(sql.as_str(), params).await,
-            Conn::Borrowed(tx) => tx.execute(sql.as_str(), params).await,
-        };
-        n.map_err(map_pg_error)
-    }
-
     /// Runs parameterless statements (savepoints) with the simple protocol.
     pub async fn batch(&self, sql: &str) -> Result<()> {
         let r = match &self.conn {
@@ -173,8 +142,24 @@ impl Db<'_> {
 }
 
 /// Takes a connection from the pool.
+/// A pooled connection. Now and then its cached statements are dropped, so they
+/// are planned again against the table as it is now: at its 4th, 8th, 16th, …
+/// use, and every 4,096th after that.
+///
+/// Why: a cached plan is made once, often while `duraq_jobs` is nearly empty,
+/// when a sequential scan is the cheapest way to find rows by id; PostgreSQL
+/// re-plans only after ANALYZE, which autovacuum runs late on a young table.
+/// Measured with auto_explain in the end-to-end bench (a worker running while
+/// producers fill an empty table): the report's row lookup stayed a sequential
+/// scan, 15–37 ms per 64-job batch, for the whole run. The doubling schedule
+/// follows a table that grows from empty; later re-plans cost nothing measurable.
 pub(crate) async fn pooled(pool: &deadpool_postgres::Pool) -> Result<deadpool_postgres::Object> {
-    pool.get().await.map_err(map_pool_error)
+    let client = pool.get().await.map_err(map_pool_error)?;
+    let uses = deadpool_postgres::Object::metrics(&client).recycle_count;
+    if uses >= 4 && (uses.is_power_of_two() || uses.is_multiple_of(4096)) {
+        client.statement_cache.clear();
+    }
+    Ok(client)
 }
 
 #[cfg(test)]

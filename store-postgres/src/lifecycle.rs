@@ -42,7 +42,7 @@ pub(crate) async fn report_many(
         "SELECT {JOB_COLUMNS} FROM {{s}}.duraq_jobs WHERE id = ANY($1) ORDER BY id COLLATE \"C\" FOR UPDATE"
     );
     let mut loaded: HashMap<String, Loaded> = HashMap::with_capacity(ids.len());
-    for row in tx.db.query_replanned(&sql, &[&ids]).await? {
+    for row in tx.db.query(&sql, &[&ids]).await? {
         let l = loaded_from_row(&row)?;
         loaded.insert(l.job.id.clone(), l);
     }

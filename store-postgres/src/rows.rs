@@ -187,7 +187,7 @@ pub(crate) async fn save_jobs(db: &Db<'_>, rows: &[(&Job, Option<&str>)]) -> Res
     let keys = col(|j| j.schedule_key.clone());
     let orders = num(|j| j.schedule_order);
     let reservations: Vec<Option<&str>> = rows.iter().map(|(_, r)| *r).collect();
-    db.execute_replanned(
+    db.execute(
         "UPDATE {s}.duraq_jobs AS j SET status = v.status, attempts = v.attempts, \
          scheduled_at_ms = v.scheduled_at_ms, handed_off_at_ms = v.handed_off_at_ms, \
          completed_at_ms = v.completed_at_ms, failed_at_ms = v.failed_at_ms, \

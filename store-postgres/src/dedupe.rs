@@ -10,11 +10,14 @@
 //!
 //! The first dedupe request of a scope registers it and gives every existing job
 //! of the scope its key, whatever its status (a running or failed job may come
-//! back to `queued`). Registration first takes `SHARE` on `duraq_jobs`, which waits
-//! for every transaction that is writing jobs and holds new writers until it
-//! commits: an insert either committed before (and the backfill sees it) or starts
-//! after (and sees the registration). So every job of a registered scope has its
-//! key, and the lookup is exact. It happens once per scope, ever.
+//! back to `queued`). Registration first takes `SHARE ROW EXCLUSIVE` on
+//! `duraq_jobs`, which waits for every transaction that is writing jobs and holds
+//! new writers until it commits: an insert either committed before (and the
+//! backfill sees it) or starts after (and sees the registration). So every job of
+//! a registered scope has its key, and the lookup is exact. The mode conflicts
+//! with itself, so two first registrations queue up instead of deadlocking (with
+//! `SHARE` both would get the lock, then each backfill would wait for the other).
+//! It happens once per scope, ever.
 
 use duraq_core::{NewJob, Result};
 
@@ -38,7 +41,11 @@ async fn register_scope(tx: &Tx<'_>, job: &NewJob) -> Result<()> {
         return Ok(());
     }
     tx.db
-        .batch(&tx.db.names.sql("LOCK TABLE {s}.duraq_jobs IN SHARE MODE"))
+        .batch(
+            &tx.db
+                .names
+                .sql("LOCK TABLE {s}.duraq_jobs IN SHARE ROW EXCLUSIVE MODE"),
+        )
         .await?;
     let added = tx
         .db

@@ -11,7 +11,7 @@ mod announcements {
     use duraq_core::{CountDelta, EnqueueOptions, Store};
     use tokio::sync::broadcast::Receiver;
 
-    use crate::common::{job, open, raw_client, schema};
+    use crate::common::{job, next_delta, open, raw_client, schema};
 
     /// Sums deltas until their `all` reaches `expected` (or panics after 10 s).
     async fn sum_until(rx: &mut Receiver<CountDelta>, expected: i64) -> [i64; 6] {
@@ -62,10 +62,7 @@ mod announcements {
             .enqueue(job("j", EnqueueOptions::new()))
             .await
             .unwrap();
-        let marker = tokio::time::timeout(Duration::from_secs(10), deltas.recv())
-            .await
-            .expect("the marker within 10 s")
-            .unwrap();
+        let marker = next_delta(&mut deltas, "the marker").await;
         assert_eq!(
             (marker.deltas.queued, marker.deltas.all, marker.revision),
             (1, 1, before + 1),
@@ -96,10 +93,7 @@ mod announcements {
             ))
             .await
             .unwrap();
-        let fix = tokio::time::timeout(Duration::from_secs(10), deltas.recv())
-            .await
-            .expect("a correction within 10 s")
-            .unwrap();
+        let fix = next_delta(&mut deltas, "a correction").await;
         assert_eq!((fix.deltas.queued, fix.deltas.all, fix.revision), (1, 1, 1));
         tokio::time::timeout(Duration::from_secs(1), work.changed())
             .await
@@ -110,7 +104,7 @@ mod announcements {
             .enqueue(job("j", EnqueueOptions::new()))
             .await
             .unwrap();
-        let next = deltas.recv().await.unwrap();
+        let next = next_delta(&mut deltas, "the next announcement").await;
         assert_eq!((next.deltas.queued, next.revision), (1, 2));
         // The repair is a periodic check (once a second); that period is the
         // behaviour under test: two more checks pass without a second correction.

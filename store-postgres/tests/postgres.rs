@@ -15,7 +15,7 @@ mod postgres {
     use duraq_store_postgres::{PostgresOptions, PostgresStore};
     use serde_json::json;
 
-    use crate::common::{job, open, options, raw_client, schema, url};
+    use crate::common::{job, next_delta, open, options, raw_client, schema, url};
 
     #[tokio::test]
     async fn enqueue_in_commits_and_rolls_back_with_the_application() {
@@ -82,10 +82,7 @@ mod postgres {
         );
         let snap = store.count_snapshot().await.unwrap();
         assert_eq!((snap.counts.queued, snap.revision), (1, 1));
-        let delta = tokio::time::timeout(Duration::from_secs(10), deltas.recv())
-            .await
-            .expect("delta")
-            .unwrap();
+        let delta = next_delta(&mut deltas, "delta").await;
         assert_eq!(
             (delta.deltas.queued, delta.revision),
             (1, 1),
@@ -110,10 +107,7 @@ mod postgres {
             .enqueue(job("j", EnqueueOptions::new()))
             .await
             .unwrap();
-        let delta = tokio::time::timeout(Duration::from_secs(10), deltas.recv())
-            .await
-            .expect("delta")
-            .unwrap();
+        let delta = next_delta(&mut deltas, "delta").await;
         assert_eq!(
             (delta.deltas.queued, delta.deltas.all, delta.revision),
             (1, 1, 1)
@@ -129,10 +123,7 @@ mod postgres {
             .enqueue(job("j", EnqueueOptions::new()))
             .await
             .unwrap();
-        let second = tokio::time::timeout(Duration::from_secs(10), deltas.recv())
-            .await
-            .expect("delta")
-            .unwrap();
+        let second = next_delta(&mut deltas, "delta").await;
         assert_eq!(second.revision, 2);
         assert!(quiet.try_recv().is_err());
     }

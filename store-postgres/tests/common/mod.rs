@@ -53,3 +53,14 @@ pub async fn raw_client() -> tokio_postgres::Client {
 pub fn job(name: &str, opts: EnqueueOptions) -> NewJob {
     NewJob::new(name, json!([1]), opts).expect("valid job")
 }
+
+/// The next count delta on `rx`, or a panic naming `what` after 10 s.
+pub async fn next_delta(
+    rx: &mut tokio::sync::broadcast::Receiver<duraq_core::CountDelta>,
+    what: &str,
+) -> duraq_core::CountDelta {
+    tokio::time::timeout(std::time::Duration::from_secs(10), rx.recv())
+        .await
+        .unwrap_or_else(|_| panic!("{what} within 10 s"))
+        .expect("delta stream open")
+}

@@ -6,7 +6,8 @@
 //! WAL connections); `postgres://…` connects a pool and migrates the schema.
 
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use anyhow::Result;
 use duraq_core::{system_clock, Store};
@@ -67,8 +68,17 @@ impl Database {
     }
 
     /// Opens the store and reports the schema versions this open applied and the
-    /// resulting schema version.
+    /// resulting schema version. The store is remembered for [`flush_opened`].
     async fn open_migrating(&self, listen: bool) -> Result<(Arc<dyn Store>, Vec<i64>, i64)> {
+        let opened = self.open_unremembered(listen).await?;
+        OPENED
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .push(opened.0.clone());
+        Ok(opened)
+    }
+
+    async fn open_unremembered(&self, listen: bool) -> Result<(Arc<dyn Store>, Vec<i64>, i64)> {
         match self {
             Self::SqliteFile(path) => sqlite_opened(open_sqlite(Some(path.clone())).await?),
             Self::SqliteMemory => sqlite_opened(open_sqlite(None).await?),
@@ -83,6 +93,28 @@ impl Database {
             }
         }
     }
+}
+
+/// Every store this process opened through [`Database`].
+static OPENED: Mutex<Vec<Arc<dyn Store>>> = Mutex::new(Vec::new());
+
+/// Waits (at most `limit`) until every store this process opened has announced
+/// its commits to other processes, so that a command's last write wakes their
+/// workers at once instead of at their next poll (PostgreSQL sends NOTIFY from a
+/// background task, which would die with the process).
+pub async fn flush_opened(limit: Duration) {
+    let stores = std::mem::take(
+        &mut *OPENED
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner),
+    );
+    let flush_all = async {
+        for store in &stores {
+            // Best effort: a lost announcement costs latency, not data.
+            let _ = store.flush_announcements().await;
+        }
+    };
+    let _ = tokio::time::timeout(limit, flush_all).await;
 }
 
 /// Opens (creating) the SQLite store at `path` with default (durable) options.

@@ -37,7 +37,12 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    match runtime.block_on(run(cli)) {
+    let outcome = runtime.block_on(async {
+        let outcome = run(cli).await;
+        db::flush_opened(std::time::Duration::from_secs(5)).await;
+        outcome
+    });
+    match outcome {
         Ok(status) => ExitCode::from(status),
         Err(err) => {
             output::print_error(&err, json);

@@ -5,8 +5,14 @@
 
 mod common;
 
+use std::future::poll_fn;
+use std::sync::mpsc;
+use std::time::Duration;
+
 use common::{parse_one, run_with_url};
+use duraq_store_postgres::{PostgresOptions, PostgresStore};
 use serde_json::Value;
+use tokio_postgres::AsyncMessage;
 
 fn json(url: &str, args: &[&str]) -> Value {
     let mut all = args.to_vec();
@@ -31,12 +37,21 @@ fn commands_work_on_postgres() {
     assert!(migrated["version"].as_i64().unwrap() >= 1, "{migrated}");
 
     let before = json(&url, &["counts"]);
+    let (_runtime, announcements) = listen_to_default_schema(&url);
     let name = format!("{tag}.job");
     let id = json(
         &url,
         &["enqueue", &name, "--args", "[1]", "--idempotency-key", &tag],
     )["jobId"]
         .clone();
+    // The process exited right after its commit; its NOTIFY (sent by a
+    // background task) must have left before it did, or idle workers would only
+    // notice the job at their next poll. Nothing else writes to this schema now.
+    let payload = announcements
+        .recv_timeout(Duration::from_secs(10))
+        .expect("the enqueue's announcement arrives although its process exited");
+    let payload: Value = serde_json::from_str(&payload).unwrap();
+    assert_eq!(payload["w"], true, "{payload}");
     let replay = json(
         &url,
         &["enqueue", &name, "--args", "[1]", "--idempotency-key", &tag],
@@ -76,6 +91,40 @@ fn commands_work_on_postgres() {
     );
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).starts_with("error[job-not-found]: "));
+}
+
+/// LISTENs on the default schema's channel; every payload is sent to the receiver.
+fn listen_to_default_schema(url: &str) -> (tokio::runtime::Runtime, mpsc::Receiver<String>) {
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let (tx, rx) = mpsc::channel();
+    runtime.block_on(async {
+        let options = PostgresOptions {
+            listen: false,
+            ..PostgresOptions::default()
+        };
+        let store = PostgresStore::connect(url, options).await.unwrap();
+        let channel = store.notify_channel().to_owned();
+        let (client, mut connection) = tokio_postgres::connect(url, tokio_postgres::NoTls)
+            .await
+            .unwrap();
+        tokio::spawn(async move {
+            while let Some(Ok(message)) = poll_fn(|cx| connection.poll_message(cx)).await {
+                if let AsyncMessage::Notification(n) = message {
+                    let _ = tx.send(n.payload().to_owned());
+                }
+            }
+        });
+        client
+            .batch_execute(&format!("LISTEN \"{channel}\""))
+            .await
+            .unwrap();
+        // Keep the client (and so the LISTEN) alive as long as the runtime.
+        tokio::spawn(async move {
+            let _client = client;
+            std::future::pending::<()>().await
+        });
+    });
+    (runtime, rx)
 }
 
 fn common_now() -> u128 {

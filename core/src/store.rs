@@ -153,4 +153,24 @@ pub trait Store: Send + Sync + 'static {
 
     /// Backend, schema version and detail.
     async fn health(&self) -> Result<Health>;
+
+    /// Waits until other processes have been told about every change this store
+    /// committed so far. A store whose announcements travel on their own (the
+    /// PostgreSQL store sends NOTIFY from a background task after each commit)
+    /// loses the ones still in flight when its process exits; their workers then
+    /// notice the change only at their next poll. Call this before a process
+    /// that wrote exits. Returns once the announcements were sent or the store
+    /// gave up on them; the default (SQLite, memory: other processes see the
+    /// commit itself) returns at once.
+    ///
+    /// ```
+    /// # async fn demo(store: &dyn duraq_core::Store) -> duraq_core::Result<()> {
+    /// use duraq_core::{EnqueueOptions, NewJob};
+    /// store.enqueue(NewJob::new("send_receipt", serde_json::json!([42]), EnqueueOptions::new())?).await?;
+    /// store.flush_announcements().await?; // now the process may exit
+    /// # Ok(()) }
+    /// ```
+    async fn flush_announcements(&self) -> Result<()> {
+        Ok(())
+    }
 }

@@ -100,7 +100,7 @@ pub(crate) struct Shared {
     /// Count changes announced in this process, per shard.
     pub mirror: std::sync::Mutex<mirror::Mirror>,
     /// Hands committed announcements to the notifier task.
-    pub notifier: tokio::sync::mpsc::UnboundedSender<notify::Announcement>,
+    pub notifier: tokio::sync::mpsc::UnboundedSender<notify::Message>,
 }
 
 impl Shared {
@@ -176,10 +176,21 @@ impl PostgresStore {
             shared.work.send_modify(|n| *n = n.wrapping_add(1));
         }
         if effects.entry.is_some() || effects.work {
-            let _ = shared.notifier.send(notify::Announcement {
-                entry: effects.entry,
-                work: effects.work,
-            });
+            let _ = shared
+                .notifier
+                .send(notify::Message::Announce(notify::Announcement {
+                    entry: effects.entry,
+                    work: effects.work,
+                }));
+        }
+    }
+
+    /// Waits until the notifier has sent (or given up on) every announcement
+    /// handed to it so far; see [`duraq_core::Store::flush_announcements`].
+    pub(crate) async fn flush_notifier(&self) {
+        let (done, sent) = tokio::sync::oneshot::channel();
+        if self.shared().notifier.send(notify::Message::Flush(done)).is_ok() {
+            let _ = sent.await;
         }
     }
 

@@ -19,7 +19,7 @@
 
 use std::time::Duration;
 
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 use tokio_postgres::{Client, Config, NoTls, Statement};
 
@@ -32,6 +32,15 @@ pub(crate) struct Announcement {
     pub work: bool,
 }
 
+/// What the notifier task receives.
+#[derive(Debug)]
+pub(crate) enum Message {
+    /// A committed call's effects, to announce.
+    Announce(Announcement),
+    /// Answered once everything handed over before it was sent (or given up on).
+    Flush(oneshot::Sender<()>),
+}
+
 /// Payloads stay under PostgreSQL's 8000-byte NOTIFY limit.
 const MAX_PAYLOAD: usize = 7_000;
 /// The most announcements folded into one NOTIFY statement.
@@ -42,7 +51,7 @@ pub(crate) fn spawn(
     config: Config,
     channel: String,
     origin: String,
-) -> (mpsc::UnboundedSender<Announcement>, JoinHandle<()>) {
+) -> (mpsc::UnboundedSender<Message>, JoinHandle<()>) {
     let (tx, rx) = mpsc::unbounded_channel();
     let task = tokio::spawn(run(config, channel, origin, rx));
     (tx, task)
@@ -80,39 +89,55 @@ async fn run(
     config: Config,
     channel: String,
     origin: String,
-    mut rx: mpsc::UnboundedReceiver<Announcement>,
+    mut rx: mpsc::UnboundedReceiver<Message>,
 ) {
     let mut conn: Option<Connection> = None;
     while let Some(first) = rx.recv().await {
-        let mut batch = vec![first];
-        while batch.len() < MAX_BATCH {
-            match rx.try_recv() {
-                Ok(a) => batch.push(a),
-                Err(_) => break,
+        let mut batch = Vec::new();
+        let mut flushes = Vec::new();
+        let mut next = Some(first);
+        while let Some(message) = next {
+            match message {
+                Message::Announce(a) => batch.push(a),
+                Message::Flush(done) => flushes.push(done),
+            }
+            next = if batch.len() < MAX_BATCH {
+                rx.try_recv().ok()
+            } else {
+                None
+            };
+        }
+        if !batch.is_empty() {
+            send(&config, &channel, &mut conn, &payloads(&origin, &batch)).await;
+        }
+        // Messages keep their order, so every announcement handed over before a
+        // flush request was in this batch or an earlier one.
+        for done in flushes {
+            let _ = done.send(());
+        }
+    }
+}
+
+/// Sends `payloads`, with one retry on a fresh connection; after that the
+/// listeners' checks make good what was lost.
+async fn send(config: &Config, channel: &str, conn: &mut Option<Connection>, payloads: &[String]) {
+    for attempt in 0..2 {
+        if conn.is_none() {
+            match connect(config).await {
+                Ok(c) => *conn = Some(c),
+                Err(e) => {
+                    tracing::warn!("duraq notifier cannot connect: {e}");
+                    tokio::time::sleep(Duration::from_millis(50 << attempt)).await;
+                    continue;
+                }
             }
         }
-        let payloads = payloads(&origin, &batch);
-        // One retry on a fresh connection; after that the listeners' checks
-        // make good what was lost.
-        for attempt in 0..2 {
-            if conn.is_none() {
-                match connect(&config).await {
-                    Ok(c) => conn = Some(c),
-                    Err(e) => {
-                        tracing::warn!("duraq notifier cannot connect: {e}");
-                        tokio::time::sleep(Duration::from_millis(50 << attempt)).await;
-                        continue;
-                    }
-                }
-            }
-            let c = conn.as_ref().expect("connected");
-            let sent = c.client.execute(&c.notify, &[&channel, &payloads]).await;
-            match sent {
-                Ok(_) => break,
-                Err(e) => {
-                    tracing::warn!("duraq NOTIFY failed: {e}");
-                    conn = None;
-                }
+        let c = conn.as_ref().expect("connected");
+        match c.client.execute(&c.notify, &[&channel, &payloads]).await {
+            Ok(_) => return,
+            Err(e) => {
+                tracing::warn!("duraq NOTIFY failed: {e}");
+                *conn = None;
             }
         }
     }

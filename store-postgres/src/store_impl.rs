@@ -284,4 +284,9 @@ impl Store for PostgresStore {
             ),
         })
     }
+
+    async fn flush_announcements(&self) -> Result<()> {
+        self.flush_notifier().await;
+        Ok(())
+    }
 }

@@ -190,6 +190,10 @@ where
     background.abort_all();
     while background.join_next().await.is_some() {}
     drop(shared);
+    // The last reports' announcements must leave before the process may exit.
+    if let Err(e) = store.flush_announcements().await {
+        tracing::warn!("flushing announcements failed: {e}");
+    }
     let report = telemetry.snapshot();
     tracing::info!(?report, "worker stopped");
     Ok(report)

@@ -189,7 +189,12 @@ impl PostgresStore {
     /// handed to it so far; see [`duraq_core::Store::flush_announcements`].
     pub(crate) async fn flush_notifier(&self) {
         let (done, sent) = tokio::sync::oneshot::channel();
-        if self.shared().notifier.send(notify::Message::Flush(done)).is_ok() {
+        if self
+            .shared()
+            .notifier
+            .send(notify::Message::Flush(done))
+            .is_ok()
+        {
             let _ = sent.await;
         }
     }

@@ -204,7 +204,7 @@ impl Target {
         Ok(())
     }
 
-    async fn pg_client(&self) -> Result<tokio_postgres::Client> {
+    pub(crate) async fn pg_client(&self) -> Result<tokio_postgres::Client> {
         let (client, conn) = tokio_postgres::connect(&self.location, tokio_postgres::NoTls)
             .await
             .context("connecting to PostgreSQL")?;

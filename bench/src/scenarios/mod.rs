@@ -7,11 +7,14 @@
 //!
 //! Layout: `enqueue` (one by one, batched, 8 producers, replay, hot-key
 //! replace), `drain` (worker processes draining a table, live end-to-end, peak
-//! RSS), `wakeup` (idle wake-up latency), `counts` (snapshot time vs table size).
+//! RSS), `wakeup` (idle wake-up latency), `counts` (snapshot time vs table size),
+//! `raw` (the bare driver's ceiling on duraq's schema, for `enqueue-batch` and
+//! the drains).
 
 mod counts;
 mod drain;
 mod enqueue;
+mod raw;
 mod wakeup;
 
 use std::sync::Arc;
@@ -100,6 +103,8 @@ const ALL: &[&str] = &[
     "counts",
     "replay",
     "replace",
+    "raw-batch",
+    "raw-drain",
 ];
 
 /// The scenarios run for `kind`. Count snapshots are reads, identical under
@@ -151,6 +156,8 @@ async fn run_one(scenario: &str, target: &Target, sizes: Sizes) -> Result<Vec<Fi
         "e2e" => drain::end_to_end(target, sizes).await,
         "wakeup" => wakeup::wakeup(target, sizes).await,
         "counts" => counts::counts(target, sizes).await,
+        "raw-batch" => raw::batch(target, sizes).await,
+        "raw-drain" => raw::drain(target, sizes).await,
         other => bail!("unknown scenario {other:?}; known: {ALL:?}"),
     }
 }

@@ -225,6 +225,12 @@ fn gather(
     batch
 }
 
+/// Runs one statement of the group commit's own, prepared once per connection:
+/// these run several times per commit, and parsing them each time showed up.
+fn run_cached(conn: &Connection, sql: &str) -> rusqlite::Result<()> {
+    conn.prepare_cached(sql)?.execute([]).map(drop)
+}
+
 /// Runs one batch in one transaction; returns the work epoch it wrote, if any.
 fn commit_batch(
     conn: &Connection,
@@ -232,7 +238,7 @@ fn commit_batch(
     signals: &Signals,
     mut batch: Vec<Box<dyn Request>>,
 ) -> Option<i64> {
-    if let Err(err) = retry_busy(|| conn.execute_batch("BEGIN IMMEDIATE")) {
+    if let Err(err) = retry_busy(|| run_cached(conn, "BEGIN IMMEDIATE")) {
         let failure = Failure::from_error("beginning a write transaction", &err);
         batch.into_iter().for_each(|r| r.finish(Some(&failure)));
         return None;
@@ -247,7 +253,7 @@ fn commit_batch(
         tx.now = clock.now_ms();
         let mark = tx.mark();
         if !lone {
-            if let Err(err) = conn.execute_batch("SAVEPOINT duraq_request") {
+            if let Err(err) = run_cached(conn, "SAVEPOINT duraq_request") {
                 failure = Some(Failure::from_sqlite("opening a savepoint", &err));
                 break;
             }
@@ -262,7 +268,7 @@ fn commit_batch(
                 rolled_back = true;
                 conn.execute_batch("ROLLBACK")
             }
-            (false, true) => conn.execute_batch("RELEASE duraq_request"),
+            (false, true) => run_cached(conn, "RELEASE duraq_request"),
             (false, false) => {
                 conn.execute_batch("ROLLBACK TO duraq_request; RELEASE duraq_request")
             }
@@ -290,7 +296,7 @@ fn commit_batch(
         }
     }
     if failure.is_none() {
-        if let Err(err) = retry_busy(|| conn.execute_batch("COMMIT")) {
+        if let Err(err) = retry_busy(|| run_cached(conn, "COMMIT")) {
             failure = Some(Failure::from_error("committing", &err));
         }
     }

@@ -38,8 +38,10 @@ pub(crate) async fn report_many(
     let mut ids: Vec<&str> = reports.iter().map(|(l, _)| l.job_id.as_str()).collect();
     ids.sort_unstable();
     ids.dedup();
+    // A report never reads `args`: they load as JSON null, not sent and parsed.
+    let columns = JOB_COLUMNS.replacen(", args,", ", 'null'::text,", 1);
     let sql = format!(
-        "SELECT {JOB_COLUMNS} FROM {{s}}.duraq_jobs WHERE id = ANY($1) ORDER BY id COLLATE \"C\" FOR UPDATE"
+        "SELECT {columns} FROM {{s}}.duraq_jobs WHERE id = ANY($1) ORDER BY id COLLATE \"C\" FOR UPDATE"
     );
     let mut loaded: HashMap<String, Loaded> = HashMap::with_capacity(ids.len());
     for row in tx.db.query(&sql, &[&ids]).await? {

@@ -6,7 +6,7 @@ use duraq_core::{Job, JobFilter, JobStatus, PruneRequest, Result};
 use rusqlite::{params, Connection, OptionalExtension};
 
 use crate::error_map::SqlResult;
-use crate::lifecycle::persist_transition;
+use crate::lifecycle::{persist_transition, Reservation};
 use crate::rows::{json_text, query_jobs, require_job, JOB_COLUMNS};
 use crate::tx::Tx;
 
@@ -15,7 +15,7 @@ pub(crate) fn retry_job(tx: &mut Tx<'_>, id: &str) -> Result<Job> {
     let mut job = require_job(tx.conn, id)?;
     let from = job.status;
     operator_retry(&mut job, tx.now)?;
-    persist_transition(tx, from, &job)?;
+    persist_transition(tx, from, &job, Reservation::Unknown)?;
     if let Some(key) = &job.schedule_key {
         tx.conn
             .prepare_cached("INSERT INTO duraq_schedule_keys (key, job_id) VALUES (?1, ?2) ON CONFLICT (key) DO NOTHING")
@@ -31,7 +31,7 @@ pub(crate) fn cancel_job(tx: &mut Tx<'_>, id: &str) -> Result<Job> {
     let mut job = require_job(tx.conn, id)?;
     let from = job.status;
     operator_cancel(&mut job, tx.now)?;
-    persist_transition(tx, from, &job)?;
+    persist_transition(tx, from, &job, Reservation::Unknown)?;
     Ok(job)
 }
 

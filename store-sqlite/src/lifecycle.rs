@@ -26,21 +26,41 @@ pub(crate) fn take_reservation(conn: &Connection, job_id: &str, key: &str, max: 
     Ok(())
 }
 
+/// What a caller already knows of a row's `reservation_key`.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Reservation<'a> {
+    /// Not read with the row: [`release_reservation`] looks it up.
+    Unknown,
+    /// Read with the row (saves a lookup on the report path).
+    Known(Option<&'a str>),
+}
+
 /// Gives back the reservation `job_id` holds, if any.
-pub(crate) fn release_reservation(conn: &Connection, job_id: &str) -> Result<()> {
-    let key: Option<String> = conn
-        .prepare_cached("SELECT reservation_key FROM duraq_jobs WHERE id = ?1")
-        .db()?
-        .query_row([job_id], |r| r.get(0))
-        .optional()
-        .db()?
-        .flatten();
+pub(crate) fn release_reservation(
+    conn: &Connection,
+    job_id: &str,
+    reservation: Reservation<'_>,
+) -> Result<()> {
+    let looked_up;
+    let key = match reservation {
+        Reservation::Known(key) => key,
+        Reservation::Unknown => {
+            looked_up = conn
+                .prepare_cached("SELECT reservation_key FROM duraq_jobs WHERE id = ?1")
+                .db()?
+                .query_row([job_id], |r| r.get::<_, Option<String>>(0))
+                .optional()
+                .db()?
+                .flatten();
+            looked_up.as_deref()
+        }
+    };
     if let Some(key) = key {
         conn.prepare_cached(
             "UPDATE duraq_concurrency SET active_count = MAX(active_count - 1, 0) WHERE key = ?1",
         )
         .db()?
-        .execute([&key])
+        .execute([key])
         .db()?;
         conn.prepare_cached("UPDATE duraq_jobs SET reservation_key = NULL WHERE id = ?1")
             .db()?
@@ -64,11 +84,16 @@ pub(crate) fn release_owner(conn: &Connection, job: &Job) -> Result<()> {
 /// Persists a transition of a row that was in `from`: saves it, counts the move,
 /// releases the reservation when it left `handed_off` and the key when terminal,
 /// and signals work when it went back to the queue.
-pub(crate) fn persist_transition(tx: &mut Tx<'_>, from: JobStatus, job: &Job) -> Result<()> {
+pub(crate) fn persist_transition(
+    tx: &mut Tx<'_>,
+    from: JobStatus,
+    job: &Job,
+    reservation: Reservation<'_>,
+) -> Result<()> {
     save_job(tx.conn, job)?;
     tx.moved(from, job.status);
     if from == JobStatus::HandedOff && job.status != JobStatus::HandedOff {
-        release_reservation(tx.conn, &job.id)?;
+        release_reservation(tx.conn, &job.id, reservation)?;
     }
     if job.status.is_terminal() {
         release_owner(tx.conn, job)?;

@@ -7,13 +7,13 @@ use duraq_core::{JobStatus, Lease, Outcome, Result};
 use rusqlite::params;
 
 use crate::error_map::SqlResult;
-use crate::lifecycle::persist_transition;
-use crate::rows::{load_job, query_jobs, JOB_COLUMNS};
+use crate::lifecycle::{persist_transition, Reservation};
+use crate::rows::{load_for_report, query_jobs, JOB_COLUMNS};
 use crate::tx::Tx;
 
 /// Applies one fenced report; `false` (nothing changed) when the lease is stale.
 pub(crate) fn report(tx: &mut Tx<'_>, lease: &Lease, outcome: &Outcome) -> Result<bool> {
-    let Some(mut job) = load_job(tx.conn, &lease.job_id)? else {
+    let Some((mut job, reservation)) = load_for_report(tx.conn, &lease.job_id)? else {
         return Ok(false);
     };
     if job.status != JobStatus::HandedOff
@@ -22,7 +22,8 @@ pub(crate) fn report(tx: &mut Tx<'_>, lease: &Lease, outcome: &Outcome) -> Resul
         return Ok(false);
     }
     apply_outcome(&mut job, outcome, tx.now);
-    persist_transition(tx, JobStatus::HandedOff, &job)?;
+    let reservation = Reservation::Known(reservation.as_deref());
+    persist_transition(tx, JobStatus::HandedOff, &job, reservation)?;
     Ok(true)
 }
 
@@ -62,7 +63,7 @@ pub(crate) fn recover_stale(tx: &mut Tx<'_>, stale_after_ms: i64) -> Result<Vec<
     let mut ids = Vec::with_capacity(lost.len());
     for mut job in lost {
         recover_lost(&mut job, tx.now);
-        persist_transition(tx, JobStatus::HandedOff, &job)?;
+        persist_transition(tx, JobStatus::HandedOff, &job, Reservation::Unknown)?;
         ids.push(job.id);
     }
     Ok(ids)

@@ -73,6 +73,22 @@ pub(crate) fn load_job(conn: &Connection, id: &str) -> Result<Option<Job>> {
         .db()
 }
 
+/// One job by id for a report, which never reads `args`: they load as JSON null
+/// instead of being read and parsed, and the row's reservation key comes along
+/// (releasing it then needs no second lookup).
+pub(crate) fn load_for_report(conn: &Connection, id: &str) -> Result<Option<(Job, Option<String>)>> {
+    static SQL: OnceLock<String> = OnceLock::new();
+    let sql = SQL.get_or_init(|| {
+        let columns = JOB_COLUMNS.replacen(", args,", ", 'null',", 1);
+        format!("SELECT {columns}, reservation_key FROM duraq_jobs WHERE id = ?1")
+    });
+    conn.prepare_cached(sql)
+        .db()?
+        .query_row([id], |row| Ok((job_from_row(row)?, row.get(23)?)))
+        .optional()
+        .db()
+}
+
 /// One job by id, or `job-not-found`.
 pub(crate) fn require_job(conn: &Connection, id: &str) -> Result<Job> {
     load_job(conn, id)?.ok_or_else(|| Error::job_not_found(id))

@@ -13,7 +13,7 @@ use rusqlite::{params, Connection, OptionalExtension};
 
 use crate::enqueue::{check_insert, insert_checked};
 use crate::error_map::SqlResult;
-use crate::lifecycle::persist_transition;
+use crate::lifecycle::{persist_transition, Reservation};
 use crate::rows::{load_job, query_jobs, JOB_COLUMNS};
 use crate::tx::Tx;
 
@@ -44,7 +44,7 @@ pub(crate) fn replace(tx: &mut Tx<'_>, key: &ScheduleKey, job: NewJob) -> Result
     if let Some(prev) = previous.as_ref().filter(|p| p.status == JobStatus::Queued) {
         let mut cancelled = prev.clone();
         operator_cancel(&mut cancelled, tx.now)?;
-        persist_transition(tx, JobStatus::Queued, &cancelled)?;
+        persist_transition(tx, JobStatus::Queued, &cancelled, Reservation::Unknown)?;
     }
     let order: i64 = tx
         .conn
@@ -90,7 +90,7 @@ pub(crate) fn cancel(tx: &mut Tx<'_>, key: &ScheduleKey) -> Result<KeyedOutcome<
         .db()?;
     let outcome = if job.status == JobStatus::Queued {
         operator_cancel(&mut job, tx.now)?;
-        persist_transition(tx, JobStatus::Queued, &job)?;
+        persist_transition(tx, JobStatus::Queued, &job, Reservation::Unknown)?;
         CancelOutcome::Cancelled
     } else {
         CancelOutcome::HandedOff

@@ -76,7 +76,10 @@ pub(crate) fn load_job(conn: &Connection, id: &str) -> Result<Option<Job>> {
 /// One job by id for a report, which never reads `args`: they load as JSON null
 /// instead of being read and parsed, and the row's reservation key comes along
 /// (releasing it then needs no second lookup).
-pub(crate) fn load_for_report(conn: &Connection, id: &str) -> Result<Option<(Job, Option<String>)>> {
+pub(crate) fn load_for_report(
+    conn: &Connection,
+    id: &str,
+) -> Result<Option<(Job, Option<String>)>> {
     static SQL: OnceLock<String> = OnceLock::new();
     let sql = SQL.get_or_init(|| {
         let columns = JOB_COLUMNS.replacen(", args,", ", 'null',", 1);

@@ -8,13 +8,15 @@
 //! Layout: `enqueue` (one by one, batched, 8 producers, replay, hot-key
 //! replace), `drain` (worker processes draining a table, live end-to-end, peak
 //! RSS), `wakeup` (idle wake-up latency), `counts` (snapshot time vs table size),
-//! `raw` (the bare driver's ceiling on duraq's schema, for `enqueue-batch` and
-//! the drains).
+//! `raw` and `raw_pg` (the bare driver's ceiling on duraq's schema, for
+//! `enqueue-one`, `enqueue-batch`, the 8-producer enqueues and the drains:
+//! `raw-one`, `raw-batch`, `raw-8conn`, `raw-drain`).
 
 mod counts;
 mod drain;
 mod enqueue;
 mod raw;
+mod raw_pg;
 mod wakeup;
 
 use std::sync::Arc;
@@ -103,7 +105,9 @@ const ALL: &[&str] = &[
     "counts",
     "replay",
     "replace",
+    "raw-one",
     "raw-batch",
+    "raw-8conn",
     "raw-drain",
 ];
 
@@ -156,7 +160,9 @@ async fn run_one(scenario: &str, target: &Target, sizes: Sizes) -> Result<Vec<Fi
         "e2e" => drain::end_to_end(target, sizes).await,
         "wakeup" => wakeup::wakeup(target, sizes).await,
         "counts" => counts::counts(target, sizes).await,
+        "raw-one" => raw::one(target, sizes).await,
         "raw-batch" => raw::batch(target, sizes).await,
+        "raw-8conn" => raw::eight_conns(target, sizes).await,
         "raw-drain" => raw::drain(target, sizes).await,
         other => bail!("unknown scenario {other:?}; known: {ALL:?}"),
     }

@@ -1,33 +1,61 @@
-//! Raw limits: the same work as `enqueue-batch` and `drain-*`, done with the bare
-//! database driver on duraq's own schema, with no duraq code in between.
+//! Raw limits: the same work as `enqueue-one`, `enqueue-batch`, the 8-producer
+//! enqueues and `drain-*`, done with the bare database driver on duraq's own
+//! schema, with no duraq code in between.
 //!
 //! Why: a figure like "N jobs/s" says little on its own, since the disk, the
 //! fsync cost and the database engine set a ceiling no queue can pass. These
 //! scenarios measure that ceiling on this machine, for duraq's table, indexes
 //! and row values, so the report can state duraq's overhead as a ratio
-//! (`enqueue_batch / raw_batch`, `drain / raw_drain`).
+//! (`enqueue_one / raw_one`, `enqueue_batch / raw_batch`,
+//! `enqueue_8tasks / raw_8conn`, `drain / raw_drain`).
+//!
+//! - `raw-one`: `sizes.one_by_one` rows, one per transaction, from one connection.
+//! - `raw-batch`: `sizes.batch_total` rows, `sizes.batch` per transaction.
+//! - `raw-8conn`: `sizes.producers_total` rows, one per transaction, split over
+//!   8 concurrent connections (PostgreSQL: 8 tasks with a client and a counter
+//!   shard each; SQLite: 8 threads with a connection each, `BEGIN IMMEDIATE`
+//!   per row and a 5 s busy timeout: what 8 writers get from SQLite without
+//!   duraq's group commit). The rate is rows over the time from the start to
+//!   the last commit.
+//! - `raw-drain`: `sizes.drain` rows inserted (untimed), then claimed and
+//!   completed (SQLite: one connection; PostgreSQL: 4, like `drain-4w`).
 //!
 //! What raw writes is what duraq writes to the job rows and to the counter rows
 //! (`duraq_counts` on SQLite, one `duraq_count_shards` row on PostgreSQL) in the
 //! same transactions, and nothing else: no heartbeats, no lease fencing, no
 //! concurrency reservations, no NOTIFY, no reading of whole rows into jobs.
 //! SQLite also bumps the `work` epoch on enqueue, as duraq's writer does.
+//! Durability is duraq's: SQLite in WAL with `synchronous` FULL or NORMAL per
+//! store kind, PostgreSQL with the server's own settings. The PostgreSQL half
+//! lives in `raw_pg.rs`.
 
+use std::ops::Range;
 use std::time::{Duration, Instant};
 
 use anyhow::{ensure, Context, Result};
 use duraq_core::{new_job_id, Clock, QueueName, SystemClock, DEFAULT_MAX_RETRIES};
 use rusqlite::{params, Connection};
-use tokio_postgres::Client;
 
+use super::raw_pg;
 use super::{rate, Figure, Sizes};
 use crate::target::{Kind, Target};
 use crate::JOB;
 
 /// Jobs per claim (one worker's slots) and per completion batch.
-const CLAIM_LIMIT: usize = 64;
-/// Concurrent claiming connections on PostgreSQL (like `drain-4w`).
-const PG_DRAINERS: usize = 4;
+pub(super) const CLAIM_LIMIT: usize = 64;
+/// Concurrent inserting connections in `raw-8conn` (like `enqueue-8tasks`).
+const PRODUCERS: usize = 8;
+
+/// `raw-one`: `sizes.one_by_one` rows, one autocommit transaction each.
+pub async fn one(target: &Target, sizes: Sizes) -> Result<Vec<Figure>> {
+    drop(target.open().await?);
+    let (elapsed, _) = single_rows(target, sizes.one_by_one, 1).await?;
+    Ok(vec![Figure::new(
+        "raw_one",
+        rate(sizes.one_by_one, elapsed),
+        "jobs/s",
+    )])
+}
 
 /// `raw-batch`: `sizes.batch_total` rows, `sizes.batch` per transaction.
 pub async fn batch(target: &Target, sizes: Sizes) -> Result<Vec<Figure>> {
@@ -40,12 +68,32 @@ pub async fn batch(target: &Target, sizes: Sizes) -> Result<Vec<Figure>> {
     )])
 }
 
+/// `raw-8conn`: `sizes.producers_total` rows, one per transaction, from
+/// [`PRODUCERS`] concurrent connections.
+pub async fn eight_conns(target: &Target, sizes: Sizes) -> Result<Vec<Figure>> {
+    drop(target.open().await?);
+    let (elapsed, retries) = single_rows(target, sizes.producers_total, PRODUCERS).await?;
+    let mut figures = vec![Figure::new(
+        "raw_8conn",
+        rate(sizes.producers_total, elapsed),
+        "jobs/s",
+    )];
+    if target.kind.is_sqlite() {
+        figures.push(Figure::new(
+            "raw_8conn_busy_retries",
+            retries as f64,
+            "retries",
+        ));
+    }
+    Ok(figures)
+}
+
 /// `raw-drain`: `sizes.drain` rows inserted (untimed), then claimed and completed.
 pub async fn drain(target: &Target, sizes: Sizes) -> Result<Vec<Figure>> {
     drop(target.open().await?);
     fill(target, sizes.drain, 1_000).await?;
     let (drained, elapsed) = match target.kind {
-        Kind::Postgres => pg_drain(target).await?,
+        Kind::Postgres => raw_pg::drain(target).await?,
         _ => {
             let target = target.clone();
             tokio::task::spawn_blocking(move || sqlite_drain(&sqlite_open(&target)?)).await??
@@ -66,19 +114,49 @@ pub async fn drain(target: &Target, sizes: Sizes) -> Result<Vec<Figure>> {
 /// Inserts `total` queued rows in transactions of `batch`; returns the time spent.
 async fn fill(target: &Target, total: usize, batch: usize) -> Result<Duration> {
     if target.kind == Kind::Postgres {
-        return pg_insert(&target.pg_client().await?, &tables(target)?, total, batch).await;
+        return raw_pg::fill(target, total, batch).await;
     }
     let target = target.clone();
-    tokio::task::spawn_blocking(move || sqlite_insert(&sqlite_open(&target)?, total, batch)).await?
+    tokio::task::spawn_blocking(move || {
+        let conn = sqlite_open(&target)?;
+        let started = Instant::now();
+        sqlite_insert(&conn, 0..total, batch)?;
+        Ok(started.elapsed())
+    })
+    .await?
+}
+
+/// Inserts `total` queued rows one per transaction from `conns` concurrent
+/// connections (opened before the clock starts); returns the time from the
+/// start to the last commit and the busy `BEGIN` retries (SQLite only).
+async fn single_rows(target: &Target, total: usize, conns: usize) -> Result<(Duration, u64)> {
+    if target.kind == Kind::Postgres {
+        return Ok((raw_pg::single_rows(target, total, conns).await?, 0));
+    }
+    let target = target.clone();
+    tokio::task::spawn_blocking(move || sqlite_single_rows(&target, total, conns)).await?
+}
+
+/// `total` split into `parts` consecutive ranges of (nearly) equal length.
+pub(super) fn shares(total: usize, parts: usize) -> Vec<Range<usize>> {
+    let parts = parts.max(1);
+    let mut start = 0;
+    (0..parts)
+        .map(|p| {
+            let len = total / parts + usize::from(p < total % parts);
+            start += len;
+            start - len..start
+        })
+        .collect()
 }
 
 /// The row values duraq's batch scenario produces for its `i`-th job: args
 /// `[i]` as JSON text and a 64-hex-digit args digest (duraq's is a SHA-256).
-fn args_text(i: usize) -> String {
+pub(super) fn args_text(i: usize) -> String {
     format!("[{i}]")
 }
 
-fn args_digest(i: usize) -> String {
+pub(super) fn args_digest(i: usize) -> String {
     format!("{i:064x}")
 }
 
@@ -118,19 +196,22 @@ fn sqlite_counts(conn: &Connection, moves: &[(&str, i64)], work: bool) -> Result
     Ok(())
 }
 
-fn sqlite_insert(conn: &Connection, total: usize, batch: usize) -> Result<Duration> {
+/// Inserts rows `rows` (their index sets the args) in `BEGIN IMMEDIATE`
+/// transactions of `batch`, each with its count update; returns how many
+/// `BEGIN`s timed out on another connection's write lock and were retried.
+fn sqlite_insert(conn: &Connection, rows: Range<usize>, batch: usize) -> Result<u64> {
     const INSERT: &str = "INSERT INTO duraq_jobs (id, job_name, args, queue, status, attempts, \
         max_retries, scheduled_at_ms, created_at_ms, handed_off_at_ms, completed_at_ms, failed_at_ms, \
         cancelled_at_ms, orphaned_at_ms, last_error, worker_id, handoff_id, schedule_key, \
         schedule_order, concurrency_key, max_concurrency, idempotency_key, timeout_ms, args_digest, \
         dedupe_key) VALUES (?1, ?2, ?3, ?4, 'queued', 0, ?5, ?6, ?7, NULL, NULL, NULL, NULL, NULL, \
         NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, ?8, NULL)";
-    let started = Instant::now();
-    let mut done = 0;
-    while done < total {
-        let n = batch.min(total - done);
+    let mut retries = 0;
+    let mut done = rows.start;
+    while done < rows.end {
+        let n = batch.min(rows.end - done);
+        retries += sqlite_begin(conn)?;
         let now = SystemClock.now_ms();
-        conn.execute_batch("BEGIN IMMEDIATE")?;
         let mut insert = conn.prepare_cached(INSERT)?;
         for i in done..done + n {
             insert
@@ -150,7 +231,62 @@ fn sqlite_insert(conn: &Connection, total: usize, batch: usize) -> Result<Durati
         conn.execute_batch("COMMIT").context("committing a batch")?;
         done += n;
     }
-    Ok(started.elapsed())
+    Ok(retries)
+}
+
+/// Times out `BEGIN IMMEDIATE` may hit in a row before the writer gives up.
+const BUSY_RETRIES: u64 = 12;
+
+/// `BEGIN IMMEDIATE`, retried when it timed out (`busy_timeout`) waiting for
+/// another connection's write lock, as an application would retry; returns the
+/// retries. SQLite's busy handler polls, so a writer can lose the lock to the
+/// connection that just committed many times over.
+fn sqlite_begin(conn: &Connection) -> Result<u64> {
+    let mut retries = 0;
+    loop {
+        match conn.execute_batch("BEGIN IMMEDIATE") {
+            Ok(()) => return Ok(retries),
+            Err(rusqlite::Error::SqliteFailure(e, _))
+                if e.code == rusqlite::ErrorCode::DatabaseBusy && retries < BUSY_RETRIES =>
+            {
+                retries += 1;
+            }
+            Err(e) => return Err(e).context("beginning a transaction"),
+        }
+    }
+}
+
+/// `conns` threads, each with its own connection, inserting their share of
+/// `total` one row per transaction; returns the time to the last commit and
+/// the busy `BEGIN` retries.
+fn sqlite_single_rows(target: &Target, total: usize, conns: usize) -> Result<(Duration, u64)> {
+    let writers = shares(total, conns)
+        .into_iter()
+        .map(|rows| Ok((sqlite_open(target)?, rows)))
+        .collect::<Result<Vec<_>>>()?;
+    let started = Instant::now();
+    std::thread::scope(|scope| {
+        let threads: Vec<_> = writers
+            .into_iter()
+            .map(|(conn, rows)| {
+                scope.spawn(move || {
+                    let retries = sqlite_insert(&conn, rows, 1)?;
+                    anyhow::Ok((Instant::now(), retries))
+                })
+            })
+            .collect();
+        let (mut last, mut retries) = (started, 0);
+        for thread in threads {
+            let (done, busy) = thread
+                .join()
+                .map_err(|_| anyhow::anyhow!("an inserting thread panicked"))?
+                .context("inserting rows")?;
+            eprintln!("DEBUG thread done at {:?} busy {busy}", done - started);
+            last = last.max(done);
+            retries += busy;
+        }
+        Ok((last - started, retries))
+    })
 }
 
 /// One claim transaction and one completion transaction per `CLAIM_LIMIT` jobs.
@@ -196,145 +332,6 @@ fn sqlite_drain(conn: &Connection) -> Result<(usize, Duration)> {
         conn.execute_batch("COMMIT")
             .context("committing completions")?;
         drained += ids.len();
-    }
-    Ok((drained, started.elapsed()))
-}
-
-// ---- PostgreSQL ---------------------------------------------------------------
-
-/// The quoted names of this run's job and count-shard tables.
-struct Tables {
-    jobs: String,
-    shards: String,
-}
-
-fn tables(target: &Target) -> Result<Tables> {
-    let schema = target
-        .schema
-        .as_deref()
-        .context("postgres target without schema")?;
-    // The schema name is ours (bench_<digits>), never user input.
-    Ok(Tables {
-        jobs: format!("\"{schema}\".duraq_jobs"),
-        shards: format!("\"{schema}\".duraq_count_shards"),
-    })
-}
-
-/// One autocommit `INSERT … SELECT FROM unnest(…)` per batch, like duraq's
-/// batch insert without the dedupe-scope lookup (no scope is registered here).
-async fn pg_insert(client: &Client, t: &Tables, total: usize, batch: usize) -> Result<Duration> {
-    let sql = format!(
-        "WITH ins AS (INSERT INTO {} (id, job_name, args, args_digest, queue, status, attempts, \
-         max_retries, scheduled_at_ms, created_at_ms) SELECT * FROM unnest($1::text[], $2::text[], \
-         $3::text[], $4::text[], $5::text[], $6::text[], $7::int8[], $8::int8[], $9::int8[], \
-         $10::int8[])) UPDATE {} SET revision = revision + 1, queued = queued + $11 WHERE shard = 0",
-        t.jobs, t.shards
-    );
-    let insert = client.prepare(&sql).await.context("preparing the insert")?;
-    let started = Instant::now();
-    let mut done = 0;
-    while done < total {
-        let n = batch.min(total - done);
-        let now = SystemClock.now_ms();
-        let range = done..done + n;
-        let ids: Vec<String> = range.clone().map(|_| new_job_id()).collect();
-        let args: Vec<String> = range.clone().map(args_text).collect();
-        let digests: Vec<String> = range.map(args_digest).collect();
-        let (names, queues, statuses) =
-            (vec![JOB; n], vec![QueueName::DEFAULT; n], vec!["queued"; n]);
-        let (attempts, retries, times) =
-            (vec![0i64; n], vec![DEFAULT_MAX_RETRIES; n], vec![now; n]);
-        client
-            .execute(
-                &insert,
-                &[
-                    &ids,
-                    &names,
-                    &args,
-                    &digests,
-                    &queues,
-                    &statuses,
-                    &attempts,
-                    &retries,
-                    &times,
-                    &times,
-                    &(n as i64),
-                ],
-            )
-            .await
-            .context("inserting a batch")?;
-        done += n;
-    }
-    Ok(started.elapsed())
-}
-
-/// `PG_DRAINERS` connections, each claiming with `FOR UPDATE SKIP LOCKED` and
-/// completing what it claimed, one autocommit statement each, until a claim
-/// comes back empty. Each connection keeps its own count shard, as duraq's
-/// round-robin shards mostly do.
-async fn pg_drain(target: &Target) -> Result<(usize, Duration)> {
-    let t = tables(target)?;
-    let claim_sql = format!(
-        "WITH c AS (UPDATE {jobs} SET status = 'handed_off', attempts = attempts + 1, worker_id = $2, \
-         handoff_id = gen_random_uuid()::text, handed_off_at_ms = $1 WHERE id IN (SELECT id FROM {jobs} \
-         WHERE status = 'queued' AND scheduled_at_ms <= $1 ORDER BY scheduled_at_ms, created_at_ms, \
-         id COLLATE \"C\" LIMIT {CLAIM_LIMIT} FOR UPDATE SKIP LOCKED) RETURNING id), \
-         n AS (UPDATE {shards} SET revision = revision + 1, queued = queued - (SELECT count(*) FROM c), \
-         handed_off = handed_off + (SELECT count(*) FROM c) WHERE shard = $3 AND EXISTS (SELECT 1 FROM c)) \
-         SELECT id FROM c",
-        jobs = t.jobs,
-        shards = t.shards
-    );
-    // Completion leaves worker_id and handoff_id as the claim set them.
-    let complete_sql = format!(
-        "WITH d AS (UPDATE {} SET status = 'completed', completed_at_ms = $2 WHERE id = ANY($1)) \
-         UPDATE {} SET revision = revision + 1, handed_off = handed_off - $3, completed = completed + $3 \
-         WHERE shard = $4",
-        t.jobs, t.shards
-    );
-    let mut drainers = Vec::with_capacity(PG_DRAINERS);
-    for shard in 0..PG_DRAINERS as i32 {
-        let client = target.pg_client().await?;
-        // Before ANALYZE has seen the freshly filled table the planner would
-        // read and sort every queued row per claim; duraq avoids that with the
-        // same setting (per transaction, `WALK_DUE_INDEX`), raw once per session.
-        client
-            .batch_execute("SET enable_sort = off")
-            .await
-            .context("setting enable_sort")?;
-        let claim = client
-            .prepare(&claim_sql)
-            .await
-            .context("preparing the claim")?;
-        let complete = client
-            .prepare(&complete_sql)
-            .await
-            .context("preparing the completion")?;
-        drainers.push((shard, client, claim, complete));
-    }
-    let started = Instant::now();
-    let mut set = tokio::task::JoinSet::new();
-    for (shard, client, claim, complete) in drainers {
-        set.spawn(async move {
-            let worker = format!("raw-worker-{shard}");
-            let mut drained = 0;
-            loop {
-                let now = SystemClock.now_ms();
-                let rows = client.query(&claim, &[&now, &worker, &shard]).await?;
-                if rows.is_empty() {
-                    return anyhow::Ok(drained);
-                }
-                let ids: Vec<String> = rows.iter().map(|r| r.get(0)).collect();
-                let n = ids.len() as i64;
-                let now = SystemClock.now_ms();
-                client.execute(&complete, &[&ids, &now, &n, &shard]).await?;
-                drained += ids.len();
-            }
-        });
-    }
-    let mut drained = 0;
-    while let Some(done) = set.join_next().await {
-        drained += done?.context("draining")?;
     }
     Ok((drained, started.elapsed()))
 }

@@ -19,6 +19,7 @@ mod args;
 mod child;
 mod machine;
 mod producer;
+mod ratios;
 mod report;
 mod scenarios;
 mod target;

@@ -53,6 +53,7 @@ pub fn main(args: &Args) -> Result<()> {
     let mut rows: Vec<_> = series.into_iter().collect();
     rows.sort_by_key(|((store, _), s)| (stores.iter().position(|x| x == store), s.order));
     let mut figures = Vec::new();
+    let mut medians = BTreeMap::new();
     let mut markdown = String::from(
         "| store | figure | median | spread (min–max) | unit | target |\n|---|---|--:|--:|---|---|\n",
     );
@@ -65,6 +66,7 @@ pub fn main(args: &Args) -> Result<()> {
         let mut sorted = s.values.clone();
         sorted.sort_by(f64::total_cmp);
         let (lo, hi, med) = (sorted[0], sorted[sorted.len() - 1], median(&sorted));
+        medians.insert((store.clone(), figure.clone()), med);
         let goal = target(&store, &figure);
         let met = goal.map(|g| g.met(med));
         let (goal_text, verdict) = match (goal, binding(&store)) {
@@ -98,6 +100,25 @@ pub fn main(args: &Args) -> Result<()> {
             "met": met, "binding": binding(&store), "load1_max": s.load_max,
         }));
     }
+    let ratios = crate::ratios::ratios(&medians, &stores);
+    if !ratios.is_empty() {
+        println!("\nduraq / bare driver on the same schema (medians):");
+        markdown.push_str("\n| store | duraq figure | / raw figure | ratio |\n|---|---|---|--:|\n");
+    }
+    for r in &ratios {
+        println!(
+            "{:<14} {:<16} / {:<10} {:>6.2}",
+            r.store, r.figure, r.raw, r.value
+        );
+        markdown.push_str(&format!(
+            "| {} | {} | {} | {:.2} |\n",
+            r.store, r.figure, r.raw, r.value
+        ));
+    }
+    let ratios: Vec<Value> = ratios
+        .iter()
+        .map(|r| json!({"store": r.store, "figure": r.figure, "raw": r.raw, "ratio": r.value}))
+        .collect();
     let results = json!({
         "generated_unix": std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
@@ -107,6 +128,7 @@ pub fn main(args: &Args) -> Result<()> {
         "machine": machine,
         "settings": settings,
         "figures": figures,
+        "vs_raw": ratios,
     });
     std::fs::write(out_path, serde_json::to_string_pretty(&results)? + "\n")
         .with_context(|| format!("writing {out_path}"))?;

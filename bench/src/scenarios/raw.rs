@@ -15,8 +15,11 @@
 //!   8 concurrent connections (PostgreSQL: 8 tasks with a client and a counter
 //!   shard each; SQLite: 8 threads with a connection each, `BEGIN IMMEDIATE`
 //!   per row and a 5 s busy timeout: what 8 writers get from SQLite without
-//!   duraq's group commit). The rate is rows over the time from the start to
-//!   the last commit.
+//!   duraq's group commit). SQLite's busy handler polls, so the writer that
+//!   just committed mostly takes the lock again and the others wait their
+//!   turn; a `BEGIN` that times out is retried, as an application would, and
+//!   counted in `raw_8conn_busy_retries`. The rate is rows over the time from
+//!   the start to the last commit.
 //! - `raw-drain`: `sizes.drain` rows inserted (untimed), then claimed and
 //!   completed (SQLite: one connection; PostgreSQL: 4, like `drain-4w`).
 //!
@@ -281,7 +284,6 @@ fn sqlite_single_rows(target: &Target, total: usize, conns: usize) -> Result<(Du
                 .join()
                 .map_err(|_| anyhow::anyhow!("an inserting thread panicked"))?
                 .context("inserting rows")?;
-            eprintln!("DEBUG thread done at {:?} busy {busy}", done - started);
             last = last.max(done);
             retries += busy;
         }

@@ -45,7 +45,8 @@ pub use options::{
 };
 pub use requests::{
     CancelOutcome, ClaimRequest, EnqueueOutcome, Health, JobFilter, KeyedOutcome, Operation,
-    Outcome, PruneReport, PruneRequest, QueueConfig, ReplaceOutcome, ScheduledJobs, WakeOutcome,
+    Outcome, PruneReport, PruneRequest, QueueConfig, ReplaceOutcome, ReportedAndClaimed,
+    ScheduledJobs, WakeOutcome,
 };
 pub use store::Store;
 pub use worker::{

@@ -189,3 +189,13 @@ pub struct Health {
     /// Human-readable detail (journal mode, pool size, …).
     pub detail: String,
 }
+
+/// What [`crate::Store::report_and_claim`] did: the reports' answers, in order,
+/// and the jobs claimed after them.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ReportedAndClaimed {
+    /// One entry per report, as [`crate::Store::report_batch`] returns them.
+    pub reported: Vec<bool>,
+    /// The claimed jobs, as [`crate::Store::claim`] returns them.
+    pub claimed: Vec<Job>,
+}

@@ -88,6 +88,32 @@ pub trait Store: Send + Sync + 'static {
     /// the revision moves once if any report applied.
     async fn report_batch(&self, reports: Vec<(Lease, Outcome)>) -> Result<Vec<bool>>;
 
+    /// `report_batch(reports)`, then `claim(req)` for the slots those reports
+    /// free, so that a worker with a backlog refills its slots in the same round
+    /// trip (and, in the stores, the same transaction) that reports them. The
+    /// stores run both in one transaction, reports first: the worker never holds
+    /// more jobs than slots, and the claim sees what the reports changed. One
+    /// mutation when both happen in one transaction.
+    ///
+    /// The default runs the two calls one after the other. A failed claim after
+    /// committed reports is not an error (the reports' answers must not be
+    /// lost): it claims nothing, and the worker's claim loop tries again.
+    async fn report_and_claim(
+        &self,
+        reports: Vec<(Lease, Outcome)>,
+        req: &ClaimRequest,
+    ) -> Result<ReportedAndClaimed> {
+        let reported = self.report_batch(reports).await?;
+        let claimed = match self.claim(req).await {
+            Ok(jobs) => jobs,
+            Err(e) => {
+                tracing::warn!("claim after reports failed: {e}");
+                Vec::new()
+            }
+        };
+        Ok(ReportedAndClaimed { reported, claimed })
+    }
+
     /// Records that `worker_id` is alive now.
     async fn heartbeat(&self, worker_id: &str) -> Result<()>;
 

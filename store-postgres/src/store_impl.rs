@@ -6,7 +6,8 @@ use async_trait::async_trait;
 use duraq_core::{
     CancelOutcome, ClaimRequest, CountDelta, CountSnapshot, EnqueueOutcome, Error, ErrorCode,
     Health, Job, JobFilter, KeyedOutcome, Lease, NewJob, Operation, Outcome, PruneReport,
-    PruneRequest, ReplaceOutcome, Result, ScheduleKey, ScheduledJobs, Store, WakeOutcome,
+    PruneRequest, ReplaceOutcome, ReportedAndClaimed, Result, ScheduleKey, ScheduledJobs, Store,
+    WakeOutcome,
 };
 use tokio::sync::{broadcast, watch};
 use tokio_postgres::Row;
@@ -124,6 +125,22 @@ impl Store for PostgresStore {
         }
         write_tx!(self, self.now(), |tx| {
             lifecycle::report_many(&mut tx, &reports).await
+        })
+    }
+
+    async fn report_and_claim(
+        &self,
+        reports: Vec<(Lease, Outcome)>,
+        req: &ClaimRequest,
+    ) -> Result<ReportedAndClaimed> {
+        write_tx!(self, self.now(), |tx| {
+            let reported = if reports.is_empty() {
+                Vec::new()
+            } else {
+                lifecycle::report_many(&mut tx, &reports).await?
+            };
+            let claimed = claim::claim(&mut tx, req).await?;
+            Ok(ReportedAndClaimed { reported, claimed })
         })
     }
 

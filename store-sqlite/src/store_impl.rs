@@ -65,6 +65,20 @@ impl Store for SqliteStore {
             .await
     }
 
+    async fn report_and_claim(
+        &self,
+        reports: Vec<(Lease, Outcome)>,
+        req: &ClaimRequest,
+    ) -> Result<ReportedAndClaimed> {
+        let req = req.clone();
+        self.write(move |tx| {
+            let reported = report::report_batch(tx, &reports)?;
+            let claimed = claim::claim(tx, &req)?;
+            Ok(ReportedAndClaimed { reported, claimed })
+        })
+        .await
+    }
+
     async fn heartbeat(&self, worker_id: &str) -> Result<()> {
         let worker_id = worker_id.to_owned();
         self.write(move |tx| report::heartbeat(tx, &worker_id))

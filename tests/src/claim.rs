@@ -177,3 +177,47 @@ pub async fn report_batch_fences_each(h: &Harness) {
     assert_eq!(h.get(&a).await.status, JobStatus::Completed);
     assert_eq!(h.get(&b).await.status, JobStatus::HandedOff);
 }
+
+/// `report_and_claim` applies its reports first (fenced, each on its own) and
+/// then claims in the same mutation: a reservation the reports release is free
+/// for the claim, and the revision moves once.
+pub async fn report_and_claim_reports_first(h: &Harness) {
+    let capped = |i: i64| job("j", json!([i]), EnqueueOptions::new().concurrency("k", 1));
+    h.insert(capped(1).with_id("a")).await;
+    h.advance(1);
+    h.insert(capped(2).with_id("b")).await;
+    h.advance(1);
+    h.insert(capped(3).with_id("c")).await;
+    let held = h.claim("w", &["j"], 3).await;
+    assert_eq!(ids(&held), ["a"], "cap 1: only a");
+    let stale = Lease {
+        job_id: "b".into(),
+        handoff_id: "stale".into(),
+    };
+    let before = h.revision().await;
+    let done = h
+        .store
+        .report_and_claim(
+            vec![
+                (lease(&held[0]), Outcome::Completed),
+                (stale, Outcome::Completed),
+            ],
+            &claim_req("w", &["j"], 2),
+        )
+        .await
+        .unwrap();
+    assert_eq!(done.reported, [true, false]);
+    assert_eq!(
+        ids(&done.claimed),
+        ["b"],
+        "a's reservation was released first"
+    );
+    assert_eq!(h.revision().await, before + 1, "one mutation");
+    assert_eq!(h.get("a").await.status, JobStatus::Completed);
+    let b = h.get("b").await;
+    assert_eq!(
+        (b.status, b.worker_id.as_deref()),
+        (JobStatus::HandedOff, Some("w"))
+    );
+    assert_eq!(h.get("c").await.status, JobStatus::Queued);
+}

@@ -116,6 +116,25 @@ impl Store for MemoryStore {
         Ok(applied)
     }
 
+    async fn report_and_claim(
+        &self,
+        reports: Vec<(Lease, Outcome)>,
+        req: &ClaimRequest,
+    ) -> Result<ReportedAndClaimed> {
+        let mut st = self.lock();
+        let now = self.now();
+        let mut change = CountChange::default();
+        let reported: Vec<bool> = reports
+            .iter()
+            .map(|(lease, outcome)| st.report(lease, outcome, now, &mut change))
+            .collect();
+        let claimed = st.claim(req, now, &mut change);
+        self.commit(&mut st, change);
+        drop(st);
+        self.signal_work();
+        Ok(ReportedAndClaimed { reported, claimed })
+    }
+
     async fn heartbeat(&self, worker_id: &str) -> Result<()> {
         let now = self.now();
         self.lock().heartbeats.insert(worker_id.to_owned(), now);

@@ -1,28 +1,25 @@
 //! One attempt, from start to report. Each handler runs on its own tokio task so
 //! that a panic unwinds only that task (a failed attempt, never a dead worker) and
 //! a timeout or the drain deadline can abort it. The outcome, together with the
-//! job's slot permit, goes to a single reporter task that sends reports in
-//! batches, fenced by each job's lease; the slot is freed only once the report is
-//! made, so a worker never holds more `handed_off` jobs than it has slots.
+//! job's slot permit, goes to the reporter ([`super::reporter`]), which sends
+//! reports in batches, fenced by each job's lease; the slot is freed only once the
+//! report is made, so a worker never holds more `handed_off` jobs than it has slots.
 
 use std::any::Any;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use tokio::sync::{mpsc, watch, Notify, OwnedSemaphorePermit};
+use tokio::sync::{mpsc, watch, OwnedSemaphorePermit};
 use tracing::Instrument;
 
-use super::events::{JobFinished, JobStarted, Telemetry, WorkerEvent};
+use super::events::{JobStarted, Telemetry, WorkerEvent};
 use super::handler::{duration_ms, failed, outcome_of, JobContext};
 use super::registry::Registry;
 use crate::clock::Clock;
 use crate::job::{Job, Lease};
-use crate::requests::Outcome;
+use crate::requests::{ClaimRequest, Outcome};
 use crate::store::Store;
-
-/// The most reports sent in one `report_batch`.
-const MAX_REPORT_BATCH: usize = 256;
 
 /// What every attempt of one worker shares.
 pub(crate) struct Shared {
@@ -38,6 +35,11 @@ pub(crate) struct Shared {
     pub(crate) abort: watch::Receiver<bool>,
     pub(crate) reports: mpsc::UnboundedSender<Report>,
     pub(crate) in_flight: Arc<InFlight>,
+    /// The claim the reporter adds to a report batch while the queue has a
+    /// backlog (see [`super::reporter`]); `None` when the worker has no handlers.
+    pub(crate) refill: Option<ClaimRequest>,
+    /// Whether the last claim filled every slot it asked for (more is likely due).
+    pub(crate) backlog: AtomicBool,
 }
 
 /// How many claimed jobs are where, for batching decisions (never for safety:
@@ -50,19 +52,17 @@ pub(crate) struct InFlight {
     pub(crate) awaiting_report: AtomicUsize,
 }
 
-/// How long the reporter waits for attempts still running to join a batch.
-const REPORT_GATHER: Duration = Duration::from_millis(1);
-
 /// A finished attempt waiting to be reported.
 pub(crate) struct Report {
-    lease: Lease,
-    outcome: Outcome,
-    job_name: String,
-    queue: String,
-    attempt: i64,
-    duration: Duration,
-    /// The job's slot, freed when the report is made (or abandoned).
-    permit: OwnedSemaphorePermit,
+    pub(crate) lease: Lease,
+    pub(crate) outcome: Outcome,
+    pub(crate) job_name: String,
+    pub(crate) queue: String,
+    pub(crate) attempt: i64,
+    pub(crate) duration: Duration,
+    /// The job's slot, freed when the report is made (or abandoned), or handed
+    /// to a job claimed in the same call.
+    pub(crate) permit: OwnedSemaphorePermit,
 }
 
 /// Starts the attempt of a claimed `job` holding slot `permit`.
@@ -166,90 +166,6 @@ async fn supervise(shared: Arc<Shared>, job: Job, permit: OwnedSemaphorePermit) 
             .awaiting_report
             .fetch_sub(1, Ordering::SeqCst);
         tracing::error!("reporter is gone; the attempt's report is dropped");
-    }
-}
-
-/// Sends reports in batches until aborted. A store error is retried with backoff
-/// (the reports keep their slots meanwhile); a report that returns false lost its
-/// lease to recovery and changed nothing.
-pub(crate) async fn reporter(
-    store: Arc<dyn Store>,
-    telemetry: Arc<Telemetry>,
-    mut rx: mpsc::UnboundedReceiver<Report>,
-    freed: Arc<Notify>,
-    in_flight: Arc<InFlight>,
-) {
-    while let Some(first) = rx.recv().await {
-        let mut batch = vec![first];
-        // Attempts still running (short jobs of the same claim, typically) join
-        // this batch if they end within REPORT_GATHER: one commit for all.
-        let deadline = tokio::time::Instant::now() + REPORT_GATHER;
-        while batch.len() < MAX_REPORT_BATCH {
-            match rx.try_recv() {
-                Ok(r) => batch.push(r),
-                Err(_) if in_flight.running.load(Ordering::SeqCst) > 0 => {
-                    match tokio::time::timeout_at(deadline, rx.recv()).await {
-                        Ok(Some(r)) => batch.push(r),
-                        _ => break,
-                    }
-                }
-                Err(_) => break,
-            }
-        }
-        let items: Vec<(Lease, Outcome)> = batch
-            .iter()
-            .map(|r| (r.lease.clone(), r.outcome.clone()))
-            .collect();
-        let mut retry = Duration::from_millis(100);
-        let results = loop {
-            match store.report_batch(items.clone()).await {
-                Ok(results) => break results,
-                Err(e) => {
-                    tracing::warn!(
-                        count = items.len(),
-                        "reporting failed, retrying in {retry:?}: {e}"
-                    );
-                    tokio::time::sleep(retry).await;
-                    retry = (retry * 2).min(Duration::from_secs(5));
-                }
-            }
-        };
-        let lost = results.iter().filter(|ok| !**ok).count();
-        let batch_len = batch.len();
-        tracing::debug!(count = batch_len, lost, "reported");
-        // The batch's slots are merged and freed in one step, so the claim loop
-        // wakes to all of them at once and claims them in one round trip.
-        let mut slots: Option<OwnedSemaphorePermit> = None;
-        for (i, report) in batch.into_iter().enumerate() {
-            let accepted = results.get(i).copied().unwrap_or(false);
-            if !accepted {
-                tracing::warn!(
-                    job_id = %report.lease.job_id,
-                    handoff_id = %report.lease.handoff_id,
-                    "report lost its lease (recovered or replaced); nothing changed"
-                );
-            }
-            telemetry.count_outcome(&report.outcome, accepted);
-            telemetry.emit(WorkerEvent::Finished(JobFinished {
-                job_id: report.lease.job_id.clone(),
-                job_name: report.job_name.clone(),
-                queue: report.queue.clone(),
-                attempt: report.attempt,
-                outcome: report.outcome.clone(),
-                accepted,
-                duration: report.duration,
-            }));
-            match &mut slots {
-                Some(all) => all.merge(report.permit),
-                None => slots = Some(report.permit),
-            }
-        }
-        let reported = batch_len;
-        drop(slots);
-        in_flight
-            .awaiting_report
-            .fetch_sub(reported, Ordering::SeqCst);
-        freed.notify_one();
     }
 }
 

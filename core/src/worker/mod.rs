@@ -28,6 +28,7 @@ mod handler;
 mod maintenance;
 mod periodic;
 mod registry;
+mod reporter;
 mod retention;
 mod runner;
 

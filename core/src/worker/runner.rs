@@ -15,7 +15,7 @@
 //! `scheduledAtMs` among its jobs, or the fallback poll interval — never a busy loop.
 
 use std::future::Future;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -23,11 +23,12 @@ use tokio::sync::{mpsc, watch, Notify, OwnedSemaphorePermit, Semaphore};
 use tokio::task::JoinSet;
 use tracing::Instrument;
 
-use super::events::{Telemetry, WorkerEvent, WorkerReport};
-use super::execute::{reporter, spawn_attempt, InFlight, Shared};
+use super::events::{Telemetry, WorkerReport};
+use super::execute::{InFlight, Shared};
 use super::handle::Worker;
 use super::maintenance::{heartbeat_loop, recover_once, recovery_loop};
 use super::periodic::run_periodic;
+use super::reporter::{reporter, start_claimed};
 use super::retention::run_retention;
 use super::WorkerError;
 use crate::requests::ClaimRequest;
@@ -108,16 +109,6 @@ where
     let (reports, reports_rx) = mpsc::unbounded_channel();
     let freed = Arc::new(Notify::new());
     let in_flight = Arc::new(InFlight::default());
-    background.spawn(
-        reporter(
-            store.clone(),
-            telemetry.clone(),
-            reports_rx,
-            freed.clone(),
-            in_flight.clone(),
-        )
-        .in_current_span(),
-    );
 
     let slots = Arc::new(Semaphore::new(config.concurrency));
     let claim = ClaimRequest {
@@ -138,7 +129,11 @@ where
         abort,
         reports,
         in_flight,
+        refill: (!claim.job_names.is_empty()).then(|| claim.clone()),
+        backlog: AtomicBool::new(false),
     });
+    background
+        .spawn(reporter(Arc::downgrade(&shared), reports_rx, freed.clone()).in_current_span());
     tracing::info!(
         concurrency = config.concurrency,
         handlers = ?claim.job_names,
@@ -227,8 +222,6 @@ async fn claim_loop<F: Future<Output = ()>>(
     let mut signal = store.work_signal();
     let mut signal_alive = true;
     let mut error_backoff = poll;
-    // Whether the last claim filled every slot it asked for (more is likely due).
-    let mut backlog = false;
     let gather_target = (slots.available_permits() / 2).clamp(1, MAX_CLAIM_BATCH);
     loop {
         // Reserve at least one slot, then every other free one.
@@ -245,7 +238,7 @@ async fn claim_loop<F: Future<Output = ()>>(
         // With a backlog, a claim for a few slots while reports that free many
         // more are already on their way costs a commit per handful of jobs:
         // gather until half the slots are ours or no report is outstanding.
-        while backlog
+        while shared.backlog.load(Ordering::SeqCst)
             && permits.len() < gather_target
             && shared.in_flight.awaiting_report.load(Ordering::SeqCst) > 0
         {
@@ -277,16 +270,8 @@ async fn claim_loop<F: Future<Output = ()>>(
             }
         };
         let got = jobs.len();
-        backlog = got == wanted;
-        if got > 0 {
-            Telemetry::add(&shared.telemetry.claimed, got as u64);
-            tracing::debug!(count = got, "claimed jobs");
-            shared.telemetry.emit(WorkerEvent::Claimed { count: got });
-        }
-        for job in jobs.into_iter().take(wanted) {
-            let permit = permits.pop().expect("one permit per claimed job");
-            spawn_attempt(shared.clone(), job, permit);
-        }
+        shared.backlog.store(got == wanted, Ordering::SeqCst);
+        start_claimed(shared, jobs, &mut permits);
         drop(permits); // give back the slots the claim did not fill
         if got == wanted {
             continue; // maybe more is due

@@ -21,6 +21,9 @@ struct Faulty {
     /// How many upcoming `claim` / `report_batch` calls fail.
     failing_claims: AtomicUsize,
     failing_reports: AtomicUsize,
+    /// How many upcoming `report_and_claim` calls fail, and how many were made.
+    failing_refills: AtomicUsize,
+    refills: AtomicUsize,
     heartbeats: watch::Sender<u64>,
 }
 
@@ -30,6 +33,8 @@ impl Faulty {
             inner,
             failing_claims: AtomicUsize::new(0),
             failing_reports: AtomicUsize::new(0),
+            failing_refills: AtomicUsize::new(0),
+            refills: AtomicUsize::new(0),
             heartbeats: watch::channel(0).0,
         })
     }
@@ -74,6 +79,15 @@ impl Store for Faulty {
     async fn report_batch(&self, reports: Vec<(Lease, Outcome)>) -> Result<Vec<bool>> {
         take_failure(&self.failing_reports)?;
         self.inner.report_batch(reports).await
+    }
+    async fn report_and_claim(
+        &self,
+        reports: Vec<(Lease, Outcome)>,
+        req: &ClaimRequest,
+    ) -> Result<ReportedAndClaimed> {
+        self.refills.fetch_add(1, Ordering::SeqCst);
+        take_failure(&self.failing_refills)?;
+        self.inner.report_and_claim(reports, req).await
     }
     async fn heartbeat(&self, worker_id: &str) -> Result<()> {
         self.inner.heartbeat(worker_id).await?;
@@ -151,6 +165,40 @@ async fn claim_and_report_errors_are_retried() {
     assert_eq!(faulty.failing_claims.load(Ordering::SeqCst), 0);
     assert_eq!(faulty.failing_reports.load(Ordering::SeqCst), 0);
     assert_eq!(job(&store, &id).await.status, crate::JobStatus::Completed);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_backlog_is_refilled_with_the_reports_and_a_failed_refill_falls_back() {
+    let faulty = Faulty::new(MemoryStore::new());
+    faulty.failing_refills.store(1, Ordering::SeqCst);
+    let store: Arc<dyn Store> = faulty.clone();
+    let registry = Registry::new()
+        .register_fn("noop", |_c, _a| async { Ok(()) })
+        .unwrap();
+    let mut ids = Vec::new();
+    for i in 0..20 {
+        ids.push(enqueue(&store, "noop", json!([i]), EnqueueOptions::new()).await);
+    }
+    let worker = fast(store.clone(), registry)
+        .concurrency(2)
+        .build()
+        .unwrap();
+    let mut events = worker.subscribe();
+    let handle = worker.spawn();
+    let done = finished(&mut events, 20).await;
+    let report = handle.shutdown_and_join().await.unwrap();
+    assert!(done.iter().all(|f| f.accepted));
+    assert_eq!((report.claimed, report.completed), (20, 20));
+    // Two slots and twenty queued jobs: reports refill the slots they free.
+    assert!(faulty.refills.load(Ordering::SeqCst) >= 2);
+    assert_eq!(
+        faulty.failing_refills.load(Ordering::SeqCst),
+        0,
+        "one refill failed"
+    );
+    for id in &ids {
+        assert_eq!(job(&store, id).await.status, crate::JobStatus::Completed);
+    }
 }
 
 #[tokio::test]

@@ -8,7 +8,9 @@
 //! backlog (the last claim filled every slot it asked for), the loop gathers
 //! slots until half of them are free or no report is outstanding, so a drain
 //! claims in large batches instead of one commit per handful of jobs; with no
-//! backlog it claims at once, so latency is untouched.
+//! backlog it claims at once, so latency is untouched. (With a backlog the
+//! reporter also refills the slots of each report batch itself: see
+//! [`super::reporter`].)
 //!
 //! When idle, the loop sleeps until the first of: the store's work signal, a slot
 //! of its own freeing up (it may release a queue cap), the earliest future

@@ -20,6 +20,28 @@ fn operation_not_found(key: &str) -> Error {
     }
 }
 
+impl MemoryStore {
+    /// Fenced reports, then (with `req`) a claim, as one mutation.
+    fn report_then_claim(
+        &self,
+        reports: &[(Lease, Outcome)],
+        req: Option<&ClaimRequest>,
+    ) -> ReportedAndClaimed {
+        let mut st = self.lock();
+        let now = self.now();
+        let mut change = CountChange::default();
+        let reported = reports
+            .iter()
+            .map(|(lease, outcome)| st.report(lease, outcome, now, &mut change))
+            .collect();
+        let claimed = req.map_or_else(Vec::new, |req| st.claim(req, now, &mut change));
+        self.commit(&mut st, change);
+        drop(st);
+        self.signal_work();
+        ReportedAndClaimed { reported, claimed }
+    }
+}
+
 #[async_trait]
 impl Store for MemoryStore {
     async fn enqueue(&self, job: NewJob) -> Result<EnqueueOutcome> {
@@ -103,17 +125,8 @@ impl Store for MemoryStore {
     }
 
     async fn report_batch(&self, reports: Vec<(Lease, Outcome)>) -> Result<Vec<bool>> {
-        let mut st = self.lock();
-        let now = self.now();
-        let mut change = CountChange::default();
-        let applied: Vec<bool> = reports
-            .iter()
-            .map(|(lease, outcome)| st.report(lease, outcome, now, &mut change))
-            .collect();
-        self.commit(&mut st, change);
-        drop(st);
-        self.signal_work();
-        Ok(applied)
+        let done = self.report_then_claim(&reports, None);
+        Ok(done.reported)
     }
 
     async fn report_and_claim(
@@ -121,18 +134,7 @@ impl Store for MemoryStore {
         reports: Vec<(Lease, Outcome)>,
         req: &ClaimRequest,
     ) -> Result<ReportedAndClaimed> {
-        let mut st = self.lock();
-        let now = self.now();
-        let mut change = CountChange::default();
-        let reported: Vec<bool> = reports
-            .iter()
-            .map(|(lease, outcome)| st.report(lease, outcome, now, &mut change))
-            .collect();
-        let claimed = st.claim(req, now, &mut change);
-        self.commit(&mut st, change);
-        drop(st);
-        self.signal_work();
-        Ok(ReportedAndClaimed { reported, claimed })
+        Ok(self.report_then_claim(&reports, Some(req)))
     }
 
     async fn heartbeat(&self, worker_id: &str) -> Result<()> {

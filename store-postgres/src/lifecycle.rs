@@ -39,12 +39,15 @@ pub(crate) async fn report_many(
     ids.sort_unstable();
     ids.dedup();
     // A report never reads `args`: they load as JSON null, not sent and parsed.
-    let columns = JOB_COLUMNS.replacen(", args,", ", 'null'::text,", 1);
-    let sql = format!(
-        "SELECT {columns} FROM {{s}}.duraq_jobs WHERE id = ANY($1) ORDER BY id COLLATE \"C\" FOR UPDATE"
-    );
+    static SQL: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    let sql = SQL.get_or_init(|| {
+        let columns = JOB_COLUMNS.replacen(", args,", ", 'null'::text,", 1);
+        format!(
+            "SELECT {columns} FROM {{s}}.duraq_jobs WHERE id = ANY($1) ORDER BY id COLLATE \"C\" FOR UPDATE"
+        )
+    });
     let mut loaded: HashMap<String, Loaded> = HashMap::with_capacity(ids.len());
-    for row in tx.db.query(&sql, &[&ids]).await? {
+    for row in tx.db.query(sql, &[&ids]).await? {
         let l = loaded_from_row(&row)?;
         loaded.insert(l.job.id.clone(), l);
     }

@@ -154,7 +154,9 @@ where
     )
     .await;
 
-    // Graceful drain: stop claiming (done), let running jobs finish and report.
+    // Graceful drain: stop claiming (done, and no more refills by the reporter),
+    // let running jobs finish and report.
+    shared.backlog.store(false, Ordering::SeqCst);
     stopping_tx.send_replace(true);
     let all = config.concurrency as u32;
     let running = config.concurrency - slots.available_permits();

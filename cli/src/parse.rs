@@ -31,6 +31,19 @@ pub fn duration_ms(flag: &str, raw: &str) -> Result<i64, CliError> {
         .map_err(|_| CliError::new("invalid-duration", format!("{flag} {raw:?} is too long")))
 }
 
+/// Parses a delay from now (`--run-in`): a duration no longer than
+/// [`duraq_core::MAX_RUN_IN_MS`], so that adding it to a clock cannot overflow.
+pub fn delay_ms(flag: &str, raw: &str) -> Result<i64, CliError> {
+    let ms = duration_ms(flag, raw)?;
+    if ms > duraq_core::MAX_RUN_IN_MS {
+        return Err(CliError::new(
+            "invalid-duration",
+            format!("{flag} {raw:?} is too long"),
+        ));
+    }
+    Ok(ms)
+}
+
 /// Parses an RFC 3339 time (`2026-01-02T03:04:05Z`, offsets and fractions allowed)
 /// into milliseconds since the epoch.
 pub fn rfc3339_ms(flag: &str, raw: &str) -> Result<i64, CliError> {
@@ -79,10 +92,12 @@ pub fn now_ms() -> i64 {
 /// options (retries, concurrency, timeout) happens later in `NewJob::new`.
 pub fn job_options(a: &JobArgs) -> Result<(Value, EnqueueOptions), CliError> {
     let args = json_args(a.args.as_deref())?;
-    let scheduled_at_ms = match (&a.run_at, &a.run_in) {
-        (Some(at), _) => Some(rfc3339_ms("--run-at", at)?),
-        (None, Some(d)) => Some(now_ms() + duration_ms("--run-in", d)?),
-        (None, None) => None,
+    // `--run-in` stays a delay: the store adds it to its own clock, and an
+    // idempotent request digests the delay, not a resolved time (SPEC §6).
+    let (scheduled_at_ms, run_in_ms) = match (&a.run_at, &a.run_in) {
+        (Some(at), _) => (Some(rfc3339_ms("--run-at", at)?), None),
+        (None, Some(d)) => (None, Some(delay_ms("--run-in", d)?)),
+        (None, None) => (None, None),
     };
     let timeout_ms = a
         .timeout
@@ -93,6 +108,7 @@ pub fn job_options(a: &JobArgs) -> Result<(Value, EnqueueOptions), CliError> {
         queue: a.queue.clone(),
         max_retries: a.max_retries,
         scheduled_at_ms,
+        run_in_ms,
         concurrency_key: a.concurrency_key.clone(),
         max_concurrency: a.max_concurrency,
         deduplicate_while_queued: false,

@@ -26,6 +26,8 @@ pub enum ErrorCode {
     InvalidIdempotencyKey,
     InvalidTimeout,
     InvalidScheduleKey,
+    /// A queue name that is too long or holds control characters.
+    InvalidQueue,
     /// Two options that cannot be combined (e.g. `deduplicateWhileQueued` with an
     /// `idempotencyKey`, or either with `replace_scheduled`).
     UnsupportedOption,
@@ -36,6 +38,9 @@ pub enum ErrorCode {
     InvalidJobState,
     OperationNotFound,
     SchemaIncompatible,
+    /// A reading command addressed a database (SQLite file, PostgreSQL schema) that
+    /// does not exist or holds no duraq schema; nothing was created.
+    DatabaseNotFound,
     DatabaseBusy,
     /// Anything else a backend reports (I/O, a broken connection, corruption).
     Backend,
@@ -53,12 +58,14 @@ impl ErrorCode {
             Self::InvalidIdempotencyKey => "invalid-idempotency-key",
             Self::InvalidTimeout => "invalid-timeout",
             Self::InvalidScheduleKey => "invalid-schedule-key",
+            Self::InvalidQueue => "invalid-queue",
             Self::UnsupportedOption => "unsupported-option",
             Self::IdempotencyConflict => "idempotency-conflict",
             Self::JobNotFound => "job-not-found",
             Self::InvalidJobState => "invalid-job-state",
             Self::OperationNotFound => "operation-not-found",
             Self::SchemaIncompatible => "schema-incompatible",
+            Self::DatabaseNotFound => "database-not-found",
             Self::DatabaseBusy => "database-busy",
             Self::Backend => "backend-error",
         }
@@ -153,10 +160,69 @@ impl Error {
         }
     }
 
+    /// `database-not-found`: a reading open found no database (or no duraq schema
+    /// in it) and created nothing. `message` should say how to create one.
+    pub fn database_not_found(message: impl Into<String>) -> Self {
+        Self::NotFound {
+            code: ErrorCode::DatabaseNotFound,
+            message: message.into(),
+        }
+    }
+
     /// `schema-incompatible` with an explanation.
     pub fn schema(message: impl Into<String>) -> Self {
         Self::SchemaIncompatible {
             message: message.into(),
         }
+    }
+}
+
+/// Formats an error with its whole source chain, `outer: cause: root cause`, the
+/// way the CLI prints errors and the worker stores `lastError`.
+///
+/// Errors here keep their own message in `Display` and their cause in
+/// [`std::error::Error::source`] (the convention of `std` and `thiserror`), so a
+/// plain `to_string()` drops the cause ("backend error: sqlite"). A link whose text
+/// the previous one already ends with (a wrapper that repeats its source) is
+/// skipped, so nothing is printed twice.
+///
+/// ```
+/// use duraq_core::{error_chain, Error};
+/// let io = std::io::Error::new(std::io::ErrorKind::Other, "file is not a database");
+/// let err = Error::backend("sqlite", io);
+/// assert_eq!(err.to_string(), "backend error: sqlite");
+/// assert_eq!(error_chain(&err), "backend error: sqlite: file is not a database");
+/// ```
+pub fn error_chain(err: &(dyn std::error::Error + 'static)) -> String {
+    let mut out = err.to_string();
+    let mut next = err.source();
+    while let Some(cause) = next {
+        let text = cause.to_string();
+        if !text.is_empty() && !out.ends_with(&text) {
+            out.push_str(": ");
+            out.push_str(&text);
+        }
+        next = cause.source();
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Debug, thiserror::Error)]
+    #[error("{0}")]
+    struct Echo(String, #[source] Option<std::io::Error>);
+
+    #[test]
+    fn chain_skips_links_that_repeat_their_source() {
+        let root = std::io::Error::new(std::io::ErrorKind::Other, "connection refused");
+        let echo = Echo("connect: connection refused".into(), Some(root));
+        let err = Error::backend("PostgreSQL connection to h:1 failed", echo);
+        assert_eq!(
+            error_chain(&err),
+            "backend error: PostgreSQL connection to h:1 failed: connect: connection refused"
+        );
     }
 }

@@ -57,13 +57,7 @@ impl ScheduleKey {
     /// Validates `key`.
     pub fn new(key: impl Into<String>) -> Result<Self> {
         let key = key.into();
-        let chars = key.chars().count();
-        if chars == 0 || chars > 255 || key.chars().any(char::is_control) {
-            return Err(Error::invalid(
-                ErrorCode::InvalidScheduleKey,
-                "a schedule key must be 1 to 255 characters without control characters",
-            ));
-        }
+        check_name(&key, ErrorCode::InvalidScheduleKey, "a schedule key")?;
         Ok(Self(key))
     }
 }
@@ -94,12 +88,14 @@ impl IdempotencyKey {
 }
 
 string_newtype!(
-    /// A queue name: trimmed; empty means `default`.
+    /// A queue name: trimmed; empty means `default`; otherwise 1–255 characters
+    /// without control characters, like a job name (SPEC §17).
     ///
     /// ```
     /// use duraq_core::QueueName;
-    /// assert_eq!(QueueName::new("  mail ").as_str(), "mail");
-    /// assert_eq!(QueueName::new("").as_str(), "default");
+    /// assert_eq!(QueueName::new("  mail ").unwrap().as_str(), "mail");
+    /// assert_eq!(QueueName::new("").unwrap().as_str(), "default");
+    /// assert_eq!(QueueName::new("a\x1b[2J").unwrap_err().code().as_str(), "invalid-queue");
     /// ```
     QueueName
 );
@@ -108,26 +104,48 @@ impl QueueName {
     /// The queue used when none is given.
     pub const DEFAULT: &'static str = "default";
 
-    /// Normalizes `name` (never fails).
-    pub fn new(name: impl AsRef<str>) -> Self {
+    /// Normalizes and validates `name`.
+    pub fn new(name: impl AsRef<str>) -> Result<Self> {
         let trimmed = name.as_ref().trim();
-        Self(if trimmed.is_empty() {
-            Self::DEFAULT.to_owned()
-        } else {
-            trimmed.to_owned()
-        })
+        if trimmed.is_empty() {
+            return Ok(Self::default());
+        }
+        check_name(trimmed, ErrorCode::InvalidQueue, "a queue name")?;
+        Ok(Self(trimmed.to_owned()))
     }
 
     /// The reserved concurrency key a capped queue gives its jobs.
     pub fn concurrency_key(&self) -> String {
-        format!("{QUEUE_CONCURRENCY_PREFIX}{}", self.0)
+        queue_concurrency_key(&self.0)
     }
+}
+
+/// The reserved concurrency key (`queue:<name>`) of a capped queue named `queue`.
+pub fn queue_concurrency_key(queue: &str) -> String {
+    format!("{QUEUE_CONCURRENCY_PREFIX}{queue}")
 }
 
 impl Default for QueueName {
     fn default() -> Self {
         Self(Self::DEFAULT.to_owned())
     }
+}
+
+/// The most characters a job name, queue name, concurrency key or schedule key
+/// may have: short enough for every store's unique indexes.
+pub const MAX_NAME_CHARS: usize = 255;
+
+/// The one rule for names and keys (SPEC §17): 1–255 characters, no control
+/// characters. `what` starts the message ("a queue name").
+pub(crate) fn check_name(name: &str, code: ErrorCode, what: &str) -> Result<()> {
+    let chars = name.chars().count();
+    if chars == 0 || chars > MAX_NAME_CHARS || name.chars().any(char::is_control) {
+        return Err(Error::invalid(
+            code,
+            format!("{what} must be 1 to {MAX_NAME_CHARS} characters without control characters"),
+        ));
+    }
+    Ok(())
 }
 
 string_newtype!(
@@ -145,13 +163,7 @@ impl JobName {
     /// Validates `name`.
     pub fn new(name: impl AsRef<str>) -> Result<Self> {
         let name = name.as_ref().trim();
-        let chars = name.chars().count();
-        if chars == 0 || chars > 255 || name.chars().any(char::is_control) {
-            return Err(Error::invalid(
-                ErrorCode::InvalidJobName,
-                "a job name must be 1 to 255 characters without control characters",
-            ));
-        }
+        check_name(name, ErrorCode::InvalidJobName, "a job name")?;
         Ok(Self(name.to_owned()))
     }
 }

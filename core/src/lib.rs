@@ -36,12 +36,16 @@ pub use backoff::retry_backoff_ms;
 pub use clock::{system_clock, Clock, ManualClock, SystemClock};
 pub use counts::{CountChange, CountDelta, CountSnapshot, StatusCounts};
 pub use digest::{canonical_json, digest_hex, DIGEST_FORMAT};
-pub use error::{BoxError, Error, ErrorCode, Result};
+pub use error::{error_chain, BoxError, Error, ErrorCode, Result};
 pub use job::{Job, JobStatus, Lease};
-pub use keys::{IdempotencyKey, JobName, QueueName, ScheduleKey, QUEUE_CONCURRENCY_PREFIX};
+pub use keys::{
+    queue_concurrency_key, IdempotencyKey, JobName, QueueName, ScheduleKey, MAX_NAME_CHARS,
+    QUEUE_CONCURRENCY_PREFIX,
+};
 pub use memory::MemoryStore;
 pub use options::{
     new_job_id, ConcurrencyLimit, EnqueueOptions, NewJob, NewOperation, DEFAULT_MAX_RETRIES,
+    MAX_RUN_IN_MS,
 };
 pub use requests::{
     CancelOutcome, ClaimRequest, EnqueueOutcome, Health, JobFilter, KeyedOutcome, Operation,
@@ -54,5 +58,5 @@ pub use worker::{
     JsonHandler, PeriodicJob, PeriodicSchedule, Registry, RetentionPolicy, Worker, WorkerBuilder,
     WorkerError, WorkerEvent, WorkerHandle, WorkerReport, DEFAULT_CONCURRENCY,
     DEFAULT_DRAIN_TIMEOUT, DEFAULT_JOB_TIMEOUT, DEFAULT_POLL_INTERVAL, DEFAULT_STALE_AFTER,
-    EVENT_CAPACITY,
+    EVENT_CAPACITY, MIN_STALE_AFTER,
 };

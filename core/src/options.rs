@@ -7,7 +7,7 @@ use serde_json::{json, Value};
 
 use crate::digest::digest_hex;
 use crate::error::{Error, ErrorCode, Result};
-use crate::keys::{IdempotencyKey, JobName, QueueName, QUEUE_CONCURRENCY_PREFIX};
+use crate::keys::{check_name, IdempotencyKey, JobName, QueueName, QUEUE_CONCURRENCY_PREFIX};
 
 /// The default `maxRetries`.
 pub const DEFAULT_MAX_RETRIES: i64 = 10;
@@ -25,6 +25,11 @@ pub struct EnqueueOptions {
     pub queue: Option<String>,
     pub max_retries: Option<i64>,
     pub scheduled_at_ms: Option<i64>,
+    /// Run no earlier than this many milliseconds after the store persists the job.
+    /// Unlike a resolved `scheduled_at_ms`, the delay is what an idempotent
+    /// request's digest records, so retrying "in 10 minutes" replays (SPEC §6).
+    /// At most one of `scheduled_at_ms` and `run_in_ms`.
+    pub run_in_ms: Option<i64>,
     pub concurrency_key: Option<String>,
     pub max_concurrency: Option<i64>,
     pub deduplicate_while_queued: bool,
@@ -50,6 +55,11 @@ impl EnqueueOptions {
     /// Runs the job no earlier than `ms` since the epoch.
     pub fn scheduled_at_ms(mut self, ms: i64) -> Self {
         self.scheduled_at_ms = Some(ms);
+        self
+    }
+    /// Runs the job no earlier than `ms` after the store persists it.
+    pub fn run_in_ms(mut self, ms: i64) -> Self {
+        self.run_in_ms = Some(ms);
         self
     }
     /// Caps jobs sharing `key` at `max` running at once.
@@ -92,6 +102,18 @@ pub struct NewOperation {
     pub data: Value,
 }
 
+/// The longest accepted `runInMs`: about 146 million years, so that adding it to any
+/// clock reading can never overflow.
+pub const MAX_RUN_IN_MS: i64 = i64::MAX / 2;
+
+/// When a job should first run, as the caller asked for it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Timing {
+    Immediate,
+    At(i64),
+    In(i64),
+}
+
 /// A validated, normalized job ready for a store. Built only by [`NewJob::new`].
 ///
 /// ```
@@ -107,7 +129,7 @@ pub struct NewJob {
     args: Value,
     queue: QueueName,
     max_retries: i64,
-    scheduled_at_ms: Option<i64>,
+    timing: Timing,
     concurrency: Option<ConcurrencyLimit>,
     deduplicate_while_queued: bool,
     idempotency_key: Option<IdempotencyKey>,
@@ -129,12 +151,30 @@ impl NewJob {
                 ))
             }
         };
-        if matches!(opts.scheduled_at_ms, Some(ms) if ms < 0) {
-            return Err(Error::invalid(
-                ErrorCode::InvalidScheduledAt,
-                "scheduledAtMs must be an integer >= 0",
-            ));
-        }
+        let timing = match (opts.scheduled_at_ms, opts.run_in_ms) {
+            (None, None) => Timing::Immediate,
+            (Some(ms), None) if ms >= 0 => Timing::At(ms),
+            (None, Some(ms)) if (0..=MAX_RUN_IN_MS).contains(&ms) => Timing::In(ms),
+            (Some(_), None) => {
+                return Err(Error::invalid(
+                    ErrorCode::InvalidScheduledAt,
+                    "scheduledAtMs must be an integer >= 0",
+                ))
+            }
+            (None, Some(_)) => {
+                return Err(Error::invalid(
+                    ErrorCode::InvalidScheduledAt,
+                    format!("runInMs must be an integer from 0 to {MAX_RUN_IN_MS}"),
+                ))
+            }
+            (Some(_), Some(_)) => {
+                return Err(Error::invalid(
+                    ErrorCode::InvalidScheduledAt,
+                    "scheduledAtMs and runInMs cannot be combined",
+                ))
+            }
+        };
+        let queue = QueueName::new(opts.queue.unwrap_or_default())?;
         let concurrency = match (opts.concurrency_key, opts.max_concurrency) {
             (None, None) => None,
             (Some(key), Some(max)) if !key.is_empty() && max >= 1 => {
@@ -144,6 +184,7 @@ impl NewJob {
                         "concurrency keys starting with `queue:` are reserved for queue caps",
                     ));
                 }
+                check_name(&key, ErrorCode::InvalidConcurrency, "a concurrency key")?;
                 Some(ConcurrencyLimit { key, max })
             }
             _ => {
@@ -170,9 +211,9 @@ impl NewJob {
             id: new_job_id(),
             job_name,
             args,
-            queue: QueueName::new(opts.queue.unwrap_or_default()),
+            queue,
             max_retries,
-            scheduled_at_ms: opts.scheduled_at_ms,
+            timing,
             concurrency,
             deduplicate_while_queued: opts.deduplicate_while_queued,
             idempotency_key,
@@ -215,13 +256,29 @@ impl NewJob {
     pub fn max_retries(&self) -> i64 {
         self.max_retries
     }
-    /// The requested run time; `None` means "now" (immediate).
+    /// The requested absolute run time; `None` means "now" or a relative delay
+    /// ([`NewJob::run_in_ms`]).
     pub fn scheduled_at_ms(&self) -> Option<i64> {
-        self.scheduled_at_ms
+        match self.timing {
+            Timing::At(ms) => Some(ms),
+            Timing::Immediate | Timing::In(_) => None,
+        }
     }
-    /// The run time resolved against `now_ms`.
+    /// The requested delay after persisting, if the job was enqueued "in" some time.
+    pub fn run_in_ms(&self) -> Option<i64> {
+        match self.timing {
+            Timing::In(ms) => Some(ms),
+            Timing::Immediate | Timing::At(_) => None,
+        }
+    }
+    /// The run time resolved against `now_ms` (the store's clock at persist time).
+    /// Never overflows: a delay is at most [`MAX_RUN_IN_MS`].
     pub fn due_at_ms(&self, now_ms: i64) -> i64 {
-        self.scheduled_at_ms.unwrap_or(now_ms)
+        match self.timing {
+            Timing::Immediate => now_ms,
+            Timing::At(ms) => ms,
+            Timing::In(ms) => now_ms.saturating_add(ms),
+        }
     }
     pub fn concurrency(&self) -> Option<&ConcurrencyLimit> {
         self.concurrency.as_ref()
@@ -255,23 +312,50 @@ impl NewJob {
     }
 
     /// The owned-request digest: canonical args plus every behaviour-affecting
-    /// option. Ids and the wall-clock time of an immediate enqueue are not part of it.
+    /// option, with the timing as requested (immediate, a delay, or an absolute
+    /// time), so a retried "in 10 minutes" replays (SPEC §6). Ids and the
+    /// wall-clock time of an immediate enqueue are not part of it.
     pub fn request_digest(&self) -> String {
-        let timing = match self.scheduled_at_ms {
-            None => json!("immediate"),
-            Some(ms) => json!({"scheduledAtMs": ms}),
+        let timing = match self.timing {
+            Timing::Immediate => json!("immediate"),
+            Timing::At(ms) => json!({"scheduledAtMs": ms}),
+            Timing::In(ms) => json!({"runInMs": ms}),
         };
-        digest_hex(
-            "request",
-            &json!({
-                "args": self.args,
-                "queue": self.queue.as_str(),
-                "maxRetries": self.max_retries,
-                "concurrency": self.concurrency.as_ref().map(|c| json!({"key": c.key, "max": c.max})),
-                "timeoutMs": self.timeout_ms,
-                "timing": timing,
-            }),
-        )
+        digest_hex("request.v2", &self.request_fields(timing))
+    }
+
+    /// Whether `stored`, an ownership row's request digest, records this request.
+    /// Scopes recorded before the requested timing was digested (format 1, which
+    /// held the resolved time) keep replaying: for an immediate or absolute
+    /// request the old form is computed and compared too. A delay had no stable
+    /// old form (its resolved time moved with every retry), so it matches only the
+    /// current one.
+    pub fn matches_request_digest(&self, stored: &str) -> bool {
+        stored == self.request_digest()
+            || self
+                .legacy_request_digest()
+                .is_some_and(|legacy| stored == legacy)
+    }
+
+    /// Format 1 of [`NewJob::request_digest`] (duraq 0.1 until §6 changed).
+    fn legacy_request_digest(&self) -> Option<String> {
+        let timing = match self.timing {
+            Timing::Immediate => json!("immediate"),
+            Timing::At(ms) => json!({"scheduledAtMs": ms}),
+            Timing::In(_) => return None,
+        };
+        Some(digest_hex("request", &self.request_fields(timing)))
+    }
+
+    fn request_fields(&self, timing: Value) -> Value {
+        json!({
+            "args": self.args,
+            "queue": self.queue.as_str(),
+            "maxRetries": self.max_retries,
+            "concurrency": self.concurrency.as_ref().map(|c| json!({"key": c.key, "max": c.max})),
+            "timeoutMs": self.timeout_ms,
+            "timing": timing,
+        })
     }
 }
 

@@ -156,7 +156,7 @@ pub fn reservation_for(
         _ => queue_config
             .get(&job.queue)
             .and_then(|c| c.max_concurrent)
-            .map(|max| (crate::QueueName::new(&job.queue).concurrency_key(), max)),
+            .map(|max| (crate::queue_concurrency_key(&job.queue), max)),
     }
 }
 

@@ -113,7 +113,7 @@ async fn owned_scope(
         .await?;
     Ok(row.map(|row| {
         let request: String = row.get(0);
-        if request == job.request_digest() {
+        if job.matches_request_digest(&request) {
             Ok(EnqueueOutcome::Replayed(row.get(1)))
         } else {
             Err(Error::conflict(

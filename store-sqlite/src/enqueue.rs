@@ -27,7 +27,7 @@ pub(crate) fn enqueue(tx: &mut Tx<'_>, job: NewJob) -> Result<EnqueueOutcome> {
             .optional()
             .db()?;
         if let Some((request, job_id)) = owned {
-            if request == job.request_digest() {
+            if job.matches_request_digest(&request) {
                 return Ok(EnqueueOutcome::Replayed(job_id));
             }
             return Err(Error::conflict(

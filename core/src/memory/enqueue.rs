@@ -19,7 +19,7 @@ impl State {
         let scope = job.scope_digest();
         if let Some(scope) = &scope {
             if let Some((request, job_id)) = self.idempotency.get(scope) {
-                if *request == job.request_digest() {
+                if job.matches_request_digest(request) {
                     return Ok(EnqueueOutcome::Replayed(job_id.clone()));
                 }
                 return Err(Error::conflict(

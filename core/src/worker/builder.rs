@@ -16,6 +16,7 @@ use super::registry::Registry;
 use super::retention::RetentionPolicy;
 use super::WorkerError;
 use crate::clock::{system_clock, Clock};
+use crate::error::Error;
 use crate::keys::QueueName;
 use crate::requests::QueueConfig;
 use crate::store::Store;
@@ -80,7 +81,14 @@ pub struct WorkerBuilder {
     poll_interval: Duration,
     periodic: Vec<PeriodicJob>,
     retention: Option<RetentionPolicy>,
+    /// The first invalid queue name given to `queues`/`queue`, reported by `build`.
+    bad_queue: Option<Error>,
 }
+
+/// The shortest accepted `stale_after`: below it a heartbeat's own write (an
+/// fsync) can take longer than the timeout, and a healthy worker would recover
+/// its own leases.
+pub const MIN_STALE_AFTER: Duration = Duration::from_secs(1);
 
 impl WorkerBuilder {
     pub(crate) fn new(store: Arc<dyn Store>, registry: Registry) -> Self {
@@ -100,6 +108,7 @@ impl WorkerBuilder {
             poll_interval: DEFAULT_POLL_INTERVAL,
             periodic: Vec::new(),
             retention: None,
+            bad_queue: None,
         }
     }
 
@@ -115,8 +124,19 @@ impl WorkerBuilder {
         self
     }
 
+    /// Validates a queue name like an enqueued one; a bad one fails `build`.
+    fn queue_name(&mut self, name: String) -> String {
+        match QueueName::new(&name) {
+            Ok(q) => q.as_str().to_owned(),
+            Err(e) => {
+                self.bad_queue.get_or_insert(e);
+                name
+            }
+        }
+    }
+
     /// Claims only from these queues (default: every queue). Names are normalized
-    /// like enqueued ones (trimmed; empty means `default`).
+    /// and validated like enqueued ones (trimmed; empty means `default`).
     pub fn queues<I, S>(mut self, queues: I) -> Self
     where
         I: IntoIterator<Item = S>,
@@ -124,7 +144,7 @@ impl WorkerBuilder {
     {
         let mut list: Vec<String> = queues
             .into_iter()
-            .map(|q| QueueName::new(q.into()).as_str().to_owned())
+            .map(|q| self.queue_name(q.into()))
             .collect();
         list.sort();
         list.dedup();
@@ -135,8 +155,8 @@ impl WorkerBuilder {
     /// Priority and cap of queue `name` (SPEC §7). Does not restrict which queues
     /// are claimed; see [`WorkerBuilder::queues`].
     pub fn queue(mut self, name: impl Into<String>, config: QueueConfig) -> Self {
-        self.queue_config
-            .insert(QueueName::new(name.into()).as_str().to_owned(), config);
+        let name = self.queue_name(name.into());
+        self.queue_config.insert(name, config);
         self
     }
 
@@ -164,7 +184,8 @@ impl WorkerBuilder {
         self
     }
 
-    /// A worker silent for longer is presumed dead (default 60 s).
+    /// A worker silent for longer is presumed dead (default 60 s, at least
+    /// [`MIN_STALE_AFTER`] and three heartbeat intervals).
     pub fn stale_after(mut self, stale_after: Duration) -> Self {
         self.stale_after = stale_after;
         self
@@ -215,10 +236,14 @@ impl WorkerBuilder {
     }
 
     /// Checks the settings. Errors (`invalid-worker-config`): zero slots, a zero
-    /// interval or timeout, a heartbeat not faster than `stale_after`, a queue cap
-    /// below 1, an empty worker id, two periodic jobs with one name.
+    /// interval or timeout, a `stale_after` under [`MIN_STALE_AFTER`] or under
+    /// three heartbeat intervals, a queue cap below 1, an empty worker id, two
+    /// periodic jobs with one name; `invalid-queue` for a bad queue name.
     pub fn build(self) -> Result<Worker, WorkerError> {
         let bad = |m: &str| Err(WorkerError::InvalidConfig(m.to_owned()));
+        if let Some(e) = self.bad_queue {
+            return Err(e.into());
+        }
         let stale = self.stale_after;
         let heartbeat = self.heartbeat_interval.unwrap_or(stale / 6);
         let recovery = self.recovery_interval.unwrap_or(stale / 2);
@@ -230,8 +255,11 @@ impl WorkerBuilder {
         {
             return bad("intervals and timeouts must be greater than zero");
         }
-        if heartbeat >= stale {
-            return bad("heartbeat_interval must be shorter than stale_after");
+        if stale < MIN_STALE_AFTER {
+            return bad("stale_after must be at least 1s (a heartbeat must fit in it)");
+        }
+        if heartbeat.saturating_mul(3) > stale {
+            return bad("stale_after must be at least three heartbeat intervals");
         }
         if self
             .queue_config

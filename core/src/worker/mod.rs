@@ -37,7 +37,7 @@ mod tests;
 
 pub use builder::{
     WorkerBuilder, DEFAULT_CONCURRENCY, DEFAULT_DRAIN_TIMEOUT, DEFAULT_JOB_TIMEOUT,
-    DEFAULT_POLL_INTERVAL, DEFAULT_STALE_AFTER,
+    DEFAULT_POLL_INTERVAL, DEFAULT_STALE_AFTER, MIN_STALE_AFTER,
 };
 pub use cron::CronSchedule;
 pub use events::{JobFinished, JobStarted, WorkerEvent, WorkerReport, EVENT_CAPACITY};

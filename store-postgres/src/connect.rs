@@ -2,19 +2,24 @@
 //! LISTEN connection and the notifier, all from one `postgres://` URL. The
 //! notifier task is not aborted with the store: it ends once it has sent what
 //! was handed to it and every sender is gone.
+//!
+//! [`PostgresStore::connect`] creates the schema and its tables when missing;
+//! [`PostgresStore::connect_existing`] (for reading commands, SPEC §17) opens only
+//! a schema that already holds duraq's ledger. Both take the same path; the one
+//! difference is the [`OpenMode`] that [`crate::schema::migrate`] decides on.
 
 use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::Arc;
 use std::time::Duration;
 
-use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod, Runtime};
+use deadpool_postgres::{Manager, ManagerConfig, RecyclingMethod, Runtime};
 use duraq_core::{system_clock, Clock, Error, Result};
 use tokio::sync::{broadcast, watch};
 use tokio_postgres::NoTls;
 
-use crate::db::{pooled, Conn, Db, Names};
-use crate::error::map_pg_error;
-use crate::schema::SCHEMA_VERSION;
+use crate::db::{pooled, Conn, Db, Names, Pool};
+use crate::error::{map_pg_error, Target};
+use crate::schema::{OpenMode, SCHEMA_VERSION};
 use crate::{listener, notify, Inner, PostgresOptions, PostgresStore, Shared};
 
 /// What [`migrate`] (or opening a store) did.
@@ -32,6 +37,7 @@ fn parse_url(url: &str) -> Result<tokio_postgres::Config> {
 }
 
 fn build_pool(config: tokio_postgres::Config, size: usize) -> Result<Pool> {
+    let target = Target::new(&config);
     let manager = Manager::from_config(
         config,
         NoTls,
@@ -39,13 +45,14 @@ fn build_pool(config: tokio_postgres::Config, size: usize) -> Result<Pool> {
             recycling_method: RecyclingMethod::Fast,
         },
     );
-    Pool::builder(manager)
+    let pool = deadpool_postgres::Pool::builder(manager)
         .max_size(size.max(1))
         .runtime(Runtime::Tokio1)
         .wait_timeout(Some(Duration::from_secs(30)))
         .create_timeout(Some(Duration::from_secs(10)))
         .build()
-        .map_err(|e| Error::backend("building the PostgreSQL pool", e))
+        .map_err(|e| Error::backend(format!("building the PostgreSQL pool for {target}"), e))?;
+    Ok(Pool { pool, target })
 }
 
 /// Resolves the schema and brings it to [`SCHEMA_VERSION`] in one transaction.
@@ -53,6 +60,7 @@ async fn open_schema(
     pool: &Pool,
     schema: Option<&str>,
     now: i64,
+    mode: OpenMode,
 ) -> Result<(Names, MigrationReport)> {
     let mut client = pooled(pool).await?;
     let schema = match schema {
@@ -62,9 +70,21 @@ async fn open_schema(
                 .query_one("SELECT current_schema()::text", &[])
                 .await
                 .map_err(map_pg_error)?;
-            row.get::<_, Option<String>>(0).ok_or_else(|| {
-                Error::schema("the connection has no current schema; set PostgresOptions::schema")
-            })?
+            match row.get::<_, Option<String>>(0) {
+                Some(schema) => schema,
+                None if mode == OpenMode::Existing => {
+                    return Err(Error::database_not_found(format!(
+                        "PostgreSQL database {} has no schema on the search_path; \
+                         set PostgresOptions::schema or run `duraq migrate`",
+                        pool.target
+                    )))
+                }
+                None => {
+                    return Err(Error::schema(
+                        "the connection has no current schema; set PostgresOptions::schema",
+                    ))
+                }
+            }
         }
     };
     let names = Names::new(&schema)?;
@@ -74,7 +94,7 @@ async fn open_schema(
             conn: Conn::Pooled(tx),
             names: &names,
         };
-        let applied = crate::schema::migrate(&db, now).await?;
+        let applied = crate::schema::migrate(&db, now, mode, &pool.target).await?;
         if let Conn::Pooled(tx) = db.conn {
             tx.commit().await.map_err(map_pg_error)?;
         }
@@ -93,11 +113,17 @@ async fn open_schema(
 pub async fn migrate(url: &str, options: &PostgresOptions) -> Result<MigrationReport> {
     let pool = build_pool(parse_url(url)?, 1)?;
     let now = duraq_core::SystemClock.now_ms();
-    Ok(open_schema(&pool, options.schema.as_deref(), now).await?.1)
+    Ok(
+        open_schema(&pool, options.schema.as_deref(), now, OpenMode::Create)
+            .await?
+            .1,
+    )
 }
 
 impl PostgresStore {
-    /// Connects to `url`, migrates the schema and starts listening for changes.
+    /// Connects to `url`, creates or migrates the schema and starts listening
+    /// for changes. For commands that only read or change existing jobs, use
+    /// [`PostgresStore::connect_existing`], which never creates.
     pub async fn connect(url: &str, options: PostgresOptions) -> Result<Self> {
         Self::connect_with_clock(url, options, system_clock()).await
     }
@@ -108,10 +134,58 @@ impl PostgresStore {
         options: PostgresOptions,
         clock: Arc<dyn Clock>,
     ) -> Result<Self> {
+        Self::open(url, options, clock, OpenMode::Create).await
+    }
+
+    /// Connects to `url` only if its schema ([`PostgresOptions::schema`], or the
+    /// connection's current schema) already holds a duraq database. Never runs
+    /// `CREATE SCHEMA` or `CREATE TABLE` for a missing one (it takes the
+    /// migration advisory lock to look); a duraq schema at an older version is
+    /// upgraded as by [`PostgresStore::connect`].
+    ///
+    /// Errors: `database-not-found` when the schema does not exist or holds no
+    /// duraq ledger, or the database does not exist (SQLSTATE 3D000), naming
+    /// host:port/database and the schema; `backend-error` naming host and port
+    /// with the cause when the server cannot be reached. No message contains
+    /// the password.
+    ///
+    /// ```no_run
+    /// # async fn demo() {
+    /// use duraq_core::{error_chain, ErrorCode};
+    /// use duraq_store_postgres::{PostgresOptions, PostgresStore};
+    /// let options = PostgresOptions { listen: false, ..PostgresOptions::default() };
+    /// match PostgresStore::connect_existing("postgres://app@db/app", options).await {
+    ///     Ok(store) => println!("schema {}", store.schema()),
+    ///     Err(err) if err.code() == ErrorCode::DatabaseNotFound => {
+    ///         eprintln!("{}", error_chain(&err))
+    ///     }
+    ///     Err(err) => eprintln!("error: {}", error_chain(&err)),
+    /// }
+    /// # }
+    /// ```
+    pub async fn connect_existing(url: &str, options: PostgresOptions) -> Result<Self> {
+        Self::open(url, options, system_clock(), OpenMode::Existing).await
+    }
+
+    /// [`PostgresStore::connect_existing`] reading "now" from `clock`.
+    pub async fn connect_existing_with_clock(
+        url: &str,
+        options: PostgresOptions,
+        clock: Arc<dyn Clock>,
+    ) -> Result<Self> {
+        Self::open(url, options, clock, OpenMode::Existing).await
+    }
+
+    async fn open(
+        url: &str,
+        options: PostgresOptions,
+        clock: Arc<dyn Clock>,
+        mode: OpenMode,
+    ) -> Result<Self> {
         let config = parse_url(url)?;
         let pool = build_pool(config.clone(), options.pool_size)?;
         let (names, migration) =
-            open_schema(&pool, options.schema.as_deref(), clock.now_ms()).await?;
+            open_schema(&pool, options.schema.as_deref(), clock.now_ms(), mode).await?;
         let (notifier, _) =
             notify::spawn(config.clone(), names.channel.clone(), names.origin.clone());
         let shared = Arc::new(Shared {

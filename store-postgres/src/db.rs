@@ -11,7 +11,7 @@ use duraq_core::{Error, ErrorCode, Result};
 use tokio_postgres::types::ToSql;
 use tokio_postgres::Row;
 
-use crate::error::{map_pg_error, map_pool_error};
+use crate::error::{map_pg_error, map_pool_error_at, Target};
 
 /// Parameters as tokio-postgres takes them.
 pub(crate) type Params<'p> = [&'p (dyn ToSql + Sync)];
@@ -141,7 +141,13 @@ impl Db<'_> {
     }
 }
 
-/// Takes a connection from the pool.
+/// The connection pool and the server it connects to, so that a connection the
+/// pool fails to open is reported with the server's address.
+pub(crate) struct Pool {
+    pub pool: deadpool_postgres::Pool,
+    pub target: Target,
+}
+
 /// A pooled connection. Now and then its cached statements are dropped, so they
 /// are planned again against the table as it is now: at its 4th, 8th, 16th, …
 /// use, and every 4,096th after that.
@@ -153,8 +159,12 @@ impl Db<'_> {
 /// producers fill an empty table): the report's row lookup stayed a sequential
 /// scan, 15–37 ms per 64-job batch, for the whole run. The doubling schedule
 /// follows a table that grows from empty; later re-plans cost nothing measurable.
-pub(crate) async fn pooled(pool: &deadpool_postgres::Pool) -> Result<deadpool_postgres::Object> {
-    let client = pool.get().await.map_err(map_pool_error)?;
+pub(crate) async fn pooled(pool: &Pool) -> Result<deadpool_postgres::Object> {
+    let client = pool
+        .pool
+        .get()
+        .await
+        .map_err(|e| map_pool_error_at(e, &pool.target))?;
     let uses = deadpool_postgres::Object::metrics(&client).recycle_count;
     if uses >= 4 && (uses.is_power_of_two() || uses.is_multiple_of(4096)) {
         client.statement_cache.clear();

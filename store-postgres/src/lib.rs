@@ -90,7 +90,7 @@ impl Default for PostgresOptions {
 
 /// State shared by the store and its listener task.
 pub(crate) struct Shared {
-    pub pool: deadpool_postgres::Pool,
+    pub pool: db::Pool,
     pub names: db::Names,
     pub deltas: broadcast::Sender<CountDelta>,
     pub work: watch::Sender<u64>,

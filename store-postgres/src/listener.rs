@@ -23,7 +23,7 @@ use tokio_postgres::{AsyncMessage, Client, Config, NoTls, Notification};
 
 use crate::counts::{shard_rows, Entry};
 use crate::db::{pooled, quote_identifier, Conn, Db};
-use crate::error::map_pg_error;
+use crate::error::map_pg_error_at;
 use crate::Shared;
 
 /// How often a healthy listener compares the counter rows with what it heard.
@@ -89,7 +89,7 @@ pub(crate) async fn start(
     config.keepalives_retries(3);
     let first = Listening::open(&config, &shared.names.channel)
         .await
-        .map_err(map_pg_error)?;
+        .map_err(|e| map_pg_error_at(e, &shared.pool.target))?;
     shared.listening.store(true, Ordering::Relaxed);
     // Everything committed before this read is in the mirror's starting point;
     // everything after it will be heard.

@@ -3,7 +3,10 @@
 //! Opening a store, inside one transaction that first takes a transaction-scoped
 //! advisory lock for the schema (so processes starting at once serialize instead
 //! of racing on `CREATE TABLE`):
-//! 1. creates the schema if missing;
+//! 1. decides what a schema without duraq's ledger means ([`OpenMode`]): a
+//!    reading open (`connect_existing`) refuses it with `database-not-found`
+//!    before anything is written (SPEC §17), a writing one creates the schema if
+//!    missing;
 //! 2. refuses (`schema-incompatible`) a ledger recording a version newer than
 //!    [`SCHEMA_VERSION`];
 //! 3. refuses any existing duraq table whose columns (from `information_schema`)
@@ -25,6 +28,17 @@ use duraq_core::{Error, Result};
 
 use crate::counts::SHARDS;
 use crate::db::Db;
+use crate::error::Target;
+
+/// Whether opening may create the schema and its tables.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum OpenMode {
+    /// Create what is missing (`connect`, `migrate`).
+    Create,
+    /// Only open a schema that already holds duraq's ledger (`connect_existing`);
+    /// an older schema version is still upgraded.
+    Existing,
+}
 
 /// The newest schema version this binary knows.
 pub const SCHEMA_VERSION: i64 = 2;
@@ -186,8 +200,15 @@ const ADDED_COLUMNS: &[(&str, &str, i64)] = &[("duraq_jobs", "dedupe_key", 2)];
 const RETIRED_INDEXES: &[&str] = &["duraq_jobs_dedupe"];
 
 /// Brings the schema to [`SCHEMA_VERSION`]; returns the versions it applied.
-/// Runs inside the caller's transaction, which must commit afterwards.
-pub(crate) async fn migrate(db: &Db<'_>, now: i64) -> Result<Vec<i64>> {
+/// Runs inside the caller's transaction, which must commit afterwards. In
+/// [`OpenMode::Existing`], a schema that is missing or has no ledger is
+/// `database-not-found` (naming `target` and the schema) and nothing is written.
+pub(crate) async fn migrate(
+    db: &Db<'_>,
+    now: i64,
+    mode: OpenMode,
+    target: &Target,
+) -> Result<Vec<i64>> {
     let lock_key = format!("duraq.migrate:{}", db.names.schema);
     db.execute(
         "SELECT pg_advisory_xact_lock(hashtext($1))::text",
@@ -200,6 +221,19 @@ pub(crate) async fn migrate(db: &Db<'_>, now: i64) -> Result<Vec<i64>> {
             &[&db.names.schema],
         )
         .await?;
+    let has_ledger = exists.is_some() && table_exists(db, LEDGER_TABLE).await?;
+    if mode == OpenMode::Existing && !has_ledger {
+        let what = if exists.is_some() {
+            format!("holds no duraq schema (no {LEDGER_TABLE} table)")
+        } else {
+            "does not exist".to_owned()
+        };
+        return Err(Error::database_not_found(format!(
+            "schema {:?} in PostgreSQL database {target} {what}; \
+             run `duraq migrate` to create it (nothing was created)",
+            db.names.schema
+        )));
+    }
     if exists.is_none() {
         // Only when missing: CREATE SCHEMA needs the CREATE privilege on the
         // database even with IF NOT EXISTS, which an application role may lack.
@@ -207,7 +241,7 @@ pub(crate) async fn migrate(db: &Db<'_>, now: i64) -> Result<Vec<i64>> {
             .await?;
     }
     let mut newest = None;
-    if table_exists(db, LEDGER_TABLE).await? {
+    if has_ledger {
         let sql = format!("SELECT max(version) FROM {{s}}.{LEDGER_TABLE} WHERE scope = $1");
         newest = db.query_one(&sql, &[&MIGRATION_SCOPE]).await?.get(0);
         if let Some(v) = newest.filter(|v| *v > SCHEMA_VERSION) {

@@ -9,6 +9,7 @@ use duraq_core::{Error, Result};
 use rusqlite::{Connection, OpenFlags};
 
 use crate::error_map::{retry_busy, SqlResult};
+use crate::opening::OpenMode;
 use crate::options::SqliteOptions;
 
 /// What the pragmas read back as, for `health()`.
@@ -25,11 +26,20 @@ pub struct PragmaReport {
 /// Opens one read-write connection on `path` with every per-connection pragma set
 /// and verified. `journal_mode=WAL` is persistent in the file; it is set (and
 /// checked) by [`open_connection`] each time, which is a no-op once the file is WAL.
-pub(crate) fn open_connection(path: &Path, opts: &SqliteOptions) -> Result<Connection> {
-    let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
-        | OpenFlags::SQLITE_OPEN_CREATE
+/// Only [`OpenMode::Create`] may create the file: read connections, and every
+/// connection of a store opened with `open_existing`, use [`OpenMode::Existing`]
+/// (a file deleted under a running store is then an error, not a new empty one).
+pub(crate) fn open_connection(
+    path: &Path,
+    opts: &SqliteOptions,
+    mode: OpenMode,
+) -> Result<Connection> {
+    let mut flags = OpenFlags::SQLITE_OPEN_READ_WRITE
         | OpenFlags::SQLITE_OPEN_NO_MUTEX
         | OpenFlags::SQLITE_OPEN_URI;
+    if mode == OpenMode::Create {
+        flags |= OpenFlags::SQLITE_OPEN_CREATE;
+    }
     let conn = Connection::open_with_flags(path, flags).db()?;
     conn.busy_timeout(opts.busy_timeout).db()?;
     let mode: String =

@@ -2,7 +2,16 @@
 //! rule for "database is locked": SQLite's busy handler already waits
 //! `busy_timeout`; past that the store retries a few times with backoff and then
 //! reports `database-busy`, never a raw SQLite message.
+//!
+//! Every mapped error keeps the rusqlite error as its `source()`, so
+//! [`duraq_core::error_chain`] prints SQLite's own reason ("file is not a
+//! database", "database or disk is full", "database disk image is malformed").
+//! Opening adds what was being opened ([`opening_error`]): a text file, a
+//! directory, a read-only mount and a corrupt page then read
+//! `backend error: opening SQLite database ./x.db: <the cause>` instead of all
+//! printing `backend error: sqlite`.
 
+use std::path::Path;
 use std::time::Duration;
 
 use duraq_core::Error;
@@ -25,14 +34,57 @@ pub(crate) fn is_primary_key_violation(err: &rusqlite::Error) -> bool {
         .is_some_and(|e| e.extended_code == rusqlite::ffi::SQLITE_CONSTRAINT_PRIMARYKEY)
 }
 
-/// Maps every rusqlite error into duraq's error type.
+/// The message of a backend error mapped without further context; the cause is
+/// the source.
+const GENERIC: &str = "sqlite";
+
+/// Maps every rusqlite error into duraq's error type, keeping it as the source.
 pub(crate) fn map_err(err: rusqlite::Error) -> Error {
     if is_busy(&err) {
         return Error::Busy {
             message: err.to_string(),
         };
     }
-    Error::backend("sqlite", err)
+    Error::backend(GENERIC, err)
+}
+
+/// Says what was being done when `err` happened (`context` replaces the generic
+/// "sqlite" or is put before a more specific message); the source is kept.
+/// Validation and not-found errors already say what they are and pass unchanged.
+pub(crate) fn with_context(context: &str, err: Error) -> Error {
+    match err {
+        Error::Backend { message, source } => Error::Backend {
+            message: if message == GENERIC {
+                context.to_owned()
+            } else {
+                format!("{context}: {message}")
+            },
+            source,
+        },
+        Error::Busy { message } => Error::Busy {
+            message: format!("{context}: {message}"),
+        },
+        Error::SchemaIncompatible { message } => Error::schema(format!("{context}: {message}")),
+        other => other,
+    }
+}
+
+/// `err` and its causes as one line, without the generic "sqlite" prefix: for
+/// messages that must outlive the error (a failed group commit answers every
+/// request of its batch with a copy).
+pub(crate) fn describe(err: &Error) -> String {
+    match err {
+        Error::Backend {
+            message,
+            source: Some(source),
+        } if message == GENERIC => duraq_core::error_chain(source.as_ref()),
+        other => duraq_core::error_chain(other),
+    }
+}
+
+/// [`with_context`] for a failure while opening the database at `path`.
+pub(crate) fn opening_error(path: &Path, err: Error) -> Error {
+    with_context(&format!("opening SQLite database {}", path.display()), err)
 }
 
 /// The backoff before busy retry `attempt` (0-based): 10, 20, 40, 80 ms.

@@ -42,6 +42,7 @@ mod dedupe;
 mod enqueue;
 mod error_map;
 mod lifecycle;
+mod opening;
 mod operations;
 mod options;
 mod poller;
@@ -67,6 +68,8 @@ pub use schema::{migrate, MigrationReport};
 pub use schema_def::{LEDGER_TABLE, MIGRATION_SCOPE, SCHEMA_VERSION};
 
 use connection::{enlarge_writer_cache, open_connection, read_pragmas};
+use error_map::opening_error;
+use opening::OpenMode;
 use reader::Readers;
 use tx::Tx;
 use writer::{Signals, Writer};
@@ -103,7 +106,8 @@ impl Drop for Inner {
 
 impl SqliteStore {
     /// Opens (creating if needed) the store at `path` on the system clock,
-    /// applying missing schema versions.
+    /// applying missing schema versions. For commands that only read or change
+    /// existing jobs, use [`SqliteStore::open_existing`], which never creates.
     pub fn open(path: impl AsRef<Path>, opts: SqliteOptions) -> Result<Self> {
         Self::open_with_clock(path, opts, system_clock())
     }
@@ -114,7 +118,54 @@ impl SqliteStore {
         opts: SqliteOptions,
         clock: Arc<dyn Clock>,
     ) -> Result<Self> {
-        Self::open_inner(path.as_ref().to_path_buf(), opts, clock, false)
+        Self::open_inner(
+            path.as_ref().to_path_buf(),
+            opts,
+            clock,
+            false,
+            OpenMode::Create,
+        )
+    }
+
+    /// Opens the store at `path` only if a duraq database is already there, on the
+    /// system clock. Never creates a file or a table, and leaves a file that is not
+    /// duraq's byte-identical (it is only read, through a read-only connection).
+    /// A duraq database at an older schema version is upgraded as by
+    /// [`SqliteStore::open`].
+    ///
+    /// Errors: `database-not-found` (naming `path`) when there is no file or the
+    /// file holds no duraq migration ledger (an empty file, another application's
+    /// database); `backend-error` with the cause for a directory, a file that is not
+    /// a database, or a read-only or corrupt one.
+    ///
+    /// ```no_run
+    /// use duraq_core::{error_chain, ErrorCode};
+    /// use duraq_store_sqlite::{SqliteOptions, SqliteStore};
+    /// match SqliteStore::open_existing("duraq.db", SqliteOptions::default()) {
+    ///     Ok(store) => println!("opened {}", store.path().display()),
+    ///     Err(err) if err.code() == ErrorCode::DatabaseNotFound => {
+    ///         eprintln!("{}; run `duraq migrate` first", error_chain(&err))
+    ///     }
+    ///     Err(err) => eprintln!("error: {}", error_chain(&err)),
+    /// }
+    /// ```
+    pub fn open_existing(path: impl AsRef<Path>, opts: SqliteOptions) -> Result<Self> {
+        Self::open_existing_with_clock(path, opts, system_clock())
+    }
+
+    /// Like [`SqliteStore::open_existing`], reading time from `clock`.
+    pub fn open_existing_with_clock(
+        path: impl AsRef<Path>,
+        opts: SqliteOptions,
+        clock: Arc<dyn Clock>,
+    ) -> Result<Self> {
+        Self::open_inner(
+            path.as_ref().to_path_buf(),
+            opts,
+            clock,
+            false,
+            OpenMode::Existing,
+        )
     }
 
     /// A store on a fresh file in the system temp folder, deleted when the last
@@ -122,19 +173,27 @@ impl SqliteStore {
     /// database cannot be shared by several connections in WAL mode).
     pub fn open_temporary(opts: SqliteOptions, clock: Arc<dyn Clock>) -> Result<Self> {
         let path = std::env::temp_dir().join(format!("duraq-{}.db", duraq_core::new_job_id()));
-        Self::open_inner(path, opts, clock, true)
+        Self::open_inner(path, opts, clock, true, OpenMode::Create)
     }
 
+    /// Every open path: [`opening::preflight`] decides what `mode` allows, then the
+    /// write connection, the schema, and the writer thread; any failure names the
+    /// file being opened.
     fn open_inner(
         path: PathBuf,
         opts: SqliteOptions,
         clock: Arc<dyn Clock>,
         temporary: bool,
+        mode: OpenMode,
     ) -> Result<Self> {
-        let conn = open_connection(&path, &opts)?;
-        enlarge_writer_cache(&conn)?;
-        let migration = schema::ensure_schema(&conn)?;
-        let pragmas = read_pragmas(&conn)?;
+        let opened = opening::preflight(&path, mode).and_then(|()| {
+            let conn = open_connection(&path, &opts, mode)?;
+            enlarge_writer_cache(&conn)?;
+            let migration = schema::ensure_schema(&conn)?;
+            let pragmas = read_pragmas(&conn)?;
+            Ok((conn, migration, pragmas))
+        });
+        let (conn, migration, pragmas) = opened.map_err(|e| opening_error(&path, e))?;
         let signals = Arc::new(Signals::new());
         let writer = Writer::spawn(
             conn,
@@ -142,7 +201,8 @@ impl SqliteStore {
             signals.clone(),
             opts.max_batch,
             opts.poll_interval,
-        )?;
+        )
+        .map_err(|e| opening_error(&path, e))?;
         let readers = Readers::new(path.clone(), opts);
         let inner = Inner {
             path,

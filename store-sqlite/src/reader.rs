@@ -10,6 +10,7 @@ use rusqlite::Connection;
 
 use crate::connection::open_connection;
 use crate::error_map::{busy_backoff, SqlResult, BUSY_RETRIES};
+use crate::opening::OpenMode;
 use crate::options::SqliteOptions;
 
 /// A pool of read connections on one file.
@@ -32,7 +33,8 @@ impl Readers {
         let idle = self.idle.lock().unwrap_or_else(|p| p.into_inner()).pop();
         match idle {
             Some(conn) => Ok(conn),
-            None => open_connection(&self.path, &self.opts),
+            // The store's first connection made the file: readers never create it.
+            None => open_connection(&self.path, &self.opts, OpenMode::Existing),
         }
     }
 

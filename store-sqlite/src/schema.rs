@@ -18,7 +18,9 @@ use std::collections::HashMap;
 use duraq_core::{Error, JobStatus, Result};
 use rusqlite::{params, Connection, OptionalExtension};
 
-use crate::error_map::{retry_busy, SqlResult};
+use crate::connection::open_connection;
+use crate::error_map::{opening_error, retry_busy, SqlResult};
+use crate::opening::OpenMode;
 use crate::schema_def::{
     Column, Table, INDEXES, LEDGER_TABLE, MIGRATION_SCOPE, RETIRED_INDEXES, SCHEMA_VERSION, TABLES,
 };
@@ -32,10 +34,21 @@ pub struct MigrationReport {
     pub version: i64,
 }
 
-/// Brings the schema of `path` up to [`SCHEMA_VERSION`] (what `duraq migrate` runs).
+/// Brings the schema of `path` up to [`SCHEMA_VERSION`], creating the file when
+/// missing (what `duraq migrate` runs).
+///
+/// ```no_run
+/// let report = duraq_store_sqlite::migrate("duraq.db")?;
+/// println!("applied {:?}, now at version {}", report.applied, report.version);
+/// # Ok::<(), duraq_core::Error>(())
+/// ```
 pub fn migrate(path: impl AsRef<std::path::Path>) -> Result<MigrationReport> {
-    let conn = crate::connection::open_connection(path.as_ref(), &crate::SqliteOptions::default())?;
-    ensure_schema(&conn)
+    let path = path.as_ref();
+    let opened = crate::opening::preflight(path, OpenMode::Create).and_then(|()| {
+        let conn = open_connection(path, &crate::SqliteOptions::default(), OpenMode::Create)?;
+        ensure_schema(&conn)
+    });
+    opened.map_err(|e| opening_error(path, e))
 }
 
 /// Checks and upgrades the schema inside one `BEGIN IMMEDIATE` transaction.

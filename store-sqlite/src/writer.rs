@@ -20,7 +20,7 @@ use rusqlite::Connection;
 use tokio::sync::{broadcast, oneshot, watch};
 
 use crate::counts::bump_work_epoch;
-use crate::error_map::{is_busy, retry_busy};
+use crate::error_map::{describe, is_busy, retry_busy};
 use crate::poller::ForeignWatch;
 use crate::tx::Tx;
 
@@ -71,7 +71,7 @@ impl Failure {
     fn from_error(context: &str, err: &Error) -> Self {
         Self {
             busy: matches!(err, Error::Busy { .. }),
-            message: format!("{context}: {err}"),
+            message: format!("{context}: {}", describe(err)),
         }
     }
 

@@ -6,14 +6,17 @@
 //! every other 4xx are permanent, with Resend's message as the error.
 //!
 //! The API key lives in a [`Secret`]: it is written into the request header and
-//! nowhere else, and any echo of it in a provider message is masked.
+//! nowhere else. Every provider text that becomes an error or a stored message
+//! id passes `duraq-mailer`'s [`Scrubber`] — the same one the SMTP backends use
+//! — so an echo of the key, in clear or base64, is masked (SPEC §17).
 
 use std::time::Duration;
 
 use async_trait::async_trait;
+use duraq_core::error_chain;
 use duraq_mailer::{
     freeze_sender, Delivered, IdempotencyCapability, MailBackend, MailError, MailPayload,
-    MailResult, Secret,
+    MailResult, ProviderFailure, Scrubber, Secret,
 };
 use serde::Serialize;
 use serde_json::Value;
@@ -85,6 +88,7 @@ impl ResendApiSettings {
 pub struct ResendApiBackend {
     http: reqwest::Client,
     settings: ResendApiSettings,
+    scrubber: Scrubber,
 }
 
 #[derive(Serialize)]
@@ -114,9 +118,14 @@ impl ResendApiBackend {
             .timeout(settings.timeout)
             .build()
             .map_err(|e| MailError::Config {
-                message: format!("HTTP client: {e}"),
+                message: format!("HTTP client: {}", error_chain(&e)),
             })?;
-        Ok(Self { http, settings })
+        let scrubber = Scrubber::new().with_secret(&settings.api_key);
+        Ok(Self {
+            http,
+            settings,
+            scrubber,
+        })
     }
 
     /// A backend configured from the process environment.
@@ -126,16 +135,6 @@ impl ResendApiBackend {
 
     fn url(&self) -> String {
         format!("{}/emails", self.settings.base_url.trim_end_matches('/'))
-    }
-
-    /// Masks the key wherever a provider echoed it.
-    fn scrub(&self, text: &str) -> String {
-        let key = self.settings.api_key.expose();
-        if key.is_empty() {
-            text.to_owned()
-        } else {
-            text.replace(key, "***")
-        }
     }
 }
 
@@ -186,9 +185,14 @@ impl MailBackend for ResendApiBackend {
         if let Some(key) = idempotency_key {
             request = request.header("Idempotency-Key", key);
         }
-        let response = request.send().await.map_err(|e| MailError::Transient {
-            message: self.scrub(&format!("Resend API request failed: {}", e.without_url())),
-            retry_after: None,
+        let response = request.send().await.map_err(|e| {
+            // The chain keeps the cause ("connection refused"); no URL in it.
+            let text = format!(
+                "Resend API request failed: {}",
+                error_chain(&e.without_url())
+            );
+            self.scrubber
+                .provider_error(ProviderFailure::Transient { retry_after: None }, &text)
         })?;
         let status = response.status();
         let retry_after = response
@@ -200,7 +204,8 @@ impl MailBackend for ResendApiBackend {
         let text = response.text().await.unwrap_or_default();
         let json: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
         if status.is_success() {
-            let id = json.get("id").and_then(Value::as_str).map(str::to_owned);
+            let id = json.get("id").and_then(Value::as_str);
+            let id = id.map(|id| self.scrubber.scrub(id));
             return Ok(Delivered {
                 provider_message_id: id,
             });
@@ -210,18 +215,18 @@ impl MailBackend for ResendApiBackend {
             .get("message")
             .and_then(Value::as_str)
             .map_or_else(|| text.chars().take(300).collect(), str::to_owned);
-        let message = self.scrub(&format!("Resend API answered {status} {name}: {detail}"));
+        let text = format!("Resend API answered {status} {name}: {detail}");
         let transient = status.is_server_error()
             || status == reqwest::StatusCode::TOO_MANY_REQUESTS
             || (status == reqwest::StatusCode::CONFLICT
                 && name == "concurrent_idempotent_requests");
-        Err(if transient {
-            MailError::Transient {
-                message,
+        let failure = if transient {
+            ProviderFailure::Transient {
                 retry_after: retry_after.filter(|_| status.as_u16() == 429),
             }
         } else {
-            MailError::Rejected { message }
-        })
+            ProviderFailure::Permanent
+        };
+        Err(self.scrubber.provider_error(failure, &text))
     }
 }

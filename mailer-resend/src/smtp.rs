@@ -2,7 +2,10 @@
 //! `Resend-Idempotency-Key` header, which Resend honours for 24 hours; the
 //! caller may never set that header, so the key on the wire is always the one
 //! the operation record guards. The relay defaults to `smtp.resend.com:465`
-//! (TLS), user `resend`, the API key as password.
+//! (TLS), user `resend`, the API key as password. The key is masked out of any
+//! server reply by the client's scrubber, and `DURAQ_SMTP_TLS=none` to anything
+//! but a loopback host is refused (`mail-smtp-plaintext-auth`), as for generic
+//! SMTP.
 
 use async_trait::async_trait;
 use duraq_mailer::{

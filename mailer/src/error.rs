@@ -56,6 +56,13 @@ pub enum MailError {
     /// Backend settings that cannot work (missing host, bad port, missing key).
     #[error("invalid mail configuration: {message}")]
     Config { message: String },
+    /// SMTP credentials configured over a plaintext connection to a host that
+    /// is not a loopback address: they would cross the network in clear text.
+    #[error(
+        "refusing to send SMTP credentials in clear text to {host}: use TLS or STARTTLS \
+         (plaintext authentication is allowed only to a loopback address)"
+    )]
+    PlaintextAuth { host: String },
     /// A failure that may pass on a later attempt (connection, 429, 5xx).
     #[error("mail delivery failed: {message}")]
     Transient {
@@ -85,6 +92,7 @@ impl MailError {
             Self::FromMissing => "mail-delivery-from-missing",
             Self::InvalidPayload { .. } => "mail-invalid-payload",
             Self::Config { .. } => "mail-config-invalid",
+            Self::PlaintextAuth { .. } => "mail-smtp-plaintext-auth",
             Self::Transient { .. } => "mail-delivery-failed",
             Self::Rejected { .. } => "mail-delivery-rejected",
             Self::Store(e) => e.code().as_str(),

@@ -9,6 +9,12 @@
 //! replay finds it, even after the job was pruned), and refuses to send once the
 //! provider's window may have closed, rather than risk a second delivery.
 //!
+//! Why a [`Scrubber`]: servers echo credentials (the SMTP AUTH line, an API
+//! key) in their error replies, and that text would otherwise land in logs and
+//! `lastError`. Every provider reply passes one before it becomes a
+//! [`MailError`], and SMTP credentials are refused over plaintext except to
+//! loopback (SPEC §17).
+//!
 //! ```
 //! # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
 //! use std::sync::Arc;
@@ -35,6 +41,7 @@ mod mailer;
 mod memory;
 mod operation;
 mod payload;
+mod scrub;
 mod secret;
 mod settings;
 mod smtp;
@@ -49,6 +56,7 @@ pub use operation::{
     OperationTerms, OPERATION_KEY_KIND,
 };
 pub use payload::{MailPayload, PAYLOAD_DIGEST_KIND};
+pub use scrub::{ProviderFailure, Scrubber, MASK};
 pub use secret::Secret;
 pub use settings::{SmtpSettings, TlsMode};
 pub use smtp::{build_message, SmtpBackend, SmtpClient};

@@ -3,6 +3,7 @@
 //! (defaults, TLS mode names, which errors) are testable without touching the
 //! process environment.
 
+use std::net::IpAddr;
 use std::str::FromStr;
 use std::time::Duration;
 
@@ -95,6 +96,32 @@ impl SmtpSettings {
         self
     }
 
+    /// Refuses credentials over a plaintext connection (SPEC §17): with a user
+    /// name or password configured and [`TlsMode::None`], the host must be a
+    /// loopback address (`127.0.0.0/8`, `::1`, `localhost`). Looks at the
+    /// settings only — no name is resolved and nothing is connected.
+    /// Errors: `mail-smtp-plaintext-auth`.
+    ///
+    /// ```
+    /// use duraq_mailer::{Secret, SmtpSettings, TlsMode};
+    /// let creds = |host: &str| SmtpSettings::new(host, 25).tls(TlsMode::None).credentials("joe", Secret::new("pw"));
+    /// assert_eq!(creds("192.0.2.1").check_plaintext_auth().unwrap_err().code(), "mail-smtp-plaintext-auth");
+    /// for host in ["127.0.0.1", "127.8.9.10", "::1", "[::1]", "localhost", "LOCALHOST."] {
+    ///     assert!(creds(host).check_plaintext_auth().is_ok(), "{host}");
+    /// }
+    /// assert!(creds("192.0.2.1").tls(TlsMode::StartTls).check_plaintext_auth().is_ok());
+    /// assert!(SmtpSettings::new("192.0.2.1", 25).tls(TlsMode::None).check_plaintext_auth().is_ok());
+    /// ```
+    pub fn check_plaintext_auth(&self) -> MailResult<()> {
+        let has_credentials = self.username.is_some() || self.password.is_some();
+        if has_credentials && self.tls == TlsMode::None && !is_loopback_host(&self.host) {
+            return Err(MailError::PlaintextAuth {
+                host: self.host.clone(),
+            });
+        }
+        Ok(())
+    }
+
     /// Reads `DURAQ_SMTP_HOST` (required), `DURAQ_SMTP_PORT` (default by TLS
     /// mode: 587 STARTTLS, 465 TLS, 25 none), `DURAQ_SMTP_TLS`
     /// (`starttls`|`tls`|`none`, default `starttls`), `DURAQ_SMTP_USERNAME`,
@@ -135,5 +162,23 @@ impl SmtpSettings {
         settings.password = lookup("DURAQ_SMTP_PASSWORD").map(Secret::new);
         settings.default_from = lookup("DURAQ_MAIL_FROM");
         Ok(settings)
+    }
+}
+
+/// Whether `host` names the loopback interface without a resolver: an IPv4
+/// address in `127.0.0.0/8`, `::1` (bracketed or not, or IPv4-mapped), or
+/// `localhost`. Any other name could resolve anywhere.
+fn is_loopback_host(host: &str) -> bool {
+    let host = host.trim();
+    let bare = host
+        .strip_prefix('[')
+        .and_then(|h| h.strip_suffix(']'))
+        .unwrap_or(host);
+    match bare.parse::<IpAddr>() {
+        Ok(ip) => ip.to_canonical().is_loopback(),
+        Err(_) => {
+            let name = bare.strip_suffix('.').unwrap_or(bare);
+            name.eq_ignore_ascii_case("localhost")
+        }
     }
 }

@@ -3,6 +3,11 @@
 //! connection is opened only when a mail is really sent, which is what tests
 //! and the "no connection after expiry" promise rely on). [`SmtpBackend`] is the
 //! generic backend on it: no idempotency capability, so at-least-once.
+//!
+//! Credentials are refused over plaintext to anything but loopback when the
+//! client is built, and every server reply that becomes an error or a stored
+//! message id passes the client's [`Scrubber`] first, because servers echo the
+//! AUTH line (SPEC §17).
 
 use std::time::Duration;
 
@@ -13,9 +18,12 @@ use lettre::transport::smtp::authentication::Credentials;
 use lettre::transport::smtp::client::{Tls, TlsParameters};
 use lettre::{AsyncSmtpTransport, AsyncTransport, Message, Tokio1Executor};
 
+use duraq_core::error_chain;
+
 use crate::backend::{freeze_sender, Delivered, MailBackend};
 use crate::error::{MailError, MailResult};
 use crate::payload::MailPayload;
+use crate::scrub::{ProviderFailure, Scrubber};
 use crate::settings::{SmtpSettings, TlsMode};
 
 /// Sends payloads to one SMTP server.
@@ -23,6 +31,7 @@ use crate::settings::{SmtpSettings, TlsMode};
 pub struct SmtpClient {
     transport: AsyncSmtpTransport<Tokio1Executor>,
     settings: SmtpSettings,
+    scrubber: Scrubber,
 }
 
 impl std::fmt::Debug for SmtpClient {
@@ -34,10 +43,13 @@ impl std::fmt::Debug for SmtpClient {
 }
 
 impl SmtpClient {
-    /// A client for `settings`. Errors: `mail-config-invalid` (TLS setup).
+    /// A client for `settings`; does no I/O. Errors: `mail-smtp-plaintext-auth`
+    /// (credentials over plaintext to a host that is not loopback, see
+    /// [`SmtpSettings::check_plaintext_auth`]), `mail-config-invalid` (TLS setup).
     pub fn new(settings: SmtpSettings) -> MailResult<Self> {
+        settings.check_plaintext_auth()?;
         let config = |e: lettre::transport::smtp::Error| MailError::Config {
-            message: e.to_string(),
+            message: error_chain(&e),
         };
         let tls = match settings.tls {
             TlsMode::None => Tls::None,
@@ -63,6 +75,7 @@ impl SmtpClient {
         }
         Ok(Self {
             transport: builder.build(),
+            scrubber: Scrubber::for_smtp(&settings),
             settings,
         })
     }
@@ -81,17 +94,19 @@ impl SmtpClient {
     ) -> MailResult<Delivered> {
         let message = build_message(payload, extra)?;
         let response = self.transport.send(message).await.map_err(|e| {
-            let message = format!("SMTP {}:{}: {e}", self.settings.host, self.settings.port);
-            if e.is_permanent() {
-                MailError::Rejected { message }
+            let failure = if e.is_permanent() {
+                ProviderFailure::Permanent
             } else {
-                MailError::Transient {
-                    message,
-                    retry_after: None,
-                }
-            }
+                ProviderFailure::Transient { retry_after: None }
+            };
+            let (host, port) = (&self.settings.host, self.settings.port);
+            let text = format!("SMTP {host}:{port}: {}", error_chain(&e));
+            self.scrubber.provider_error(failure, &text)
         })?;
-        let reply = response.message().collect::<Vec<_>>().join(" ");
+        // The reply is stored as the provider's message id: scrub it too.
+        let reply = self
+            .scrubber
+            .scrub(&response.message().collect::<Vec<_>>().join(" "));
         Ok(Delivered {
             provider_message_id: (!reply.is_empty()).then_some(reply),
         })
@@ -159,7 +174,7 @@ pub struct SmtpBackend {
 }
 
 impl SmtpBackend {
-    /// A backend for `settings`.
+    /// A backend for `settings`; errors as [`SmtpClient::new`].
     pub fn new(settings: SmtpSettings) -> MailResult<Self> {
         Ok(Self {
             client: SmtpClient::new(settings)?,

@@ -1,7 +1,9 @@
 //! A tiny SMTP server on 127.0.0.1:0 for tests. It speaks just enough of RFC
-//! 5321 for lettre (EHLO, MAIL, RCPT, DATA, RSET, NOOP, QUIT), records every
-//! session with its full message, and counts accepted TCP connections, so a
-//! test can assert what went over the wire and that nothing connected at all.
+//! 5321 for lettre (EHLO, MAIL, RCPT, DATA, RSET, NOOP, QUIT, and AUTH PLAIN or
+//! LOGIN when started with [`SmtpServer::with_auth`]), records every session
+//! with its full message and every AUTH line, and counts accepted TCP
+//! connections, so a test can assert what went over the wire and that nothing
+//! connected at all.
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -39,6 +41,18 @@ struct Shared {
     connections: AtomicUsize,
     /// Replies to use for the next DATA ends instead of `250`.
     data_replies: Mutex<Vec<String>>,
+    auth: Option<Auth>,
+    /// Every line the client sent during AUTH (command and continuations).
+    auth_lines: Mutex<Vec<String>>,
+}
+
+/// The final answer to an AUTH exchange, given the lines the client sent.
+pub type AuthReply = Box<dyn Fn(&[String]) -> String + Send + Sync>;
+
+struct Auth {
+    /// Advertised in EHLO, e.g. `PLAIN` or `LOGIN`.
+    mechanisms: String,
+    reply: AuthReply,
 }
 
 /// A running server; stops when dropped.
@@ -56,11 +70,32 @@ impl Drop for SmtpServer {
 
 impl SmtpServer {
     pub async fn start() -> Self {
+        Self::start_with(Shared::default()).await
+    }
+
+    /// A server that advertises `AUTH <mechanisms>` and ends each AUTH exchange
+    /// with `reply(lines)` (`235 ...` accepts; `535 ...` refuses). For LOGIN it
+    /// first asks for the user name and the password (334 challenges).
+    pub async fn with_auth(
+        mechanisms: &str,
+        reply: impl Fn(&[String]) -> String + Send + Sync + 'static,
+    ) -> Self {
+        Self::start_with(Shared {
+            auth: Some(Auth {
+                mechanisms: mechanisms.to_owned(),
+                reply: Box::new(reply),
+            }),
+            ..Shared::default()
+        })
+        .await
+    }
+
+    async fn start_with(shared: Shared) -> Self {
         let listener = TcpListener::bind("127.0.0.1:0")
             .await
             .expect("bind smtp listener");
         let addr = listener.local_addr().expect("local addr");
-        let shared = Arc::new(Shared::default());
+        let shared = Arc::new(shared);
         let accept = shared.clone();
         let task = tokio::spawn(async move {
             while let Ok((stream, _)) = listener.accept().await {
@@ -78,6 +113,11 @@ impl SmtpServer {
     /// TCP connections accepted so far.
     pub fn connections(&self) -> usize {
         self.shared.connections.load(Ordering::SeqCst)
+    }
+
+    /// Every line the client sent during AUTH exchanges, in order.
+    pub fn auth_lines(&self) -> Vec<String> {
+        self.shared.auth_lines.lock().unwrap().clone()
     }
 
     pub fn sessions(&self) -> Vec<Session> {
@@ -120,7 +160,29 @@ async fn serve(stream: TcpStream, shared: Arc<Shared>) {
         let reply: String = match verb.as_str() {
             "EHLO" | "HELO" => {
                 session.ehlo = command[4..].trim().to_owned();
-                "250-localhost\r\n250-8BITMIME\r\n250 SMTPUTF8".into()
+                match &shared.auth {
+                    Some(auth) => format!(
+                        "250-localhost\r\n250-8BITMIME\r\n250-AUTH {}\r\n250 SMTPUTF8",
+                        auth.mechanisms
+                    ),
+                    None => "250-localhost\r\n250-8BITMIME\r\n250 SMTPUTF8".into(),
+                }
+            }
+            "AUTH" if shared.auth.is_some() => {
+                let mut sent = vec![command.clone()];
+                if command.split_whitespace().count() == 2 {
+                    // AUTH LOGIN: "Username:" and "Password:" challenges.
+                    for challenge in ["334 VXNlcm5hbWU6\r\n", "334 UGFzc3dvcmQ6\r\n"] {
+                        line.clear();
+                        let asked = write.write_all(challenge.as_bytes()).await.is_ok();
+                        if !asked || lines.read_line(&mut line).await.unwrap_or(0) == 0 {
+                            return;
+                        }
+                        sent.push(line.trim_end().to_owned());
+                    }
+                }
+                shared.auth_lines.lock().unwrap().extend(sent.clone());
+                (shared.auth.as_ref().unwrap().reply)(&sent)
             }
             "MAIL" => {
                 session.mail_from = command[5..].trim().to_owned();

@@ -41,7 +41,7 @@ pub fn register_builtins(registry: &mut Registry, builtins: &Builtins) -> Result
         .register_fn(SLEEP, |_ctx, args| async move { sleep(args).await })?
         .register_fn(HTTP, move |_ctx, args| {
             let client = client.clone();
-            async move { http(client, args).await.map_err(JobError::new) }
+            async move { http(client, args).await }
         })?;
     crate::mail::register(registry)?;
     Ok(())
@@ -66,45 +66,82 @@ pub async fn sleep(args: Value) -> Result<(), JobError> {
 }
 
 /// `duraq.http`: `{"url", "method"?: "POST", "headers"?: {…}, "body"?: any}`.
-/// A connection error or a non-2xx answer is a failed attempt.
-pub async fn http(client: reqwest::Client, args: Value) -> Result<(), String> {
-    let url = args
+///
+/// A connection error or a non-2xx answer is a failed attempt, retried by the
+/// normal policy. A request that can never be sent (not an `http(s)` URL, a bad
+/// method, header name or value) fails at once without retries. Error texts keep
+/// their cause chain ("connection refused") and never a password in the URL.
+pub async fn http(client: reqwest::Client, args: Value) -> Result<(), JobError> {
+    let never = |message: String| JobError::new(message).discard();
+    let raw_url = args
         .get("url")
         .and_then(Value::as_str)
-        .ok_or_else(|| "duraq.http expects {\"url\": …}".to_string())?;
+        .ok_or_else(|| never("duraq.http expects {\"url\": …}".to_string()))?;
+    let url = reqwest::Url::parse(raw_url)
+        .map_err(|e| never(format!("duraq.http: invalid url {raw_url:?}: {e}")))?;
+    let shown = redacted(&url);
+    if !matches!(url.scheme(), "http" | "https") {
+        return Err(never(format!(
+            "duraq.http: {shown} is not an http:// or https:// URL"
+        )));
+    }
     let method = args.get("method").and_then(Value::as_str).unwrap_or("POST");
     let method = reqwest::Method::from_bytes(method.to_ascii_uppercase().as_bytes())
-        .map_err(|_| format!("duraq.http: invalid method {method:?}"))?;
-    let mut req = client.request(method, url);
-    if let Some(headers) = args.get("headers") {
-        let map = headers
+        .map_err(|_| never(format!("duraq.http: invalid method {method:?}")))?;
+    let mut headers = reqwest::header::HeaderMap::new();
+    if let Some(given) = args.get("headers") {
+        let map = given
             .as_object()
-            .ok_or_else(|| "duraq.http: \"headers\" must be an object".to_string())?;
+            .ok_or_else(|| never("duraq.http: \"headers\" must be an object".to_string()))?;
         for (name, value) in map {
             let value = value
                 .as_str()
                 .map(str::to_string)
                 .unwrap_or_else(|| value.to_string());
-            req = req.header(name.as_str(), value);
+            let header = reqwest::header::HeaderName::from_bytes(name.as_bytes())
+                .map_err(|_| never(format!("duraq.http: invalid header name {name:?}")))?;
+            let value = reqwest::header::HeaderValue::from_str(&value)
+                .map_err(|_| never(format!("duraq.http: invalid value for header {name:?}")))?;
+            headers.append(header, value);
         }
     }
+    let mut req = client.request(method, url.clone()).headers(headers);
     match args.get("body") {
         None | Some(Value::Null) => {}
         Some(Value::String(s)) => req = req.body(s.clone()),
         Some(body) => req = req.json(body),
     }
-    let resp = req
-        .send()
-        .await
-        .map_err(|e| format!("duraq.http: request to {url} failed: {e}"))?;
+    let resp = req.send().await.map_err(|e| {
+        let builder = e.is_builder();
+        let message = format!(
+            "duraq.http: request to {shown} failed: {}",
+            duraq_core::error_chain(&e.without_url())
+        );
+        if builder {
+            never(message)
+        } else {
+            JobError::new(message)
+        }
+    })?;
     let status = resp.status();
     if status.is_success() {
         Ok(())
     } else {
         let text = resp.text().await.unwrap_or_default();
         let snippet: String = text.chars().take(200).collect();
-        Err(format!("duraq.http: {url} answered {status}: {snippet}"))
+        Err(JobError::new(format!(
+            "duraq.http: {shown} answered {status}: {snippet}"
+        )))
     }
+}
+
+/// `url` without its password, safe to store in `lastError`.
+fn redacted(url: &reqwest::Url) -> String {
+    let mut shown = url.clone();
+    if shown.password().is_some() {
+        let _ = shown.set_password(Some("***"));
+    }
+    shown.to_string()
 }
 
 /// The HTTP client `duraq.http` shares across jobs.

@@ -15,11 +15,7 @@ use crate::worker::Signals;
 pub async fn run(db: &Database, watch: bool, json: bool) -> Result<()> {
     // Listen before the first line, so a signal right after it is not missed.
     let mut signals = if watch { Some(Signals::new()?) } else { None };
-    let store = if watch {
-        db.open_listening().await?
-    } else {
-        db.open().await?
-    };
+    let store = db.open_existing(watch).await?;
     let mut last = store.count_snapshot().await?;
     emit(&last, json);
     let Some(signals) = signals.as_mut() else {

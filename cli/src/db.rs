@@ -1,9 +1,12 @@
 //! `--database` URL → a `Store`. The URL is parsed up front (bad URLs fail with
 //! `invalid-database-url` before anything is opened); the store itself is opened
 //! only when a command has validated all of its other input, because opening
-//! creates the file and its schema. `sqlite::memory:` is a private temporary
-//! file deleted on exit (a true in-memory database cannot be shared by SQLite's
-//! WAL connections); `postgres://…` connects a pool and migrates the schema.
+//! creates the file and its schema. Commands that only read or act on existing
+//! jobs open with [`Database::open_existing`], which never creates anything: a
+//! typo in `--database` is `database-not-found`, not a new empty database.
+//! `sqlite::memory:` is a private temporary file deleted on exit (a true
+//! in-memory database cannot be shared by SQLite's WAL connections);
+//! `postgres://…` connects a pool and migrates the schema.
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -62,9 +65,42 @@ impl Database {
     }
 
     /// Opens the store for a command that follows other processes' changes
-    /// (`worker`, `counts --watch`).
+    /// (`worker`).
     pub async fn open_listening(&self) -> Result<Arc<dyn Store>> {
         Ok(self.open_migrating(true).await?.0)
+    }
+
+    /// Opens an existing duraq database for a command that reads or acts on
+    /// existing jobs (`counts`, `jobs …`, `schedule get|cancel|wake`): nothing is
+    /// created; a missing file, database or schema is `database-not-found`, whose
+    /// message says how to create it. `listen` follows other processes' changes
+    /// (`counts --watch`).
+    pub async fn open_existing(&self, listen: bool) -> Result<Arc<dyn Store>> {
+        let store: Arc<dyn Store> = match self {
+            Self::SqliteFile(path) => {
+                let path = path.clone();
+                let opened = tokio::task::spawn_blocking(move || {
+                    SqliteStore::open_existing(path, SqliteOptions::default())
+                })
+                .await?;
+                Arc::new(opened?)
+            }
+            // A private temporary file: there is nothing to find, and nothing
+            // outlives the command.
+            Self::SqliteMemory => return self.open().await,
+            Self::Postgres(url) => {
+                let options = PostgresOptions {
+                    listen,
+                    ..PostgresOptions::default()
+                };
+                Arc::new(PostgresStore::connect_existing(url, options).await?)
+            }
+        };
+        OPENED
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .push(store.clone());
+        Ok(store)
     }
 
     /// Opens the store and reports the schema versions this open applied and the
@@ -130,6 +166,14 @@ async fn open_sqlite(path: Option<PathBuf>) -> Result<SqliteStore> {
     })
     .await?;
     Ok(opened?)
+}
+
+/// The password of a PostgreSQL URL, if any: printed nowhere ([`crate::output`]
+/// scrubs it from every message as a last line of defence).
+pub fn password(url: &str) -> Option<String> {
+    let config = url.parse::<tokio_postgres::Config>().ok()?;
+    let password = config.get_password()?;
+    Some(String::from_utf8_lossy(password).into_owned())
 }
 
 /// `url` with any password replaced by `***`, safe to print.

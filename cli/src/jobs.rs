@@ -38,7 +38,7 @@ pub async fn run(db: &Database, cmd: JobsCommand, json: bool) -> Result<()> {
                 queue,
                 limit: Some(limit),
             };
-            let jobs = db.open().await?.list_jobs(&filter).await?;
+            let jobs = db.open_existing(false).await?.list_jobs(&filter).await?;
             if json {
                 print_json(&json!({ "jobs": jobs }));
             } else if jobs.is_empty() {
@@ -49,15 +49,19 @@ pub async fn run(db: &Database, cmd: JobsCommand, json: bool) -> Result<()> {
         }
         JobsCommand::Show { id } => {
             let job = db
-                .open()
+                .open_existing(false)
                 .await?
                 .get_job(&id)
                 .await?
                 .ok_or_else(|| Error::job_not_found(&id))?;
             show(&job, json);
         }
-        JobsCommand::Retry { id } => show(&db.open().await?.retry_job(&id).await?, json),
-        JobsCommand::Cancel { id } => show(&db.open().await?.cancel_job(&id).await?, json),
+        JobsCommand::Retry { id } => {
+            show(&db.open_existing(false).await?.retry_job(&id).await?, json)
+        }
+        JobsCommand::Cancel { id } => {
+            show(&db.open_existing(false).await?.cancel_job(&id).await?, json)
+        }
         JobsCommand::Prune(p) => prune(db, p, json).await?,
     }
     Ok(())
@@ -83,7 +87,7 @@ async fn prune(db: &Database, p: PruneArgs, json: bool) -> Result<()> {
         cancelled_older_than_ms: age("--cancelled-older-than", &p.cancelled_older_than)?,
         ..PruneRequest::default()
     };
-    let report = db.open().await?.prune(&req).await?;
+    let report = db.open_existing(false).await?.prune(&req).await?;
     if json {
         print_json(&to_json(&report));
     } else {

@@ -9,11 +9,15 @@ mod counts;
 mod db;
 mod demo;
 mod demo_mix;
+mod display;
 mod enqueue;
 mod jobs;
+mod logging;
 mod mail;
 mod output;
 mod parse;
+#[cfg(test)]
+mod robustness;
 mod schedule;
 mod tenants;
 mod worker;
@@ -27,6 +31,13 @@ use crate::args::{Cli, Command};
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let json = cli.json;
+    output::register_secrets(configured_secrets(&cli.database));
+    // The worker narrates its runtime at `info`; every other command speaks only
+    // when something is wrong.
+    logging::init(match cli.command {
+        Command::Worker(_) => "info",
+        _ => "warn",
+    });
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -49,6 +60,14 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// Every secret this process may hold: printed nowhere, scrubbed from errors.
+fn configured_secrets(database: &str) -> Vec<String> {
+    let from_env = ["DURAQ_SMTP_PASSWORD", "RESEND_API_KEY", "DURAQ_WEB_TOKEN"]
+        .into_iter()
+        .filter_map(|var| std::env::var(var).ok());
+    db::password(database).into_iter().chain(from_env).collect()
 }
 
 /// Runs one command; `Ok` carries the exit status (`tenants pending` may exit 3).

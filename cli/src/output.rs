@@ -1,13 +1,19 @@
 //! Everything the program prints: one JSON object per command on stdout, plain
 //! tables for humans, and errors as `error[<code>]: <message>` (or a JSON error
 //! object) on stderr. Keeping this in one place keeps the output contract of
-//! SPEC §12 stable and testable.
+//! SPEC §12 stable and testable. Text for humans passes through
+//! [`crate::display`] (no control characters reach the terminal), and every error
+//! is printed with its cause chain and without any configured secret.
 
 use std::fmt;
-use std::time::{Duration, UNIX_EPOCH};
+use std::sync::OnceLock;
 
-use duraq_core::Job;
+use duraq_core::{error_chain, Job};
+use duraq_mailer::{Scrubber, Secret};
 use serde_json::{json, Value};
+
+pub use crate::display::fmt_ms;
+use crate::display::terminal_safe;
 
 /// A failure detected by the CLI itself (bad input before any store call), with a
 /// stable machine code like `invalid-args`.
@@ -34,30 +40,53 @@ impl fmt::Display for CliError {
 
 impl std::error::Error for CliError {}
 
-/// The stable code and message of any error that reaches `main`.
-pub fn error_parts(err: &anyhow::Error) -> (String, String) {
-    if let Some(e) = err.downcast_ref::<CliError>() {
-        return (e.code.to_string(), e.message.clone());
-    }
-    if let Some(e) = err.downcast_ref::<duraq_core::Error>() {
-        return (e.code().as_str().to_string(), e.to_string());
-    }
-    if let Some(e) = err.downcast_ref::<duraq_core::WorkerError>() {
-        return (e.code().to_string(), e.to_string());
-    }
-    if let Some(e) = err.downcast_ref::<duraq_tenants::Error>() {
-        return (e.code().as_str().to_string(), e.to_string());
-    }
-    ("internal-error".to_string(), format!("{err:#}"))
+/// The secrets this process was configured with (database password, SMTP
+/// password, API keys), scrubbed from every printed error (in clear and in the
+/// base64 forms an SMTP AUTH echo carries) as a last line of defence: the stores
+/// and backends already keep them out of their messages.
+static SECRETS: OnceLock<Scrubber> = OnceLock::new();
+
+/// Remembers `secrets` (empty ones are ignored) for [`scrub`]. First call wins.
+pub fn register_secrets(secrets: impl IntoIterator<Item = String>) {
+    let scrubber = secrets.into_iter().fold(Scrubber::new(), |s, secret| {
+        s.with_secret(&Secret::new(secret))
+    });
+    let _ = SECRETS.set(scrubber);
 }
 
-/// Prints `err` to stderr in the requested form.
+/// `text` with every registered secret replaced by `***`.
+pub fn scrub(text: &str) -> String {
+    match SECRETS.get() {
+        Some(scrubber) => scrubber.scrub(text),
+        None => text.to_string(),
+    }
+}
+
+/// The stable code and message of any error that reaches `main`: the message
+/// carries the whole cause chain (`backend error: sqlite: file is not a database`).
+pub fn error_parts(err: &anyhow::Error) -> (String, String) {
+    let (code, message) = if let Some(e) = err.downcast_ref::<CliError>() {
+        (e.code.to_string(), e.message.clone())
+    } else if let Some(e) = err.downcast_ref::<duraq_core::Error>() {
+        (e.code().as_str().to_string(), error_chain(e))
+    } else if let Some(e) = err.downcast_ref::<duraq_core::WorkerError>() {
+        (e.code().to_string(), error_chain(e))
+    } else if let Some(e) = err.downcast_ref::<duraq_tenants::Error>() {
+        (e.code().as_str().to_string(), error_chain(e))
+    } else {
+        ("internal-error".to_string(), format!("{err:#}"))
+    };
+    (code, scrub(&message))
+}
+
+/// Prints `err` to stderr in the requested form (JSON escapes control
+/// characters itself; the text form escapes them for the terminal).
 pub fn print_error(err: &anyhow::Error, json: bool) {
     let (code, message) = error_parts(err);
     if json {
         eprintln!("{}", json!({"error": {"code": code, "message": message}}));
     } else {
-        eprintln!("error[{code}]: {message}");
+        eprintln!("error[{code}]: {}", terminal_safe(&message));
     }
 }
 
@@ -71,12 +100,6 @@ pub fn to_json<T: serde::Serialize>(value: &T) -> Value {
     serde_json::to_value(value).unwrap_or(Value::Null)
 }
 
-/// Milliseconds since the epoch as an RFC 3339 UTC time with milliseconds.
-pub fn fmt_ms(ms: i64) -> String {
-    let t = UNIX_EPOCH + Duration::from_millis(ms.max(0) as u64);
-    humantime::format_rfc3339_millis(t).to_string()
-}
-
 fn opt_ms(ms: Option<i64>) -> String {
     ms.map(fmt_ms).unwrap_or_else(|| "-".into())
 }
@@ -87,8 +110,14 @@ fn opt<T: ToString>(v: &Option<T>) -> String {
         .unwrap_or_else(|| "-".into())
 }
 
-/// Renders rows as left-aligned columns separated by two spaces.
+/// Renders rows as left-aligned columns separated by two spaces; every cell is
+/// made [`terminal_safe`] first, so no stored value can steer the terminal.
 pub fn table(header: &[&str], rows: &[Vec<String>]) -> String {
+    let rows: Vec<Vec<String>> = rows
+        .iter()
+        .map(|row| row.iter().map(|c| terminal_safe(c).into_owned()).collect())
+        .collect();
+    let rows = rows.as_slice();
     let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
     for row in rows {
         for (i, cell) in row.iter().enumerate() {
@@ -122,7 +151,7 @@ pub fn jobs_table(jobs: &[Job]) -> String {
                 j.job_name.clone(),
                 j.queue.clone(),
                 j.status.to_string(),
-                format!("{}/{}", j.attempts, j.max_retries + 1),
+                format!("{}/{}", j.attempts, j.max_retries.saturating_add(1)),
                 fmt_ms(j.scheduled_at_ms),
                 opt(&j.last_error).chars().take(60).collect(),
             ]
@@ -186,7 +215,9 @@ mod tests {
     }
 
     #[test]
-    fn formats_epoch_millis() {
-        assert_eq!(fmt_ms(1_500), "1970-01-01T00:00:01.500Z");
+    fn table_cells_cannot_steer_the_terminal() {
+        let t = table(&["Q"], &[vec!["a\u{1b}[2J".into()]]);
+        assert!(!t.contains('\u{1b}'), "{t:?}");
+        assert!(t.contains("a\\u{1b}[2J"), "{t:?}");
     }
 }

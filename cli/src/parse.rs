@@ -58,10 +58,13 @@ pub fn rfc3339_ms(flag: &str, raw: &str) -> Result<i64, CliError> {
     let (base, offset_min) = if let Some(b) = s.strip_suffix('Z').or_else(|| s.strip_suffix('z')) {
         (b, 0i64)
     } else {
-        if s.len() < 6 {
+        // `±HH:MM` is six ASCII bytes; anything else there (or a split inside a
+        // multi-byte character) is not an offset.
+        let split = s.len().checked_sub(6).ok_or_else(bad)?;
+        if !s.is_char_boundary(split) {
             return Err(bad());
         }
-        let (b, off) = s.split_at(s.len() - 6);
+        let (b, off) = s.split_at(split);
         let sign = match off.as_bytes()[0] {
             b'+' => 1,
             b'-' => -1,
@@ -137,6 +140,29 @@ mod tests {
             rfc3339_ms("t", "tomorrow").unwrap_err().code,
             "invalid-time"
         );
+        // A multi-byte character where the offset would start used to panic.
+        assert_eq!(
+            rfc3339_ms("t", "2026-01-01T00:00:00\u{e9}00:00")
+                .unwrap_err()
+                .code,
+            "invalid-time"
+        );
+    }
+
+    #[test]
+    fn a_delay_too_long_to_add_to_a_clock_is_invalid_duration() {
+        // humantime's year is 365.25 days.
+        assert_eq!(
+            delay_ms("--run-in", "10001y").unwrap(),
+            10_001 * 31_557_600_000
+        );
+        for huge in ["9223372036854775s", "300000000y", "18446744073709551615s"] {
+            assert_eq!(
+                delay_ms("--run-in", huge).unwrap_err().code,
+                "invalid-duration",
+                "{huge}"
+            );
+        }
     }
 
     #[test]

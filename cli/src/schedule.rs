@@ -21,11 +21,16 @@ pub async fn run(db: &Database, cmd: ScheduleCommand) -> Result<()> {
         }
         ScheduleCommand::Cancel { key } => {
             let key = ScheduleKey::new(key)?;
-            to_json(&db.open().await?.cancel_scheduled(&key).await?)
+            to_json(
+                &db.open_existing(false)
+                    .await?
+                    .cancel_scheduled(&key)
+                    .await?,
+            )
         }
         ScheduleCommand::Wake { key } => {
             let key = ScheduleKey::new(key)?;
-            to_json(&db.open().await?.wake_scheduled(&key).await?)
+            to_json(&db.open_existing(false).await?.wake_scheduled(&key).await?)
         }
         ScheduleCommand::Get {
             key,
@@ -33,7 +38,7 @@ pub async fn run(db: &Database, cmd: ScheduleCommand) -> Result<()> {
         } => {
             let key = ScheduleKey::new(key)?;
             to_json(
-                &db.open()
+                &db.open_existing(false)
                     .await?
                     .get_scheduled(&key, include_latest_terminal)
                     .await?,

@@ -13,7 +13,9 @@ use duraq_tenants::{
 };
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use crate::output::print_error;
+use crate::display::terminal_safe;
+use crate::output::{print_error, scrub};
+use duraq_core::error_chain;
 
 #[derive(Debug, Subcommand)]
 pub enum TenantsCommand {
@@ -105,7 +107,7 @@ fn bar_progress() -> impl FnMut(Progress<'_>) + Send {
         Progress::ScanStarted { total } => bar.set_length(total as u64),
         Progress::Scanned { done, status, .. } => {
             bar.set_position(done as u64);
-            bar.set_message(status.name.clone());
+            bar.set_message(terminal_safe(&status.name).into_owned());
         }
         Progress::ScanFailed {
             done,
@@ -114,7 +116,9 @@ fn bar_progress() -> impl FnMut(Progress<'_>) + Send {
             ..
         } => {
             bar.set_position(done as u64);
-            bar.println(format!("{tenant}: error[{}] {error}", error.code()));
+            // Tenant names come from a file or a control database: escaped.
+            let line = format!("{tenant}: error[{}] {}", error.code(), error_chain(error));
+            bar.println(terminal_safe(&scrub(&line)));
         }
         Progress::MigrateTenant {
             index,
@@ -124,14 +128,16 @@ fn bar_progress() -> impl FnMut(Progress<'_>) + Send {
         } => {
             bar.set_length(total as u64);
             bar.set_position(index as u64);
-            bar.set_message(tenant.to_owned());
+            bar.set_message(terminal_safe(tenant).into_owned());
         }
         Progress::Applied {
             tenant,
             version,
             name,
         } => {
-            bar.println(format!("{tenant}: applied {version}_{name}"));
+            bar.println(terminal_safe(&format!(
+                "{tenant}: applied {version}_{name}"
+            )));
         }
         _ => {}
     }

@@ -82,19 +82,6 @@ fn queue_cap(raw: &str) -> Result<(String, i64), CliError> {
     Ok((name.trim().to_string(), n))
 }
 
-/// Sends the runtime's logs (claim errors, recoveries, drain) to stderr; the level
-/// comes from `DURAQ_LOG` (an env-filter directive), default `info`.
-fn init_logging() {
-    use std::io::IsTerminal;
-    let filter = tracing_subscriber::EnvFilter::try_from_env("DURAQ_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::stderr().is_terminal())
-        .try_init();
-}
-
 pub async fn run(db: &Database, a: WorkerArgs, json: bool) -> Result<()> {
     let stale_after = duration_ms("--stale-after", &a.stale_after)?;
     let drain_timeout = duration_ms("--drain-timeout", &a.drain_timeout)?;
@@ -139,7 +126,6 @@ pub async fn run(db: &Database, a: WorkerArgs, json: bool) -> Result<()> {
     }
     let worker = builder.build()?;
     let worker_id = worker.id().to_string();
-    init_logging();
     let report = worker.run(first_signal_then_force(signals, json)).await?;
     if json {
         print_json(&json!({ "workerId": worker_id, "report": to_json(&report) }));

@@ -133,3 +133,79 @@ fn common_now() -> u128 {
         .unwrap()
         .as_nanos()
 }
+
+/// Runs `sql` on `url` (a fresh runtime per call keeps the test synchronous).
+fn execute(url: &str, sql: &str) -> Vec<tokio_postgres::SimpleQueryMessage> {
+    tokio::runtime::Runtime::new().unwrap().block_on(async {
+        let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls)
+            .await
+            .unwrap();
+        tokio::spawn(connection);
+        client.simple_query(sql).await.unwrap()
+    })
+}
+
+#[test]
+fn reading_commands_never_create_on_postgres() {
+    let Ok(url) = std::env::var("DATABASE_URL") else {
+        eprintln!("DATABASE_URL is not set; skipping the PostgreSQL CLI test");
+        return;
+    };
+    // A fresh, empty database of our own: nothing else may create tables in it.
+    let name = format!("duraq_cli_read_{}", std::process::id());
+    execute(&url, &format!("DROP DATABASE IF EXISTS {name}"));
+    execute(&url, &format!("CREATE DATABASE {name}"));
+    let mut config: tokio_postgres::Config = url.parse().unwrap();
+    config.dbname(&name);
+    let (host, port) = (url_host(&url), config.get_ports()[0]);
+    let fresh = format!("postgres://postgres@{host}:{port}/{name}");
+
+    for args in [
+        &["counts"][..],
+        &["jobs", "list"],
+        &["jobs", "show", "some-id"],
+        &["schedule", "get", "k"],
+        &["schedule", "cancel", "k"],
+    ] {
+        let out = run_with_url(&fresh, args);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {out:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.starts_with("error[database-not-found]: "), "{err}");
+    }
+    let tables = execute(
+        &fresh,
+        "SELECT count(*)::text FROM information_schema.tables WHERE table_schema = 'public'",
+    );
+    let count = tables.iter().find_map(|m| match m {
+        tokio_postgres::SimpleQueryMessage::Row(row) => row.get(0).map(str::to_owned),
+        _ => None,
+    });
+    assert_eq!(
+        count.as_deref(),
+        Some("0"),
+        "a reading command created tables"
+    );
+
+    // A database that does not exist at all.
+    let out = run_with_url(
+        &format!("postgres://postgres@{host}:{port}/{name}_missing"),
+        &["counts"],
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.starts_with("error[database-not-found]: "), "{err}");
+
+    // Writing commands still need no set-up; then reading works.
+    json(&fresh, &["enqueue", "duraq.noop"]);
+    assert_eq!(json(&fresh, &["counts"])["total"], 1);
+    execute(&url, &format!("DROP DATABASE {name} WITH (FORCE)"));
+}
+
+/// The host of a `postgres://` URL (the tests' server listens on TCP).
+fn url_host(url: &str) -> String {
+    let config: tokio_postgres::Config = url.parse().unwrap();
+    match &config.get_hosts()[0] {
+        tokio_postgres::config::Host::Tcp(h) => h.clone(),
+        #[cfg(unix)]
+        tokio_postgres::config::Host::Unix(p) => p.display().to_string(),
+    }
+}

@@ -1,0 +1,70 @@
+//! The one log subscriber every command installs (stderr, so stdout stays one
+//! JSON object per command). The filter comes from `DURAQ_LOG`, else `RUST_LOG`
+//! (env-filter directives such as `duraq_core=debug,warn`), else the command's
+//! default; colours only on a terminal and never under `NO_COLOR`
+//! (<https://no-color.org>: set and non-empty disables colour).
+
+use std::io::IsTerminal;
+
+use tracing_subscriber::EnvFilter;
+
+/// Installs the subscriber with `default` as the filter when no variable sets one.
+pub fn init(default: &str) {
+    let filter = filter_from(|var| std::env::var(var).ok(), default);
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(use_colour(
+            std::io::stderr().is_terminal(),
+            std::env::var_os("NO_COLOR"),
+        ))
+        .try_init();
+}
+
+/// `DURAQ_LOG` wins over `RUST_LOG`; an unparsable directive falls back to the next.
+fn filter_from(lookup: impl Fn(&str) -> Option<String>, default: &str) -> EnvFilter {
+    ["DURAQ_LOG", "RUST_LOG"]
+        .into_iter()
+        .filter_map(|var| lookup(var).filter(|v| !v.trim().is_empty()))
+        .find_map(|directives| EnvFilter::try_new(directives).ok())
+        .unwrap_or_else(|| EnvFilter::new(default))
+}
+
+fn use_colour(terminal: bool, no_color: Option<std::ffi::OsString>) -> bool {
+    terminal && no_color.is_none_or(|v| v.is_empty())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lookup(pairs: &'static [(&'static str, &'static str)]) -> impl Fn(&str) -> Option<String> {
+        move |var| {
+            pairs
+                .iter()
+                .find(|(k, _)| *k == var)
+                .map(|(_, v)| v.to_string())
+        }
+    }
+
+    #[test]
+    fn duraq_log_wins_then_rust_log_then_the_default() {
+        let both = filter_from(
+            lookup(&[("DURAQ_LOG", "debug"), ("RUST_LOG", "error")]),
+            "info",
+        );
+        assert_eq!(both.to_string(), "debug");
+        let rust = filter_from(lookup(&[("RUST_LOG", "error")]), "info");
+        assert_eq!(rust.to_string(), "error");
+        let none = filter_from(lookup(&[]), "warn");
+        assert_eq!(none.to_string(), "warn");
+    }
+
+    #[test]
+    fn no_color_turns_colour_off_even_on_a_terminal() {
+        assert!(use_colour(true, None));
+        assert!(!use_colour(true, Some("1".into())));
+        assert!(use_colour(true, Some("".into())));
+        assert!(!use_colour(false, None));
+    }
+}

@@ -1,0 +1,132 @@
+//! No input makes the program panic (SPEC §17): random values through every
+//! parser of the command line and every display path of a stored job.
+//!
+//! The parsers are driven through clap itself (`Cli::try_parse_from`), so a
+//! value takes the same road as one typed by a user: clap, then
+//! [`crate::parse`], then core's validation. The display paths get jobs whose
+//! every field is arbitrary, as an old or hostile database may hold them.
+
+use clap::Parser;
+use duraq_core::{Job, JobStatus, NewJob};
+use proptest::prelude::*;
+use serde_json::Value;
+
+use crate::args::{Cli, Command};
+use crate::display::fmt_ms;
+use crate::output::{job_detail, jobs_table};
+
+/// Printable text plus the characters attackers and typos bring.
+fn text() -> impl Strategy<Value = String> {
+    prop_oneof![
+        any::<String>(),
+        "[0-9a-z:+\\-. TZ]{0,40}",
+        "[0-9]{1,25}[a-z]{0,6}",
+        Just("\u{1b}[2J".to_string()),
+        Just("9223372036854775s".to_string()),
+        Just("10001y".to_string()),
+    ]
+}
+
+fn opt_ms() -> impl Strategy<Value = Option<i64>> {
+    proptest::option::of(any::<i64>())
+}
+
+fn job() -> impl Strategy<Value = Job> {
+    let strings = (text(), text(), text(), proptest::option::of(text()));
+    let numbers = (any::<i64>(), any::<i64>(), any::<i64>(), any::<i64>());
+    let times = (opt_ms(), opt_ms(), opt_ms(), opt_ms(), opt_ms(), opt_ms());
+    let keys = (
+        proptest::option::of(text()),
+        proptest::option::of(text()),
+        proptest::option::of(text()),
+    );
+    (strings, numbers, times, keys, 0..JobStatus::ALL.len()).prop_map(
+        |((id, name, queue, last_error), (a, m, s, c), (h, done, f, x, o, t), (sk, ck, ik), st)| {
+            Job {
+                id,
+                job_name: name.clone(),
+                args: Value::String(name),
+                queue,
+                status: JobStatus::ALL[st],
+                attempts: a,
+                max_retries: m,
+                scheduled_at_ms: s,
+                created_at_ms: c,
+                handed_off_at_ms: h,
+                completed_at_ms: done,
+                failed_at_ms: f,
+                cancelled_at_ms: x,
+                orphaned_at_ms: o,
+                last_error,
+                worker_id: sk.clone(),
+                handoff_id: ck.clone(),
+                schedule_key: sk,
+                schedule_order: t,
+                concurrency_key: ck,
+                max_concurrency: t,
+                idempotency_key: ik,
+                timeout_ms: h,
+            }
+        },
+    )
+}
+
+/// Runs the semantic parsing of an `enqueue` command line, as `enqueue::run`
+/// does before it opens a store.
+fn parse_enqueue(argv: &[String]) {
+    let Ok(cli) = Cli::try_parse_from(argv) else {
+        return; // clap's own usage error: exit 2, no panic
+    };
+    let _ = crate::db::Database::parse(&cli.database);
+    if let Command::Enqueue(a) = cli.command {
+        if let Ok((args, opts)) = crate::parse::job_options(&a.job) {
+            let _ = NewJob::new(&a.name, args, opts);
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(512))]
+
+    #[test]
+    fn enqueue_flags_never_panic(
+        flag in prop_oneof![
+            Just("--run-in"), Just("--run-at"), Just("--timeout"), Just("--args"),
+            Just("--queue"), Just("--max-retries"), Just("--concurrency-key"),
+        ],
+        value in text(),
+        database in text(),
+    ) {
+        let argv: Vec<String> = ["duraq", "--database", &database, "enqueue", "duraq.noop", flag, &value]
+            .iter().map(|s| s.to_string()).collect();
+        parse_enqueue(&argv);
+        let with_cap: Vec<String> = ["duraq", "enqueue", "n", "--concurrency-key", &value, "--max-concurrency", "2"]
+            .iter().map(|s| s.to_string()).collect();
+        parse_enqueue(&with_cap);
+    }
+
+    #[test]
+    fn parsers_never_panic(value in text()) {
+        let _ = crate::parse::duration_ms("--x", &value);
+        let _ = crate::parse::delay_ms("--x", &value);
+        let _ = crate::parse::rfc3339_ms("--x", &value);
+        let _ = crate::parse::json_args(Some(&value));
+        let _ = crate::db::Database::parse(&value);
+        let _ = crate::db::password(&value);
+        let _ = duraq_core::QueueName::new(&value);
+        let _ = duraq_core::ScheduleKey::new(value.clone());
+        let _ = duraq_core::IdempotencyKey::new(value.clone());
+    }
+
+    #[test]
+    fn any_job_displays_without_panic_or_raw_control_characters(job in job()) {
+        for shown in [jobs_table(std::slice::from_ref(&job)), job_detail(&job)] {
+            prop_assert!(
+                !shown.chars().any(|c| c.is_control() && c != '\n'),
+                "{shown:?}"
+            );
+        }
+        let _ = fmt_ms(job.scheduled_at_ms);
+        let _ = serde_json::to_string(&job);
+    }
+}

@@ -41,6 +41,7 @@ mod notify;
 mod rows;
 mod schedule;
 mod schema;
+mod schema_def;
 mod store_impl;
 mod transactional;
 mod tx;

@@ -6,9 +6,9 @@ mod common;
 
 mod postgres {
     use duraq_core::{EnqueueOptions, EnqueueOutcome, ErrorCode, Store};
-    use duraq_store_postgres::SCHEMA_VERSION;
+    use duraq_store_postgres::{PostgresStore, SCHEMA_VERSION};
 
-    use crate::common::{job, open, raw_client, schema};
+    use crate::common::{job, open, options, raw_client, schema, url};
 
     #[tokio::test]
     async fn migrations_are_recorded_once_and_concurrent_openers_agree() {
@@ -108,7 +108,10 @@ mod postgres {
             .await
             .unwrap();
 
-        let store = open(&s).await.unwrap();
+        // A reading open upgrades an older duraq schema (it only refuses to create one).
+        let store = PostgresStore::connect_existing(&url(), options(&s))
+            .await
+            .unwrap();
         assert_eq!(store.migration().applied, [2]);
         let indexes: Vec<String> = client
             .query(

@@ -274,3 +274,16 @@ fn concurrent_openers_of_a_new_file_apply_each_version_once() {
         (1..=SCHEMA_VERSION).collect::<Vec<_>>()
     );
 }
+
+#[tokio::test]
+async fn open_existing_upgrades_an_older_duraq_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("v1.db");
+    Connection::open(&path)
+        .unwrap()
+        .execute_batch(V1_SQL)
+        .unwrap();
+    let store = SqliteStore::open_existing(&path, SqliteOptions::default()).unwrap();
+    assert_eq!(store.migration().applied, vec![2, 3]);
+    assert!(store.get_job("old-1").await.unwrap().is_some());
+}

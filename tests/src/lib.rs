@@ -36,12 +36,14 @@ pub mod model;
 pub mod model_gen;
 pub mod model_ops;
 mod model_side;
+pub mod names;
 pub mod normalization;
 pub mod operations;
 pub mod operator;
 pub mod prune;
 pub mod recovery;
 pub mod retry;
+pub mod run_in;
 pub mod schedule_keys;
 pub mod schedule_ownership;
 

@@ -1,6 +1,7 @@
 //! The model-based property suite (SPEC §13): proptest generates sequences of 10
-//! to 40 operations — enqueue (plain, scheduled, capped, idempotent with or without
-//! an operation record, dedupe-while-queued, batches), replace/cancel/wake/get on
+//! to 40 operations — enqueue (plain, scheduled, delayed by `runInMs`, capped,
+//! idempotent with or without an operation record, dedupe-while-queued, batches,
+//! now and then with a queue name or concurrency key that breaks the name rule), replace/cancel/wake/get on
 //! two schedule keys, claims with limits, name/queue filters and queue caps and
 //! priorities, reports (completed, failed with default/overridden backoff or
 //! discard, reschedule, return-to-queue) under a current lease or any lease handed

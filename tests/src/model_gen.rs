@@ -2,7 +2,11 @@
 //! operations themselves, drawn from small pools (two names, two queues, two
 //! schedule keys, two idempotency keys, three operation keys) so that keys,
 //! scopes, duplicates and caps collide often, and weighted towards the
-//! operations that move jobs through their life.
+//! operations that move jobs through their life. Now and then a request asks
+//! for a relative delay (`runInMs`, resolved with each store's clock, and part
+//! of an idempotent request's digest) or carries a queue name or concurrency
+//! key that breaks the name rule (SPEC §17), which every store must refuse
+//! alike and without writing.
 
 use proptest::prelude::*;
 
@@ -15,6 +19,11 @@ pub struct Spec {
     pub queue: u8,
     /// Offset from now in ms; `None` is an immediate enqueue.
     pub at: Option<i64>,
+    /// A relative delay (`runInMs`), used only when `at` is `None`.
+    pub run_in: Option<i64>,
+    /// Breaks the name rule: 0/1 an over-long / escape-carrying queue name,
+    /// 2/3 an over-long / newline-carrying concurrency key.
+    pub bad_name: Option<u8>,
     pub max_retries: u8,
     /// (key index, cap).
     pub cap: Option<(u8, u8)>,
@@ -103,17 +112,23 @@ fn spec() -> impl Strategy<Value = Spec> {
     )
         .prop_flat_map(|(name, args, queue, at, max_retries, cap)| {
             let idem = prop::option::weighted(0.35, 0u8..2);
+            let run_in =
+                prop::option::weighted(0.1, prop::sample::select(vec![0i64, 0, 5_000, 60_000]));
             (
                 idem,
                 any::<bool>(),
                 prop::bool::weighted(0.15),
                 prop::option::weighted(0.5, 0u8..3),
+                run_in,
+                prop::option::weighted(0.02, 0u8..4),
             )
-                .prop_map(move |(idem, dedupe, timeout, op)| Spec {
+                .prop_map(move |(idem, dedupe, timeout, op, run_in, bad_name)| Spec {
                     name,
                     args,
                     queue,
                     at,
+                    run_in: if at.is_none() { run_in } else { None },
+                    bad_name,
                     max_retries,
                     cap,
                     idem,

@@ -42,6 +42,9 @@ fn new_job(s: &Spec, id: String, now: i64) -> Result<NewJob> {
     if let Some(at) = s.at {
         opts = opts.scheduled_at_ms((now + at).max(0));
     }
+    if let Some(ms) = s.run_in {
+        opts = opts.run_in_ms(ms);
+    }
     if let Some((k, cap)) = s.cap {
         opts = opts.concurrency(format!("c{k}"), cap as i64);
     }
@@ -53,6 +56,13 @@ fn new_job(s: &Spec, id: String, now: i64) -> Result<NewJob> {
     }
     if s.timeout {
         opts = opts.timeout_ms(1_000);
+    }
+    match s.bad_name {
+        Some(0) => opts = opts.queue("q".repeat(256)),
+        Some(1) => opts = opts.queue("q\u{1b}[2J"),
+        Some(2) => opts = opts.concurrency("c".repeat(256), 1),
+        Some(_) => opts = opts.concurrency("c\n1", 1),
+        None => {}
     }
     let job = NewJob::new(NAMES[s.name as usize], json!([s.args]), opts)?.with_id(id);
     match (s.op, s.idem) {

@@ -23,6 +23,16 @@ macro_rules! store_suite {
                     invalid_scheduled_at, invalid_concurrency, invalid_idempotency_key,
                     invalid_timeout, unsupported_option_combination, invalid_schedule_key,
                 ],
+                names: [
+                    invalid_queue_names_are_rejected, invalid_concurrency_keys_are_rejected,
+                    longest_concurrency_key_works_end_to_end,
+                    capped_queue_with_longest_name_is_claimable,
+                ],
+                run_in: [
+                    run_in_resolves_with_the_store_clock,
+                    idempotent_run_in_replays_after_the_clock_moved,
+                    absolute_and_immediate_keyed_requests_still_replay,
+                ],
                 enqueue: [
                     enqueue_returns_created_and_persists, future_job_waits_until_due,
                     concurrency_cap_conflict, batch_is_one_mutation, batch_sees_earlier_jobs,

@@ -1,0 +1,167 @@
+//! The declared schema: every table with its columns (name, the type
+//! `information_schema` reports, DDL), the indexes, and what each later version
+//! added or retired. [`crate::schema`] compares a database against this
+//! declaration and adds what is missing; kept apart so that the migration logic
+//! reads on its own.
+//!
+//! Versions: 1, the job store; 2, dedupe keys only for scopes that use dedupe
+//! (`dedupe_key`, `duraq_dedupe_scopes`).
+
+/// The newest schema version this binary knows.
+pub const SCHEMA_VERSION: i64 = 2;
+/// The ledger table recording applied versions.
+pub const LEDGER_TABLE: &str = "duraq_migrations";
+/// The ledger scope of the job store's own schema.
+pub const MIGRATION_SCOPE: &str = "duraq.jobs";
+
+/// A table: name and (column, `information_schema` data type, DDL) triples.
+pub(crate) struct Table {
+    pub name: &'static str,
+    pub columns: &'static [(&'static str, &'static str, &'static str)],
+    pub constraints: &'static str,
+}
+
+const T: &str = "text";
+const I: &str = "bigint";
+
+pub(crate) const TABLES: &[Table] = &[
+    Table {
+        name: LEDGER_TABLE,
+        columns: &[
+            ("scope", T, "text NOT NULL"),
+            ("version", I, "bigint NOT NULL"),
+            ("applied_at_ms", I, "bigint NOT NULL"),
+        ],
+        constraints: "PRIMARY KEY (scope, version)",
+    },
+    Table {
+        name: "duraq_jobs",
+        columns: &[
+            ("id", T, "text PRIMARY KEY"),
+            ("job_name", T, "text NOT NULL"),
+            ("args", T, "text NOT NULL"),
+            ("args_digest", T, "text NOT NULL"),
+            ("queue", T, "text NOT NULL"),
+            ("status", T, "text NOT NULL"),
+            ("attempts", I, "bigint NOT NULL"),
+            ("max_retries", I, "bigint NOT NULL"),
+            ("scheduled_at_ms", I, "bigint NOT NULL"),
+            ("created_at_ms", I, "bigint NOT NULL"),
+            ("handed_off_at_ms", I, "bigint"),
+            ("completed_at_ms", I, "bigint"),
+            ("failed_at_ms", I, "bigint"),
+            ("cancelled_at_ms", I, "bigint"),
+            ("orphaned_at_ms", I, "bigint"),
+            ("last_error", T, "text"),
+            ("worker_id", T, "text"),
+            ("handoff_id", T, "text"),
+            ("schedule_key", T, "text"),
+            ("schedule_order", I, "bigint"),
+            ("concurrency_key", T, "text"),
+            ("max_concurrency", I, "bigint"),
+            ("idempotency_key", T, "text"),
+            ("timeout_ms", I, "bigint"),
+            ("reservation_key", T, "text"),
+            ("dedupe_key", T, "text"),
+        ],
+        constraints: "",
+    },
+    Table {
+        name: "duraq_dedupe_scopes",
+        columns: &[
+            ("job_name", T, "text NOT NULL"),
+            ("queue", T, "text NOT NULL"),
+            ("registered_at_ms", I, "bigint NOT NULL"),
+        ],
+        constraints: "PRIMARY KEY (job_name, queue)",
+    },
+    Table {
+        name: "duraq_idempotency",
+        columns: &[
+            ("scope_digest", T, "text PRIMARY KEY"),
+            ("request_digest", T, "text NOT NULL"),
+            ("job_id", T, "text NOT NULL"),
+            ("created_at_ms", I, "bigint NOT NULL"),
+        ],
+        constraints: "",
+    },
+    Table {
+        name: "duraq_operations",
+        columns: &[
+            ("op_key", T, "text PRIMARY KEY"),
+            ("data", T, "text NOT NULL"),
+            ("job_id", T, "text NOT NULL"),
+            ("created_at_ms", I, "bigint NOT NULL"),
+            ("first_attempt_started_at_ms", I, "bigint"),
+            ("result", T, "text"),
+        ],
+        constraints: "",
+    },
+    Table {
+        name: "duraq_schedule_owners",
+        columns: &[
+            ("schedule_key", T, "text PRIMARY KEY"),
+            ("job_id", T, "text NOT NULL"),
+        ],
+        constraints: "",
+    },
+    Table {
+        name: "duraq_schedule_orders",
+        columns: &[
+            ("schedule_key", T, "text PRIMARY KEY"),
+            ("high_water", I, "bigint NOT NULL"),
+        ],
+        constraints: "",
+    },
+    Table {
+        name: "duraq_concurrency",
+        columns: &[
+            ("concurrency_key", T, "text PRIMARY KEY"),
+            ("max_concurrency", I, "bigint NOT NULL"),
+            ("active", I, "bigint NOT NULL"),
+        ],
+        constraints: "",
+    },
+    Table {
+        name: "duraq_workers",
+        columns: &[
+            ("worker_id", T, "text PRIMARY KEY"),
+            ("last_heartbeat_ms", I, "bigint NOT NULL"),
+        ],
+        constraints: "",
+    },
+    Table {
+        name: "duraq_count_shards",
+        columns: &[
+            ("shard", "integer", "integer PRIMARY KEY"),
+            ("revision", I, "bigint NOT NULL"),
+            ("queued", I, "bigint NOT NULL"),
+            ("handed_off", I, "bigint NOT NULL"),
+            ("completed", I, "bigint NOT NULL"),
+            ("failed", I, "bigint NOT NULL"),
+            ("cancelled", I, "bigint NOT NULL"),
+            ("orphaned", I, "bigint NOT NULL"),
+        ],
+        constraints: "",
+    },
+];
+
+pub(crate) const INDEXES: &[&str] = &[
+    "duraq_jobs_due ON {s}.duraq_jobs (scheduled_at_ms, created_at_ms, id COLLATE \"C\") WHERE status = 'queued'",
+    "duraq_jobs_dedupe_key ON {s}.duraq_jobs (dedupe_key) \
+     WHERE status = 'queued' AND dedupe_key IS NOT NULL",
+    "duraq_jobs_running ON {s}.duraq_jobs (worker_id) WHERE status = 'handed_off'",
+    "duraq_jobs_reserved ON {s}.duraq_jobs (reservation_key) WHERE status = 'handed_off'",
+    "duraq_jobs_key ON {s}.duraq_jobs (schedule_key, schedule_order) WHERE schedule_key IS NOT NULL",
+    "duraq_jobs_created ON {s}.duraq_jobs (created_at_ms, id COLLATE \"C\")",
+    "duraq_jobs_completed ON {s}.duraq_jobs (completed_at_ms) WHERE status = 'completed'",
+    "duraq_jobs_failed ON {s}.duraq_jobs (failed_at_ms) WHERE status = 'failed'",
+    "duraq_jobs_orphaned ON {s}.duraq_jobs (orphaned_at_ms) WHERE status = 'orphaned'",
+    "duraq_jobs_cancelled ON {s}.duraq_jobs (cancelled_at_ms) WHERE status = 'cancelled'",
+];
+
+/// Columns added after version 1: (table, column, version that added it).
+pub(crate) const ADDED_COLUMNS: &[(&str, &str, i64)] = &[("duraq_jobs", "dedupe_key", 2)];
+
+/// Indexes a later version replaced, dropped when upgrading.
+pub(crate) const RETIRED_INDEXES: &[&str] = &["duraq_jobs_dedupe"];

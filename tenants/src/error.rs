@@ -5,9 +5,20 @@
 //!
 //! A preflight scans every tenant before it fails, so it fails with
 //! [`Error::Tenants`]: one entry per failing tenant, each with its own code.
+//!
+//! A message carries its cause (`tenant "acme" unreachable: PostgreSQL
+//! connection to u@127.0.0.1:9/x failed: error connecting to server: Connection
+//! refused`), rendered when the error is made, because the backends' own
+//! `Display` often says only `db error`; so `to_string()`, `{:#}` and
+//! `duraq_core::error_chain` all print the same complete line, and no error
+//! returns its cause from `source()` as well (that would print it twice). The
+//! original error is kept in the `cause` field. Messages never hold a password.
 
 use std::fmt;
 use std::path::PathBuf;
+
+use crate::catalog::Migration;
+use crate::cause::with_cause;
 
 /// A boxed source error from a backend.
 pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
@@ -105,8 +116,8 @@ pub enum Error {
     #[error("tenant provider unreachable: {message}")]
     ProviderUnreachable {
         message: String,
-        #[source]
-        source: Option<BoxError>,
+        /// The original error (already rendered in `message`).
+        cause: Option<BoxError>,
     },
     /// A tenant's URL is empty or of an unknown kind.
     #[error("tenant {tenant:?} unresolved: {message}")]
@@ -116,8 +127,8 @@ pub enum Error {
     Unreachable {
         tenant: String,
         message: String,
-        #[source]
-        source: Option<BoxError>,
+        /// The original error (already rendered in `message`).
+        cause: Option<BoxError>,
     },
     /// A tenant's database has no ledger table (never read as "nothing applied").
     #[error("tenant {tenant:?} has no migration ledger table {table}")]
@@ -129,8 +140,8 @@ pub enum Error {
         version: i64,
         name: String,
         message: String,
-        #[source]
-        source: Option<BoxError>,
+        /// The original error (already rendered in `message`).
+        cause: Option<BoxError>,
     },
     /// One or more tenants failed; every failing tenant is listed, in provider order.
     #[error("{}", tenants_message(.failures))]
@@ -140,8 +151,8 @@ pub enum Error {
     Backend {
         tenant: Option<String>,
         message: String,
-        #[source]
-        source: Option<BoxError>,
+        /// The original error (already rendered in `message`).
+        cause: Option<BoxError>,
     },
 }
 
@@ -208,23 +219,44 @@ impl Error {
         }
     }
 
+    /// `tenant-unreachable`: `context` and the rendered `cause`.
     pub(crate) fn unreachable(
         tenant: &str,
-        message: impl Into<String>,
-        source: Option<BoxError>,
+        context: impl fmt::Display,
+        cause: Option<BoxError>,
     ) -> Self {
         Self::Unreachable {
             tenant: tenant.to_string(),
-            message: message.into(),
-            source,
+            message: with_cause(context, cause.as_ref()),
+            cause,
         }
     }
 
-    pub(crate) fn backend(tenant: &str, message: impl Into<String>, source: BoxError) -> Self {
+    /// `backend-error` on `tenant`: `context` and the rendered `cause`.
+    pub(crate) fn backend(tenant: &str, context: impl fmt::Display, cause: BoxError) -> Self {
         Self::Backend {
             tenant: Some(tenant.to_string()),
-            message: message.into(),
-            source: Some(source),
+            message: with_cause(context, Some(&cause)),
+            cause: Some(cause),
+        }
+    }
+
+    /// `tenant-provider-unreachable`: `context` and the rendered `cause`.
+    pub(crate) fn provider(context: impl fmt::Display, cause: BoxError) -> Self {
+        Self::ProviderUnreachable {
+            message: with_cause(context, Some(&cause)),
+            cause: Some(cause),
+        }
+    }
+
+    /// `tenant-migration-failed`: the rendered `cause` of `migration` failing.
+    pub(crate) fn migration_failed(tenant: &str, migration: &Migration, cause: BoxError) -> Self {
+        Self::MigrationFailed {
+            tenant: tenant.to_string(),
+            version: migration.version,
+            name: migration.name.clone(),
+            message: with_cause("", Some(&cause)),
+            cause: Some(cause),
         }
     }
 }

@@ -8,11 +8,14 @@
 //! then looked up with `to_regclass`, so a missing table is `tenant-ledger-missing`.
 //!
 //! Schema names are validated as plain identifiers and double-quoted; every value
-//! is a bound parameter. TLS is not supported yet (`NoTls`).
+//! is a bound parameter. TLS is not supported yet (`NoTls`). Errors name the
+//! target (`user@host:port/db`, never the password) and carry the server's
+//! message or the connection failure (see `cause`).
 
 use tokio_postgres::{Client, Config, NoTls};
 
 use crate::catalog::{Ledger, Migration, JOB_STORE_SCOPE, TENANT_LEDGER_TABLE};
+use crate::cause::{describe, pg_target};
 use crate::error::{Error, Result};
 
 /// Whether `s` is a plain SQL identifier (`[A-Za-z_][A-Za-z0-9_]*`, at most 63 bytes).
@@ -28,13 +31,41 @@ fn quote_ident(s: &str) -> String {
     format!("\"{}\"", s.replace('"', "\"\""))
 }
 
-async fn connect(config: &Config) -> std::result::Result<Client, tokio_postgres::Error> {
-    let (client, connection) = config.connect(NoTls).await?;
+/// Connects (`tenant-unreachable` naming the target and why it failed).
+async fn connect(tenant: &str, config: &Config) -> Result<Client> {
+    let (client, connection) = config.connect(NoTls).await.map_err(|e| {
+        let context = format!("PostgreSQL connection to {} failed", pg_target(config));
+        Error::unreachable(tenant, context, Some(e.into()))
+    })?;
     tokio::spawn(async move {
         // Ends when the client is dropped; errors surface on the client's calls.
         let _ = connection.await;
     });
     Ok(client)
+}
+
+/// Points the session (`SET` or `SET LOCAL`) at `schema`, which must exist
+/// (`tenant-unreachable` otherwise, as a missing SQLite file is).
+async fn enter_schema(
+    tenant: &str,
+    config: &Config,
+    client: &Client,
+    schema: &str,
+    set: &str,
+) -> Result<()> {
+    let failed = |e: tokio_postgres::Error| {
+        let context = format!("entering schema {schema:?} on {}", pg_target(config));
+        Error::unreachable(tenant, context, Some(e.into()))
+    };
+    if !schema_exists(client, schema).await.map_err(failed)? {
+        return Err(Error::unreachable(
+            tenant,
+            format!("schema {schema:?} does not exist on {}", pg_target(config)),
+            None,
+        ));
+    }
+    let set = format!("{set} search_path TO {}", quote_ident(schema));
+    client.batch_execute(&set).await.map_err(failed)
 }
 
 async fn schema_exists(
@@ -71,23 +102,16 @@ impl PostgresReadOnly {
     /// Connects and begins the read-only transaction (`tenant-unreachable` when the
     /// server or the schema cannot be reached).
     pub async fn begin(tenant: &str, config: &Config, schema: Option<&str>) -> Result<Self> {
-        let unreachable =
-            |e: tokio_postgres::Error| Error::unreachable(tenant, e.to_string(), Some(e.into()));
-        let client = connect(config).await.map_err(unreachable)?;
+        let client = connect(tenant, config).await?;
         client
             .batch_execute("START TRANSACTION READ ONLY")
             .await
-            .map_err(unreachable)?;
+            .map_err(|e| {
+                let context = format!("starting a read-only transaction on {}", pg_target(config));
+                Error::unreachable(tenant, context, Some(e.into()))
+            })?;
         if let Some(schema) = schema {
-            if !schema_exists(&client, schema).await.map_err(unreachable)? {
-                return Err(Error::unreachable(
-                    tenant,
-                    format!("schema {schema:?} does not exist"),
-                    None,
-                ));
-            }
-            let set = format!("SET LOCAL search_path TO {}", quote_ident(schema));
-            client.batch_execute(&set).await.map_err(unreachable)?;
+            enter_schema(tenant, config, &client, schema, "SET LOCAL").await?;
         }
         Ok(Self { client })
     }
@@ -107,7 +131,13 @@ pub(crate) async fn read_applied(
     ledger: Ledger,
 ) -> Result<Vec<i64>> {
     let reader = PostgresReadOnly::begin(tenant, config, schema).await?;
-    let backend = |e: tokio_postgres::Error| Error::backend(tenant, e.to_string(), e.into());
+    let backend = |e: tokio_postgres::Error| {
+        let schema = schema
+            .map(|s| format!(" in schema {s:?}"))
+            .unwrap_or_default();
+        let context = format!("reading the ledger{schema} on {}", pg_target(config));
+        Error::backend(tenant, context, e.into())
+    };
     let client = reader.client();
     let exists: bool = client
         .query_one(
@@ -155,11 +185,8 @@ pub(crate) async fn query_pairs(
 ) -> Result<Vec<(String, String)>> {
     let reader = PostgresReadOnly::begin("control", config, schema)
         .await
-        .map_err(|e| Error::ProviderUnreachable {
-            message: format!("control database: {e}"),
-            source: Some(e.into()),
-        })?;
-    let invalid = |e: tokio_postgres::Error| Error::config("the control query", e.to_string());
+        .map_err(|e| Error::provider("control database", e.into()))?;
+    let invalid = |e: tokio_postgres::Error| Error::config("the control query", describe(&e));
     let rows = reader.client().query(query, &[]).await.map_err(invalid)?;
     let mut pairs = Vec::with_capacity(rows.len());
     for row in rows {
@@ -181,25 +208,16 @@ pub(crate) async fn query_pairs(
 /// schema for the whole session).
 pub(crate) struct Writer {
     tenant: String,
+    target: String,
     client: Client,
 }
 
 impl Writer {
     /// Connects, checks the schema, and creates the tenant ledger table if missing.
     pub(crate) async fn open(tenant: &str, config: &Config, schema: Option<&str>) -> Result<Self> {
-        let unreachable =
-            |e: tokio_postgres::Error| Error::unreachable(tenant, e.to_string(), Some(e.into()));
-        let client = connect(config).await.map_err(unreachable)?;
+        let client = connect(tenant, config).await?;
         if let Some(schema) = schema {
-            if !schema_exists(&client, schema).await.map_err(unreachable)? {
-                return Err(Error::unreachable(
-                    tenant,
-                    format!("schema {schema:?} does not exist"),
-                    None,
-                ));
-            }
-            let set = format!("SET search_path TO {}", quote_ident(schema));
-            client.batch_execute(&set).await.map_err(unreachable)?;
+            enter_schema(tenant, config, &client, schema, "SET").await?;
         }
         let create = format!(
             "CREATE TABLE IF NOT EXISTS {TENANT_LEDGER_TABLE} (version BIGINT PRIMARY KEY, \
@@ -207,6 +225,7 @@ impl Writer {
         );
         let writer = Self {
             tenant: tenant.to_string(),
+            target: pg_target(config),
             client,
         };
         writer
@@ -218,7 +237,7 @@ impl Writer {
     }
 
     fn backend(&self, e: tokio_postgres::Error) -> Error {
-        Error::backend(&self.tenant, e.to_string(), e.into())
+        backend_on(&self.tenant, &self.target, e)
     }
 
     /// The versions the tenant ledger records, ascending.
@@ -243,8 +262,8 @@ impl Writer {
         sql: &str,
         now_ms: i64,
     ) -> Result<bool> {
-        let tenant = self.tenant.clone();
-        let backend = |e: tokio_postgres::Error| Error::backend(&tenant, e.to_string(), e.into());
+        let (tenant, target) = (self.tenant.clone(), self.target.clone());
+        let backend = |e: tokio_postgres::Error| backend_on(&tenant, &target, e);
         let tx = self.client.transaction().await.map_err(backend)?;
         tx.batch_execute("LOCK TABLE duraq_tenant_migrations IN EXCLUSIVE MODE")
             .await
@@ -262,15 +281,7 @@ impl Writer {
         }
         tx.batch_execute(sql)
             .await
-            .map_err(|e| Error::MigrationFailed {
-                tenant: tenant.clone(),
-                version: migration.version,
-                name: migration.name.clone(),
-                message: e
-                    .as_db_error()
-                    .map_or_else(|| e.to_string(), |d| d.message().to_string()),
-                source: Some(e.into()),
-            })?;
+            .map_err(|e| Error::migration_failed(&tenant, migration, e.into()))?;
         tx.execute(
             "INSERT INTO duraq_tenant_migrations (version, name, applied_at_ms) VALUES ($1, $2, $3)",
             &[&migration.version, &migration.name, &now_ms],
@@ -280,4 +291,8 @@ impl Writer {
         tx.commit().await.map_err(backend)?;
         Ok(true)
     }
+}
+
+fn backend_on(tenant: &str, target: &str, e: tokio_postgres::Error) -> Error {
+    Error::backend(tenant, format!("migrating {target}"), e.into())
 }

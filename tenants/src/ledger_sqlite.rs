@@ -1,11 +1,12 @@
 //! The migration ledger on a SQLite tenant.
 //!
-//! Reads are read-only by construction: the file is opened with
-//! `SQLITE_OPEN_READ_ONLY` and without `SQLITE_OPEN_CREATE`, so SQLite itself
-//! refuses any write and a missing file is an open error (`tenant-unreachable`),
-//! never a new empty database. The ledger table's presence is checked in
-//! `sqlite_master` first: a missing table is `tenant-ledger-missing`, never "no
-//! migrations applied".
+//! Reads are read-only by construction: the file is opened through
+//! `sqlite_open` (`SQLITE_OPEN_READ_ONLY`, no create flag, and a WAL database
+//! opened so that no `-wal`/`-shm` is ever created), so SQLite itself refuses any
+//! write and a missing file is an open error (`tenant-unreachable`), never a new
+//! empty database. The ledger table's presence is checked in `sqlite_master`
+//! first: a missing table is `tenant-ledger-missing`, never "no migrations
+//! applied". Errors carry SQLite's own reason and result code.
 //!
 //! The write path ([`apply_one`], used by `migrate`) opens read-write, still
 //! without the create flag, creates the ledger table if missing, and runs each
@@ -17,16 +18,18 @@ use std::time::Duration;
 use rusqlite::{params, Connection, ErrorCode as SqliteCode, OpenFlags, TransactionBehavior};
 
 use crate::catalog::{Ledger, Migration, JOB_STORE_SCOPE, TENANT_LEDGER_TABLE};
-use crate::error::{Error, Result};
+use crate::error::{BoxError, Error, Result};
+use crate::sqlite_open::{self, OpenError};
 
 const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// Opens `path` read-only; SQLite refuses every write on this connection.
-pub(crate) fn open_read_only(path: &Path) -> rusqlite::Result<Connection> {
-    let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
-    let conn = Connection::open_with_flags(path, flags)?;
-    conn.busy_timeout(BUSY_TIMEOUT)?;
-    Ok(conn)
+/// The error to keep as a cause (a SQLite error as itself, so that its code
+/// is rendered).
+fn open_cause(err: OpenError) -> BoxError {
+    match err {
+        OpenError::Sqlite(e) => e.into(),
+        other => other.into(),
+    }
 }
 
 /// Whether a SQLite error means "cannot open this database" rather than a failed
@@ -42,27 +45,34 @@ fn map_err(tenant: &str, path: &Path, err: rusqlite::Error) -> Error {
     if is_unreachable(&err) {
         Error::unreachable(
             tenant,
-            format!("cannot open {}: {err}", path.display()),
+            format!("cannot open {}", path.display()),
             Some(err.into()),
         )
     } else {
-        Error::backend(tenant, format!("{}: {err}", path.display()), err.into())
+        Error::backend(tenant, path.display(), err.into())
     }
+}
+
+fn map_open_err(tenant: &str, path: &Path, err: OpenError) -> Error {
+    let context = format!("cannot open {}", path.display());
+    Error::unreachable(tenant, context, Some(open_cause(err)))
 }
 
 /// The versions `ledger` records in the SQLite file at `path`, ascending, read
 /// through a read-only connection.
 pub(crate) fn read_applied(tenant: &str, path: &Path, ledger: Ledger) -> Result<Vec<i64>> {
-    let conn = open_read_only(path).map_err(|e| map_err(tenant, path, e))?;
-    conn.execute_batch("BEGIN")
-        .map_err(|e| map_err(tenant, path, e))?;
-    if !table_exists(&conn, ledger.table()).map_err(|e| map_err(tenant, path, e))? {
-        return Err(Error::LedgerMissing {
-            tenant: tenant.into(),
-            table: ledger.table().into(),
-        });
-    }
-    recorded_versions(&conn, ledger).map_err(|e| map_err(tenant, path, e))
+    let read = |conn: &Connection| {
+        conn.execute_batch("BEGIN")
+            .map_err(|e| map_err(tenant, path, e))?;
+        if !table_exists(conn, ledger.table()).map_err(|e| map_err(tenant, path, e))? {
+            return Err(Error::LedgerMissing {
+                tenant: tenant.into(),
+                table: ledger.table().into(),
+            });
+        }
+        recorded_versions(conn, ledger).map_err(|e| map_err(tenant, path, e))
+    };
+    sqlite_open::read(path, read).map_err(|e| map_open_err(tenant, path, e))?
 }
 
 fn table_exists(conn: &Connection, table: &str) -> rusqlite::Result<bool> {
@@ -94,29 +104,30 @@ fn recorded_versions(conn: &Connection, ledger: Ledger) -> rusqlite::Result<Vec<
 /// Runs a tenant-listing query on a SQLite control database, read-only: rows of
 /// (name TEXT, database URL TEXT).
 pub(crate) fn query_pairs(path: &Path, query: &str) -> Result<Vec<(String, String)>> {
-    let unreachable = |e: rusqlite::Error| Error::ProviderUnreachable {
-        message: format!("cannot open the control database {}: {e}", path.display()),
-        source: Some(e.into()),
-    };
-    let invalid = |e: rusqlite::Error| Error::config("the control query", e.to_string());
-    let conn = open_read_only(path).map_err(unreachable)?;
-    let mut stmt = conn.prepare(query).map_err(|e| {
-        if is_unreachable(&e) {
-            unreachable(e)
-        } else {
-            invalid(e)
+    let context = format!("cannot open the control database {}", path.display());
+    let unreachable = |e: BoxError| Error::provider(&context, e);
+    let invalid =
+        |e: rusqlite::Error| Error::config("the control query", crate::cause::describe(&e));
+    let read = |conn: &Connection| {
+        let mut stmt = conn.prepare(query).map_err(|e| {
+            if is_unreachable(&e) {
+                unreachable(e.into())
+            } else {
+                invalid(e)
+            }
+        })?;
+        if stmt.column_count() < 2 {
+            return Err(Error::config(
+                "the control query",
+                "it must return (name, database URL) columns",
+            ));
         }
-    })?;
-    if stmt.column_count() < 2 {
-        return Err(Error::config(
-            "the control query",
-            "it must return (name, database URL) columns",
-        ));
-    }
-    let rows = stmt
-        .query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)))
-        .map_err(invalid)?;
-    rows.collect::<rusqlite::Result<Vec<_>>>().map_err(invalid)
+        let rows = stmt
+            .query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)))
+            .map_err(invalid)?;
+        rows.collect::<rusqlite::Result<Vec<_>>>().map_err(invalid)
+    };
+    sqlite_open::read(path, read).map_err(|e| unreachable(open_cause(e)))?
 }
 
 /// An open read-write connection to a tenant being migrated, with its ledger.
@@ -177,13 +188,8 @@ impl Writer {
         if recorded {
             return Ok(false);
         }
-        tx.execute_batch(sql).map_err(|e| Error::MigrationFailed {
-            tenant: tenant.clone(),
-            version: migration.version,
-            name: migration.name.clone(),
-            message: e.to_string(),
-            source: Some(e.into()),
-        })?;
+        tx.execute_batch(sql)
+            .map_err(|e| Error::migration_failed(&tenant, migration, e.into()))?;
         tx.execute(
             "INSERT INTO duraq_tenant_migrations (version, name, applied_at_ms) VALUES (?1, ?2, ?3)",
             params![migration.version, migration.name, now_ms],

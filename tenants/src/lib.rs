@@ -5,7 +5,9 @@
 //! A deploy asks one question before it ships code that expects a schema: does any
 //! existing tenant database lack a migration? [`pending`] answers it without
 //! writing anything, enforced by the databases themselves (SQLite opened
-//! read-only, PostgreSQL inside `START TRANSACTION READ ONLY`), and fails closed:
+//! read-only, PostgreSQL inside `START TRANSACTION READ ONLY`), without leaving
+//! a file behind (no `-wal`/`-shm` it did not find, so it also answers on
+//! read-only storage), and fails closed:
 //! a tenant whose ledger table is missing, whose database is unreachable or whose
 //! URL cannot be resolved fails the preflight (after every tenant was scanned, so
 //! all of them are named) instead of being counted as up to date or as empty.
@@ -22,6 +24,7 @@
 //! ([`TenantStatus::unknown_versions`]), not fatal.
 
 mod catalog;
+mod cause;
 mod command;
 mod error;
 mod ledger_postgres;
@@ -30,6 +33,7 @@ mod migrate;
 mod preflight;
 mod provider;
 mod report;
+mod sqlite_open;
 
 pub use catalog::{
     Catalog, CatalogSource, Ledger, Migration, DEFAULT_IDENTIFIER, JOB_STORE_LEDGER_TABLE,
@@ -45,16 +49,3 @@ pub use report::{
     progress_lines, MigrateReport, PreflightReport, Progress, TenantMigration, TenantStatus,
     EXIT_ERROR, EXIT_OK, EXIT_PENDING,
 };
-
-/// Opens a SQLite file the way the preflight does: `SQLITE_OPEN_READ_ONLY`, no
-/// create flag. A missing file is an error; every write is refused by SQLite.
-///
-/// ```
-/// let dir = tempfile::tempdir().unwrap();
-/// let missing = dir.path().join("missing.db");
-/// assert!(duraq_tenants::sqlite_read_only(&missing).is_err());
-/// assert!(!missing.exists());
-/// ```
-pub fn sqlite_read_only(path: &std::path::Path) -> rusqlite::Result<rusqlite::Connection> {
-    ledger_sqlite::open_read_only(path)
-}

@@ -13,7 +13,8 @@ use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 
 use crate::catalog::{Catalog, CatalogSource, Ledger};
-use crate::error::{Error, Result, TenantFailure};
+use crate::cause::with_cause;
+use crate::error::{BoxError, Error, Result, TenantFailure};
 use crate::provider::{Tenant, TenantDatabase, TenantSource};
 use crate::report::{PreflightReport, Progress, TenantStatus};
 use crate::{ledger_postgres, ledger_sqlite};
@@ -118,10 +119,13 @@ pub async fn scan(
     let mut results: Vec<Option<Result<TenantStatus>>> = (0..total).map(|_| None).collect();
     let mut done = 0;
     while let Some(joined) = tasks.join_next().await {
-        let (index, applied) = joined.map_err(|e| Error::Backend {
-            tenant: None,
-            message: format!("a ledger scan task failed: {e}"),
-            source: Some(e.into()),
+        let (index, applied) = joined.map_err(|e| {
+            let cause: BoxError = e.into();
+            Error::Backend {
+                tenant: None,
+                message: with_cause("a ledger scan task failed", Some(&cause)),
+                cause: Some(cause),
+            }
         })?;
         done += 1;
         let name = &tenants[index].name;

@@ -16,6 +16,7 @@
 //! `postgresql://…` optionally naming the tenant's schema with a `schema=<name>`
 //! query parameter or a `#<name>` suffix (removed before connecting; the name must
 //! be a plain identifier). Without a connect timeout in the URL, 10 s is used.
+//! URLs hold passwords: `Debug` and every message show them redacted.
 
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
@@ -23,11 +24,13 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
+use crate::cause::{describe, redact_url};
 use crate::error::{Error, Result};
 use crate::{ledger_postgres, ledger_sqlite};
 
-/// Where the tenants are listed.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// Where the tenants are listed (`Debug`, in `cause`, redacts the control
+/// URL's password).
+#[derive(Clone, PartialEq, Eq)]
 pub enum TenantSource {
     /// A JSON (or `.toml`) file of name → database URL.
     File(PathBuf),
@@ -37,8 +40,9 @@ pub enum TenantSource {
     Query { control: String, query: String },
 }
 
-/// One listed tenant, not yet resolved.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// One listed tenant, not yet resolved (`Debug`, in `cause`, redacts the URL's
+/// password).
+#[derive(Clone, PartialEq, Eq)]
 pub struct Tenant {
     /// The tenant's name (unique within its provider).
     pub name: String,
@@ -218,8 +222,10 @@ impl Tenant {
         }
         if url.starts_with("postgres://") || url.starts_with("postgresql://") {
             let (url, schema) = split_schema(url).map_err(unresolved)?;
-            let mut config = tokio_postgres::Config::from_str(&url)
-                .map_err(|e| unresolved(format!("invalid PostgreSQL URL: {e}")))?;
+            let mut config = tokio_postgres::Config::from_str(&url).map_err(|e| {
+                let shown = redact_url(&url);
+                unresolved(format!("invalid PostgreSQL URL {shown}: {}", describe(&e)))
+            })?;
             if config.get_connect_timeout().is_none() {
                 config.connect_timeout(Duration::from_secs(10));
             }

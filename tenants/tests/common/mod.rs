@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 pub mod pg;
+pub mod wal;
 
 use std::path::{Path, PathBuf};
 

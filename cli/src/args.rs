@@ -20,6 +20,10 @@ pub struct Cli {
         default_value = "sqlite:duraq.db"
     )]
     pub database: String,
+    /// PostgreSQL schema the store uses (default: the connection's current
+    /// schema, normally `public`); also `?schema=NAME` in the URL.
+    #[arg(long, global = true, env = "DURAQ_SCHEMA", value_name = "NAME")]
+    pub schema: Option<String>,
     /// Print one JSON object on stdout instead of a table (errors as JSON on stderr).
     #[arg(long, global = true)]
     pub json: bool,
@@ -128,8 +132,15 @@ pub enum JobsCommand {
         name: Option<String>,
         #[arg(long)]
         queue: Option<String>,
+        /// Only jobs that carry this schedule key (its owner and its history).
+        #[arg(long)]
+        key: Option<String>,
         #[arg(long, default_value_t = 50)]
         limit: usize,
+        /// Continue after this job id (the last of the previous page): pages stay
+        /// stable while jobs are added or change.
+        #[arg(long, value_name = "ID")]
+        after: Option<String>,
     },
     /// Every field of one job.
     Show { id: String },

@@ -25,12 +25,34 @@ use crate::output::{print_json, CliError};
 pub enum Database {
     SqliteFile(PathBuf),
     SqliteMemory,
-    Postgres(String),
+    /// A PostgreSQL URL (without duraq's own `schema` parameter) and the schema
+    /// the store uses (`None`: the connection's current schema).
+    Postgres {
+        url: String,
+        schema: Option<String>,
+    },
 }
 
 impl Database {
     /// Parses `sqlite:<path>`, `sqlite://<path>`, `sqlite::memory:`, `postgres://…`.
-    pub fn parse(url: &str) -> Result<Self, CliError> {
+    /// A PostgreSQL schema comes from `--schema` or the URL's `schema=` parameter
+    /// (the flag wins); it does not apply to SQLite.
+    pub fn parse(url: &str, schema: Option<&str>) -> Result<Self, CliError> {
+        let parsed = Self::parse_url(url)?;
+        match (parsed, schema) {
+            (Self::Postgres { url, schema: in_url }, flag) => Ok(Self::Postgres {
+                url,
+                schema: flag.map(str::to_owned).or(in_url),
+            }),
+            (_, Some(_)) => Err(CliError::new(
+                "invalid-database-url",
+                "--schema applies only to a postgres:// database",
+            )),
+            (sqlite, None) => Ok(sqlite),
+        }
+    }
+
+    fn parse_url(url: &str) -> Result<Self, CliError> {
         let bad = |why: &str| {
             CliError::new(
                 "invalid-database-url",
@@ -51,9 +73,10 @@ impl Database {
             return Ok(Self::SqliteFile(PathBuf::from(path)));
         }
         if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+            let (url, schema) = take_schema_param(url);
             url.parse::<tokio_postgres::Config>()
                 .map_err(|e| bad(&format!("is not a valid PostgreSQL URL ({e})")))?;
-            return Ok(Self::Postgres(url.to_string()));
+            return Ok(Self::Postgres { url, schema });
         }
         Err(bad("is not a supported database URL"))
     }
@@ -88,11 +111,8 @@ impl Database {
             // A private temporary file: there is nothing to find, and nothing
             // outlives the command.
             Self::SqliteMemory => return self.open().await,
-            Self::Postgres(url) => {
-                let options = PostgresOptions {
-                    listen,
-                    ..PostgresOptions::default()
-                };
+            Self::Postgres { url, schema } => {
+                let options = postgres_options(schema, listen);
                 Arc::new(PostgresStore::connect_existing(url, options).await?)
             }
         };
@@ -118,17 +138,46 @@ impl Database {
         match self {
             Self::SqliteFile(path) => sqlite_opened(open_sqlite(Some(path.clone())).await?),
             Self::SqliteMemory => sqlite_opened(open_sqlite(None).await?),
-            Self::Postgres(url) => {
-                let options = PostgresOptions {
-                    listen,
-                    ..PostgresOptions::default()
-                };
-                let store = PostgresStore::connect(url, options).await?;
+            Self::Postgres { url, schema } => {
+                let store = PostgresStore::connect(url, postgres_options(schema, listen)).await?;
                 let report = store.migration().clone();
                 Ok((Arc::new(store), report.applied, report.version))
             }
         }
     }
+}
+
+fn postgres_options(schema: &Option<String>, listen: bool) -> PostgresOptions {
+    PostgresOptions {
+        listen,
+        schema: schema.clone(),
+        ..PostgresOptions::default()
+    }
+}
+
+/// Splits duraq's own `schema=NAME` query parameter off a PostgreSQL URL (the
+/// driver refuses parameters it does not know).
+fn take_schema_param(url: &str) -> (String, Option<String>) {
+    let Some((base, query)) = url.split_once('?') else {
+        return (url.to_string(), None);
+    };
+    let mut schema = None;
+    let rest: Vec<&str> = query
+        .split('&')
+        .filter(|pair| match pair.strip_prefix("schema=") {
+            Some(value) => {
+                schema = Some(value.to_string());
+                false
+            }
+            None => !pair.is_empty(),
+        })
+        .collect();
+    let url = if rest.is_empty() {
+        base.to_string()
+    } else {
+        format!("{base}?{}", rest.join("&"))
+    };
+    (url, schema)
 }
 
 /// Every store this process opened through [`Database`].
@@ -171,7 +220,7 @@ async fn open_sqlite(path: Option<PathBuf>) -> Result<SqliteStore> {
 /// The password of a PostgreSQL URL, if any: printed nowhere ([`crate::output`]
 /// scrubs it from every message as a last line of defence).
 pub fn password(url: &str) -> Option<String> {
-    let config = url.parse::<tokio_postgres::Config>().ok()?;
+    let config = take_schema_param(url).0.parse::<tokio_postgres::Config>().ok()?;
     let password = config.get_password()?;
     Some(String::from_utf8_lossy(password).into_owned())
 }
@@ -210,28 +259,46 @@ mod tests {
     fn never_prints_passwords() {
         assert_eq!(redact("postgres://u:secret@h/db"), "postgres://u:***@h/db");
         assert_eq!(redact("postgres://u@h/db"), "postgres://u@h/db");
-        let err = Database::parse("postgres://u:secret@h:x/db").unwrap_err();
+        let err = Database::parse("postgres://u:secret@h:x/db", None).unwrap_err();
         assert!(!err.message.contains("secret"), "{}", err.message);
     }
 
     #[test]
     fn parses_url_forms() {
         assert_eq!(
-            Database::parse("sqlite:a.db").unwrap(),
+            Database::parse("sqlite:a.db", None).unwrap(),
             Database::SqliteFile("a.db".into())
         );
         assert_eq!(
-            Database::parse("sqlite:///tmp/a.db").unwrap(),
+            Database::parse("sqlite:///tmp/a.db", None).unwrap(),
             Database::SqliteFile("/tmp/a.db".into())
         );
         assert_eq!(
-            Database::parse("sqlite::memory:").unwrap(),
+            Database::parse("sqlite::memory:", None).unwrap(),
             Database::SqliteMemory
         );
         assert!(matches!(
-            Database::parse("postgres://u@h/db").unwrap(),
-            Database::Postgres(_)
+            Database::parse("postgres://u@h/db", None).unwrap(),
+            Database::Postgres { schema: None, .. }
         ));
+        assert_eq!(
+            Database::parse("postgres://u@h/db?sslmode=disable&schema=jobs", None).unwrap(),
+            Database::Postgres {
+                url: "postgres://u@h/db?sslmode=disable".into(),
+                schema: Some("jobs".into())
+            }
+        );
+        assert_eq!(
+            Database::parse("postgres://u@h/db?schema=a", Some("b")).unwrap(),
+            Database::Postgres {
+                url: "postgres://u@h/db".into(),
+                schema: Some("b".into())
+            }
+        );
+        assert_eq!(
+            Database::parse("sqlite:a.db", Some("b")).unwrap_err().code,
+            "invalid-database-url"
+        );
         for bad in [
             "mysql://x",
             "sqlite:",
@@ -240,7 +307,7 @@ mod tests {
             "postgres://h:notaport/db",
         ] {
             assert_eq!(
-                Database::parse(bad).unwrap_err().code,
+                Database::parse(bad, None).unwrap_err().code,
                 "invalid-database-url",
                 "{bad}"
             );

@@ -74,7 +74,7 @@ fn configured_secrets(database: &str) -> Vec<String> {
 /// `tenants` reads its own tenant databases, so it never parses `--database`.
 async fn run(cli: Cli) -> anyhow::Result<u8> {
     let json = cli.json;
-    let db = || db::Database::parse(&cli.database);
+    let db = || db::Database::parse(&cli.database, cli.schema.as_deref());
     match cli.command {
         Command::Migrate => db::migrate(&db()?).await,
         Command::Enqueue(a) => enqueue::run(&db()?, a).await,

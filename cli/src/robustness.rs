@@ -77,7 +77,7 @@ fn parse_enqueue(argv: &[String]) {
     let Ok(cli) = Cli::try_parse_from(argv) else {
         return; // clap's own usage error: exit 2, no panic
     };
-    let _ = crate::db::Database::parse(&cli.database);
+    let _ = crate::db::Database::parse(&cli.database, cli.schema.as_deref());
     if let Command::Enqueue(a) = cli.command {
         if let Ok((args, opts)) = crate::parse::job_options(&a.job) {
             let _ = NewJob::new(&a.name, args, opts);
@@ -111,7 +111,8 @@ proptest! {
         let _ = crate::parse::delay_ms("--x", &value);
         let _ = crate::parse::rfc3339_ms("--x", &value);
         let _ = crate::parse::json_args(Some(&value));
-        let _ = crate::db::Database::parse(&value);
+        let _ = crate::db::Database::parse(&value, None);
+        let _ = crate::db::Database::parse("postgres://h/db", Some(&value));
         let _ = crate::db::password(&value);
         let _ = duraq_core::QueueName::new(&value);
         let _ = duraq_core::ScheduleKey::new(value.clone());

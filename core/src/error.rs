@@ -28,6 +28,9 @@ pub enum ErrorCode {
     InvalidScheduleKey,
     /// A queue name that is too long or holds control characters.
     InvalidQueue,
+    /// Job args that do not serialize to JSON, or (in a worker's `lastError`)
+    /// that do not decode into the handler's [`crate::JobArgs`] type.
+    InvalidArgs,
     /// Two options that cannot be combined (e.g. `deduplicateWhileQueued` with an
     /// `idempotencyKey`, or either with `replace_scheduled`).
     UnsupportedOption,
@@ -59,6 +62,7 @@ impl ErrorCode {
             Self::InvalidTimeout => "invalid-timeout",
             Self::InvalidScheduleKey => "invalid-schedule-key",
             Self::InvalidQueue => "invalid-queue",
+            Self::InvalidArgs => "invalid-args",
             Self::UnsupportedOption => "unsupported-option",
             Self::IdempotencyConflict => "idempotency-conflict",
             Self::JobNotFound => "job-not-found",
@@ -188,7 +192,7 @@ impl Error {
 ///
 /// ```
 /// use duraq_core::{error_chain, Error};
-/// let io = std::io::Error::new(std::io::ErrorKind::Other, "file is not a database");
+/// let io = std::io::Error::other("file is not a database");
 /// let err = Error::backend("sqlite", io);
 /// assert_eq!(err.to_string(), "backend error: sqlite");
 /// assert_eq!(error_chain(&err), "backend error: sqlite: file is not a database");
@@ -217,7 +221,7 @@ mod tests {
 
     #[test]
     fn chain_skips_links_that_repeat_their_source() {
-        let root = std::io::Error::new(std::io::ErrorKind::Other, "connection refused");
+        let root = std::io::Error::other("connection refused");
         let echo = Echo("connect: connection refused".into(), Some(root));
         let err = Error::backend("PostgreSQL connection to h:1 failed", echo);
         assert_eq!(

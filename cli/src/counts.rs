@@ -9,7 +9,7 @@ use anyhow::Result;
 use duraq_core::{CountSnapshot, JobStatus};
 
 use crate::db::Database;
-use crate::output::{print_json, table, to_json};
+use crate::output::{print_json, table};
 use crate::worker::Signals;
 
 pub async fn run(db: &Database, watch: bool, json: bool) -> Result<()> {
@@ -36,13 +36,31 @@ pub async fn run(db: &Database, watch: bool, json: bool) -> Result<()> {
     }
 }
 
+/// The snapshot in the CLI's JSON style (camelCase keys, so `handedOff`; the
+/// total once, as `total`): `{"counts":{…},"total":…,"revision":…}`.
+pub fn snapshot_json(snap: &CountSnapshot) -> serde_json::Value {
+    let c = &snap.counts;
+    serde_json::json!({
+        "counts": {
+            "queued": c.queued,
+            "handedOff": c.handed_off,
+            "completed": c.completed,
+            "failed": c.failed,
+            "cancelled": c.cancelled,
+            "orphaned": c.orphaned,
+        },
+        "total": snap.total,
+        "revision": snap.revision,
+    })
+}
+
 fn emit(snap: &CountSnapshot, json: bool) {
     if json {
-        print_json(&to_json(snap));
+        print_json(&snapshot_json(snap));
         return;
     }
     let mut header: Vec<&str> = JobStatus::ALL.iter().map(|s| s.as_str()).collect();
-    header.extend(["all", "revision"]);
+    header.extend(["total", "revision"]);
     let mut row: Vec<String> = snap
         .counts
         .as_array()

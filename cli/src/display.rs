@@ -12,10 +12,70 @@ use std::borrow::Cow;
 
 const MS_PER_DAY: i64 = 86_400_000;
 
-/// Milliseconds since the epoch as an RFC 3339 UTC time with milliseconds, e.g.
-/// `2026-01-02T03:04:05.678Z`. Years past 9999 get a `+` and more digits (ISO 8601
-/// expanded years, `+10001-…`), years before 0 a `-`; no value fails.
-pub fn fmt_ms(ms: i64) -> String {
+/// A time for a table: UTC to the second, then how far it is from `now_ms`
+/// (`2026-01-02 03:04:05 UTC (in 10 min)`).
+pub fn when(ms: i64, now_ms: i64) -> String {
+    format!("{} ({})", utc(ms), relative(ms, now_ms))
+}
+
+/// UTC to the second: `2026-01-02 03:04:05 UTC`. Years past 9999 get a `+` and
+/// more digits (ISO 8601 expanded years, `+10001-…`), years before 0 a `-`; no
+/// value fails.
+pub fn utc(ms: i64) -> String {
+    let (date, h, m, s, _) = parts(ms);
+    format!("{date} {h:02}:{m:02}:{s:02} UTC")
+}
+
+/// How far `ms` is from `now_ms` in the largest whole unit: `in 10 min`,
+/// `3 s ago`, `now` (within a second). Never overflows.
+pub fn relative(ms: i64, now_ms: i64) -> String {
+    let diff = i128::from(ms) - i128::from(now_ms);
+    let abs = diff.unsigned_abs();
+    if abs < 1000 {
+        return "now".to_string();
+    }
+    let (n, unit) = match abs / 1000 {
+        s if s < 60 => (s, "s"),
+        s if s < 3600 => (s / 60, "min"),
+        s if s < 48 * 3600 => (s / 3600, "h"),
+        s if s < 730 * 86_400 => (s / 86_400, "d"),
+        s => (s / 31_557_600, "y"),
+    };
+    if diff > 0 {
+        format!("in {n} {unit}")
+    } else {
+        format!("{n} {unit} ago")
+    }
+}
+
+/// `n` with thousands separators (`50,000`).
+pub fn thousands(n: i64) -> String {
+    let digits = n.unsigned_abs().to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    if n < 0 {
+        out.insert(0, '-');
+    }
+    out
+}
+
+/// `n noun` with the noun in the plural unless `n` is 1 (`1 batch`, `3 batches`).
+pub fn count(n: i64, noun: &str) -> String {
+    let plural = match noun {
+        _ if n == 1 => noun.to_string(),
+        _ if noun.ends_with("ch") || noun.ends_with('s') => format!("{noun}es"),
+        _ => format!("{noun}s"),
+    };
+    format!("{} {plural}", thousands(n))
+}
+
+/// The date (`2026-01-02`, expanded years as in [`utc`]) and time of day.
+fn parts(ms: i64) -> (String, i64, i64, i64, i64) {
     let days = ms.div_euclid(MS_PER_DAY);
     let in_day = ms.rem_euclid(MS_PER_DAY);
     let (year, month, day) = civil_from_days(days);
@@ -30,7 +90,7 @@ pub fn fmt_ms(ms: i64) -> String {
         10_000.. => format!("+{year}"),
         _ => format!("-{:04}", year.unsigned_abs()),
     };
-    format!("{year}-{month:02}-{day:02}T{h:02}:{m:02}:{s:02}.{milli:03}Z")
+    (format!("{year}-{month:02}-{day:02}"), h, m, s, milli)
 }
 
 /// The proleptic Gregorian date of a day count from 1970-01-01 (Howard Hinnant's
@@ -78,19 +138,36 @@ mod tests {
     use proptest::prelude::*;
 
     #[test]
-    fn formats_like_rfc3339_inside_four_digit_years() {
-        assert_eq!(fmt_ms(0), "1970-01-01T00:00:00.000Z");
-        assert_eq!(fmt_ms(1_500), "1970-01-01T00:00:01.500Z");
-        assert_eq!(fmt_ms(951_782_400_000), "2000-02-29T00:00:00.000Z");
-        assert_eq!(fmt_ms(253_402_300_799_999), "9999-12-31T23:59:59.999Z");
-        assert_eq!(fmt_ms(-1), "1969-12-31T23:59:59.999Z");
+    fn formats_utc_inside_four_digit_years() {
+        assert_eq!(utc(0), "1970-01-01 00:00:00 UTC");
+        assert_eq!(utc(1_500), "1970-01-01 00:00:01 UTC");
+        assert_eq!(utc(951_782_400_000), "2000-02-29 00:00:00 UTC");
+        assert_eq!(utc(253_402_300_799_999), "9999-12-31 23:59:59 UTC");
+        assert_eq!(utc(-1), "1969-12-31 23:59:59 UTC");
     }
 
     #[test]
     fn formats_years_past_9999_and_the_extremes() {
-        assert_eq!(fmt_ms(253_402_300_800_000), "+10000-01-01T00:00:00.000Z");
-        assert!(fmt_ms(i64::MAX).starts_with("+292278994-"));
-        assert!(fmt_ms(i64::MIN).starts_with("-292275055-"));
+        assert_eq!(utc(253_402_300_800_000), "+10000-01-01 00:00:00 UTC");
+        assert!(utc(i64::MAX).starts_with("+292278994-"));
+        assert!(utc(i64::MIN).starts_with("-292275055-"));
+    }
+
+    #[test]
+    fn relative_times_and_counts_read_like_prose() {
+        let now = 1_700_000_000_000;
+        assert_eq!(relative(now + 600_000, now), "in 10 min");
+        assert_eq!(relative(now - 3_000, now), "3 s ago");
+        assert_eq!(relative(now + 400, now), "now");
+        assert_eq!(relative(now + 3 * 86_400_000, now), "in 3 d");
+        assert_eq!(relative(i64::MAX, i64::MIN), "in 584542046 y");
+        assert_eq!(when(0, 10_000), "1970-01-01 00:00:00 UTC (10 s ago)");
+        assert_eq!(thousands(50_000), "50,000");
+        assert_eq!(thousands(-1_234_567), "-1,234,567");
+        assert_eq!(thousands(999), "999");
+        assert_eq!(count(1, "batch"), "1 batch");
+        assert_eq!(count(3, "batch"), "3 batches");
+        assert_eq!(count(50_000, "job"), "50,000 jobs");
     }
 
     #[test]
@@ -105,12 +182,13 @@ mod tests {
 
     proptest! {
         #[test]
-        fn any_time_formats_and_matches_humantime_where_it_can(ms in any::<i64>()) {
-            let text = fmt_ms(ms);
-            prop_assert!(text.ends_with('Z'));
+        fn any_time_formats_and_matches_humantime_where_it_can(ms in any::<i64>(), now in any::<i64>()) {
+            let _ = when(ms, now);
+            let text = utc(ms);
             if (0..=253_402_300_799_999).contains(&ms) {
                 let t = std::time::UNIX_EPOCH + std::time::Duration::from_millis(ms as u64);
-                prop_assert_eq!(text, humantime::format_rfc3339_millis(t).to_string());
+                let rfc = humantime::format_rfc3339_seconds(t).to_string();
+                prop_assert_eq!(text, rfc.replace('T', " ").replace('Z', " UTC"));
             }
         }
 

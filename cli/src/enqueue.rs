@@ -1,22 +1,28 @@
 //! `duraq enqueue`: one job, validated entirely before the database is opened, so
-//! a rejected invocation writes nothing. Prints `{"jobId":…}`.
+//! a rejected invocation writes nothing. Prints `{"jobId":…,"replayed":…,
+//! "deduplicated":…}`: a replay of an idempotent request or a deduplicated
+//! enqueue answers with the existing job and says so.
 
 use anyhow::Result;
-use duraq_core::NewJob;
+use duraq_core::{EnqueueOutcome, NewJob};
 use serde_json::json;
 
 use crate::args::EnqueueArgs;
 use crate::db::Database;
 use crate::output::print_json;
-use crate::parse::job_options;
+use crate::parse::{flag_error, job_options};
 
 pub async fn run(db: &Database, a: EnqueueArgs) -> Result<()> {
     let (args, mut opts) = job_options(&a.job)?;
     opts.deduplicate_while_queued = a.dedupe_while_queued;
     opts.idempotency_key = a.idempotency_key;
-    let job = NewJob::new(&a.name, args, opts)?;
+    let job = NewJob::new(&a.name, args, opts).map_err(flag_error)?;
     let store = db.open().await?;
     let outcome = store.enqueue(job).await?;
-    print_json(&json!({ "jobId": outcome.job_id() }));
+    print_json(&json!({
+        "jobId": outcome.job_id(),
+        "replayed": matches!(outcome, EnqueueOutcome::Replayed(_)),
+        "deduplicated": matches!(outcome, EnqueueOutcome::Deduplicated(_)),
+    }));
     Ok(())
 }

@@ -1,13 +1,24 @@
 //! `duraq jobs list|show|retry|cancel|prune`: operator views and actions on single
-//! jobs. Tables by default, one JSON object with `--json`: `{"jobs":[…]}`,
-//! `{"job":{…}}` (every §2 field) and `{"deleted":N,"batches":M}`.
+//! jobs. Tables by default, one JSON object with `--json`: `{"jobs":[…],"total",
+//! "nextAfter"}`, `{"job":{…}}` (every field of the row) and
+//! `{"deleted":N,"batches":M}`.
+//!
+//! `jobs list` pages by keyset (`--after <id>`: the jobs strictly older than that
+//! one in list order), so a page never shifts while producers add jobs. The
+//! "of N" total comes from the O(1) count snapshot, so it is shown only when the
+//! filter is at most a status; other filters say whether more pages follow.
+//!
+//! Outcomes: `jobs cancel` of a job that is already cancelled is an answer (the
+//! job, exit 0: cancelling is idempotent); of a finished job, or a missing id, an
+//! error (exit 1). `jobs retry` of a job that is not terminal is an error.
 
 use anyhow::Result;
-use duraq_core::{Error, JobFilter, JobStatus, PruneRequest};
+use duraq_core::{Error, ErrorCode, Job, JobCursor, JobFilter, JobStatus, PruneRequest};
 use serde_json::json;
 
 use crate::args::{JobsCommand, PruneArgs};
 use crate::db::Database;
+use crate::display::{count, thousands};
 use crate::output::{job_detail, jobs_table, print_json, to_json, CliError};
 use crate::parse::duration_ms;
 
@@ -17,35 +28,22 @@ pub async fn run(db: &Database, cmd: JobsCommand, json: bool) -> Result<()> {
             status,
             name,
             queue,
+            key,
             limit,
+            after,
         } => {
-            let status = status
-                .map(|s| {
-                    s.parse::<JobStatus>().map_err(|_| {
-                        CliError::new(
-                            "invalid-status",
-                            format!(
-                                "unknown status {s:?}; expected one of queued, handed_off, \
-                                 completed, failed, cancelled, orphaned"
-                            ),
-                        )
-                    })
-                })
-                .transpose()?;
             let filter = JobFilter {
-                status,
+                status: status.as_deref().map(parse_status).transpose()?,
                 job_name: name,
                 queue,
+                schedule_key: key,
+                after: None,
                 limit: Some(limit),
             };
-            let jobs = db.open_existing(false).await?.list_jobs(&filter).await?;
-            if json {
-                print_json(&json!({ "jobs": jobs }));
-            } else if jobs.is_empty() {
-                println!("no jobs");
-            } else {
-                print!("{}", jobs_table(&jobs));
+            if limit == 0 {
+                return Err(CliError::new("invalid-limit", "--limit must be at least 1").into());
             }
+            list(db, filter, after, json).await?;
         }
         JobsCommand::Show { id } => {
             let job = db
@@ -60,31 +58,93 @@ pub async fn run(db: &Database, cmd: JobsCommand, json: bool) -> Result<()> {
             show(&db.open_existing(false).await?.retry_job(&id).await?, json)
         }
         JobsCommand::Cancel { id } => {
-            show(&db.open_existing(false).await?.cancel_job(&id).await?, json)
+            let store = db.open_existing(false).await?;
+            match store.cancel_job(&id).await {
+                Ok(job) => show(&job, json),
+                // Already cancelled: the request's goal holds; answer with the job.
+                Err(e) if e.code() == ErrorCode::InvalidJobState => match store.get_job(&id).await? {
+                    Some(job) if job.status == JobStatus::Cancelled => show(&job, json),
+                    _ => return Err(e.into()),
+                },
+                Err(e) => return Err(e.into()),
+            }
         }
         JobsCommand::Prune(p) => prune(db, p, json).await?,
     }
     Ok(())
 }
 
-fn show(job: &duraq_core::Job, json: bool) {
+fn parse_status(s: &str) -> Result<JobStatus, CliError> {
+    s.parse::<JobStatus>().map_err(|_| {
+        CliError::new(
+            "invalid-status",
+            format!(
+                "--status {s:?} is not a status; expected one of queued, handed_off, \
+                 completed, failed, cancelled, orphaned"
+            ),
+        )
+    })
+}
+
+async fn list(db: &Database, mut filter: JobFilter, after: Option<String>, json: bool) -> Result<()> {
+    let store = db.open_existing(false).await?;
+    if let Some(id) = after {
+        let last = store.get_job(&id).await?.ok_or_else(|| {
+            CliError::new(
+                "job-not-found",
+                format!("--after {id:?}: no job with this id (was it pruned?)"),
+            )
+        })?;
+        filter.after = Some(JobCursor::after(&last));
+    }
+    let jobs = store.list_jobs(&filter).await?;
+    let exact_total = filter.job_name.is_none() && filter.queue.is_none() && filter.schedule_key.is_none();
+    let total = if exact_total {
+        let snap = store.count_snapshot().await?;
+        Some(filter.status.map_or(snap.total, |s| snap.counts.get(s)))
+    } else {
+        None
+    };
+    let full_page = filter.limit.is_some_and(|l| jobs.len() >= l);
+    let next_after = full_page.then(|| jobs.last().map(|j| j.id.clone())).flatten();
+    if json {
+        print_json(&json!({ "jobs": jobs, "total": total, "nextAfter": next_after }));
+        return Ok(());
+    }
+    if jobs.is_empty() {
+        println!("no jobs");
+        return Ok(());
+    }
+    print!("{}", jobs_table(&jobs, crate::parse::now_ms()));
+    let shown = match total {
+        Some(t) => format!("showing {} of {}", thousands(jobs.len() as i64), count(t, "job")),
+        None => format!("showing {}", count(jobs.len() as i64, "job")),
+    };
+    match next_after {
+        Some(id) => println!("{shown}; next page: --after {id}"),
+        None => println!("{shown}"),
+    }
+    Ok(())
+}
+
+fn show(job: &Job, json: bool) {
     if json {
         print_json(&json!({ "job": to_json(job) }));
     } else {
-        print!("{}", job_detail(job));
+        print!("{}", job_detail(job, crate::parse::now_ms()));
     }
 }
 
 async fn prune(db: &Database, p: PruneArgs, json: bool) -> Result<()> {
-    let age = |flag: &str, v: &Option<String>| -> Result<Option<u64>, CliError> {
+    let age = |flag: &str, v: &Option<String>| -> Result<Option<std::time::Duration>, CliError> {
         v.as_deref()
-            .map(|d| duration_ms(flag, d).map(|ms| ms as u64))
+            .map(|d| duration_ms(flag, d).map(|ms| std::time::Duration::from_millis(ms as u64)))
             .transpose()
     };
     let req = PruneRequest {
-        completed_older_than_ms: age("--completed-older-than", &p.completed_older_than)?,
-        failed_older_than_ms: age("--failed-older-than", &p.failed_older_than)?,
-        cancelled_older_than_ms: age("--cancelled-older-than", &p.cancelled_older_than)?,
+        completed_older_than: age("--completed-older-than", &p.completed_older_than)?,
+        failed_older_than: age("--failed-older-than", &p.failed_older_than)?,
+        cancelled_older_than: age("--cancelled-older-than", &p.cancelled_older_than)?,
         ..PruneRequest::default()
     };
     let report = db.open_existing(false).await?.prune(&req).await?;
@@ -92,8 +152,9 @@ async fn prune(db: &Database, p: PruneArgs, json: bool) -> Result<()> {
         print_json(&to_json(&report));
     } else {
         println!(
-            "deleted {} jobs in {} batches",
-            report.deleted, report.batches
+            "deleted {} in {}",
+            count(report.deleted as i64, "job"),
+            count(report.batches as i64, "batch")
         );
     }
     Ok(())

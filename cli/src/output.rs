@@ -8,12 +8,11 @@
 use std::fmt;
 use std::sync::OnceLock;
 
-use duraq_core::{error_chain, Job};
+use duraq_core::{error_chain, Job, JobStatus};
 use duraq_mailer::{Scrubber, Secret};
 use serde_json::{json, Value};
 
-pub use crate::display::fmt_ms;
-use crate::display::terminal_safe;
+use crate::display::{relative, terminal_safe, utc, when};
 
 /// A failure detected by the CLI itself (bad input before any store call), with a
 /// stable machine code like `invalid-args`.
@@ -100,10 +99,6 @@ pub fn to_json<T: serde::Serialize>(value: &T) -> Value {
     serde_json::to_value(value).unwrap_or(Value::Null)
 }
 
-fn opt_ms(ms: Option<i64>) -> String {
-    ms.map(fmt_ms).unwrap_or_else(|| "-".into())
-}
-
 fn opt<T: ToString>(v: &Option<T>) -> String {
     v.as_ref()
         .map(ToString::to_string)
@@ -141,8 +136,8 @@ pub fn table(header: &[&str], rows: &[Vec<String>]) -> String {
     out
 }
 
-/// A one-line-per-job table for `jobs list`.
-pub fn jobs_table(jobs: &[Job]) -> String {
+/// A one-line-per-job table for `jobs list`; times are relative to `now_ms`.
+pub fn jobs_table(jobs: &[Job], now_ms: i64) -> String {
     let rows: Vec<Vec<String>> = jobs
         .iter()
         .map(|j| {
@@ -152,27 +147,36 @@ pub fn jobs_table(jobs: &[Job]) -> String {
                 j.queue.clone(),
                 j.status.to_string(),
                 format!("{}/{}", j.attempts, j.max_retries.saturating_add(1)),
-                fmt_ms(j.scheduled_at_ms),
+                status_time(j, now_ms),
                 opt(&j.last_error).chars().take(60).collect(),
             ]
         })
         .collect();
     table(
-        &[
-            "ID",
-            "NAME",
-            "QUEUE",
-            "STATUS",
-            "ATTEMPTS",
-            "SCHEDULED AT",
-            "LAST ERROR",
-        ],
+        &["ID", "NAME", "QUEUE", "STATUS", "ATTEMPTS", "WHEN", "LAST ERROR"],
         &rows,
     )
 }
 
-/// Every §2 field of one job, one `field  value` line each.
-pub fn job_detail(j: &Job) -> String {
+/// The moment that matters for a job's status, in words: when a queued job is
+/// due (or retries), when a running one started, when a finished one ended.
+pub fn status_time(j: &Job, now_ms: i64) -> String {
+    let (label, at) = match j.status {
+        JobStatus::Queued if j.attempts > 0 && j.scheduled_at_ms > now_ms => {
+            ("retries", j.scheduled_at_ms)
+        }
+        JobStatus::Queued => ("due", j.scheduled_at_ms),
+        JobStatus::HandedOff => ("started", j.handed_off_at_ms.unwrap_or(j.scheduled_at_ms)),
+        status => (status.as_str(), j.terminal_at_ms().unwrap_or(j.created_at_ms)),
+    };
+    format!("{label} {} ({})", relative(at, now_ms), utc(at))
+}
+
+/// Every field of one job, one `field  value` line each; times in UTC with how
+/// far they are from `now_ms`.
+pub fn job_detail(j: &Job, now_ms: i64) -> String {
+    let at = |ms: i64| when(ms, now_ms);
+    let opt_at = |ms: Option<i64>| ms.map_or_else(|| "-".to_string(), at);
     let rows: Vec<Vec<String>> = [
         ("id", j.id.clone()),
         ("jobName", j.job_name.clone()),
@@ -181,13 +185,13 @@ pub fn job_detail(j: &Job) -> String {
         ("status", j.status.to_string()),
         ("attempts", j.attempts.to_string()),
         ("maxRetries", j.max_retries.to_string()),
-        ("scheduledAt", fmt_ms(j.scheduled_at_ms)),
-        ("createdAt", fmt_ms(j.created_at_ms)),
-        ("handedOffAt", opt_ms(j.handed_off_at_ms)),
-        ("completedAt", opt_ms(j.completed_at_ms)),
-        ("failedAt", opt_ms(j.failed_at_ms)),
-        ("cancelledAt", opt_ms(j.cancelled_at_ms)),
-        ("orphanedAt", opt_ms(j.orphaned_at_ms)),
+        ("scheduledAt", at(j.scheduled_at_ms)),
+        ("createdAt", at(j.created_at_ms)),
+        ("handedOffAt", opt_at(j.handed_off_at_ms)),
+        ("completedAt", opt_at(j.completed_at_ms)),
+        ("failedAt", opt_at(j.failed_at_ms)),
+        ("cancelledAt", opt_at(j.cancelled_at_ms)),
+        ("orphanedAt", opt_at(j.orphaned_at_ms)),
         ("lastError", opt(&j.last_error)),
         ("workerId", opt(&j.worker_id)),
         ("handoffId", opt(&j.handoff_id)),

@@ -83,6 +83,28 @@ pub fn rfc3339_ms(flag: &str, raw: &str) -> Result<i64, CliError> {
     Ok(ms - offset_min * 60_000)
 }
 
+/// A core validation error reworded to name the flag the user typed
+/// (`--timeout must be at least 1ms`, not `timeoutMs`); the code stays.
+pub fn flag_error(err: duraq_core::Error) -> anyhow::Error {
+    use duraq_core::ErrorCode as C;
+    let code = err.code();
+    let message = match code {
+        C::InvalidJobName => "<NAME> must be 1 to 255 characters without control characters",
+        C::InvalidQueue => "--queue must be 1 to 255 characters without control characters",
+        C::InvalidMaxRetries => "--max-retries must be 0 or more",
+        C::InvalidTimeout => "--timeout must be at least 1ms",
+        C::InvalidScheduledAt => "--run-at must not be before 1970 and --run-in must not be negative",
+        C::InvalidConcurrency => {
+            "--concurrency-key (1 to 255 characters without control characters, not \
+             starting with `queue:`) and --max-concurrency (at least 1) go together"
+        }
+        C::InvalidIdempotencyKey => "--idempotency-key must be 1 to 1024 bytes",
+        C::UnsupportedOption => "--idempotency-key and --dedupe-while-queued cannot be combined",
+        _ => return err.into(),
+    };
+    CliError::new(code.as_str(), message).into()
+}
+
 /// Milliseconds since the epoch now.
 pub fn now_ms() -> i64 {
     SystemTime::now()

@@ -12,7 +12,7 @@ use proptest::prelude::*;
 use serde_json::Value;
 
 use crate::args::{Cli, Command};
-use crate::display::fmt_ms;
+use crate::display::utc;
 use crate::output::{job_detail, jobs_table};
 
 /// Printable text plus the characters attackers and typos bring.
@@ -120,14 +120,14 @@ proptest! {
     }
 
     #[test]
-    fn any_job_displays_without_panic_or_raw_control_characters(job in job()) {
-        for shown in [jobs_table(std::slice::from_ref(&job)), job_detail(&job)] {
+    fn any_job_displays_without_panic_or_raw_control_characters(job in job(), now in any::<i64>()) {
+        for shown in [jobs_table(std::slice::from_ref(&job), now), job_detail(&job, now)] {
             prop_assert!(
                 !shown.chars().any(|c| c.is_control() && c != '\n'),
                 "{shown:?}"
             );
         }
-        let _ = fmt_ms(job.scheduled_at_ms);
+        let _ = utc(job.scheduled_at_ms);
         let _ = serde_json::to_string(&job);
     }
 }

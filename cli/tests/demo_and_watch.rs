@@ -28,9 +28,9 @@ fn demo_drains_a_small_mix_and_summarizes() {
     );
     let s = parse_one(&out.stdout);
     let counts = &s["counts"];
-    assert_eq!(counts["all"], 300, "{s}");
+    assert_eq!(s["total"], 300, "{s}");
     assert_eq!(counts["queued"], 0);
-    assert_eq!(counts["handed_off"], 0);
+    assert_eq!(counts["handedOff"], 0);
     assert_eq!(counts["failed"], 0);
     assert_eq!(counts["orphaned"], 0);
     assert!(
@@ -43,7 +43,8 @@ fn demo_drains_a_small_mix_and_summarizes() {
         s["attempts"].as_i64().unwrap() > counts["completed"].as_i64().unwrap(),
         "flaky jobs retried: {s}"
     );
-    assert!(s["jobsPerSecond"].as_f64().unwrap() > 0.0);
+    assert!(s["attemptsPerSecond"].as_f64().unwrap() > 0.0);
+    assert!(s["busySeconds"].as_f64().unwrap() <= s["drainSeconds"].as_f64().unwrap());
     assert!(s["latencyMs"]["p99"].as_i64().unwrap() >= s["latencyMs"]["p50"].as_i64().unwrap());
     assert!(dir.path().join("duraq-demo.db").exists());
 

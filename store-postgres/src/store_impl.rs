@@ -181,13 +181,28 @@ impl Store for PostgresStore {
         let sql = format!(
             "SELECT {JOB_COLUMNS} FROM {{s}}.duraq_jobs WHERE ($1::text IS NULL OR status = $1) \
              AND ($2::text IS NULL OR job_name = $2) AND ($3::text IS NULL OR queue = $3) \
+             AND ($5::text IS NULL OR schedule_key = $5) \
+             AND ($6::bigint IS NULL OR (created_at_ms, id COLLATE \"C\") < ($6, $7::text COLLATE \"C\")) \
              ORDER BY created_at_ms DESC, id COLLATE \"C\" DESC LIMIT $4"
         );
         let status = filter.status.map(|s| s.as_str());
         let limit = filter.limit.map(|l| i64::try_from(l).unwrap_or(i64::MAX));
+        let after_ms = filter.after.as_ref().map(|c| c.created_at_ms);
+        let after_id = filter.after.as_ref().map(|c| c.id.as_str());
         read!(self, |db| jobs_from_rows(
-            &db.query(&sql, &[&status, &filter.job_name, &filter.queue, &limit])
-                .await?
+            &db.query(
+                &sql,
+                &[
+                    &status,
+                    &filter.job_name,
+                    &filter.queue,
+                    &limit,
+                    &filter.schedule_key,
+                    &after_ms,
+                    &after_id
+                ]
+            )
+            .await?
         ))
     }
 

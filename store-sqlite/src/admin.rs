@@ -40,8 +40,14 @@ pub(crate) fn list_jobs(conn: &Connection, filter: &JobFilter) -> Result<Vec<Job
     let sql = format!(
         "SELECT {JOB_COLUMNS} FROM duraq_jobs WHERE (?1 IS NULL OR status = ?1) \
          AND (?2 IS NULL OR job_name = ?2) AND (?3 IS NULL OR queue = ?3) \
+         AND (?5 IS NULL OR schedule_key = ?5) \
+         AND (?6 IS NULL OR created_at_ms < ?6 OR (created_at_ms = ?6 AND id < ?7)) \
          ORDER BY created_at_ms DESC, id DESC LIMIT ?4"
     );
+    let (after_ms, after_id) = filter
+        .after
+        .as_ref()
+        .map_or((None, None), |c| (Some(c.created_at_ms), Some(c.id.as_str())));
     let limit = filter
         .limit
         .map_or(-1, |n| i64::try_from(n).unwrap_or(i64::MAX));
@@ -52,7 +58,10 @@ pub(crate) fn list_jobs(conn: &Connection, filter: &JobFilter) -> Result<Vec<Job
             filter.status.map(JobStatus::as_str),
             filter.job_name,
             filter.queue,
-            limit
+            limit,
+            filter.schedule_key,
+            after_ms,
+            after_id
         ],
     )
 }
@@ -86,14 +95,13 @@ const TERMINAL_AT: &str =
 /// (`duraq_jobs_completed`, …), whose condition the query names literally so the
 /// planner can prove it, so a batch costs the same however many old jobs wait.
 pub(crate) fn prune_batch(tx: &mut Tx<'_>, req: &PruneRequest, now: i64) -> Result<u64> {
-    let cutoff =
-        |age: Option<u64>| age.map(|a| now.saturating_sub(i64::try_from(a).unwrap_or(i64::MAX)));
+    let cutoff = |status| req.cutoff_ms(status, now);
     let batch = req.batch_size.max(1);
     let categories = [
-        (JobStatus::Completed, cutoff(req.completed_older_than_ms)),
-        (JobStatus::Failed, cutoff(req.failed_older_than_ms)),
-        (JobStatus::Orphaned, cutoff(req.failed_older_than_ms)),
-        (JobStatus::Cancelled, cutoff(req.cancelled_older_than_ms)),
+        (JobStatus::Completed, cutoff(JobStatus::Completed)),
+        (JobStatus::Failed, cutoff(JobStatus::Failed)),
+        (JobStatus::Orphaned, cutoff(JobStatus::Orphaned)),
+        (JobStatus::Cancelled, cutoff(JobStatus::Cancelled)),
     ];
     let mut victims: Vec<(i64, String, JobStatus)> = Vec::new();
     for (status, cutoff) in categories {

@@ -2,10 +2,10 @@
 //! caps, `enqueue_batch` (all or nothing, one mutation, later jobs see earlier
 //! ones), the worker timer query, the work signal and `list_jobs`.
 
-use duraq_core::{EnqueueOptions, EnqueueOutcome, ErrorCode, JobFilter, JobStatus};
+use duraq_core::{EnqueueOptions, EnqueueOutcome, ErrorCode, JobCursor, JobFilter, JobStatus};
 use serde_json::json;
 
-use crate::harness::{expect_conflict, job, Harness};
+use crate::harness::{expect_conflict, job, Harness, WireOptions};
 
 pub async fn enqueue_returns_created_and_persists(h: &Harness) {
     let new = job("j", json!(["x"]), EnqueueOptions::new()).with_id("job-1");
@@ -316,4 +316,61 @@ pub async fn list_jobs_filters_and_order(h: &Harness) {
         ["memory", "sqlite", "postgres"].contains(&health.backend.as_str()),
         "{health:?}"
     );
+}
+
+/// Keyset paging: each page starts after the previous page's last job, and jobs
+/// added meanwhile (newer) never shift later pages; the schedule-key filter
+/// combines with the others.
+pub async fn list_jobs_pages_by_cursor_and_key(h: &Harness) {
+    // Two jobs share a createdAtMs, so the id breaks the tie.
+    for id in ["p1", "p2", "p3"] {
+        h.insert(job("x", json!([id]), EnqueueOptions::new()).with_id(id))
+            .await;
+        if id != "p1" {
+            h.advance(1);
+        }
+    }
+    let keyed = h.replace("event:1", "x", json!([])).await.job_id;
+    h.advance(1);
+    let other = h.replace("event:2", "y", json!([])).await.job_id;
+    let page = |after: Option<JobCursor>| {
+        let store = h.store.clone();
+        async move {
+            store
+                .list_jobs(&JobFilter {
+                    after,
+                    limit: Some(2),
+                    ..JobFilter::default()
+                })
+                .await
+                .unwrap()
+        }
+    };
+    let first = page(None).await;
+    // A job added between pages is newer: it does not move the next pages.
+    h.advance(1);
+    h.insert(job("x", json!([]), EnqueueOptions::new()).with_id("p9"))
+        .await;
+    let second = page(Some(JobCursor::after(&first[1]))).await;
+    let third = page(Some(JobCursor::after(&second[1]))).await;
+    let ids: Vec<&str> = first
+        .iter()
+        .chain(&second)
+        .chain(&third)
+        .map(|j| j.id.as_str())
+        .collect();
+    assert_eq!(ids, [other.as_str(), keyed.as_str(), "p3", "p2", "p1"]);
+    assert!(page(Some(JobCursor::after(&third[0]))).await.is_empty());
+
+    let by_key = h
+        .store
+        .list_jobs(&JobFilter {
+            schedule_key: Some("event:1".into()),
+            job_name: Some("x".into()),
+            ..JobFilter::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(by_key.len(), 1);
+    assert_eq!(by_key[0].id, keyed);
 }

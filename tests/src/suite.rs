@@ -37,7 +37,7 @@ macro_rules! store_suite {
                     enqueue_returns_created_and_persists, future_job_waits_until_due,
                     concurrency_cap_conflict, batch_is_one_mutation, batch_sees_earlier_jobs,
                     batch_is_all_or_nothing, next_scheduled_at_for_timer, work_signal_moves,
-                    list_jobs_filters_and_order,
+                    list_jobs_filters_and_order, list_jobs_pages_by_cursor_and_key,
                 ],
                 schedule_keys: [
                     replace_without_owner, replace_queued_owner_cancels_it,

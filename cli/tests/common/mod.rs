@@ -2,6 +2,8 @@
 //! against a temporary SQLite file and read its JSON answers.
 #![allow(dead_code)]
 
+pub mod schema;
+
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};

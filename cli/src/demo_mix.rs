@@ -42,7 +42,10 @@ pub async fn enqueue_mix(store: &Arc<dyn Store>, n: usize) -> Result<Mix> {
                 let at = now + 1_000 + (i as i64 * 7_919) % 2_000;
                 (
                     "demo.work",
-                    EnqueueOptions::new().scheduled_at_ms(at),
+                    EnqueueOptions {
+                        scheduled_at_ms: Some(at),
+                        ..EnqueueOptions::new()
+                    },
                     json!({"i": i}),
                 )
             }
@@ -94,7 +97,10 @@ pub async fn enqueue_mix(store: &Arc<dyn Store>, n: usize) -> Result<Mix> {
         tasks.spawn(async move {
             let key = ScheduleKey::new(format!("event:{k}:reminder"))?;
             for revision in 0..3i64 {
-                let opts = EnqueueOptions::new().scheduled_at_ms(now + 500 + revision * 300);
+                let opts = EnqueueOptions {
+                    scheduled_at_ms: Some(now + 500 + revision * 300),
+                    ..EnqueueOptions::new()
+                };
                 let job =
                     NewJob::new("demo.work", json!({"event": k, "revision": revision}), opts)?;
                 store.replace_scheduled(&key, job).await?;

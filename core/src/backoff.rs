@@ -1,6 +1,8 @@
 //! The default retry policy of SPEC §3: after the n-th failed attempt wait
 //! 10 s, 1 min, 10 min, 1 h, then (n − 3) h.
 
+use std::time::Duration;
+
 /// Delay in milliseconds before the attempt that follows failed attempt `attempt`
 /// (1-based). Values below 1 are treated as 1.
 ///
@@ -20,6 +22,16 @@ pub fn retry_backoff_ms(attempt: i64) -> i64 {
         4 => HOUR,
         n => (n - 3).saturating_mul(HOUR),
     }
+}
+
+/// [`retry_backoff_ms`] as a `Duration`, for attempt `attempt` (1-based).
+///
+/// ```
+/// use std::time::Duration;
+/// assert_eq!(duraq_core::retry_backoff(2), Duration::from_secs(60));
+/// ```
+pub fn retry_backoff(attempt: u32) -> Duration {
+    Duration::from_millis(retry_backoff_ms(i64::from(attempt)).unsigned_abs())
 }
 
 #[cfg(test)]

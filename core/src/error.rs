@@ -86,8 +86,8 @@ impl fmt::Display for ErrorCode {
 ///
 /// ```
 /// use duraq_core::{EnqueueOptions, Error, ErrorCode, NewJob};
-/// let err = NewJob::new("email", serde_json::json!([]), EnqueueOptions::new().max_retries(-1))
-///     .unwrap_err();
+/// let opts = EnqueueOptions { max_retries: Some(-1), ..EnqueueOptions::new() };
+/// let err = NewJob::new("email", serde_json::json!([]), opts).unwrap_err();
 /// assert!(matches!(err, Error::Invalid { code: ErrorCode::InvalidMaxRetries, .. }));
 /// assert_eq!(err.code().as_str(), "invalid-max-retries");
 /// ```

@@ -4,8 +4,10 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::fmt;
 use std::str::FromStr;
+use std::time::{Duration, SystemTime};
 
 use crate::error::{Error, ErrorCode};
+use crate::time::{ms_to_duration, ms_to_system_time};
 
 /// Where a job is in its life (see the state diagram in ARCHITECTURE.md).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -107,6 +109,26 @@ pub struct Job {
 }
 
 impl Job {
+    /// When the job is (or was) due: `scheduledAtMs` as a `SystemTime`.
+    pub fn scheduled_at(&self) -> SystemTime {
+        ms_to_system_time(self.scheduled_at_ms)
+    }
+
+    /// When the job was enqueued: `createdAtMs` as a `SystemTime`.
+    pub fn created_at(&self) -> SystemTime {
+        ms_to_system_time(self.created_at_ms)
+    }
+
+    /// When the job reached its terminal status, if terminal.
+    pub fn terminal_at(&self) -> Option<SystemTime> {
+        self.terminal_at_ms().map(ms_to_system_time)
+    }
+
+    /// The attempt timeout (`timeoutMs`), if the job has its own.
+    pub fn timeout(&self) -> Option<Duration> {
+        self.timeout_ms.map(ms_to_duration)
+    }
+
     /// The lease a worker must present to report on this job, if it is handed off.
     pub fn lease(&self) -> Option<Lease> {
         match (&self.status, &self.handoff_id) {

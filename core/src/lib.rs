@@ -29,10 +29,16 @@ mod memory;
 mod options;
 mod requests;
 mod store;
+mod time;
 pub mod transitions;
+mod typed;
 mod worker;
 
-pub use backoff::retry_backoff_ms;
+/// Re-exported so that implementing [`JobHandler`], [`JsonHandler`] or [`Store`]
+/// needs no dependency besides `duraq-core`: write `#[duraq_core::async_trait]`.
+pub use async_trait::async_trait;
+
+pub use backoff::{retry_backoff, retry_backoff_ms};
 pub use clock::{system_clock, Clock, ManualClock, SystemClock};
 pub use counts::{CountChange, CountDelta, CountSnapshot, StatusCounts};
 pub use digest::{canonical_json, digest_hex, DIGEST_FORMAT};
@@ -53,6 +59,7 @@ pub use requests::{
     ScheduledJobs, WakeOutcome,
 };
 pub use store::Store;
+pub use typed::JobArgs;
 pub use worker::{
     CronSchedule, JobContext, JobError, JobFinished, JobHandler, JobResult, JobStarted,
     JsonHandler, PeriodicJob, PeriodicSchedule, Registry, RetentionPolicy, Worker, WorkerBuilder,

@@ -2,38 +2,78 @@
 //! normalized job a store receives ([`NewJob`]). All of SPEC §3 lives here, so every
 //! store applies the same rules and no store can be handed an unvalidated job.
 
+use std::time::{Duration, SystemTime};
+
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 use crate::digest::digest_hex;
 use crate::error::{Error, ErrorCode, Result};
 use crate::keys::{check_name, IdempotencyKey, JobName, QueueName, QUEUE_CONCURRENCY_PREFIX};
+use crate::time::{
+    duration_to_ms, duration_to_ms_ceil, ms_to_duration, ms_to_system_time, system_time_to_ms,
+};
 
-/// The default `maxRetries`.
+/// The default `maxRetries` (the wire form's type; a job may run 11 times).
 pub const DEFAULT_MAX_RETRIES: i64 = 10;
 
-/// Raw enqueue options, exactly as a caller (or the CLI) supplies them.
+/// Enqueue options, exactly as a caller (or the CLI) supplies them.
+///
+/// In Rust, build them with the methods, which take [`Duration`] and
+/// [`SystemTime`] and unsigned counts, so a negative retry count or an
+/// ambiguous time unit does not compile. The public fields are the serde/JSON
+/// wire form (camelCase, milliseconds) that the CLI and dynamic producers fill;
+/// [`NewJob::new`] validates them either way and reports bad values with their
+/// codes (`invalid-max-retries`, `invalid-scheduled-at`, `invalid-timeout`,
+/// `invalid-concurrency`, …).
 ///
 /// ```
+/// use std::time::Duration;
 /// use duraq_core::EnqueueOptions;
-/// let opts = EnqueueOptions::new().queue("mail").max_retries(3).timeout_ms(30_000);
+/// let opts = EnqueueOptions::new()
+///     .queue("mail")
+///     .max_retries(3)
+///     .timeout(Duration::from_secs(30))
+///     .run_in(Duration::from_secs(600));
 /// assert_eq!(opts.queue.as_deref(), Some("mail"));
+/// assert_eq!(opts.timeout_ms, Some(30_000));
+/// assert_eq!(opts.run_in_ms, Some(600_000));
+/// ```
+///
+/// A negative retry count is not a `u32`:
+///
+/// ```compile_fail
+/// let opts = duraq_core::EnqueueOptions::new().max_retries(-1);
 /// ```
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct EnqueueOptions {
+    /// The queue (`queue`); trimmed, empty or unset means `default`.
     pub queue: Option<String>,
+    /// Retries after the first attempt (`maxRetries`, default 10; must be >= 0).
     pub max_retries: Option<i64>,
+    /// Run no earlier than this many milliseconds since the Unix epoch
+    /// (`scheduledAtMs`, >= 0). Set by [`EnqueueOptions::run_at`].
     pub scheduled_at_ms: Option<i64>,
-    /// Run no earlier than this many milliseconds after the store persists the job.
+    /// Run no earlier than this many milliseconds after the store persists the job
+    /// (`runInMs`, 0 to [`MAX_RUN_IN_MS`]). Set by [`EnqueueOptions::run_in`].
     /// Unlike a resolved `scheduled_at_ms`, the delay is what an idempotent
     /// request's digest records, so retrying "in 10 minutes" replays (SPEC §6).
     /// At most one of `scheduled_at_ms` and `run_in_ms`.
     pub run_in_ms: Option<i64>,
+    /// Jobs sharing this key are capped at `max_concurrency` running at once
+    /// (`concurrencyKey`; not starting with `queue:`). Set by
+    /// [`EnqueueOptions::concurrency`].
     pub concurrency_key: Option<String>,
+    /// The cap for `concurrency_key` (`maxConcurrency`, >= 1).
     pub max_concurrency: Option<i64>,
+    /// Return an identical queued job instead of enqueuing a second one
+    /// (`deduplicateWhileQueued`).
     pub deduplicate_while_queued: bool,
+    /// Makes the enqueue durable-idempotent under this key (`idempotencyKey`).
     pub idempotency_key: Option<String>,
+    /// Fail an attempt that runs longer than this many milliseconds (`timeoutMs`,
+    /// >= 1). Set by [`EnqueueOptions::timeout`].
     pub timeout_ms: Option<i64>,
 }
 
@@ -47,25 +87,34 @@ impl EnqueueOptions {
         self.queue = Some(q.into());
         self
     }
-    /// Sets `maxRetries`.
-    pub fn max_retries(mut self, n: i64) -> Self {
-        self.max_retries = Some(n);
+    /// Sets how many times a failed job is retried (`maxRetries`).
+    pub fn max_retries(mut self, n: u32) -> Self {
+        self.max_retries = Some(i64::from(n));
         self
     }
-    /// Runs the job no earlier than `ms` since the epoch.
-    pub fn scheduled_at_ms(mut self, ms: i64) -> Self {
-        self.scheduled_at_ms = Some(ms);
+    /// Runs the job no earlier than `at`. A time before the Unix epoch, or too
+    /// far in the future for `i64` milliseconds, makes [`NewJob::new`] fail with
+    /// `invalid-scheduled-at`. Replaces an earlier [`EnqueueOptions::run_in`].
+    pub fn run_at(mut self, at: SystemTime) -> Self {
+        self.scheduled_at_ms = Some(system_time_to_ms(at).unwrap_or_else(|bad| bad));
+        self.run_in_ms = None;
         self
     }
-    /// Runs the job no earlier than `ms` after the store persists it.
-    pub fn run_in_ms(mut self, ms: i64) -> Self {
-        self.run_in_ms = Some(ms);
+    /// Runs the job no earlier than `delay` after the store persists it, by the
+    /// store's clock (whole milliseconds). The delay, not the resolved time, is
+    /// part of an idempotent request's digest. A delay above [`MAX_RUN_IN_MS`]
+    /// makes [`NewJob::new`] fail with `invalid-scheduled-at`. Replaces an earlier
+    /// [`EnqueueOptions::run_at`].
+    pub fn run_in(mut self, delay: Duration) -> Self {
+        self.run_in_ms = Some(duration_to_ms(delay).unwrap_or(i64::MAX));
+        self.scheduled_at_ms = None;
         self
     }
-    /// Caps jobs sharing `key` at `max` running at once.
-    pub fn concurrency(mut self, key: impl Into<String>, max: i64) -> Self {
+    /// Caps jobs sharing `key` at `max` running at once (`max` >= 1, else
+    /// `invalid-concurrency`).
+    pub fn concurrency(mut self, key: impl Into<String>, max: u32) -> Self {
         self.concurrency_key = Some(key.into());
-        self.max_concurrency = Some(max);
+        self.max_concurrency = Some(i64::from(max));
         self
     }
     /// Returns an identical queued job instead of enqueuing a second one.
@@ -78,17 +127,63 @@ impl EnqueueOptions {
         self.idempotency_key = Some(key.into());
         self
     }
-    /// Fails an attempt that runs longer than `ms`.
-    pub fn timeout_ms(mut self, ms: i64) -> Self {
-        self.timeout_ms = Some(ms);
+    /// Fails an attempt that runs longer than `timeout` (rounded up to whole
+    /// milliseconds). Zero, or more than `i64::MAX` milliseconds, makes
+    /// [`NewJob::new`] fail with `invalid-timeout`.
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout_ms = Some(duration_to_ms_ceil(timeout).unwrap_or(i64::MIN));
         self
+    }
+
+    /// These options over `defaults`, field by field: each option this value sets
+    /// wins, each it leaves unset comes from `defaults`. The run time
+    /// (`scheduled_at_ms`/`run_in_ms`) and the concurrency cap
+    /// (`concurrency_key`/`max_concurrency`) are each one field; dedupe is on if
+    /// either asks for it. [`crate::JobArgs::job_with`] lays a caller's options
+    /// over the job type's [`crate::JobArgs::options`] so.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use duraq_core::EnqueueOptions;
+    /// let defaults = EnqueueOptions::new().queue("mail").max_retries(3);
+    /// let opts = EnqueueOptions::new().max_retries(0).or_defaults(defaults);
+    /// assert_eq!(opts.queue.as_deref(), Some("mail"));
+    /// assert_eq!(opts.max_retries, Some(0));
+    /// ```
+    pub fn or_defaults(self, defaults: EnqueueOptions) -> Self {
+        let timing_set = self.scheduled_at_ms.is_some() || self.run_in_ms.is_some();
+        let cap_set = self.concurrency_key.is_some() || self.max_concurrency.is_some();
+        let (scheduled_at_ms, run_in_ms) = if timing_set {
+            (self.scheduled_at_ms, self.run_in_ms)
+        } else {
+            (defaults.scheduled_at_ms, defaults.run_in_ms)
+        };
+        let (concurrency_key, max_concurrency) = if cap_set {
+            (self.concurrency_key, self.max_concurrency)
+        } else {
+            (defaults.concurrency_key, defaults.max_concurrency)
+        };
+        Self {
+            queue: self.queue.or(defaults.queue),
+            max_retries: self.max_retries.or(defaults.max_retries),
+            scheduled_at_ms,
+            run_in_ms,
+            concurrency_key,
+            max_concurrency,
+            deduplicate_while_queued: self.deduplicate_while_queued
+                || defaults.deduplicate_while_queued,
+            idempotency_key: self.idempotency_key.or(defaults.idempotency_key),
+            timeout_ms: self.timeout_ms.or(defaults.timeout_ms),
+        }
     }
 }
 
 /// A concurrency cap: at most `max` handed-off jobs share `key`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ConcurrencyLimit {
+    /// The shared key (`concurrencyKey`).
     pub key: String,
+    /// At most this many at once (`maxConcurrency`, >= 1).
     pub max: i64,
 }
 
@@ -158,7 +253,8 @@ impl NewJob {
             (Some(_), None) => {
                 return Err(Error::invalid(
                     ErrorCode::InvalidScheduledAt,
-                    "scheduledAtMs must be an integer >= 0",
+                    "scheduledAtMs must be an integer >= 0 (a time from the Unix epoch on, \
+                     within i64 milliseconds)",
                 ))
             }
             (None, Some(_)) => {
@@ -198,7 +294,7 @@ impl NewJob {
         if matches!(opts.timeout_ms, Some(ms) if ms < 1) {
             return Err(Error::invalid(
                 ErrorCode::InvalidTimeout,
-                "timeoutMs must be an integer >= 1",
+                "timeoutMs must be an integer from 1 to i64::MAX",
             ));
         }
         if idempotency_key.is_some() && opts.deduplicate_while_queued {
@@ -241,35 +337,49 @@ impl NewJob {
         self
     }
 
+    /// The job id (a fresh UUIDv7 unless [`NewJob::with_id`] replaced it).
     pub fn id(&self) -> &str {
         &self.id
     }
+    /// The validated job name.
     pub fn job_name(&self) -> &JobName {
         &self.job_name
     }
+    /// The JSON args.
     pub fn args(&self) -> &Value {
         &self.args
     }
+    /// The normalized queue.
     pub fn queue(&self) -> &QueueName {
         &self.queue
     }
+    /// `maxRetries` (>= 0), in the stores' integer form.
     pub fn max_retries(&self) -> i64 {
         self.max_retries
     }
-    /// The requested absolute run time; `None` means "now" or a relative delay
-    /// ([`NewJob::run_in_ms`]).
+    /// The requested absolute run time in ms since the epoch; `None` means "now"
+    /// or a relative delay ([`NewJob::run_in_ms`]).
     pub fn scheduled_at_ms(&self) -> Option<i64> {
         match self.timing {
             Timing::At(ms) => Some(ms),
             Timing::Immediate | Timing::In(_) => None,
         }
     }
-    /// The requested delay after persisting, if the job was enqueued "in" some time.
+    /// [`NewJob::scheduled_at_ms`] as a `SystemTime`.
+    pub fn scheduled_at(&self) -> Option<SystemTime> {
+        self.scheduled_at_ms().map(ms_to_system_time)
+    }
+    /// The requested delay after persisting in ms, if the job was enqueued "in"
+    /// some time.
     pub fn run_in_ms(&self) -> Option<i64> {
         match self.timing {
             Timing::In(ms) => Some(ms),
             Timing::Immediate | Timing::At(_) => None,
         }
+    }
+    /// [`NewJob::run_in_ms`] as a `Duration`.
+    pub fn run_in(&self) -> Option<Duration> {
+        self.run_in_ms().map(ms_to_duration)
     }
     /// The run time resolved against `now_ms` (the store's clock at persist time).
     /// Never overflows: a delay is at most [`MAX_RUN_IN_MS`].
@@ -280,18 +390,27 @@ impl NewJob {
             Timing::In(ms) => now_ms.saturating_add(ms),
         }
     }
+    /// The concurrency cap, if any.
     pub fn concurrency(&self) -> Option<&ConcurrencyLimit> {
         self.concurrency.as_ref()
     }
+    /// Whether an identical queued job is returned instead of a new one.
     pub fn deduplicate_while_queued(&self) -> bool {
         self.deduplicate_while_queued
     }
+    /// The idempotency key, if the enqueue is durable-idempotent.
     pub fn idempotency_key(&self) -> Option<&IdempotencyKey> {
         self.idempotency_key.as_ref()
     }
+    /// The attempt timeout in ms (>= 1), if set.
     pub fn timeout_ms(&self) -> Option<i64> {
         self.timeout_ms
     }
+    /// [`NewJob::timeout_ms`] as a `Duration`.
+    pub fn timeout(&self) -> Option<Duration> {
+        self.timeout_ms.map(ms_to_duration)
+    }
+    /// The operation record riding on this enqueue, if any.
     pub fn operation(&self) -> Option<&NewOperation> {
         self.operation.as_ref()
     }

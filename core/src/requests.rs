@@ -3,6 +3,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::BTreeMap;
+use std::time::Duration;
 
 use crate::job::{Job, JobStatus};
 
@@ -136,24 +137,58 @@ pub struct JobFilter {
     pub limit: Option<usize>,
 }
 
-/// Which terminal jobs to delete. Ages are durations: a job goes when its terminal
-/// timestamp is strictly older than `now - age`.
+/// Which terminal jobs to delete. A job goes when its terminal timestamp is
+/// strictly older than `now - age` for its status's age; a status without an age
+/// is kept.
+///
+/// ```
+/// use std::time::Duration;
+/// use duraq_core::{JobStatus, PruneRequest};
+/// let req = PruneRequest {
+///     completed_older_than: Some(Duration::from_secs(3600)),
+///     ..PruneRequest::default()
+/// };
+/// assert_eq!(req.cutoff_ms(JobStatus::Completed, 10_000_000), Some(6_400_000));
+/// assert_eq!(req.cutoff_ms(JobStatus::Failed, 10_000_000), None);
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PruneRequest {
-    pub completed_older_than_ms: Option<u64>,
-    /// Applies to `failed` and `orphaned` jobs.
-    pub failed_older_than_ms: Option<u64>,
-    pub cancelled_older_than_ms: Option<u64>,
+    /// Age after which `completed` jobs are deleted.
+    pub completed_older_than: Option<Duration>,
+    /// Age after which `failed` and `orphaned` jobs are deleted.
+    pub failed_older_than: Option<Duration>,
+    /// Age after which `cancelled` jobs are deleted.
+    pub cancelled_older_than: Option<Duration>,
     /// Rows deleted per transaction (min 1); each non-empty batch is one mutation.
     pub batch_size: usize,
+}
+
+impl PruneRequest {
+    /// The age that applies to `status` (`None` for live statuses).
+    pub fn older_than(&self, status: JobStatus) -> Option<Duration> {
+        match status {
+            JobStatus::Completed => self.completed_older_than,
+            JobStatus::Failed | JobStatus::Orphaned => self.failed_older_than,
+            JobStatus::Cancelled => self.cancelled_older_than,
+            JobStatus::Queued | JobStatus::HandedOff => None,
+        }
+    }
+
+    /// The terminal-timestamp cutoff (ms since the epoch) for `status` at `now_ms`:
+    /// rows with a terminal timestamp strictly below it go. Saturates, never
+    /// overflows (an age beyond `i64::MAX` ms reaches back to `i64::MIN`).
+    pub fn cutoff_ms(&self, status: JobStatus, now_ms: i64) -> Option<i64> {
+        let age = self.older_than(status)?;
+        Some(now_ms.saturating_sub(i64::try_from(age.as_millis()).unwrap_or(i64::MAX)))
+    }
 }
 
 impl Default for PruneRequest {
     fn default() -> Self {
         Self {
-            completed_older_than_ms: None,
-            failed_older_than_ms: None,
-            cancelled_older_than_ms: None,
+            completed_older_than: None,
+            failed_older_than: None,
+            cancelled_older_than: None,
             batch_size: 1_000,
         }
     }

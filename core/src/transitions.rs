@@ -174,7 +174,7 @@ mod tests {
     use super::*;
     use crate::EnqueueOptions;
 
-    fn claimed(max_retries: i64) -> Job {
+    fn claimed(max_retries: u32) -> Job {
         let new = NewJob::new(
             "j",
             serde_json::json!([]),

@@ -189,7 +189,10 @@ async fn window_starts_at_the_first_attempt(store: Arc<dyn Store>, clock: Manual
     let backend = resend(&server);
     let mailer = Mailer::new(store.clone(), backend.clone());
     let run_at = clock.now_ms() + 2 * RESEND_RETENTION_MS;
-    let opts = EnqueueOptions::new().scheduled_at_ms(run_at);
+    let opts = EnqueueOptions {
+        scheduled_at_ms: Some(run_at),
+        ..EnqueueOptions::new()
+    };
     mailer
         .deliver_later(mail(), required("op-late"), opts)
         .await

@@ -18,7 +18,7 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use duraq_core::{Job, JobContext, JobError, JobHandler, JobResult, Store};
+use duraq_core::{Job, JobArgs, JobContext, JobError, JobHandler, JobResult, Store};
 
 use crate::backend::MailBackend;
 use crate::error::{MailError, MailResult};
@@ -49,9 +49,12 @@ impl std::fmt::Debug for MailDeliverJob {
     }
 }
 
+impl JobArgs for DeliverArgs {
+    const NAME: &'static str = DELIVER_JOB;
+}
+
 #[async_trait]
 impl JobHandler for MailDeliverJob {
-    const NAME: &'static str = DELIVER_JOB;
     type Args = DeliverArgs;
 
     async fn perform(&self, ctx: &JobContext, args: DeliverArgs) -> Result<JobResult, JobError> {

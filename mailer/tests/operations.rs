@@ -142,7 +142,7 @@ async fn replay_returns_the_original_job_even_after_pruning(
     clock.advance(1_000);
     let pruned = store
         .prune(&PruneRequest {
-            completed_older_than_ms: Some(0),
+            completed_older_than: Some(std::time::Duration::ZERO),
             ..PruneRequest::default()
         })
         .await;

@@ -162,8 +162,7 @@ pub(crate) async fn cancel_job(tx: &mut Tx<'_>, id: &str) -> Result<Job> {
 
 /// Deletes one batch of prunable jobs, oldest first; returns how many.
 pub(crate) async fn prune_batch(tx: &mut Tx<'_>, req: &PruneRequest, now: i64) -> Result<u64> {
-    let cutoff =
-        |age: Option<u64>| age.map(|a| now.saturating_sub(i64::try_from(a).unwrap_or(i64::MAX)));
+    let cutoff = |status| req.cutoff_ms(status, now);
     let limit = req.batch_size.max(1) as i64;
     let rows = tx
         .db
@@ -175,9 +174,9 @@ pub(crate) async fn prune_batch(tx: &mut Tx<'_>, req: &PruneRequest, now: i64) -
              LIMIT $4 FOR UPDATE SKIP LOCKED) \
              DELETE FROM {s}.duraq_jobs AS j USING doomed WHERE j.id = doomed.id RETURNING j.status",
             &[
-                &cutoff(req.completed_older_than_ms),
-                &cutoff(req.failed_older_than_ms),
-                &cutoff(req.cancelled_older_than_ms),
+                &cutoff(JobStatus::Completed),
+                &cutoff(JobStatus::Failed),
+                &cutoff(JobStatus::Cancelled),
                 &limit,
             ],
         )

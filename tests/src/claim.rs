@@ -11,7 +11,7 @@ use duraq_core::{
 };
 use serde_json::json;
 
-use crate::harness::{claim_req, job, lease, Harness};
+use crate::harness::{claim_req, job, lease, Harness, WireOptions};
 
 fn ids(jobs: &[duraq_core::Job]) -> Vec<String> {
     jobs.iter().map(|j| j.id.clone()).collect()

@@ -7,9 +7,10 @@ use duraq_core::{
     CountDelta, CountSnapshot, EnqueueOptions, ErrorCode, JobStatus, Lease, Outcome, PruneRequest,
 };
 use serde_json::json;
+use std::time::Duration;
 use tokio::sync::broadcast::Receiver;
 
-use crate::harness::{claim_req, expect_err, job, key, next_delta, Harness};
+use crate::harness::{claim_req, expect_err, job, key, next_delta, Harness, WireOptions};
 
 /// Watches the snapshot and the delta stream across one call at a time.
 struct Tracker {
@@ -218,7 +219,7 @@ pub async fn prune_is_one_mutation_per_batch(h: &Harness) {
     h.advance(10);
     let mut t = Tracker::new(h).await;
     let empty = PruneRequest {
-        failed_older_than_ms: Some(0),
+        failed_older_than: Some(Duration::ZERO),
         ..PruneRequest::default()
     };
     assert_eq!(
@@ -230,7 +231,7 @@ pub async fn prune_is_one_mutation_per_batch(h: &Harness) {
     );
     t.check(h, 0, "empty prune").await;
     let req = PruneRequest {
-        completed_older_than_ms: Some(0),
+        completed_older_than: Some(Duration::ZERO),
         batch_size: 2,
         ..PruneRequest::default()
     };

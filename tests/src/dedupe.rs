@@ -5,7 +5,7 @@
 use duraq_core::{EnqueueOptions, EnqueueOutcome, JobStatus};
 use serde_json::json;
 
-use crate::harness::{job, Harness};
+use crate::harness::{job, Harness, WireOptions};
 
 fn dedupe() -> EnqueueOptions {
     EnqueueOptions::new().deduplicate_while_queued()

@@ -51,6 +51,34 @@ pub struct Harness {
     _factory: Box<dyn StoreFactory>,
 }
 
+/// The wire form of the timing and timeout options (milliseconds, as the CLI and
+/// JSON producers fill them). The conformance suite speaks it because it checks
+/// the stores' rules on exactly what reaches them, including values the typed
+/// builders cannot express (negative or out-of-range milliseconds).
+pub trait WireOptions {
+    /// Sets `scheduledAtMs`.
+    fn scheduled_at_ms(self, ms: i64) -> Self;
+    /// Sets `runInMs` (and nothing else).
+    fn run_in_ms(self, ms: i64) -> Self;
+    /// Sets `timeoutMs`.
+    fn timeout_ms(self, ms: i64) -> Self;
+}
+
+impl WireOptions for EnqueueOptions {
+    fn scheduled_at_ms(mut self, ms: i64) -> Self {
+        self.scheduled_at_ms = Some(ms);
+        self
+    }
+    fn run_in_ms(mut self, ms: i64) -> Self {
+        self.run_in_ms = Some(ms);
+        self
+    }
+    fn timeout_ms(mut self, ms: i64) -> Self {
+        self.timeout_ms = Some(ms);
+        self
+    }
+}
+
 /// A valid job (panics on invalid input: cases that test validation call `NewJob::new`).
 pub fn job(name: &str, args: Value, opts: EnqueueOptions) -> NewJob {
     NewJob::new(name, args, opts).expect("valid job")

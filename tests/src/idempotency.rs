@@ -5,7 +5,7 @@
 use duraq_core::{EnqueueOptions, EnqueueOutcome, ErrorCode, JobStatus, PruneRequest};
 use serde_json::json;
 
-use crate::harness::{expect_conflict, job, Harness};
+use crate::harness::{expect_conflict, job, Harness, WireOptions};
 
 fn keyed() -> EnqueueOptions {
     EnqueueOptions::new().idempotency_key("order-42")
@@ -50,7 +50,7 @@ pub async fn replay_after_prune(h: &Harness) {
     h.drive_to(&id, "j", JobStatus::Completed).await;
     h.advance(1_000);
     let req = PruneRequest {
-        completed_older_than_ms: Some(1),
+        completed_older_than: Some(std::time::Duration::from_millis(1)),
         ..PruneRequest::default()
     };
     assert_eq!(h.store.prune(&req).await.unwrap().deleted, 1);

@@ -9,6 +9,7 @@ use duraq_core::{
 use serde::Serialize;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
+use std::time::Duration;
 
 use crate::model_gen::{Op, Report, Spec};
 const NAMES: [&str; 2] = ["a", "b"];
@@ -38,15 +39,15 @@ fn to_json<T: Serialize>(r: Result<T>) -> Value {
 fn new_job(s: &Spec, id: String, now: i64) -> Result<NewJob> {
     let mut opts = EnqueueOptions::new()
         .queue(QUEUES[s.queue as usize])
-        .max_retries(s.max_retries as i64);
+        .max_retries(u32::from(s.max_retries));
     if let Some(at) = s.at {
-        opts = opts.scheduled_at_ms((now + at).max(0));
+        opts.scheduled_at_ms = Some((now + at).max(0));
     }
     if let Some(ms) = s.run_in {
-        opts = opts.run_in_ms(ms);
+        opts.run_in_ms = Some(ms);
     }
     if let Some((k, cap)) = s.cap {
-        opts = opts.concurrency(format!("c{k}"), cap as i64);
+        opts = opts.concurrency(format!("c{k}"), u32::from(cap));
     }
     if let Some(i) = s.idem {
         opts = opts.idempotency_key(format!("i{i}"));
@@ -55,7 +56,7 @@ fn new_job(s: &Spec, id: String, now: i64) -> Result<NewJob> {
         opts = opts.deduplicate_while_queued();
     }
     if s.timeout {
-        opts = opts.timeout_ms(1_000);
+        opts = opts.timeout(std::time::Duration::from_secs(1));
     }
     match s.bad_name {
         Some(0) => opts = opts.queue("q".repeat(256)),
@@ -238,9 +239,9 @@ pub async fn apply(ctx: &Ctx<'_>, op: &Op) -> Value {
             batch,
         } => {
             let req = PruneRequest {
-                completed_older_than_ms: *completed,
-                failed_older_than_ms: *failed,
-                cancelled_older_than_ms: *cancelled,
+                completed_older_than: completed.map(Duration::from_millis),
+                failed_older_than: failed.map(Duration::from_millis),
+                cancelled_older_than: cancelled.map(Duration::from_millis),
                 batch_size: *batch,
             };
             to_json(s.prune(&req).await)

@@ -6,7 +6,7 @@
 use duraq_core::{EnqueueOptions, ErrorCode, JobStatus, NewJob, NewOperation, ScheduleKey};
 use serde_json::json;
 
-use crate::harness::{expect_invalid, job, Harness};
+use crate::harness::{expect_invalid, job, Harness, WireOptions};
 
 /// Seeds a little state so that "unchanged" is a meaningful check.
 async fn seeded(h: &Harness) -> crate::StoreState {
@@ -118,14 +118,20 @@ pub async fn invalid_max_retries(h: &Harness) {
     rejected(
         h,
         "j",
-        EnqueueOptions::new().max_retries(-1),
+        EnqueueOptions {
+            max_retries: Some(-1),
+            ..EnqueueOptions::new()
+        },
         ErrorCode::InvalidMaxRetries,
     )
     .await;
     rejected(
         h,
         "j",
-        EnqueueOptions::new().max_retries(i64::MIN),
+        EnqueueOptions {
+            max_retries: Some(i64::MIN),
+            ..EnqueueOptions::new()
+        },
         ErrorCode::InvalidMaxRetries,
     )
     .await;
@@ -156,7 +162,11 @@ pub async fn invalid_concurrency(h: &Harness) {
         key_only,
         cap_only,
         EnqueueOptions::new().concurrency("k", 0),
-        EnqueueOptions::new().concurrency("k", -3),
+        EnqueueOptions {
+            concurrency_key: Some("k".into()),
+            max_concurrency: Some(-3),
+            ..EnqueueOptions::new()
+        },
         EnqueueOptions::new().concurrency("", 1),
         EnqueueOptions::new().concurrency("queue:mail", 1),
         EnqueueOptions::new().concurrency("queue:", 1),

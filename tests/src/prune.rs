@@ -6,14 +6,15 @@ use duraq_core::{
     EnqueueOptions, EnqueueOutcome, JobStatus, NewOperation, PruneReport, PruneRequest,
 };
 use serde_json::json;
+use std::time::Duration;
 
 use crate::harness::{job, Harness};
 
 fn req(completed: Option<u64>, failed: Option<u64>, cancelled: Option<u64>) -> PruneRequest {
     PruneRequest {
-        completed_older_than_ms: completed,
-        failed_older_than_ms: failed,
-        cancelled_older_than_ms: cancelled,
+        completed_older_than: completed.map(Duration::from_millis),
+        failed_older_than: failed.map(Duration::from_millis),
+        cancelled_older_than: cancelled.map(Duration::from_millis),
         batch_size: 100,
     }
 }

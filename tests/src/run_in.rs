@@ -12,7 +12,7 @@
 use duraq_core::{EnqueueOptions, EnqueueOutcome, ErrorCode, ScheduleKey};
 use serde_json::json;
 
-use crate::harness::{expect_conflict, job, Harness};
+use crate::harness::{expect_conflict, job, Harness, WireOptions};
 
 const TEN_MINUTES: i64 = 600_000;
 

@@ -6,7 +6,7 @@
 use duraq_core::{CancelOutcome, EnqueueOptions, ErrorCode, JobStatus, Outcome, WakeOutcome};
 use serde_json::json;
 
-use crate::harness::{expect_invalid, job, key, Harness};
+use crate::harness::{expect_invalid, job, key, Harness, WireOptions};
 
 pub async fn replace_without_owner(h: &Harness) {
     let out = h.replace("k", "j", json!([1])).await;

@@ -41,8 +41,8 @@ pub async fn high_water_survives_release_and_prune(h: &Harness) {
     h.store.cancel_scheduled(&key("k")).await.unwrap();
     h.advance(10);
     let req = PruneRequest {
-        completed_older_than_ms: Some(0),
-        cancelled_older_than_ms: Some(0),
+        completed_older_than: Some(std::time::Duration::ZERO),
+        cancelled_older_than: Some(std::time::Duration::ZERO),
         ..PruneRequest::default()
     };
     assert_eq!(h.store.prune(&req).await.unwrap().deleted, 2);

@@ -4,10 +4,10 @@
 //! or 8 app servers do; they share only the database) — and (7) an idempotent
 //! replay of an existing key and `replace_scheduled` on one hot key.
 
-use std::time::Instant;
+use std::time::{Duration, Instant, SystemTime};
 
 use anyhow::{ensure, Result};
-use duraq_core::{Clock, EnqueueOptions, EnqueueOutcome, NewJob, ScheduleKey, SystemClock};
+use duraq_core::{EnqueueOptions, EnqueueOutcome, NewJob, ScheduleKey};
 use serde_json::json;
 
 use super::{rate, Figure, Sizes};
@@ -102,14 +102,10 @@ pub async fn replace(target: &Target, sizes: Sizes) -> Result<Vec<Figure>> {
     let store = target.open().await?;
     let key = ScheduleKey::new("bench:hot")?;
     // A reminder an hour out, re-planned on every call: the hot-key pattern.
-    let later = SystemClock.now_ms() + 3_600_000;
+    let later = SystemTime::now() + Duration::from_secs(3_600);
     let started = Instant::now();
     for i in 0..sizes.key_ops {
-        let job = NewJob::new(
-            JOB,
-            json!([i]),
-            EnqueueOptions::new().scheduled_at_ms(later),
-        )?;
+        let job = NewJob::new(JOB, json!([i]), EnqueueOptions::new().run_at(later))?;
         store.replace_scheduled(&key, job).await?;
     }
     let ops = rate(sizes.key_ops, started.elapsed());

@@ -162,17 +162,11 @@ impl State {
 
     /// Terminal jobs old enough to prune, oldest first.
     pub(super) fn prunable(&self, req: &PruneRequest, now: i64) -> Vec<String> {
-        let age = |status: JobStatus| match status {
-            JobStatus::Completed => req.completed_older_than_ms,
-            JobStatus::Failed | JobStatus::Orphaned => req.failed_older_than_ms,
-            JobStatus::Cancelled => req.cancelled_older_than_ms,
-            JobStatus::Queued | JobStatus::HandedOff => None,
-        };
         let mut rows: Vec<(i64, &str)> = self
             .jobs
             .values()
             .filter_map(|j| {
-                let cutoff = now.saturating_sub(i64::try_from(age(j.status)?).unwrap_or(i64::MAX));
+                let cutoff = req.cutoff_ms(j.status, now)?;
                 let at = j.terminal_at_ms()?;
                 (at < cutoff).then_some((at, j.id.as_str()))
             })

@@ -14,7 +14,7 @@ use tokio::sync::{mpsc, watch, OwnedSemaphorePermit};
 use tracing::Instrument;
 
 use super::events::{JobStarted, Telemetry, WorkerEvent};
-use super::handler::{duration_ms, failed, outcome_of, JobContext};
+use super::handler::{attempt_number, duration_ms, failed, outcome_of, JobContext};
 use super::registry::Registry;
 use crate::clock::Clock;
 use crate::job::{Job, Lease};
@@ -115,7 +115,14 @@ async fn supervise(shared: Arc<Shared>, job: Job, permit: OwnedSemaphorePermit) 
                 stopping: shared.stopping.clone(),
             };
             let handler = entry.handler.clone();
-            let mut task = tokio::spawn(async move { handler.call(ctx).await }.in_current_span());
+            let mut task = tokio::spawn(
+                async move {
+                    let args = ctx.job.args.clone();
+                    handler.perform(&ctx, args).await
+                }
+                .in_current_span(),
+            );
+            let attempt = attempt_number(attempt);
             let mut abort = shared.abort.clone();
             tokio::select! {
                 biased;

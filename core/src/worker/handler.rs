@@ -6,11 +6,9 @@
 
 use std::fmt;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use async_trait::async_trait;
-use serde::de::DeserializeOwned;
-use serde::Serialize;
 use serde_json::Value;
 use tokio::sync::watch;
 
@@ -18,26 +16,36 @@ use crate::clock::Clock;
 use crate::job::Job;
 use crate::requests::Outcome;
 use crate::store::Store;
+use crate::time::ms_to_system_time;
+use crate::typed::{decode_args, JobArgs};
 
-/// A typed job handler (the row type is [`Job`]): the job's name, its argument type and the work.
+/// A typed job handler: the work for one [`JobArgs`] type.
 ///
-/// Arguments are deserialized from the row's JSON `args`; a row whose args do not
-/// deserialize fails at once without retries (no retry could fix it).
+/// The job name is `Self::Args::NAME`, so it is written once, on the args type;
+/// [`crate::Registry::register`] registers the handler under it. Arguments are
+/// decoded from the row's JSON `args`; a row whose args do not decode (an old job
+/// after a struct change) fails at once, without retries, with a `lastError`
+/// starting `invalid-args:` that names the job and the field.
 ///
 /// ```
-/// use duraq_core::{JobContext, JobError, JobHandler, JobResult};
+/// use duraq_core::{JobArgs, JobContext, JobError, JobHandler, JobResult, Registry};
 /// use serde::{Deserialize, Serialize};
 ///
 /// #[derive(Serialize, Deserialize)]
-/// struct Welcome { user_id: u64 }
+/// struct SendWelcome {
+///     user_id: u64,
+/// }
 ///
-/// struct SendWelcome;
-///
-/// #[async_trait::async_trait]
-/// impl JobHandler for SendWelcome {
+/// impl JobArgs for SendWelcome {
 ///     const NAME: &'static str = "send_welcome";
-///     type Args = Welcome;
-///     async fn perform(&self, ctx: &JobContext, args: Welcome) -> Result<JobResult, JobError> {
+/// }
+///
+/// struct SendWelcomeHandler;
+///
+/// #[duraq_core::async_trait]
+/// impl JobHandler for SendWelcomeHandler {
+///     type Args = SendWelcome;
+///     async fn perform(&self, ctx: &JobContext, args: SendWelcome) -> Result<JobResult, JobError> {
 ///         if args.user_id == 0 {
 ///             return Err(JobError::new("no such user").discard());
 ///         }
@@ -45,38 +53,70 @@ use crate::store::Store;
 ///         Ok(JobResult::Completed)
 ///     }
 /// }
+///
+/// let registry = Registry::new().register(SendWelcomeHandler).unwrap();
+/// assert!(registry.contains("send_welcome"));
 /// ```
 #[async_trait]
 pub trait JobHandler: Send + Sync + 'static {
-    /// The `jobName` this handler runs.
-    const NAME: &'static str;
-    /// The deserialized form of the row's `args`.
-    type Args: Serialize + DeserializeOwned + Send + 'static;
+    /// The job type this handler runs; its [`JobArgs::NAME`] is the job name.
+    type Args: JobArgs;
 
     /// Runs one attempt.
     async fn perform(&self, ctx: &JobContext, args: Self::Args) -> Result<JobResult, JobError>;
 
-    /// Overrides the retry delay after failed attempt `attempt` (1-based) of this
-    /// job name; `None` (the default) keeps the store's policy (SPEC §3). A
+    /// The retry delay after failed attempt `attempt` (1-based); `None` keeps the
+    /// store's policy (SPEC §3). Defaults to the type's [`JobArgs::backoff`]. A
     /// [`JobError::retry_in`] on the error itself wins over this.
-    fn backoff(&self, attempt: i64) -> Option<Duration> {
-        let _ = attempt;
-        None
+    fn backoff(&self, attempt: u32) -> Option<Duration> {
+        <Self::Args as JobArgs>::backoff(attempt)
     }
 }
 
-/// An untyped handler over the raw JSON `args` (for handlers chosen at run time,
-/// such as the CLI's built-ins). Closures can be registered directly with
-/// [`crate::Registry::register_fn`].
+/// An untyped handler over the raw JSON `args`, for handlers chosen at run time
+/// (such as the CLI's built-ins). Closures can be registered directly with
+/// [`crate::Registry::register_fn`]. Typed handlers run on this path too: the
+/// registry wraps a [`JobHandler`] in a `JsonHandler` that decodes first.
+///
+/// ```
+/// use duraq_core::{JobContext, JobError, JobResult, JsonHandler, Registry};
+///
+/// struct Echo;
+///
+/// #[duraq_core::async_trait]
+/// impl JsonHandler for Echo {
+///     async fn perform(&self, _ctx: &JobContext, args: serde_json::Value) -> Result<JobResult, JobError> {
+///         println!("{args}");
+///         Ok(JobResult::Completed)
+///     }
+/// }
+///
+/// let registry = Registry::new().register_json("echo", Echo).unwrap();
+/// assert!(registry.contains("echo"));
+/// ```
 #[async_trait]
 pub trait JsonHandler: Send + Sync + 'static {
     /// Runs one attempt.
     async fn perform(&self, ctx: &JobContext, args: Value) -> Result<JobResult, JobError>;
 
-    /// As [`JobHandler::backoff`].
-    fn backoff(&self, attempt: i64) -> Option<Duration> {
+    /// As [`JobHandler::backoff`] (default `None`: the store's policy).
+    fn backoff(&self, attempt: u32) -> Option<Duration> {
         let _ = attempt;
         None
+    }
+}
+
+/// A typed handler on the JSON path: decode, then run.
+pub(crate) struct Typed<H>(pub(crate) H);
+
+#[async_trait]
+impl<H: JobHandler> JsonHandler for Typed<H> {
+    async fn perform(&self, ctx: &JobContext, args: Value) -> Result<JobResult, JobError> {
+        let args = decode_args::<H::Args>(args).map_err(|m| JobError::new(m).discard())?;
+        self.0.perform(ctx, args).await
+    }
+    fn backoff(&self, attempt: u32) -> Option<Duration> {
+        self.0.backoff(attempt)
     }
 }
 
@@ -204,8 +244,8 @@ impl JobContext {
     }
 
     /// This attempt's number, 1-based (`attempts` after the claim).
-    pub fn attempt(&self) -> i64 {
-        self.job.attempts
+    pub fn attempt(&self) -> u32 {
+        attempt_number(self.job.attempts)
     }
 
     /// The raw JSON `args`.
@@ -223,7 +263,12 @@ impl JobContext {
         &self.store
     }
 
-    /// The worker's clock, in milliseconds since the epoch.
+    /// The worker's clock.
+    pub fn now(&self) -> SystemTime {
+        ms_to_system_time(self.clock.now_ms())
+    }
+
+    /// The worker's clock, in milliseconds since the epoch (the stores' unit).
     pub fn now_ms(&self) -> i64 {
         self.clock.now_ms()
     }
@@ -247,45 +292,11 @@ impl JobContext {
     }
 }
 
-/// The object-safe form every registered handler is stored as.
-#[async_trait]
-pub(crate) trait ErasedHandler: Send + Sync + 'static {
-    async fn call(&self, ctx: JobContext) -> Result<JobResult, JobError>;
-    fn backoff(&self, attempt: i64) -> Option<Duration>;
-}
-
-pub(crate) struct Typed<J>(pub(crate) J);
-
-#[async_trait]
-impl<J: JobHandler> ErasedHandler for Typed<J> {
-    async fn call(&self, ctx: JobContext) -> Result<JobResult, JobError> {
-        let args: J::Args = serde_json::from_value(ctx.job.args.clone())
-            .map_err(|e| JobError::new(format!("invalid args for {}: {e}", J::NAME)).discard())?;
-        self.0.perform(&ctx, args).await
-    }
-    fn backoff(&self, attempt: i64) -> Option<Duration> {
-        self.0.backoff(attempt)
-    }
-}
-
-pub(crate) struct Untyped<H>(pub(crate) H);
-
-#[async_trait]
-impl<H: JsonHandler> ErasedHandler for Untyped<H> {
-    async fn call(&self, ctx: JobContext) -> Result<JobResult, JobError> {
-        let args = ctx.job.args.clone();
-        self.0.perform(&ctx, args).await
-    }
-    fn backoff(&self, attempt: i64) -> Option<Duration> {
-        self.0.backoff(attempt)
-    }
-}
-
 /// Turns what a handler returned into the outcome to report.
 pub(crate) fn outcome_of(
     result: Result<JobResult, JobError>,
-    attempt: i64,
-    backoff: &dyn Fn(i64) -> Option<Duration>,
+    attempt: u32,
+    backoff: &dyn Fn(u32) -> Option<Duration>,
 ) -> Outcome {
     match result {
         Ok(JobResult::Completed) => Outcome::Completed,
@@ -312,4 +323,9 @@ pub(crate) fn failed(error: String, retry_in: Option<Duration>, discard: bool) -
 /// Milliseconds of `d`, saturating.
 pub(crate) fn duration_ms(d: Duration) -> i64 {
     i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
+}
+
+/// A row's `attempts` as the 1-based attempt number handlers see (clamped).
+pub(crate) fn attempt_number(attempts: i64) -> u32 {
+    u32::try_from(attempts.max(0)).unwrap_or(u32::MAX)
 }

@@ -23,6 +23,7 @@ use crate::keys::JobName;
 use crate::options::{EnqueueOptions, NewJob};
 use crate::requests::EnqueueOutcome;
 use crate::store::Store;
+use crate::typed::{args_json, JobArgs};
 
 /// When a periodic job fires.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -51,16 +52,32 @@ impl PeriodicSchedule {
 ///
 /// ```
 /// use std::time::Duration;
-/// use duraq_core::{EnqueueOptions, PeriodicJob};
-/// let cleanup = PeriodicJob::every("cleanup", Duration::from_secs(3600), "app.cleanup")
-///     .unwrap()
-///     .args(serde_json::json!({"olderThanDays": 30}));
+/// use duraq_core::{EnqueueOptions, JobArgs, PeriodicJob};
+///
+/// #[derive(serde::Serialize, serde::Deserialize)]
+/// struct Cleanup {
+///     older_than_days: u32,
+/// }
+/// impl JobArgs for Cleanup {
+///     const NAME: &'static str = "app.cleanup";
+///     fn options() -> EnqueueOptions {
+///         EnqueueOptions::new().queue("maintenance")
+///     }
+/// }
+///
+/// // Typed: the job name, args and default options come from `Cleanup`.
+/// let cleanup = PeriodicJob::every_job("cleanup", Duration::from_secs(3600), &Cleanup { older_than_days: 30 })
+///     .unwrap();
+/// assert_eq!(cleanup.job_name(), "app.cleanup");
+/// let tick = cleanup.tick_job(3_600_000).unwrap();
+/// assert_eq!(tick.queue().as_str(), "maintenance");
+///
+/// // Untyped: a job name and JSON args.
 /// let nightly = PeriodicJob::cron("nightly-report", "0 3 * * *", "app.report")
 ///     .unwrap()
 ///     .utc_offset_minutes(60)
 ///     .options(EnqueueOptions::new().queue("reports").max_retries(2));
 /// assert_eq!(nightly.name(), "nightly-report");
-/// # let _ = cleanup;
 /// ```
 #[derive(Clone, Debug, PartialEq)]
 pub struct PeriodicJob {
@@ -68,6 +85,8 @@ pub struct PeriodicJob {
     schedule: PeriodicSchedule,
     job_name: String,
     args: Value,
+    /// The job type's defaults (typed constructors), under `options`.
+    defaults: EnqueueOptions,
     options: EnqueueOptions,
 }
 
@@ -92,6 +111,32 @@ impl PeriodicJob {
         )
     }
 
+    /// Fires every `period` (at least 1 ms) under the schedule name `name`,
+    /// enqueuing `args` with its type's name and default options (which
+    /// [`PeriodicJob::options`] overrides field by field).
+    ///
+    /// Errors: as [`PeriodicJob::every`], and `invalid-args` if `args` does not
+    /// serialize.
+    pub fn every_job<A: JobArgs>(
+        name: &str,
+        period: Duration,
+        args: &A,
+    ) -> Result<Self, WorkerError> {
+        Ok(Self::every(name, period, A::NAME)?.typed(args)?)
+    }
+
+    /// Fires on a five-field cron expression (see [`PeriodicJob::cron`]),
+    /// enqueuing `args` as [`PeriodicJob::every_job`] does.
+    pub fn cron_job<A: JobArgs>(name: &str, expr: &str, args: &A) -> Result<Self, WorkerError> {
+        Ok(Self::cron(name, expr, A::NAME)?.typed(args)?)
+    }
+
+    fn typed<A: JobArgs>(mut self, args: &A) -> crate::error::Result<Self> {
+        self.args = args_json(args)?;
+        self.defaults = A::options();
+        Ok(self)
+    }
+
     fn new(name: &str, schedule: PeriodicSchedule, job_name: &str) -> Result<Self, WorkerError> {
         let name = name.trim();
         if name.is_empty() || name.chars().any(char::is_control) {
@@ -105,6 +150,7 @@ impl PeriodicJob {
             schedule,
             job_name,
             args: Value::Array(Vec::new()),
+            defaults: EnqueueOptions::new(),
             options: EnqueueOptions::new(),
         })
     }
@@ -115,8 +161,9 @@ impl PeriodicJob {
         self
     }
 
-    /// Queue, retries, timeout, concurrency of every tick's job. The idempotency
-    /// key and scheduled time are set per tick; dedupe is not used.
+    /// Queue, retries, timeout, concurrency of every tick's job (over a typed
+    /// job's defaults, field by field). The idempotency key and scheduled time
+    /// are set per tick; dedupe is not used.
     pub fn options(mut self, options: EnqueueOptions) -> Self {
         self.options = options;
         self
@@ -152,9 +199,10 @@ impl PeriodicJob {
 
     /// The job of the tick at `tick_ms`.
     pub fn tick_job(&self, tick_ms: i64) -> Result<NewJob, WorkerError> {
-        let mut opts = self.options.clone();
+        let mut opts = self.options.clone().or_defaults(self.defaults.clone());
         opts.idempotency_key = Some(self.tick_key(tick_ms));
         opts.scheduled_at_ms = Some(tick_ms);
+        opts.run_in_ms = None;
         opts.deduplicate_while_queued = false;
         Ok(NewJob::new(&self.job_name, self.args.clone(), opts)?)
     }

@@ -12,23 +12,21 @@ use std::time::Duration;
 use async_trait::async_trait;
 use serde_json::Value;
 
-use super::handler::{
-    ErasedHandler, JobContext, JobError, JobHandler, JobResult, JsonHandler, Typed, Untyped,
-};
+use super::handler::{JobContext, JobError, JobHandler, JobResult, JsonHandler, Typed};
 use super::WorkerError;
 use crate::keys::JobName;
 
 /// A registered handler plus its optional backoff override.
 #[derive(Clone)]
 pub(crate) struct Entry {
-    pub(crate) handler: Arc<dyn ErasedHandler>,
-    pub(crate) backoff: Option<Arc<dyn Fn(i64) -> Option<Duration> + Send + Sync>>,
+    pub(crate) handler: Arc<dyn JsonHandler>,
+    pub(crate) backoff: Option<Arc<dyn Fn(u32) -> Option<Duration> + Send + Sync>>,
 }
 
 impl Entry {
     /// The retry delay after failed attempt `attempt`: registry override, then the
     /// handler's own, else `None` (the store's policy).
-    pub(crate) fn backoff(&self, attempt: i64) -> Option<Duration> {
+    pub(crate) fn backoff(&self, attempt: u32) -> Option<Duration> {
         match &self.backoff {
             Some(f) => f(attempt),
             None => self.handler.backoff(attempt),
@@ -70,31 +68,37 @@ impl Registry {
         Self::default()
     }
 
-    /// Registers a typed handler under [`JobHandler::NAME`].
+    /// Registers a typed handler under its args type's name
+    /// ([`crate::JobArgs::NAME`]). It runs on the JSON path: the registry wraps it
+    /// in a [`JsonHandler`] that decodes the args first.
     ///
     /// Errors: `duplicate-handler` when the name is taken, `invalid-job-name`.
-    pub fn register<J: JobHandler>(self, job: J) -> Result<Self, WorkerError> {
-        self.insert(J::NAME, Arc::new(Typed(job)))
+    pub fn register<H: JobHandler>(self, handler: H) -> Result<Self, WorkerError> {
+        self.register_json(<H::Args as crate::JobArgs>::NAME, Typed(handler))
     }
 
-    /// Registers an untyped handler over the raw JSON args.
+    /// Registers an untyped handler over the raw JSON args under `name`.
+    ///
+    /// Errors: as [`Registry::register`].
     pub fn register_json<H: JsonHandler>(
         self,
         name: &str,
         handler: H,
     ) -> Result<Self, WorkerError> {
-        self.insert(name, Arc::new(Untyped(handler)))
+        self.insert(name, Arc::new(handler))
     }
 
     /// Registers a closure `|ctx: JobContext, args: Value| async { … }` returning
     /// `Result<R, JobError>` where `R` is `()` or a [`JobResult`].
+    ///
+    /// Errors: as [`Registry::register`].
     pub fn register_fn<F, Fut, R>(self, name: &str, f: F) -> Result<Self, WorkerError>
     where
         F: Fn(JobContext, Value) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<R, JobError>> + Send + 'static,
         R: Into<JobResult>,
     {
-        self.insert(name, Arc::new(Untyped(FnHandler(f))))
+        self.register_json(name, FnHandler(f))
     }
 
     /// Overrides the retry delay of an already registered name: `f(attempt)` is the
@@ -104,7 +108,7 @@ impl Registry {
     /// Errors: `invalid-worker-config` when `name` has no handler.
     pub fn backoff<F>(mut self, name: &str, f: F) -> Result<Self, WorkerError>
     where
-        F: Fn(i64) -> Option<Duration> + Send + Sync + 'static,
+        F: Fn(u32) -> Option<Duration> + Send + Sync + 'static,
     {
         let name = JobName::new(name)?;
         let entry = self.entries.get_mut(name.as_str()).ok_or_else(|| {
@@ -138,7 +142,7 @@ impl Registry {
         self.entries.get(name)
     }
 
-    fn insert(mut self, name: &str, handler: Arc<dyn ErasedHandler>) -> Result<Self, WorkerError> {
+    fn insert(mut self, name: &str, handler: Arc<dyn JsonHandler>) -> Result<Self, WorkerError> {
         let name = JobName::new(name)?;
         if self.entries.contains_key(name.as_str()) {
             return Err(WorkerError::DuplicateHandler(name.as_str().to_owned()));

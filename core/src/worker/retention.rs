@@ -22,8 +22,8 @@ use crate::store::Store;
 /// let policy = RetentionPolicy::new(Duration::from_secs(600))
 ///     .completed(Duration::from_secs(24 * 3600))
 ///     .failed(Duration::from_secs(7 * 24 * 3600));
-/// assert_eq!(policy.prune_request().completed_older_than_ms, Some(86_400_000));
-/// assert_eq!(policy.prune_request().cancelled_older_than_ms, None);
+/// assert_eq!(policy.prune_request().completed_older_than, Some(Duration::from_secs(86_400)));
+/// assert_eq!(policy.prune_request().cancelled_older_than, None);
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RetentionPolicy {
@@ -78,11 +78,10 @@ impl RetentionPolicy {
 
     /// The request each sweep sends to [`Store::prune`].
     pub fn prune_request(&self) -> PruneRequest {
-        let ms = |d: Option<Duration>| d.map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
         PruneRequest {
-            completed_older_than_ms: ms(self.completed),
-            failed_older_than_ms: ms(self.failed),
-            cancelled_older_than_ms: ms(self.cancelled),
+            completed_older_than: self.completed,
+            failed_older_than: self.failed,
+            cancelled_older_than: self.cancelled,
             batch_size: self.batch_size,
         }
     }

@@ -2,22 +2,25 @@
 
 use std::time::Duration;
 
-use async_trait::async_trait;
+use crate::async_trait;
 use serde::{Deserialize, Serialize};
 
 use super::store;
-use crate::{JobContext, JobError, JobHandler, JobResult, QueueConfig, Registry, Worker};
+use crate::{JobArgs, JobContext, JobError, JobHandler, JobResult, QueueConfig, Registry, Worker};
 
 #[derive(Serialize, Deserialize)]
 struct Greet {
     name: String,
 }
 
+impl JobArgs for Greet {
+    const NAME: &'static str = "greet";
+}
+
 struct GreetJob;
 
 #[async_trait]
 impl JobHandler for GreetJob {
-    const NAME: &'static str = "greet";
     type Args = Greet;
     async fn perform(&self, _ctx: &JobContext, args: Greet) -> Result<JobResult, JobError> {
         if args.name.is_empty() {
@@ -25,8 +28,8 @@ impl JobHandler for GreetJob {
         }
         Ok(JobResult::Completed)
     }
-    fn backoff(&self, attempt: i64) -> Option<Duration> {
-        Some(Duration::from_millis(attempt as u64))
+    fn backoff(&self, attempt: u32) -> Option<Duration> {
+        Some(Duration::from_millis(u64::from(attempt)))
     }
 }
 

@@ -104,7 +104,7 @@ async fn backoff_override_discard_and_bad_args() {
         })
         .unwrap()
         .backoff("retry-fast", |attempt| {
-            Some(Duration::from_millis(attempt as u64))
+            Some(Duration::from_millis(u64::from(attempt)))
         })
         .unwrap()
         .register_fn("hopeless", |_c, _a| async {
@@ -154,15 +154,21 @@ async fn backoff_override_discard_and_bad_args() {
     assert_eq!((row.status, row.attempts), (JobStatus::Failed, 1));
     let row = job(&store, &bad_args).await;
     assert_eq!(row.status, JobStatus::Failed);
-    assert!(row.last_error.unwrap().starts_with("invalid args for echo"));
+    assert!(row.last_error.unwrap().starts_with("invalid-args: echo: "));
+}
+
+#[derive(serde::Serialize, serde::Deserialize)]
+struct EchoArgs(std::collections::BTreeMap<String, String>);
+
+impl crate::JobArgs for EchoArgs {
+    const NAME: &'static str = "echo";
 }
 
 struct TypedEcho;
 
-#[async_trait::async_trait]
+#[crate::async_trait]
 impl crate::JobHandler for TypedEcho {
-    const NAME: &'static str = "echo";
-    type Args = std::collections::BTreeMap<String, String>;
+    type Args = EchoArgs;
     async fn perform(
         &self,
         _ctx: &crate::JobContext,
@@ -218,7 +224,9 @@ async fn timeouts_fail_the_attempt() {
         &store,
         "slow",
         json!([]),
-        EnqueueOptions::new().timeout_ms(30).max_retries(0),
+        EnqueueOptions::new()
+            .timeout(Duration::from_millis(30))
+            .max_retries(0),
     )
     .await;
     let default = enqueue(

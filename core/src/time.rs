@@ -1,0 +1,76 @@
+//! Conversions between the Rust API's time types (`Duration`, `SystemTime`) and
+//! the milliseconds of the JSON wire form and the stores. Every conversion is
+//! checked: a value that does not fit is reported (`None`), never wrapped, so the
+//! caller can turn it into its validation error instead of a wrong time.
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+/// Whole milliseconds of `d` (rounded down), or `None` beyond `i64::MAX`.
+pub(crate) fn duration_to_ms(d: Duration) -> Option<i64> {
+    i64::try_from(d.as_millis()).ok()
+}
+
+/// Milliseconds of `d` rounded up (a timeout of 0.5 ms is 1 ms, not 0), or `None`
+/// beyond `i64::MAX`.
+pub(crate) fn duration_to_ms_ceil(d: Duration) -> Option<i64> {
+    let ms = d.as_millis() + u128::from(!d.subsec_nanos().is_multiple_of(1_000_000));
+    i64::try_from(ms).ok()
+}
+
+/// Milliseconds since the Unix epoch of `t`: `Err(ms)` for a time before the epoch
+/// (with its negative, saturated millisecond value) or beyond `i64::MAX` ms
+/// (`Err(i64::MIN)`), both of which validation refuses.
+pub(crate) fn system_time_to_ms(t: SystemTime) -> Result<i64, i64> {
+    match t.duration_since(UNIX_EPOCH) {
+        Ok(after) => duration_to_ms(after).ok_or(i64::MIN),
+        Err(before) => {
+            let ms = duration_to_ms_ceil(before.duration()).unwrap_or(i64::MAX);
+            Err(ms.checked_neg().unwrap_or(i64::MIN).min(-1))
+        }
+    }
+}
+
+/// The instant `ms` milliseconds after (or, if negative, before) the Unix epoch.
+/// Every `i64` is representable on the platforms duraq supports; should one not be,
+/// the epoch itself is returned rather than panicking.
+pub(crate) fn ms_to_system_time(ms: i64) -> SystemTime {
+    let offset = Duration::from_millis(ms.unsigned_abs());
+    let t = if ms >= 0 {
+        UNIX_EPOCH.checked_add(offset)
+    } else {
+        UNIX_EPOCH.checked_sub(offset)
+    };
+    t.unwrap_or(UNIX_EPOCH)
+}
+
+/// A stored non-negative millisecond count as a `Duration` (negatives read as 0).
+pub(crate) fn ms_to_duration(ms: i64) -> Duration {
+    Duration::from_millis(u64::try_from(ms).unwrap_or(0))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn conversions_are_checked() {
+        assert_eq!(duration_to_ms(Duration::from_micros(1_500)), Some(1));
+        assert_eq!(duration_to_ms_ceil(Duration::from_micros(1_500)), Some(2));
+        assert_eq!(duration_to_ms_ceil(Duration::from_millis(3)), Some(3));
+        assert_eq!(duration_to_ms(Duration::MAX), None);
+        assert_eq!(duration_to_ms_ceil(Duration::MAX), None);
+        let t = UNIX_EPOCH + Duration::from_millis(1_700_000_000_123);
+        assert_eq!(system_time_to_ms(t), Ok(1_700_000_000_123));
+        assert_eq!(ms_to_system_time(1_700_000_000_123), t);
+        assert_eq!(system_time_to_ms(UNIX_EPOCH), Ok(0));
+        let before = UNIX_EPOCH - Duration::from_millis(5);
+        assert_eq!(system_time_to_ms(before), Err(-5));
+        assert_eq!(ms_to_system_time(-5), before);
+        let tiny = UNIX_EPOCH - Duration::from_nanos(1);
+        assert_eq!(system_time_to_ms(tiny), Err(-1));
+        if let Some(far) = UNIX_EPOCH.checked_add(Duration::from_secs(u64::MAX / 4)) {
+            assert_eq!(system_time_to_ms(far), Err(i64::MIN));
+        }
+        assert_eq!(ms_to_duration(-3), Duration::ZERO);
+    }
+}

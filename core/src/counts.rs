@@ -8,12 +8,19 @@ use crate::job::JobStatus;
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub struct StatusCounts {
+    /// Jobs waiting to be claimed (due or not).
     pub queued: i64,
+    /// Jobs claimed by a worker and not yet reported.
     pub handed_off: i64,
+    /// Jobs that succeeded.
     pub completed: i64,
+    /// Jobs whose last attempt failed with no retries left (or discarded).
     pub failed: i64,
+    /// Jobs cancelled by an operator or a schedule-key replace.
     pub cancelled: i64,
+    /// Jobs whose worker died with no retries left.
     pub orphaned: i64,
+    /// The sum of the six statuses.
     pub all: i64,
 }
 
@@ -58,8 +65,11 @@ impl StatusCounts {
 /// An exact, consistent snapshot: `counts` as of `revision`; `total` = `counts.all`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CountSnapshot {
+    /// The count of each status.
     pub counts: StatusCounts,
+    /// The store's count revision these counts are exact for.
     pub revision: i64,
+    /// Every job, whatever its status (`counts.all`).
     pub total: i64,
 }
 
@@ -78,7 +88,9 @@ impl CountSnapshot {
 /// The net count change of one committed mutation, and the revision it produced.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CountDelta {
+    /// The signed change of each status (and of `all`).
     pub deltas: StatusCounts,
+    /// The revision the mutation produced (the previous one plus 1).
     pub revision: i64,
 }
 

@@ -18,13 +18,24 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum ErrorCode {
+    /// A job name that is empty, too long or holds control characters.
     InvalidJobName,
+    /// A negative `maxRetries`.
     InvalidMaxRetries,
+    /// A run time before the epoch or out of range, a delay out of range, or
+    /// both an absolute time and a delay.
     InvalidScheduledAt,
+    /// A concurrency key without a cap (or the reverse), a cap below 1, or a key
+    /// that is reserved or badly formed.
     InvalidConcurrency,
+    /// A cap that differs from the one already in force for the same key.
     ConcurrencyCapConflict,
+    /// An idempotency key that is empty or too long, or an operation record
+    /// without one.
     InvalidIdempotencyKey,
+    /// A timeout below 1 ms or out of range.
     InvalidTimeout,
+    /// A schedule key that is empty, too long or holds control characters.
     InvalidScheduleKey,
     /// A queue name that is too long or holds control characters.
     InvalidQueue,
@@ -34,16 +45,21 @@ pub enum ErrorCode {
     /// Two options that cannot be combined (e.g. `deduplicateWhileQueued` with an
     /// `idempotencyKey`, or either with `replace_scheduled`).
     UnsupportedOption,
+    /// An idempotency key already owned by a different request.
     IdempotencyConflict,
+    /// No job has the given id.
     JobNotFound,
     /// An operator action on a job whose status does not allow it (retrying a
     /// queued job, cancelling a completed one).
     InvalidJobState,
+    /// No operation record has the given key.
     OperationNotFound,
+    /// The database's schema is newer than this binary, or not duraq's.
     SchemaIncompatible,
     /// A reading command addressed a database (SQLite file, PostgreSQL schema) that
     /// does not exist or holds no duraq schema; nothing was created.
     DatabaseNotFound,
+    /// The database stayed locked by other writers past every retry.
     DatabaseBusy,
     /// Anything else a backend reports (I/O, a broken connection, corruption).
     Backend,
@@ -96,24 +112,47 @@ impl fmt::Display for ErrorCode {
 pub enum Error {
     /// The caller's input was rejected; nothing was written.
     #[error("{message}")]
-    Invalid { code: ErrorCode, message: String },
+    Invalid {
+        /// What kind of input was wrong.
+        code: ErrorCode,
+        /// Which value, and why.
+        message: String,
+    },
     /// The input is valid but contradicts what the database already holds
     /// (`idempotency-conflict`, `concurrency-cap-conflict`); nothing was written.
     #[error("{message}")]
-    Conflict { code: ErrorCode, message: String },
+    Conflict {
+        /// Which promise the input contradicts.
+        code: ErrorCode,
+        /// What is held, and what was asked.
+        message: String,
+    },
     /// The addressed job or operation does not exist.
     #[error("{message}")]
-    NotFound { code: ErrorCode, message: String },
+    NotFound {
+        /// `job-not-found` or `operation-not-found`.
+        code: ErrorCode,
+        /// Which id or key.
+        message: String,
+    },
     /// The database holds a schema this binary cannot use (`schema-incompatible`).
     #[error("schema incompatible: {message}")]
-    SchemaIncompatible { message: String },
+    SchemaIncompatible {
+        /// Which versions were found and expected.
+        message: String,
+    },
     /// The database stayed locked by other writers past every retry (`database-busy`).
     #[error("database busy: {message}")]
-    Busy { message: String },
+    Busy {
+        /// What was being done.
+        message: String,
+    },
     /// Any other backend failure.
     #[error("backend error: {message}")]
     Backend {
+        /// What was being done (never a secret).
         message: String,
+        /// The driver's error, if any (see [`error_chain`]).
         #[source]
         source: Option<BoxError>,
     },

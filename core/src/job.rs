@@ -13,11 +13,17 @@ use crate::time::{ms_to_duration, ms_to_system_time};
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum JobStatus {
+    /// Waiting to be claimed (due now or later).
     Queued,
+    /// Claimed by a worker under a lease.
     HandedOff,
+    /// Succeeded (terminal).
     Completed,
+    /// Failed with no retries left, or discarded (terminal).
     Failed,
+    /// Cancelled by an operator or replaced under its schedule key (terminal).
     Cancelled,
+    /// Its worker died with no retries left (terminal).
     Orphaned,
 }
 
@@ -83,28 +89,51 @@ impl FromStr for JobStatus {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Job {
+    /// The job id (UUIDv7).
     pub id: String,
+    /// The name handlers are registered under.
     pub job_name: String,
+    /// The JSON args.
     pub args: Value,
+    /// The normalized queue.
     pub queue: String,
+    /// Where the job is in its life.
     pub status: JobStatus,
+    /// Attempts started so far (grows at claim; a reschedule gives one back).
     pub attempts: i64,
+    /// Retries allowed after the first attempt.
     pub max_retries: i64,
+    /// When the job is due, in ms since the epoch ([`Job::scheduled_at`]).
     pub scheduled_at_ms: i64,
+    /// When the job was enqueued, in ms since the epoch ([`Job::created_at`]).
     pub created_at_ms: i64,
+    /// When the latest claim happened.
     pub handed_off_at_ms: Option<i64>,
+    /// When the job completed.
     pub completed_at_ms: Option<i64>,
+    /// When the job failed.
     pub failed_at_ms: Option<i64>,
+    /// When the job was cancelled.
     pub cancelled_at_ms: Option<i64>,
+    /// When the job was orphaned.
     pub orphaned_at_ms: Option<i64>,
+    /// The message of the latest failed attempt.
     pub last_error: Option<String>,
+    /// The worker of the latest lease.
     pub worker_id: Option<String>,
+    /// The fencing token of the latest lease.
     pub handoff_id: Option<String>,
+    /// The schedule key the job was placed under, if any.
     pub schedule_key: Option<String>,
+    /// The job's place in its schedule key's sequence of replacements.
     pub schedule_order: Option<i64>,
+    /// The concurrency key, if capped.
     pub concurrency_key: Option<String>,
+    /// The cap for `concurrency_key`.
     pub max_concurrency: Option<i64>,
+    /// The idempotency key it was enqueued with, if any.
     pub idempotency_key: Option<String>,
+    /// The job's own attempt timeout in ms ([`Job::timeout`]).
     pub timeout_ms: Option<i64>,
 }
 
@@ -161,6 +190,8 @@ impl Job {
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Lease {
+    /// The claimed job.
     pub job_id: String,
+    /// The claim's fencing token.
     pub handoff_id: String,
 }

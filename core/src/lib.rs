@@ -6,17 +6,39 @@
 //! shares, and [`MemoryStore`], the small reference model the property suite
 //! compares real stores against. It does no I/O: databases live behind `Store`.
 //!
+//! A job type is declared once ([`JobArgs`]); producers enqueue values of it and
+//! workers register a [`JobHandler`] for it. Options take [`std::time::Duration`]
+//! and [`std::time::SystemTime`]; milliseconds are only the JSON wire form. The
+//! untyped path ([`NewJob::new`], [`Registry::register_fn`]) serves the CLI and
+//! producers that know a job only by name.
+//!
 //! ```
 //! # tokio_test_shim::block_on(async {
-//! use duraq_core::{EnqueueOptions, MemoryStore, NewJob, Store};
+//! use std::time::Duration;
+//! use duraq_core::{EnqueueOptions, JobArgs, MemoryStore, NewJob, Store};
+//!
+//! #[derive(serde::Serialize, serde::Deserialize)]
+//! struct SendWelcome {
+//!     user_id: i64,
+//! }
+//! impl JobArgs for SendWelcome {
+//!     const NAME: &'static str = "send_welcome";
+//! }
+//!
 //! let store = MemoryStore::new();
-//! let job = NewJob::new("send_welcome", serde_json::json!([42]), EnqueueOptions::new()).unwrap();
-//! let outcome = store.enqueue(job).await.unwrap();
+//! let later = EnqueueOptions::new().run_in(Duration::from_secs(600));
+//! let outcome = store.enqueue(SendWelcome { user_id: 42 }.job_with(later).unwrap()).await.unwrap();
 //! assert!(store.get_job(outcome.job_id()).await.unwrap().is_some());
+//!
+//! // The same job, untyped:
+//! let job = NewJob::new("send_welcome", serde_json::json!({"user_id": 42}), EnqueueOptions::new()).unwrap();
+//! store.enqueue(job).await.unwrap();
 //! # });
 //! # mod tokio_test_shim { pub fn block_on<F: std::future::Future>(f: F) -> F::Output {
 //! #     tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(f) } }
 //! ```
+
+#![warn(missing_docs)]
 
 mod backoff;
 mod clock;

@@ -209,7 +209,8 @@ enum Timing {
     In(i64),
 }
 
-/// A validated, normalized job ready for a store. Built only by [`NewJob::new`].
+/// A validated, normalized job ready for a store. Built only by [`NewJob::new`]
+/// (directly, or through [`crate::JobArgs::job`] for a typed job).
 ///
 /// ```
 /// use duraq_core::{EnqueueOptions, NewJob};

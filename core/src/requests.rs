@@ -32,7 +32,9 @@ impl EnqueueOutcome {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ReplaceOutcome {
+    /// The job now placed under the key.
     pub job_id: String,
+    /// The job the key held before, if any.
     pub previous_job_id: Option<String>,
     /// `Queued` (it is now cancelled), `HandedOff` (it keeps running), or `None`.
     pub previous_status: Option<JobStatus>,
@@ -42,8 +44,11 @@ pub struct ReplaceOutcome {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum CancelOutcome {
+    /// The key's queued job is now cancelled.
     Cancelled,
+    /// The key's job is running; it was left alone.
     HandedOff,
+    /// The key holds no live job.
     NotFound,
 }
 
@@ -51,9 +56,13 @@ pub enum CancelOutcome {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum WakeOutcome {
+    /// The key's job is now due.
     Woken,
+    /// The key's job was already due.
     AlreadyDue,
+    /// The key's job is running.
     HandedOff,
+    /// The key holds no live job.
     NotFound,
 }
 
@@ -61,7 +70,9 @@ pub enum WakeOutcome {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct KeyedOutcome<O> {
+    /// The job the key held, if any.
     pub job_id: Option<String>,
+    /// What happened to it.
     pub outcome: O,
 }
 
@@ -69,7 +80,9 @@ pub struct KeyedOutcome<O> {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ScheduledJobs {
+    /// The key's live (queued or handed-off) job.
     pub current_job: Option<Job>,
+    /// The key's most recent job to reach a terminal status.
     pub latest_terminal_job: Option<Job>,
 }
 
@@ -86,6 +99,7 @@ pub struct QueueConfig {
 /// What a worker asks for when it claims.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ClaimRequest {
+    /// The claiming worker (recorded on the lease, checked by heartbeats).
     pub worker_id: String,
     /// Only jobs with one of these names are claimed (the worker's handlers).
     pub job_names: Vec<String>,
@@ -106,13 +120,19 @@ pub enum Outcome {
     /// else `failed`. `retry_in_ms` overrides the default backoff; `discard` fails
     /// the job at once.
     Failed {
+        /// The new `lastError`.
         error: String,
+        /// The retry delay in ms instead of the default backoff.
         retry_in_ms: Option<i64>,
+        /// Fail the job at once, whatever retries are left.
         discard: bool,
     },
     /// `reschedule_in(delay)`: back to `queued` at now + delay, the attempt is not
     /// counted and `lastError` is untouched.
-    Reschedule { delay_ms: i64 },
+    Reschedule {
+        /// Run again this many ms after the report.
+        delay_ms: i64,
+    },
     /// Give the job back unstarted (shutdown): `queued`, due now, attempt not counted.
     ReturnToQueue,
 }
@@ -197,7 +217,9 @@ impl Default for PruneRequest {
 /// What a prune did.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PruneReport {
+    /// Jobs deleted.
     pub deleted: u64,
+    /// Non-empty batches (transactions), each one count mutation.
     pub batches: u64,
 }
 
@@ -205,11 +227,17 @@ pub struct PruneReport {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Operation {
+    /// The operation's key.
     pub key: String,
+    /// What the owner stored with it.
     pub data: Value,
+    /// The job that carries it.
     pub job_id: String,
+    /// When it was recorded (ms since the epoch).
     pub created_at_ms: i64,
+    /// When its job's first attempt began, stamped durably before any I/O.
     pub first_attempt_started_at_ms: Option<i64>,
+    /// The outcome the owner recorded, if any.
     pub result: Option<Value>,
 }
 

@@ -86,7 +86,7 @@ pub trait JobArgs: Serialize + DeserializeOwned + Send + Sync + 'static {
     }
 
     /// The retry delay after failed attempt `attempt` (1-based) of a job of this
-    /// type; `None` (the default) keeps the store's policy (SPEC §3). A handler's
+    /// type; `None` (the default) keeps the store's policy (`docs/retries.md`). A handler's
     /// [`crate::JobHandler::backoff`] defaults to this.
     fn backoff(attempt: u32) -> Option<Duration> {
         let _ = attempt;

@@ -17,6 +17,45 @@ use crate::clock::Clock;
 use crate::store::Store;
 
 /// A configured worker: claims, runs and reports jobs until shut down.
+///
+/// ```
+/// use std::sync::Arc;
+/// use duraq_core::{
+///     JobArgs, JobContext, JobError, JobHandler, JobResult, MemoryStore, Registry, Store, Worker,
+///     WorkerEvent,
+/// };
+///
+/// #[derive(serde::Serialize, serde::Deserialize)]
+/// struct Resize {
+///     image_id: u64,
+/// }
+/// impl JobArgs for Resize {
+///     const NAME: &'static str = "resize";
+/// }
+///
+/// struct Resizer;
+/// #[duraq_core::async_trait]
+/// impl JobHandler for Resizer {
+///     type Args = Resize;
+///     async fn perform(&self, _ctx: &JobContext, args: Resize) -> Result<JobResult, JobError> {
+///         assert_eq!(args.image_id, 7);
+///         Ok(JobResult::Completed)
+///     }
+/// }
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() {
+/// let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
+/// let id = store.enqueue(Resize { image_id: 7 }.job().unwrap()).await.unwrap().job_id().to_owned();
+/// let registry = Registry::new().register(Resizer).unwrap();
+/// let worker = Worker::builder(store.clone(), registry).build().unwrap();
+/// let mut events = worker.subscribe();
+/// let handle = worker.spawn();
+/// while !matches!(events.recv().await.unwrap(), WorkerEvent::Finished(ref f) if f.job_id == id) {}
+/// let report = handle.shutdown_and_join().await.unwrap();
+/// assert_eq!(report.completed, 1);
+/// # }
+/// ```
 pub struct Worker {
     pub(crate) store: Arc<dyn Store>,
     pub(crate) registry: Registry,

@@ -66,7 +66,7 @@ pub trait JobHandler: Send + Sync + 'static {
     async fn perform(&self, ctx: &JobContext, args: Self::Args) -> Result<JobResult, JobError>;
 
     /// The retry delay after failed attempt `attempt` (1-based); `None` keeps the
-    /// store's policy (SPEC §3). Defaults to the type's [`JobArgs::backoff`]. A
+    /// store's policy (`docs/retries.md`). Defaults to the type's [`JobArgs::backoff`]. A
     /// [`JobError::retry_in`] on the error itself wins over this.
     fn backoff(&self, attempt: u32) -> Option<Duration> {
         <Self::Args as JobArgs>::backoff(attempt)

@@ -10,6 +10,7 @@ mod faulty;
 mod periodic;
 mod registry;
 mod running;
+mod typed;
 
 use std::sync::Arc;
 use std::time::Duration;

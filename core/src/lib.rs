@@ -76,8 +76,8 @@ pub use options::{
     MAX_RUN_IN_MS,
 };
 pub use requests::{
-    CancelOutcome, ClaimRequest, EnqueueOutcome, Health, JobFilter, KeyedOutcome, Operation,
-    Outcome, PruneReport, PruneRequest, QueueConfig, ReplaceOutcome, ReportedAndClaimed,
+    CancelOutcome, ClaimRequest, EnqueueOutcome, Health, JobCursor, JobFilter, KeyedOutcome,
+    Operation, Outcome, PruneReport, PruneRequest, QueueConfig, ReplaceOutcome, ReportedAndClaimed,
     ScheduledJobs, WakeOutcome,
 };
 pub use store::Store;

@@ -185,6 +185,10 @@ impl Store for MemoryStore {
             .filter(|j| filter.status.is_none_or(|s| j.status == s))
             .filter(|j| filter.job_name.as_ref().is_none_or(|n| j.job_name == *n))
             .filter(|j| filter.queue.as_ref().is_none_or(|q| j.queue == *q))
+            .filter(|j| {
+                (filter.schedule_key.as_ref()).is_none_or(|k| j.schedule_key.as_ref() == Some(k))
+            })
+            .filter(|j| filter.after.as_ref().is_none_or(|c| c.precedes(j)))
             .cloned()
             .collect();
         jobs.sort_by(|a, b| {

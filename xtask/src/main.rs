@@ -2,8 +2,11 @@
 //! does (matklad's xtask pattern; deliberately few dependencies).
 //!
 //! - `cargo xtask test-all [--skip-postgres]`: fmt check, clippy with `-D warnings`,
-//!   and the whole workspace's tests with `DATABASE_URL` pointing at PostgreSQL
-//!   (the caller's, or a throwaway server started here and removed afterwards),
+//!   `cargo doc` with `-D warnings` (every public item documented, every link
+//!   resolving), the whole workspace's tests with `DATABASE_URL` pointing at
+//!   PostgreSQL (the caller's, or a throwaway server started here and removed
+//!   afterwards), `cargo package` of every publishable crate (built from its
+//!   `.crate` file, so a crate that only builds inside the workspace fails here),
 //!   then `bench --quick` so the benchmark tool cannot rot.
 //! - `cargo xtask pg`: starts a throwaway server, prints its URL, waits for Ctrl-C.
 
@@ -18,8 +21,9 @@ use std::time::{Duration, Instant};
 const USAGE: &str = "usage: cargo xtask <command>
 
 commands:
-  test-all [--skip-postgres]   fmt check, clippy -D warnings, cargo test --workspace
-                               (DATABASE_URL, or a throwaway PostgreSQL)
+  test-all [--skip-postgres]   fmt check, clippy -D warnings, cargo doc -D warnings,
+                               cargo test --workspace (DATABASE_URL, or a throwaway
+                               PostgreSQL), cargo package, bench --quick
   pg [--durable]               start a throwaway PostgreSQL, print its URL, wait for Ctrl-C
                                (fsync off for fast tests; --durable: stock settings, as bench)
   bench [--quick] [--stores sqlite,postgres]
@@ -115,6 +119,13 @@ fn test_all(skip_postgres: bool) -> Result<()> {
     ]);
     results.push(step("cargo clippy", &mut clippy));
 
+    // Every public item documented and every intra-doc link resolving: the
+    // library crates deny `missing_docs` warnings through this flag.
+    let mut doc = cargo(&root);
+    doc.args(["doc", "--workspace", "--no-deps"])
+        .env("RUSTDOCFLAGS", "-D warnings");
+    results.push(step("cargo doc", &mut doc));
+
     let mut test = cargo(&root);
     test.args(["test", "--workspace"]);
     match postgres.url() {
@@ -127,6 +138,19 @@ fn test_all(skip_postgres: bool) -> Result<()> {
         }
     }
     results.push(step("cargo test", &mut test));
+
+    // Every publishable crate packaged and built from its `.crate` file, siblings
+    // resolved through cargo's local overlay of the packages being made. Runs
+    // after the tests with the workspace's dev profile, so the verification builds
+    // reuse the dependencies the tests compiled and only rebuild duraq's crates.
+    let publishable = publishable_packages(&root)?;
+    let mut package = cargo(&root);
+    package.args(["package", "--allow-dirty"]).args(DEV_PROFILE);
+    for name in &publishable {
+        package.args(["-p", name]);
+    }
+    println!("\n==> packaging {}", publishable.join(", "));
+    results.push(step("cargo package", &mut package));
 
     // The benchmark smoke run, so `cargo xtask bench` cannot rot (issue 7).
     let mut bench = cargo(&root);
@@ -160,6 +184,75 @@ fn test_all(skip_postgres: bool) -> Result<()> {
         bail!("failed: {}", failed.join(", "));
     }
     Ok(())
+}
+
+/// The root manifest's `[profile.dev]` settings, for builds of packaged crates
+/// (whose own manifests carry no profile): keep in step with `Cargo.toml`.
+const DEV_PROFILE: [&str; 4] = [
+    "--config",
+    "profile.dev.debug=\"line-tables-only\"",
+    "--config",
+    "profile.dev.package.\"*\".opt-level=1",
+];
+
+/// The workspace members to publish: every one whose `[package]` does not say
+/// `publish = false`. Read from the manifests rather than listed here, so a new
+/// library is packaged and a new internal crate (tests, examples) is not,
+/// without editing this file.
+fn publishable_packages(root: &Path) -> Result<Vec<String>> {
+    let out = cargo(root)
+        .args(["metadata", "--no-deps", "--format-version", "1"])
+        .output()
+        .context("running cargo metadata")?;
+    if !out.status.success() {
+        bail!(
+            "cargo metadata failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let json = String::from_utf8(out.stdout).context("cargo metadata printed non-UTF-8")?;
+    let mut names = Vec::new();
+    // Only package objects carry `manifest_path` (targets have `src_path`).
+    for rest in json.split("\"manifest_path\":\"").skip(1) {
+        let path = rest
+            .split('"')
+            .next()
+            .unwrap_or_default()
+            .replace("\\\\", "\\");
+        let manifest = std::fs::read_to_string(&path).with_context(|| format!("reading {path}"))?;
+        match package_section(&manifest) {
+            Some((name, true)) => names.push(name),
+            Some((_, false)) => {}
+            None => bail!("{path}: no [package] name"),
+        }
+    }
+    if names.is_empty() {
+        bail!("no publishable package found in the workspace");
+    }
+    names.sort();
+    Ok(names)
+}
+
+/// `(name, publishable)` from a manifest's `[package]` section.
+fn package_section(manifest: &str) -> Option<(String, bool)> {
+    let mut in_package = false;
+    let mut name = None;
+    let mut publish = true;
+    for line in manifest.lines().map(str::trim) {
+        if line.starts_with('[') {
+            in_package = line == "[package]";
+            continue;
+        }
+        let Some((key, value)) = line.split_once('=') else {
+            continue;
+        };
+        match (in_package, key.trim(), value.trim()) {
+            (true, "name", v) => name = Some(v.trim_matches('"').to_owned()),
+            (true, "publish", v) => publish = v != "false" && v != "[]",
+            _ => {}
+        }
+    }
+    name.map(|n| (n, publish))
 }
 
 /// Runs one step, streaming its output, and reports its wall time.
@@ -215,4 +308,37 @@ fn workspace_root() -> PathBuf {
 
 fn secs(d: Duration) -> String {
     format!("{:.1}s", d.as_secs_f64())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{package_section, publishable_packages, workspace_root};
+
+    #[test]
+    fn the_workspace_publishes_its_libraries_and_the_cli_only() {
+        let names = publishable_packages(&workspace_root()).unwrap();
+        for lib in ["duraq-core", "duraq-store-sqlite", "duraq-cli"] {
+            assert!(
+                names.iter().any(|n| n == lib),
+                "{lib} missing from {names:?}"
+            );
+        }
+        for internal in ["xtask", "duraq-tests", "duraq-bench"] {
+            assert!(
+                !names.iter().any(|n| n == internal),
+                "{internal} in {names:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn reads_name_and_publish_from_the_package_section_only() {
+        let lib = "[package]\nname = \"duraq-core\"\nversion.workspace = true\n\n[dependencies]\nname = \"x\"\n";
+        assert_eq!(package_section(lib), Some(("duraq-core".into(), true)));
+        let internal = "[package]\nname = \"xtask\"\npublish = false\n";
+        assert_eq!(package_section(internal), Some(("xtask".into(), false)));
+        let nowhere = "[package]\nname = \"e\"\npublish = []\n";
+        assert_eq!(package_section(nowhere), Some(("e".into(), false)));
+        assert_eq!(package_section("[workspace]\nmembers = []\n"), None);
+    }
 }

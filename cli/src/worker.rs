@@ -11,6 +11,7 @@ use serde_json::json;
 use crate::args::WorkerArgs;
 use crate::builtin::{register_builtins, Builtins};
 use crate::db::Database;
+use crate::display::{count, thousands};
 use crate::output::{print_json, to_json, CliError};
 use crate::parse::duration_ms;
 
@@ -130,12 +131,31 @@ pub async fn run(db: &Database, a: WorkerArgs, json: bool) -> Result<()> {
     if json {
         print_json(&json!({ "workerId": worker_id, "report": to_json(&report) }));
     } else {
-        println!(
-            "duraq worker {worker_id} stopped: {} claimed, {} completed, {} failed, {} returned to the queue",
-            report.claimed, report.completed, report.failed, report.returned_to_queue
-        );
+        println!("duraq worker {worker_id} stopped: {}", stop_line(&report));
     }
     Ok(())
+}
+
+/// The totals in words: every claimed job is accounted for, and a failed
+/// attempt that will be retried is not called a failed job.
+fn stop_line(r: &duraq_core::WorkerReport) -> String {
+    let mut parts = vec![
+        count(r.claimed as i64, "job") + " claimed",
+        format!("{} completed", thousands(r.completed as i64)),
+    ];
+    let mut add = |n: u64, what: &str| {
+        if n > 0 {
+            parts.push(format!("{} {what}", thousands(n as i64)));
+        }
+    };
+    add(r.retried, "failed and will be retried");
+    add(r.failed, "failed for good");
+    add(r.rescheduled, "rescheduled");
+    add(r.returned_to_queue, "returned to the queue at the drain deadline");
+    add(r.lost_leases, "finished after their lease was recovered (report ignored)");
+    add(r.unreported, "could not be reported");
+    add(r.recovered, "recovered from dead workers");
+    parts.join(", ")
 }
 
 fn ms(ms: i64) -> std::time::Duration {
@@ -145,6 +165,22 @@ fn ms(ms: i64) -> std::time::Duration {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_stop_line_tells_retries_from_failures() {
+        let report = duraq_core::WorkerReport {
+            claimed: 5,
+            completed: 2,
+            retried: 2,
+            failed: 1,
+            ..Default::default()
+        };
+        assert_eq!(
+            stop_line(&report),
+            "5 jobs claimed, 2 completed, 2 failed and will be retried, 1 failed for good"
+        );
+        assert_eq!(stop_line(&Default::default()), "0 jobs claimed, 0 completed");
+    }
 
     #[test]
     fn parses_queue_caps() {

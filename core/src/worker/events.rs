@@ -94,7 +94,11 @@ pub struct WorkerReport {
     pub claimed: u64,
     /// Attempts reported completed.
     pub completed: u64,
-    /// Attempts reported failed (including timeouts and panics).
+    /// Failed attempts (including timeouts and panics) whose job went back to
+    /// the queue for a retry.
+    pub retried: u64,
+    /// Failed attempts whose job failed for good (no retries left, or the
+    /// handler discarded it).
     pub failed: u64,
     /// Attempts that asked for a reschedule.
     pub rescheduled: u64,
@@ -118,6 +122,7 @@ pub(crate) struct Telemetry {
     pub(crate) events: broadcast::Sender<WorkerEvent>,
     pub(crate) claimed: AtomicU64,
     pub(crate) completed: AtomicU64,
+    pub(crate) retried: AtomicU64,
     pub(crate) failed: AtomicU64,
     pub(crate) rescheduled: AtomicU64,
     pub(crate) returned_to_queue: AtomicU64,
@@ -134,6 +139,7 @@ impl Telemetry {
             events,
             claimed: AtomicU64::new(0),
             completed: AtomicU64::new(0),
+            retried: AtomicU64::new(0),
             failed: AtomicU64::new(0),
             rescheduled: AtomicU64::new(0),
             returned_to_queue: AtomicU64::new(0),
@@ -156,14 +162,16 @@ impl Telemetry {
         counter.fetch_add(n, Ordering::Relaxed);
     }
 
-    /// Counts a delivered report by its outcome.
-    pub(crate) fn count_outcome(&self, outcome: &Outcome, accepted: bool) {
+    /// Counts a delivered report by its outcome; a failure counts as a retry
+    /// when the job had `retries_left` and was not discarded.
+    pub(crate) fn count_outcome(&self, outcome: &Outcome, retries_left: bool, accepted: bool) {
         if !accepted {
             Self::add(&self.lost_leases, 1);
             return;
         }
         let counter = match outcome {
             Outcome::Completed => &self.completed,
+            Outcome::Failed { discard: false, .. } if retries_left => &self.retried,
             Outcome::Failed { .. } => &self.failed,
             Outcome::Reschedule { .. } => &self.rescheduled,
             Outcome::ReturnToQueue => &self.returned_to_queue,
@@ -176,6 +184,7 @@ impl Telemetry {
         WorkerReport {
             claimed: get(&self.claimed),
             completed: get(&self.completed),
+            retried: get(&self.retried),
             failed: get(&self.failed),
             rescheduled: get(&self.rescheduled),
             returned_to_queue: get(&self.returned_to_queue),

@@ -59,6 +59,9 @@ pub(crate) struct Report {
     pub(crate) job_name: String,
     pub(crate) queue: String,
     pub(crate) attempt: i64,
+    /// Whether a failure of this attempt re-queues the job (a retry) or fails
+    /// it for good; for the worker's totals only (the store decides).
+    pub(crate) retries_left: bool,
     pub(crate) duration: Duration,
     /// The job's slot, freed when the report is made (or abandoned), or handed
     /// to a job claimed in the same call.
@@ -85,6 +88,9 @@ async fn supervise(shared: Arc<Shared>, job: Job, permit: OwnedSemaphorePermit) 
         return;
     };
     let attempt = job.attempts;
+    // `attempts` already counts this attempt: a failure re-queues the job only
+    // while it stays within `maxRetries` retries.
+    let retries_left = job.retries_left();
     let latency_ms = (shared.clock.now_ms() - job.scheduled_at_ms.max(job.created_at_ms)).max(0);
     tracing::debug!(latency_ms, "job started");
     shared.telemetry.emit(WorkerEvent::Started(JobStarted {
@@ -149,7 +155,7 @@ async fn supervise(shared: Arc<Shared>, job: Job, permit: OwnedSemaphorePermit) 
     let duration = started.elapsed();
     match &outcome {
         Outcome::Failed { error, .. } => {
-            tracing::info!(?duration, error = %error, "attempt failed")
+            tracing::warn!(?duration, error = %error, "attempt failed")
         }
         other => tracing::debug!(?duration, outcome = ?other, "attempt ended"),
     }
@@ -159,6 +165,7 @@ async fn supervise(shared: Arc<Shared>, job: Job, permit: OwnedSemaphorePermit) 
         job_name,
         queue,
         attempt,
+        retries_left,
         duration,
         permit,
     };

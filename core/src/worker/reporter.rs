@@ -151,7 +151,7 @@ fn finished(telemetry: &Telemetry, report: &Report, accepted: bool) {
             "report lost its lease (recovered or replaced); nothing changed"
         );
     }
-    telemetry.count_outcome(&report.outcome, accepted);
+    telemetry.count_outcome(&report.outcome, report.retries_left, accepted);
     telemetry.emit(WorkerEvent::Finished(JobFinished {
         job_id: report.lease.job_id.clone(),
         job_name: report.job_name.clone(),

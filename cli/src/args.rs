@@ -1,31 +1,54 @@
-//! The command line of SPEC §12, declared with clap's derive API.
+//! The command line of `duraq`, declared with clap's derive API.
 //!
 //! Everything here is syntax only: clap rejects malformed invocations with exit
 //! status 2 before any database is touched. Values that need semantic parsing
 //! (JSON args, durations, RFC 3339 times, database URLs) stay strings here and are
 //! parsed by [`crate::parse`] so that their failures carry duraq's own stable
 //! error codes and exit status 1.
+//!
+//! This one clap tree is also the source of `--help`, the man page and the shell
+//! completions (see [`crate::manual`]), so every command, positional and flag
+//! carries a description and every command its examples ([`crate::examples`]);
+//! `cli/tests/help.rs` walks the tree and fails on a gap.
 
 use clap::{Args, Parser, Subcommand};
 
+/// The help heading of the flags every command accepts.
+const GLOBAL: &str = "Global options";
+
 /// duraq: a durable background-job system. Operate queues, schedules and workers.
 #[derive(Debug, Parser)]
-#[command(name = "duraq", version, about)]
+#[command(name = "duraq", version, after_long_help = crate::examples::TOP)]
 pub struct Cli {
-    /// Database URL: `sqlite:<path>`, `sqlite::memory:` or `postgres://…`.
+    /// Database URL: `sqlite:<path>`, `sqlite::memory:` or `postgres://…`
+    /// (used by every command but `tenants`).
+    ///
+    /// `tenants` reads its databases from --tenants, --tenants-dir or
+    /// --tenants-query instead: it ignores DURAQ_DATABASE_URL, and --database on
+    /// its command line is a usage error. `demo` uses it only when given on the
+    /// command line (otherwise a fresh SQLite file).
     #[arg(
         long,
         global = true,
         env = "DURAQ_DATABASE_URL",
-        default_value = "sqlite:duraq.db"
+        value_name = "URL",
+        default_value = "sqlite:duraq.db",
+        help_heading = GLOBAL
     )]
     pub database: String,
     /// PostgreSQL schema the store uses (default: the connection's current
     /// schema, normally `public`); also `?schema=NAME` in the URL.
-    #[arg(long, global = true, env = "DURAQ_SCHEMA", value_name = "NAME")]
+    #[arg(
+        long,
+        global = true,
+        env = "DURAQ_SCHEMA",
+        value_name = "NAME",
+        help_heading = GLOBAL
+    )]
     pub schema: Option<String>,
-    /// Print one JSON object on stdout instead of a table (errors as JSON on stderr).
-    #[arg(long, global = true)]
+    /// Machine-readable output: JSON instead of tables on stdout (one object per
+    /// result) and errors as JSON on stderr; output that is JSON already is unchanged.
+    #[arg(long, global = true, help_heading = GLOBAL)]
     pub json: bool,
     #[command(subcommand)]
     pub command: Command,
@@ -34,61 +57,72 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Create or upgrade the schema; prints `{"applied":[…],"version":…}`.
+    #[command(after_long_help = crate::examples::MIGRATE)]
     Migrate,
     /// Enqueue one job; prints `{"jobId":…}`.
+    #[command(after_long_help = crate::examples::ENQUEUE)]
     Enqueue(EnqueueArgs),
     /// Stable schedule keys: replace, cancel, wake or inspect a keyed one-off job.
-    #[command(subcommand)]
+    #[command(subcommand, after_long_help = crate::examples::SCHEDULE)]
     Schedule(ScheduleCommand),
-    /// Inspect and operate on jobs.
-    #[command(subcommand)]
+    /// Inspect and operate on jobs: list, show, retry, cancel, prune.
+    #[command(subcommand, after_long_help = crate::examples::JOBS)]
     Jobs(JobsCommand),
     /// Job counts per status with their revision (`--watch` follows changes).
+    #[command(after_long_help = crate::examples::COUNTS)]
     Counts(CountsArgs),
     /// Run the built-in handlers until SIGINT/SIGTERM.
+    #[command(after_long_help = crate::examples::WORKER)]
     Worker(WorkerArgs),
     /// Enqueue a realistic mix into a fresh SQLite file and drain it with a worker.
+    #[command(after_long_help = crate::examples::DEMO)]
     Demo(DemoArgs),
-    /// Send mail now or later through `DURAQ_MAIL_BACKEND` (SPEC §10).
-    #[command(subcommand)]
+    /// Send mail now, or later through a job, with the backend `DURAQ_MAIL_BACKEND` names.
+    #[command(subcommand, after_long_help = crate::examples::MAIL)]
     Mail(crate::mail::MailCommand),
-    /// Tenant migration deploy preflight and migrate (SPEC §11).
-    #[command(subcommand)]
+    /// Tenant databases: read-only migration preflight, and migrating every tenant.
+    #[command(subcommand, after_long_help = crate::examples::TENANTS)]
     Tenants(crate::tenants::TenantsCommand),
+    /// Print a shell completion script on stdout.
+    #[command(after_long_help = crate::examples::COMPLETIONS)]
+    Completions(crate::manual::CompletionsArgs),
+    /// Print the roff man page on stdout, or write one page per command.
+    #[command(after_long_help = crate::examples::MAN)]
+    Man(crate::manual::ManArgs),
 }
 
 /// Options that shape any new job (shared by `enqueue` and `schedule replace`).
 #[derive(Debug, Args, Default)]
 pub struct JobArgs {
-    /// Job arguments as JSON (default `[]`).
-    #[arg(long)]
+    /// Job arguments as JSON, handed to the handler (default `[]`).
+    #[arg(long, value_name = "JSON")]
     pub args: Option<String>,
-    /// Queue name (default `default`).
-    #[arg(long)]
+    /// Queue name (default `default`); workers choose queues with `--queues`.
+    #[arg(long, value_name = "QUEUE")]
     pub queue: Option<String>,
-    /// Run no earlier than this RFC 3339 time.
-    #[arg(long, conflicts_with = "run_in")]
+    /// Run no earlier than this RFC 3339 time (`2030-01-01T09:00:00Z`).
+    #[arg(long, value_name = "TIME", conflicts_with = "run_in")]
     pub run_at: Option<String>,
     /// Run after this delay (`10s`, `5m`, `1h`, `7d`).
-    #[arg(long)]
+    #[arg(long, value_name = "DURATION")]
     pub run_in: Option<String>,
     /// Retries after the first attempt (default 10).
-    #[arg(long, allow_negative_numbers = true)]
+    #[arg(long, value_name = "N", allow_negative_numbers = true)]
     pub max_retries: Option<i64>,
     /// Concurrency key shared by jobs that may not all run at once.
-    #[arg(long)]
+    #[arg(long, value_name = "KEY")]
     pub concurrency_key: Option<String>,
-    /// Cap for `--concurrency-key`.
-    #[arg(long, allow_negative_numbers = true)]
+    /// How many jobs of `--concurrency-key` may run at once.
+    #[arg(long, value_name = "N", allow_negative_numbers = true)]
     pub max_concurrency: Option<i64>,
     /// Fail an attempt that runs longer than this (`30s`).
-    #[arg(long)]
+    #[arg(long, value_name = "DURATION")]
     pub timeout: Option<String>,
 }
 
 #[derive(Debug, Args)]
 pub struct EnqueueArgs {
-    /// The job name (handler), e.g. `duraq.noop`.
+    /// The job name: which handler runs it, e.g. `duraq.noop`.
     pub name: String,
     #[command(flatten)]
     pub job: JobArgs,
@@ -96,26 +130,40 @@ pub struct EnqueueArgs {
     #[arg(long)]
     pub dedupe_while_queued: bool,
     /// Durable idempotency key: a replay returns the original job id.
-    #[arg(long)]
+    #[arg(long, value_name = "KEY")]
     pub idempotency_key: Option<String>,
 }
 
 #[derive(Debug, Subcommand)]
 pub enum ScheduleCommand {
     /// Insert a new owner for KEY, cancelling a queued previous owner.
+    #[command(after_long_help = crate::examples::SCHEDULE_REPLACE)]
     Replace {
+        /// The schedule key, e.g. `event:42:reminder`.
         key: String,
+        /// The new job's name: which handler runs it.
         name: String,
         #[command(flatten)]
         job: JobArgs,
     },
     /// Cancel the queued owner of KEY (or release a running one).
-    Cancel { key: String },
-    /// Make the future owner of KEY due now.
-    Wake { key: String },
-    /// Show the current owner (and optionally the newest terminal job) of KEY.
-    Get {
+    #[command(after_long_help = crate::examples::SCHEDULE_CANCEL)]
+    Cancel {
+        /// The schedule key.
         key: String,
+    },
+    /// Make the future owner of KEY due now.
+    #[command(after_long_help = crate::examples::SCHEDULE_WAKE)]
+    Wake {
+        /// The schedule key.
+        key: String,
+    },
+    /// Show the current owner (and optionally the newest terminal job) of KEY.
+    #[command(after_long_help = crate::examples::SCHEDULE_GET)]
+    Get {
+        /// The schedule key.
+        key: String,
+        /// Also show the newest completed, failed, cancelled or orphaned job of KEY.
         #[arg(long)]
         include_latest_terminal: bool,
     },
@@ -124,18 +172,23 @@ pub enum ScheduleCommand {
 #[derive(Debug, Subcommand)]
 pub enum JobsCommand {
     /// Jobs, newest first.
+    #[command(after_long_help = crate::examples::JOBS_LIST)]
     List {
-        /// queued, handed_off, completed, failed, cancelled or orphaned.
+        /// Only jobs in this status: queued, handed_off (running), completed,
+        /// failed, cancelled or orphaned.
         #[arg(long)]
         status: Option<String>,
+        /// Only jobs with this job name, e.g. `duraq.http`.
         #[arg(long)]
         name: Option<String>,
+        /// Only jobs in this queue.
         #[arg(long)]
         queue: Option<String>,
         /// Only jobs that carry this schedule key (its owner and its history).
         #[arg(long)]
         key: Option<String>,
-        #[arg(long, default_value_t = 50)]
+        /// At most this many jobs.
+        #[arg(long, value_name = "N", default_value_t = 50)]
         limit: usize,
         /// Continue after this job id (the last of the previous page): pages stay
         /// stable while jobs are added or change.
@@ -143,12 +196,25 @@ pub enum JobsCommand {
         after: Option<String>,
     },
     /// Every field of one job.
-    Show { id: String },
-    /// Re-queue a terminal job (operator retry).
-    Retry { id: String },
+    #[command(after_long_help = crate::examples::JOBS_SHOW)]
+    Show {
+        /// The job id, as printed by `enqueue` or `jobs list`.
+        id: String,
+    },
+    /// Re-queue a terminal job (operator retry): due now, attempts reset.
+    #[command(after_long_help = crate::examples::JOBS_RETRY)]
+    Retry {
+        /// The id of a completed, failed, cancelled or orphaned job.
+        id: String,
+    },
     /// Cancel a queued or running job.
-    Cancel { id: String },
+    #[command(after_long_help = crate::examples::JOBS_CANCEL)]
+    Cancel {
+        /// The id of a queued or running job.
+        id: String,
+    },
     /// Delete old terminal jobs.
+    #[command(after_long_help = crate::examples::JOBS_PRUNE)]
     Prune(PruneArgs),
 }
 
@@ -156,13 +222,13 @@ pub enum JobsCommand {
 #[group(required = true, multiple = true)]
 pub struct PruneArgs {
     /// Delete completed jobs finished longer ago than this (`7d`).
-    #[arg(long)]
+    #[arg(long, value_name = "DURATION")]
     pub completed_older_than: Option<String>,
     /// Delete failed and orphaned jobs older than this.
-    #[arg(long)]
+    #[arg(long, value_name = "DURATION")]
     pub failed_older_than: Option<String>,
     /// Delete cancelled jobs older than this.
-    #[arg(long)]
+    #[arg(long, value_name = "DURATION")]
     pub cancelled_older_than: Option<String>,
 }
 
@@ -176,19 +242,19 @@ pub struct CountsArgs {
 #[derive(Debug, Args)]
 pub struct WorkerArgs {
     /// Only these queues (comma-separated); default every queue.
-    #[arg(long, value_delimiter = ',')]
+    #[arg(long, value_name = "QUEUES", value_delimiter = ',')]
     pub queues: Vec<String>,
     /// Cap a queue: at most N of its jobs run at once across every worker (`mail=2`).
     #[arg(long = "queue-cap", value_name = "QUEUE=N")]
     pub queue_caps: Vec<String>,
-    /// Jobs run at once.
-    #[arg(long, default_value_t = 10)]
+    /// Jobs this worker runs at once.
+    #[arg(long, value_name = "N", default_value_t = 10)]
     pub concurrency: usize,
-    /// Recover leases of workers silent for this long.
-    #[arg(long, default_value = "60s")]
+    /// Recover the leases of workers silent for this long (their jobs run again).
+    #[arg(long, value_name = "DURATION", default_value = "60s")]
     pub stale_after: String,
     /// On SIGINT/SIGTERM, let running jobs finish for up to this long.
-    #[arg(long, default_value = "30s")]
+    #[arg(long, value_name = "DURATION", default_value = "30s")]
     pub drain_timeout: String,
 }
 
@@ -198,6 +264,15 @@ pub struct DemoArgs {
     #[arg(long)]
     pub dir: Option<std::path::PathBuf>,
     /// How many jobs to enqueue.
-    #[arg(long, default_value_t = 5_000)]
+    #[arg(long, value_name = "N", default_value_t = 5_000)]
     pub jobs: usize,
+    /// The global `--database`, only when it was given on the command line
+    /// (`DURAQ_DATABASE_URL` and the default leave it `None`); set by `main`.
+    #[arg(skip)]
+    #[allow(dead_code)] // read by `demo::run` once it honours an explicit --database
+    pub database: Option<String>,
+    /// The global `--schema` (flag or `DURAQ_SCHEMA`); set by `main`.
+    #[arg(skip)]
+    #[allow(dead_code)] // read by `demo::run` once it honours an explicit --database
+    pub schema: Option<String>,
 }

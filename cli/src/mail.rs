@@ -25,6 +25,7 @@ pub const BACKEND_VAR: &str = "DURAQ_MAIL_BACKEND";
 #[derive(Debug, Subcommand)]
 pub enum MailCommand {
     /// Send one mail now, or enqueue it with `--later`; prints a JSON object.
+    #[command(after_long_help = crate::examples::MAIL_SEND)]
     Send(SendArgs),
 }
 
@@ -32,19 +33,19 @@ pub enum MailCommand {
 #[command(group(ArgGroup::new("body").required(true).multiple(true).args(["html", "text"])))]
 pub struct SendArgs {
     /// Recipient (repeatable).
-    #[arg(long, required = true)]
+    #[arg(long, value_name = "ADDRESS", required = true)]
     pub to: Vec<String>,
     /// Carbon-copy recipient (repeatable).
-    #[arg(long)]
+    #[arg(long, value_name = "ADDRESS")]
     pub cc: Vec<String>,
     /// Blind-copy recipient (repeatable).
-    #[arg(long)]
+    #[arg(long, value_name = "ADDRESS")]
     pub bcc: Vec<String>,
     /// Reply-To address (repeatable).
-    #[arg(long)]
+    #[arg(long, value_name = "ADDRESS")]
     pub reply_to: Vec<String>,
     /// Sender (default: `DURAQ_MAIL_FROM`).
-    #[arg(long)]
+    #[arg(long, value_name = "ADDRESS")]
     pub from: Option<String>,
     /// Subject line.
     #[arg(long)]
@@ -56,10 +57,11 @@ pub struct SendArgs {
     #[arg(long)]
     pub text: Option<String>,
     /// Extra header `Name: value` (repeatable).
-    #[arg(long)]
+    #[arg(long, value_name = "HEADER")]
     pub header: Vec<String>,
-    /// Require idempotent delivery under this stable operation id.
-    #[arg(long)]
+    /// Require idempotent delivery under this stable operation id: the same id and
+    /// content is delivered once (within the provider's window; SMTP refuses it).
+    #[arg(long, value_name = "ID")]
     pub operation_id: Option<String>,
     /// Enqueue a `duraq.mail.deliver` job instead of sending now.
     #[arg(long)]
@@ -83,7 +85,11 @@ pub async fn run(db: &Database, cmd: MailCommand) -> Result<()> {
             .await
             .map_err(cli_error)?;
         let replayed = matches!(outcome, EnqueueOutcome::Replayed(_));
-        print_json(&json!({ "jobId": outcome.job_id(), "replayed": replayed }));
+        print_json(&json!({
+            "jobId": outcome.job_id(),
+            "replayed": replayed,
+            "deduplicated": false,
+        }));
     } else {
         // A direct send touches no job store.
         let mailer = Mailer::new(Arc::new(MemoryStore::new()), backend);

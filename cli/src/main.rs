@@ -1,7 +1,12 @@
-//! `duraq`, the operator program of SPEC §12. `main` only parses the command line,
+//! `duraq`, the operator program. `main` only parses the command line,
 //! dispatches to one module per command group, and turns any error into the
 //! stable `error[<code>]: <message>` form with exit status 1 (clap already exits
 //! with 2 on usage errors).
+//!
+//! Parsing goes through `ArgMatches` rather than `Cli::parse` because some rules
+//! depend on where a value came from: `tenants` refuses a `--database` typed on
+//! its command line (it would be silently ignored), yet tolerates a globally set
+//! `DURAQ_DATABASE_URL`; and `demo` is told whether `--database` was given.
 
 mod args;
 mod builtin;
@@ -11,9 +16,13 @@ mod demo;
 mod demo_mix;
 mod display;
 mod enqueue;
+mod examples;
+#[cfg(test)]
+mod help_tree;
 mod jobs;
 mod logging;
 mod mail;
+mod manual;
 mod output;
 mod parse;
 #[cfg(test)]
@@ -24,12 +33,14 @@ mod worker;
 
 use std::process::ExitCode;
 
-use clap::Parser;
+use clap::error::ErrorKind;
+use clap::parser::ValueSource;
+use clap::{CommandFactory, FromArgMatches};
 
 use crate::args::{Cli, Command};
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = parse_command_line();
     let json = cli.json;
     output::register_secrets(configured_secrets(&cli.database));
     // The worker narrates its runtime at `info`; every other command speaks only
@@ -62,6 +73,30 @@ fn main() -> ExitCode {
     }
 }
 
+/// Parses the command line (exiting 2 on a usage error) and applies the rules
+/// that depend on where `--database` came from.
+fn parse_command_line() -> Cli {
+    let matches = Cli::command().get_matches();
+    let mut cli =
+        Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.format(&mut Cli::command()).exit());
+    let database_given = matches.value_source("database") == Some(ValueSource::CommandLine);
+    match &mut cli.command {
+        Command::Tenants(_) if database_given => Cli::command()
+            .error(
+                ErrorKind::ArgumentConflict,
+                "`tenants` does not use --database: it reads the tenant databases from \
+                 --tenants, --tenants-dir or --tenants-query (with --control-database)",
+            )
+            .exit(),
+        Command::Demo(a) => {
+            a.database = database_given.then(|| cli.database.clone());
+            a.schema = cli.schema.clone();
+        }
+        _ => {}
+    }
+    cli
+}
+
 /// Every secret this process may hold: printed nowhere, scrubbed from errors.
 fn configured_secrets(database: &str) -> Vec<String> {
     let from_env = ["DURAQ_SMTP_PASSWORD", "RESEND_API_KEY", "DURAQ_WEB_TOKEN"]
@@ -78,13 +113,15 @@ async fn run(cli: Cli) -> anyhow::Result<u8> {
     match cli.command {
         Command::Migrate => db::migrate(&db()?).await,
         Command::Enqueue(a) => enqueue::run(&db()?, a).await,
-        Command::Schedule(c) => schedule::run(&db()?, c).await,
+        Command::Schedule(c) => schedule::run(&db()?, c, json).await,
         Command::Jobs(c) => jobs::run(&db()?, c, json).await,
         Command::Counts(a) => counts::run(&db()?, a.watch, json).await,
         Command::Worker(a) => worker::run(&db()?, a, json).await,
         Command::Demo(a) => demo::run(a, json).await,
         Command::Mail(c) => mail::run(&db()?, c).await,
         Command::Tenants(c) => return Ok(tenants::run(c, json).await),
+        Command::Completions(a) => manual::completions(&a),
+        Command::Man(a) => manual::man(&a),
     }
     .map(|()| 0)
 }

@@ -20,8 +20,10 @@ use duraq_core::error_chain;
 #[derive(Debug, Subcommand)]
 pub enum TenantsCommand {
     /// Read-only preflight: does any tenant lack a migration? One JSON line.
+    #[command(after_long_help = crate::examples::TENANTS_PENDING)]
     Pending(PendingArgs),
     /// Apply pending migrations tenant by tenant; stops at the first failing tenant.
+    #[command(after_long_help = crate::examples::TENANTS_MIGRATE)]
     Migrate(TenantArgs),
 }
 
@@ -29,7 +31,7 @@ pub enum TenantsCommand {
 pub struct PendingArgs {
     #[command(flatten)]
     pub common: TenantArgs,
-    /// Exit with status 3 when something is pending.
+    /// Exit with status 3 when something is pending (for deploy pipelines).
     #[arg(long)]
     pub fail_on_pending: bool,
 }
@@ -40,25 +42,25 @@ pub struct TenantArgs {
     /// The database identifier whose migrations count (e.g. `projectTenant`).
     pub identifier: String,
     /// A JSON or TOML file `{"tenants":[{"name":…,"database":…}]}`.
-    #[arg(long)]
+    #[arg(long, value_name = "FILE")]
     pub tenants: Option<PathBuf>,
-    /// A folder whose `*.db` files are the tenants.
-    #[arg(long)]
+    /// A folder whose `*.db` files are the tenants (SQLite).
+    #[arg(long, value_name = "DIR")]
     pub tenants_dir: Option<PathBuf>,
     /// A SQL query returning (name, database URL) rows on `--control-database`.
-    #[arg(long, requires = "control_database")]
+    #[arg(long, value_name = "SQL", requires = "control_database")]
     pub tenants_query: Option<String>,
-    /// The control database for `--tenants-query`.
-    #[arg(long)]
+    /// The database URL `--tenants-query` runs on.
+    #[arg(long, value_name = "URL")]
     pub control_database: Option<String>,
     /// Folder of `<version>_<name>.sql` migrations (default: the job store schema).
-    #[arg(long)]
+    #[arg(long, value_name = "DIR")]
     pub migrations: Option<PathBuf>,
-    /// Only migrations of this phase.
-    #[arg(long)]
+    /// Only migrations of this phase (a file's `-- duraq:phase: NAME` header line).
+    #[arg(long, value_name = "NAME")]
     pub phase: Option<String>,
     /// Tenants scanned at once.
-    #[arg(long, default_value_t = DEFAULT_CONCURRENCY)]
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_CONCURRENCY)]
     pub concurrency: usize,
 }
 

@@ -1,0 +1,214 @@
+//! The long help of every `duraq` command: examples, and the reference lists
+//! (built-in jobs, environment variables) an operator needs at the terminal.
+//!
+//! They live here, as constants referenced by `after_long_help` in the clap
+//! definitions, so that `--help`, the man page (`duraq man`) and the completions
+//! all come from the one clap tree, while `args.rs` stays a readable list of
+//! flags. `cli/tests/help.rs` fails if a command loses its examples: every leaf
+//! command needs at least one line starting with `duraq `. Texts point users at
+//! `docs/` for the full story, never at internal documents.
+
+/// `duraq --help`.
+pub const TOP: &str = "\
+Examples:
+  duraq migrate
+  duraq enqueue duraq.http --args '{\"url\":\"https://example.com/hook\"}' --run-in 10m
+  duraq worker --queues default,mail --concurrency 20
+  duraq jobs list --status failed --json
+  duraq --database postgres://duraq@localhost/app counts --watch
+
+Results go to stdout: a JSON object, or a table that --json turns into one.
+Errors print `error[<code>]: <message>` on stderr (a JSON object with --json)
+and exit 1; usage errors exit 2.
+
+Shell completions: `duraq completions bash`; this manual: `duraq man`.
+More documentation: docs/README.md in the duraq source tree.";
+
+pub const MIGRATE: &str = "\
+Creates the job tables on a new database and applies only the missing
+migrations to an existing one, so it is safe to run on every deploy.
+
+Examples:
+  duraq migrate
+  duraq --database postgres://duraq@localhost/app --schema jobs migrate";
+
+pub const ENQUEUE: &str = "\
+Examples:
+  duraq enqueue duraq.noop
+  duraq enqueue duraq.http --args '{\"url\":\"https://example.com/hook\"}' --run-in 10m
+  duraq enqueue duraq.sleep --args '{\"ms\":500}' --queue slow --max-retries 3
+  duraq enqueue send_invoice --args '{\"invoice\":42}' --idempotency-key invoice:42
+  duraq enqueue report --run-at 2030-01-01T09:00:00Z --timeout 5m
+
+Prints {\"jobId\":\"…\"}. The job runs on a worker that has a handler for NAME
+(`duraq worker --help` lists the built-in ones).";
+
+pub const SCHEDULE: &str = "\
+A schedule key (for example `event:42:reminder`) names at most one queued or
+running job, its owner, so an application can move or cancel \"the reminder of
+event 42\" without remembering job ids.
+
+Examples:
+  duraq schedule replace event:42:reminder send_reminder --args '{\"event\":42}' --run-in 24h
+  duraq schedule get event:42:reminder --include-latest-terminal";
+
+pub const SCHEDULE_REPLACE: &str = "\
+A running owner is not stopped: it keeps running and the new job becomes the
+owner (`previousStatus: \"handed_off\"`). Fence side effects with a revision in
+the job's args.
+
+Examples:
+  duraq schedule replace event:42:reminder send_reminder --args '{\"event\":42,\"revision\":7}' --run-in 24h
+  duraq schedule replace nightly:cleanup duraq.noop --run-at 2030-01-01T03:00:00Z
+
+Prints {\"jobId\",\"previousJobId\",\"previousStatus\"}.";
+
+pub const SCHEDULE_CANCEL: &str = "\
+Examples:
+  duraq schedule cancel event:42:reminder
+
+Prints {\"jobId\",\"outcome\"}.";
+
+pub const SCHEDULE_WAKE: &str = "\
+Examples:
+  duraq schedule wake event:42:reminder
+
+Prints {\"jobId\",\"outcome\"}.";
+
+pub const SCHEDULE_GET: &str = "\
+Examples:
+  duraq schedule get event:42:reminder
+  duraq schedule get event:42:reminder --include-latest-terminal
+
+With --json: {\"currentJob\",\"latestTerminalJob\"} (null when there is none).";
+
+pub const JOBS: &str = "\
+Examples:
+  duraq jobs list --status failed
+  duraq jobs show 0191d2b4-7c1e-7a3b-9f2e-3c4d5e6f7a8b
+  duraq jobs prune --completed-older-than 7d";
+
+pub const JOBS_LIST: &str = "\
+Examples:
+  duraq jobs list
+  duraq jobs list --status failed --queue mail --limit 20
+  duraq jobs list --key event:42:reminder
+  duraq jobs list --limit 100 --after 0191d2b4-7c1e-7a3b-9f2e-3c4d5e6f7a8b --json
+
+With --json: {\"jobs\":[…],\"total\",\"nextAfter\"}; pass nextAfter as --after for
+the next page.";
+
+pub const JOBS_SHOW: &str = "\
+Examples:
+  duraq jobs show 0191d2b4-7c1e-7a3b-9f2e-3c4d5e6f7a8b
+  duraq jobs show 0191d2b4-7c1e-7a3b-9f2e-3c4d5e6f7a8b --json";
+
+pub const JOBS_RETRY: &str = "\
+Examples:
+  duraq jobs retry 0191d2b4-7c1e-7a3b-9f2e-3c4d5e6f7a8b";
+
+pub const JOBS_CANCEL: &str = "\
+A running job's lease is voided at once: whatever its worker reports later is
+not recorded.
+
+Examples:
+  duraq jobs cancel 0191d2b4-7c1e-7a3b-9f2e-3c4d5e6f7a8b";
+
+pub const JOBS_PRUNE: &str = "\
+At least one of the three flags is required; queued and running jobs are never
+deleted.
+
+Examples:
+  duraq jobs prune --completed-older-than 7d
+  duraq jobs prune --completed-older-than 1d --failed-older-than 30d --cancelled-older-than 7d";
+
+pub const COUNTS: &str = "\
+Examples:
+  duraq counts
+  duraq counts --json
+  duraq counts --watch";
+
+pub const WORKER: &str = "\
+Built-in jobs:
+  duraq.noop           any args; succeeds
+  duraq.sleep          {\"ms\":N}: sleeps N milliseconds, then succeeds
+  duraq.http           {\"url\",\"method\"?,\"headers\"?,\"body\"?}: sends the request
+                       (method POST by default); a non-2xx answer is a failed
+                       attempt and is retried
+  duraq.mail.deliver   sends a mail enqueued by `duraq mail send --later`; only
+                       when DURAQ_MAIL_BACKEND is set
+
+Environment:
+  DURAQ_DATABASE_URL   the database, unless --database is given
+  DURAQ_SCHEMA         PostgreSQL schema, unless --schema is given
+  DURAQ_LOG, RUST_LOG  log filter (DURAQ_LOG wins), e.g. `duraq_core=debug,info`;
+                       the worker logs at info by default, on stderr
+  NO_COLOR             set and non-empty: no colour in logs
+  DURAQ_MAIL_BACKEND   smtp, resend-smtp or resend-api (enables duraq.mail.deliver)
+  DURAQ_MAIL_FROM      default sender
+  DURAQ_SMTP_HOST, DURAQ_SMTP_PORT, DURAQ_SMTP_USERNAME, DURAQ_SMTP_PASSWORD,
+  DURAQ_SMTP_TLS       SMTP settings (smtp and resend-smtp); TLS starttls, tls or none
+  RESEND_API_KEY       Resend key (resend-api; password of resend-smtp)
+  DURAQ_RESEND_BASE_URL  Resend API base URL (default https://api.resend.com)
+
+Examples:
+  duraq worker
+  duraq worker --queues default,mail --concurrency 20
+  duraq worker --queue-cap mail=2 --drain-timeout 2m
+  DURAQ_LOG=debug duraq --database postgres://duraq@localhost/app worker";
+
+pub const DEMO: &str = "\
+Examples:
+  duraq demo
+  duraq demo --jobs 500
+  duraq demo --dir /tmp/duraq-demo --json";
+
+pub const MAIL: &str = "\
+The backend comes from DURAQ_MAIL_BACKEND (smtp, resend-smtp or resend-api) and
+its own variables (`duraq worker --help` lists them); credentials are read from
+the environment only and never printed.
+
+Examples:
+  duraq mail send --to ann@example.com --subject Hello --text 'Hi Ann'";
+
+pub const MAIL_SEND: &str = "\
+Examples:
+  duraq mail send --to ann@example.com --subject Hello --text 'Hi Ann'
+  duraq mail send --to ann@example.com --cc bob@example.com --subject Report --html '<p>Done</p>' --later
+  duraq mail send --to ann@example.com --subject Receipt --text 'Paid' --operation-id receipt:42
+
+Prints {\"delivered\":true,\"providerMessageId\"} or, with --later,
+{\"jobId\",\"replayed\"}.";
+
+pub const TENANTS: &str = "\
+Tenant databases come from --tenants FILE, --tenants-dir DIR or --tenants-query
+SQL; the global --database is not used (giving it is a usage error).
+
+Examples:
+  duraq tenants pending projectTenant --tenants-dir /srv/tenants --fail-on-pending
+  duraq tenants migrate projectTenant --tenants tenants.toml";
+
+pub const TENANTS_PENDING: &str = "\
+Exit status: 0 nothing pending (or pending without --fail-on-pending), 1 error,
+3 pending with --fail-on-pending. Never writes to a tenant database.
+
+Examples:
+  duraq tenants pending projectTenant --tenants tenants.json
+  duraq tenants pending projectTenant --tenants-dir /srv/tenants --fail-on-pending
+  duraq tenants pending projectTenant --tenants-query 'SELECT name, url FROM tenants' --control-database postgres://ctl@localhost/control";
+
+pub const TENANTS_MIGRATE: &str = "\
+Examples:
+  duraq tenants migrate projectTenant --tenants tenants.toml
+  duraq tenants migrate projectTenant --tenants-dir /srv/tenants --migrations migrations/ --phase post-publication";
+
+pub const COMPLETIONS: &str = "\
+Examples:
+  duraq completions bash > ~/.local/share/bash-completion/completions/duraq
+  duraq completions zsh > ~/.zfunc/_duraq      # with fpath+=(~/.zfunc) before compinit
+  duraq completions fish > ~/.config/fish/completions/duraq.fish";
+
+pub const MAN: &str = "\
+Examples:
+  duraq man | man -l -
+  duraq man --out /usr/local/share/man/man1";

@@ -8,7 +8,7 @@
 //! The API key lives in a [`Secret`]: it is written into the request header and
 //! nowhere else. Every provider text that becomes an error or a stored message
 //! id passes `duraq-mailer`'s [`Scrubber`] — the same one the SMTP backends use
-//! — so an echo of the key, in clear or base64, is masked (SPEC §17).
+//! — so an echo of the key, in clear or base64, is masked (`SECURITY.md`).
 
 use std::time::Duration;
 
@@ -33,7 +33,11 @@ pub const USER_AGENT: &str = concat!("duraq-mailer-resend/", env!("CARGO_PKG_VER
 pub struct ResendApiSettings {
     /// Default [`RESEND_API_BASE_URL`]; tests point it at a local listener.
     pub base_url: String,
+    /// The API key (`RESEND_API_KEY`), sent as `Authorization: Bearer`; never
+    /// printed, logged or stored, and scrubbed from the provider's replies.
     pub api_key: Secret,
+    /// The sender frozen into mails without one (`DURAQ_MAIL_FROM`); Resend
+    /// refuses a mail without a sender.
     pub default_from: Option<String>,
     /// Request timeout (default 30 s).
     pub timeout: Duration,

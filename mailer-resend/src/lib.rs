@@ -1,4 +1,4 @@
-//! `duraq-mailer-resend`: Resend backends for `duraq-mailer` (SPEC §10): SMTP
+//! `duraq-mailer-resend`: Resend backends for `duraq-mailer` (`docs/mail.md`): SMTP
 //! with the `Resend-Idempotency-Key` header and the HTTP API with the
 //! `Idempotency-Key` header. Both advertise a 24-hour idempotency capability,
 //! so required-idempotency deliveries through them are deduplicated by Resend
@@ -10,6 +10,8 @@
 //! let smtp = ResendSmtpBackend::new(SmtpSettings::new("smtp.resend.com", 465).tls(TlsMode::Tls)).unwrap();
 //! assert_eq!(smtp.idempotency().unwrap().retention_ms, RESEND_RETENTION_MS);
 //! ```
+
+#![warn(missing_docs)]
 
 mod api;
 mod id;

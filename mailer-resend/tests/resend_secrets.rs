@@ -1,4 +1,4 @@
-//! `RESEND_API_KEY` never reaches an error or `lastError` (SPEC §17), over
+//! `RESEND_API_KEY` never reaches an error or `lastError` (`SECURITY.md`), over
 //! either backend: Resend SMTP (user `resend`, the key as password) against a
 //! real local SMTP listener that echoes the AUTH exchange, and the HTTP API
 //! against a real local HTTP listener that echoes the key in base64. Causes

@@ -1,5 +1,5 @@
 //! One error type for mail delivery. Variants are what a caller can act on; each
-//! has a stable [`MailError::code`] (SPEC §10), and tests match codes, never
+//! has a stable [`MailError::code`] (`docs/mail.md`), and tests match codes, never
 //! messages. [`MailError::is_permanent`] is the one place that decides whether a
 //! failed `duraq.mail.deliver` attempt may be retried: every refusal of the
 //! idempotency contract is permanent, because retrying can never make it pass.
@@ -27,51 +27,79 @@ pub enum MailError {
     IdempotencyUnsupported,
     /// The operation id is not acceptable to the backend.
     #[error("invalid delivery operation id: {message}")]
-    IdempotencyKeyInvalid { message: String },
+    IdempotencyKeyInvalid {
+        /// Why the backend refuses it (length, characters), safe to show.
+        message: String,
+    },
     /// The operation id was already used for other content or another provider.
     #[error("the delivery operation id was already used for a different payload or provider")]
     IdempotencyConflict,
     /// The configured backend's provider kind or retention differs from the one
     /// the operation was enqueued for.
     #[error("mail provider changed since enqueue: {message}")]
-    ProviderChanged { message: String },
+    ProviderChanged {
+        /// The kind and retention recorded at enqueue and the configured ones.
+        message: String,
+    },
     /// The payload no longer matches the persisted digest of the operation.
     #[error("the persisted mail payload does not match its digest")]
     PayloadDigestMismatch,
     /// The provider's idempotency window has passed since the first attempt.
     #[error("{message}")]
-    IdempotencyExpired { message: String },
+    IdempotencyExpired {
+        /// When the first attempt started and how long the provider remembers keys.
+        message: String,
+    },
     /// A required direct delivery was asked for inside a caller-owned transaction.
     #[error("required idempotent delivery cannot run inside a caller-owned transaction")]
     TransactionActive,
     /// The caller set the header the provider's idempotency key travels in.
     #[error("header {name:?} is reserved for the delivery operation id")]
-    HeaderReserved { name: String },
+    HeaderReserved {
+        /// The header as the caller spelled it.
+        name: String,
+    },
     /// No sender in the payload and no default sender configured.
     #[error("the mail has no sender and the backend has no default sender")]
     FromMissing,
     /// A malformed payload (no recipient, no body, a bad address or header).
     #[error("invalid mail payload: {message}")]
-    InvalidPayload { message: String },
+    InvalidPayload {
+        /// What is wrong, naming the field.
+        message: String,
+    },
     /// Backend settings that cannot work (missing host, bad port, missing key).
     #[error("invalid mail configuration: {message}")]
-    Config { message: String },
+    Config {
+        /// What is missing or malformed, naming the variable or setting (never
+        /// its secret value).
+        message: String,
+    },
     /// SMTP credentials configured over a plaintext connection to a host that
     /// is not a loopback address: they would cross the network in clear text.
     #[error(
         "refusing to send SMTP credentials in clear text to {host}: use TLS or STARTTLS \
          (plaintext authentication is allowed only to a loopback address)"
     )]
-    PlaintextAuth { host: String },
+    PlaintextAuth {
+        /// The SMTP host the credentials would have gone to.
+        host: String,
+    },
     /// A failure that may pass on a later attempt (connection, 429, 5xx).
     #[error("mail delivery failed: {message}")]
     Transient {
+        /// The provider's or the connection's error, scrubbed of secrets.
         message: String,
+        /// How long the provider asked us to wait (HTTP `Retry-After`), which
+        /// the job's next attempt honours instead of the default backoff.
         retry_after: Option<Duration>,
     },
     /// The provider refused the mail for good (SMTP 5xx, HTTP 4xx).
     #[error("mail rejected by the provider: {message}")]
-    Rejected { message: String },
+    Rejected {
+        /// The provider's answer, scrubbed of secrets; it becomes `lastError`.
+        message: String,
+    },
     /// The job store failed (its own code, e.g. `database-busy`).
     #[error(transparent)]
     Store(#[from] duraq_core::Error),

@@ -1,5 +1,5 @@
 //! The built-in `duraq.mail.deliver` job. An attempt of a required-idempotency
-//! delivery runs the pre-attempt checks of SPEC §10, in order, before the
+//! delivery runs the pre-attempt checks of `docs/mail.md`, in order, before the
 //! backend may open a connection:
 //!
 //! 1. the configured backend still has the operation's provider kind and

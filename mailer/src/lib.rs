@@ -1,7 +1,7 @@
 //! `duraq-mailer`: mail payloads, the backend trait, generic SMTP (lettre), an
 //! in-memory backend for tests, required-idempotency delivery operations stored
 //! through `duraq_core::Store`, and the built-in `duraq.mail.deliver` job
-//! (SPEC §10).
+//! (`docs/mail.md`).
 //!
 //! Why operations: a mail provider that suppresses duplicates does so only for
 //! one key and only for a while. duraq makes the key the producer's stable
@@ -13,7 +13,7 @@
 //! key) in their error replies, and that text would otherwise land in logs and
 //! `lastError`. Every provider reply passes one before it becomes a
 //! [`MailError`], and SMTP credentials are refused over plaintext except to
-//! loopback (SPEC §17).
+//! loopback (`SECURITY.md`).
 //!
 //! ```
 //! # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
@@ -33,6 +33,8 @@
 //! mailer.deliver_later(mail, None, EnqueueOptions::new()).await.unwrap();
 //! # });
 //! ```
+
+#![warn(missing_docs)]
 
 mod backend;
 mod error;

@@ -1,7 +1,7 @@
-//! `deliver_now` and `deliver_later`: the producer side of SPEC §10. Every check
+//! `deliver_now` and `deliver_later`: the producer side of `docs/mail.md`. Every check
 //! that can refuse a delivery (capability, operation id, payload, reserved
 //! headers, sender, caller transaction) runs before the first write and the
-//! first byte on the network, in the order the spec lists them.
+//! first byte on the network, in the order `docs/mail.md` lists them.
 //!
 //! # Caller-owned transactions
 //! The `Store` trait has no notion of a caller's database transaction, so the
@@ -110,8 +110,8 @@ impl Mailer {
             .await
     }
 
-    /// Enqueues a `duraq.mail.deliver` job. With a required `operation` (SPEC
-    /// §10): refuses unsupported backends and invalid ids before anything is
+    /// Enqueues a `duraq.mail.deliver` job. With a required `operation`
+    /// (`docs/mail.md`): refuses unsupported backends and invalid ids before anything is
     /// written, freezes the backend's defaults into the payload, and enqueues
     /// with `idempotencyKey` = the operation id plus the operation record in one
     /// transaction. An exact replay returns the original job id (also after the
@@ -176,7 +176,7 @@ impl Mailer {
         })?)
     }
 
-    /// Capability first, then the id (SPEC §10 step 1).
+    /// Capability first, then the id (step 1 of `docs/mail.md`'s required idempotency).
     fn check_required(&self, op: &DeliveryOperation) -> MailResult<crate::IdempotencyCapability> {
         let cap = self
             .backend

@@ -16,7 +16,10 @@ use crate::payload::MailPayload;
 /// One mail the [`MemoryBackend`] accepted.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SentMail {
+    /// The mail as the backend received it (after its defaults were applied).
     pub payload: MailPayload,
+    /// The idempotency key a real provider would have been given: the delivery
+    /// operation id, or `None` for an at-least-once delivery.
     pub idempotency_key: Option<String>,
 }
 

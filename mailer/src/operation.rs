@@ -23,7 +23,8 @@ pub enum Idempotency {
     Required,
 }
 
-/// `{id, idempotency: required}` of SPEC §10.
+/// `{id, idempotency: required}`: a delivery that must reach the provider at
+/// most once under the producer's stable id (`docs/mail.md`).
 ///
 /// ```
 /// use duraq_mailer::DeliveryOperation;
@@ -34,6 +35,7 @@ pub enum Idempotency {
 pub struct DeliveryOperation {
     /// The producer's stable id; sent to the provider as the idempotency key.
     pub id: String,
+    /// How strongly duplicates must be suppressed.
     pub idempotency: Idempotency,
 }
 
@@ -69,8 +71,11 @@ pub struct OperationTerms {
     pub operation_key: String,
     /// [`MailPayload::digest`] of the prepared payload.
     pub payload_digest: String,
-    /// The provider kind and retention the operation was enqueued for.
+    /// The provider kind the operation was enqueued for; each attempt refuses
+    /// to run against another (`mail-delivery-provider-changed`).
     pub provider_kind: String,
+    /// How long (ms) that provider remembers an idempotency key; no attempt
+    /// starts once this long has passed since the first one.
     pub retention_ms: i64,
 }
 
@@ -96,8 +101,11 @@ impl OperationTerms {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct OperationRecord {
+    /// What the delivery was enqueued under (flattened into the record).
     #[serde(flatten)]
     pub terms: OperationTerms,
+    /// The prepared payload, so that each attempt can re-check it against
+    /// `terms.payload_digest` before anything is sent.
     pub payload: MailPayload,
 }
 
@@ -116,6 +124,9 @@ pub struct DeliverArgs {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct OperationResult {
+    /// When the provider accepted the mail (ms since the Unix epoch).
     pub delivered_at_ms: i64,
+    /// The provider's id for the message, when it gives one (Resend's API
+    /// does), to find the mail in the provider's logs.
     pub provider_message_id: Option<String>,
 }

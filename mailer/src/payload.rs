@@ -1,6 +1,6 @@
-//! The mail payload (SPEC §10) and its versioned digest. The payload is what a
+//! The mail payload (`docs/mail.md`) and its versioned digest. The payload is what a
 //! `duraq.mail.deliver` job carries in its args, so it is plain serde data with
-//! the spec's camelCase names. The digest covers exactly the provider-relevant
+//! duraq's camelCase names. The digest covers exactly the provider-relevant
 //! fields (addresses, subject, bodies, headers): changing any of them under one
 //! delivery operation id is a conflict, while the `mailer`/`action` identity is
 //! bookkeeping and does not move the digest.
@@ -46,14 +46,22 @@ const STRUCTURAL_HEADERS: &[&str] = &[
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct MailPayload {
+    /// Recipients (`Ada <ada@example.com>` or a bare address); at least one of
+    /// `to`, `cc` and `bcc` is required.
     pub to: Vec<String>,
+    /// Carbon-copy recipients.
     pub cc: Vec<String>,
+    /// Blind-copy recipients: envelope only, never written into a header.
     pub bcc: Vec<String>,
     /// The sender; `None` lets the backend freeze its default at preparation.
     pub from: Option<String>,
+    /// Addresses replies should go to.
     pub reply_to: Vec<String>,
+    /// The subject line.
     pub subject: String,
+    /// The HTML body; with `text` too, the mail is sent as alternatives.
     pub html: Option<String>,
+    /// The plain-text body.
     pub text: Option<String>,
     /// Extra headers, name → value.
     pub headers: BTreeMap<String, String>,

@@ -3,7 +3,7 @@
 //! Why: SMTP servers and HTTP APIs sometimes echo what they were sent in their
 //! error replies — `535 5.7.8 AUTH PLAIN AGpvZQBzZWNyZXQ= rejected`, or the
 //! `Authorization` header. That text used to become the error message, and so
-//! reached stderr, the worker log and `lastError` in the database (SPEC §17).
+//! reached stderr, the worker log and `lastError` in the database (`SECURITY.md`).
 //! A [`Scrubber`] knows the configured secrets and every form an SMTP AUTH
 //! exchange carries them in, and [`Scrubber::provider_error`] is the one way
 //! provider text becomes a [`MailError`], so it is masked before anything can
@@ -50,7 +50,10 @@ pub enum ProviderFailure {
     Permanent,
     /// A later attempt may pass (connection, SMTP 4xx, HTTP 429/5xx):
     /// `mail-delivery-failed`, optionally after the provider's `retry_after`.
-    Transient { retry_after: Option<Duration> },
+    Transient {
+        /// The provider's requested wait (HTTP `Retry-After`), if any.
+        retry_after: Option<Duration>,
+    },
 }
 
 /// The configured secrets of one backend, in every form they can be echoed in.

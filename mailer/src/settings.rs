@@ -50,10 +50,15 @@ impl FromStr for TlsMode {
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SmtpSettings {
+    /// The SMTP server's host name or address.
     pub host: String,
+    /// The server's port (587 for STARTTLS, 465 for TLS, 25 for none).
     pub port: u16,
+    /// How the connection is encrypted.
     pub tls: TlsMode,
+    /// The AUTH user; credentials are refused over plaintext except to loopback.
     pub username: Option<String>,
+    /// The AUTH password, printed as `***` and scrubbed from server replies.
     pub password: Option<Secret>,
     /// The sender frozen into payloads without one.
     pub default_from: Option<String>,
@@ -96,7 +101,7 @@ impl SmtpSettings {
         self
     }
 
-    /// Refuses credentials over a plaintext connection (SPEC §17): with a user
+    /// Refuses credentials over a plaintext connection (`SECURITY.md`): with a user
     /// name or password configured and [`TlsMode::None`], the host must be a
     /// loopback address (`127.0.0.0/8`, `::1`, `localhost`). Looks at the
     /// settings only — no name is resolved and nothing is connected.

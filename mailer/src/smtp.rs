@@ -7,7 +7,7 @@
 //! Credentials are refused over plaintext to anything but loopback when the
 //! client is built, and every server reply that becomes an error or a stored
 //! message id passes the client's [`Scrubber`] first, because servers echo the
-//! AUTH line (SPEC §17).
+//! AUTH line (`SECURITY.md`).
 
 use std::time::Duration;
 

@@ -1,4 +1,4 @@
-//! Attempt-side promises of SPEC §10: the pre-attempt checks, in order, before
+//! Attempt-side promises of `docs/mail.md`: the pre-attempt checks, in order, before
 //! the backend may do any I/O; the retention window counted from the first
 //! attempt; expiry without retries; the key never rotated.
 

@@ -1,4 +1,4 @@
-//! Producer-side promises of SPEC §10: refusals before enqueue and I/O, the
+//! Producer-side promises of `docs/mail.md`: refusals before enqueue and I/O, the
 //! operation record stored with its job, replay and conflict.
 
 mod support;

@@ -1,6 +1,6 @@
 //! Generic SMTP credentials against a real local listener that echoes them
 //! back: the AUTH blob, the LOGIN lines and the password in clear must not
-//! reach the error, its chain, or the `lastError` the worker stores (SPEC §17),
+//! reach the error, its chain, or the `lastError` the worker stores (`SECURITY.md`),
 //! while the cause (the 535 reply) stays visible. And credentials never travel
 //! over plaintext to a host that is not loopback.
 

@@ -1,4 +1,5 @@
-//! Claiming (SPEC §4, §7): several due jobs per round trip, never the same job twice.
+//! Claiming (`docs/jobs.md`, `docs/queues.md`): several due jobs per round trip,
+//! never the same job twice.
 //!
 //! Candidates are read in claim order (queue priority, `scheduledAtMs`,
 //! `createdAtMs`, `id`) with `FOR UPDATE SKIP LOCKED`, so concurrent workers take

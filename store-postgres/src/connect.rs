@@ -4,8 +4,8 @@
 //! was handed to it and every sender is gone.
 //!
 //! [`PostgresStore::connect`] creates the schema and its tables when missing;
-//! [`PostgresStore::connect_existing`] (for reading commands, SPEC §17) opens only
-//! a schema that already holds duraq's ledger. Both take the same path; the one
+//! [`PostgresStore::connect_existing`] (for reading commands, which never create;
+//! `docs/operating.md`) opens only a schema that already holds duraq's ledger. Both take the same path; the one
 //! difference is the [`OpenMode`] that [`crate::schema::migrate`] decides on.
 
 use std::sync::atomic::{AtomicBool, AtomicU64};

@@ -1,4 +1,4 @@
-//! Count bookkeeping on sharded counter rows (SPEC §8).
+//! Count bookkeeping on sharded counter rows (`docs/counts.md`).
 //!
 //! `duraq_count_shards` holds [`SHARDS`] rows, each with a revision and one
 //! counter per status. A committing mutation adds its net change to *one* shard

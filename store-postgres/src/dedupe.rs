@@ -1,4 +1,4 @@
-//! `deduplicateWhileQueued` (SPEC §6) paid only by the scopes that use it.
+//! `deduplicateWhileQueued` (`docs/dedupe.md`) paid only by the scopes that use it.
 //!
 //! A dedupe request must find the earliest identical (job name, args, queue) job
 //! that is still queued, whether or not that job asked for dedupe. Schema v1 kept

@@ -1,5 +1,6 @@
-//! Enqueue (SPEC §3, §6, §7): idempotency scopes, dedupe-while-queued, cap
-//! registration, operation records, and batches.
+//! Enqueue (`docs/jobs.md`, `docs/idempotency.md`, `docs/dedupe.md`,
+//! `docs/queues.md`): idempotency scopes, dedupe-while-queued, cap registration,
+//! operation records, and batches.
 //!
 //! Races between processes are settled by unique keys, never by reading first and
 //! hoping: the scope row is inserted with `ON CONFLICT DO NOTHING`, which waits for

@@ -25,6 +25,8 @@
 //! # let _ = store; Ok(()) }
 //! ```
 
+#![warn(missing_docs)]
+
 mod claim;
 mod connect;
 mod counts;

@@ -1,4 +1,4 @@
-//! Stable schedule keys (SPEC §5).
+//! Stable schedule keys (`docs/schedule-keys.md`).
 //!
 //! Every mutation of a key first takes `pg_advisory_xact_lock(schema, key)`, so
 //! replacements of one key from any number of processes run one after another and

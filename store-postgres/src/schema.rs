@@ -1,11 +1,11 @@
-//! The versioned, additive schema and its migration ledger (SPEC §9).
+//! The versioned, additive schema and its migration ledger (`docs/operating.md`).
 //!
 //! Opening a store, inside one transaction that first takes a transaction-scoped
 //! advisory lock for the schema (so processes starting at once serialize instead
 //! of racing on `CREATE TABLE`):
 //! 1. decides what a schema without duraq's ledger means ([`OpenMode`]): a
 //!    reading open (`connect_existing`) refuses it with `database-not-found`
-//!    before anything is written (SPEC §17), a writing one creates the schema if
+//!    before anything is written (`SECURITY.md`), a writing one creates the schema if
 //!    missing;
 //! 2. refuses (`schema-incompatible`) a ledger recording a version newer than
 //!    [`SCHEMA_VERSION`];

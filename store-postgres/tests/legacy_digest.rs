@@ -1,4 +1,4 @@
-//! Idempotency scopes recorded by an older binary keep replaying (SPEC §6).
+//! Idempotency scopes recorded by an older binary keep replaying (`docs/idempotency.md`).
 //! Needs `DATABASE_URL`.
 //!
 //! Why: the request digest changed format (`request.v2` records the timing as

@@ -1,5 +1,5 @@
-//! Schema creation and migration (SPEC §9) on PostgreSQL: versions recorded once
-//! however many processes start at once, incompatible tables and newer ledgers
+//! Schema creation and migration (`docs/operating.md`) on PostgreSQL: versions
+//! recorded once however many processes start at once, incompatible tables and newer ledgers
 //! refused, schema names validated. Needs `DATABASE_URL`.
 
 mod common;

@@ -1,4 +1,4 @@
-//! SPEC §13 concurrency promises across real OS processes sharing one PostgreSQL
+//! Concurrency promises across real OS processes sharing one PostgreSQL
 //! schema: eight processes replacing one schedule key leave exactly one queued
 //! owner; eight idempotent first enqueues of one scope make one job; a worker
 //! SIGKILLed mid-job loses no job; four worker processes draining 10,000 jobs run

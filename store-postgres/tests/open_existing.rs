@@ -1,4 +1,4 @@
-//! Reading opens never create (SPEC §17), and connection failures name the server
+//! Reading opens never create (`SECURITY.md`), and connection failures name the server
 //! and the cause but never the password. Needs `DATABASE_URL`.
 //!
 //! Why: reading commands used to `connect`, which ran `CREATE SCHEMA` and every

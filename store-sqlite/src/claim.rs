@@ -1,4 +1,4 @@
-//! Claiming (SPEC §4) in one write transaction.
+//! Claiming (`docs/jobs.md`) in one write transaction.
 //!
 //! Queue priority is resolved into *levels* before any SQL runs: each level is a
 //! set of queues (or "every queue not given another priority"), visited from the

@@ -1,4 +1,4 @@
-//! Counts and revision (SPEC §8) kept in `duraq_counts`: one row per status, one
+//! Counts and revision (`docs/counts.md`) kept in `duraq_counts`: one row per status, one
 //! `revision` row, and one `work` row (the cross-process work epoch, see
 //! [`bump_work_epoch`]). A snapshot reads those seven rows, so it costs the same at
 //! ten rows or ten million. SQLite has a single writer anyway, so sharding the

@@ -1,4 +1,4 @@
-//! `deduplicateWhileQueued` (SPEC §6) without taxing everyone else.
+//! `deduplicateWhileQueued` (`docs/dedupe.md`) without taxing everyone else.
 //!
 //! A dedupe request must find the earliest identical (job name, args, queue) job
 //! that is still queued — any such job, whether or not it asked for dedupe. An

@@ -1,5 +1,5 @@
-//! Enqueue (SPEC §3, §6): idempotency scopes, dedupe-while-queued, concurrency
-//! cap registration, operation records, and the insert itself. Used by the
+//! Enqueue (`docs/jobs.md`, `docs/idempotency.md`, `docs/dedupe.md`): idempotency
+//! scopes, dedupe-while-queued, concurrency cap registration, operation records, and the insert itself. Used by the
 //! store's own writer and by [`SqliteStore::enqueue_in_transaction`] on a
 //! caller's transaction, so both follow exactly the same rules.
 

@@ -3,7 +3,7 @@
 //!
 //! Writing commands open with [`OpenMode::Create`]: a missing file is created and
 //! migrated, so a first `duraq enqueue` needs no set-up. Reading commands open
-//! with [`OpenMode::Existing`] (SPEC §17): they must never leave a file behind or
+//! with [`OpenMode::Existing`] (`SECURITY.md`): they must never leave a file behind or
 //! change one that is not duraq's, so the path is inspected first:
 //!
 //! - no file → `database-not-found` naming the path (nothing created);

@@ -1,4 +1,4 @@
-//! Fenced reports, heartbeats and lost-lease recovery (SPEC §4). A report changes
+//! Fenced reports, heartbeats and lost-lease recovery (`docs/jobs.md`). A report changes
 //! a row only while the lease it names is current: the row is read, the lease
 //! compared, and the outcome applied with [`duraq_core::transitions::apply_outcome`].
 

@@ -1,5 +1,5 @@
-//! Stable schedule keys (SPEC §5). Ownership lives in `duraq_schedule_keys`
-//! (key → owning job) and the `scheduleOrder` high-water mark in
+//! Stable schedule keys (`docs/schedule-keys.md`). Ownership lives in
+//! `duraq_schedule_keys` (key → owning job) and the `scheduleOrder` high-water mark in
 //! `duraq_schedule_high_water`, apart from job rows so that it survives owner
 //! release and pruning. Concurrent replacements from many processes serialize on
 //! SQLite's single write lock, so exactly one owner remains.

@@ -1,4 +1,4 @@
-//! The versioned, additive schema and its migration ledger (SPEC §9).
+//! The versioned, additive schema and its migration ledger (`docs/operating.md`).
 //!
 //! Every table is declared once with the version that introduced each column.
 //! Opening a file, under `BEGIN IMMEDIATE` so that concurrent openers serialize:

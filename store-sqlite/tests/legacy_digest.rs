@@ -1,4 +1,4 @@
-//! Idempotency scopes recorded by an older binary keep replaying (SPEC §6).
+//! Idempotency scopes recorded by an older binary keep replaying (`docs/idempotency.md`).
 //!
 //! Why: the request digest changed format (`request.v2` records the timing as
 //! requested, so a retried "in 10 minutes" replays). Ownership rows written

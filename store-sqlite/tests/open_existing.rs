@@ -1,4 +1,4 @@
-//! Reading opens never create (SPEC §17), and every open failure names its file
+//! Reading opens never create (`SECURITY.md`), and every open failure names its file
 //! and SQLite's cause.
 //!
 //! Why these cases: reading commands (`duraq counts`, `jobs list`, …) used to open

@@ -22,7 +22,7 @@ use crate::error::{Error, Result};
 pub const DEFAULT_IDENTIFIER: &str = "default";
 /// The ledger table of folder catalogs, one per tenant database (or schema).
 pub const TENANT_LEDGER_TABLE: &str = "duraq_tenant_migrations";
-/// The ledger table the duraq job stores keep (SPEC §9).
+/// The ledger table the duraq job stores keep (`docs/operating.md`).
 pub const JOB_STORE_LEDGER_TABLE: &str = "duraq_migrations";
 /// The ledger scope of the job store's own schema in [`JOB_STORE_LEDGER_TABLE`].
 pub const JOB_STORE_SCOPE: &str = "duraq.jobs";

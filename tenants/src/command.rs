@@ -1,6 +1,6 @@
 //! The two commands as the CLI runs them: parsed arguments in, the exact stdout
 //! line and exit code out. The CLI keeps only argument parsing, printing and the
-//! progress display, so the contract of SPEC §11 (one JSON line on success; exit
+//! progress display, so the contract of `docs/tenants.md` (one JSON line on success; exit
 //! 0, 3 with `--fail-on-pending` when something is pending, 1 on any error naming
 //! the tenant(s)) lives and is tested here.
 

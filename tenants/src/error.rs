@@ -26,7 +26,8 @@ pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
 /// `Result` with this crate's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
-/// The stable machine codes of SPEC §11 (and a few of this crate's own).
+/// The stable machine codes of the tenant commands (`docs/tenants.md`); match
+/// on these, never on messages.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum ErrorCode {
@@ -102,54 +103,87 @@ pub struct TenantFailure {
 pub enum Error {
     /// A migration file is malformed or repeats a version.
     #[error("migration catalog invalid: {file}: {message}")]
-    CatalogInvalid { file: PathBuf, message: String },
+    CatalogInvalid {
+        /// The offending file (or folder, for a duplicate version).
+        file: PathBuf,
+        /// What is wrong with it.
+        message: String,
+    },
     /// The catalog cannot be applied by this crate.
     #[error("{message}")]
-    CatalogNotApplicable { message: String },
+    CatalogNotApplicable {
+        /// Which catalog, and what applies it instead.
+        message: String,
+    },
     /// The tenant list is malformed (`source` names the file or control query).
     #[error("tenant config invalid: {source_name}: {message}")]
     ConfigInvalid {
+        /// The tenants file, or `query on <control database>` (password redacted).
         source_name: String,
+        /// What is malformed, with the parser's position where it has one.
         message: String,
     },
     /// The control database of a query provider cannot be reached.
     #[error("tenant provider unreachable: {message}")]
     ProviderUnreachable {
+        /// The connection failure, with passwords redacted.
         message: String,
         /// The original error (already rendered in `message`).
         cause: Option<BoxError>,
     },
     /// A tenant's URL is empty or of an unknown kind.
     #[error("tenant {tenant:?} unresolved: {message}")]
-    Unresolved { tenant: String, message: String },
+    Unresolved {
+        /// The tenant's name, as its provider lists it.
+        tenant: String,
+        /// Why its URL cannot be used.
+        message: String,
+    },
     /// A tenant's database cannot be opened.
     #[error("tenant {tenant:?} unreachable: {message}")]
     Unreachable {
+        /// The tenant's name, as its provider lists it.
         tenant: String,
+        /// Why it cannot be opened (missing file, refused connection, missing
+        /// schema), with passwords redacted.
         message: String,
         /// The original error (already rendered in `message`).
         cause: Option<BoxError>,
     },
     /// A tenant's database has no ledger table (never read as "nothing applied").
     #[error("tenant {tenant:?} has no migration ledger table {table}")]
-    LedgerMissing { tenant: String, table: String },
+    LedgerMissing {
+        /// The tenant's name, as its provider lists it.
+        tenant: String,
+        /// The ledger table that was looked for.
+        table: String,
+    },
     /// A migration failed on a tenant and was rolled back.
     #[error("tenant {tenant:?}: migration {version} ({name}) failed: {message}")]
     MigrationFailed {
+        /// The tenant's name, as its provider lists it.
         tenant: String,
+        /// The failing migration's version.
         version: i64,
+        /// The failing migration's name (its file name after the version).
         name: String,
+        /// The database's error.
         message: String,
         /// The original error (already rendered in `message`).
         cause: Option<BoxError>,
     },
     /// One or more tenants failed; every failing tenant is listed, in provider order.
     #[error("{}", tenants_message(.failures))]
-    Tenants { failures: Vec<TenantFailure> },
+    Tenants {
+        /// Each failing tenant with its own error.
+        failures: Vec<TenantFailure>,
+    },
     /// Any other backend failure (`tenant` names the tenant when there is one).
     #[error("{}backend error: {message}", tenant.as_ref().map(|t| format!("tenant {t:?}: ")).unwrap_or_default())]
     Backend {
+        /// The tenant being read, when the failure concerns one.
         tenant: Option<String>,
+        /// The backend's error, with passwords redacted.
         message: String,
         /// The original error (already rendered in `message`).
         cause: Option<BoxError>,

@@ -1,6 +1,6 @@
 //! `duraq-tenants`: tenant providers, migration catalogs, read-only migration-ledger
 //! readers, the deploy preflight report, and applying migrations per tenant
-//! (SPEC §11).
+//! (`docs/tenants.md`).
 //!
 //! A deploy asks one question before it ships code that expects a schema: does any
 //! existing tenant database lack a migration? [`pending`] answers it without
@@ -22,6 +22,43 @@
 //! numerically and `001_x.sql` and `1_x.sql` are recognised as the same version.
 //! A ledger version the catalog does not know is reported
 //! ([`TenantStatus::unknown_versions`]), not fatal.
+//!
+//! A deploy script's question, end to end: a tenant that was never migrated
+//! fails the preflight (no ledger is not "nothing applied"); after [`migrate`] it
+//! answers that nothing is pending. File formats, headers and exit codes are in
+//! the user's guide (`docs/tenants.md`).
+//!
+//! ```
+//! use duraq_tenants::{migrate, pending, CatalogSource, ErrorCode, TenantSource, TenantsRequest};
+//! # let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+//! # rt.block_on(async {
+//! let dir = tempfile::tempdir().unwrap();
+//! std::fs::create_dir(dir.path().join("migrations")).unwrap();
+//! std::fs::write(
+//!     dir.path().join("migrations/001_notes.sql"),
+//!     "-- duraq:databases: projectTenant\nCREATE TABLE notes (body TEXT);",
+//! ).unwrap();
+//! std::fs::create_dir(dir.path().join("tenants")).unwrap();
+//! rusqlite::Connection::open(dir.path().join("tenants/acme.db")).unwrap();
+//! let request = TenantsRequest::new(
+//!     "projectTenant",
+//!     TenantSource::Directory(dir.path().join("tenants")),
+//!     CatalogSource::Dir(dir.path().join("migrations")),
+//! );
+//!
+//! let err = pending(&request, &mut |_| {}).await.unwrap_err();
+//! assert_eq!(err.code(), ErrorCode::TenantLedgerMissing);
+//!
+//! migrate(&request, &mut |_| {}).await.unwrap();
+//! let report = pending(&request, &mut |_| {}).await.unwrap();
+//! assert_eq!(
+//!     report.json_line(),
+//!     r#"{"hasPendingMigrations":false,"identifier":"projectTenant","migrationCount":1,"pendingTenantCount":0,"tenantCount":1}"#
+//! );
+//! # });
+//! ```
+
+#![warn(missing_docs)]
 
 mod catalog;
 mod cause;

@@ -1,4 +1,4 @@
-//! The read-only deploy preflight (SPEC §11): does any tenant lack a migration?
+//! The read-only deploy preflight (`docs/tenants.md`): does any tenant lack a migration?
 //!
 //! Every tenant is scanned, with at most `concurrency` ledgers read at once (tokio
 //! tasks behind a semaphore; SQLite reads on the blocking pool), and the preflight

@@ -37,7 +37,12 @@ pub enum TenantSource {
     /// A folder whose `*.db` files are the tenants.
     Directory(PathBuf),
     /// A query on a control database returning rows of (name, database URL).
-    Query { control: String, query: String },
+    Query {
+        /// The control database's URL (`sqlite:…` or `postgres://…`), read only.
+        control: String,
+        /// The SQL returning the rows; run inside a read-only transaction.
+        query: String,
+    },
 }
 
 /// One listed tenant, not yet resolved (`Debug`, in `cause`, redacts the URL's
@@ -59,7 +64,10 @@ pub enum TenantDatabase {
     Sqlite(PathBuf),
     /// A PostgreSQL database, optionally one schema in it.
     Postgres {
+        /// The connection settings (boxed: they are large).
         config: Box<tokio_postgres::Config>,
+        /// The tenant's schema (`?schema=` or `#name` in its URL); `None` means
+        /// the connection's current schema.
         schema: Option<String>,
     },
 }

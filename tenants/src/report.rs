@@ -1,6 +1,6 @@
 //! What a preflight or a migration run answers, what it tells the caller while it
 //! runs ([`Progress`]), and the exact stdout line and exit code of the two
-//! commands (SPEC §11): the CLI prints [`PreflightReport::json_line`] as is.
+//! commands (`docs/tenants.md`): the CLI prints [`PreflightReport::json_line`] as is.
 
 use std::io::Write;
 
@@ -79,7 +79,9 @@ impl PreflightReport {
         }
     }
 
-    /// The one stdout line (no newline), keys in SPEC §11's order.
+    /// The one stdout line (no newline), keys in the documented order
+    /// (`hasPendingMigrations`, `identifier`, `migrationCount`,
+    /// `pendingTenantCount`, `tenantCount`).
     pub fn json_line(&self) -> String {
         let line = PreflightLine {
             has_pending_migrations: self.has_pending,
@@ -142,31 +144,48 @@ impl MigrateReport {
 #[non_exhaustive]
 pub enum Progress<'a> {
     /// A preflight starts scanning `total` tenants.
-    ScanStarted { total: usize },
+    ScanStarted {
+        /// How many tenants the provider listed.
+        total: usize,
+    },
     /// One tenant was scanned (`done` of `total`, in completion order).
     Scanned {
+        /// Tenants scanned so far, this one included.
         done: usize,
+        /// Tenants to scan in all.
         total: usize,
+        /// What the scan found.
         status: &'a TenantStatus,
     },
     /// One tenant failed to scan; the preflight goes on and fails at the end.
     ScanFailed {
+        /// Tenants scanned so far, this one included.
         done: usize,
+        /// Tenants to scan in all.
         total: usize,
+        /// The failing tenant's name.
         tenant: &'a str,
+        /// Why it failed.
         error: &'a Error,
     },
     /// `migrate` starts on tenant number `index` (from 0) of `total`.
     MigrateTenant {
+        /// The tenant's position in provider order, from 0.
         index: usize,
+        /// Tenants in all.
         total: usize,
+        /// The tenant's name.
         tenant: &'a str,
+        /// The versions about to be applied, ascending.
         pending: &'a [i64],
     },
     /// `migrate` applied (and recorded) one migration.
     Applied {
+        /// The tenant's name.
         tenant: &'a str,
+        /// The migration's version.
         version: i64,
+        /// The migration's name.
         name: &'a str,
     },
 }

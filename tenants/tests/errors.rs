@@ -1,4 +1,4 @@
-//! Tenant errors name their cause and never a password (SPEC §17): the message
+//! Tenant errors name their cause and never a password (`SECURITY.md`): the message
 //! (`to_string()`, which is also the whole `source()` chain, so the CLI's
 //! `error_chain` prints the same) says which server or file, and why.
 //!

@@ -1,4 +1,4 @@
-//! The preflight on WAL-mode SQLite tenants (SPEC §17): it leaves no file it did
+//! The preflight on WAL-mode SQLite tenants (`SECURITY.md`): it leaves no file it did
 //! not find (`-wal`, `-shm`), reads changes a live application has not yet
 //! checkpointed, and answers on read-only storage.
 //!

@@ -5,7 +5,7 @@
 //!
 //! Usage: `duraq-test-proc <db-path> <action> [arg]`, where action is
 //! - `replace <key> <n>`: `replace_scheduled(key, job "j" args [n])`;
-//! - `enqueue-idem <key>`: an idempotent enqueue of job "j" args [1] under `key`;
+//! - `enqueue-idem <key>`: an idempotent enqueue of job "j" args `[1]` under `key`;
 //! - `enqueue-many <n>`: `n` plain enqueues, one call each;
 //! - `claim-and-hang <name>`: claims one job, prints it, then blocks on stdin
 //!   until killed (the test SIGKILLs it mid-job);

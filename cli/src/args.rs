@@ -269,10 +269,8 @@ pub struct DemoArgs {
     /// The global `--database`, only when it was given on the command line
     /// (`DURAQ_DATABASE_URL` and the default leave it `None`); set by `main`.
     #[arg(skip)]
-    #[allow(dead_code)] // read by `demo::run` once it honours an explicit --database
     pub database: Option<String>,
     /// The global `--schema` (flag or `DURAQ_SCHEMA`); set by `main`.
     #[arg(skip)]
-    #[allow(dead_code)] // read by `demo::run` once it honours an explicit --database
     pub schema: Option<String>,
 }

@@ -40,7 +40,13 @@ impl Database {
     pub fn parse(url: &str, schema: Option<&str>) -> Result<Self, CliError> {
         let parsed = Self::parse_url(url)?;
         match (parsed, schema) {
-            (Self::Postgres { url, schema: in_url }, flag) => Ok(Self::Postgres {
+            (
+                Self::Postgres {
+                    url,
+                    schema: in_url,
+                },
+                flag,
+            ) => Ok(Self::Postgres {
                 url,
                 schema: flag.map(str::to_owned).or(in_url),
             }),
@@ -220,7 +226,10 @@ async fn open_sqlite(path: Option<PathBuf>) -> Result<SqliteStore> {
 /// The password of a PostgreSQL URL, if any: printed nowhere ([`crate::output`]
 /// scrubs it from every message as a last line of defence).
 pub fn password(url: &str) -> Option<String> {
-    let config = take_schema_param(url).0.parse::<tokio_postgres::Config>().ok()?;
+    let config = take_schema_param(url)
+        .0
+        .parse::<tokio_postgres::Config>()
+        .ok()?;
     let password = config.get_password()?;
     Some(String::from_utf8_lossy(password).into_owned())
 }

@@ -15,6 +15,7 @@ use serde_json::{json, Value};
 
 use crate::args::DemoArgs;
 use crate::builtin::{register_builtins, Builtins};
+use crate::db::Database;
 use crate::demo_mix::{enqueue_mix, CAP, CAPPED_QUEUE};
 use crate::display::thousands;
 use crate::output::{print_json, table, CliError};
@@ -26,11 +27,7 @@ pub async fn run(a: DemoArgs, json: bool) -> Result<()> {
     if a.jobs == 0 {
         return Err(CliError::new("invalid-demo", "--jobs must be at least 1").into());
     }
-    let dir = demo_dir(a.dir.as_deref())?;
-    let path = dir.join("duraq-demo.db");
-    for suffix in ["", "-wal", "-shm"] {
-        let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
-    }
+    let path = demo_path(&a)?;
     let store = crate::db::open_sqlite_file(&path).await?;
 
     let registry = demo_registry()?;
@@ -123,6 +120,49 @@ pub async fn run(a: DemoArgs, json: bool) -> Result<()> {
     Ok(())
 }
 
+/// The database file: a fresh file named by an explicit `--database sqlite:…`
+/// (refused if it exists: the demo never writes into a database it did not
+/// create), or `duraq-demo.db` in `--dir` or a new temporary folder, replaced on
+/// each run.
+fn demo_path(a: &DemoArgs) -> Result<PathBuf> {
+    let explicit = match a.database.as_deref() {
+        None => None,
+        Some(url) => match Database::parse(url, a.schema.as_deref())? {
+            Database::SqliteFile(path) => Some(path),
+            Database::SqliteMemory => None,
+            Database::Postgres { .. } => {
+                return Err(CliError::new(
+                    "invalid-database-url",
+                    "the demo runs on an embedded SQLite file: give --database \
+                     sqlite:<new file>, or leave --database out",
+                )
+                .into())
+            }
+        },
+    };
+    if let Some(path) = explicit {
+        if a.dir.is_some() {
+            return Err(CliError::new("invalid-demo", "give --dir or --database, not both").into());
+        }
+        if path.exists() {
+            return Err(CliError::new(
+                "demo-database-exists",
+                format!(
+                    "the demo writes a fresh database and {} already exists; name a new file",
+                    path.display()
+                ),
+            )
+            .into());
+        }
+        return Ok(path);
+    }
+    let path = demo_dir(a.dir.as_deref())?.join("duraq-demo.db");
+    for suffix in ["", "-wal", "-shm"] {
+        let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
+    }
+    Ok(path)
+}
+
 /// The folder to use: the given one, or a new one under the system temp folder.
 /// The file is kept either way so it can be inspected with `duraq jobs list`.
 fn demo_dir(dir: Option<&Path>) -> Result<PathBuf> {
@@ -191,9 +231,12 @@ fn progress_bar(len: u64) -> ProgressBar {
     if let Ok(style) = ProgressStyle::with_template(
         "{spinner} draining [{bar:40}] {pos}/{len} jobs ({rate}, {elapsed})",
     ) {
-        let style = style.with_key("rate", |state: &indicatif::ProgressState, w: &mut dyn std::fmt::Write| {
-            let _ = write!(w, "{:.0}/s", state.per_sec());
-        });
+        let style = style.with_key(
+            "rate",
+            |state: &indicatif::ProgressState, w: &mut dyn std::fmt::Write| {
+                let _ = write!(w, "{:.0}/s", state.per_sec());
+            },
+        );
         bar.set_style(style.progress_chars("=> "));
     }
     bar
@@ -238,8 +281,18 @@ fn print_summary(s: &Value, snap: &CountSnapshot) {
     let rows: Vec<Vec<String>> = JobStatus::ALL
         .iter()
         .filter(|st| snap.counts.get(**st) > 0)
-        .map(|st| vec![st.to_string(), thousands(snap.counts.get(*st)), why(*st).to_string()])
-        .chain([vec!["total".to_string(), thousands(snap.total), String::new()]])
+        .map(|st| {
+            vec![
+                st.to_string(),
+                thousands(snap.counts.get(*st)),
+                why(*st).to_string(),
+            ]
+        })
+        .chain([vec![
+            "total".to_string(),
+            thousands(snap.total),
+            String::new(),
+        ]])
         .collect();
     print!("{}", table(&["STATUS", "JOBS", "WHY"], &rows));
     println!(

@@ -62,7 +62,8 @@ pub async fn run(db: &Database, cmd: JobsCommand, json: bool) -> Result<()> {
             match store.cancel_job(&id).await {
                 Ok(job) => show(&job, json),
                 // Already cancelled: the request's goal holds; answer with the job.
-                Err(e) if e.code() == ErrorCode::InvalidJobState => match store.get_job(&id).await? {
+                Err(e) if e.code() == ErrorCode::InvalidJobState => match store.get_job(&id).await?
+                {
                     Some(job) if job.status == JobStatus::Cancelled => show(&job, json),
                     _ => return Err(e.into()),
                 },
@@ -86,7 +87,12 @@ fn parse_status(s: &str) -> Result<JobStatus, CliError> {
     })
 }
 
-async fn list(db: &Database, mut filter: JobFilter, after: Option<String>, json: bool) -> Result<()> {
+async fn list(
+    db: &Database,
+    mut filter: JobFilter,
+    after: Option<String>,
+    json: bool,
+) -> Result<()> {
     let store = db.open_existing(false).await?;
     if let Some(id) = after {
         let last = store.get_job(&id).await?.ok_or_else(|| {
@@ -98,7 +104,8 @@ async fn list(db: &Database, mut filter: JobFilter, after: Option<String>, json:
         filter.after = Some(JobCursor::after(&last));
     }
     let jobs = store.list_jobs(&filter).await?;
-    let exact_total = filter.job_name.is_none() && filter.queue.is_none() && filter.schedule_key.is_none();
+    let exact_total =
+        filter.job_name.is_none() && filter.queue.is_none() && filter.schedule_key.is_none();
     let total = if exact_total {
         let snap = store.count_snapshot().await?;
         Some(filter.status.map_or(snap.total, |s| snap.counts.get(s)))
@@ -106,7 +113,9 @@ async fn list(db: &Database, mut filter: JobFilter, after: Option<String>, json:
         None
     };
     let full_page = filter.limit.is_some_and(|l| jobs.len() >= l);
-    let next_after = full_page.then(|| jobs.last().map(|j| j.id.clone())).flatten();
+    let next_after = full_page
+        .then(|| jobs.last().map(|j| j.id.clone()))
+        .flatten();
     if json {
         print_json(&json!({ "jobs": jobs, "total": total, "nextAfter": next_after }));
         return Ok(());
@@ -117,7 +126,11 @@ async fn list(db: &Database, mut filter: JobFilter, after: Option<String>, json:
     }
     print!("{}", jobs_table(&jobs, crate::parse::now_ms()));
     let shown = match total {
-        Some(t) => format!("showing {} of {}", thousands(jobs.len() as i64), count(t, "job")),
+        Some(t) => format!(
+            "showing {} of {}",
+            thousands(jobs.len() as i64),
+            count(t, "job")
+        ),
         None => format!("showing {}", count(jobs.len() as i64, "job")),
     };
     match next_after {

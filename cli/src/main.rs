@@ -43,10 +43,12 @@ fn main() -> ExitCode {
     let cli = parse_command_line();
     let json = cli.json;
     output::register_secrets(configured_secrets(&cli.database));
-    // The worker narrates its runtime at `info`; every other command speaks only
-    // when something is wrong.
+    // The worker narrates its runtime at `info`; the demo's failures are on
+    // purpose and its summary says what happened; every other command speaks
+    // only when something is wrong.
     logging::init(match cli.command {
         Command::Worker(_) => "info",
+        Command::Demo(_) => "error",
         _ => "warn",
     });
     let runtime = match tokio::runtime::Builder::new_multi_thread()

@@ -153,7 +153,15 @@ pub fn jobs_table(jobs: &[Job], now_ms: i64) -> String {
         })
         .collect();
     table(
-        &["ID", "NAME", "QUEUE", "STATUS", "ATTEMPTS", "WHEN", "LAST ERROR"],
+        &[
+            "ID",
+            "NAME",
+            "QUEUE",
+            "STATUS",
+            "ATTEMPTS",
+            "WHEN",
+            "LAST ERROR",
+        ],
         &rows,
     )
 }
@@ -167,7 +175,10 @@ pub fn status_time(j: &Job, now_ms: i64) -> String {
         }
         JobStatus::Queued => ("due", j.scheduled_at_ms),
         JobStatus::HandedOff => ("started", j.handed_off_at_ms.unwrap_or(j.scheduled_at_ms)),
-        status => (status.as_str(), j.terminal_at_ms().unwrap_or(j.created_at_ms)),
+        status => (
+            status.as_str(),
+            j.terminal_at_ms().unwrap_or(j.created_at_ms),
+        ),
     };
     format!("{label} {} ({})", relative(at, now_ms), utc(at))
 }

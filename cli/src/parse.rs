@@ -93,7 +93,9 @@ pub fn flag_error(err: duraq_core::Error) -> anyhow::Error {
         C::InvalidQueue => "--queue must be 1 to 255 characters without control characters",
         C::InvalidMaxRetries => "--max-retries must be 0 or more",
         C::InvalidTimeout => "--timeout must be at least 1ms",
-        C::InvalidScheduledAt => "--run-at must not be before 1970 and --run-in must not be negative",
+        C::InvalidScheduledAt => {
+            "--run-at must not be before 1970 and --run-in must not be negative"
+        }
         C::InvalidConcurrency => {
             "--concurrency-key (1 to 255 characters without control characters, not \
              starting with `queue:`) and --max-concurrency (at least 1) go together"

@@ -68,10 +68,18 @@ fn scheduled_table(jobs: &ScheduledJobs, with_terminal: bool) -> String {
             j.id.clone(),
             j.job_name.clone(),
             j.status.to_string(),
-            j.schedule_order.map_or_else(|| "-".into(), |o| o.to_string()),
+            j.schedule_order
+                .map_or_else(|| "-".into(), |o| o.to_string()),
             status_time(j, now),
         ]),
-        None => rows.push(vec![role.to_string(), "-".into(), "".into(), "".into(), "".into(), "".into()]),
+        None => rows.push(vec![
+            role.to_string(),
+            "-".into(),
+            "".into(),
+            "".into(),
+            "".into(),
+            "".into(),
+        ]),
     };
     row("current", &jobs.current_job);
     if with_terminal {

@@ -151,8 +151,14 @@ fn stop_line(r: &duraq_core::WorkerReport) -> String {
     add(r.retried, "failed and will be retried");
     add(r.failed, "failed for good");
     add(r.rescheduled, "rescheduled");
-    add(r.returned_to_queue, "returned to the queue at the drain deadline");
-    add(r.lost_leases, "finished after their lease was recovered (report ignored)");
+    add(
+        r.returned_to_queue,
+        "returned to the queue at the drain deadline",
+    );
+    add(
+        r.lost_leases,
+        "finished after their lease was recovered (report ignored)",
+    );
     add(r.unreported, "could not be reported");
     add(r.recovered, "recovered from dead workers");
     parts.join(", ")
@@ -179,7 +185,10 @@ mod tests {
             stop_line(&report),
             "5 jobs claimed, 2 completed, 2 failed and will be retried, 1 failed for good"
         );
-        assert_eq!(stop_line(&Default::default()), "0 jobs claimed, 0 completed");
+        assert_eq!(
+            stop_line(&Default::default()),
+            "0 jobs claimed, 0 completed"
+        );
     }
 
     #[test]

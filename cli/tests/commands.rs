@@ -97,7 +97,9 @@ fn enqueue_and_show_every_field() {
     assert!(human.status.success());
     let text = String::from_utf8_lossy(&human.stdout);
     assert!(
-        text.contains(&id) && text.contains("mail.send") && text.contains("2030-01-02 03:04:05 UTC")
+        text.contains(&id)
+            && text.contains("mail.send")
+            && text.contains("2030-01-02 03:04:05 UTC")
     );
 
     let defaults = db.job(&db.enqueue(&["duraq.noop"]));

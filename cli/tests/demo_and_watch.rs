@@ -96,3 +96,46 @@ fn counts_watch_follows_other_processes() {
     signal(&watch, libc::SIGINT);
     assert!(wait_exit(&mut watch, Duration::from_secs(30)).success());
 }
+
+#[test]
+fn demo_honours_an_explicit_database_and_never_overwrites_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("here.db");
+    let url = format!("sqlite:{}", path.display());
+    let out = Command::new(bin())
+        .args(["--database", &url, "demo", "--jobs", "30", "--json"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(
+        parse_one(&out.stdout)["database"],
+        path.display().to_string()
+    );
+    let snap = parse_one(&common::run_with_url(&url, &["counts", "--json"]).stdout);
+    assert_eq!(
+        snap["total"], 30,
+        "the demo wrote where it was told: {snap}"
+    );
+
+    // A second run would overwrite it: refused, and the data is untouched.
+    let out = Command::new(bin())
+        .args(["--database", &url, "demo", "--jobs", "30", "--json"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    assert_eq!(
+        parse_one(&out.stderr)["error"]["code"],
+        "demo-database-exists"
+    );
+    let again = parse_one(&common::run_with_url(&url, &["counts", "--json"]).stdout);
+    assert_eq!(again, snap);
+
+    let out = Command::new(bin())
+        .args(["--database", "postgres://h/db", "demo", "--json"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        parse_one(&out.stderr)["error"]["code"],
+        "invalid-database-url"
+    );
+}

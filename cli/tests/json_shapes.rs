@@ -34,33 +34,86 @@ fn shape(db: &Db, args: &[&str], code: i32, schema: &str) -> Value {
 fn every_command_prints_its_documented_shape() {
     let db = Db::new();
     shape(&db, &["migrate"], 0, "migrate.json");
-    let first = shape(&db, &["enqueue", "x", "--idempotency-key", "k1"], 0, "enqueue.json");
+    let first = shape(
+        &db,
+        &["enqueue", "x", "--idempotency-key", "k1"],
+        0,
+        "enqueue.json",
+    );
     assert_eq!(first["replayed"], false);
-    let again = shape(&db, &["enqueue", "x", "--idempotency-key", "k1"], 0, "enqueue.json");
-    assert_eq!((&again["jobId"], &again["replayed"]), (&first["jobId"], &Value::Bool(true)));
-    shape(&db, &["enqueue", "y", "--dedupe-while-queued"], 0, "enqueue.json");
-    let dup = shape(&db, &["enqueue", "y", "--dedupe-while-queued"], 0, "enqueue.json");
+    let again = shape(
+        &db,
+        &["enqueue", "x", "--idempotency-key", "k1"],
+        0,
+        "enqueue.json",
+    );
+    assert_eq!(
+        (&again["jobId"], &again["replayed"]),
+        (&first["jobId"], &Value::Bool(true))
+    );
+    shape(
+        &db,
+        &["enqueue", "y", "--dedupe-while-queued"],
+        0,
+        "enqueue.json",
+    );
+    let dup = shape(
+        &db,
+        &["enqueue", "y", "--dedupe-while-queued"],
+        0,
+        "enqueue.json",
+    );
     assert_eq!(dup["deduplicated"], true);
 
-    shape(&db, &["schedule", "replace", "e:1", "x", "--run-in", "1h"], 0, "schedule-replace.json");
-    shape(&db, &["schedule", "replace", "e:1", "x", "--run-in", "1h"], 0, "schedule-replace.json");
-    shape(&db, &["schedule", "get", "e:1", "--include-latest-terminal"], 0, "schedule-get.json");
+    shape(
+        &db,
+        &["schedule", "replace", "e:1", "x", "--run-in", "1h"],
+        0,
+        "schedule-replace.json",
+    );
+    shape(
+        &db,
+        &["schedule", "replace", "e:1", "x", "--run-in", "1h"],
+        0,
+        "schedule-replace.json",
+    );
+    shape(
+        &db,
+        &["schedule", "get", "e:1", "--include-latest-terminal"],
+        0,
+        "schedule-get.json",
+    );
     shape(&db, &["schedule", "wake", "e:1"], 0, "schedule-wake.json");
-    shape(&db, &["schedule", "cancel", "e:1"], 0, "schedule-cancel.json");
+    shape(
+        &db,
+        &["schedule", "cancel", "e:1"],
+        0,
+        "schedule-cancel.json",
+    );
 
     let list = shape(&db, &["jobs", "list", "--limit", "2"], 0, "jobs-list.json");
     assert_eq!(list["total"], 4);
-    let next = list["nextAfter"].as_str().expect("a full page names the next");
+    let next = list["nextAfter"]
+        .as_str()
+        .expect("a full page names the next");
     let rest = shape(&db, &["jobs", "list", "--after", next], 0, "jobs-list.json");
     assert_eq!(rest["jobs"].as_array().unwrap().len(), 2);
     assert!(rest["nextAfter"].is_null());
     let filtered = shape(&db, &["jobs", "list", "--name", "x"], 0, "jobs-list.json");
-    assert!(filtered["total"].is_null(), "only a status filter has an O(1) total");
+    assert!(
+        filtered["total"].is_null(),
+        "only a status filter has an O(1) total"
+    );
     let id = first["jobId"].as_str().unwrap();
     shape(&db, &["jobs", "show", id], 0, "jobs-show.json");
     shape(&db, &["jobs", "cancel", id], 0, "jobs-show.json");
     shape(&db, &["jobs", "retry", id], 0, "jobs-show.json");
-    shape(&db, &["jobs", "prune", "--cancelled-older-than", "1d"], 0, "jobs-prune.json");
+    shape(
+        &db,
+        &["jobs", "prune", "--cancelled-older-than", "1d"],
+        0,
+        "jobs-prune.json",
+    );
     shape(&db, &["counts"], 0, "counts.json");
     shape(&db, &["jobs", "show", "nope"], 1, "error.json");
 }
@@ -70,22 +123,55 @@ fn outcomes_have_documented_exit_codes() {
     let db = Db::new();
     let id = db.enqueue(&["x"]);
     // Answers: the state asked for already holds, or there is nothing to do.
-    let missing_key = shape(&db, &["schedule", "cancel", "no-owner"], 0, "schedule-cancel.json");
+    let missing_key = shape(
+        &db,
+        &["schedule", "cancel", "no-owner"],
+        0,
+        "schedule-cancel.json",
+    );
     assert_eq!(missing_key["outcome"], "not_found");
-    shape(&db, &["schedule", "wake", "no-owner"], 0, "schedule-wake.json");
+    shape(
+        &db,
+        &["schedule", "wake", "no-owner"],
+        0,
+        "schedule-wake.json",
+    );
     shape(&db, &["jobs", "cancel", &id], 0, "jobs-show.json");
     let twice = shape(&db, &["jobs", "cancel", &id], 0, "jobs-show.json");
-    assert_eq!(twice["job"]["status"], "cancelled", "cancelling is idempotent");
+    assert_eq!(
+        twice["job"]["status"], "cancelled",
+        "cancelling is idempotent"
+    );
     // Errors: a missing id, an action the job's status forbids, bad input.
     shape(&db, &["jobs", "cancel", "no-such-id"], 1, "error.json");
     let queued = db.enqueue(&["x"]);
     shape(&db, &["jobs", "retry", &queued], 1, "error.json");
     let err = shape(&db, &["enqueue", "x", "--timeout", "0s"], 1, "error.json");
-    assert!(err["error"]["message"].as_str().unwrap().contains("--timeout"), "{err}");
-    let err = shape(&db, &["enqueue", "x", "--max-retries", "-1"], 1, "error.json");
-    assert!(err["error"]["message"].as_str().unwrap().contains("--max-retries"), "{err}");
+    assert!(
+        err["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("--timeout"),
+        "{err}"
+    );
+    let err = shape(
+        &db,
+        &["enqueue", "x", "--max-retries", "-1"],
+        1,
+        "error.json",
+    );
+    assert!(
+        err["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("--max-retries"),
+        "{err}"
+    );
     // Usage errors.
-    assert_eq!(db.run(&["jobs", "list", "--limit", "many"]).status.code(), Some(2));
+    assert_eq!(
+        db.run(&["jobs", "list", "--limit", "many"]).status.code(),
+        Some(2)
+    );
 }
 
 #[test]
@@ -99,7 +185,9 @@ fn worker_and_demo_and_mail_shapes() {
         .spawn()
         .unwrap();
     db.wait_job(
-        db.json(&["jobs", "list"])["jobs"][0]["id"].as_str().unwrap(),
+        db.json(&["jobs", "list"])["jobs"][0]["id"]
+            .as_str()
+            .unwrap(),
         Duration::from_secs(60),
         |j| j["status"] == "completed",
     );
@@ -121,7 +209,16 @@ fn worker_and_demo_and_mail_shapes() {
     // `mail send --later` enqueues without touching the network.
     let out = Command::new(common::bin())
         .args(["--database", &db.url(), "mail", "send", "--later", "--json"])
-        .args(["--to", "a@example.com", "--from", "b@example.com", "--subject", "hi", "--text", "x"])
+        .args([
+            "--to",
+            "a@example.com",
+            "--from",
+            "b@example.com",
+            "--subject",
+            "hi",
+            "--text",
+            "x",
+        ])
         .env("DURAQ_MAIL_BACKEND", "smtp")
         .env("DURAQ_SMTP_HOST", "127.0.0.1")
         .output()

@@ -209,3 +209,41 @@ fn url_host(url: &str) -> String {
         tokio_postgres::config::Host::Unix(p) => p.display().to_string(),
     }
 }
+
+#[test]
+fn schema_flag_and_url_parameter_choose_the_schema() {
+    let Ok(url) = std::env::var("DATABASE_URL") else {
+        eprintln!("DATABASE_URL is not set; skipping the PostgreSQL CLI test");
+        return;
+    };
+    let schema = format!("duraq_cli_schema_{}", std::process::id());
+    execute(&url, &format!("DROP SCHEMA IF EXISTS {schema} CASCADE"));
+    execute(&url, &format!("CREATE SCHEMA {schema}"));
+    // Nothing there yet: a reading command finds no duraq database in it.
+    let out = run_with_url(&url, &["--schema", &schema, "counts"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.starts_with("error[database-not-found]: "), "{err}");
+
+    json(&url, &["--schema", &schema, "migrate"]);
+    json(&url, &["--schema", &schema, "enqueue", "duraq.noop"]);
+    let sep = if url.contains('?') { '&' } else { '?' };
+    let in_url = format!("{url}{sep}schema={schema}");
+    assert_eq!(json(&in_url, &["counts"])["total"], 1);
+    let tables = execute(
+        &url,
+        &format!(
+            "SELECT count(*)::text FROM information_schema.tables \
+             WHERE table_schema = '{schema}' AND table_name = 'duraq_jobs'"
+        ),
+    );
+    let count = tables.iter().find_map(|m| match m {
+        tokio_postgres::SimpleQueryMessage::Row(row) => row.get(0).map(str::to_owned),
+        _ => None,
+    });
+    assert_eq!(
+        count.as_deref(),
+        Some("1"),
+        "the jobs table lives in {schema}"
+    );
+    execute(&url, &format!("DROP SCHEMA {schema} CASCADE"));
+}

@@ -59,8 +59,16 @@ fn check(schema: &Value, v: &Value, at: &str) -> Result<(), String> {
             return Err(format!("{at}: {v} not in {allowed:?}"));
         }
     }
-    if let (Some(obj), Some(props)) = (v.as_object(), schema.get("properties").and_then(Value::as_object)) {
-        for key in schema.get("required").and_then(Value::as_array).into_iter().flatten() {
+    if let (Some(obj), Some(props)) = (
+        v.as_object(),
+        schema.get("properties").and_then(Value::as_object),
+    ) {
+        for key in schema
+            .get("required")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
             let key = key.as_str().unwrap_or_default();
             if !obj.contains_key(key) {
                 return Err(format!("{at}: missing {key}"));

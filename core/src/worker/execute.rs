@@ -154,9 +154,16 @@ async fn supervise(shared: Arc<Shared>, job: Job, permit: OwnedSemaphorePermit) 
     };
     let duration = started.elapsed();
     match &outcome {
-        Outcome::Failed { error, .. } => {
-            tracing::warn!(?duration, error = %error, "attempt failed")
-        }
+        // At `warn` the job's (info) span may be filtered out, so the event
+        // names the job itself.
+        Outcome::Failed { error, .. } => tracing::warn!(
+            job_id = %lease.job_id,
+            job_name = %job_name,
+            attempt,
+            ?duration,
+            error = %error,
+            "attempt failed"
+        ),
         other => tracing::debug!(?duration, outcome = ?other, "attempt ended"),
     }
     let report = Report {

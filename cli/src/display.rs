@@ -34,12 +34,15 @@ pub fn relative(ms: i64, now_ms: i64) -> String {
     if abs < 1000 {
         return "now".to_string();
     }
+    // Seconds are cut; larger units round to the nearest ("in 10 min" for a
+    // job due in 9 min 59 s).
+    let near = |s: u128, unit: u128| (s + unit / 2) / unit;
     let (n, unit) = match abs / 1000 {
         s if s < 60 => (s, "s"),
-        s if s < 3600 => (s / 60, "min"),
-        s if s < 48 * 3600 => (s / 3600, "h"),
-        s if s < 730 * 86_400 => (s / 86_400, "d"),
-        s => (s / 31_557_600, "y"),
+        s if s < 3570 => (near(s, 60), "min"),
+        s if s < 47 * 3600 => (near(s, 3600), "h"),
+        s if s < 730 * 86_400 => (near(s, 86_400), "d"),
+        s => (near(s, 31_557_600), "y"),
     };
     if diff > 0 {
         format!("in {n} {unit}")
@@ -157,6 +160,8 @@ mod tests {
     fn relative_times_and_counts_read_like_prose() {
         let now = 1_700_000_000_000;
         assert_eq!(relative(now + 600_000, now), "in 10 min");
+        assert_eq!(relative(now + 599_000, now), "in 10 min");
+        assert_eq!(relative(now - 89_000, now), "1 min ago");
         assert_eq!(relative(now - 3_000, now), "3 s ago");
         assert_eq!(relative(now + 400, now), "now");
         assert_eq!(relative(now + 3 * 86_400_000, now), "in 3 d");

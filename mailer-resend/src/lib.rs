@@ -4,6 +4,12 @@
 //! so required-idempotency deliveries through them are deduplicated by Resend
 //! for as long as duraq lets them be attempted.
 //!
+//! Which one: the API backend answers with the provider's message id (kept on
+//! the delivery operation) and tells a conflict, a rate limit and a refusal
+//! apart exactly, so it retries only what can succeed; the SMTP backend fits
+//! where only SMTP may leave the network. Both refuse a caller header that would
+//! override the idempotency key, and both keep the API key out of every error.
+//!
 //! ```
 //! use duraq_mailer::{MailBackend, SmtpSettings, TlsMode};
 //! use duraq_mailer_resend::{ResendSmtpBackend, RESEND_RETENTION_MS};

@@ -124,6 +124,22 @@ impl PostgresStore {
     /// Connects to `url`, creates or migrates the schema and starts listening
     /// for changes. For commands that only read or change existing jobs, use
     /// [`PostgresStore::connect_existing`], which never creates.
+    ///
+    /// Every process that enqueues or works opens its own store; they share
+    /// work through the database alone. A process that only enqueues (a web
+    /// server) can skip the LISTEN connection, which only workers and count
+    /// watchers need:
+    ///
+    /// ```no_run
+    /// # async fn demo() -> duraq_core::Result<()> {
+    /// use duraq_core::{EnqueueOptions, NewJob, Store};
+    /// use duraq_store_postgres::{PostgresOptions, PostgresStore};
+    /// let producer = PostgresOptions { listen: false, ..PostgresOptions::default() };
+    /// let store = PostgresStore::connect("postgres://app@db.internal/app", producer).await?;
+    /// store.enqueue(NewJob::new("send_welcome", serde_json::json!({"user_id": 42}), EnqueueOptions::new())?).await?;
+    /// store.flush_announcements().await?; // before exiting: wake idle workers now
+    /// # Ok(()) }
+    /// ```
     pub async fn connect(url: &str, options: PostgresOptions) -> Result<Self> {
         Self::connect_with_clock(url, options, system_clock()).await
     }

@@ -145,6 +145,14 @@ fn execute(url: &str, sql: &str) -> Vec<tokio_postgres::SimpleQueryMessage> {
     })
 }
 
+/// The first column of the first row `sql` returns.
+fn scalar(url: &str, sql: &str) -> Option<String> {
+    execute(url, sql).iter().find_map(|m| match m {
+        tokio_postgres::SimpleQueryMessage::Row(row) => row.get(0).map(str::to_owned),
+        _ => None,
+    })
+}
+
 #[test]
 fn reading_commands_never_create_on_postgres() {
     let Ok(url) = std::env::var("DATABASE_URL") else {
@@ -172,14 +180,10 @@ fn reading_commands_never_create_on_postgres() {
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(err.starts_with("error[database-not-found]: "), "{err}");
     }
-    let tables = execute(
+    let count = scalar(
         &fresh,
         "SELECT count(*)::text FROM information_schema.tables WHERE table_schema = 'public'",
     );
-    let count = tables.iter().find_map(|m| match m {
-        tokio_postgres::SimpleQueryMessage::Row(row) => row.get(0).map(str::to_owned),
-        _ => None,
-    });
     assert_eq!(
         count.as_deref(),
         Some("0"),
@@ -229,17 +233,13 @@ fn schema_flag_and_url_parameter_choose_the_schema() {
     let sep = if url.contains('?') { '&' } else { '?' };
     let in_url = format!("{url}{sep}schema={schema}");
     assert_eq!(json(&in_url, &["counts"])["total"], 1);
-    let tables = execute(
+    let count = scalar(
         &url,
         &format!(
             "SELECT count(*)::text FROM information_schema.tables \
              WHERE table_schema = '{schema}' AND table_name = 'duraq_jobs'"
         ),
     );
-    let count = tables.iter().find_map(|m| match m {
-        tokio_postgres::SimpleQueryMessage::Row(row) => row.get(0).map(str::to_owned),
-        _ => None,
-    });
     assert_eq!(
         count.as_deref(),
         Some("1"),

@@ -1,5 +1,7 @@
 //! Count snapshots and deltas (SPEC §8).
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 
 use crate::job::JobStatus;
@@ -94,45 +96,167 @@ pub struct CountDelta {
     pub revision: i64,
 }
 
-/// Accumulates the per-status changes of one logical mutation.
+/// Accumulates the per-status changes of one logical mutation, per queue.
+///
+/// Every row a mutation adds, deletes or moves belongs to one queue (a job never
+/// changes queue), so the change is kept per queue and the global change is their
+/// sum. This is the one place the rule lives: the stores only write what
+/// [`CountChange::per_status`] and [`CountChange::per_queue`] say.
 ///
 /// ```
 /// use duraq_core::{CountChange, JobStatus};
 /// let mut change = CountChange::default();
-/// change.moved(JobStatus::Queued, JobStatus::HandedOff);
-/// change.added(JobStatus::Queued);
+/// change.moved("mail", JobStatus::Queued, JobStatus::HandedOff);
+/// change.added("mail", JobStatus::Queued);
 /// assert_eq!(change.per_status(), [0, 1, 0, 0, 0, 0]);
+/// assert_eq!(change.per_queue().collect::<Vec<_>>(), [("mail", [0, 1, 0, 0, 0, 0])]);
 /// ```
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct CountChange([i64; 6]);
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CountChange {
+    per_status: [i64; 6],
+    queues: BTreeMap<String, [i64; 6]>,
+}
 
 impl CountChange {
-    /// A new row in `status`.
-    pub fn added(&mut self, status: JobStatus) {
-        self.0[status.index()] += 1;
+    fn bump(&mut self, queue: &str, status: JobStatus, by: i64) {
+        self.per_status[status.index()] += by;
+        match self.queues.get_mut(queue) {
+            Some(counts) => counts[status.index()] += by,
+            None => {
+                let mut counts = [0; 6];
+                counts[status.index()] = by;
+                self.queues.insert(queue.to_owned(), counts);
+            }
+        }
     }
-    /// A deleted row that was in `status`.
-    pub fn removed(&mut self, status: JobStatus) {
-        self.0[status.index()] -= 1;
+    /// A new row of `queue` in `status`.
+    pub fn added(&mut self, queue: &str, status: JobStatus) {
+        self.bump(queue, status, 1);
     }
-    /// A row moved between statuses.
-    pub fn moved(&mut self, from: JobStatus, to: JobStatus) {
-        self.removed(from);
-        self.added(to);
+    /// A deleted row of `queue` that was in `status`.
+    pub fn removed(&mut self, queue: &str, status: JobStatus) {
+        self.bump(queue, status, -1);
     }
-    /// Net change per status.
+    /// A row of `queue` moved between statuses (nothing when `from == to`).
+    pub fn moved(&mut self, queue: &str, from: JobStatus, to: JobStatus) {
+        if from != to {
+            self.removed(queue, from);
+            self.added(queue, to);
+        }
+    }
+    /// Net change per status, over every queue.
     pub fn per_status(&self) -> [i64; 6] {
-        self.0
+        self.per_status
     }
-    /// Whether the mutation left every count as it was (then the revision stays).
+    /// Net change per status of each queue whose counts changed, by queue name.
+    pub fn per_queue(&self) -> impl Iterator<Item = (&str, [i64; 6])> + '_ {
+        self.queues
+            .iter()
+            .filter(|(_, d)| d.iter().any(|n| *n != 0))
+            .map(|(q, d)| (q.as_str(), *d))
+    }
+    /// Whether the mutation left every count as it was, global and per queue
+    /// (then the revision stays). A report that requeues a job of one queue and a
+    /// claim of another queue's job in the same mutation leave the global counts
+    /// as they were but not the per-queue ones: that is a change.
     pub fn is_zero(&self) -> bool {
-        self.0.iter().all(|n| *n == 0)
+        self.queues.values().all(|d| d.iter().all(|n| *n == 0))
     }
     /// The delta to publish for `revision`.
     pub fn to_delta(&self, revision: i64) -> CountDelta {
         CountDelta {
-            deltas: StatusCounts::from_array(self.0),
+            deltas: StatusCounts::from_array(self.per_status),
             revision,
         }
+    }
+}
+
+/// One queue's counts in a [`QueueSnapshot`].
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct QueueCounts {
+    /// The queue's name.
+    pub queue: String,
+    /// Its jobs per status (`all`: every job of the queue).
+    pub counts: StatusCounts,
+    /// The age of the queue's oldest due `queued` job at the snapshot's `at_ms`
+    /// (`at_ms - scheduledAtMs`, at least 0); `None` when no queued job of the
+    /// queue is due (none queued, or all scheduled for later).
+    pub latency_ms: Option<i64>,
+}
+
+impl QueueCounts {
+    /// A queue's entry from its per-status counts and the earliest
+    /// `scheduledAtMs` among its queued jobs (`oldest_queued_ms`, due or not), as
+    /// of `now`. `None` for a queue whose counts are all zero: snapshots leave
+    /// such queues out, whether or not a store keeps their (zero) counter rows.
+    pub fn new(
+        queue: String,
+        per_status: [i64; 6],
+        oldest_queued_ms: Option<i64>,
+        now: i64,
+    ) -> Option<Self> {
+        let counts = StatusCounts::from_array(per_status);
+        if counts.is_zero() {
+            return None;
+        }
+        let latency_ms = oldest_queued_ms
+            .filter(|at| counts.queued > 0 && *at <= now)
+            .map(|at| now - at);
+        Some(Self {
+            queue,
+            counts,
+            latency_ms,
+        })
+    }
+}
+
+/// Counts per status and per queue, exact and consistent with one `revision`
+/// (the same revision [`CountSnapshot`] reports), plus each queue's latency.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct QueueSnapshot {
+    /// The count of each status over every queue (as in [`CountSnapshot`]).
+    pub counts: StatusCounts,
+    /// The store's count revision these counts are exact for.
+    pub revision: i64,
+    /// Every job, whatever its status (`counts.all`).
+    pub total: i64,
+    /// Each queue that holds at least one job, by name (byte order).
+    pub queues: Vec<QueueCounts>,
+    /// The clock reading the latencies were measured at.
+    pub at_ms: i64,
+}
+
+impl QueueSnapshot {
+    /// A snapshot from the global per-status counts, the revision, the clock
+    /// reading and the queues' entries (sorted here).
+    pub fn new(
+        per_status: [i64; 6],
+        revision: i64,
+        at_ms: i64,
+        mut queues: Vec<QueueCounts>,
+    ) -> Self {
+        let counts = StatusCounts::from_array(per_status);
+        queues.sort_by(|a, b| a.queue.as_bytes().cmp(b.queue.as_bytes()));
+        Self {
+            counts,
+            revision,
+            total: counts.all,
+            queues,
+            at_ms,
+        }
+    }
+
+    /// The global part, as [`crate::Store::count_snapshot`] would return it.
+    pub fn count_snapshot(&self) -> CountSnapshot {
+        CountSnapshot {
+            counts: self.counts,
+            revision: self.revision,
+            total: self.total,
+        }
+    }
+
+    /// One queue's entry, if it holds any job.
+    pub fn queue(&self, name: &str) -> Option<&QueueCounts> {
+        self.queues.iter().find(|q| q.queue == name)
     }
 }

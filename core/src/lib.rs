@@ -62,7 +62,9 @@ pub use async_trait::async_trait;
 
 pub use backoff::{retry_backoff, retry_backoff_ms};
 pub use clock::{system_clock, Clock, ManualClock, SystemClock};
-pub use counts::{CountChange, CountDelta, CountSnapshot, StatusCounts};
+pub use counts::{
+    CountChange, CountDelta, CountSnapshot, QueueCounts, QueueSnapshot, StatusCounts,
+};
 pub use digest::{canonical_json, digest_hex, DIGEST_FORMAT};
 pub use error::{error_chain, BoxError, Error, ErrorCode, Result};
 pub use job::{Job, JobStatus, Lease};

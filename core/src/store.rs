@@ -6,7 +6,8 @@
 //! - Time: each call reads the store's [`crate::Clock`] once (`now`) and uses it
 //!   for every timestamp it writes and every "due" comparison it makes.
 //! - Atomicity: each call is one transaction; an error leaves the database as it was.
-//! - Counts: a call whose committed effect changes any status count increases the
+//! - Counts: a call whose committed effect changes any status count (of any
+//!   queue: see [`crate::CountChange::is_zero`]) increases the
 //!   revision by exactly one and publishes one [`CountDelta`]; a call that changes
 //!   no count (a replay, a wake, a heartbeat, a report that lost its lease) leaves
 //!   it. `prune` is one mutation per non-empty batch; `enqueue_batch` is one.
@@ -20,7 +21,7 @@
 use async_trait::async_trait;
 use tokio::sync::{broadcast, watch};
 
-use crate::counts::{CountDelta, CountSnapshot};
+use crate::counts::{CountDelta, CountSnapshot, QueueSnapshot};
 use crate::error::Result;
 use crate::job::{Job, Lease};
 use crate::keys::ScheduleKey;
@@ -149,6 +150,14 @@ pub trait Store: Send + Sync + 'static {
 
     /// Exact counts per status with their revision; constant cost in table size.
     async fn count_snapshot(&self) -> Result<CountSnapshot>;
+
+    /// Exact counts per status and per queue (SPEC §16), read together with their
+    /// revision (the one [`Store::count_snapshot`] reports for the same state), plus
+    /// each queue's latency as of the clock reading `at_ms` (see
+    /// [`crate::QueueCounts`]). Costs one read of the counter rows plus one index
+    /// lookup per queue that has queued jobs, whatever the number of jobs. Queues
+    /// whose counts are all zero are left out.
+    async fn queue_snapshot(&self) -> Result<QueueSnapshot>;
 
     /// Committed count deltas of this process's view (SQLite: in-process; PostgreSQL:
     /// every process, via NOTIFY).

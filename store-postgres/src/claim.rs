@@ -192,7 +192,8 @@ pub(crate) async fn claim(tx: &mut Tx<'_>, req: &ClaimRequest) -> Result<Vec<Job
     }
     for (job, _) in &mut taken {
         claim_row(job, &req.worker_id, new_job_id(), tx.now);
-        tx.change.moved(JobStatus::Queued, JobStatus::HandedOff);
+        tx.change
+            .moved(&job.queue, JobStatus::Queued, JobStatus::HandedOff);
     }
     let rows: Vec<(&Job, Option<&str>)> = taken.iter().map(|(j, r)| (j, r.as_deref())).collect();
     save_jobs(&tx.db, &rows).await?;

@@ -22,14 +22,20 @@
 //! per-shard revision is exact, which is what lets listeners find lost
 //! announcements ([`crate::mirror`]). Snapshots themselves are always exact.
 
-use duraq_core::{CountChange, CountDelta, CountSnapshot, Result, StatusCounts};
+use std::sync::OnceLock;
+
+use duraq_core::{
+    CountChange, CountDelta, CountSnapshot, QueueCounts, QueueSnapshot, Result, StatusCounts,
+};
+use tokio_postgres::types::ToSql;
 
 use crate::db::Db;
 
 /// Number of counter shards created by the schema.
 pub const SHARDS: i32 = 16;
 
-/// The shard update, after a CTE `s` naming the shard.
+/// The shard update, after a CTE `s` naming the shard: CTEs `u` (the shard row)
+/// and `t` (its revision and the global one).
 macro_rules! shard_update {
     () => {
         "u AS (UPDATE {s}.duraq_count_shards SET revision = revision + 1, \
@@ -41,6 +47,32 @@ macro_rules! shard_update {
     };
 }
 
+/// The CTE `q`, after `u`: adds each queue's deltas (arrays `$first`..`$first + 6`,
+/// see [`QueueDeltas`]) to that queue's row of the shard `u` updated, creating it
+/// when missing. It reads `u`, so the shard row is locked before any queue row:
+/// every writer takes the rows of one shard in the same order (shard, then queues
+/// by name), and the shard row serializes them, so they cannot deadlock.
+fn queue_cte(first: usize) -> String {
+    let p = |i: usize| first + i;
+    format!(
+        "q AS (INSERT INTO {{s}}.duraq_queue_count_shards AS c (queue, shard, queued, handed_off, \
+         completed, failed, cancelled, orphaned) SELECT v.queue, u.shard, v.d0, v.d1, v.d2, v.d3, \
+         v.d4, v.d5 FROM u, unnest(${}::text[], ${}::int8[], ${}::int8[], ${}::int8[], ${}::int8[], \
+         ${}::int8[], ${}::int8[]) AS v (queue, d0, d1, d2, d3, d4, d5) ORDER BY v.queue COLLATE \"C\" \
+         ON CONFLICT (queue, shard) DO UPDATE SET queued = c.queued + excluded.queued, \
+         handed_off = c.handed_off + excluded.handed_off, completed = c.completed + excluded.completed, \
+         failed = c.failed + excluded.failed, cancelled = c.cancelled + excluded.cancelled, \
+         orphaned = c.orphaned + excluded.orphaned) ",
+        p(0),
+        p(1),
+        p(2),
+        p(3),
+        p(4),
+        p(5),
+        p(6)
+    )
+}
+
 /// The CTE `s` of a store transaction: shard `$1` (modulo `$8` shards).
 ///
 /// Not "any shard row nobody holds" (`FOR UPDATE SKIP LOCKED`): tried, and under
@@ -48,19 +80,55 @@ macro_rules! shard_update {
 /// milliseconds each; round-robin from a per-process offset collides rarely.
 pub(crate) const SHARD_CTE: &str = "s AS (SELECT $1::int4 % $8::int4 AS shard)";
 
-/// Returns (shard, shard revision, global revision as seen).
-pub(crate) const UPDATE: &str = concat!(
-    shard_update!(),
-    "SELECT t.shard, t.revision, t.total FROM t"
-);
+/// The CTEs that record a change (after [`SHARD_CTE`], with `$2`..`$7` the
+/// per-status deltas and the queue arrays from `$queue_first`), then the select
+/// of (shard, shard revision, global revision as seen).
+pub(crate) fn update_sql(queue_first: usize) -> String {
+    format!(
+        "{}, {}SELECT t.shard, t.revision, t.total FROM t",
+        shard_update!().trim_end(),
+        queue_cte(queue_first)
+    )
+}
 
-/// [`UPDATE`] that also NOTIFYs the entry under origin `$10` with work flag `$11`.
-const UPDATE_NOTIFY: &str = concat!(
-    shard_update!(),
-    "SELECT t.shard, t.revision, t.total, pg_notify($9, json_build_object('o', $10::text, \
-     'w', $11::bool, 'e', json_build_array(json_build_array(t.shard, t.revision, t.total, \
-     $2, $3, $4, $5, $6, $7)))::text)::text FROM t"
-);
+/// [`update_sql`] that also NOTIFYs the entry under origin `$10` with work flag
+/// `$11` (queue arrays from `$12`).
+fn update_notify_sql() -> String {
+    format!(
+        "{}, {}SELECT t.shard, t.revision, t.total, pg_notify($9, json_build_object('o', $10::text, \
+         'w', $11::bool, 'e', json_build_array(json_build_array(t.shard, t.revision, t.total, \
+         $2, $3, $4, $5, $6, $7)))::text)::text FROM t",
+        shard_update!().trim_end(),
+        queue_cte(12)
+    )
+}
+
+/// A change's per-queue deltas as the seven arrays [`queue_cte`] unnests.
+pub(crate) struct QueueDeltas {
+    queues: Vec<String>,
+    deltas: [Vec<i64>; 6],
+}
+
+impl QueueDeltas {
+    pub(crate) fn new(change: &CountChange) -> Self {
+        let mut out = Self {
+            queues: Vec::new(),
+            deltas: Default::default(),
+        };
+        for (queue, d) in change.per_queue() {
+            out.queues.push(queue.to_owned());
+            for (column, delta) in out.deltas.iter_mut().zip(d) {
+                column.push(delta);
+            }
+        }
+        out
+    }
+
+    pub(crate) fn params(&self) -> [&(dyn ToSql + Sync); 7] {
+        let [d0, d1, d2, d3, d4, d5] = &self.deltas;
+        [&self.queues, d0, d1, d2, d3, d4, d5]
+    }
+}
 
 /// One committed count change: `shard` moved to `shard_revision`, the
 /// per-status `deltas`, and the global `revision` the statement saw.
@@ -144,38 +212,41 @@ pub(crate) async fn record(
         }
         return Ok(Effects { entry: None, work });
     }
+    static STORE_SQL: OnceLock<String> = OnceLock::new();
+    static NOTIFY_SQL: OnceLock<String> = OnceLock::new();
     let d = change.per_status();
+    let queues = QueueDeltas::new(change);
     let row = match notify_origin {
         None => {
-            let sql = format!("WITH {SHARD_CTE}, {UPDATE}");
-            db.query_one(
-                &sql,
-                &[&shard, &d[0], &d[1], &d[2], &d[3], &d[4], &d[5], &SHARDS],
-            )
-            .await?
+            let sql = STORE_SQL.get_or_init(|| format!("WITH {SHARD_CTE}, {}", update_sql(9)));
+            let mut params: Vec<&(dyn ToSql + Sync)> =
+                vec![&shard, &d[0], &d[1], &d[2], &d[3], &d[4], &d[5], &SHARDS];
+            params.extend(queues.params());
+            db.query_one(sql, &params).await?
         }
         Some(origin) => {
-            let sql = format!(
-                "WITH s AS (SELECT CASE WHEN $1::int4 >= 0 THEN $1::int4 \
-                 ELSE pg_backend_pid() % $8::int4 END AS shard), {UPDATE_NOTIFY}"
-            );
-            db.query_one(
-                &sql,
-                &[
-                    &shard,
-                    &d[0],
-                    &d[1],
-                    &d[2],
-                    &d[3],
-                    &d[4],
-                    &d[5],
-                    &SHARDS,
-                    &db.names.channel,
-                    &origin,
-                    &work,
-                ],
-            )
-            .await?
+            let sql = NOTIFY_SQL.get_or_init(|| {
+                format!(
+                    "WITH s AS (SELECT CASE WHEN $1::int4 >= 0 THEN $1::int4 \
+                     ELSE pg_backend_pid() % $8::int4 END AS shard), {}",
+                    update_notify_sql()
+                )
+            });
+            let mut params: Vec<&(dyn ToSql + Sync)> = vec![
+                &shard,
+                &d[0],
+                &d[1],
+                &d[2],
+                &d[3],
+                &d[4],
+                &d[5],
+                &SHARDS,
+                &db.names.channel,
+                &origin,
+                &work,
+            ];
+            params.extend(queues.params());
+            db.query_one(sql, &params).await?
         }
     };
     Ok(Effects {
@@ -230,4 +301,44 @@ pub(crate) async fn snapshot(db: &Db<'_>) -> Result<CountSnapshot> {
         row.get(5),
     ];
     Ok(CountSnapshot::new(per_status, row.get(6)))
+}
+
+/// The global snapshot, every queue's summed shard rows, and per queue with
+/// queued jobs the first entry of the `(queue, scheduled_at_ms)` index of queued
+/// jobs: one statement, so one MVCC snapshot, whose cost depends on the number of
+/// queues and shards, not of jobs.
+pub(crate) async fn queue_snapshot(db: &Db<'_>, now: i64) -> Result<QueueSnapshot> {
+    let rows = db
+        .query(
+            "SELECT NULL::text, COALESCE(sum(queued), 0)::int8, COALESCE(sum(handed_off), 0)::int8, \
+             COALESCE(sum(completed), 0)::int8, COALESCE(sum(failed), 0)::int8, \
+             COALESCE(sum(cancelled), 0)::int8, COALESCE(sum(orphaned), 0)::int8, \
+             COALESCE(sum(revision), 0)::int8 FROM {s}.duraq_count_shards \
+             UNION ALL SELECT q.queue, q.queued, q.handed_off, q.completed, q.failed, q.cancelled, \
+             q.orphaned, CASE WHEN q.queued > 0 THEN (SELECT j.scheduled_at_ms FROM {s}.duraq_jobs AS j \
+             WHERE j.status = 'queued' AND j.queue = q.queue ORDER BY j.scheduled_at_ms LIMIT 1) END \
+             FROM (SELECT queue, sum(queued)::int8 AS queued, sum(handed_off)::int8 AS handed_off, \
+             sum(completed)::int8 AS completed, sum(failed)::int8 AS failed, \
+             sum(cancelled)::int8 AS cancelled, sum(orphaned)::int8 AS orphaned \
+             FROM {s}.duraq_queue_count_shards GROUP BY queue) AS q",
+            &[],
+        )
+        .await?;
+    let mut global = ([0; 6], 0);
+    let mut queues = Vec::new();
+    for row in &rows {
+        let per_status = [
+            row.get(1),
+            row.get(2),
+            row.get(3),
+            row.get(4),
+            row.get(5),
+            row.get(6),
+        ];
+        match row.get::<_, Option<String>>(0) {
+            None => global = (per_status, row.get(7)),
+            Some(queue) => queues.extend(QueueCounts::new(queue, per_status, row.get(7), now)),
+        }
+    }
+    Ok(QueueSnapshot::new(global.0, global.1, now, queues))
 }

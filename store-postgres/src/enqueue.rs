@@ -65,7 +65,7 @@ pub(crate) async fn enqueue_one(tx: &mut Tx<'_>, job: &NewJob) -> Result<Enqueue
     let row = new_job_row(job, tx.now);
     insert_jobs(&tx.db, std::slice::from_ref(&row), &[job.args_digest()]).await?;
     insert_operation(tx, job).await?;
-    tx.change.added(JobStatus::Queued);
+    tx.change.added(&row.queue, JobStatus::Queued);
     tx.work = true;
     Ok(EnqueueOutcome::Created(row.id))
 }
@@ -89,8 +89,8 @@ pub(crate) async fn enqueue_many(tx: &mut Tx<'_>, jobs: &[NewJob]) -> Result<Vec
     let rows: Vec<_> = jobs.iter().map(|j| new_job_row(j, tx.now)).collect();
     let digests: Vec<String> = jobs.iter().map(NewJob::args_digest).collect();
     insert_jobs(&tx.db, &rows, &digests).await?;
-    for _ in &rows {
-        tx.change.added(JobStatus::Queued);
+    for row in &rows {
+        tx.change.added(&row.queue, JobStatus::Queued);
     }
     tx.work = true;
     Ok(rows

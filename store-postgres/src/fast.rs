@@ -14,7 +14,7 @@ use duraq_core::transitions::new_job_row;
 use duraq_core::{CountChange, EnqueueOutcome, JobStatus, NewJob, Result};
 use tokio_postgres::types::ToSql;
 
-use crate::counts::{Effects, Entry, SHARDS, SHARD_CTE, UPDATE};
+use crate::counts::{update_sql, Effects, Entry, QueueDeltas, SHARDS, SHARD_CTE};
 use crate::db::{pooled, Conn, Db};
 use crate::rows::{insert_jobs_sql, NewRows};
 use crate::PostgresStore;
@@ -27,13 +27,15 @@ pub(crate) fn is_plain(job: &NewJob) -> bool {
         && job.concurrency().is_none()
 }
 
-/// Shard parameters `$1`..`$8` (as in [`crate::counts`]), rows from `$9`.
+/// Shard parameters `$1`..`$8` (as in [`crate::counts`]), rows from `$9`
+/// ([`NewRows::COUNT`] of them), then the queue arrays.
 fn sql() -> &'static str {
     static SQL: OnceLock<String> = OnceLock::new();
     SQL.get_or_init(|| {
         format!(
-            "WITH {SHARD_CTE}, i AS ({} RETURNING 1), {UPDATE}",
-            insert_jobs_sql(9)
+            "WITH {SHARD_CTE}, i AS ({} RETURNING 1), {}",
+            insert_jobs_sql(9),
+            update_sql(9 + NewRows::COUNT)
         )
     })
 }
@@ -48,14 +50,16 @@ pub(crate) async fn enqueue_plain(
     let digests: Vec<String> = jobs.iter().map(NewJob::args_digest).collect();
     let new_rows = NewRows::new(&rows, &digests);
     let mut change = CountChange::default();
-    for _ in &rows {
-        change.added(JobStatus::Queued);
+    for row in &rows {
+        change.added(&row.queue, JobStatus::Queued);
     }
+    let queues = QueueDeltas::new(&change);
     let d = change.per_status();
     let shard = store.next_shard();
     let mut params: Vec<&(dyn ToSql + Sync)> =
         vec![&shard, &d[0], &d[1], &d[2], &d[3], &d[4], &d[5], &SHARDS];
     params.extend(new_rows.params());
+    params.extend(queues.params());
     let shared = store.shared();
     let row = {
         let client = pooled(&shared.pool).await?;

@@ -65,7 +65,8 @@ pub(crate) async fn report_many(
             continue;
         };
         apply_outcome(job, outcome, tx.now);
-        tx.change.moved(JobStatus::HandedOff, job.status);
+        tx.change
+            .moved(&job.queue, JobStatus::HandedOff, job.status);
         released.extend(reservation.take());
         if let (true, Some(key)) = (job.status.is_terminal(), &job.schedule_key) {
             keys.0.push(key.clone());
@@ -103,7 +104,8 @@ pub(crate) async fn recover_stale(tx: &mut Tx<'_>, stale_after_ms: i64) -> Resul
         .collect::<Result<Vec<_>>>()?;
     for Loaded { job, reservation } in &mut lost {
         recover_lost(job, tx.now);
-        tx.change.moved(JobStatus::HandedOff, job.status);
+        tx.change
+            .moved(&job.queue, JobStatus::HandedOff, job.status);
         after_leaving_handoff(&tx.db, job, reservation.as_deref()).await?;
     }
     let saved: Vec<(&Job, Option<&str>)> = lost.iter().map(|l| (&l.job, None)).collect();
@@ -135,7 +137,7 @@ pub(crate) async fn retry_job(tx: &mut Tx<'_>, id: &str) -> Result<Job> {
         .ok_or_else(|| Error::job_not_found(id))?;
     let from = job.status;
     operator_retry(&mut job, tx.now)?;
-    tx.change.moved(from, JobStatus::Queued);
+    tx.change.moved(&job.queue, from, JobStatus::Queued);
     save_jobs(&tx.db, &[(&job, None)]).await?;
     if let Some(key) = &job.schedule_key {
         claim_ownership_if_free(&tx.db, key, &job.id).await?;
@@ -154,7 +156,7 @@ pub(crate) async fn cancel_job(tx: &mut Tx<'_>, id: &str) -> Result<Job> {
         .ok_or_else(|| Error::job_not_found(id))?;
     let from = job.status;
     operator_cancel(&mut job, tx.now)?;
-    tx.change.moved(from, JobStatus::Cancelled);
+    tx.change.moved(&job.queue, from, JobStatus::Cancelled);
     after_leaving_handoff(&tx.db, &job, reservation.as_deref()).await?;
     save_jobs(&tx.db, &[(&job, None)]).await?;
     Ok(job)
@@ -172,7 +174,7 @@ pub(crate) async fn prune_batch(tx: &mut Tx<'_>, req: &PruneRequest, now: i64) -
              OR (status = 'orphaned' AND orphaned_at_ms < $2) OR (status = 'cancelled' AND cancelled_at_ms < $3) \
              ORDER BY COALESCE(completed_at_ms, failed_at_ms, orphaned_at_ms, cancelled_at_ms), id COLLATE \"C\" \
              LIMIT $4 FOR UPDATE SKIP LOCKED) \
-             DELETE FROM {s}.duraq_jobs AS j USING doomed WHERE j.id = doomed.id RETURNING j.status",
+             DELETE FROM {s}.duraq_jobs AS j USING doomed WHERE j.id = doomed.id RETURNING j.status, j.queue",
             &[
                 &cutoff(JobStatus::Completed),
                 &cutoff(JobStatus::Failed),
@@ -183,7 +185,8 @@ pub(crate) async fn prune_batch(tx: &mut Tx<'_>, req: &PruneRequest, now: i64) -
         .await?;
     for row in &rows {
         let status: String = row.get(0);
-        tx.change.removed(status.parse()?);
+        let queue: String = row.get(1);
+        tx.change.removed(&queue, status.parse()?);
     }
     Ok(rows.len() as u64)
 }

@@ -146,6 +146,9 @@ impl NewRows {
     }
 
     /// The sixteen parameters of [`insert_jobs_sql`], in order.
+    /// How many parameters [`NewRows::params`] binds (those of [`insert_jobs_sql`]).
+    pub const COUNT: usize = 16;
+
     pub fn params(&self) -> Vec<&(dyn ToSql + Sync)> {
         let [id, name, args, digest, queue, status, key, ckey, ikey] = &self.texts;
         let [attempts, retries, scheduled, created, order, cmax, timeout] = &self.numbers;

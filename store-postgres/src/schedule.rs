@@ -101,7 +101,8 @@ pub(crate) async fn replace(
             let mut cancelled = prev.clone();
             operator_cancel(&mut cancelled, tx.now)?;
             save_jobs(&tx.db, &[(&cancelled, None)]).await?;
-            tx.change.moved(JobStatus::Queued, JobStatus::Cancelled);
+            tx.change
+                .moved(&cancelled.queue, JobStatus::Queued, JobStatus::Cancelled);
         }
     }
     let order: i64 = tx
@@ -125,7 +126,7 @@ pub(crate) async fn replace(
             &[&key, &row.id],
         )
         .await?;
-    tx.change.added(JobStatus::Queued);
+    tx.change.added(&row.queue, JobStatus::Queued);
     tx.work = true;
     Ok(ReplaceOutcome {
         job_id: row.id,
@@ -156,7 +157,8 @@ pub(crate) async fn cancel(
         let mut cancelled = owner.clone();
         operator_cancel(&mut cancelled, tx.now)?;
         save_jobs(&tx.db, &[(&cancelled, None)]).await?;
-        tx.change.moved(JobStatus::Queued, JobStatus::Cancelled);
+        tx.change
+            .moved(&cancelled.queue, JobStatus::Queued, JobStatus::Cancelled);
         CancelOutcome::Cancelled
     } else {
         CancelOutcome::HandedOff

@@ -22,14 +22,16 @@
 //!
 //! Versions: 1, the job store; 2, dedupe keys only for scopes that use dedupe
 //! (`dedupe_key`, `duraq_dedupe_scopes`, see [`crate::dedupe`]) instead of an
-//! index over every queued job's args digest.
+//! index over every queued job's args digest; 3, counts per queue
+//! (`duraq_queue_count_shards`, see [`crate::counts`]), filled from the jobs
+//! table once when the table is created, and the index queue latency reads.
 
 use duraq_core::{Error, Result};
 
 use crate::counts::SHARDS;
 use crate::db::Db;
 use crate::error::Target;
-use crate::schema_def::{ADDED_COLUMNS, INDEXES, RETIRED_INDEXES, TABLES};
+use crate::schema_def::{ADDED_COLUMNS, INDEXES, QUEUE_COUNTS_TABLE, RETIRED_INDEXES, TABLES};
 pub use crate::schema_def::{LEDGER_TABLE, MIGRATION_SCOPE, SCHEMA_VERSION};
 
 /// Whether opening may create the schema and its tables.
@@ -99,6 +101,7 @@ pub(crate) async fn migrate(
         // Current, and its tables were checked above: nothing to create.
         return Ok(Vec::new());
     }
+    let backfill = !table_exists(db, QUEUE_COUNTS_TABLE).await?;
     for table in TABLES {
         let mut defs: Vec<String> = table
             .columns
@@ -133,6 +136,9 @@ pub(crate) async fn migrate(
         db.batch(&db.names.sql(&format!("DROP INDEX IF EXISTS {{s}}.{index}")))
             .await?;
     }
+    if backfill {
+        backfill_queue_counts(db).await?;
+    }
     db.execute(
         "INSERT INTO {s}.duraq_count_shards (shard, revision, queued, handed_off, completed, failed, \
          cancelled, orphaned) SELECT g, 0, 0, 0, 0, 0, 0, 0 FROM generate_series(0, $1 - 1) AS g \
@@ -151,6 +157,25 @@ pub(crate) async fn migrate(
     let mut applied: Vec<i64> = rows.iter().map(|r| r.get(0)).collect();
     applied.sort_unstable();
     Ok(applied)
+}
+
+/// Fills the per-queue counters from the jobs table, once, in the transaction
+/// that created their table (under the migration lock). `SHARE` mode keeps writers
+/// that predate version 3 (which do not maintain these counters) out until commit,
+/// so the backfill is exact; new writers wait for the migration lock anyway.
+async fn backfill_queue_counts(db: &Db<'_>) -> Result<()> {
+    db.batch(&db.names.sql("LOCK TABLE {s}.duraq_jobs IN SHARE MODE"))
+        .await?;
+    db.execute(
+        "INSERT INTO {s}.duraq_queue_count_shards (queue, shard, queued, handed_off, completed, \
+         failed, cancelled, orphaned) SELECT queue, 0, count(*) FILTER (WHERE status = 'queued'), \
+         count(*) FILTER (WHERE status = 'handed_off'), count(*) FILTER (WHERE status = 'completed'), \
+         count(*) FILTER (WHERE status = 'failed'), count(*) FILTER (WHERE status = 'cancelled'), \
+         count(*) FILTER (WHERE status = 'orphaned') FROM {s}.duraq_jobs GROUP BY queue",
+        &[],
+    )
+    .await?;
+    Ok(())
 }
 
 async fn table_exists(db: &Db<'_>, table: &str) -> Result<bool> {

@@ -5,10 +5,14 @@
 //! reads on its own.
 //!
 //! Versions: 1, the job store; 2, dedupe keys only for scopes that use dedupe
-//! (`dedupe_key`, `duraq_dedupe_scopes`).
+//! (`dedupe_key`, `duraq_dedupe_scopes`); 3, counts per queue
+//! (`duraq_queue_count_shards`, backfilled once by the upgrade) and the per-queue
+//! index of queued jobs that queue latency reads (`duraq_jobs_queue_due`).
 
 /// The newest schema version this binary knows.
-pub const SCHEMA_VERSION: i64 = 2;
+pub const SCHEMA_VERSION: i64 = 3;
+/// The per-queue counter table (version 3), filled from the jobs when created.
+pub(crate) const QUEUE_COUNTS_TABLE: &str = "duraq_queue_count_shards";
 /// The ledger table recording applied versions.
 pub const LEDGER_TABLE: &str = "duraq_migrations";
 /// The ledger scope of the job store's own schema.
@@ -144,10 +148,25 @@ pub(crate) const TABLES: &[Table] = &[
         ],
         constraints: "",
     },
+    Table {
+        name: QUEUE_COUNTS_TABLE,
+        columns: &[
+            ("queue", T, "text NOT NULL"),
+            ("shard", "integer", "integer NOT NULL"),
+            ("queued", I, "bigint NOT NULL"),
+            ("handed_off", I, "bigint NOT NULL"),
+            ("completed", I, "bigint NOT NULL"),
+            ("failed", I, "bigint NOT NULL"),
+            ("cancelled", I, "bigint NOT NULL"),
+            ("orphaned", I, "bigint NOT NULL"),
+        ],
+        constraints: "PRIMARY KEY (queue, shard)",
+    },
 ];
 
 pub(crate) const INDEXES: &[&str] = &[
     "duraq_jobs_due ON {s}.duraq_jobs (scheduled_at_ms, created_at_ms, id COLLATE \"C\") WHERE status = 'queued'",
+    "duraq_jobs_queue_due ON {s}.duraq_jobs (queue, scheduled_at_ms) WHERE status = 'queued'",
     "duraq_jobs_dedupe_key ON {s}.duraq_jobs (dedupe_key) \
      WHERE status = 'queued' AND dedupe_key IS NOT NULL",
     "duraq_jobs_running ON {s}.duraq_jobs (worker_id) WHERE status = 'handed_off'",

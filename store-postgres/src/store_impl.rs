@@ -6,8 +6,8 @@ use async_trait::async_trait;
 use duraq_core::{
     CancelOutcome, ClaimRequest, CountDelta, CountSnapshot, EnqueueOutcome, Error, ErrorCode,
     Health, Job, JobFilter, KeyedOutcome, Lease, NewJob, Operation, Outcome, PruneReport,
-    PruneRequest, ReplaceOutcome, ReportedAndClaimed, Result, ScheduleKey, ScheduledJobs, Store,
-    WakeOutcome,
+    PruneRequest, QueueSnapshot, ReplaceOutcome, ReportedAndClaimed, Result, ScheduleKey,
+    ScheduledJobs, Store, WakeOutcome,
 };
 use tokio::sync::{broadcast, watch};
 use tokio_postgres::Row;
@@ -216,6 +216,11 @@ impl Store for PostgresStore {
 
     async fn count_snapshot(&self) -> Result<CountSnapshot> {
         read!(self, |db| counts::snapshot(&db).await)
+    }
+
+    async fn queue_snapshot(&self) -> Result<QueueSnapshot> {
+        let now = self.now();
+        read!(self, |db| counts::queue_snapshot(&db, now).await)
     }
 
     fn subscribe_counts(&self) -> broadcast::Receiver<CountDelta> {

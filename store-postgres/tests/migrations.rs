@@ -112,7 +112,7 @@ mod postgres {
         let store = PostgresStore::connect_existing(&url(), options(&s))
             .await
             .unwrap();
-        assert_eq!(store.migration().applied, [2]);
+        assert_eq!(store.migration().applied, [2, 3]);
         let indexes: Vec<String> = client
             .query(
                 "SELECT indexname::text FROM pg_indexes WHERE schemaname = $1 AND tablename = 'duraq_jobs'",
@@ -141,10 +141,83 @@ mod postgres {
         assert!(open(&s).await.unwrap().migration().applied.is_empty());
     }
 
+    /// A version-2 schema (today's before counts per queue) with jobs in several
+    /// queues and statuses is upgraded in place: the per-queue counters are filled
+    /// from the jobs once, and later mutations keep them exact.
+    #[tokio::test]
+    async fn upgrade_to_v3_backfills_counts_per_queue() {
+        use duraq_core::{ClaimRequest, Outcome};
+        let s = schema();
+        let store = open(&s).await.unwrap();
+        for queue in ["mail", "mail", "mail", "video"] {
+            store
+                .enqueue(job("j", EnqueueOptions::new().queue(queue)))
+                .await
+                .unwrap();
+        }
+        let claim = ClaimRequest {
+            worker_id: "w".into(),
+            job_names: vec!["j".into()],
+            queues: Some(vec!["mail".into()]),
+            limit: 2,
+            ..ClaimRequest::default()
+        };
+        let claimed = store.claim(&claim).await.unwrap();
+        assert_eq!(claimed.len(), 2);
+        assert!(store
+            .report(&claimed[0].lease().unwrap(), Outcome::Completed)
+            .await
+            .unwrap());
+        let before = store.queue_snapshot().await.unwrap();
+        drop(store);
+        // Back to the shape version 2 created.
+        let client = raw_client().await;
+        client
+            .batch_execute(&format!(
+                "DROP TABLE {s}.duraq_queue_count_shards; DROP INDEX {s}.duraq_jobs_queue_due; \
+                 DELETE FROM {s}.duraq_migrations WHERE version = 3"
+            ))
+            .await
+            .unwrap();
+
+        let store = PostgresStore::connect_existing(&url(), options(&s))
+            .await
+            .unwrap();
+        assert_eq!(store.migration().applied, [3]);
+        let after = store.queue_snapshot().await.unwrap();
+        assert_eq!(
+            (after.revision, &after.counts, super::counts_of(&after)),
+            (before.revision, &before.counts, super::counts_of(&before)),
+            "backfilled counts equal the ones kept live (latency moves with the clock)"
+        );
+        let mail = after.queue("mail").unwrap().counts;
+        assert_eq!(
+            (mail.queued, mail.handed_off, mail.completed, mail.all),
+            (1, 1, 1, 3)
+        );
+        assert_eq!(after.queue("video").unwrap().counts.queued, 1);
+        store
+            .report(&claimed[1].lease().unwrap(), Outcome::Completed)
+            .await
+            .unwrap();
+        let now = store.queue_snapshot().await.unwrap();
+        let mail = now.queue("mail").unwrap().counts;
+        assert_eq!((mail.handed_off, mail.completed), (0, 2));
+        assert_eq!(now.revision, store.count_snapshot().await.unwrap().revision);
+        assert!(open(&s).await.unwrap().migration().applied.is_empty());
+    }
+
     #[tokio::test]
     async fn schema_names_must_be_identifiers() {
         for bad in ["", "1abc", "a b", "x\"; DROP TABLE y; --", &"a".repeat(64)] {
             assert!(open(bad).await.is_err(), "{bad:?} accepted");
         }
     }
+}
+
+fn counts_of(snap: &duraq_core::QueueSnapshot) -> Vec<(String, duraq_core::StatusCounts)> {
+    snap.queues
+        .iter()
+        .map(|q| (q.queue.clone(), q.counts))
+        .collect()
 }

@@ -44,10 +44,9 @@ pub(crate) fn list_jobs(conn: &Connection, filter: &JobFilter) -> Result<Vec<Job
          AND (?6 IS NULL OR created_at_ms < ?6 OR (created_at_ms = ?6 AND id < ?7)) \
          ORDER BY created_at_ms DESC, id DESC LIMIT ?4"
     );
-    let (after_ms, after_id) = filter
-        .after
-        .as_ref()
-        .map_or((None, None), |c| (Some(c.created_at_ms), Some(c.id.as_str())));
+    let (after_ms, after_id) = filter.after.as_ref().map_or((None, None), |c| {
+        (Some(c.created_at_ms), Some(c.id.as_str()))
+    });
     let limit = filter
         .limit
         .map_or(-1, |n| i64::try_from(n).unwrap_or(i64::MAX));
@@ -126,11 +125,11 @@ pub(crate) fn prune_batch(tx: &mut Tx<'_>, req: &PruneRequest, now: i64) -> Resu
     victims.truncate(batch);
     let mut delete = tx
         .conn
-        .prepare_cached("DELETE FROM duraq_jobs WHERE id = ?1")
+        .prepare_cached("DELETE FROM duraq_jobs WHERE id = ?1 RETURNING queue")
         .db()?;
     for (_, id, status) in &victims {
-        delete.execute([id]).db()?;
-        tx.removed(*status);
+        let queue: String = delete.query_row([id], |r| r.get(0)).db()?;
+        tx.removed(&queue, *status);
     }
     Ok(victims.len() as u64)
 }

@@ -78,8 +78,12 @@ pub(crate) fn claim(tx: &mut Tx<'_>, req: &ClaimRequest) -> Result<Vec<Job>> {
             Level::In(qs) => ("IN", qs),
             Level::NotIn(qs) => ("NOT IN", qs),
         };
+        // Pinned to the due-order index: without statistics, a claim naming its
+        // queues would otherwise pick the per-queue index of queue latency
+        // (`duraq_jobs_queue_due`) and sort every due job of those queues.
         let sql = format!(
-            "SELECT {JOB_COLUMNS} FROM duraq_jobs WHERE status = 'queued' AND scheduled_at_ms <= ?1 \
+            "SELECT {JOB_COLUMNS} FROM duraq_jobs INDEXED BY duraq_jobs_queued \
+             WHERE status = 'queued' AND scheduled_at_ms <= ?1 \
              AND job_name IN (SELECT value FROM json_each(?2)) \
              AND queue {op} (SELECT value FROM json_each(?3)) \
              AND (scheduled_at_ms, created_at_ms, id) > (?4, ?5, ?6) \
@@ -147,6 +151,6 @@ fn try_claim(
     if let Some((key, max)) = reservation {
         take_reservation(tx.conn, &job.id, &key, max)?;
     }
-    tx.moved(JobStatus::Queued, JobStatus::HandedOff);
+    tx.moved(&job.queue, JobStatus::Queued, JobStatus::HandedOff);
     Ok(Some(job))
 }

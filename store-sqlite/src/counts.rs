@@ -4,8 +4,19 @@
 //! ten rows or ten million. SQLite has a single writer anyway, so sharding the
 //! rows would add reads without removing any wait; the bookkeeping is a handful of
 //! primary-key updates inside the writer's group-commit transaction.
+//!
+//! Counts per queue (schema version 4) live in `duraq_queue_counts`, one row per
+//! queue with a column per status, upserted by the same [`apply_change`] that
+//! updates the global rows, so they share its revision. Rows that fall to all
+//! zeros (a queue whose jobs were all pruned) are kept: deleting them would cost
+//! every prune a check, and a snapshot leaves them out anyway.
+//! [`queue_snapshot`] reads the seven global rows, the queue rows, and per queue
+//! with queued jobs the first entry of the `(queue, scheduled_at_ms)` index of
+//! queued jobs (its latency), all in the reader's one transaction.
 
-use duraq_core::{CountChange, CountDelta, CountSnapshot, Error, JobStatus, Result};
+use duraq_core::{
+    CountChange, CountDelta, CountSnapshot, Error, JobStatus, QueueCounts, QueueSnapshot, Result,
+};
 use rusqlite::Connection;
 
 use crate::error_map::SqlResult;
@@ -21,6 +32,21 @@ pub(crate) fn apply_change(conn: &Connection, change: &CountChange) -> Result<Co
             stmt.execute(rusqlite::params![status.as_str(), delta])
                 .db()?;
         }
+    }
+    let mut upsert = conn
+        .prepare_cached(
+            "INSERT INTO duraq_queue_counts \
+             (queue, queued, handed_off, completed, failed, cancelled, orphaned) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) ON CONFLICT (queue) DO UPDATE SET \
+             queued = queued + excluded.queued, handed_off = handed_off + excluded.handed_off, \
+             completed = completed + excluded.completed, failed = failed + excluded.failed, \
+             cancelled = cancelled + excluded.cancelled, orphaned = orphaned + excluded.orphaned",
+        )
+        .db()?;
+    for (queue, d) in change.per_queue() {
+        upsert
+            .execute(rusqlite::params![queue, d[0], d[1], d[2], d[3], d[4], d[5]])
+            .db()?;
     }
     let revision: i64 = conn
         .prepare_cached(
@@ -52,6 +78,47 @@ pub(crate) fn snapshot(conn: &Connection) -> Result<CountSnapshot> {
     }
     let revision = revision.ok_or_else(|| Error::schema("duraq_counts has no revision row"))?;
     Ok(CountSnapshot::new(per_status, revision))
+}
+
+/// The global snapshot, every queue's counters and latency as of `now`. Must run
+/// inside one read transaction (the reader's), so that all of it is one state.
+pub(crate) fn queue_snapshot(conn: &Connection, now: i64) -> Result<QueueSnapshot> {
+    let global = snapshot(conn)?;
+    let mut stmt = conn
+        .prepare_cached(
+            "SELECT c.queue, c.queued, c.handed_off, c.completed, c.failed, c.cancelled, \
+             c.orphaned, CASE WHEN c.queued > 0 THEN (SELECT j.scheduled_at_ms FROM duraq_jobs AS j \
+             INDEXED BY duraq_jobs_queue_due WHERE j.status = 'queued' AND j.queue = c.queue \
+             ORDER BY j.scheduled_at_ms LIMIT 1) END FROM duraq_queue_counts AS c",
+        )
+        .db()?;
+    let rows = stmt
+        .query_map([], |r| {
+            Ok((
+                r.get::<_, String>(0)?,
+                [
+                    r.get(1)?,
+                    r.get(2)?,
+                    r.get(3)?,
+                    r.get(4)?,
+                    r.get(5)?,
+                    r.get(6)?,
+                ],
+                r.get::<_, Option<i64>>(7)?,
+            ))
+        })
+        .db()?;
+    let mut queues = Vec::new();
+    for row in rows {
+        let (queue, per_status, oldest) = row.db()?;
+        queues.extend(QueueCounts::new(queue, per_status, oldest, now));
+    }
+    Ok(QueueSnapshot::new(
+        global.counts.as_array(),
+        global.revision,
+        now,
+        queues,
+    ))
 }
 
 /// Bumps the `work` epoch: other processes see it through

@@ -113,8 +113,11 @@ pub(crate) fn find_duplicate(tx: &mut Tx<'_>, job: &NewJob) -> Result<Option<Str
     tx.scopes
         .set(job.job_name().as_str(), job.queue().as_str(), true);
     let digest = job.args_digest();
+    // Pinned: without statistics SQLite would rather walk the per-queue index of
+    // queue latency (`duraq_jobs_queue_due`) and sort.
     conn.prepare_cached(
-        "SELECT id FROM duraq_jobs WHERE dedupe_key = ?5 AND status = 'queued' \
+        "SELECT id FROM duraq_jobs INDEXED BY duraq_jobs_dedupe_key \
+         WHERE dedupe_key = ?5 AND status = 'queued' \
          AND job_name = ?1 AND queue = ?2 AND args_digest = ?3 AND scheduled_at_ms <= ?4 \
          ORDER BY scheduled_at_ms, created_at_ms, id LIMIT 1",
     )

@@ -121,7 +121,7 @@ pub(crate) fn insert_checked(tx: &mut Tx<'_>, job: &NewJob, row: &Job) -> Result
     let digest = job.args_digest();
     let dedupe_key = dedupe::key_for_insert(tx, job, &digest)?;
     insert_job(tx.conn, row, &digest, dedupe_key)?;
-    tx.added(JobStatus::Queued);
+    tx.added(&row.queue, JobStatus::Queued);
     Ok(())
 }
 

@@ -91,7 +91,7 @@ pub(crate) fn persist_transition(
     reservation: Reservation<'_>,
 ) -> Result<()> {
     save_job(tx.conn, job)?;
-    tx.moved(from, job.status);
+    tx.moved(&job.queue, from, job.status);
     if from == JobStatus::HandedOff && job.status != JobStatus::HandedOff {
         release_reservation(tx.conn, &job.id, reservation)?;
     }

@@ -22,7 +22,8 @@ use crate::connection::open_connection;
 use crate::error_map::{opening_error, retry_busy, SqlResult};
 use crate::opening::OpenMode;
 use crate::schema_def::{
-    Column, Table, INDEXES, LEDGER_TABLE, MIGRATION_SCOPE, RETIRED_INDEXES, SCHEMA_VERSION, TABLES,
+    Column, Table, INDEXES, LEDGER_TABLE, MIGRATION_SCOPE, QUEUE_COUNTS_TABLE, RETIRED_INDEXES,
+    SCHEMA_VERSION, TABLES,
 };
 
 /// What [`migrate`] (or opening a store) did.
@@ -109,6 +110,9 @@ fn check_and_apply(conn: &Connection) -> Result<MigrationReport> {
         conn.execute_batch(index).db()?;
     }
     seed_counts(conn)?;
+    if existing[QUEUE_COUNTS_TABLE].is_empty() {
+        backfill_queue_counts(conn)?;
+    }
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as i64);
@@ -236,6 +240,23 @@ fn seed_counts(conn: &Connection) -> Result<()> {
     }
     conn.execute(
         "INSERT OR IGNORE INTO duraq_counts (name, value) VALUES ('revision', 0), ('work', 0)",
+        [],
+    )
+    .db()?;
+    Ok(())
+}
+
+/// Fills the per-queue counters (version 4) from the jobs table, once, when the
+/// table was just created. Runs under the same `BEGIN IMMEDIATE` as the rest of
+/// the upgrade, so no write can slip between the count and the commit; from then
+/// on every mutation keeps the counters in step (see [`crate::counts`]).
+fn backfill_queue_counts(conn: &Connection) -> Result<()> {
+    conn.execute(
+        "INSERT INTO duraq_queue_counts \
+         (queue, queued, handed_off, completed, failed, cancelled, orphaned) \
+         SELECT queue, SUM(status = 'queued'), SUM(status = 'handed_off'), \
+         SUM(status = 'completed'), SUM(status = 'failed'), SUM(status = 'cancelled'), \
+         SUM(status = 'orphaned') FROM duraq_jobs GROUP BY queue",
         [],
     )
     .db()?;

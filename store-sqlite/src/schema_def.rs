@@ -7,10 +7,12 @@
 //! worker heartbeats. Version 2: schedule keys (columns on jobs, ownership and
 //! high-water tables) and operation records. Version 3: partial job indexes,
 //! replacing the status-led ones that every transition rewrote, and dedupe keys
-//! (a jobs column and the registered dedupe scopes).
+//! (a jobs column and the registered dedupe scopes). Version 4: counts per queue
+//! (`duraq_queue_counts`, backfilled from the jobs once when created) and the
+//! per-queue index of queued jobs that queue latency reads.
 
 /// The newest schema version this binary knows.
-pub const SCHEMA_VERSION: i64 = 3;
+pub const SCHEMA_VERSION: i64 = 4;
 /// The ledger table recording applied versions.
 pub const LEDGER_TABLE: &str = "duraq_migrations";
 /// The ledger scope of the job store's own schema.
@@ -166,9 +168,26 @@ pub(crate) const TABLES: &[Table] = &[
         ],
         constraints: ", PRIMARY KEY (job_name, queue)",
     },
+    Table {
+        name: "duraq_queue_counts",
+        since: 4,
+        columns: &[
+            col("queue", "TEXT", "NOT NULL PRIMARY KEY", 4),
+            col("queued", "INTEGER", "NOT NULL", 4),
+            col("handed_off", "INTEGER", "NOT NULL", 4),
+            col("completed", "INTEGER", "NOT NULL", 4),
+            col("failed", "INTEGER", "NOT NULL", 4),
+            col("cancelled", "INTEGER", "NOT NULL", 4),
+            col("orphaned", "INTEGER", "NOT NULL", 4),
+        ],
+        constraints: "",
+    },
 ];
 
-/// The job indexes since version 3. Every index but `list` is partial: a row sits
+/// The table of per-queue counters (see [`crate::counts`]).
+pub(crate) const QUEUE_COUNTS_TABLE: &str = "duraq_queue_counts";
+
+/// The job indexes since version 3 (`queue_due` since 4). Every index but `list` is partial: a row sits
 /// only in the indexes of its own status, so a transition touches two small
 /// indexes instead of rewriting every status-led entry.
 ///
@@ -179,6 +198,8 @@ pub(crate) const TABLES: &[Table] = &[
 pub(crate) const INDEXES: &[&str] = &[
     "CREATE INDEX IF NOT EXISTS duraq_jobs_queued ON duraq_jobs \
      (scheduled_at_ms, created_at_ms, id) WHERE status = 'queued'",
+    "CREATE INDEX IF NOT EXISTS duraq_jobs_queue_due ON duraq_jobs \
+     (queue, scheduled_at_ms) WHERE status = 'queued'",
     "CREATE INDEX IF NOT EXISTS duraq_jobs_dedupe_key ON duraq_jobs (dedupe_key) \
      WHERE status = 'queued' AND dedupe_key IS NOT NULL",
     "CREATE INDEX IF NOT EXISTS duraq_jobs_running ON duraq_jobs (worker_id) \

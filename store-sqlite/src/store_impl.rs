@@ -126,6 +126,12 @@ impl Store for SqliteStore {
         self.read(counts::snapshot).await
     }
 
+    async fn queue_snapshot(&self) -> Result<QueueSnapshot> {
+        let now = self.now();
+        self.read(move |conn| counts::queue_snapshot(conn, now))
+            .await
+    }
+
     fn subscribe_counts(&self) -> broadcast::Receiver<CountDelta> {
         self.inner.signals.counts.subscribe()
     }

@@ -42,21 +42,19 @@ impl<'c> Tx<'c> {
         }
     }
 
-    /// A new row in `status`.
-    pub(crate) fn added(&mut self, status: JobStatus) {
-        self.change.added(status);
+    /// A new row of `queue` in `status`.
+    pub(crate) fn added(&mut self, queue: &str, status: JobStatus) {
+        self.change.added(queue, status);
     }
 
-    /// A deleted row.
-    pub(crate) fn removed(&mut self, status: JobStatus) {
-        self.change.removed(status);
+    /// A deleted row of `queue`.
+    pub(crate) fn removed(&mut self, queue: &str, status: JobStatus) {
+        self.change.removed(queue, status);
     }
 
-    /// A row moved between statuses (no-op when equal).
-    pub(crate) fn moved(&mut self, from: JobStatus, to: JobStatus) {
-        if from != to {
-            self.change.moved(from, to);
-        }
+    /// A row of `queue` moved between statuses (no-op when equal).
+    pub(crate) fn moved(&mut self, queue: &str, from: JobStatus, to: JobStatus) {
+        self.change.moved(queue, from, to);
     }
 
     /// Work may have become available: wake idle workers after commit.

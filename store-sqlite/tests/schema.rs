@@ -67,7 +67,7 @@ async fn upgrade_from_v1_keeps_rows_and_gains_columns_and_tables() {
         .unwrap();
 
     let store = SqliteStore::open(&path, SqliteOptions::default()).unwrap();
-    assert_eq!(store.migration().applied, vec![2, 3]);
+    assert_eq!(store.migration().applied, vec![2, 3, 4]);
     let job = store.get_job("old-1").await.unwrap().expect("old row kept");
     assert_eq!(
         (job.job_name.as_str(), job.status, job.schedule_key),
@@ -75,10 +75,21 @@ async fn upgrade_from_v1_keeps_rows_and_gains_columns_and_tables() {
     );
     let snapshot = store.count_snapshot().await.unwrap();
     assert_eq!((snapshot.counts.queued, snapshot.revision), (1, 1));
+    let queues = store.queue_snapshot().await.unwrap();
+    assert_eq!(queues.revision, 1);
+    assert_eq!(queues.queues.len(), 1);
+    assert_eq!(
+        (
+            queues.queues[0].queue.as_str(),
+            queues.queues[0].counts.queued
+        ),
+        ("default", 1),
+        "the per-queue counters were filled from the old rows"
+    );
     assert_eq!(store.health().await.unwrap().schema_version, SCHEMA_VERSION);
 
     let conn = Connection::open(&path).unwrap();
-    assert_eq!(ledger(&conn), vec![1, 2, 3]);
+    assert_eq!(ledger(&conn), vec![1, 2, 3, 4]);
     let tables: Vec<String> = schema_dump(&conn).into_iter().map(|(n, _)| n).collect();
     for table in [
         "duraq_schedule_keys",
@@ -116,7 +127,7 @@ async fn upgrade_to_v3_swaps_status_led_indexes_for_partial_ones_and_keeps_rows(
     drop(conn);
 
     let store = SqliteStore::open(&path, SqliteOptions::default()).unwrap();
-    assert_eq!(store.migration().applied, vec![2, 3]);
+    assert_eq!(store.migration().applied, vec![2, 3, 4]);
     let names: Vec<String> = schema_dump(&Connection::open(&path).unwrap())
         .into_iter()
         .map(|(n, _)| n)
@@ -163,8 +174,30 @@ fn hot_queries_use_the_partial_indexes() {
          ORDER BY scheduled_at_ms, created_at_ms, id LIMIT 10",
     );
     assert!(claim.contains("duraq_jobs_queued"), "claim plan: {claim}");
+    // A claim naming its queues, as the store runs it: still in due order.
+    let claim_in = plan(
+        "SELECT id FROM duraq_jobs INDEXED BY duraq_jobs_queued WHERE status = 'queued' \
+         AND scheduled_at_ms <= 5 AND job_name IN (SELECT value FROM json_each('[\"a\"]')) \
+         AND queue IN (SELECT value FROM json_each('[\"q\"]')) \
+         AND (scheduled_at_ms, created_at_ms, id) > (0, 0, '') \
+         ORDER BY scheduled_at_ms, created_at_ms, id LIMIT 10",
+    );
+    assert!(
+        claim_in.contains("duraq_jobs_queued") && !claim_in.contains("TEMP B-TREE"),
+        "claim plan: {claim_in}"
+    );
+    // Queue latency: one index entry per queue.
+    let latency = plan(
+        "SELECT j.scheduled_at_ms FROM duraq_jobs AS j INDEXED BY duraq_jobs_queue_due \
+         WHERE j.status = 'queued' AND j.queue = 'q' ORDER BY j.scheduled_at_ms LIMIT 1",
+    );
+    assert!(
+        latency.contains("duraq_jobs_queue_due") && !latency.contains("TEMP B-TREE"),
+        "latency plan: {latency}"
+    );
     let dedupe = plan(
-        "SELECT id FROM duraq_jobs WHERE dedupe_key = 'abc' AND status = 'queued' \
+        "SELECT id FROM duraq_jobs INDEXED BY duraq_jobs_dedupe_key \
+         WHERE dedupe_key = 'abc' AND status = 'queued' \
          AND job_name = 'a' AND queue = 'q' AND args_digest = 'abc' AND scheduled_at_ms <= 5 \
          ORDER BY scheduled_at_ms, created_at_ms, id LIMIT 1",
     );
@@ -284,6 +317,88 @@ async fn open_existing_upgrades_an_older_duraq_file() {
         .execute_batch(V1_SQL)
         .unwrap();
     let store = SqliteStore::open_existing(&path, SqliteOptions::default()).unwrap();
-    assert_eq!(store.migration().applied, vec![2, 3]);
+    assert_eq!(store.migration().applied, vec![2, 3, 4]);
     assert!(store.get_job("old-1").await.unwrap().is_some());
+}
+
+/// A version-3 file (today's schema before counts per queue) with jobs in several
+/// queues and statuses is upgraded in place: the per-queue counters are filled
+/// from the jobs once, and later mutations keep them exact.
+#[tokio::test]
+async fn upgrade_to_v4_backfills_counts_per_queue() {
+    use duraq_core::{ClaimRequest, EnqueueOptions, NewJob, Outcome};
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("v3.db");
+    let store = SqliteStore::open(&path, SqliteOptions::default()).unwrap();
+    let enqueue = |queue: &'static str| {
+        let store = store.clone();
+        async move {
+            let opts = EnqueueOptions::new().queue(queue);
+            store
+                .enqueue(NewJob::new("j", serde_json::json!([queue]), opts).unwrap())
+                .await
+                .unwrap();
+        }
+    };
+    for queue in ["mail", "mail", "mail", "video"] {
+        enqueue(queue).await;
+    }
+    let claim = ClaimRequest {
+        worker_id: "w".into(),
+        job_names: vec!["j".into()],
+        queues: Some(vec!["mail".into()]),
+        limit: 2,
+        ..ClaimRequest::default()
+    };
+    let claimed = store.claim(&claim).await.unwrap();
+    assert_eq!(claimed.len(), 2);
+    assert!(store
+        .report(&claimed[0].lease().unwrap(), Outcome::Completed)
+        .await
+        .unwrap());
+    let before = store.queue_snapshot().await.unwrap();
+    drop(store);
+    // Back to the shape version 3 created.
+    Connection::open(&path)
+        .unwrap()
+        .execute_batch(
+            "DROP TABLE duraq_queue_counts; DROP INDEX duraq_jobs_queue_due; \
+             DELETE FROM duraq_migrations WHERE version = 4",
+        )
+        .unwrap();
+
+    let store = SqliteStore::open_existing(&path, SqliteOptions::default()).unwrap();
+    assert_eq!(store.migration().applied, vec![4]);
+    let after = store.queue_snapshot().await.unwrap();
+    assert_eq!(
+        (after.revision, &after.counts, counts_of(&after)),
+        (before.revision, &before.counts, counts_of(&before)),
+        "backfilled counts equal the ones kept live (latency moves with the clock)"
+    );
+    let mail = after.queue("mail").unwrap().counts;
+    assert_eq!(
+        (mail.queued, mail.handed_off, mail.completed, mail.all),
+        (1, 1, 1, 3)
+    );
+    assert_eq!(after.queue("video").unwrap().counts.queued, 1);
+    // Kept in step from here on.
+    store
+        .report(&claimed[1].lease().unwrap(), Outcome::Completed)
+        .await
+        .unwrap();
+    let mail = store
+        .queue_snapshot()
+        .await
+        .unwrap()
+        .queue("mail")
+        .unwrap()
+        .counts;
+    assert_eq!((mail.handed_off, mail.completed), (0, 2));
+}
+
+fn counts_of(snap: &duraq_core::QueueSnapshot) -> Vec<(String, duraq_core::StatusCounts)> {
+    snap.queues
+        .iter()
+        .map(|q| (q.queue.clone(), q.counts))
+        .collect()
 }

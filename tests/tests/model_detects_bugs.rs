@@ -120,6 +120,9 @@ impl Store for Buggy {
     async fn count_snapshot(&self) -> Result<CountSnapshot> {
         self.inner.count_snapshot().await
     }
+    async fn queue_snapshot(&self) -> Result<QueueSnapshot> {
+        self.inner.queue_snapshot().await
+    }
     fn subscribe_counts(&self) -> broadcast::Receiver<CountDelta> {
         self.inner.subscribe_counts()
     }

@@ -96,7 +96,7 @@ impl State {
                 },
             );
         }
-        change.added(JobStatus::Queued);
+        change.added(&row.queue, JobStatus::Queued);
         self.jobs.insert(row.id.clone(), row);
     }
 

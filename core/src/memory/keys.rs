@@ -36,7 +36,7 @@ impl State {
             if prev.status == JobStatus::Queued {
                 let prev = self.jobs.get_mut(&prev.id).expect("owner row exists");
                 operator_cancel(prev, now).expect("queued job can be cancelled");
-                change.moved(JobStatus::Queued, JobStatus::Cancelled);
+                change.moved(&prev.queue, JobStatus::Queued, JobStatus::Cancelled);
             }
         }
         let order = self.high_water.get(&key).copied().unwrap_or(0) + 1;
@@ -75,7 +75,7 @@ impl State {
         let outcome = if owner.status == JobStatus::Queued {
             let row = self.jobs.get_mut(&owner.id).expect("owner row exists");
             operator_cancel(row, now).expect("queued job can be cancelled");
-            change.moved(JobStatus::Queued, JobStatus::Cancelled);
+            change.moved(&row.queue, JobStatus::Queued, JobStatus::Cancelled);
             CancelOutcome::Cancelled
         } else {
             CancelOutcome::HandedOff

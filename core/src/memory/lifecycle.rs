@@ -60,7 +60,7 @@ impl State {
             }
             let job = self.jobs.get_mut(&id).expect("candidate exists");
             transitions::claim(job, &req.worker_id, new_job_id(), now);
-            change.moved(JobStatus::Queued, JobStatus::HandedOff);
+            change.moved(&job.queue, JobStatus::Queued, JobStatus::HandedOff);
             claimed.push(job.clone());
         }
         claimed
@@ -90,7 +90,7 @@ impl State {
             return false;
         }
         transitions::apply_outcome(job, outcome, now);
-        change.moved(JobStatus::HandedOff, job.status);
+        change.moved(&job.queue, JobStatus::HandedOff, job.status);
         self.after_leaving_handoff(&lease.job_id);
         true
     }
@@ -115,7 +115,7 @@ impl State {
         for id in &lost {
             let job = self.jobs.get_mut(id).expect("listed job exists");
             transitions::recover_lost(job, now);
-            change.moved(JobStatus::HandedOff, job.status);
+            change.moved(&job.queue, JobStatus::HandedOff, job.status);
             self.after_leaving_handoff(id);
         }
         lost
@@ -133,7 +133,7 @@ impl State {
             .ok_or_else(|| Error::job_not_found(id))?;
         let from = job.status;
         transitions::operator_retry(job, now)?;
-        change.moved(from, JobStatus::Queued);
+        change.moved(&job.queue, from, JobStatus::Queued);
         let job = job.clone();
         if let Some(key) = &job.schedule_key {
             self.owners
@@ -155,7 +155,7 @@ impl State {
             .ok_or_else(|| Error::job_not_found(id))?;
         let from = job.status;
         transitions::operator_cancel(job, now)?;
-        change.moved(from, JobStatus::Cancelled);
+        change.moved(&job.queue, from, JobStatus::Cancelled);
         self.after_leaving_handoff(id);
         Ok(self.jobs[id].clone())
     }
@@ -178,7 +178,7 @@ impl State {
     pub(super) fn delete(&mut self, ids: &[String], change: &mut CountChange) {
         for id in ids {
             if let Some(job) = self.jobs.remove(id) {
-                change.removed(job.status);
+                change.removed(&job.queue, job.status);
             }
         }
     }

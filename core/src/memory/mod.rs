@@ -43,6 +43,8 @@ struct State {
     heartbeats: HashMap<String, i64>,
     operations: HashMap<String, Operation>,
     counts: [i64; 6],
+    /// queue → counts per status (all-zero entries are kept, like the stores' rows).
+    queue_counts: BTreeMap<String, [i64; 6]>,
     revision: i64,
 }
 
@@ -121,6 +123,12 @@ impl MemoryStore {
         st.revision += 1;
         for (count, delta) in st.counts.iter_mut().zip(change.per_status()) {
             *count += delta;
+        }
+        for (queue, deltas) in change.per_queue() {
+            let counts = st.queue_counts.entry(queue.to_owned()).or_default();
+            for (count, delta) in counts.iter_mut().zip(deltas) {
+                *count += delta;
+            }
         }
         let _ = self.deltas.send(change.to_delta(st.revision));
     }

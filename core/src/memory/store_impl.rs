@@ -5,7 +5,7 @@ use serde_json::Value;
 use tokio::sync::{broadcast, watch};
 
 use super::MemoryStore;
-use crate::counts::{CountChange, CountDelta, CountSnapshot};
+use crate::counts::{CountChange, CountDelta, CountSnapshot, QueueCounts, QueueSnapshot};
 use crate::error::{Error, ErrorCode, Result};
 use crate::job::{Job, JobStatus, Lease};
 use crate::keys::ScheduleKey;
@@ -216,6 +216,25 @@ impl Store for MemoryStore {
     async fn count_snapshot(&self) -> Result<CountSnapshot> {
         let st = self.lock();
         Ok(CountSnapshot::new(st.counts, st.revision))
+    }
+
+    async fn queue_snapshot(&self) -> Result<QueueSnapshot> {
+        let now = self.now();
+        let st = self.lock();
+        let queues = st
+            .queue_counts
+            .iter()
+            .filter_map(|(queue, counts)| {
+                let oldest = st
+                    .jobs
+                    .values()
+                    .filter(|j| j.status == JobStatus::Queued && j.queue == *queue)
+                    .map(|j| j.scheduled_at_ms)
+                    .min();
+                QueueCounts::new(queue.clone(), *counts, oldest, now)
+            })
+            .collect();
+        Ok(QueueSnapshot::new(st.counts, st.revision, now, queues))
     }
 
     fn subscribe_counts(&self) -> broadcast::Receiver<CountDelta> {

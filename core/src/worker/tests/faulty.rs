@@ -13,7 +13,8 @@ use super::running::fast;
 use super::*;
 use crate::requests::*;
 use crate::{
-    CountDelta, CountSnapshot, Error, Lease, NewJob, Registry, Result, ScheduleKey, Store,
+    CountDelta, CountSnapshot, Error, Lease, NewJob, QueueSnapshot, Registry, Result, ScheduleKey,
+    Store,
 };
 
 struct Faulty {
@@ -118,6 +119,9 @@ impl Store for Faulty {
     }
     async fn count_snapshot(&self) -> Result<CountSnapshot> {
         self.inner.count_snapshot().await
+    }
+    async fn queue_snapshot(&self) -> Result<QueueSnapshot> {
+        self.inner.queue_snapshot().await
     }
     fn subscribe_counts(&self) -> broadcast::Receiver<CountDelta> {
         self.inner.subscribe_counts()

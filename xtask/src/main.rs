@@ -26,6 +26,8 @@ commands:
                                PostgreSQL), cargo package, bench --quick
   pg [--durable]               start a throwaway PostgreSQL, print its URL, wait for Ctrl-C
                                (fsync off for fast tests; --durable: stock settings, as bench)
+  package                      cargo package of every publishable crate, verified
+                               (the test-all step alone)
   bench [--quick] [--stores sqlite,postgres]
                                benchmarks (issue 7): table + target/bench/results.json";
 
@@ -52,6 +54,14 @@ fn real_main() -> Result<()> {
         Some("pg") if args.len() == 1 => serve_pg(false),
         Some("pg") if args.len() == 2 && args[1] == "--durable" => serve_pg(true),
         Some("bench") => bench::run(&workspace_root(), &args[1..]),
+        Some("package") if args.len() == 1 => {
+            let (name, took, ok) = step("cargo package", &mut package_command(&workspace_root())?);
+            println!("{name}: {}", secs(took));
+            if !ok {
+                bail!("cargo package failed");
+            }
+            Ok(())
+        }
         Some("-h" | "--help" | "help") => {
             println!("{USAGE}");
             Ok(())
@@ -140,16 +150,8 @@ fn test_all(skip_postgres: bool) -> Result<()> {
     results.push(step("cargo test", &mut test));
 
     // Every publishable crate packaged and built from its `.crate` file, siblings
-    // resolved through cargo's local overlay of the packages being made. Runs
-    // after the tests with the workspace's dev profile, so the verification builds
-    // reuse the dependencies the tests compiled and only rebuild duraq's crates.
-    let publishable = publishable_packages(&root)?;
-    let mut package = cargo(&root);
-    package.args(["package", "--allow-dirty"]).args(DEV_PROFILE);
-    for name in &publishable {
-        package.args(["-p", name]);
-    }
-    println!("\n==> packaging {}", publishable.join(", "));
+    // resolved through cargo's local overlay of the packages being made.
+    let mut package = package_command(&root)?;
     results.push(step("cargo package", &mut package));
 
     // The benchmark smoke run, so `cargo xtask bench` cannot rot (issue 7).
@@ -186,20 +188,71 @@ fn test_all(skip_postgres: bool) -> Result<()> {
     Ok(())
 }
 
-/// The root manifest's `[profile.dev]` settings, for builds of packaged crates
-/// (whose own manifests carry no profile): keep in step with `Cargo.toml`.
-const DEV_PROFILE: [&str; 4] = [
-    "--config",
-    "profile.dev.debug=\"line-tables-only\"",
-    "--config",
-    "profile.dev.package.\"*\".opt-level=1",
-];
+/// `cargo package` of every publishable crate, verified: each is built from its
+/// `.crate` file, so a crate that only builds inside the workspace (a file
+/// outside its folder, a sibling without a version) fails here.
+///
+/// The verification builds get their own target folder, `<target>/package-verify`
+/// (dependencies compiled once and kept; about 2.5 CPU-minutes the first time),
+/// and each run first forgets what earlier runs built of our own crates there.
+/// Cargo unpacks a sibling's `.crate` with the archive's fixed, old file times,
+/// so a build of `duraq-core 0.1.0` from the previous run looked fresh and the
+/// next run verified `duraq-cli` against the previous run's `duraq-core`.
+fn package_command(root: &Path) -> Result<Command> {
+    let (publishable, target_dir) = publishable_packages(root)?;
+    let verify_dir = target_dir.join("package-verify");
+    forget_unpacked_overlay_sources(&publishable);
+    forget_builds_of(&verify_dir.join("debug").join(".fingerprint"), &publishable);
+    let mut package = cargo(root);
+    package
+        .args([
+            "package",
+            "--allow-dirty",
+            "--config",
+            "profile.dev.debug=false",
+        ])
+        .arg("--target-dir")
+        .arg(&verify_dir);
+    for name in &publishable {
+        package.args(["-p", name]);
+    }
+    println!("\n==> packaging {}", publishable.join(", "));
+    Ok(package)
+}
+
+/// Removes the fingerprints of `packages` in `fingerprints`, so that cargo
+/// rebuilds them (and nothing else).
+fn forget_builds_of(fingerprints: &Path, packages: &[String]) {
+    let Ok(entries) = std::fs::read_dir(fingerprints) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if packages
+            .iter()
+            .any(|p| is_versioned_dir_of(&name, p, |c| c.is_ascii_hexdigit()))
+        {
+            if let Err(e) = std::fs::remove_dir_all(entry.path()) {
+                eprintln!("xtask: could not remove {}: {e}", entry.path().display());
+            }
+        }
+    }
+}
+
+/// Whether `dir` is `<package>-<suffix>` with a non-empty suffix of `allowed`
+/// characters (a hash, a version): `duraq-mailer` must not match
+/// `duraq-mailer-resend-…`.
+fn is_versioned_dir_of(dir: &str, package: &str, allowed: impl Fn(char) -> bool) -> bool {
+    dir.strip_prefix(package)
+        .and_then(|rest| rest.strip_prefix('-'))
+        .is_some_and(|suffix| !suffix.is_empty() && suffix.chars().all(&allowed))
+}
 
 /// The workspace members to publish: every one whose `[package]` does not say
 /// `publish = false`. Read from the manifests rather than listed here, so a new
 /// library is packaged and a new internal crate (tests, examples) is not,
 /// without editing this file.
-fn publishable_packages(root: &Path) -> Result<Vec<String>> {
+fn publishable_packages(root: &Path) -> Result<(Vec<String>, PathBuf)> {
     let out = cargo(root)
         .args(["metadata", "--no-deps", "--format-version", "1"])
         .output()
@@ -211,14 +264,13 @@ fn publishable_packages(root: &Path) -> Result<Vec<String>> {
         );
     }
     let json = String::from_utf8(out.stdout).context("cargo metadata printed non-UTF-8")?;
+    let target_dir = json_string_after(&json, "\"target_directory\":\"")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root.join("target"));
     let mut names = Vec::new();
     // Only package objects carry `manifest_path` (targets have `src_path`).
     for rest in json.split("\"manifest_path\":\"").skip(1) {
-        let path = rest
-            .split('"')
-            .next()
-            .unwrap_or_default()
-            .replace("\\\\", "\\");
+        let path = json_string_after(rest, "").unwrap_or_default();
         let manifest = std::fs::read_to_string(&path).with_context(|| format!("reading {path}"))?;
         match package_section(&manifest) {
             Some((name, true)) => names.push(name),
@@ -230,7 +282,57 @@ fn publishable_packages(root: &Path) -> Result<Vec<String>> {
         bail!("no publishable package found in the workspace");
     }
     names.sort();
-    Ok(names)
+    Ok((names, target_dir))
+}
+
+/// The JSON string value right after `key` in `json` (paths need only `\\`
+/// unescaped; cargo writes no other escapes into them on Unix).
+fn json_string_after(json: &str, key: &str) -> Option<String> {
+    let start = json.find(key)? + key.len();
+    let value = json[start..].split('"').next()?;
+    Some(value.replace("\\\\", "\\"))
+}
+
+/// Deletes the sources cargo unpacked from earlier runs' packages of ours.
+///
+/// `cargo package` verifies a crate against its siblings' fresh `.crate` files
+/// through a local overlay registry, but unpacks each of them under
+/// `$CARGO_HOME/registry/src/-<hash>/<name>-<version>` and, finding that folder
+/// on a later run, reuses it: without this, the second `test-all` on a machine
+/// verified `duraq-cli` against the `duraq-core` of the first (same version),
+/// and failed on code that was fine. Only folders of local (overlay) registries,
+/// whose names start with `-`, and only our own package names are touched;
+/// crates.io's sources are not.
+fn forget_unpacked_overlay_sources(packages: &[String]) {
+    let home = std::env::var_os("CARGO_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| Path::new(&h).join(".cargo")));
+    let Some(src) = home.map(|h| h.join("registry").join("src")) else {
+        return;
+    };
+    let Ok(registries) = std::fs::read_dir(&src) else {
+        return;
+    };
+    for registry in registries.flatten() {
+        if !registry.file_name().to_string_lossy().starts_with('-') {
+            continue;
+        }
+        let Ok(unpacked) = std::fs::read_dir(registry.path()) else {
+            continue;
+        };
+        for dir in unpacked.flatten() {
+            let name = dir.file_name().to_string_lossy().into_owned();
+            let ours = packages.iter().any(|p| {
+                is_versioned_dir_of(&name, p, |c| c.is_ascii_alphanumeric() || ".+-".contains(c))
+                    && name[p.len() + 1..].starts_with(|c: char| c.is_ascii_digit())
+            });
+            if ours {
+                if let Err(e) = std::fs::remove_dir_all(dir.path()) {
+                    eprintln!("xtask: could not remove {}: {e}", dir.path().display());
+                }
+            }
+        }
+    }
 }
 
 /// `(name, publishable)` from a manifest's `[package]` section.
@@ -312,11 +414,28 @@ fn secs(d: Duration) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::{package_section, publishable_packages, workspace_root};
+    use super::{is_versioned_dir_of, package_section, publishable_packages, workspace_root};
+
+    #[test]
+    fn versioned_dirs_match_their_own_package_only() {
+        let hex = |c: char| c.is_ascii_hexdigit();
+        assert!(is_versioned_dir_of(
+            "duraq-mailer-0f3a",
+            "duraq-mailer",
+            hex
+        ));
+        assert!(!is_versioned_dir_of(
+            "duraq-mailer-resend-0f3a",
+            "duraq-mailer",
+            hex
+        ));
+        assert!(!is_versioned_dir_of("duraq-mailer", "duraq-mailer", hex));
+    }
 
     #[test]
     fn the_workspace_publishes_its_libraries_and_the_cli_only() {
-        let names = publishable_packages(&workspace_root()).unwrap();
+        let (names, target) = publishable_packages(&workspace_root()).unwrap();
+        assert!(target.is_absolute(), "{}", target.display());
         for lib in ["duraq-core", "duraq-store-sqlite", "duraq-cli"] {
             assert!(
                 names.iter().any(|n| n == lib),

@@ -1,0 +1,256 @@
+//! A standalone worker process: typed handlers, retries spaced by the job type's
+//! own backoff, a snooze, periodic jobs, a queue capped at two running jobs, and
+//! a graceful shutdown once the work it enqueued is done.
+//!
+//! Run: `cargo run -p duraq-examples --example worker`
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use duraq_core::{
+    EnqueueOptions, JobArgs, JobContext, JobError, JobHandler, JobResult, Outcome, PeriodicJob,
+    QueueConfig, Registry, Store, Worker, WorkerEvent,
+};
+use duraq_store_sqlite::{SqliteOptions, SqliteStore};
+use serde::{Deserialize, Serialize};
+use tokio::sync::broadcast::error::RecvError;
+
+/// Runs on the `images` queue, which this worker caps at two running jobs.
+#[derive(Serialize, Deserialize)]
+struct ResizeImage {
+    image_id: u32,
+}
+impl JobArgs for ResizeImage {
+    const NAME: &'static str = "resize_image";
+    fn options() -> EnqueueOptions {
+        EnqueueOptions::new().queue("images")
+    }
+}
+struct Resizer {
+    running: Arc<AtomicUsize>,
+    peak: Arc<AtomicUsize>,
+}
+#[duraq_core::async_trait]
+impl JobHandler for Resizer {
+    type Args = ResizeImage;
+    async fn perform(&self, _ctx: &JobContext, args: ResizeImage) -> Result<JobResult, JobError> {
+        let now = self.running.fetch_add(1, SeqCst) + 1;
+        self.peak.fetch_max(now, SeqCst);
+        tokio::time::sleep(Duration::from_millis(50)).await; // the "work"
+        self.running.fetch_sub(1, SeqCst);
+        println!(
+            "resized image {} ({now} of queue images running)",
+            args.image_id
+        );
+        Ok(JobResult::Completed)
+    }
+}
+
+/// Fails twice, then succeeds; its retries are spaced by the type's backoff.
+#[derive(Serialize, Deserialize)]
+struct ChargeCard {
+    order_id: u32,
+}
+impl JobArgs for ChargeCard {
+    const NAME: &'static str = "charge_card";
+    fn options() -> EnqueueOptions {
+        EnqueueOptions::new().max_retries(5)
+    }
+    /// 100 ms after the first failed attempt, 200 ms after the second, …
+    fn backoff(attempt: u32) -> Option<Duration> {
+        Some(Duration::from_millis(100 * u64::from(attempt)))
+    }
+}
+struct Charger;
+#[duraq_core::async_trait]
+impl JobHandler for Charger {
+    type Args = ChargeCard;
+    async fn perform(&self, ctx: &JobContext, args: ChargeCard) -> Result<JobResult, JobError> {
+        let attempt = ctx.attempt();
+        if attempt < 3 {
+            let delay = ChargeCard::backoff(attempt).unwrap_or_default();
+            println!(
+                "charge order {}: attempt {attempt} failed, retry in {delay:?}",
+                args.order_id
+            );
+            return Err(JobError::new("card processor timed out")); // becomes lastError
+        }
+        println!("charged order {} on attempt {attempt}", args.order_id);
+        Ok(JobResult::Completed)
+    }
+}
+
+/// Waits for an export another system produces: snoozes until it is ready.
+#[derive(Serialize, Deserialize)]
+struct WaitForExport {
+    export_id: u32,
+}
+impl JobArgs for WaitForExport {
+    const NAME: &'static str = "wait_for_export";
+}
+struct ExportWatcher {
+    checks: AtomicUsize, // stands in for asking the other system
+}
+#[duraq_core::async_trait]
+impl JobHandler for ExportWatcher {
+    type Args = WaitForExport;
+    async fn perform(&self, ctx: &JobContext, args: WaitForExport) -> Result<JobResult, JobError> {
+        let check = self.checks.fetch_add(1, SeqCst) + 1;
+        if check < 3 {
+            println!(
+                "export {} not ready (check {check}): snooze 150ms, attempt stays {}",
+                args.export_id,
+                ctx.attempt()
+            );
+            return Ok(ctx.reschedule_in(Duration::from_millis(150))); // no attempt used
+        }
+        println!(
+            "export {} ready after {check} checks, on attempt {}",
+            args.export_id,
+            ctx.attempt()
+        );
+        Ok(JobResult::Completed)
+    }
+}
+
+/// A periodic job: every worker that declares it enqueues each tick, once.
+#[derive(Serialize, Deserialize)]
+struct Cleanup {
+    older_than_days: u32,
+}
+impl JobArgs for Cleanup {
+    const NAME: &'static str = "cleanup";
+    fn options() -> EnqueueOptions {
+        EnqueueOptions::new().queue("maintenance")
+    }
+}
+struct Cleaner;
+#[duraq_core::async_trait]
+impl JobHandler for Cleaner {
+    type Args = Cleanup;
+    async fn perform(&self, _ctx: &JobContext, args: Cleanup) -> Result<JobResult, JobError> {
+        println!(
+            "cleanup: removed drafts older than {} days",
+            args.older_than_days
+        );
+        Ok(JobResult::Completed)
+    }
+}
+
+#[tokio::main]
+async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let dir = tempfile::tempdir()?;
+    let store: Arc<dyn Store> = Arc::new(SqliteStore::open(
+        dir.path().join("jobs.db"),
+        SqliteOptions::default(),
+    )?);
+
+    // The work: six resizes, a charge that fails twice, an export to wait for.
+    for image_id in 1..=6 {
+        store.enqueue(ResizeImage { image_id }.job()?).await?;
+    }
+    store.enqueue(ChargeCard { order_id: 42 }.job()?).await?;
+    store.enqueue(WaitForExport { export_id: 7 }.job()?).await?;
+
+    let (running, peak) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+    let registry = Registry::new()
+        .register(Resizer {
+            running,
+            peak: peak.clone(),
+        })?
+        .register(Charger)?
+        .register(ExportWatcher {
+            checks: AtomicUsize::new(0),
+        })?
+        .register(Cleaner)?;
+    let worker = Worker::builder(store.clone(), registry)
+        .concurrency(8)
+        .queue(
+            "images",
+            QueueConfig {
+                max_concurrent: Some(2),
+                priority: 0,
+            },
+        )
+        .periodic(PeriodicJob::every_job(
+            "cleanup-drafts",
+            Duration::from_millis(300),
+            &Cleanup { older_than_days: 7 },
+        )?)
+        .periodic(PeriodicJob::cron_job(
+            "nightly-cleanup",
+            "0 3 * * *",
+            &Cleanup {
+                older_than_days: 30,
+            },
+        )?)
+        .build()?;
+    let mut events = worker.subscribe(); // before spawning: see every event
+    let handle = worker.spawn();
+
+    // Follow the worker's events until our 8 jobs and 2 periodic ticks completed.
+    let mut completed: HashMap<String, usize> = HashMap::new();
+    let done = |c: &HashMap<String, usize>| {
+        let n = |name: &str| c.get(name).copied().unwrap_or(0);
+        n("resize_image") == 6
+            && n("charge_card") == 1
+            && n("wait_for_export") == 1
+            && n("cleanup") >= 2
+    };
+    tokio::time::timeout(Duration::from_secs(30), async {
+        while !done(&completed) {
+            match events.recv().await {
+                Ok(WorkerEvent::Finished(f)) if f.outcome == Outcome::Completed => {
+                    *completed.entry(f.job_name).or_default() += 1;
+                }
+                Ok(WorkerEvent::PeriodicEnqueued {
+                    name,
+                    tick_ms,
+                    created: true,
+                    ..
+                }) => {
+                    println!(
+                        "periodic {name}: next tick enqueued, due in {}",
+                        until(tick_ms)
+                    );
+                }
+                Ok(_) | Err(RecvError::Lagged(_)) => {}
+                Err(closed) => return Err(closed),
+            }
+        }
+        Ok(())
+    })
+    .await??;
+
+    // Graceful shutdown: stop claiming, let running jobs finish and report them.
+    let report = handle.shutdown_and_join().await?;
+    println!(
+        "worker stopped: {} claimed, {} completed, {} retried, {} rescheduled, {} periodic ticks enqueued",
+        report.claimed, report.completed, report.retried, report.rescheduled, report.periodic_enqueued
+    );
+    let peak = peak.load(SeqCst);
+    assert!(peak <= 2, "the images cap was exceeded");
+    println!("queue images: at most {peak} jobs ran at once (cap 2)");
+    // What stays queued: the periodic jobs' next ticks, waiting for the next worker.
+    let counts = store.count_snapshot().await?.counts;
+    println!(
+        "store: {} completed, {} failed, {} queued (next periodic ticks)",
+        counts.completed, counts.failed, counts.queued
+    );
+    Ok(())
+}
+
+/// How far in the future `tick_ms` (ms since the epoch) is, rounded.
+fn until(tick_ms: i64) -> String {
+    let now_ms = SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64);
+    let ms = (tick_ms - now_ms).max(0);
+    if ms < 60_000 {
+        format!("{ms}ms")
+    } else {
+        format!("{}h{:02}m", ms / 3_600_000, ms / 60_000 % 60)
+    }
+}

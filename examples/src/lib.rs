@@ -1,0 +1,11 @@
+//! Runnable examples of duraq, one per file under `examples/examples/`
+//! (`cargo run -p duraq-examples --example web_service`, `worker`, `mail`,
+//! `tenant_preflight`), each on SQLite in a temporary folder. `tests/run_examples.rs`
+//! runs every one of them under `cargo test`.
+//!
+//! The library itself is empty. Under `cargo test` it carries the repository's
+//! README as its documentation, so every `rust` code block of the README is compiled
+//! (and run, unless marked `no_run`) as a doctest of this package: the snippets
+//! cannot drift from the API.
+
+#![cfg_attr(doctest, doc = include_str!("../../README.md"))]

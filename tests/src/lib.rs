@@ -41,6 +41,7 @@ pub mod normalization;
 pub mod operations;
 pub mod operator;
 pub mod prune;
+pub mod queue_counts;
 pub mod recovery;
 pub mod retry;
 pub mod run_in;

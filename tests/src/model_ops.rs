@@ -285,9 +285,16 @@ pub async fn apply(ctx: &Ctx<'_>, op: &Op) -> Value {
                 .await,
         ),
         Op::Reconcile => to_json(s.reconcile_reservations().await),
-        Op::Snapshot => to_json(s.count_snapshot().await.map(|mut snap| {
-            snap.revision -= ctx.base_revision;
-            snap
-        })),
+        Op::Snapshot => {
+            let global = to_json(s.count_snapshot().await.map(|mut snap| {
+                snap.revision -= ctx.base_revision;
+                snap
+            }));
+            let queues = to_json(s.queue_snapshot().await.map(|mut snap| {
+                snap.revision -= ctx.base_revision;
+                snap
+            }));
+            json!({"global": global, "queues": queues})
+        }
     }
 }

@@ -120,7 +120,17 @@ impl Side {
         let snap = snap
             .map(|s| serde_json::to_value(s).unwrap())
             .unwrap_or_else(|e| json!({"error": e.code().as_str()}));
-        self.mask(json!({"jobs": jobs, "snapshot": snap}))
+        // Counts per queue (and latency) after every operation, on every store.
+        let queues = self
+            .store
+            .queue_snapshot()
+            .await
+            .map(|mut s| {
+                s.revision -= self.base_revision;
+                serde_json::to_value(s).unwrap()
+            })
+            .unwrap_or_else(|e| json!({"error": e.code().as_str()}));
+        self.mask(json!({"jobs": jobs, "snapshot": snap, "queues": queues}))
     }
 
     pub(crate) async fn keys_and_operations(&self) -> Value {

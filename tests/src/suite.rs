@@ -84,6 +84,12 @@ macro_rules! store_suite {
                     fresh_store_is_empty, revision_per_call, recovery_and_batch_are_one_mutation,
                     report_batch_is_one_mutation, prune_is_one_mutation_per_batch,
                 ],
+                queue_counts: [
+                    per_queue_counts_follow_every_transition,
+                    revision_is_shared_and_rollbacks_change_nothing,
+                    cross_queue_net_zero_moves_the_revision,
+                    latency_is_the_age_of_the_oldest_due_job,
+                ],
                 prune: [
                     ages_are_strict_and_per_category, live_jobs_never_pruned, batches_are_reported,
                     prune_keeps_ownership_and_operations,

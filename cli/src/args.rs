@@ -71,9 +71,15 @@ pub enum Command {
     /// Job counts per status with their revision (`--watch` follows changes).
     #[command(after_long_help = crate::examples::COUNTS)]
     Counts(CountsArgs),
+    /// Job counts per queue and status, with each queue's latency.
+    #[command(after_long_help = crate::examples::QUEUES)]
+    Queues,
     /// Run the built-in handlers until SIGINT/SIGTERM.
     #[command(after_long_help = crate::examples::WORKER)]
     Worker(WorkerArgs),
+    /// Serve the dashboard (jobs, queues, live counts) and Prometheus `/metrics`.
+    #[command(after_long_help = crate::examples::WEB)]
+    Web(WebArgs),
     /// Enqueue a realistic mix into a fresh SQLite file and drain it with a worker.
     #[command(after_long_help = crate::examples::DEMO)]
     Demo(DemoArgs),
@@ -256,6 +262,16 @@ pub struct WorkerArgs {
     /// On SIGINT/SIGTERM, let running jobs finish for up to this long.
     #[arg(long, value_name = "DURATION", default_value = "30s")]
     pub drain_timeout: String,
+}
+
+#[derive(Debug, Args)]
+pub struct WebArgs {
+    /// Address to serve on; beyond the loopback interface DURAQ_WEB_TOKEN is required.
+    #[arg(long, value_name = "HOST:PORT", default_value = "127.0.0.1:8080")]
+    pub listen: String,
+    /// Hide retry and cancel; every POST is refused.
+    #[arg(long)]
+    pub read_only: bool,
 }
 
 #[derive(Debug, Args)]

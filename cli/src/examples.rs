@@ -128,6 +128,15 @@ Examples:
   duraq counts --json
   duraq counts --watch";
 
+pub const QUEUES: &str = "\
+Counts per queue and status (RUNNING: handed off to a worker), and LATENCY: how
+long the oldest due job of the queue has been waiting (- when none is due).
+
+Examples:
+  duraq queues
+  duraq queues --json
+  duraq --database postgres://duraq@localhost/app queues";
+
 pub const WORKER: &str = "\
 Built-in jobs:
   duraq.noop           any args; succeeds
@@ -156,6 +165,26 @@ Examples:
   duraq worker --queues default,mail --concurrency 20
   duraq worker --queue-cap mail=2 --drain-timeout 2m
   DURAQ_LOG=debug duraq --database postgres://duraq@localhost/app worker";
+
+pub const WEB: &str = "\
+Serves the dashboard: counts per status updated live, queues, jobs with filters
+and paging, each job's details with retry and cancel, running workers, schedule
+keys; and Prometheus metrics at /metrics. It reads an existing database only.
+
+Beyond the loopback interface it refuses to start without DURAQ_WEB_TOKEN; with
+a token every request needs it: `Authorization: Bearer <token>`, or open any
+page once with `?token=<token>` (it sets an HttpOnly cookie).
+
+Environment:
+  DURAQ_WEB_TOKEN      token required on every request (never printed)
+
+Examples:
+  duraq web
+  duraq web --listen 127.0.0.1:9000 --read-only
+  duraq --database postgres://duraq@localhost/app web
+  DURAQ_WEB_TOKEN=$(openssl rand -hex 32) duraq web --listen 0.0.0.0:8080
+
+See docs/dashboard.md.";
 
 pub const DEMO: &str = "\
 Examples:

@@ -25,10 +25,12 @@ mod mail;
 mod manual;
 mod output;
 mod parse;
+mod queues;
 #[cfg(test)]
 mod robustness;
 mod schedule;
 mod tenants;
+mod web;
 mod worker;
 
 use std::process::ExitCode;
@@ -47,7 +49,7 @@ fn main() -> ExitCode {
     // purpose and its summary says what happened; every other command speaks
     // only when something is wrong.
     logging::init(match cli.command {
-        Command::Worker(_) => "info",
+        Command::Worker(_) | Command::Web(_) => "info",
         Command::Demo(_) => "error",
         _ => "warn",
     });
@@ -118,7 +120,9 @@ async fn run(cli: Cli) -> anyhow::Result<u8> {
         Command::Schedule(c) => schedule::run(&db()?, c, json).await,
         Command::Jobs(c) => jobs::run(&db()?, c, json).await,
         Command::Counts(a) => counts::run(&db()?, a.watch, json).await,
+        Command::Queues => queues::run(&db()?, json).await,
         Command::Worker(a) => worker::run(&db()?, a, json).await,
+        Command::Web(a) => web::run(&db()?, a).await,
         Command::Demo(a) => demo::run(a, json).await,
         Command::Mail(c) => mail::run(&db()?, c).await,
         Command::Tenants(c) => return Ok(tenants::run(c, json).await),

@@ -1,0 +1,100 @@
+//! `duraq web`: serves the dashboard (`duraq-web`'s router) on `--listen`, and
+//! the listen rule shared with `duraq worker --metrics-listen`.
+//!
+//! The dashboard only reads and acts on existing jobs, so the store is opened
+//! with `Database::open_existing` (a mistyped `--database` is
+//! `database-not-found`, never a new empty database). Beyond the loopback
+//! interface a token (`DURAQ_WEB_TOKEN`) is required: the check happens before
+//! the database is opened or a port bound, and fails with `web-token-required`.
+
+use std::net::SocketAddr;
+
+use anyhow::Result;
+use duraq_core::error_chain;
+use duraq_web::{check_listen, router, serve, WebError, WebOptions};
+use tokio::net::TcpListener;
+
+use crate::args::WebArgs;
+use crate::db::Database;
+use crate::output::CliError;
+use crate::worker::Signals;
+
+/// The token from `DURAQ_WEB_TOKEN` (empty means none).
+pub fn token() -> Option<String> {
+    std::env::var("DURAQ_WEB_TOKEN")
+        .ok()
+        .filter(|t| !t.is_empty())
+}
+
+/// A `duraq-web` error with its own stable code and cause chain.
+pub fn web_error(e: WebError) -> anyhow::Error {
+    CliError::new(e.code(), error_chain(&e)).into()
+}
+
+/// Resolves `listen` (`127.0.0.1:8080`, `localhost:8080`, `[::1]:9000`) and
+/// applies the token rule to every address it names, then binds the first.
+pub async fn bind(flag: &str, listen: &str, token: Option<&str>) -> Result<TcpListener> {
+    let addrs: Vec<SocketAddr> = tokio::net::lookup_host(listen)
+        .await
+        .map_err(|e| {
+            CliError::new(
+                "invalid-listen-address",
+                format!("{flag} {listen:?} is not HOST:PORT ({e})"),
+            )
+        })?
+        .collect();
+    let Some(first) = addrs.first().copied() else {
+        return Err(CliError::new(
+            "invalid-listen-address",
+            format!("{flag} {listen:?} names no address"),
+        )
+        .into());
+    };
+    for addr in &addrs {
+        check_listen(*addr, token).map_err(web_error)?;
+    }
+    TcpListener::bind(first).await.map_err(|source| {
+        web_error(WebError::Io {
+            addr: first.to_string(),
+            source,
+        })
+    })
+}
+
+pub async fn run(db: &Database, a: WebArgs) -> Result<()> {
+    let token = token();
+    // Validate before opening anything: a refused address leaves no trace.
+    let signals = Signals::new()?;
+    let listener = bind("--listen", &a.listen, token.as_deref()).await?;
+    let store = db.open_existing(false).await?;
+    let mut options = WebOptions::new()
+        .read_only(a.read_only)
+        .secrets(crate::db::password(&db_url(db)));
+    if let Some(token) = &token {
+        options = options.token(token.clone());
+    }
+    let local = listener.local_addr()?;
+    eprintln!(
+        "duraq web: serving the dashboard on http://{local}/{}{}; Ctrl-C to stop",
+        if a.read_only { " (read-only)" } else { "" },
+        if token.is_some() {
+            "; open it with ?token=… once, or send Authorization: Bearer"
+        } else {
+            ""
+        },
+    );
+    let mut signals = signals;
+    serve(listener, router(store, options), async move {
+        signals.next().await;
+    })
+    .await
+    .map_err(web_error)
+}
+
+/// The URL a `Database` came from, for the password to scrub.
+fn db_url(db: &Database) -> String {
+    match db {
+        Database::Postgres { url, .. } => url.clone(),
+        _ => String::new(),
+    }
+}

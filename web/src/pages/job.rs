@@ -1,0 +1,184 @@
+//! `GET /jobs/{id}` and its actions, `POST /jobs/{id}/retry` and `/cancel`.
+//!
+//! The detail shows every field a store keeps: args as pretty JSON, every
+//! timestamp in UTC with a relative time, keys, the lease, `lastError` (the
+//! store keeps only the latest error; there is no history to show). An action
+//! is a POST form with the CSRF token; after it the browser is sent back to the
+//! detail page (303), where `[data-field="status"]` shows the new status, and a
+//! refused action (`invalid-job-state`: retrying a running job) is named there.
+
+use axum::extract::{Path, Query, State as AxumState};
+use axum::response::{IntoResponse, Redirect, Response};
+use axum::Form;
+use duraq_core::{ErrorCode, Job};
+use maud::{html, Markup};
+use serde::Deserialize;
+
+use super::overview::{label, urlencode};
+use super::store_error;
+use crate::format::{visible, visible_multiline};
+use crate::html::{csrf_field, link, notice, page, time};
+use crate::live::now_ms;
+use crate::security::check_csrf;
+use crate::{AppState, State};
+
+/// `?error=<code>` after a refused action.
+#[derive(Debug, Default, Deserialize)]
+pub struct DetailQuery {
+    #[serde(default)]
+    error: Option<String>,
+    #[serde(default)]
+    done: Option<String>,
+}
+
+/// `GET /jobs/{id}`.
+pub async fn detail(
+    AxumState(state): AxumState<State>,
+    Path(id): Path<String>,
+    Query(q): Query<DetailQuery>,
+) -> Response {
+    let job = match state.store.get_job(&id).await {
+        Ok(Some(job)) => job,
+        Ok(None) => {
+            return store_error(
+                &state,
+                "job",
+                &duraq_core::Error::job_not_found(&visible(&id)),
+            )
+        }
+        Err(e) => return store_error(&state, "job", &e),
+    };
+    let message = match (q.error.as_deref(), q.done.as_deref()) {
+        (Some("invalid-job-state"), _) => Some((
+            "error",
+            "That action does not apply to a job in this status.",
+        )),
+        (Some(_), _) => Some(("error", "The action failed; see the server log.")),
+        (None, Some("retry")) => Some(("info", "Retried: the job is queued and due now.")),
+        (None, Some("cancel")) => Some(("info", "Cancelled.")),
+        _ => None,
+    };
+    let body = html! {
+        h1 { "Job " code { (visible(&job.id)) } }
+        @if let Some((kind, text)) = message { (notice(kind, text)) }
+        (actions(&state, &job))
+        (fields(&state, &job))
+        h2 { "Args" }
+        pre.json data-field="args" { (visible_multiline(&pretty(&job.args))) }
+        h2 { "Last error" }
+        @match &job.last_error {
+            Some(e) => pre.error data-field="lastError" { (visible_multiline(&state.options.scrub(e))) },
+            None => p.muted data-field="lastError" { "None." },
+        }
+        p.muted { "The store keeps the latest error of a job, not the error of every attempt." }
+    };
+    page(&state, "job", &format!("Job {}", visible(&job.id)), body)
+}
+
+fn pretty(args: &serde_json::Value) -> String {
+    serde_json::to_string_pretty(args).unwrap_or_else(|_| args.to_string())
+}
+
+fn actions(state: &AppState, job: &Job) -> Markup {
+    let path = |what: &str| link(state, &format!("/jobs/{}/{what}", urlencode(&job.id)));
+    html! {
+        @if !state.options.is_read_only() {
+            div.actions {
+                @if job.status.is_terminal() {
+                    form data-action="retry" method="post" action=(path("retry")) {
+                        (csrf_field(state))
+                        button type="submit" { "Retry" }
+                    }
+                } @else {
+                    form data-action="cancel" method="post" action=(path("cancel")) {
+                        (csrf_field(state))
+                        button.danger type="submit" { "Cancel" }
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn fields(state: &AppState, job: &Job) -> Markup {
+    let now = now_ms();
+    let text = |v: &Option<String>| v.as_deref().map(|s| visible(s).into_owned());
+    html! {
+        dl.fields {
+            dt { "Status" } dd { span.status.(job.status.as_str()) data-field="status" data-status=(job.status.as_str()) { (label(job.status)) } }
+            dt { "Name" } dd data-field="jobName" { (visible(&job.job_name)) }
+            dt { "Queue" } dd data-field="queue" { a href=(link(state, &format!("/jobs?queue={}", urlencode(&job.queue)))) { (visible(&job.queue)) } }
+            dt { "Attempts" } dd data-field="attempts" { (job.attempts) " of " (job.max_retries.saturating_add(1)) }
+            dt { "Created" } dd data-field="createdAt" { (time(Some(job.created_at_ms), now)) }
+            dt { "Scheduled (due)" } dd data-field="scheduledAt" { (time(Some(job.scheduled_at_ms), now)) }
+            dt { "Handed off" } dd data-field="handedOffAt" { (time(job.handed_off_at_ms, now)) }
+            dt { "Completed" } dd data-field="completedAt" { (time(job.completed_at_ms, now)) }
+            dt { "Failed" } dd data-field="failedAt" { (time(job.failed_at_ms, now)) }
+            dt { "Cancelled" } dd data-field="cancelledAt" { (time(job.cancelled_at_ms, now)) }
+            dt { "Orphaned" } dd data-field="orphanedAt" { (time(job.orphaned_at_ms, now)) }
+            dt { "Schedule key" } dd data-field="scheduleKey" { @match &job.schedule_key {
+                Some(k) => {
+                    a href=(link(state, &format!("/keys?key={}", urlencode(k)))) { (visible(k)) }
+                    @if let Some(order) = job.schedule_order { span.muted { " (order " (order) ")" } }
+                },
+                None => span.muted { "—" },
+            } }
+            dt { "Idempotency key" } dd data-field="idempotencyKey" { (opt(text(&job.idempotency_key))) }
+            dt { "Concurrency key" } dd data-field="concurrencyKey" { (opt(text(&job.concurrency_key)))
+                @if let Some(n) = job.max_concurrency { span.muted { " (at most " (n) " at once)" } } }
+            dt { "Timeout" } dd data-field="timeout" { (opt(job.timeout_ms.map(crate::format::duration))) }
+            dt { "Worker" } dd data-field="workerId" { (opt(text(&job.worker_id))) }
+            dt { "Lease (handoff id)" } dd data-field="handoffId" { (opt(text(&job.handoff_id))) }
+        }
+    }
+}
+
+fn opt(value: Option<String>) -> Markup {
+    match value {
+        Some(v) => html! { (v) },
+        None => html! { span.muted { "—" } },
+    }
+}
+
+/// The form of an action.
+#[derive(Debug, Deserialize)]
+pub struct ActionForm {
+    #[serde(default)]
+    csrf: String,
+}
+
+/// `POST /jobs/{id}/retry`.
+pub async fn retry(state: AxumState<State>, id: Path<String>, form: Form<ActionForm>) -> Response {
+    act(state, id, form, "retry").await
+}
+
+/// `POST /jobs/{id}/cancel`.
+pub async fn cancel(state: AxumState<State>, id: Path<String>, form: Form<ActionForm>) -> Response {
+    act(state, id, form, "cancel").await
+}
+
+async fn act(
+    AxumState(state): AxumState<State>,
+    Path(id): Path<String>,
+    Form(form): Form<ActionForm>,
+    what: &'static str,
+) -> Response {
+    if let Some(refused) = check_csrf(&state, &form.csrf) {
+        return refused;
+    }
+    let result = match what {
+        "retry" => state.store.retry_job(&id).await,
+        _ => state.store.cancel_job(&id).await,
+    };
+    let back = link(&state, &format!("/jobs/{}", urlencode(&id)));
+    match result {
+        Ok(_) => Redirect::to(&format!("{back}?done={what}")).into_response(),
+        Err(e) if e.code() == ErrorCode::InvalidJobState => {
+            Redirect::to(&format!("{back}?error=invalid-job-state")).into_response()
+        }
+        Err(e) => {
+            tracing::warn!(job_id = %id, "dashboard {what} failed: {e}");
+            store_error(&state, "job", &e)
+        }
+    }
+}

@@ -1,0 +1,77 @@
+//! The pages. Each module renders one or two pages with maud (escaping every
+//! value) inside [`crate::html::page`]; every read is one O(1) count snapshot
+//! or one index-ordered, limited `list_jobs` page, so a page costs the same on a
+//! million jobs as on ten.
+//!
+//! [`queue_rows`] is the one place the per-queue numbers come from
+//! (`Store::queue_snapshot`: exact counters per queue, plus each queue's
+//! latency, one revision for all of them).
+
+pub mod job;
+pub mod jobs;
+pub mod other;
+pub mod overview;
+
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use duraq_core::{StatusCounts, Store};
+use maud::html;
+
+use crate::html::{notice, page};
+use crate::{AppState, State};
+
+/// One row of the queues table.
+#[derive(Clone, Debug)]
+pub struct QueueRow {
+    /// The queue (`None` would stand for "every queue").
+    pub queue: Option<String>,
+    /// Its jobs per status.
+    pub counts: StatusCounts,
+    /// Age of its oldest due queued job, when the store reports it.
+    pub latency_ms: Option<i64>,
+}
+
+/// The per-queue numbers (queues holding at least one job, by name), the
+/// global counts, and the count revision they are all exact for.
+pub async fn queue_rows(
+    store: &dyn Store,
+) -> duraq_core::Result<(Vec<QueueRow>, StatusCounts, i64)> {
+    let snap = store.queue_snapshot().await?;
+    let rows = snap
+        .queues
+        .into_iter()
+        .map(|q| QueueRow {
+            queue: Some(q.queue),
+            counts: q.counts,
+            latency_ms: q.latency_ms,
+        })
+        .collect();
+    Ok((rows, snap.counts, snap.revision))
+}
+
+/// Whether [`queue_rows`] splits by queue.
+pub const PER_QUEUE: bool = true;
+
+/// 404 for an unknown path, in the page frame.
+pub async fn not_found(axum::extract::State(state): axum::extract::State<State>) -> Response {
+    let body = html! { h1 { "Not found" } p { "There is no such page." } };
+    (
+        StatusCode::NOT_FOUND,
+        page(&state, "overview", "Not found", body),
+    )
+        .into_response()
+}
+
+/// A store error as a page: its stable code and message, nothing else.
+pub fn store_error(state: &AppState, name: &'static str, err: &duraq_core::Error) -> Response {
+    let status = match err {
+        duraq_core::Error::NotFound { .. } => StatusCode::NOT_FOUND,
+        duraq_core::Error::Invalid { .. } => StatusCode::BAD_REQUEST,
+        duraq_core::Error::Conflict { .. } => StatusCode::CONFLICT,
+        _ => StatusCode::SERVICE_UNAVAILABLE,
+    };
+    let chain = state.options.scrub(&duraq_core::error_chain(err));
+    let text = format!("error[{}]: {chain}", err.code().as_str());
+    let body = html! { h1 { "Something went wrong" } (notice("error", &text)) };
+    (status, page(state, name, "Error", body)).into_response()
+}

@@ -1,0 +1,147 @@
+//! `GET /` (overview) and `GET /queues`.
+//!
+//! The overview shows the counts per status (`[data-count=STATUS]` holds the
+//! plain number, which the page's script replaces from `/events`), the queues
+//! table and the throughput of the last hour as an inline SVG (`#throughput`).
+//! Everything comes from one O(1) count snapshot plus the live task's history.
+
+use axum::extract::State as AxumState;
+use axum::response::Response;
+use duraq_core::JobStatus;
+use maud::{html, Markup};
+
+use super::{queue_rows, store_error, QueueRow, PER_QUEUE};
+use crate::format::{duration, thousands};
+use crate::html::{link, page};
+use crate::live::{now_ms, MINUTES};
+use crate::{AppState, State};
+
+async fn render(state: &AppState) -> Response {
+    state_live(state);
+    let (rows, total, revision) = match queue_rows(state.store.as_ref()).await {
+        Ok(r) => r,
+        Err(e) => return store_error(state, "overview", &e),
+    };
+    let now = now_ms();
+    let chart = state.live.throughput(now);
+    let body = html! {
+        h1 { "Overview" }
+        section.counts aria-label="Jobs per status" data-revision=(revision) {
+            @for status in JobStatus::ALL {
+                a.count href=(link(state, &format!("/jobs?status={status}"))) {
+                    span.label { (label(status)) }
+                    span.number data-count=(status.as_str()) { (total.get(status)) }
+                }
+            }
+            div.count {
+                span.label { "total" }
+                span.number data-count="total" { (total.all) }
+            }
+        }
+        section {
+            h2 { "Throughput, last hour" }
+            p.muted { "Jobs that finished (completed, failed, cancelled or orphaned) per minute, \
+                       counted since this dashboard started." }
+            (throughput_svg(&chart))
+        }
+        section {
+            h2 { "Queues" }
+            (queues_table(state, &rows))
+        }
+    };
+    page(state, "overview", "Overview", body)
+}
+
+/// `GET /`.
+pub async fn overview(AxumState(state): AxumState<State>) -> Response {
+    render(&state).await
+}
+
+fn state_live(state: &AppState) {
+    state.live.ensure_started();
+}
+
+/// What a status is called on the page.
+pub fn label(status: JobStatus) -> &'static str {
+    match status {
+        JobStatus::HandedOff => "running",
+        other => other.as_str(),
+    }
+}
+
+/// `GET /queues`.
+pub async fn queues(AxumState(state): AxumState<State>) -> Response {
+    let (rows, _, _) = match queue_rows(state.store.as_ref()).await {
+        Ok(r) => r,
+        Err(e) => return store_error(&state, "queues", &e),
+    };
+    let body = html! {
+        h1 { "Queues" }
+        (queues_table(&state, &rows))
+        section.later {
+            h2 { "Pausing queues" }
+            p { "Queues cannot be paused yet. When they can, pause and resume \
+                 will be here, one pair per queue." }
+        }
+    };
+    page(&state, "queues", "Queues", body)
+}
+
+fn queues_table(state: &AppState, rows: &[QueueRow]) -> Markup {
+    html! {
+        @if !PER_QUEUE {
+            p.muted { "This store counts jobs per status over all queues only." }
+        }
+        @if rows.is_empty() { p.muted data-empty { "No queue holds a job." } }
+        table data-table="queues" {
+            thead { tr {
+                th { "Queue" } th.num { "Size (queued)" } th.num { "Running" }
+                th.num { "Completed" } th.num { "Failed" } th.num { "Latency" }
+            } }
+            tbody {
+                @for row in rows {
+                    tr data-queue=[row.queue.as_deref()] {
+                        td { @match &row.queue {
+                            Some(q) => a href=(link(state, &format!("/jobs?queue={}", urlencode(q)))) { (crate::format::visible(q)) },
+                            None => em { "all queues" },
+                        } }
+                        td.num { (thousands(row.counts.queued)) }
+                        td.num { (thousands(row.counts.handed_off)) }
+                        td.num { (thousands(row.counts.completed)) }
+                        td.num { (thousands(row.counts.failed)) }
+                        td.num { @match row.latency_ms {
+                            Some(ms) => (duration(ms)),
+                            None => span.muted { "—" },
+                        } }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// A query-string value, percent-encoded.
+pub fn urlencode(value: &str) -> String {
+    serde_urlencoded::to_string([("v", value)])
+        .map(|s| s[2..].to_string())
+        .unwrap_or_default()
+}
+
+/// Bars of jobs per minute, newest on the right; the script redraws it.
+fn throughput_svg(chart: &[u64]) -> Markup {
+    let max = chart.iter().copied().max().unwrap_or(0).max(1);
+    let width = 10 * MINUTES;
+    html! {
+        svg #throughput viewBox=(format!("0 0 {width} 100")) preserveAspectRatio="none"
+            role="img" aria-label="Jobs finished per minute over the last hour"
+            data-max=(max) {
+            @for (i, n) in chart.iter().enumerate() {
+                @let h = (*n as f64 / max as f64 * 96.0).round();
+                rect x=(i * 10 + 1) y=(100.0 - h) width="8" height=(h) data-n=(n) {
+                    title { (n) " jobs" }
+                }
+            }
+        }
+        p.muted.axis { span { "60 min ago" } span { "now" } }
+    }
+}

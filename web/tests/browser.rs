@@ -742,3 +742,90 @@ async fn a_read_only_dashboard_shows_no_actions_and_refuses_posts() {
     })
     .await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_token_dashboard_logs_in_once_and_never_shows_a_secret() {
+    const TOKEN: &str = "tok-3f9c2a7d5e1b";
+    const PASSWORD: &str = "db-password-hunter2";
+    let dash = Dash::start(WebOptions::new().token(TOKEN).secrets([PASSWORD])).await;
+    let failed = dash
+        .failed(
+            "charge_card",
+            json!({}),
+            "billing",
+            &format!("connect postgres://app:{PASSWORD}@db/app failed; token {TOKEN}"),
+        )
+        .await;
+
+    support::run("token", move |page| async move {
+        // Without the token: refused, no page.
+        page.goto(&dash.url("/")).await;
+        page.wait_for("the refusal", |p| async move {
+            match p.text("body").await {
+                Some(t) if t.contains("token") => Ok(()),
+                other => Err(format!("{other:?}")),
+            }
+        })
+        .await;
+        assert_eq!(
+            page.count("main[data-page]").await,
+            0,
+            "no page without the token"
+        );
+
+        // `?token=` once: a cookie, and the URL loses the token.
+        page.goto(&dash.url(&format!("/jobs?status=failed&token={TOKEN}")))
+            .await;
+        page.wait_page("jobs").await;
+        let url = page.url().await;
+        assert!(
+            !url.contains(TOKEN),
+            "the token stays out of the URL: {url}"
+        );
+        assert!(
+            url.contains("status=failed"),
+            "the rest of the query is kept: {url}"
+        );
+        let cookies = page.js("return document.cookie;", vec![]).await;
+        assert!(
+            !cookies.as_str().unwrap_or("").contains(TOKEN),
+            "the token cookie is HttpOnly"
+        );
+
+        // The cookie carries every later request: nav, detail, the live
+        // counts' event stream and a POST.
+        page.mark_document().await;
+        page.click("a[data-nav=\"overview\"]").await;
+        page.wait_navigated().await;
+        page.wait_page("overview").await;
+        let source = page.client.source().await.expect("page source");
+        assert!(!source.contains(TOKEN), "the overview renders the token");
+        page.mark_document().await;
+        dash.enqueue("send_welcome", json!({}), EnqueueOptions::new())
+            .await;
+        page.wait_text("[data-count=\"queued\"]", "to read 1 (live)", |t| t == "1")
+            .await;
+        assert!(page.still_marked().await, "live, without a reload");
+
+        open(&page, &dash.url(&format!("/jobs/{failed}")), "job").await;
+        let source = page.client.source().await.expect("page source");
+        assert!(!source.contains(TOKEN), "the job page renders the token");
+        assert!(!source.contains(PASSWORD), "the job page renders a secret");
+        let error = page
+            .text("[data-field=\"lastError\"]")
+            .await
+            .unwrap_or_default();
+        assert!(
+            error.contains("***"),
+            "secrets are masked in lastError: {error}"
+        );
+        page.screenshot("job-secrets-masked").await;
+        press(&page, "retry").await;
+        page.wait_text("[data-field=\"status\"]", "to read queued", |t| {
+            t == "queued"
+        })
+        .await;
+        assert_eq!(dash.status(&failed).await, JobStatus::Queued);
+    })
+    .await;
+}

@@ -16,6 +16,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use fantoccini::error::NewSessionError;
 use fantoccini::{Client, ClientBuilder, Locator};
 use serde_json::{json, Value};
 
@@ -168,7 +169,6 @@ impl Browser {
     pub async fn start() -> Browser {
         let profile = tempfile::tempdir().expect("profile tempdir");
         let user_data = profile.path().join("chromium-profile");
-        let driver = Driver::spawn(profile.path());
         let mut caps = serde_json::Map::new();
         caps.insert("browserName".into(), json!("chrome"));
         caps.insert(
@@ -192,32 +192,49 @@ impl Browser {
         );
         // Alerts (a confirm() on a destructive button) are accepted, not fatal.
         caps.insert("unhandledPromptBehavior".into(), json!("accept"));
-        let url = format!("http://127.0.0.1:{}", driver.port);
-        let deadline = Instant::now() + Duration::from_secs(30);
-        let client = loop {
-            let connector = hyper_util::client::legacy::connect::HttpConnector::new();
-            match ClientBuilder::new(connector)
-                .capabilities(caps.clone())
-                .connect(&url)
-                .await
-            {
-                Ok(c) => break c,
-                Err(e) if Instant::now() < deadline => {
-                    // chromedriver not listening yet: poll its port.
-                    let _ = e;
-                    tokio::time::sleep(POLL).await;
+        // A port picked free can be taken before chromedriver binds it: then it
+        // exits, and another port is tried.
+        let mut last = String::new();
+        for _ in 0..3 {
+            let mut driver = Driver::spawn(profile.path());
+            let url = format!("http://127.0.0.1:{}", driver.port);
+            let deadline = Instant::now() + Duration::from_secs(30);
+            loop {
+                if let Ok(Some(status)) = driver.child.try_wait() {
+                    last = format!(
+                        "chromedriver on {url} exited ({status})\n{}",
+                        driver.log_tail()
+                    );
+                    break;
                 }
-                Err(e) => panic!(
-                    "no WebDriver session from chromedriver at {url}: {e}\n--- chromedriver log ---\n{}",
-                    driver.log_tail()
-                ),
+                let connector = hyper_util::client::legacy::connect::HttpConnector::new();
+                match ClientBuilder::new(connector)
+                    .capabilities(caps.clone())
+                    .connect(&url)
+                    .await
+                {
+                    Ok(client) => {
+                        return Browser {
+                            client,
+                            driver,
+                            _profile: profile,
+                        }
+                    }
+                    // Not listening yet: poll its port until the deadline.
+                    Err(
+                        NewSessionError::Failed(_)
+                        | NewSessionError::FailedC(_)
+                        | NewSessionError::Lost(_),
+                    ) if Instant::now() < deadline => tokio::time::sleep(POLL).await,
+                    Err(e) => panic!(
+                        "no WebDriver session from chromedriver at {url}: {e}\n\
+                         --- chromedriver log ---\n{}",
+                        driver.log_tail()
+                    ),
+                }
             }
-        };
-        Browser {
-            client,
-            driver,
-            _profile: profile,
         }
+        panic!("chromedriver did not start: {last}");
     }
 
     /// Ends the session (Chromium quits); the driver goes when `self` drops.

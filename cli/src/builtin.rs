@@ -1,4 +1,4 @@
-//! The built-in jobs of SPEC §12 (`duraq.noop`, `duraq.sleep`, `duraq.http`) and
+//! The built-in jobs (see `docs/cli.md`) (`duraq.noop`, `duraq.sleep`, `duraq.http`) and
 //! the one place where a worker's handlers are registered, so that the mail crate
 //! adds `duraq.mail.deliver` (see `mail.rs`) without touching the worker loop.
 

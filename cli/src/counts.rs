@@ -1,4 +1,4 @@
-//! `duraq counts [--watch]`: the count snapshot of SPEC §8. `--watch` prints a new
+//! `duraq counts [--watch]`: the count snapshot (see `docs/counts.md`). `--watch` prints a new
 //! snapshot whenever the revision moves. It polls the snapshot (constant cost by
 //! contract) instead of subscribing to deltas, because SQLite publishes deltas
 //! only inside the writing process and the writers here are other processes.

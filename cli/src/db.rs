@@ -87,7 +87,7 @@ impl Database {
         Err(bad("is not a supported database URL"))
     }
 
-    /// Opens the store (creating missing schema, SPEC §9) for a one-shot
+    /// Opens the store (creating missing schema, `docs/operating.md`) for a one-shot
     /// command: other processes' changes are not followed (no PostgreSQL LISTEN).
     pub async fn open(&self) -> Result<Arc<dyn Store>> {
         Ok(self.open_migrating(false).await?.0)

@@ -1,6 +1,6 @@
 //! Turning stored values into text for a terminal, for any value a store may hold.
 //!
-//! Two rules (SPEC §17): every accepted value can be shown, and nothing shown can
+//! Two rules (`SECURITY.md`): every accepted value can be shown, and nothing shown can
 //! steer the terminal. Times are formatted by our own calendar arithmetic over the
 //! whole `i64` range (humantime's formatter refuses years past 9999 and its
 //! `Display` then panics), and every piece of user or provider text passes through

@@ -1,7 +1,7 @@
 //! Everything the program prints: one JSON object per command on stdout, plain
 //! tables for humans, and errors as `error[<code>]: <message>` (or a JSON error
 //! object) on stderr. Keeping this in one place keeps the output contract of
-//! SPEC §12 stable and testable. Text for humans passes through
+//! `docs/cli.md` stable and testable. Text for humans passes through
 //! [`crate::display`] (no control characters reach the terminal), and every error
 //! is printed with its cause chain and without any configured secret.
 

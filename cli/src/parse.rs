@@ -120,7 +120,7 @@ pub fn now_ms() -> i64 {
 pub fn job_options(a: &JobArgs) -> Result<(Value, EnqueueOptions), CliError> {
     let args = json_args(a.args.as_deref())?;
     // `--run-in` stays a delay: the store adds it to its own clock, and an
-    // idempotent request digests the delay, not a resolved time (SPEC §6).
+    // idempotent request digests the delay, not a resolved time (`docs/idempotency.md`).
     let (scheduled_at_ms, run_in_ms) = match (&a.run_at, &a.run_in) {
         (Some(at), _) => (Some(rfc3339_ms("--run-at", at)?), None),
         (None, Some(d)) => (None, Some(delay_ms("--run-in", d)?)),

@@ -1,4 +1,4 @@
-//! No input makes the program panic (SPEC §17): random values through every
+//! No input makes the program panic (`SECURITY.md`): random values through every
 //! parser of the command line and every display path of a stored job.
 //!
 //! The parsers are driven through clap itself (`Cli::try_parse_from`), so a

@@ -1,4 +1,4 @@
-//! `duraq tenants pending|migrate` (SPEC §11). The library (`duraq-tenants`) owns
+//! `duraq tenants pending|migrate` (`docs/tenants.md`). The library (`duraq-tenants`) owns
 //! the contract — the one JSON line, the exit codes 0/1/3, the read-only scan —
 //! so this module only maps flags to a `TenantsRequest` and draws progress: a bar
 //! when stderr is a terminal, plain lines otherwise.

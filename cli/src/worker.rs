@@ -1,6 +1,6 @@
 //! `duraq worker`: runs the built-in handlers against the database until SIGINT
 //! or SIGTERM, then stops claiming, lets running jobs finish up to the drain
-//! deadline (SPEC §4) and exits 0. Claiming, fencing, heartbeats and recovery of
+//! deadline (`docs/jobs.md`) and exits 0. Claiming, fencing, heartbeats and recovery of
 //! dead workers' leases are the core runtime's; this module only maps flags onto
 //! its builder and reports the totals.
 

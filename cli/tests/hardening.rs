@@ -1,4 +1,4 @@
-//! The program under hostile and mistaken input (SPEC §17), on SQLite: values
+//! The program under hostile and mistaken input (`SECURITY.md`), on SQLite: values
 //! that used to crash it, names that could steer a terminal, errors that lost
 //! their cause, reading commands that created databases, and built-in jobs that
 //! retried what could never succeed. Each case is a regression test of a finding

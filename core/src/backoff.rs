@@ -1,4 +1,4 @@
-//! The default retry policy of SPEC §3: after the n-th failed attempt wait
+//! The default retry policy (see `docs/jobs.md`): after the n-th failed attempt wait
 //! 10 s, 1 min, 10 min, 1 h, then (n − 3) h.
 
 use std::time::Duration;

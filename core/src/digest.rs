@@ -1,4 +1,4 @@
-//! Canonical JSON and SHA-256 digests (SPEC §6). Every store hashes through these
+//! Canonical JSON and SHA-256 digests (`docs/idempotency.md`). Every store hashes through these
 //! functions, so an idempotency scope made by one store is recognised by another.
 //!
 //! Canonical JSON: object keys sorted by their UTF-8 bytes, no insignificant

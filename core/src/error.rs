@@ -11,7 +11,7 @@ pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
 /// `Result` with duraq's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
-/// The stable machine codes of SPEC §3–§9 (and a few of duraq's own).
+/// The stable machine codes (see `docs/jobs.md`) and `docs/operating.md` (and a few of duraq's own).
 ///
 /// The string form ([`ErrorCode::as_str`]) is part of the public contract: the CLI
 /// prints it as `error[<code>]` and scripts match on it.

@@ -1,4 +1,4 @@
-//! The job row of SPEC §2 as every store returns it.
+//! The job row (see `docs/jobs.md`) as every store returns it.
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -82,7 +82,7 @@ impl FromStr for JobStatus {
     }
 }
 
-/// A persisted job, with the camelCase JSON names of SPEC §2.
+/// A persisted job, with the camelCase JSON names (see `docs/jobs.md`).
 ///
 /// `workerId` and `handoffId` describe the latest lease: set at claim, kept when the
 /// job reaches a terminal status (history), cleared when it returns to `queued`.

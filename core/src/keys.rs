@@ -43,7 +43,7 @@ macro_rules! string_newtype {
 }
 
 string_newtype!(
-    /// A stable schedule key (SPEC §5): 1–255 characters, no control characters.
+    /// A stable schedule key (`docs/schedule-keys.md`): 1–255 characters, no control characters.
     ///
     /// ```
     /// use duraq_core::ScheduleKey;
@@ -63,7 +63,7 @@ impl ScheduleKey {
 }
 
 string_newtype!(
-    /// An idempotency key (SPEC §6): non-empty, at most 1024 bytes.
+    /// An idempotency key (`docs/idempotency.md`): non-empty, at most 1024 bytes.
     ///
     /// ```
     /// use duraq_core::IdempotencyKey;
@@ -89,7 +89,7 @@ impl IdempotencyKey {
 
 string_newtype!(
     /// A queue name: trimmed; empty means `default`; otherwise 1–255 characters
-    /// without control characters, like a job name (SPEC §17).
+    /// without control characters, like a job name (`SECURITY.md`).
     ///
     /// ```
     /// use duraq_core::QueueName;
@@ -135,7 +135,7 @@ impl Default for QueueName {
 /// may have: short enough for every store's unique indexes.
 pub const MAX_NAME_CHARS: usize = 255;
 
-/// The one rule for names and keys (SPEC §17): 1–255 characters, no control
+/// The one rule for names and keys (`SECURITY.md`): 1–255 characters, no control
 /// characters. `what` starts the message ("a queue name").
 pub(crate) fn check_name(name: &str, code: ErrorCode, what: &str) -> Result<()> {
     let chars = name.chars().count();

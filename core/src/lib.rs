@@ -1,7 +1,7 @@
 //! `duraq-core`: what a durable job *is*, independent of where it is stored.
 //!
-//! This crate owns the job model (SPEC §2), option normalization and validation
-//! (§3), canonical digests (§6), the retry policy, the [`Clock`], the [`Store`]
+//! This crate owns the job model (`docs/jobs.md`), option normalization and validation
+//! (`docs/jobs.md`), canonical digests (`docs/idempotency.md`), the retry policy, the [`Clock`], the [`Store`]
 //! trait that every backend implements, the pure row transitions every store
 //! shares, and [`MemoryStore`], the small reference model the property suite
 //! compares real stores against. It does no I/O: databases live behind `Store`.

@@ -1,5 +1,5 @@
 //! Enqueue options as callers give them ([`EnqueueOptions`]) and the validated,
-//! normalized job a store receives ([`NewJob`]). All of SPEC §3 lives here, so every
+//! normalized job a store receives ([`NewJob`]). All (see `docs/jobs.md`) lives here, so every
 //! store applies the same rules and no store can be handed an unvalidated job.
 
 use std::time::{Duration, SystemTime};
@@ -58,7 +58,7 @@ pub struct EnqueueOptions {
     /// Run no earlier than this many milliseconds after the store persists the job
     /// (`runInMs`, 0 to [`MAX_RUN_IN_MS`]). Set by [`EnqueueOptions::run_in`].
     /// Unlike a resolved `scheduled_at_ms`, the delay is what an idempotent
-    /// request's digest records, so retrying "in 10 minutes" replays (SPEC §6).
+    /// request's digest records, so retrying "in 10 minutes" replays (`docs/idempotency.md`).
     /// At most one of `scheduled_at_ms` and `run_in_ms`.
     pub run_in_ms: Option<i64>,
     /// Jobs sharing this key are capped at `max_concurrency` running at once
@@ -234,7 +234,7 @@ pub struct NewJob {
 }
 
 impl NewJob {
-    /// Validates and normalizes `opts` (SPEC §3) and gives the job a fresh UUIDv7 id.
+    /// Validates and normalizes `opts` (`docs/jobs.md`) and gives the job a fresh UUIDv7 id.
     pub fn new(job_name: impl AsRef<str>, args: Value, opts: EnqueueOptions) -> Result<Self> {
         let job_name = JobName::new(job_name)?;
         let max_retries = match opts.max_retries {
@@ -433,7 +433,7 @@ impl NewJob {
 
     /// The owned-request digest: canonical args plus every behaviour-affecting
     /// option, with the timing as requested (immediate, a delay, or an absolute
-    /// time), so a retried "in 10 minutes" replays (SPEC §6). Ids and the
+    /// time), so a retried "in 10 minutes" replays (`docs/idempotency.md`). Ids and the
     /// wall-clock time of an immediate enqueue are not part of it.
     pub fn request_digest(&self) -> String {
         let timing = match self.timing {
@@ -457,7 +457,7 @@ impl NewJob {
                 .is_some_and(|legacy| stored == legacy)
     }
 
-    /// Format 1 of [`NewJob::request_digest`] (duraq 0.1 until §6 changed).
+    /// Format 1 of [`NewJob::request_digest`] (duraq 0.1, before relative delays were digested as requested).
     fn legacy_request_digest(&self) -> Option<String> {
         let timing = match self.timing {
             Timing::Immediate => json!("immediate"),

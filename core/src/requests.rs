@@ -28,7 +28,7 @@ impl EnqueueOutcome {
     }
 }
 
-/// Result of `replace_scheduled` (SPEC §5).
+/// Result of `replace_scheduled` (`docs/schedule-keys.md`).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ReplaceOutcome {
@@ -86,7 +86,7 @@ pub struct ScheduledJobs {
     pub latest_terminal_job: Option<Job>,
 }
 
-/// A queue's worker-side configuration (SPEC §7).
+/// A queue's worker-side configuration (`docs/queues.md`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct QueueConfig {

@@ -160,7 +160,7 @@ pub fn reservation_for(
     }
 }
 
-/// The claim order of SPEC §4 within one priority: `scheduledAtMs`, `createdAtMs`, `id`.
+/// The claim order (`docs/jobs.md`) within one priority: `scheduledAtMs`, `createdAtMs`, `id`.
 pub fn due_order(a: &Job, b: &Job) -> std::cmp::Ordering {
     (a.scheduled_at_ms, a.created_at_ms, a.id.as_bytes()).cmp(&(
         b.scheduled_at_ms,

@@ -1,4 +1,4 @@
-//! SPEC §4 claiming and fencing: what a claim writes, claim order (queue priority,
+//! `docs/jobs.md` claiming and fencing: what a claim writes, claim order (queue priority,
 //! due time, creation, id), name/queue filters and limits, a fresh lease per claim,
 //! and reports under stale, foreign or missing leases answering `false` and
 //! changing nothing. What an applied report does is in [`crate::retry`]; caps are

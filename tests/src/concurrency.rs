@@ -1,4 +1,4 @@
-//! SPEC §7 concurrency caps: explicit keys and queue-derived `queue:<name>` keys,
+//! `docs/queues.md` concurrency caps: explicit keys and queue-derived `queue:<name>` keys,
 //! caps shared across workers, a saturated key never blocking unrelated jobs, the
 //! reservation released on every exit path, and `reconcile_reservations`.
 

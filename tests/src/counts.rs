@@ -1,4 +1,4 @@
-//! SPEC §8 counts and revisions: the snapshot is exact (it matches the rows), the
+//! `docs/counts.md` counts and revisions: the snapshot is exact (it matches the rows), the
 //! revision moves by exactly one per committed call that changes a count and not
 //! at all otherwise (replays, dedupes, wakes, heartbeats, lost reports, failed
 //! calls), and each revision step is published as one matching delta.

@@ -1,4 +1,4 @@
-//! SPEC §6 `deduplicateWhileQueued`: transient dedupe against the earliest
+//! `docs/idempotency.md` `deduplicateWhileQueued`: transient dedupe against the earliest
 //! identical (jobName, canonical args, queue) job that is still `queued` and due no
 //! later than the new request; anything else enqueues normally.
 

@@ -1,4 +1,4 @@
-//! SPEC §3/§4 enqueue paths: plain and scheduled enqueue, registered concurrency
+//! `docs/jobs.md` enqueue paths: plain and scheduled enqueue, registered concurrency
 //! caps, `enqueue_batch` (all or nothing, one mutation, later jobs see earlier
 //! ones), the worker timer query, the work signal and `list_jobs`.
 

@@ -1,4 +1,4 @@
-//! SPEC §6 durable idempotent enqueue: replays in every status and after prune,
+//! `docs/idempotency.md` durable idempotent enqueue: replays in every status and after prune,
 //! which request differences conflict (and write nothing), and what the scope is
 //! made of (job name and queue pick the scope; ids and wall-clock time do not count).
 

@@ -1,4 +1,4 @@
-//! SPEC §17: queue names and concurrency keys follow the rule of job names
+//! `SECURITY.md`: queue names and concurrency keys follow the rule of job names
 //! (1–255 characters, no control characters), and every store handles the
 //! longest accepted ones end to end.
 //!

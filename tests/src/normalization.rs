@@ -1,4 +1,4 @@
-//! SPEC §3 (and the key rules of §5/§6): option normalization and every validation
+//! `docs/jobs.md` and `docs/schedule-keys.md` and `docs/idempotency.md`: option normalization and every validation
 //! code. Validation happens before a store is reached, but each case still runs
 //! against a store holding data and checks that nothing was written afterwards, so
 //! a store that validated late (or wrote first) would fail here.

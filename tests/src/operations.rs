@@ -1,4 +1,4 @@
-//! Operation records (SPEC §10 builds mail delivery on them): a record rides along
+//! Operation records (`docs/mail.md` builds mail delivery on them): a record rides along
 //! with an idempotent enqueue in the same transaction, `start_operation_attempt`
 //! stamps the first attempt exactly once, results are stored, and conflicts or
 //! missing records write nothing.

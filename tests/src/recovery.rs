@@ -1,4 +1,4 @@
-//! SPEC §4 recovery of dead workers: a lease whose worker's heartbeat is older than
+//! `docs/jobs.md` recovery of dead workers: a lease whose worker's heartbeat is older than
 //! the stale timeout is recovered as a failed attempt (`orphaned` when exhausted),
 //! the old lease is fenced off, and live workers keep theirs.
 

@@ -1,4 +1,4 @@
-//! SPEC §3/§4 what a report does to the row: completion keeps the lease as
+//! `docs/jobs.md` what a report does to the row: completion keeps the lease as
 //! history, failed attempts follow the backoff table (10 s, 1 min, 10 min, 1 h,
 //! then n − 3 h) until `maxRetries` is used up, `retry_in_ms` and `discard`
 //! override it, and reschedule / return-to-queue end an attempt without using it.

@@ -1,4 +1,4 @@
-//! SPEC §6 timing as requested: a relative delay (`runInMs`) is resolved with the
+//! `docs/idempotency.md` timing as requested: a relative delay (`runInMs`) is resolved with the
 //! store's clock when the job is persisted, and an idempotent request "in 10
 //! minutes" replays when retried later instead of conflicting.
 //!

@@ -1,4 +1,4 @@
-//! SPEC §5 stable schedule keys: replace/cancel/wake/get outcomes for an owner in
+//! `docs/schedule-keys.md` stable schedule keys: replace/cancel/wake/get outcomes for an owner in
 //! every state (none, queued, future, due, handed off, terminal), what each call
 //! changes and what it must leave alone, and refused options writing nothing.
 //! Ownership over time is in [`crate::schedule_ownership`].

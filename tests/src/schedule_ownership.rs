@@ -1,4 +1,4 @@
-//! SPEC §5 ownership over time: the `scheduleOrder` high-water mark is kept apart
+//! `docs/schedule-keys.md` ownership over time: the `scheduleOrder` high-water mark is kept apart
 //! from job rows (it survives owner release and prune), a retry keeps ownership,
 //! and a superseded job, however it ends, never removes a newer owner.
 

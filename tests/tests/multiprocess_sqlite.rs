@@ -1,4 +1,4 @@
-//! SPEC §5/§6/§8/§13 concurrency promises across real OS processes sharing one
+//! `docs/schedule-keys.md` and `docs/idempotency.md` and `docs/counts.md` and `ARCHITECTURE.md` concurrency promises across real OS processes sharing one
 //! SQLite file: eight processes replacing one schedule key leave exactly one
 //! queued owner; eight idempotent enqueues of one scope make one job; counts stay
 //! exact under concurrent producers; a worker SIGKILLed mid-job loses no job.

@@ -395,9 +395,25 @@ fn serve_pg(durable: bool) -> Result<()> {
     }
 }
 
+/// A cargo command in the workspace root, without the variables `cargo run`
+/// set for xtask itself: build scripts that track them (ring's tracks
+/// `CARGO_MANIFEST_DIR`) would otherwise rebuild everything above them whenever
+/// a developer alternates `cargo build` and `cargo xtask`.
 fn cargo(root: &Path) -> Command {
     let mut cmd = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
     cmd.current_dir(root);
+    for (key, _) in std::env::vars_os() {
+        let key = key.to_string_lossy();
+        if key == "CARGO_MANIFEST_DIR"
+            || key == "CARGO_MANIFEST_PATH"
+            || key == "CARGO_PRIMARY_PACKAGE"
+            || key.starts_with("CARGO_PKG_")
+            || key.starts_with("CARGO_BIN_")
+            || key == "CARGO_CRATE_NAME"
+        {
+            cmd.env_remove(key.as_ref());
+        }
+    }
     cmd
 }
 

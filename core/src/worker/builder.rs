@@ -23,7 +23,7 @@ use crate::store::Store;
 
 /// Default number of concurrent jobs per worker.
 pub const DEFAULT_CONCURRENCY: usize = 10;
-/// Default stale timeout (SPEC §4).
+/// Default stale timeout (`docs/jobs.md`).
 pub const DEFAULT_STALE_AFTER: Duration = Duration::from_secs(60);
 /// Default attempt timeout for jobs without `timeoutMs`.
 pub const DEFAULT_JOB_TIMEOUT: Duration = Duration::from_secs(30 * 60);
@@ -152,7 +152,7 @@ impl WorkerBuilder {
         self
     }
 
-    /// Priority and cap of queue `name` (SPEC §7). Does not restrict which queues
+    /// Priority and cap of queue `name` (`docs/queues.md`). Does not restrict which queues
     /// are claimed; see [`WorkerBuilder::queues`].
     pub fn queue(mut self, name: impl Into<String>, config: QueueConfig) -> Self {
         let name = self.queue_name(name.into());

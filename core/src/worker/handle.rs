@@ -95,7 +95,7 @@ impl Worker {
         self.events.subscribe()
     }
 
-    /// Runs until `shutdown` resolves, then drains (SPEC §4) and returns the totals.
+    /// Runs until `shutdown` resolves, then drains (`docs/jobs.md`) and returns the totals.
     ///
     /// At start it reconciles reservation counts, heartbeats and recovers stale
     /// leases; it fails only when that startup fails. Later store errors are

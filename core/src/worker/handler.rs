@@ -126,7 +126,7 @@ pub enum JobResult {
     /// The job is done (`completed`).
     Completed,
     /// End this attempt and run the job again after the delay, without using an
-    /// attempt or touching `lastError` (SPEC §4). Made by [`JobContext::reschedule_in`].
+    /// attempt or touching `lastError` (`docs/jobs.md`). Made by [`JobContext::reschedule_in`].
     Reschedule(Duration),
 }
 

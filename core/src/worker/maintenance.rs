@@ -1,6 +1,6 @@
 //! Liveness duties. A worker heartbeats so that others know its leases are still
 //! held, and every worker recovers the leases of workers that stopped heartbeating
-//! (SPEC §4) — there is no leader, and recovery is one idempotent store call, so
+//! (`docs/jobs.md`) — there is no leader, and recovery is one idempotent store call, so
 //! several processes doing it at once is harmless. Both loops start one interval
 //! after startup, which heartbeats and recovers once itself before claiming.
 

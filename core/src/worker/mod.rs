@@ -1,4 +1,4 @@
-//! The worker runtime (SPEC §4, §7): a handler [`Registry`], a [`Worker`] that
+//! The worker runtime (`docs/jobs.md`, `docs/queues.md`): a handler [`Registry`], a [`Worker`] that
 //! claims due jobs for its handlers into a fixed number of slots, runs each on its
 //! own tokio task under a timeout, and reports every outcome fenced by the job's
 //! lease; plus the background duties every live process shares — heartbeats,

@@ -1,5 +1,5 @@
 //! The handler registry: job name → handler. A worker claims exactly the names it
-//! holds (SPEC §4), so the registry is also the worker's claim filter. Names are
+//! holds (`docs/jobs.md`), so the registry is also the worker's claim filter. Names are
 //! validated like enqueued names and each may be registered once: a second handler
 //! for one name would make which code runs depend on registration order.
 

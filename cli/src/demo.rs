@@ -298,7 +298,10 @@ fn print_summary(s: &Value, snap: &CountSnapshot) {
     println!(
         "all terminal {} s after the first enqueue (scheduled jobs wait 1-3 s by design); \
          the worker was busy {} s for {} attempts: {} attempts/s",
-        s["drainSeconds"], s["busySeconds"], s["attempts"], s["attemptsPerSecond"]
+        s["drainSeconds"],
+        s["busySeconds"],
+        thousands(s["attempts"].as_i64().unwrap_or(0)),
+        thousands(s["attemptsPerSecond"].as_i64().unwrap_or(0))
     );
     println!(
         "latency from due to start (backlog included): p50 {} ms, p99 {} ms",

@@ -115,6 +115,18 @@ fn every_command_prints_its_documented_shape() {
         "jobs-prune.json",
     );
     shape(&db, &["counts"], 0, "counts.json");
+    let queues = shape(&db, &["queues"], 0, "queues.json");
+    let names: Vec<&str> = queues["queues"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|q| q["queue"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["default"], "{queues}");
+    assert_eq!(
+        queues["revision"],
+        shape(&db, &["counts"], 0, "counts.json")["revision"]
+    );
     shape(&db, &["jobs", "show", "nope"], 1, "error.json");
 }
 

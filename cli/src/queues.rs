@@ -1,0 +1,154 @@
+//! `duraq queues`: counts per queue and status with each queue's latency (the age
+//! of its oldest due queued job), from one `queue_snapshot` (SPEC §16). Read-only:
+//! it never creates or upgrades a database.
+
+use anyhow::Result;
+use duraq_core::{QueueCounts, QueueSnapshot};
+
+use crate::db::Database;
+use crate::display::thousands;
+use crate::output::{print_json, table};
+
+pub async fn run(db: &Database, json: bool) -> Result<()> {
+    let store = db.open_existing(false).await?;
+    let snap = store.queue_snapshot().await?;
+    if json {
+        print_json(&snapshot_json(&snap));
+    } else {
+        print!("{}", render(&snap));
+    }
+    Ok(())
+}
+
+/// `{"queues":[{"queue","counts":{…},"total","latencyMs"}],"revision"}`, queues
+/// by name; `latencyMs` is null when no queued job of the queue is due.
+pub fn snapshot_json(snap: &QueueSnapshot) -> serde_json::Value {
+    let queues: Vec<serde_json::Value> = snap.queues.iter().map(queue_json).collect();
+    serde_json::json!({"queues": queues, "revision": snap.revision})
+}
+
+fn queue_json(q: &QueueCounts) -> serde_json::Value {
+    let c = &q.counts;
+    serde_json::json!({
+        "queue": q.queue,
+        "counts": {
+            "queued": c.queued,
+            "handedOff": c.handed_off,
+            "completed": c.completed,
+            "failed": c.failed,
+            "cancelled": c.cancelled,
+            "orphaned": c.orphaned,
+        },
+        "total": c.all,
+        "latencyMs": q.latency_ms,
+    })
+}
+
+fn render(snap: &QueueSnapshot) -> String {
+    if snap.queues.is_empty() {
+        return format!("no jobs (revision {})\n", snap.revision);
+    }
+    let header = [
+        "QUEUE",
+        "QUEUED",
+        "RUNNING",
+        "COMPLETED",
+        "FAILED",
+        "CANCELLED",
+        "ORPHANED",
+        "LATENCY",
+    ];
+    let rows: Vec<Vec<String>> = snap
+        .queues
+        .iter()
+        .map(|q| {
+            let c = &q.counts;
+            // `table` makes every cell terminal-safe, the queue name included.
+            let mut row = vec![q.queue.clone()];
+            row.extend(
+                [
+                    c.queued,
+                    c.handed_off,
+                    c.completed,
+                    c.failed,
+                    c.cancelled,
+                    c.orphaned,
+                ]
+                .map(thousands),
+            );
+            row.push(q.latency_ms.map_or_else(|| "-".to_owned(), latency));
+            row
+        })
+        .collect();
+    format!("{}revision {}\n", table(&header, &rows), snap.revision)
+}
+
+/// A latency in its largest whole unit: `0 s`, `42 s`, `3 min`, `5 h`, `2 d`.
+fn latency(ms: i64) -> String {
+    let s = ms.max(0) / 1000;
+    match s {
+        s if s < 60 => format!("{s} s"),
+        s if s < 3600 => format!("{} min", s / 60),
+        s if s < 48 * 3600 => format!("{} h", s / 3600),
+        s => format!("{} d", thousands(s / 86_400)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use duraq_core::{QueueCounts, QueueSnapshot};
+
+    use super::*;
+
+    fn snap() -> QueueSnapshot {
+        let queue = |name: &str, counts, oldest| {
+            QueueCounts::new(name.into(), counts, oldest, 100_000).unwrap()
+        };
+        QueueSnapshot::new(
+            [1_200, 3, 40_000, 0, 0, 0],
+            7,
+            100_000,
+            vec![
+                queue("mail", [1_200, 3, 0, 0, 0, 0], Some(97_000)),
+                queue("video\u{1b}[2J", [0, 0, 40_000, 0, 0, 0], None),
+            ],
+        )
+    }
+
+    #[test]
+    fn table_has_a_row_per_queue_with_latency() {
+        let out = render(&snap());
+        let lines: Vec<&str> = out.lines().collect();
+        assert!(lines[0].starts_with("QUEUE"), "{out}");
+        assert!(
+            lines[1].starts_with("mail") && lines[1].ends_with("3 s"),
+            "{out}"
+        );
+        assert!(lines[1].contains("1,200"), "{out}");
+        assert!(
+            lines[2].ends_with('-') && lines[2].contains("40,000"),
+            "{out}"
+        );
+        assert!(!out.contains('\u{1b}'), "queue names are escaped: {out:?}");
+        assert_eq!(lines[3], "revision 7");
+    }
+
+    #[test]
+    fn json_is_camel_case_with_null_latency() {
+        let v = snapshot_json(&snap());
+        assert_eq!(v["revision"], 7);
+        assert_eq!(v["queues"][0]["counts"]["handedOff"], 3);
+        assert_eq!(v["queues"][0]["total"], 1_203);
+        assert_eq!(v["queues"][0]["latencyMs"], 3_000);
+        assert!(v["queues"][1]["latencyMs"].is_null());
+    }
+
+    #[test]
+    fn latencies_read_in_their_largest_unit() {
+        assert_eq!(latency(0), "0 s");
+        assert_eq!(latency(59_999), "59 s");
+        assert_eq!(latency(180_000), "3 min");
+        assert_eq!(latency(5 * 3_600_000), "5 h");
+        assert_eq!(latency(3 * 86_400_000), "3 d");
+    }
+}

@@ -73,8 +73,14 @@ pub fn browser_available(test: &str) -> bool {
 
 /// Says on the real stderr (not the captured one) that a test skipped.
 pub fn skip(msg: &str) {
+    note(&format!("SKIPPED {msg}"));
+}
+
+/// A line on the real stderr, shown even when the test passes: what a test
+/// could not check.
+pub fn note(msg: &str) {
     use std::io::Write;
-    let _ = writeln!(std::io::stderr(), "SKIPPED {msg}");
+    let _ = writeln!(std::io::stderr(), "{msg}");
 }
 
 /// The cargo target directory the test binary runs from

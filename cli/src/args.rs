@@ -50,6 +50,17 @@ pub struct Cli {
     /// result) and errors as JSON on stderr; output that is JSON already is unchanged.
     #[arg(long, global = true, help_heading = GLOBAL)]
     pub json: bool,
+    /// How log lines on stderr are written: `text`, or `json` (one object per
+    /// line, fields at the top level, for log shippers).
+    #[arg(
+        long,
+        global = true,
+        value_enum,
+        value_name = "FORMAT",
+        default_value = "text",
+        help_heading = GLOBAL
+    )]
+    pub log_format: crate::logging::LogFormat,
     #[command(subcommand)]
     pub command: Command,
 }
@@ -262,6 +273,10 @@ pub struct WorkerArgs {
     /// On SIGINT/SIGTERM, let running jobs finish for up to this long.
     #[arg(long, value_name = "DURATION", default_value = "30s")]
     pub drain_timeout: String,
+    /// Serve Prometheus metrics at http://ADDR/metrics (attempts, run and wait
+    /// times, slot use, job counts); beyond loopback DURAQ_WEB_TOKEN is required.
+    #[arg(long, value_name = "HOST:PORT")]
+    pub metrics_listen: Option<String>,
 }
 
 #[derive(Debug, Args)]

@@ -164,6 +164,8 @@ Examples:
   duraq worker
   duraq worker --queues default,mail --concurrency 20
   duraq worker --queue-cap mail=2 --drain-timeout 2m
+  duraq worker --metrics-listen 127.0.0.1:9100
+  duraq worker --log-format json
   DURAQ_LOG=debug duraq --database postgres://duraq@localhost/app worker";
 
 pub const WEB: &str = "\

@@ -3,22 +3,47 @@
 //! (env-filter directives such as `duraq_core=debug,warn`), else the command's
 //! default; colours only on a terminal and never under `NO_COLOR`
 //! (<https://no-color.org>: set and non-empty disables colour).
+//!
+//! `--log-format json` writes one JSON object per line instead (for log
+//! shippers): the event's fields at the top level (`job_id`, `job_name`,
+//! `attempt`, `error` of a failed attempt) beside `timestamp`, `level`,
+//! `target` and `message`, never coloured.
 
 use std::io::IsTerminal;
 
 use tracing_subscriber::EnvFilter;
 
+/// How log lines are written (`--log-format`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum LogFormat {
+    /// Human-readable lines.
+    #[default]
+    Text,
+    /// One JSON object per line.
+    Json,
+}
+
 /// Installs the subscriber with `default` as the filter when no variable sets one.
-pub fn init(default: &str) {
+pub fn init(default: &str, format: LogFormat) {
     let filter = filter_from(|var| std::env::var(var).ok(), default);
-    let _ = tracing_subscriber::fmt()
+    let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_ansi(use_colour(
-            std::io::stderr().is_terminal(),
-            std::env::var_os("NO_COLOR"),
-        ))
-        .try_init();
+        .with_writer(std::io::stderr);
+    let _ = match format {
+        LogFormat::Text => builder
+            .with_ansi(use_colour(
+                std::io::stderr().is_terminal(),
+                std::env::var_os("NO_COLOR"),
+            ))
+            .try_init(),
+        LogFormat::Json => builder
+            .json()
+            .flatten_event(true)
+            .with_current_span(false)
+            .with_span_list(false)
+            .with_ansi(false)
+            .try_init(),
+    };
 }
 
 /// `DURAQ_LOG` wins over `RUST_LOG`; an unparsable directive falls back to the next.

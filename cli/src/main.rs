@@ -48,11 +48,12 @@ fn main() -> ExitCode {
     // The worker narrates its runtime at `info`; the demo's failures are on
     // purpose and its summary says what happened; every other command speaks
     // only when something is wrong.
-    logging::init(match cli.command {
+    let default_filter = match cli.command {
         Command::Worker(_) | Command::Web(_) => "info",
         Command::Demo(_) => "error",
         _ => "warn",
-    });
+    };
+    logging::init(default_filter, cli.log_format);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

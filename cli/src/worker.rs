@@ -106,10 +106,21 @@ pub async fn run(db: &Database, a: WorkerArgs, json: bool) -> Result<()> {
         .collect();
 
     let signals = Signals::new()?;
+    // Bind before opening the store: a refused address leaves nothing behind.
+    let metrics_listener = match &a.metrics_listen {
+        Some(listen) => {
+            let token = crate::web::token();
+            Some((
+                crate::web::bind("--metrics-listen", listen, token.as_deref()).await?,
+                token,
+            ))
+        }
+        None => None,
+    };
     let mut registry = Registry::new();
     register_builtins(&mut registry, &Builtins::new())?;
     let store = db.open_listening().await?;
-    let mut builder = Worker::builder(store, registry)
+    let mut builder = Worker::builder(store.clone(), registry)
         .concurrency(a.concurrency)
         .stale_after(ms(stale_after))
         .drain_timeout(ms(drain_timeout));
@@ -127,6 +138,16 @@ pub async fn run(db: &Database, a: WorkerArgs, json: bool) -> Result<()> {
     }
     let worker = builder.build()?;
     let worker_id = worker.id().to_string();
+    if let Some((listener, token)) = metrics_listener {
+        let metrics = duraq_web::WorkerMetrics::new(a.concurrency);
+        metrics.follow(worker.subscribe());
+        let app = duraq_web::metrics_router(Some(store), Some(metrics), token);
+        eprintln!(
+            "duraq worker: metrics on http://{}/metrics",
+            listener.local_addr()?
+        );
+        tokio::spawn(duraq_web::serve(listener, app, std::future::pending()));
+    }
     let report = worker.run(first_signal_then_force(signals, json)).await?;
     if json {
         print_json(&json!({ "workerId": worker_id, "report": to_json(&report) }));

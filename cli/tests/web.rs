@@ -127,3 +127,60 @@ fn a_token_guards_every_request() {
     signal(&child, libc::SIGTERM);
     assert!(wait_exit(&mut child, Duration::from_secs(30)).success());
 }
+
+#[test]
+fn a_worker_serves_its_metrics_and_refuses_a_public_address_without_a_token() {
+    let db = Db::new();
+    let id = db.enqueue(&["duraq.noop"]);
+    let out = Command::new(bin())
+        .arg("--database")
+        .arg(db.url())
+        .args(["worker", "--metrics-listen", "0.0.0.0:0"])
+        .env_remove("DURAQ_WEB_TOKEN")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.starts_with("error[web-token-required]:"), "{stderr}");
+
+    let mut child = Command::new(bin())
+        .arg("--database")
+        .arg(db.url())
+        .args([
+            "worker",
+            "--concurrency",
+            "3",
+            "--metrics-listen",
+            "127.0.0.1:0",
+        ])
+        .env_remove("DURAQ_WEB_TOKEN")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    while !line.contains("metrics on http://") {
+        line.clear();
+        assert!(stderr.read_line(&mut line).unwrap() > 0, "worker exited");
+    }
+    let addr: SocketAddr = line
+        .split("http://")
+        .nth(1)
+        .unwrap()
+        .split('/')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    db.wait_job(&id, Duration::from_secs(60), |j| j["status"] == "completed");
+    let (status, metrics) = get(addr, "/metrics", &[]);
+    assert_eq!(status, 200);
+    assert!(metrics.contains("duraq_worker_slots 3"), "{metrics}");
+    assert!(
+        metrics.contains("duraq_jobs{queue=\"default\",status=\"completed\"} 1"),
+        "{metrics}"
+    );
+    signal(&child, libc::SIGTERM);
+    assert!(wait_exit(&mut child, Duration::from_secs(30)).success());
+}

@@ -32,6 +32,11 @@
 
 #![warn(missing_docs)]
 
+// The guide's Rust blocks compile as doctests of this crate.
+#[cfg(doctest)]
+#[doc = include_str!("../../docs/dashboard.md")]
+mod dashboard_guide {}
+
 mod error;
 mod format;
 mod html;

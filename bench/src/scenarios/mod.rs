@@ -10,9 +10,11 @@
 //! RSS), `wakeup` (idle wake-up latency), `counts` (snapshot time vs table size),
 //! `raw` and `raw_pg` (the bare driver's ceiling on duraq's schema, for
 //! `enqueue-one`, `enqueue-batch`, the 8-producer enqueues and the drains:
-//! `raw-one`, `raw-batch`, `raw-8conn`, `raw-drain`).
+//! `raw-one`, `raw-batch`, `raw-8conn`, `raw-drain`), `dashboard` (server time
+//! of the dashboard's overview and jobs pages on the `counts` table size).
 
 mod counts;
+mod dashboard;
 mod drain;
 mod enqueue;
 mod raw;
@@ -103,6 +105,7 @@ const ALL: &[&str] = &[
     "e2e",
     "wakeup",
     "counts",
+    "dashboard",
     "replay",
     "replace",
     "raw-one",
@@ -111,12 +114,13 @@ const ALL: &[&str] = &[
     "raw-drain",
 ];
 
-/// The scenarios run for `kind`. Count snapshots are reads, identical under
-/// either SQLite `synchronous` mode, so they run once for SQLite (FULL).
+/// The scenarios run for `kind`. Count snapshots and dashboard pages are
+/// reads, identical under either SQLite `synchronous` mode, so they run once
+/// for SQLite (FULL).
 pub fn names(kind: Kind) -> Vec<&'static str> {
     ALL.iter()
         .copied()
-        .filter(|s| !(kind == Kind::SqliteNormal && *s == "counts"))
+        .filter(|s| !(kind == Kind::SqliteNormal && matches!(*s, "counts" | "dashboard")))
         .collect()
 }
 
@@ -160,6 +164,7 @@ async fn run_one(scenario: &str, target: &Target, sizes: Sizes) -> Result<Vec<Fi
         "e2e" => drain::end_to_end(target, sizes).await,
         "wakeup" => wakeup::wakeup(target, sizes).await,
         "counts" => counts::counts(target, sizes).await,
+        "dashboard" => dashboard::dashboard(target, sizes).await,
         "raw-one" => raw::one(target, sizes).await,
         "raw-batch" => raw::batch(target, sizes).await,
         "raw-8conn" => raw::eight_conns(target, sizes).await,

@@ -184,7 +184,9 @@ pub fn status_time(j: &Job, now_ms: i64) -> String {
 }
 
 /// Every field of one job, one `field  value` line each; times in UTC with how
-/// far they are from `now_ms`.
+/// far they are from `now_ms`. When the job has failed attempts, its error
+/// history follows as a second table, newest first: one line per attempt with
+/// its number, how long ago it failed, its worker and its error.
 pub fn job_detail(j: &Job, now_ms: i64) -> String {
     let at = |ms: i64| when(ms, now_ms);
     let opt_at = |ms: Option<i64>| ms.map_or_else(|| "-".to_string(), at);
@@ -204,6 +206,7 @@ pub fn job_detail(j: &Job, now_ms: i64) -> String {
         ("cancelledAt", opt_at(j.cancelled_at_ms)),
         ("orphanedAt", opt_at(j.orphaned_at_ms)),
         ("lastError", opt(&j.last_error)),
+        ("errors", j.errors.len().to_string()),
         ("workerId", opt(&j.worker_id)),
         ("handoffId", opt(&j.handoff_id)),
         ("scheduleKey", opt(&j.schedule_key)),
@@ -216,7 +219,25 @@ pub fn job_detail(j: &Job, now_ms: i64) -> String {
     .into_iter()
     .map(|(k, v)| vec![k.to_string(), v])
     .collect();
-    table(&["FIELD", "VALUE"], &rows)
+    let mut out = table(&["FIELD", "VALUE"], &rows);
+    if !j.errors.is_empty() {
+        let history: Vec<Vec<String>> = j
+            .errors
+            .iter()
+            .rev()
+            .map(|e| {
+                vec![
+                    e.attempt.to_string(),
+                    relative(e.at_ms, now_ms),
+                    opt(&e.worker_id),
+                    e.error.clone(),
+                ]
+            })
+            .collect();
+        out.push_str("\nError history (newest first):\n");
+        out.push_str(&table(&["ATTEMPT", "WHEN", "WORKER", "ERROR"], &history));
+    }
+    out
 }
 
 #[cfg(test)]
@@ -227,6 +248,37 @@ mod tests {
     fn table_aligns_columns() {
         let t = table(&["A", "BB"], &[vec!["xxx".into(), "y".into()]]);
         assert_eq!(t, "A    BB\nxxx  y\n");
+    }
+
+    #[test]
+    fn job_detail_lists_the_error_history_newest_first() {
+        let new = duraq_core::NewJob::new("j", json!([]), Default::default()).unwrap();
+        let mut job = duraq_core::transitions::new_job_row(&new, 0);
+        assert!(!job_detail(&job, 0).contains("Error history"));
+        job.errors = vec![
+            duraq_core::AttemptError {
+                attempt: 1,
+                at_ms: 1_000,
+                error: "first\nline".into(),
+                worker_id: Some("w-1".into()),
+            },
+            duraq_core::AttemptError {
+                attempt: 2,
+                at_ms: 50_000,
+                error: "second".into(),
+                worker_id: None,
+            },
+        ];
+        let shown = job_detail(&job, 60_000);
+        let history = shown
+            .split("Error history (newest first):\n")
+            .nth(1)
+            .unwrap();
+        let lines: Vec<&str> = history.lines().collect();
+        assert_eq!(lines[0], "ATTEMPT  WHEN      WORKER  ERROR");
+        assert_eq!(lines[1], "2        10 s ago  -       second");
+        assert_eq!(lines[2], "1        59 s ago  w-1     first\\u{a}line");
+        assert!(shown.contains("errors          2\n"), "{shown}");
     }
 
     #[test]

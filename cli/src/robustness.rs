@@ -7,7 +7,7 @@
 //! every field is arbitrary, as an old or hostile database may hold them.
 
 use clap::Parser;
-use duraq_core::{Job, JobStatus, NewJob};
+use duraq_core::{AttemptError, Job, JobStatus, NewJob};
 use proptest::prelude::*;
 use serde_json::Value;
 
@@ -40,35 +40,68 @@ fn job() -> impl Strategy<Value = Job> {
         proptest::option::of(text()),
         proptest::option::of(text()),
     );
-    (strings, numbers, times, keys, 0..JobStatus::ALL.len()).prop_map(
-        |((id, name, queue, last_error), (a, m, s, c), (h, done, f, x, o, t), (sk, ck, ik), st)| {
-            Job {
-                id,
-                job_name: name.clone(),
-                args: Value::String(name),
-                queue,
-                status: JobStatus::ALL[st],
-                attempts: a,
-                max_retries: m,
-                scheduled_at_ms: s,
-                created_at_ms: c,
-                handed_off_at_ms: h,
-                completed_at_ms: done,
-                failed_at_ms: f,
-                cancelled_at_ms: x,
-                orphaned_at_ms: o,
-                last_error,
-                worker_id: sk.clone(),
-                handoff_id: ck.clone(),
-                schedule_key: sk,
-                schedule_order: t,
-                concurrency_key: ck,
-                max_concurrency: t,
-                idempotency_key: ik,
-                timeout_ms: h,
-            }
-        },
+    let errors = proptest::collection::vec(
+        (
+            any::<i64>(),
+            any::<i64>(),
+            text(),
+            proptest::option::of(text()),
+        ),
+        0..3,
+    );
+    (
+        strings,
+        numbers,
+        times,
+        keys,
+        0..JobStatus::ALL.len(),
+        errors,
     )
+        .prop_map(
+            |(
+                (id, name, queue, last_error),
+                (a, m, s, c),
+                (h, done, f, x, o, t),
+                (sk, ck, ik),
+                st,
+                errors,
+            )| {
+                Job {
+                    id,
+                    job_name: name.clone(),
+                    args: Value::String(name),
+                    queue,
+                    status: JobStatus::ALL[st],
+                    attempts: a,
+                    max_retries: m,
+                    scheduled_at_ms: s,
+                    created_at_ms: c,
+                    handed_off_at_ms: h,
+                    completed_at_ms: done,
+                    failed_at_ms: f,
+                    cancelled_at_ms: x,
+                    orphaned_at_ms: o,
+                    last_error,
+                    errors: errors
+                        .into_iter()
+                        .map(|(attempt, at_ms, error, worker_id)| AttemptError {
+                            attempt,
+                            at_ms,
+                            error,
+                            worker_id,
+                        })
+                        .collect(),
+                    worker_id: sk.clone(),
+                    handoff_id: ck.clone(),
+                    schedule_key: sk,
+                    schedule_order: t,
+                    concurrency_key: ck,
+                    max_concurrency: t,
+                    idempotency_key: ik,
+                    timeout_ms: h,
+                }
+            },
+        )
 }
 
 /// Runs the semantic parsing of an `enqueue` command line, as `enqueue::run`

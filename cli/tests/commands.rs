@@ -7,7 +7,7 @@ mod common;
 use common::{run_with_url, Db};
 use serde_json::{json, Value};
 
-const JOB_FIELDS: [&str; 23] = [
+const JOB_FIELDS: [&str; 24] = [
     "id",
     "jobName",
     "args",
@@ -23,6 +23,7 @@ const JOB_FIELDS: [&str; 23] = [
     "cancelledAtMs",
     "orphanedAtMs",
     "lastError",
+    "errors",
     "workerId",
     "handoffId",
     "scheduleKey",

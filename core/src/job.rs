@@ -119,6 +119,12 @@ pub struct Job {
     pub orphaned_at_ms: Option<i64>,
     /// The message of the latest failed attempt.
     pub last_error: Option<String>,
+    /// The failed attempts, oldest first: the newest
+    /// [`MAX_ERROR_HISTORY`](crate::transitions::MAX_ERROR_HISTORY) are kept (see
+    /// [`AttemptError`]). Kept across an operator retry; `[]` in rows written before
+    /// the history existed (and in JSON that lacks the field).
+    #[serde(default)]
+    pub errors: Vec<AttemptError>,
     /// The worker of the latest lease.
     pub worker_id: Option<String>,
     /// The fencing token of the latest lease.
@@ -184,6 +190,29 @@ impl Job {
             JobStatus::Queued | JobStatus::HandedOff => None,
         }
     }
+}
+
+/// One failed attempt in a job's error history ([`Job::errors`]), as JSON
+/// `{"attempt": 2, "atMs": …, "error": "…", "workerId": "…"}`.
+///
+/// Appended by the transition that fails an attempt
+/// ([`crate::transitions::apply_outcome`] with [`crate::Outcome::Failed`], timeouts
+/// and panics included, and [`crate::transitions::recover_lost`] when a dead
+/// worker's lease is recovered). Reschedules, returns to the queue and operator
+/// actions append nothing.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AttemptError {
+    /// The job's `attempts` when the attempt failed (1 for the first attempt; an
+    /// operator retry starts counting again from 1).
+    pub attempt: i64,
+    /// When the failure was recorded, in ms since the epoch (the store's clock).
+    pub at_ms: i64,
+    /// The attempt's error message (the same text `lastError` got).
+    pub error: String,
+    /// The worker whose lease the attempt ran under (for a recovered lease, the
+    /// dead worker), if the row named one.
+    pub worker_id: Option<String>,
 }
 
 /// A claim's fencing token: reports change a row only while this lease is current.

@@ -67,7 +67,7 @@ pub use counts::{
 };
 pub use digest::{canonical_json, digest_hex, DIGEST_FORMAT};
 pub use error::{error_chain, BoxError, Error, ErrorCode, Result};
-pub use job::{Job, JobStatus, Lease};
+pub use job::{AttemptError, Job, JobStatus, Lease};
 pub use keys::{
     queue_concurrency_key, IdempotencyKey, JobName, QueueName, ScheduleKey, MAX_NAME_CHARS,
     QUEUE_CONCURRENCY_PREFIX,

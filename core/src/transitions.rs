@@ -4,7 +4,7 @@
 
 use crate::backoff::retry_backoff_ms;
 use crate::error::{Error, ErrorCode, Result};
-use crate::job::{Job, JobStatus};
+use crate::job::{AttemptError, Job, JobStatus};
 use crate::options::NewJob;
 use crate::requests::Outcome;
 
@@ -26,6 +26,7 @@ pub fn new_job_row(job: &NewJob, now_ms: i64) -> Job {
         cancelled_at_ms: None,
         orphaned_at_ms: None,
         last_error: None,
+        errors: Vec::new(),
         worker_id: None,
         handoff_id: None,
         schedule_key: None,
@@ -53,6 +54,25 @@ fn requeue(job: &mut Job, at_ms: i64) {
     job.worker_id = None;
 }
 
+/// How many failed attempts a job's error history ([`Job::errors`]) keeps: the
+/// newest, the oldest dropped first.
+pub const MAX_ERROR_HISTORY: usize = 20;
+
+/// Records a failed attempt of a `handed_off` row (before its lease is cleared):
+/// `lastError`, and an entry appended to the bounded error history with the
+/// attempt number and the lease's worker.
+fn record_failure(job: &mut Job, error: String, now_ms: i64) {
+    job.errors.push(AttemptError {
+        attempt: job.attempts,
+        at_ms: now_ms,
+        error: error.clone(),
+        worker_id: job.worker_id.clone(),
+    });
+    let excess = job.errors.len().saturating_sub(MAX_ERROR_HISTORY);
+    job.errors.drain(..excess);
+    job.last_error = Some(error);
+}
+
 fn fail_attempt(
     job: &mut Job,
     error: String,
@@ -60,7 +80,7 @@ fn fail_attempt(
     discard: bool,
     now_ms: i64,
 ) {
-    job.last_error = Some(error);
+    record_failure(job, error, now_ms);
     if !discard && job.retries_left() {
         let delay = retry_in_ms
             .unwrap_or_else(|| retry_backoff_ms(job.attempts))
@@ -99,9 +119,8 @@ pub fn apply_outcome(job: &mut Job, outcome: &Outcome, now_ms: i64) {
 /// A lease lost with its worker: a failed attempt, `orphaned` when exhausted.
 pub fn recover_lost(job: &mut Job, now_ms: i64) {
     let worker = job.worker_id.clone().unwrap_or_default();
-    job.last_error = Some(format!(
-        "worker {worker} stopped heartbeating; lease recovered"
-    ));
+    let error = format!("worker {worker} stopped heartbeating; lease recovered");
+    record_failure(job, error, now_ms);
     if job.retries_left() {
         requeue(job, now_ms.saturating_add(retry_backoff_ms(job.attempts)));
     } else {
@@ -110,7 +129,7 @@ pub fn recover_lost(job: &mut Job, now_ms: i64) {
     }
 }
 
-/// Operator retry of a terminal job.
+/// Operator retry of a terminal job. The error history is kept.
 pub fn operator_retry(job: &mut Job, now_ms: i64) -> Result<()> {
     if !job.status.is_terminal() {
         return Err(Error::invalid(
@@ -197,6 +216,53 @@ mod tests {
         apply_outcome(&mut job, &Outcome::failed("boom"), 13_000);
         assert_eq!(job.status, JobStatus::Failed);
         assert_eq!(job.failed_at_ms, Some(13_000));
+    }
+
+    #[test]
+    fn failures_append_to_a_bounded_history() {
+        let mut job = claimed(30);
+        apply_outcome(&mut job, &Outcome::failed("first"), 2_000);
+        assert_eq!(
+            job.errors,
+            [AttemptError {
+                attempt: 1,
+                at_ms: 2_000,
+                error: "first".into(),
+                worker_id: Some("w".into()),
+            }]
+        );
+        for n in 2..=25 {
+            claim(&mut job, &format!("w{n}"), format!("h{n}"), 3_000 + n);
+            apply_outcome(&mut job, &Outcome::failed(format!("fail {n}")), 4_000 + n);
+        }
+        assert_eq!(job.errors.len(), MAX_ERROR_HISTORY);
+        assert_eq!(job.errors[0].attempt, 6);
+        let newest = job.errors.last().unwrap();
+        assert_eq!(
+            (newest.attempt, newest.at_ms, newest.worker_id.as_deref()),
+            (25, 4_025, Some("w25"))
+        );
+        assert_eq!(job.last_error.as_deref(), Some("fail 25"));
+    }
+
+    #[test]
+    fn recovery_appends_and_reschedule_and_retry_do_not() {
+        let mut job = claimed(1);
+        apply_outcome(&mut job, &Outcome::Reschedule { delay_ms: 0 }, 1_500);
+        claim(&mut job, "w", "h1".into(), 1_500);
+        apply_outcome(&mut job, &Outcome::ReturnToQueue, 1_500);
+        claim(&mut job, "dead", "h2".into(), 1_600);
+        assert!(job.errors.is_empty());
+        recover_lost(&mut job, 9_000);
+        assert_eq!(job.errors.len(), 1);
+        assert_eq!(job.errors[0].worker_id.as_deref(), Some("dead"));
+        assert_eq!(job.errors[0].error, job.last_error.clone().unwrap());
+        claim(&mut job, "w", "h3".into(), 20_000);
+        apply_outcome(&mut job, &Outcome::failed("boom"), 21_000);
+        assert_eq!(job.status, JobStatus::Failed);
+        let before = job.errors.clone();
+        operator_retry(&mut job, 22_000).unwrap();
+        assert_eq!(job.errors, before);
     }
 
     #[test]

@@ -44,6 +44,8 @@ pub(crate) fn job_from_row(row: &Row<'_>) -> rusqlite::Result<Job> {
         cancelled_at_ms: row.get(12)?,
         orphaned_at_ms: row.get(13)?,
         last_error: row.get(14)?,
+        // Until the next schema version adds the column, rows read an empty history.
+        errors: Vec::new(),
         worker_id: row.get(15)?,
         handoff_id: row.get(16)?,
         schedule_key: row.get(17)?,

@@ -1,8 +1,10 @@
 //! `GET /jobs/{id}` and its actions, `POST /jobs/{id}/retry` and `/cancel`.
 //!
 //! The detail shows every field a store keeps: args as pretty JSON, every
-//! timestamp in UTC with a relative time, keys, the lease, `lastError` (the
-//! store keeps only the latest error; there is no history to show). An action
+//! timestamp in UTC with a relative time, keys, the lease, `lastError` and the
+//! error history (`ol[data-errors]`, newest first, one `li` per failed attempt:
+//! its number, time, worker and error; every value escaped and scrubbed like
+//! `lastError`). An action
 //! is a POST form with the CSRF token; after it the browser is sent back to the
 //! detail page (303), where `[data-field="status"]` shows the new status, and a
 //! refused action (`invalid-job-state`: retrying a running job) is named there.
@@ -70,9 +72,31 @@ pub async fn detail(
             Some(e) => pre.error data-field="lastError" { (visible_multiline(&state.options.scrub(e))) },
             None => p.muted data-field="lastError" { "None." },
         }
-        p.muted { "The store keeps the latest error of a job, not the error of every attempt." }
+        h2 { "Error history" }
+        (errors(&state, &job))
     };
     page(&state, "job", &format!("Job {}", visible(&job.id)), body)
+}
+
+/// The failed attempts, newest first (the store keeps the newest 20).
+fn errors(state: &AppState, job: &Job) -> Markup {
+    let now = now_ms();
+    html! {
+        ol data-errors reversed {
+            @for e in job.errors.iter().rev() {
+                li data-attempt=(e.attempt) {
+                    "Attempt " (e.attempt) ", " (time(Some(e.at_ms), now)) ", worker "
+                    (opt(e.worker_id.as_deref().map(|w| visible(w).into_owned())))
+                    pre.error { (visible_multiline(&state.options.scrub(&e.error))) }
+                }
+            }
+        }
+        @if job.errors.is_empty() {
+            p.muted { "No failed attempts." }
+        } @else {
+            p.muted { "The newest " (duraq_core::transitions::MAX_ERROR_HISTORY) " failed attempts are kept." }
+        }
+    }
 }
 
 fn pretty(args: &serde_json::Value) -> String {

@@ -182,6 +182,10 @@ pub struct QueueCounts {
     /// (`at_ms - scheduledAtMs`, at least 0); `None` when no queued job of the
     /// queue is due (none queued, or all scheduled for later).
     pub latency_ms: Option<i64>,
+    /// Whether the queue is paused (SPEC §15): workers claim none of its jobs
+    /// until it is resumed; jobs already running finish and report as usual.
+    #[serde(default)]
+    pub paused: bool,
 }
 
 impl QueueCounts {
@@ -206,6 +210,7 @@ impl QueueCounts {
             queue,
             counts,
             latency_ms,
+            paused: false,
         })
     }
 }
@@ -220,7 +225,9 @@ pub struct QueueSnapshot {
     pub revision: i64,
     /// Every job, whatever its status (`counts.all`).
     pub total: i64,
-    /// Each queue that holds at least one job, by name (byte order).
+    /// Each queue that holds at least one job or is paused, by name (byte
+    /// order); a paused queue without jobs has all-zero counts, so that an
+    /// operator can still see and resume it.
     pub queues: Vec<QueueCounts>,
     /// The clock reading the latencies were measured at.
     pub at_ms: i64,
@@ -246,6 +253,32 @@ impl QueueSnapshot {
         }
     }
 
+    /// Marks the queues named in `paused` as paused, adding an all-zero entry
+    /// for a paused queue that holds no job (every store builds its snapshot
+    /// with this, from its table of paused queues).
+    ///
+    /// ```
+    /// use duraq_core::QueueSnapshot;
+    /// let snap = QueueSnapshot::new([0; 6], 0, 0, vec![]).with_paused(["mail".to_owned()]);
+    /// assert!(snap.queue("mail").unwrap().paused);
+    /// assert_eq!(snap.queue("mail").unwrap().counts.all, 0);
+    /// ```
+    pub fn with_paused(mut self, paused: impl IntoIterator<Item = String>) -> Self {
+        for queue in paused {
+            match self.queues.iter_mut().find(|q| q.queue == queue) {
+                Some(entry) => entry.paused = true,
+                None => self.queues.push(QueueCounts {
+                    queue,
+                    paused: true,
+                    ..QueueCounts::default()
+                }),
+            }
+        }
+        self.queues
+            .sort_by(|a, b| a.queue.as_bytes().cmp(b.queue.as_bytes()));
+        self
+    }
+
     /// The global part, as [`crate::Store::count_snapshot`] would return it.
     pub fn count_snapshot(&self) -> CountSnapshot {
         CountSnapshot {
@@ -255,7 +288,7 @@ impl QueueSnapshot {
         }
     }
 
-    /// One queue's entry, if it holds any job.
+    /// One queue's entry, if it holds any job or is paused.
     pub fn queue(&self, name: &str) -> Option<&QueueCounts> {
         self.queues.iter().find(|q| q.queue == name)
     }

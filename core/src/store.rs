@@ -24,7 +24,7 @@ use tokio::sync::{broadcast, watch};
 use crate::counts::{CountDelta, CountSnapshot, QueueSnapshot};
 use crate::error::Result;
 use crate::job::{Job, Lease};
-use crate::keys::ScheduleKey;
+use crate::keys::{QueueName, ScheduleKey};
 use crate::options::NewJob;
 use crate::requests::*;
 
@@ -73,7 +73,9 @@ pub trait Store: Send + Sync + 'static {
 
     /// Claims up to `limit` due queued jobs (SPEC §4): names in `job_names`, queues
     /// in `queues`; order queue priority desc, `scheduledAtMs`, `createdAtMs`, `id`;
-    /// a job whose concurrency key is at its cap is skipped. Each claimed job gets
+    /// a job whose concurrency key is at its cap is skipped, and so is every job of
+    /// a paused queue (read in the claim's own transaction, never blocking other
+    /// queues). Each claimed job gets
     /// `handed_off`, attempts + 1, a fresh `handoffId`, the `workerId` and
     /// `handedOffAtMs` = now. Also records a heartbeat for the worker.
     async fn claim(&self, req: &ClaimRequest) -> Result<Vec<Job>>;
@@ -141,7 +143,8 @@ pub trait Store: Send + Sync + 'static {
     async fn list_jobs(&self, filter: &JobFilter) -> Result<Vec<Job>>;
 
     /// The earliest `scheduledAtMs` among queued jobs with one of `job_names` in
-    /// `queues` (`None`: all), for a worker's timer.
+    /// `queues` (`None`: all), for a worker's timer. Jobs of paused queues are
+    /// left out, so that an idle worker does not wake for work it may not claim.
     async fn next_scheduled_at(
         &self,
         job_names: &[String],
@@ -156,8 +159,22 @@ pub trait Store: Send + Sync + 'static {
     /// each queue's latency as of the clock reading `at_ms` (see
     /// [`crate::QueueCounts`]). Costs one read of the counter rows plus one index
     /// lookup per queue that has queued jobs, whatever the number of jobs. Queues
-    /// whose counts are all zero are left out.
+    /// whose counts are all zero are left out unless paused; each entry says
+    /// whether its queue is paused (see [`QueueSnapshot::with_paused`]).
     async fn queue_snapshot(&self) -> Result<QueueSnapshot>;
+
+    /// Pauses `queue` (SPEC §15): from the next claim on, no worker claims its
+    /// jobs (a durable row, seen by every process within a poll). Jobs already
+    /// handed off keep running and report as usual; enqueueing into the queue
+    /// still works. Returns `true` if the queue was running, `false` if it was
+    /// already paused (nothing changes). Not a count mutation: the revision does
+    /// not move. A queue need not hold jobs to be paused.
+    async fn pause_queue(&self, queue: &QueueName) -> Result<bool>;
+
+    /// Resumes a paused `queue`: its due jobs become claimable again and idle
+    /// workers are woken (as after an enqueue). Returns `true` if it was paused,
+    /// `false` if it was running (nothing changes). Not a count mutation.
+    async fn resume_queue(&self, queue: &QueueName) -> Result<bool>;
 
     /// Committed count deltas of this process's view (SQLite: in-process; PostgreSQL:
     /// every process, via NOTIFY).

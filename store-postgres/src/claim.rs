@@ -10,6 +10,12 @@
 //! the rest; when skips leave slots free the next batch of candidates is read
 //! (each batch only as large as the slots still free: candidates stay locked).
 //! The claimed rows are then written back in one statement.
+//!
+//! Jobs of paused queues are never candidates: the candidate query carries
+//! `queue NOT IN (SELECT queue FROM duraq_paused_queues)`, a hashed subplan over
+//! that tiny table evaluated once per statement (not a subquery per job), so the
+//! walk of the due index is unchanged. A pause committed before the claim's
+//! statement starts is seen by it (READ COMMITTED takes a snapshot per statement).
 
 use duraq_core::transitions::{claim as claim_row, reservation_for};
 use duraq_core::{new_job_id, ClaimRequest, Job, JobStatus, Result};
@@ -95,6 +101,7 @@ pub(crate) async fn next_due(
 ) -> Result<Option<i64>> {
     let sql = "SELECT scheduled_at_ms FROM {s}.duraq_jobs WHERE status = 'queued' \
                AND job_name = ANY($1) AND ($2::text[] IS NULL OR queue = ANY($2)) \
+               AND queue NOT IN (SELECT queue FROM {s}.duraq_paused_queues) \
                ORDER BY scheduled_at_ms, created_at_ms, id COLLATE \"C\" LIMIT 1";
     let mut client = pooled(&shared.pool).await?;
     let tx = client.transaction().await.map_err(map_pg_error)?;
@@ -139,6 +146,7 @@ pub(crate) async fn claim(tx: &mut Tx<'_>, req: &ClaimRequest) -> Result<Vec<Job
     let sql = format!(
         "SELECT {JOB_COLUMNS} FROM {{s}}.duraq_jobs WHERE status = 'queued' AND scheduled_at_ms <= $1 \
          AND job_name = ANY($2) AND ($3::text[] IS NULL OR queue = ANY($3)) AND NOT (id = ANY($4)) \
+         AND queue NOT IN (SELECT queue FROM {{s}}.duraq_paused_queues) \
          ORDER BY {order}scheduled_at_ms, created_at_ms, id COLLATE \"C\" LIMIT ${limit_param} FOR UPDATE SKIP LOCKED"
     );
     let names: Vec<&str> = req.queue_config.keys().map(String::as_str).collect();

@@ -40,6 +40,7 @@ mod lifecycle;
 mod listener;
 mod mirror;
 mod notify;
+mod pause;
 mod rows;
 mod schedule;
 mod schema;

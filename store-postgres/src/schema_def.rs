@@ -7,10 +7,12 @@
 //! Versions: 1, the job store; 2, dedupe keys only for scopes that use dedupe
 //! (`dedupe_key`, `duraq_dedupe_scopes`); 3, counts per queue
 //! (`duraq_queue_count_shards`, backfilled once by the upgrade) and the per-queue
-//! index of queued jobs that queue latency reads (`duraq_jobs_queue_due`).
+//! index of queued jobs that queue latency reads (`duraq_jobs_queue_due`); 4,
+//! paused queues (`duraq_paused_queues`, a row per paused queue that every claim
+//! excludes).
 
 /// The newest schema version this binary knows.
-pub const SCHEMA_VERSION: i64 = 3;
+pub const SCHEMA_VERSION: i64 = 4;
 /// The per-queue counter table (version 3), filled from the jobs when created.
 pub(crate) const QUEUE_COUNTS_TABLE: &str = "duraq_queue_count_shards";
 /// The ledger table recording applied versions.
@@ -161,6 +163,14 @@ pub(crate) const TABLES: &[Table] = &[
             ("orphaned", I, "bigint NOT NULL"),
         ],
         constraints: "PRIMARY KEY (queue, shard)",
+    },
+    Table {
+        name: "duraq_paused_queues",
+        columns: &[
+            ("queue", T, "text PRIMARY KEY"),
+            ("paused_at_ms", I, "bigint NOT NULL"),
+        ],
+        constraints: "",
     },
 ];
 

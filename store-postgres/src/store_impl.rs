@@ -6,8 +6,8 @@ use async_trait::async_trait;
 use duraq_core::{
     CancelOutcome, ClaimRequest, CountDelta, CountSnapshot, EnqueueOutcome, Error, ErrorCode,
     Health, Job, JobFilter, KeyedOutcome, Lease, NewJob, Operation, Outcome, PruneReport,
-    PruneRequest, QueueSnapshot, ReplaceOutcome, ReportedAndClaimed, Result, ScheduleKey,
-    ScheduledJobs, Store, WakeOutcome,
+    PruneRequest, QueueName, QueueSnapshot, ReplaceOutcome, ReportedAndClaimed, Result,
+    ScheduleKey, ScheduledJobs, Store, WakeOutcome,
 };
 use tokio::sync::{broadcast, watch};
 use tokio_postgres::Row;
@@ -17,7 +17,7 @@ use crate::error::corrupt;
 use crate::group;
 use crate::rows::{job_from_row, jobs_from_rows, JOB_COLUMNS};
 use crate::tx::write_tx;
-use crate::{claim, counts, enqueue, fast, lifecycle, schedule, PostgresStore};
+use crate::{claim, counts, enqueue, fast, lifecycle, pause, schedule, PostgresStore};
 
 /// Runs `$body` with `$db` bound to a pooled connection.
 macro_rules! read {
@@ -221,6 +221,18 @@ impl Store for PostgresStore {
     async fn queue_snapshot(&self) -> Result<QueueSnapshot> {
         let now = self.now();
         read!(self, |db| counts::queue_snapshot(&db, now).await)
+    }
+
+    async fn pause_queue(&self, queue: &QueueName) -> Result<bool> {
+        write_tx!(self, self.now(), |tx| {
+            pause::pause(&mut tx, queue.as_str()).await
+        })
+    }
+
+    async fn resume_queue(&self, queue: &QueueName) -> Result<bool> {
+        write_tx!(self, self.now(), |tx| {
+            pause::resume(&mut tx, queue.as_str()).await
+        })
     }
 
     fn subscribe_counts(&self) -> broadcast::Receiver<CountDelta> {

@@ -112,7 +112,7 @@ mod postgres {
         let store = PostgresStore::connect_existing(&url(), options(&s))
             .await
             .unwrap();
-        assert_eq!(store.migration().applied, [2, 3]);
+        assert_eq!(store.migration().applied, [2, 3, 4]);
         let indexes: Vec<String> = client
             .query(
                 "SELECT indexname::text FROM pg_indexes WHERE schemaname = $1 AND tablename = 'duraq_jobs'",
@@ -175,7 +175,7 @@ mod postgres {
         client
             .batch_execute(&format!(
                 "DROP TABLE {s}.duraq_queue_count_shards; DROP INDEX {s}.duraq_jobs_queue_due; \
-                 DELETE FROM {s}.duraq_migrations WHERE version = 3"
+                 DROP TABLE {s}.duraq_paused_queues; DELETE FROM {s}.duraq_migrations WHERE version >= 3"
             ))
             .await
             .unwrap();
@@ -183,7 +183,7 @@ mod postgres {
         let store = PostgresStore::connect_existing(&url(), options(&s))
             .await
             .unwrap();
-        assert_eq!(store.migration().applied, [3]);
+        assert_eq!(store.migration().applied, [3, 4]);
         let after = store.queue_snapshot().await.unwrap();
         assert_eq!(
             (after.revision, &after.counts, super::counts_of(&after)),
@@ -205,6 +205,130 @@ mod postgres {
         assert_eq!((mail.handed_off, mail.completed), (0, 2));
         assert_eq!(now.revision, store.count_snapshot().await.unwrap().revision);
         assert!(open(&s).await.unwrap().migration().applied.is_empty());
+    }
+
+    /// A version-3 schema (counts per queue, no paused queues) is upgraded in
+    /// place: the paused-queue table is created empty and a pause then holds
+    /// across reopening.
+    #[tokio::test]
+    async fn upgrade_to_v4_adds_paused_queues() {
+        use duraq_core::{ClaimRequest, QueueName};
+        let s = schema();
+        let store = open(&s).await.unwrap();
+        for queue in ["mail", "video"] {
+            store
+                .enqueue(job("j", EnqueueOptions::new().queue(queue)))
+                .await
+                .unwrap();
+        }
+        drop(store);
+        let client = raw_client().await;
+        client
+            .batch_execute(&format!(
+                "DROP TABLE {s}.duraq_paused_queues; DELETE FROM {s}.duraq_migrations WHERE version = 4"
+            ))
+            .await
+            .unwrap();
+        let store = PostgresStore::connect_existing(&url(), options(&s))
+            .await
+            .unwrap();
+        assert_eq!(store.migration().applied, [4]);
+        assert!(store
+            .queue_snapshot()
+            .await
+            .unwrap()
+            .queues
+            .iter()
+            .all(|q| !q.paused));
+        assert!(store
+            .pause_queue(&QueueName::new("mail").unwrap())
+            .await
+            .unwrap());
+        drop(store);
+        let store = open(&s).await.unwrap();
+        assert!(store.migration().applied.is_empty());
+        assert!(
+            store
+                .queue_snapshot()
+                .await
+                .unwrap()
+                .queue("mail")
+                .unwrap()
+                .paused
+        );
+        let claim = ClaimRequest {
+            worker_id: "w".into(),
+            job_names: vec!["j".into()],
+            limit: 10,
+            ..ClaimRequest::default()
+        };
+        let claimed = store.claim(&claim).await.unwrap();
+        assert_eq!(
+            claimed.iter().map(|j| j.queue.as_str()).collect::<Vec<_>>(),
+            ["video"]
+        );
+    }
+
+    /// The claim's candidate query, as the store runs it (sorts off, see
+    /// `claim::WALK_DUE_INDEX`), walks the due index and checks paused queues
+    /// with one hashed subplan over the tiny paused table: never a subquery per
+    /// job, never a sort of the backlog.
+    #[tokio::test]
+    async fn claim_plan_checks_paused_queues_once_per_statement() {
+        let s = schema();
+        let store = open(&s).await.unwrap();
+        for queue in ["mail", "video"] {
+            store
+                .enqueue(job("j", EnqueueOptions::new().queue(queue)))
+                .await
+                .unwrap();
+        }
+        drop(store);
+        let mut client = raw_client().await;
+        let tx = client.transaction().await.unwrap();
+        tx.batch_execute(&format!(
+            "INSERT INTO {s}.duraq_paused_queues VALUES ('mail', 0); ANALYZE {s}.duraq_paused_queues; \
+             SELECT set_config('enable_sort', 'off', true)"
+        ))
+        .await
+        .unwrap();
+        let explain = |sql: String| {
+            let tx = &tx;
+            async move {
+                tx.query(&format!("EXPLAIN {sql}"), &[])
+                    .await
+                    .unwrap()
+                    .iter()
+                    .map(|r| r.get::<_, String>(0))
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            }
+        };
+        let claim = explain(format!(
+            "SELECT id FROM {s}.duraq_jobs WHERE status = 'queued' AND scheduled_at_ms <= 9e15::int8 \
+             AND job_name = ANY('{{j}}') AND (NULL::text[] IS NULL OR queue = ANY(NULL::text[])) \
+             AND NOT (id = ANY('{{}}')) AND queue NOT IN (SELECT queue FROM {s}.duraq_paused_queues) \
+             ORDER BY scheduled_at_ms, created_at_ms, id COLLATE \"C\" LIMIT 4 FOR UPDATE SKIP LOCKED"
+        ))
+        .await;
+        assert!(claim.contains("duraq_jobs_due"), "claim plan:\n{claim}");
+        assert!(
+            claim.contains("hashed SubPlan") || claim.contains("Anti Join"),
+            "the paused check is hashed once per statement:\n{claim}"
+        );
+        assert!(!claim.contains("Sort"), "claim plan:\n{claim}");
+        let timer = explain(format!(
+            "SELECT scheduled_at_ms FROM {s}.duraq_jobs WHERE status = 'queued' \
+             AND job_name = ANY('{{j}}') AND (NULL::text[] IS NULL OR queue = ANY(NULL::text[])) \
+             AND queue NOT IN (SELECT queue FROM {s}.duraq_paused_queues) \
+             ORDER BY scheduled_at_ms, created_at_ms, id COLLATE \"C\" LIMIT 1"
+        ))
+        .await;
+        assert!(
+            timer.contains("duraq_jobs_due") && timer.contains("hashed SubPlan"),
+            "timer plan:\n{timer}"
+        );
+        println!("claim plan:\n{claim}\ntimer plan:\n{timer}");
     }
 
     #[tokio::test]

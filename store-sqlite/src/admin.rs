@@ -77,6 +77,7 @@ pub(crate) fn next_scheduled_at(
         "SELECT scheduled_at_ms FROM duraq_jobs WHERE status = 'queued' \
          AND job_name IN (SELECT value FROM json_each(?1)) \
          AND (?2 IS NULL OR queue IN (SELECT value FROM json_each(?2))) \
+         AND queue NOT IN (SELECT queue FROM duraq_paused_queues) \
          ORDER BY scheduled_at_ms LIMIT 1",
     )
     .db()?

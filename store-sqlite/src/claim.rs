@@ -6,7 +6,10 @@
 //! `(status, scheduled_at_ms, created_at_ms, id)` index in claim order, a page
 //! at a time with a keyset cursor, so a large backlog is never sorted. A job
 //! whose concurrency key is at its cap (counting reservations taken earlier in
-//! this same claim) is skipped, never blocking the jobs behind it.
+//! this same claim) is skipped, never blocking the jobs behind it; so is every
+//! job of a paused queue (`NOT IN` the small `duraq_paused_queues` table, read
+//! once per statement inside the claim's own write transaction, so a pause
+//! committed before the claim began is always seen).
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -86,6 +89,7 @@ pub(crate) fn claim(tx: &mut Tx<'_>, req: &ClaimRequest) -> Result<Vec<Job>> {
              WHERE status = 'queued' AND scheduled_at_ms <= ?1 \
              AND job_name IN (SELECT value FROM json_each(?2)) \
              AND queue {op} (SELECT value FROM json_each(?3)) \
+             AND queue NOT IN (SELECT queue FROM duraq_paused_queues) \
              AND (scheduled_at_ms, created_at_ms, id) > (?4, ?5, ?6) \
              ORDER BY scheduled_at_ms, created_at_ms, id LIMIT ?7"
         );

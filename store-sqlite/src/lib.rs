@@ -45,6 +45,7 @@ mod lifecycle;
 mod opening;
 mod operations;
 mod options;
+mod pause;
 mod poller;
 mod reader;
 mod report;

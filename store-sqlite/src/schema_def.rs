@@ -9,10 +9,12 @@
 //! replacing the status-led ones that every transition rewrote, and dedupe keys
 //! (a jobs column and the registered dedupe scopes). Version 4: counts per queue
 //! (`duraq_queue_counts`, backfilled from the jobs once when created) and the
-//! per-queue index of queued jobs that queue latency reads.
+//! per-queue index of queued jobs that queue latency reads. Version 5: paused
+//! queues (`duraq_paused_queues`, one row per paused queue, which every claim
+//! reads).
 
 /// The newest schema version this binary knows.
-pub const SCHEMA_VERSION: i64 = 4;
+pub const SCHEMA_VERSION: i64 = 5;
 /// The ledger table recording applied versions.
 pub const LEDGER_TABLE: &str = "duraq_migrations";
 /// The ledger scope of the job store's own schema.
@@ -182,7 +184,19 @@ pub(crate) const TABLES: &[Table] = &[
         ],
         constraints: "",
     },
+    Table {
+        name: PAUSED_QUEUES_TABLE,
+        since: 5,
+        columns: &[
+            col("queue", "TEXT", "NOT NULL PRIMARY KEY", 5),
+            col("paused_at_ms", "INTEGER", "NOT NULL", 5),
+        ],
+        constraints: "",
+    },
 ];
+
+/// The paused queues (see [`crate::pause`]): a row per paused queue.
+pub(crate) const PAUSED_QUEUES_TABLE: &str = "duraq_paused_queues";
 
 /// The table of per-queue counters (see [`crate::counts`]).
 pub(crate) const QUEUE_COUNTS_TABLE: &str = "duraq_queue_counts";

@@ -7,7 +7,9 @@ use duraq_core::*;
 use serde_json::Value;
 use tokio::sync::{broadcast, watch};
 
-use crate::{admin, claim, counts, enqueue, operations, report, schedule, schema, SqliteStore};
+use crate::{
+    admin, claim, counts, enqueue, operations, pause, report, schedule, schema, SqliteStore,
+};
 
 #[async_trait]
 impl Store for SqliteStore {
@@ -129,6 +131,17 @@ impl Store for SqliteStore {
     async fn queue_snapshot(&self) -> Result<QueueSnapshot> {
         let now = self.now();
         self.read(move |conn| counts::queue_snapshot(conn, now))
+            .await
+    }
+
+    async fn pause_queue(&self, queue: &QueueName) -> Result<bool> {
+        let queue = queue.clone();
+        self.write(move |tx| pause::pause(tx, queue.as_str())).await
+    }
+
+    async fn resume_queue(&self, queue: &QueueName) -> Result<bool> {
+        let queue = queue.clone();
+        self.write(move |tx| pause::resume(tx, queue.as_str()))
             .await
     }
 

@@ -67,7 +67,7 @@ async fn upgrade_from_v1_keeps_rows_and_gains_columns_and_tables() {
         .unwrap();
 
     let store = SqliteStore::open(&path, SqliteOptions::default()).unwrap();
-    assert_eq!(store.migration().applied, vec![2, 3, 4]);
+    assert_eq!(store.migration().applied, vec![2, 3, 4, 5]);
     let job = store.get_job("old-1").await.unwrap().expect("old row kept");
     assert_eq!(
         (job.job_name.as_str(), job.status, job.schedule_key),
@@ -89,12 +89,13 @@ async fn upgrade_from_v1_keeps_rows_and_gains_columns_and_tables() {
     assert_eq!(store.health().await.unwrap().schema_version, SCHEMA_VERSION);
 
     let conn = Connection::open(&path).unwrap();
-    assert_eq!(ledger(&conn), vec![1, 2, 3, 4]);
+    assert_eq!(ledger(&conn), vec![1, 2, 3, 4, 5]);
     let tables: Vec<String> = schema_dump(&conn).into_iter().map(|(n, _)| n).collect();
     for table in [
         "duraq_schedule_keys",
         "duraq_schedule_high_water",
         "duraq_operations",
+        "duraq_paused_queues",
     ] {
         assert!(tables.iter().any(|t| t == table), "{table} created");
     }
@@ -127,7 +128,7 @@ async fn upgrade_to_v3_swaps_status_led_indexes_for_partial_ones_and_keeps_rows(
     drop(conn);
 
     let store = SqliteStore::open(&path, SqliteOptions::default()).unwrap();
-    assert_eq!(store.migration().applied, vec![2, 3, 4]);
+    assert_eq!(store.migration().applied, vec![2, 3, 4, 5]);
     let names: Vec<String> = schema_dump(&Connection::open(&path).unwrap())
         .into_iter()
         .map(|(n, _)| n)
@@ -166,25 +167,54 @@ fn hot_queries_use_the_partial_indexes() {
         let rows = stmt.query_map([], |r| r.get::<_, String>(3)).unwrap();
         rows.collect::<Result<Vec<_>, _>>().unwrap().join("; ")
     };
+    // Both claim shapes as the store runs them, paused queues excluded by a
+    // `NOT IN` over the small paused table: evaluated once per statement (a list
+    // subquery), never per job, and the due-order walk stays sort-free.
     let claim = plan(
-        "SELECT id FROM duraq_jobs WHERE status = 'queued' AND scheduled_at_ms <= 5 \
-         AND job_name IN (SELECT value FROM json_each('[\"a\"]')) \
+        "SELECT id FROM duraq_jobs INDEXED BY duraq_jobs_queued WHERE status = 'queued' \
+         AND scheduled_at_ms <= 5 AND job_name IN (SELECT value FROM json_each('[\"a\"]')) \
          AND queue NOT IN (SELECT value FROM json_each('[]')) \
+         AND queue NOT IN (SELECT queue FROM duraq_paused_queues) \
          AND (scheduled_at_ms, created_at_ms, id) > (0, 0, '') \
          ORDER BY scheduled_at_ms, created_at_ms, id LIMIT 10",
     );
-    assert!(claim.contains("duraq_jobs_queued"), "claim plan: {claim}");
+    assert!(
+        claim.contains("duraq_jobs_queued") && !claim.contains("TEMP B-TREE"),
+        "claim plan: {claim}"
+    );
+    assert!(
+        claim.contains("LIST SUBQUERY") && !claim.contains("CORRELATED"),
+        "the paused check is one list subquery per statement: {claim}"
+    );
+    assert!(
+        !claim.contains("SCAN duraq_jobs "),
+        "claim plan scans the table: {claim}"
+    );
     // A claim naming its queues, as the store runs it: still in due order.
     let claim_in = plan(
         "SELECT id FROM duraq_jobs INDEXED BY duraq_jobs_queued WHERE status = 'queued' \
          AND scheduled_at_ms <= 5 AND job_name IN (SELECT value FROM json_each('[\"a\"]')) \
          AND queue IN (SELECT value FROM json_each('[\"q\"]')) \
+         AND queue NOT IN (SELECT queue FROM duraq_paused_queues) \
          AND (scheduled_at_ms, created_at_ms, id) > (0, 0, '') \
          ORDER BY scheduled_at_ms, created_at_ms, id LIMIT 10",
     );
     assert!(
         claim_in.contains("duraq_jobs_queued") && !claim_in.contains("TEMP B-TREE"),
         "claim plan: {claim_in}"
+    );
+    assert!(!claim_in.contains("CORRELATED"), "claim plan: {claim_in}");
+    // The worker's timer query skips paused queues the same way.
+    let timer = plan(
+        "SELECT scheduled_at_ms FROM duraq_jobs WHERE status = 'queued' \
+         AND job_name IN (SELECT value FROM json_each('[\"a\"]')) \
+         AND (NULL IS NULL OR queue IN (SELECT value FROM json_each(NULL))) \
+         AND queue NOT IN (SELECT queue FROM duraq_paused_queues) \
+         ORDER BY scheduled_at_ms LIMIT 1",
+    );
+    assert!(
+        timer.contains("duraq_jobs_queued") && !timer.contains("CORRELATED"),
+        "timer plan: {timer}"
     );
     // Queue latency: one index entry per queue.
     let latency = plan(
@@ -317,7 +347,7 @@ async fn open_existing_upgrades_an_older_duraq_file() {
         .execute_batch(V1_SQL)
         .unwrap();
     let store = SqliteStore::open_existing(&path, SqliteOptions::default()).unwrap();
-    assert_eq!(store.migration().applied, vec![2, 3, 4]);
+    assert_eq!(store.migration().applied, vec![2, 3, 4, 5]);
     assert!(store.get_job("old-1").await.unwrap().is_some());
 }
 
@@ -401,4 +431,62 @@ fn counts_of(snap: &duraq_core::QueueSnapshot) -> Vec<(String, duraq_core::Statu
         .iter()
         .map(|q| (q.queue.clone(), q.counts))
         .collect()
+}
+
+/// A version-4 file (counts per queue, no paused queues) with queued jobs is
+/// upgraded in place: the paused-queue table is created empty, every job stays
+/// claimable, and pausing then works and survives reopening.
+#[tokio::test]
+async fn upgrade_to_v5_adds_paused_queues() {
+    use duraq_core::{ClaimRequest, EnqueueOptions, NewJob, QueueName};
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("v4.db");
+    let store = SqliteStore::open(&path, SqliteOptions::default()).unwrap();
+    for queue in ["mail", "video"] {
+        let opts = EnqueueOptions::new().queue(queue);
+        store
+            .enqueue(NewJob::new("j", serde_json::json!([queue]), opts).unwrap())
+            .await
+            .unwrap();
+    }
+    drop(store);
+    Connection::open(&path)
+        .unwrap()
+        .execute_batch(
+            "DROP TABLE duraq_paused_queues; DELETE FROM duraq_migrations WHERE version = 5",
+        )
+        .unwrap();
+
+    let store = SqliteStore::open_existing(&path, SqliteOptions::default()).unwrap();
+    assert_eq!(store.migration().applied, vec![5]);
+    assert_eq!(store.health().await.unwrap().schema_version, 5);
+    let snap = store.queue_snapshot().await.unwrap();
+    assert!(snap.queues.iter().all(|q| !q.paused), "{snap:?}");
+    let mail = QueueName::new("mail").unwrap();
+    assert!(store.pause_queue(&mail).await.unwrap());
+    drop(store);
+
+    let store = SqliteStore::open_existing(&path, SqliteOptions::default()).unwrap();
+    assert!(store.migration().applied.is_empty());
+    assert!(
+        store
+            .queue_snapshot()
+            .await
+            .unwrap()
+            .queue("mail")
+            .unwrap()
+            .paused
+    );
+    let claim = ClaimRequest {
+        worker_id: "w".into(),
+        job_names: vec!["j".into()],
+        limit: 10,
+        ..ClaimRequest::default()
+    };
+    let claimed = store.claim(&claim).await.unwrap();
+    assert_eq!(
+        claimed.iter().map(|j| j.queue.as_str()).collect::<Vec<_>>(),
+        ["video"],
+        "the pause survived reopening"
+    );
 }

@@ -29,17 +29,26 @@ pub const JOB_STORE_SCOPE: &str = "duraq.jobs";
 /// The SQLite job store's schema versions, with their names. Kept by hand in step
 /// with `duraq-store-sqlite`'s `SCHEMA_VERSION` (this crate must not link the
 /// stores to answer a preflight; a `duraq-cli` test checks it): 1 = jobs, keys,
-/// counts; 2 = schedule keys; 3 = partial job indexes.
+/// counts; 2 = schedule keys; 3 = partial job indexes; 4 = counts per queue;
+/// 5 = paused queues.
 pub const JOB_STORE_VERSIONS: &[(i64, &str)] = &[
     (1, "job_store"),
     (2, "schedule_keys"),
     (3, "partial_indexes"),
+    (4, "queue_counts"),
+    (5, "paused_queues"),
 ];
 
 /// The PostgreSQL job store's schema versions (its own numbering, checked
 /// against `duraq-store-postgres`'s `SCHEMA_VERSION` the same way): 1 = jobs,
-/// keys, counts, schedule keys; 2 = dedupe keys for dedupe scopes only.
-pub const POSTGRES_JOB_STORE_VERSIONS: &[(i64, &str)] = &[(1, "job_store"), (2, "dedupe_scopes")];
+/// keys, counts, schedule keys; 2 = dedupe keys for dedupe scopes only; 3 =
+/// counts per queue; 4 = paused queues.
+pub const POSTGRES_JOB_STORE_VERSIONS: &[(i64, &str)] = &[
+    (1, "job_store"),
+    (2, "dedupe_scopes"),
+    (3, "queue_counts"),
+    (4, "paused_queues"),
+];
 
 /// Where a database records the migrations it has.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -170,8 +179,8 @@ impl Catalog {
     /// ```
     /// use duraq_tenants::Catalog;
     /// let catalog = Catalog::job_store();
-    /// assert_eq!(catalog.for_backend(false).versions(), [1, 2, 3]);
-    /// assert_eq!(catalog.for_backend(true).versions(), [1, 2]);
+    /// assert_eq!(catalog.for_backend(false).versions(), [1, 2, 3, 4, 5]);
+    /// assert_eq!(catalog.for_backend(true).versions(), [1, 2, 3, 4]);
     /// ```
     pub fn job_store() -> Self {
         let postgres = Self::job_store_of(POSTGRES_JOB_STORE_VERSIONS, None);

@@ -1,8 +1,9 @@
 //! Store factories for the stores this crate can build without a server. The
 //! PostgreSQL factory lives with its integration test (it needs a database URL).
 
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use duraq_core::{ManualClock, MemoryStore, Store};
@@ -28,6 +29,8 @@ pub struct SqliteFactory {
     dir: tempfile::TempDir,
     next: AtomicUsize,
     options: SqliteOptions,
+    /// The file of the store made last (for [`StoreFactory::reopen`]).
+    last: Mutex<Option<PathBuf>>,
 }
 
 impl SqliteFactory {
@@ -46,6 +49,7 @@ impl SqliteFactory {
             dir,
             next: AtomicUsize::new(0),
             options,
+            last: Mutex::new(None),
         }
     }
 }
@@ -63,6 +67,15 @@ impl StoreFactory for SqliteFactory {
         let path = self.dir.path().join(format!("store-{n}.db"));
         let store = SqliteStore::open_with_clock(&path, self.options.clone(), Arc::new(clock))
             .expect("open sqlite store");
+        *self.last.lock().unwrap() = Some(path);
         Arc::new(store)
+    }
+
+    async fn reopen(&self, clock: ManualClock) -> Option<Arc<dyn Store>> {
+        let path = self.last.lock().unwrap().clone()?;
+        let store =
+            SqliteStore::open_existing_with_clock(&path, self.options.clone(), Arc::new(clock))
+                .expect("reopen sqlite store");
+        Some(Arc::new(store))
     }
 }

@@ -24,6 +24,14 @@ pub trait StoreFactory: Send + Sync + 'static {
     /// A fresh, empty store that reads `clock` for every "now". Called once per
     /// conformance case and once per property-test case (twice per case is fine).
     async fn new_store(&self, clock: ManualClock) -> Arc<dyn Store>;
+
+    /// A second, newly opened handle on the database of the store this factory
+    /// made last, reading `clock` (what a restarted or another process would
+    /// open), for cases about durability. `None` (the default) for a store that
+    /// lives only in its process, such as `MemoryStore`.
+    async fn reopen(&self, _clock: ManualClock) -> Option<Arc<dyn Store>> {
+        None
+    }
 }
 
 /// Runs a future on a fresh tokio runtime (what each generated test does).
@@ -172,6 +180,12 @@ impl Harness {
 
     pub fn now(&self) -> i64 {
         duraq_core::Clock::now_ms(&self.clock)
+    }
+
+    /// A second handle on this case's database, opened anew on the same clock
+    /// (see [`StoreFactory::reopen`]); `None` for in-process stores.
+    pub async fn reopen(&self) -> Option<Arc<dyn Store>> {
+        self._factory.reopen(self.clock.clone()).await
     }
 
     pub fn advance(&self, ms: i64) {

@@ -40,6 +40,7 @@ pub mod names;
 pub mod normalization;
 pub mod operations;
 pub mod operator;
+pub mod pause;
 pub mod prune;
 pub mod queue_counts;
 pub mod recovery;

@@ -8,11 +8,15 @@
 //! out so far (stale and bogus ones included), worker cycles (claim +
 //! `report_batch`), heartbeats, clock advances and `recover_stale`
 //! (heartbeat loss), prune, operator retry/cancel, get/list, timer queries,
-//! operation stamps and results, reconcile and snapshots — and applies each to the
+//! operation stamps and results, reconcile and snapshots, pause and resume of
+//! either queue (so claims, worker cycles and timer queries meet paused queues,
+//! and every snapshot compares the paused flags) — and applies each to the
 //! store under test and to `MemoryStore`, the reference.
 //!
 //! After every step it compares the two answers, the published count deltas
-//! (revisions relative to each store's start), the snapshot and every job row; at
+//! (revisions relative to each store's start), the snapshot and every job row
+//! (every field, the error history `errors` included: each failure's message
+//! names its step, so entries are compared in order); at
 //! the end also both schedule keys and every operation record. Both stores get the
 //! same job ids (`NewJob::with_id`) and identically driven `ManualClock`s; the
 //! lease ids each store makes differ, so `handoffId`s are masked by the order in
@@ -27,7 +31,7 @@
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestCaseError, TestRng, TestRunner};
 
-use crate::model_gen::{op, Op};
+use crate::model_gen::{ops, Op};
 use crate::model_ops::apply;
 use crate::model_side::{new_ids, register_claim, resolve_live_lease, Side};
 use crate::{MemoryFactory, StoreFactory};
@@ -69,7 +73,7 @@ pub fn check_with<F: StoreFactory>(factory: F, cases: u32, deterministic: bool) 
     } else {
         TestRunner::new(config)
     };
-    let strategy = prop::collection::vec(op(), (max_ops / 4).max(1)..=max_ops);
+    let strategy = ops((max_ops / 4).max(1)..=max_ops);
     if let Err(err) = runner.run(&strategy, |ops| rt.block_on(run_case(&factory, &ops))) {
         panic!("store disagrees with the reference model: {err}");
     }

@@ -98,6 +98,11 @@ pub enum Op {
     RecordOperation(u8),
     Reconcile,
     Snapshot,
+    /// Pauses queue q0 or q1 (2: a name that breaks the rule, refused alike).
+    /// Woven into a sequence by [`ops`], not drawn by [`op`].
+    Pause(u8),
+    /// Resumes queue q0 or q1 (2: a name that breaks the rule).
+    Resume(u8),
 }
 
 fn spec() -> impl Strategy<Value = Spec> {
@@ -185,4 +190,40 @@ pub fn op() -> impl Strategy<Value = Op> {
         1 => Just(Op::Reconcile),
         1 => Just(Op::Snapshot),
     ]
+}
+
+/// A sequence of operations (`len` of them from [`op`]) with up to three pauses
+/// woven in, most followed a few steps later by the resume of the same queue,
+/// so that claims, worker cycles and timer queries meet paused and resumed
+/// queues. Where the pauses go is a function of the drawn operations (a hash of
+/// them), not of further random draws: every case draws exactly the operations
+/// it would draw without pauses, so the fixed-seed budget of
+/// `tests/model_detects_bugs.rs` keeps its reach, and shrinking the operations
+/// re-weaves the pauses.
+pub fn ops(len: std::ops::RangeInclusive<usize>) -> impl Strategy<Value = Vec<Op>> {
+    prop::collection::vec(op(), len).prop_map(weave_pauses)
+}
+
+fn weave_pauses(mut ops: Vec<Op>) -> Vec<Op> {
+    use std::hash::{Hash, Hasher};
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    format!("{ops:?}").hash(&mut hasher);
+    let mut state = hasher.finish() | 1;
+    let mut next = |n: u64| {
+        // xorshift64: deterministic, no draw from the runner's RNG.
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state % n
+    };
+    for _ in 0..next(4) {
+        let at = next(ops.len() as u64 + 1) as usize;
+        let queue = if next(10) == 0 { 2 } else { next(2) as u8 };
+        ops.insert(at, Op::Pause(queue));
+        if next(5) != 0 {
+            let end = (at + 2 + next(7) as usize).min(ops.len());
+            ops.insert(end, Op::Resume(queue));
+        }
+    }
+    ops
 }

@@ -4,7 +4,7 @@
 
 use duraq_core::{
     ClaimRequest, EnqueueOptions, JobFilter, JobStatus, Lease, NewJob, NewOperation, Outcome,
-    PruneRequest, QueueConfig, Result, ScheduleKey, Store,
+    PruneRequest, QueueConfig, QueueName, Result, ScheduleKey, Store,
 };
 use serde::Serialize;
 use serde_json::{json, Value};
@@ -75,6 +75,14 @@ fn new_job(s: &Spec, id: String, now: i64) -> Result<NewJob> {
     }
 }
 
+/// Queue `q` of the pool, or (2) a name that breaks the rule.
+fn queue_name(q: u8) -> Result<QueueName> {
+    match QUEUES.get(q as usize) {
+        Some(name) => QueueName::new(name),
+        None => QueueName::new("q\u{1b}[2J"),
+    }
+}
+
 fn key(k: u8) -> ScheduleKey {
     ScheduleKey::new(format!("k{k}")).expect("valid key")
 }
@@ -119,14 +127,16 @@ fn claim_request(worker: u8, limit: u8, names: u8, only_q0: bool, config: u8) ->
     }
 }
 
-fn outcome(r: &Report) -> Outcome {
+/// The outcome `r` names; a failure's error names the step, so that the error
+/// histories the stores keep are compared entry by entry, in order.
+fn outcome(r: &Report, step: usize) -> Outcome {
     match r {
         Report::Completed => Outcome::Completed,
         Report::Failed {
             retry_in_ms,
             discard,
         } => Outcome::Failed {
-            error: "model failure".into(),
+            error: format!("model failure at step {step}"),
             retry_in_ms: *retry_in_ms,
             discard: *discard,
         },
@@ -194,7 +204,7 @@ pub async fn apply(ctx: &Ctx<'_>, op: &Op) -> Value {
             if *bogus {
                 lease.handoff_id = "bogus".into();
             }
-            to_json(s.report(&lease, outcome(report)).await)
+            to_json(s.report(&lease, outcome(report, ctx.step)).await)
         }
         Op::Work {
             worker,
@@ -212,7 +222,12 @@ pub async fn apply(ctx: &Ctx<'_>, op: &Op) -> Value {
             };
             let mut reports: Vec<_> = claimed
                 .iter()
-                .map(|j| (j.lease().expect("claimed jobs are leased"), outcome(report)))
+                .map(|j| {
+                    (
+                        j.lease().expect("claimed jobs are leased"),
+                        outcome(report, ctx.step),
+                    )
+                })
                 .collect();
             if *stale {
                 let job_id = claimed
@@ -296,5 +311,13 @@ pub async fn apply(ctx: &Ctx<'_>, op: &Op) -> Value {
             }));
             json!({"global": global, "queues": queues})
         }
+        Op::Pause(q) => match queue_name(*q) {
+            Ok(queue) => to_json(s.pause_queue(&queue).await),
+            Err(e) => to_json::<()>(Err(e)),
+        },
+        Op::Resume(q) => match queue_name(*q) {
+            Ok(queue) => to_json(s.resume_queue(&queue).await),
+            Err(e) => to_json::<()>(Err(e)),
+        },
     }
 }

@@ -90,6 +90,12 @@ macro_rules! store_suite {
                     cross_queue_net_zero_moves_the_revision,
                     latency_is_the_age_of_the_oldest_due_job,
                 ],
+                pause: [
+                    paused_queue_is_skipped_not_blocking,
+                    pause_is_idempotent_and_not_a_count_mutation,
+                    resume_makes_jobs_claimable_in_order, handed_off_jobs_finish_after_a_pause,
+                    pause_is_durable, invalid_queue_name_changes_nothing,
+                ],
                 prune: [
                     ages_are_strict_and_per_category, live_jobs_never_pruned, batches_are_reported,
                     prune_keeps_ownership_and_operations,

@@ -8,7 +8,7 @@
 //! unless the environment names one); `--skip-postgres` filters them out by name.
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use async_trait::async_trait;
@@ -19,6 +19,8 @@ use duraq_tests::StoreFactory;
 /// Fresh stores, each in a new schema `duraq_t_<pid>_<time>_<n>`.
 struct PgFactory {
     url: String,
+    /// The schema of the store made last (for `reopen`).
+    last: Mutex<Option<String>>,
 }
 
 impl PgFactory {
@@ -29,7 +31,10 @@ impl PgFactory {
             "DATABASE_URL is not set: the PostgreSQL suites need a server \
              (run `cargo xtask test-all`, or `cargo xtask pg` and export the URL it prints)"
         );
-        Self { url }
+        Self {
+            url,
+            last: Mutex::new(None),
+        }
     }
 }
 
@@ -48,15 +53,30 @@ fn unique_schema() -> String {
 #[async_trait]
 impl StoreFactory for PgFactory {
     async fn new_store(&self, clock: ManualClock) -> Arc<dyn Store> {
+        let schema = unique_schema();
         let options = PostgresOptions {
-            schema: Some(unique_schema()),
+            schema: Some(schema.clone()),
             pool_size: 4,
             ..PostgresOptions::default()
         };
         let store = PostgresStore::connect_with_clock(&self.url, options, Arc::new(clock))
             .await
             .unwrap_or_else(|e| panic!("connect to PostgreSQL at DATABASE_URL: {e}"));
+        *self.last.lock().unwrap() = Some(schema);
         Arc::new(store)
+    }
+
+    async fn reopen(&self, clock: ManualClock) -> Option<Arc<dyn Store>> {
+        let schema = self.last.lock().unwrap().clone()?;
+        let options = PostgresOptions {
+            schema: Some(schema),
+            pool_size: 2,
+            ..PostgresOptions::default()
+        };
+        let store = PostgresStore::connect_with_clock(&self.url, options, Arc::new(clock))
+            .await
+            .unwrap_or_else(|e| panic!("reconnect to PostgreSQL at DATABASE_URL: {e}"));
+        Some(Arc::new(store))
     }
 }
 

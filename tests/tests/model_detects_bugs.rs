@@ -21,6 +21,8 @@ enum Bug {
     PruneOneBatch,
     /// Operator retry answers `job-not-found` for every job.
     RetryNotFound,
+    /// Claims take jobs of paused queues too (the pause still shows in snapshots).
+    ClaimIgnoresPause,
 }
 
 struct Buggy {
@@ -70,6 +72,21 @@ impl Store for Buggy {
                     })
                     .await
             }
+            Bug::ClaimIgnoresPause => {
+                let paused: Vec<QueueName> = (self.inner.queue_snapshot().await?.queues)
+                    .into_iter()
+                    .filter(|q| q.paused)
+                    .map(|q| QueueName::new(q.queue).expect("stored queue names are valid"))
+                    .collect();
+                for queue in &paused {
+                    self.inner.resume_queue(queue).await?;
+                }
+                let claimed = self.inner.claim(req).await;
+                for queue in &paused {
+                    self.inner.pause_queue(queue).await?;
+                }
+                claimed
+            }
             _ => self.inner.claim(req).await,
         }
     }
@@ -116,6 +133,12 @@ impl Store for Buggy {
         queues: Option<&[String]>,
     ) -> Result<Option<i64>> {
         self.inner.next_scheduled_at(names, queues).await
+    }
+    async fn pause_queue(&self, queue: &QueueName) -> Result<bool> {
+        self.inner.pause_queue(queue).await
+    }
+    async fn resume_queue(&self, queue: &QueueName) -> Result<bool> {
+        self.inner.resume_queue(queue).await
     }
     async fn count_snapshot(&self) -> Result<CountSnapshot> {
         self.inner.count_snapshot().await
@@ -177,6 +200,7 @@ fn planted_bugs_are_caught() {
         Bug::LaxRecovery,
         Bug::PruneOneBatch,
         Bug::RetryNotFound,
+        Bug::ClaimIgnoresPause,
     ] {
         assert!(caught(bug), "the property suite missed {bug:?}");
     }

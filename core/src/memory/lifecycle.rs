@@ -27,6 +27,7 @@ impl State {
                     && j.scheduled_at_ms <= now
                     && req.job_names.contains(&j.job_name)
                     && req.queues.as_ref().is_none_or(|qs| qs.contains(&j.queue))
+                    && !self.paused.contains_key(&j.queue)
             })
             .collect();
         candidates.sort_by(|a, b| priority(b).cmp(&priority(a)).then_with(|| due_order(a, b)));

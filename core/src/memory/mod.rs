@@ -45,6 +45,8 @@ struct State {
     counts: [i64; 6],
     /// queue → counts per status (all-zero entries are kept, like the stores' rows).
     queue_counts: BTreeMap<String, [i64; 6]>,
+    /// Paused queue → when it was paused (`duraq_paused_queues` in the stores).
+    paused: BTreeMap<String, i64>,
     revision: i64,
 }
 

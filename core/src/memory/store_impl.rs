@@ -8,7 +8,7 @@ use super::MemoryStore;
 use crate::counts::{CountChange, CountDelta, CountSnapshot, QueueCounts, QueueSnapshot};
 use crate::error::{Error, ErrorCode, Result};
 use crate::job::{Job, JobStatus, Lease};
-use crate::keys::ScheduleKey;
+use crate::keys::{QueueName, ScheduleKey};
 use crate::options::NewJob;
 use crate::requests::*;
 use crate::store::Store;
@@ -203,12 +203,13 @@ impl Store for MemoryStore {
         job_names: &[String],
         queues: Option<&[String]>,
     ) -> Result<Option<i64>> {
-        Ok(self
-            .lock()
+        let st = self.lock();
+        Ok(st
             .jobs
             .values()
             .filter(|j| j.status == JobStatus::Queued && job_names.contains(&j.job_name))
             .filter(|j| queues.is_none_or(|qs| qs.contains(&j.queue)))
+            .filter(|j| !st.paused.contains_key(&j.queue))
             .map(|j| j.scheduled_at_ms)
             .min())
     }
@@ -234,7 +235,26 @@ impl Store for MemoryStore {
                 QueueCounts::new(queue.clone(), *counts, oldest, now)
             })
             .collect();
-        Ok(QueueSnapshot::new(st.counts, st.revision, now, queues))
+        Ok(QueueSnapshot::new(st.counts, st.revision, now, queues)
+            .with_paused(st.paused.keys().cloned()))
+    }
+
+    async fn pause_queue(&self, queue: &QueueName) -> Result<bool> {
+        let now = self.now();
+        let mut st = self.lock();
+        if st.paused.contains_key(queue.as_str()) {
+            return Ok(false);
+        }
+        st.paused.insert(queue.as_str().to_owned(), now);
+        Ok(true)
+    }
+
+    async fn resume_queue(&self, queue: &QueueName) -> Result<bool> {
+        let resumed = self.lock().paused.remove(queue.as_str()).is_some();
+        if resumed {
+            self.signal_work();
+        }
+        Ok(resumed)
     }
 
     fn subscribe_counts(&self) -> broadcast::Receiver<CountDelta> {

@@ -13,8 +13,8 @@ use super::running::fast;
 use super::*;
 use crate::requests::*;
 use crate::{
-    CountDelta, CountSnapshot, Error, Lease, NewJob, QueueSnapshot, Registry, Result, ScheduleKey,
-    Store,
+    CountDelta, CountSnapshot, Error, Lease, NewJob, QueueName, QueueSnapshot, Registry, Result,
+    ScheduleKey, Store,
 };
 
 struct Faulty {
@@ -116,6 +116,12 @@ impl Store for Faulty {
         queues: Option<&[String]>,
     ) -> Result<Option<i64>> {
         self.inner.next_scheduled_at(names, queues).await
+    }
+    async fn pause_queue(&self, queue: &QueueName) -> Result<bool> {
+        self.inner.pause_queue(queue).await
+    }
+    async fn resume_queue(&self, queue: &QueueName) -> Result<bool> {
+        self.inner.resume_queue(queue).await
     }
     async fn count_snapshot(&self) -> Result<CountSnapshot> {
         self.inner.count_snapshot().await

@@ -82,9 +82,16 @@ pub enum Command {
     /// Job counts per status with their revision (`--watch` follows changes).
     #[command(after_long_help = crate::examples::COUNTS)]
     Counts(CountsArgs),
-    /// Job counts per queue and status, with each queue's latency.
-    #[command(after_long_help = crate::examples::QUEUES)]
-    Queues,
+    /// Job counts per queue and status, with each queue's latency and whether it
+    /// is paused; `pause`/`resume` a queue.
+    #[command(
+        after_long_help = crate::examples::QUEUES,
+        args_conflicts_with_subcommands = true
+    )]
+    Queues {
+        #[command(subcommand)]
+        action: Option<QueuesCommand>,
+    },
     /// Run the built-in handlers until SIGINT/SIGTERM.
     #[command(after_long_help = crate::examples::WORKER)]
     Worker(WorkerArgs),
@@ -106,6 +113,26 @@ pub enum Command {
     /// Print the roff man page on stdout, or write one page per command.
     #[command(after_long_help = crate::examples::MAN)]
     Man(crate::manual::ManArgs),
+}
+
+/// `duraq queues pause|resume <QUEUE>`: both print
+/// `{"queue":…,"paused":true|false,"changed":true|false}`.
+#[derive(Debug, Subcommand)]
+pub enum QueuesCommand {
+    /// Pause a queue: no worker claims its jobs from its next poll on; running
+    /// jobs finish and report; enqueueing into it still works.
+    #[command(after_long_help = crate::examples::QUEUES_PAUSE)]
+    Pause {
+        /// The queue's name (blank means `default`).
+        queue: String,
+    },
+    /// Resume a paused queue: its due jobs are claimable again and idle workers
+    /// are woken.
+    #[command(after_long_help = crate::examples::QUEUES_RESUME)]
+    Resume {
+        /// The queue's name (blank means `default`).
+        queue: String,
+    },
 }
 
 /// Options that shape any new job (shared by `enqueue` and `schedule replace`).

@@ -129,13 +129,36 @@ Examples:
   duraq counts --watch";
 
 pub const QUEUES: &str = "\
-Counts per queue and status (RUNNING: handed off to a worker), and LATENCY: how
-long the oldest due job of the queue has been waiting (- when none is due).
+Counts per queue and status (RUNNING: handed off to a worker), LATENCY: how long
+the oldest due job of the queue has been waiting (- when none is due), and
+PAUSED: yes while `duraq queues pause` holds the queue (a paused queue is listed
+even when it holds no job).
 
 Examples:
   duraq queues
   duraq queues --json
+  duraq queues pause mail
+  duraq queues resume mail
   duraq --database postgres://duraq@localhost/app queues";
+
+pub const QUEUES_PAUSE: &str = "\
+Durable: the pause is a row in the database, seen by every worker process at its
+next claim. Jobs already running finish and report; new jobs may still be
+enqueued. Prints {\"queue\",\"paused\":true,\"changed\"} (changed: false when
+the queue was already paused).
+
+Examples:
+  duraq queues pause mail
+  duraq --database postgres://duraq@localhost/app queues pause webhooks";
+
+pub const QUEUES_RESUME: &str = "\
+Idle workers are woken at once (PostgreSQL: NOTIFY; SQLite: within their poll).
+Prints {\"queue\",\"paused\":false,\"changed\"} (changed: false when the queue
+was not paused).
+
+Examples:
+  duraq queues resume mail
+  duraq --database postgres://duraq@localhost/app queues resume webhooks";
 
 pub const WORKER: &str = "\
 Built-in jobs:

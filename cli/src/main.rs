@@ -121,7 +121,7 @@ async fn run(cli: Cli) -> anyhow::Result<u8> {
         Command::Schedule(c) => schedule::run(&db()?, c, json).await,
         Command::Jobs(c) => jobs::run(&db()?, c, json).await,
         Command::Counts(a) => counts::run(&db()?, a.watch, json).await,
-        Command::Queues => queues::run(&db()?, json).await,
+        Command::Queues { action } => queues::run(&db()?, action, json).await,
         Command::Worker(a) => worker::run(&db()?, a, json).await,
         Command::Web(a) => web::run(&db()?, a).await,
         Command::Demo(a) => demo::run(a, json).await,

@@ -1,15 +1,45 @@
 //! `duraq queues`: counts per queue and status with each queue's latency (the age
-//! of its oldest due queued job), from one `queue_snapshot` (SPEC §16). Read-only:
-//! it never creates or upgrades a database.
+//! of its oldest due queued job) and whether it is paused, from one
+//! `queue_snapshot` (SPEC §16); `duraq queues pause|resume <QUEUE>` (SPEC §15).
+//! None of them creates a database (`open_existing`); pause and resume write
+//! one row and always print JSON, like other actions.
 
 use anyhow::Result;
-use duraq_core::{QueueCounts, QueueSnapshot};
+use duraq_core::{QueueCounts, QueueName, QueueSnapshot};
 
+use crate::args::QueuesCommand;
 use crate::db::Database;
 use crate::display::thousands;
 use crate::output::{print_json, table};
 
-pub async fn run(db: &Database, json: bool) -> Result<()> {
+pub async fn run(db: &Database, action: Option<QueuesCommand>, json: bool) -> Result<()> {
+    match action {
+        None => list(db, json).await,
+        Some(QueuesCommand::Pause { queue }) => set_paused(db, &queue, true).await,
+        Some(QueuesCommand::Resume { queue }) => set_paused(db, &queue, false).await,
+    }
+}
+
+/// Pauses or resumes `queue` (validated first: `invalid-queue` opens nothing).
+async fn set_paused(db: &Database, queue: &str, pause: bool) -> Result<()> {
+    let queue = QueueName::new(queue)?;
+    let store = db.open_existing(false).await?;
+    let changed = if pause {
+        store.pause_queue(&queue).await?
+    } else {
+        store.resume_queue(&queue).await?
+    };
+    print_json(&pause_json(queue.as_str(), pause, changed));
+    Ok(())
+}
+
+/// `{"queue","paused","changed"}`: the queue's state now, and whether this call
+/// changed it.
+pub fn pause_json(queue: &str, paused: bool, changed: bool) -> serde_json::Value {
+    serde_json::json!({"queue": queue, "paused": paused, "changed": changed})
+}
+
+async fn list(db: &Database, json: bool) -> Result<()> {
     let store = db.open_existing(false).await?;
     let snap = store.queue_snapshot().await?;
     if json {
@@ -20,8 +50,8 @@ pub async fn run(db: &Database, json: bool) -> Result<()> {
     Ok(())
 }
 
-/// `{"queues":[{"queue","counts":{…},"total","latencyMs"}],"revision"}`, queues
-/// by name; `latencyMs` is null when no queued job of the queue is due.
+/// `{"queues":[{"queue","counts":{…},"total","latencyMs","paused"}],"revision"}`,
+/// queues by name; `latencyMs` is null when no queued job of the queue is due.
 pub fn snapshot_json(snap: &QueueSnapshot) -> serde_json::Value {
     let queues: Vec<serde_json::Value> = snap.queues.iter().map(queue_json).collect();
     serde_json::json!({"queues": queues, "revision": snap.revision})
@@ -41,6 +71,7 @@ fn queue_json(q: &QueueCounts) -> serde_json::Value {
         },
         "total": c.all,
         "latencyMs": q.latency_ms,
+        "paused": q.paused,
     })
 }
 
@@ -57,6 +88,7 @@ fn render(snap: &QueueSnapshot) -> String {
         "CANCELLED",
         "ORPHANED",
         "LATENCY",
+        "PAUSED",
     ];
     let rows: Vec<Vec<String>> = snap
         .queues
@@ -77,6 +109,7 @@ fn render(snap: &QueueSnapshot) -> String {
                 .map(thousands),
             );
             row.push(q.latency_ms.map_or_else(|| "-".to_owned(), latency));
+            row.push(if q.paused { "yes" } else { "-" }.to_owned());
             row
         })
         .collect();
@@ -113,6 +146,7 @@ mod tests {
                 queue("video\u{1b}[2J", [0, 0, 40_000, 0, 0, 0], None),
             ],
         )
+        .with_paused(["mail".to_owned(), "quiet".to_owned()])
     }
 
     #[test]
@@ -120,17 +154,22 @@ mod tests {
         let out = render(&snap());
         let lines: Vec<&str> = out.lines().collect();
         assert!(lines[0].starts_with("QUEUE"), "{out}");
+        assert!(lines[0].ends_with("PAUSED"), "{out}");
         assert!(
-            lines[1].starts_with("mail") && lines[1].ends_with("3 s"),
+            lines[1].starts_with("mail") && lines[1].contains(" 3 s ") && lines[1].ends_with("yes"),
             "{out}"
         );
         assert!(lines[1].contains("1,200"), "{out}");
         assert!(
-            lines[2].ends_with('-') && lines[2].contains("40,000"),
+            lines[2].starts_with("quiet") && lines[2].ends_with("yes"),
+            "a paused queue without jobs is listed: {out}"
+        );
+        assert!(
+            lines[3].ends_with("-") && lines[3].contains("40,000"),
             "{out}"
         );
         assert!(!out.contains('\u{1b}'), "queue names are escaped: {out:?}");
-        assert_eq!(lines[3], "revision 7");
+        assert_eq!(lines[4], "revision 7");
     }
 
     #[test]
@@ -140,7 +179,18 @@ mod tests {
         assert_eq!(v["queues"][0]["counts"]["handedOff"], 3);
         assert_eq!(v["queues"][0]["total"], 1_203);
         assert_eq!(v["queues"][0]["latencyMs"], 3_000);
-        assert!(v["queues"][1]["latencyMs"].is_null());
+        assert!(v["queues"][2]["latencyMs"].is_null());
+        assert_eq!(v["queues"][0]["paused"], true);
+        assert_eq!(v["queues"][1]["counts"]["queued"], 0);
+        assert_eq!(v["queues"][2]["paused"], false);
+    }
+
+    #[test]
+    fn pause_answers_say_state_and_change() {
+        assert_eq!(
+            pause_json("mail", true, false),
+            serde_json::json!({"queue": "mail", "paused": true, "changed": false})
+        );
     }
 
     #[test]

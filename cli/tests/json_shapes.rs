@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use common::schema::assert_matches;
 use common::{parse_one, signal, wait_exit, Db};
-use serde_json::Value;
+use serde_json::{json, Value};
 
 /// Runs `args --json`, checks the exit code, and validates stdout (or, for
 /// failures, stderr) against `schema`.
@@ -127,6 +127,45 @@ fn every_command_prints_its_documented_shape() {
         queues["revision"],
         shape(&db, &["counts"], 0, "counts.json")["revision"]
     );
+    // Pause and resume answer with the state and whether it changed (JSON even
+    // without --json), and `queues` lists a paused queue that holds no job.
+    let paused = shape(&db, &["queues", "pause", "idle"], 0, "queues-pause.json");
+    assert_eq!(
+        (&paused["queue"], &paused["paused"], &paused["changed"]),
+        (&json!("idle"), &json!(true), &json!(true))
+    );
+    let again = shape(&db, &["queues", "pause", "idle"], 0, "queues-pause.json");
+    assert_eq!(again["changed"], false);
+    let plain = db.run(&["queues", "pause", "default"]);
+    assert!(plain.status.success(), "{plain:?}");
+    assert_matches("queues-pause.json", &parse_one(&plain.stdout));
+    let listed = shape(&db, &["queues"], 0, "queues.json");
+    let flags: Vec<(&str, bool)> = listed["queues"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|q| (q["queue"].as_str().unwrap(), q["paused"].as_bool().unwrap()))
+        .collect();
+    assert_eq!(flags, [("default", true), ("idle", true)], "{listed}");
+    assert_eq!(
+        listed["revision"], queues["revision"],
+        "pausing is no count mutation"
+    );
+    let resumed = shape(&db, &["queues", "resume", "idle"], 0, "queues-pause.json");
+    assert_eq!(
+        (&resumed["paused"], &resumed["changed"]),
+        (&json!(false), &json!(true))
+    );
+    let idle = shape(&db, &["queues", "resume", "idle"], 0, "queues-pause.json");
+    assert_eq!(idle["changed"], false);
+    shape(
+        &db,
+        &["queues", "resume", "default"],
+        0,
+        "queues-pause.json",
+    );
+    let bad = shape(&db, &["queues", "pause", "a\u{1b}[2J"], 1, "error.json");
+    assert_eq!(bad["error"]["code"], "invalid-queue", "{bad}");
     shape(&db, &["jobs", "show", "nope"], 1, "error.json");
 }
 

@@ -1,7 +1,8 @@
 //! `docs/schedule-keys.md` and `docs/idempotency.md` and `docs/counts.md` and `ARCHITECTURE.md` concurrency promises across real OS processes sharing one
 //! SQLite file: eight processes replacing one schedule key leave exactly one
 //! queued owner; eight idempotent enqueues of one scope make one job; counts stay
-//! exact under concurrent producers; a worker SIGKILLed mid-job loses no job.
+//! exact under concurrent producers; a worker SIGKILLed mid-job loses no job; a
+//! paused queue is honoured by worker processes at their next claim.
 //!
 //! Every helper process opens the store (so schema creation races too), prints
 //! `ready`, and blocks on stdin; the test releases all of them at once by writing
@@ -305,4 +306,114 @@ fn periodic_ticks_from_three_processes_are_enqueued_exactly_once() {
             "no tick was skipped: {ticks:?}"
         );
     });
+}
+
+/// SPEC §15 across processes: two worker processes drain every queue; once the
+/// test process pauses `mail`, neither claims a mail job (new ones wait, a job
+/// already running finishes and reports) while `video` keeps flowing; resuming
+/// wakes them and the waiting mail jobs run.
+#[test]
+fn workers_in_other_processes_honour_a_pause() {
+    use std::time::{Duration, Instant};
+
+    use duraq_core::{EnqueueOptions, NewJob, QueueName};
+
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("jobs.db");
+    let store = open(&db, Arc::new(SystemClock));
+    let mut procs = spawn_ready(&db, 2, |_| vec!["work".into()]);
+    release(&mut procs);
+    duraq_tests::block_on(async {
+        let enqueue = |queue: &str, ms: u64| {
+            let job = NewJob::new(
+                "p",
+                serde_json::json!([ms]),
+                EnqueueOptions::new().queue(queue),
+            );
+            let store = store.clone();
+            async move {
+                store
+                    .enqueue(job.unwrap())
+                    .await
+                    .unwrap()
+                    .job_id()
+                    .to_owned()
+            }
+        };
+        let status = |id: String| {
+            let store = store.clone();
+            async move { store.get_job(&id).await.unwrap().unwrap().status }
+        };
+        // Waits (up to 10 s) until every job of `ids` is in `want`.
+        let wait_for = |ids: Vec<String>, want: JobStatus| {
+            let status = &status;
+            async move {
+                let deadline = Instant::now() + Duration::from_secs(10);
+                loop {
+                    let mut all = true;
+                    for id in &ids {
+                        all &= status(id.clone()).await == want;
+                    }
+                    if all {
+                        return;
+                    }
+                    assert!(
+                        Instant::now() < deadline,
+                        "jobs {ids:?} never reached {want}"
+                    );
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                }
+            }
+        };
+        let first = vec![enqueue("mail", 0).await, enqueue("video", 0).await];
+        wait_for(first, JobStatus::Completed).await;
+
+        // A long mail job is running when the pause lands.
+        let running = enqueue("mail", 800).await;
+        wait_for(vec![running.clone()], JobStatus::HandedOff).await;
+        let mail = QueueName::new("mail").unwrap();
+        assert!(store.pause_queue(&mail).await.unwrap());
+        let mut waiting = Vec::new();
+        let mut flowing = Vec::new();
+        for _ in 0..5 {
+            waiting.push(enqueue("mail", 0).await);
+            flowing.push(enqueue("video", 0).await);
+        }
+        wait_for(flowing, JobStatus::Completed).await;
+        wait_for(vec![running], JobStatus::Completed).await;
+        // Several polls and wake-ups later, the paused jobs still wait.
+        tokio::time::sleep(Duration::from_millis(1_500)).await;
+        for id in &waiting {
+            assert_eq!(
+                status(id.clone()).await,
+                JobStatus::Queued,
+                "{id} was claimed while paused"
+            );
+        }
+
+        let resumed_at = Instant::now();
+        assert!(store.resume_queue(&mail).await.unwrap());
+        wait_for(waiting.clone(), JobStatus::Completed).await;
+        let took = resumed_at.elapsed();
+        assert!(
+            took < Duration::from_secs(5),
+            "resume woke the workers late: {took:?}"
+        );
+        for id in &waiting {
+            let job = store.get_job(id).await.unwrap().unwrap();
+            assert!(job.worker_id.is_some(), "run by a helper process");
+        }
+    });
+    for p in &mut procs {
+        writeln!(p.stdin, "stop")
+            .and_then(|_| p.stdin.flush())
+            .unwrap();
+    }
+    let reports = results(procs);
+    let completed: u64 = reports
+        .iter()
+        .map(|r| r["completed"].as_u64().unwrap())
+        .sum();
+    // The first two, the long one, five video jobs and the five that waited.
+    assert_eq!(completed, 2 + 1 + 5 + 5, "{reports:?}");
 }

@@ -11,7 +11,9 @@
 //!   until killed (the test SIGKILLs it mid-job);
 //! - `periodic <period-ms> <run-ms>`: runs a worker declaring the periodic job
 //!   `beat` (job `tick`, every period) for `run-ms` of real time, then prints how
-//!   many ticks this process created (the rest were replays).
+//!   many ticks this process created (the rest were replays);
+//! - `work`: runs a worker with a handler for job `p` (args `[ms]`: sleeps that
+//!   long, then succeeds) until the next line on stdin, then prints its report.
 
 use std::io::{BufRead, Write};
 
@@ -141,6 +143,25 @@ async fn run(args: &[String]) -> i32 {
                 .await
                 .expect("worker run");
             Ok(json!({"created": report.periodic_enqueued}))
+        }
+        "work" => {
+            let store: Arc<dyn Store> = Arc::new(store);
+            let registry = Registry::new()
+                .register_fn("p", |_ctx, args: serde_json::Value| async move {
+                    let ms = args[0].as_u64().unwrap_or(0);
+                    tokio::time::sleep(Duration::from_millis(ms)).await;
+                    Ok(())
+                })
+                .expect("registry");
+            let worker = Worker::builder(store, registry).build().expect("worker");
+            let stop = tokio::task::spawn_blocking(wait_for_line);
+            let report = worker
+                .run(async {
+                    let _ = stop.await;
+                })
+                .await
+                .expect("worker run");
+            Ok(json!({"completed": report.completed}))
         }
         other => {
             eprintln!("unknown action {other}");

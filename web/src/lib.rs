@@ -97,6 +97,8 @@ pub fn router(store: Arc<dyn Store>, options: WebOptions) -> Router {
         .route("/", get(pages::overview::overview))
         .route("/events", get(live::events))
         .route("/queues", get(pages::overview::queues))
+        .route("/queues/{queue}/pause", post(pages::overview::pause))
+        .route("/queues/{queue}/resume", post(pages::overview::resume))
         .route("/jobs", get(pages::jobs::list))
         .route("/jobs/search", get(pages::jobs::search))
         .route("/jobs/{id}", get(pages::job::detail))

@@ -60,6 +60,7 @@ pub async fn render_metrics(
             queue: None,
             counts: total,
             latency_ms: None,
+            paused: false,
         };
         for row in rows.iter().chain([&all]) {
             for status in JobStatus::ALL {

@@ -164,11 +164,18 @@ fn opt(value: Option<String>) -> Markup {
     }
 }
 
-/// The form of an action.
+/// The form of an action (a job's retry/cancel, a queue's pause/resume).
 #[derive(Debug, Deserialize)]
 pub struct ActionForm {
     #[serde(default)]
     csrf: String,
+}
+
+impl ActionForm {
+    /// The CSRF token the form carried.
+    pub fn csrf(&self) -> &str {
+        &self.csrf
+    }
 }
 
 /// `POST /jobs/{id}/retry`.

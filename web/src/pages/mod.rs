@@ -29,6 +29,8 @@ pub struct QueueRow {
     pub counts: StatusCounts,
     /// Age of its oldest due queued job, when the store reports it.
     pub latency_ms: Option<i64>,
+    /// Whether workers skip the queue (durably paused).
+    pub paused: bool,
 }
 
 /// The per-queue numbers (queues holding at least one job, by name), the
@@ -44,13 +46,11 @@ pub async fn queue_rows(
             queue: Some(q.queue),
             counts: q.counts,
             latency_ms: q.latency_ms,
+            paused: q.paused,
         })
         .collect();
     Ok((rows, snap.counts, snap.revision))
 }
-
-/// Whether [`queue_rows`] splits by queue.
-pub const PER_QUEUE: bool = true;
 
 /// 404 for an unknown path, in the page frame.
 pub async fn not_found(axum::extract::State(state): axum::extract::State<State>) -> Response {

@@ -1,19 +1,21 @@
-//! `GET /` (overview) and `GET /queues`.
+//! `GET /` (overview), `GET /queues`, and `POST /queues/{queue}/pause|resume`.
 //!
 //! The overview shows the counts per status (`[data-count=STATUS]` holds the
 //! plain number, which the page's script replaces from `/events`), the queues
 //! table and the throughput of the last hour as an inline SVG (`#throughput`).
 //! Everything comes from one O(1) count snapshot plus the live task's history.
 
-use axum::extract::State as AxumState;
-use axum::response::Response;
-use duraq_core::JobStatus;
+use axum::extract::{Form, Path, State as AxumState};
+use axum::response::{IntoResponse, Redirect, Response};
+use duraq_core::{JobStatus, QueueName};
 use maud::{html, Markup};
 
-use super::{queue_rows, store_error, QueueRow, PER_QUEUE};
+use super::job::ActionForm;
+use super::{queue_rows, store_error, QueueRow};
 use crate::format::{duration, thousands};
-use crate::html::{link, page};
+use crate::html::{csrf_field, link, page};
 use crate::live::{now_ms, MINUTES};
+use crate::security::check_csrf;
 use crate::{AppState, State};
 
 async fn render(state: &AppState) -> Response {
@@ -78,25 +80,81 @@ pub async fn queues(AxumState(state): AxumState<State>) -> Response {
     let body = html! {
         h1 { "Queues" }
         (queues_table(&state, &rows))
-        section.later {
-            h2 { "Pausing queues" }
-            p { "Queues cannot be paused yet. When they can, pause and resume \
-                 will be here, one pair per queue." }
-        }
+        p.muted { "A paused queue keeps its jobs; every worker stops claiming from it \
+                   at its next poll, and jobs already running finish." }
     };
     page(&state, "queues", "Queues", body)
 }
 
+/// `POST /queues/{queue}/pause`.
+pub async fn pause(
+    state: AxumState<State>,
+    queue: Path<String>,
+    form: Form<ActionForm>,
+) -> Response {
+    set_paused(state, queue, form, true).await
+}
+
+/// `POST /queues/{queue}/resume`.
+pub async fn resume(
+    state: AxumState<State>,
+    queue: Path<String>,
+    form: Form<ActionForm>,
+) -> Response {
+    set_paused(state, queue, form, false).await
+}
+
+async fn set_paused(
+    AxumState(state): AxumState<State>,
+    Path(queue): Path<String>,
+    Form(form): Form<ActionForm>,
+    pause: bool,
+) -> Response {
+    if let Some(refused) = check_csrf(&state, form.csrf()) {
+        return refused;
+    }
+    let result = match QueueName::new(&queue) {
+        Ok(name) if pause => state.store.pause_queue(&name).await,
+        Ok(name) => state.store.resume_queue(&name).await,
+        Err(e) => Err(e),
+    };
+    match result {
+        Ok(_) => Redirect::to(&link(&state, "/queues")).into_response(),
+        Err(e) => store_error(&state, "queues", &e),
+    }
+}
+
+/// The pause or resume button of one queue (none when read-only).
+fn pause_form(state: &AppState, queue: &str, paused: bool) -> Markup {
+    let (what, label) = if paused {
+        ("resume", "Resume")
+    } else {
+        ("pause", "Pause")
+    };
+    let action = link(state, &format!("/queues/{}/{what}", path_segment(queue)));
+    html! {
+        @if !state.options.is_read_only() {
+            form data-action=(what) method="post" action=(action) {
+                (csrf_field(state))
+                button type="submit" { (label) }
+            }
+        }
+    }
+}
+
+/// `value` percent-encoded for one path segment.
+fn path_segment(value: &str) -> String {
+    urlencode(value).replace('+', "%20")
+}
+
 fn queues_table(state: &AppState, rows: &[QueueRow]) -> Markup {
     html! {
-        @if !PER_QUEUE {
-            p.muted { "This store counts jobs per status over all queues only." }
-        }
         @if rows.is_empty() { p.muted data-empty { "No queue holds a job." } }
         table data-table="queues" {
             thead { tr {
                 th { "Queue" } th.num { "Size (queued)" } th.num { "Running" }
                 th.num { "Completed" } th.num { "Failed" } th.num { "Latency" }
+                th { "State" }
             } }
             tbody {
                 @for row in rows {
@@ -113,6 +171,10 @@ fn queues_table(state: &AppState, rows: &[QueueRow]) -> Markup {
                             Some(ms) => (duration(ms)),
                             None => span.muted { "—" },
                         } }
+                        td data-paused=(row.paused) {
+                            @if row.paused { strong { "paused" } } @else { span.muted { "running" } }
+                            @if let Some(q) = &row.queue { (pause_form(state, q, row.paused)) }
+                        }
                     }
                 }
             }

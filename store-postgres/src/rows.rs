@@ -4,7 +4,10 @@
 //! transition from `duraq_core::transitions`, and write the mutable columns back
 //! here, many rows per statement (`UNNEST` of one array per column). `args` is
 //! stored as JSON text rather than `jsonb`, because `jsonb` rewrites numbers and
-//! refuses `\u0000`, and a job must come back exactly as it was enqueued.
+//! refuses `\u0000`, and a job must come back exactly as it was enqueued. The
+//! error history (`errors`, version 5) is JSON text for the same reasons: a
+//! handler's message may hold `\u0000`, which `jsonb` refuses, and nothing
+//! queries inside it; rows from before version 5 read the default `[]`.
 
 use duraq_core::{Job, JobStatus, Result};
 use tokio_postgres::types::ToSql;
@@ -19,7 +22,7 @@ use crate::error::corrupt;
 pub(crate) const JOB_COLUMNS: &str = "id, job_name, args, queue, status, attempts, max_retries, \
     scheduled_at_ms, created_at_ms, handed_off_at_ms, completed_at_ms, failed_at_ms, cancelled_at_ms, \
     orphaned_at_ms, last_error, worker_id, handoff_id, schedule_key, schedule_order, concurrency_key, \
-    max_concurrency, idempotency_key, timeout_ms, reservation_key";
+    max_concurrency, idempotency_key, timeout_ms, errors, reservation_key";
 
 /// A job as loaded for a transition, with the reservation it holds (if any).
 pub(crate) struct Loaded {
@@ -30,6 +33,7 @@ pub(crate) struct Loaded {
 pub(crate) fn job_from_row(row: &Row) -> Result<Job> {
     let args: String = row.get(2);
     let status: String = row.get(4);
+    let errors: String = row.get(23);
     Ok(Job {
         id: row.get(0),
         job_name: row.get(1),
@@ -48,8 +52,7 @@ pub(crate) fn job_from_row(row: &Row) -> Result<Job> {
         cancelled_at_ms: row.get(12),
         orphaned_at_ms: row.get(13),
         last_error: row.get(14),
-        // Until the next schema version adds the column, rows read an empty history.
-        errors: Vec::new(),
+        errors: serde_json::from_str(&errors).map_err(|e| corrupt(format!("errors: {e}")))?,
         worker_id: row.get(15),
         handoff_id: row.get(16),
         schedule_key: row.get(17),
@@ -64,7 +67,7 @@ pub(crate) fn job_from_row(row: &Row) -> Result<Job> {
 pub(crate) fn loaded_from_row(row: &Row) -> Result<Loaded> {
     Ok(Loaded {
         job: job_from_row(row)?,
-        reservation: row.get(23),
+        reservation: row.get(24),
     })
 }
 
@@ -191,6 +194,9 @@ pub(crate) async fn save_jobs(db: &Db<'_>, rows: &[(&Job, Option<&str>)]) -> Res
     let handoffs = col(|j| j.handoff_id.clone());
     let keys = col(|j| j.schedule_key.clone());
     let orders = num(|j| j.schedule_order);
+    // JSON text: a NUL in a message is written as the escape `\u0000`, which a
+    // text column takes as it is.
+    let histories = col(|j| Some(serde_json::to_string(&j.errors).expect("plain data encodes")));
     let reservations: Vec<Option<&str>> = rows.iter().map(|(_, r)| *r).collect();
     db.execute(
         "UPDATE {s}.duraq_jobs AS j SET status = v.status, attempts = v.attempts, \
@@ -198,15 +204,15 @@ pub(crate) async fn save_jobs(db: &Db<'_>, rows: &[(&Job, Option<&str>)]) -> Res
          completed_at_ms = v.completed_at_ms, failed_at_ms = v.failed_at_ms, \
          cancelled_at_ms = v.cancelled_at_ms, orphaned_at_ms = v.orphaned_at_ms, last_error = v.last_error, \
          worker_id = v.worker_id, handoff_id = v.handoff_id, schedule_key = v.schedule_key, \
-         schedule_order = v.schedule_order, reservation_key = v.reservation_key \
+         schedule_order = v.schedule_order, reservation_key = v.reservation_key, errors = v.errors \
          FROM unnest($1::text[], $2::text[], $3::int8[], $4::int8[], $5::int8[], $6::int8[], $7::int8[], \
-         $8::int8[], $9::int8[], $10::text[], $11::text[], $12::text[], $13::text[], $14::int8[], $15::text[]) \
+         $8::int8[], $9::int8[], $10::text[], $11::text[], $12::text[], $13::text[], $14::int8[], $15::text[], $16::text[]) \
          AS v(id, status, attempts, scheduled_at_ms, handed_off_at_ms, completed_at_ms, failed_at_ms, \
          cancelled_at_ms, orphaned_at_ms, last_error, worker_id, handoff_id, schedule_key, schedule_order, \
-         reservation_key) WHERE j.id = v.id",
+         reservation_key, errors) WHERE j.id = v.id",
         &[
             &ids, &statuses, &attempts, &scheduled, &handed, &completed, &failed, &cancelled, &orphaned,
-            &errors, &workers, &handoffs, &keys, &orders, &reservations,
+            &errors, &workers, &handoffs, &keys, &orders, &reservations, &histories,
         ],
     )
     .await?;

@@ -16,7 +16,8 @@
 //! No table, column or row is ever rebuilt or dropped; only indexes a later
 //! version replaced are ([`RETIRED_INDEXES`]). Columns a later version added
 //! ([`ADDED_COLUMNS`]) may be missing from a table whose ledger predates them;
-//! they are added with `ALTER TABLE … ADD COLUMN` (nullable: no rewrite). Tables
+//! they are added with `ALTER TABLE … ADD COLUMN` (nullable, or with a constant
+//! default such as `errors`' `'[]'`: no table rewrite). Tables
 //! carry a `duraq_` prefix so that an application can share its schema with the
 //! queue (transactional enqueue).
 //!
@@ -24,7 +25,9 @@
 //! (`dedupe_key`, `duraq_dedupe_scopes`, see [`crate::dedupe`]) instead of an
 //! index over every queued job's args digest; 3, counts per queue
 //! (`duraq_queue_count_shards`, see [`crate::counts`]), filled from the jobs
-//! table once when the table is created, and the index queue latency reads.
+//! table once when the table is created, and the index queue latency reads; 4,
+//! paused queues; 5, the error history (`duraq_jobs.errors`, JSON text, default
+//! `'[]'`).
 
 use duraq_core::{Error, Result};
 

@@ -9,10 +9,11 @@
 //! (`duraq_queue_count_shards`, backfilled once by the upgrade) and the per-queue
 //! index of queued jobs that queue latency reads (`duraq_jobs_queue_due`); 4,
 //! paused queues (`duraq_paused_queues`, a row per paused queue that every claim
-//! excludes).
+//! excludes); 5, the error history (`duraq_jobs.errors`, JSON text with a
+//! constant default `'[]'`: added in place without rewriting the table).
 
 /// The newest schema version this binary knows.
-pub const SCHEMA_VERSION: i64 = 4;
+pub const SCHEMA_VERSION: i64 = 5;
 /// The per-queue counter table (version 3), filled from the jobs when created.
 pub(crate) const QUEUE_COUNTS_TABLE: &str = "duraq_queue_count_shards";
 /// The ledger table recording applied versions.
@@ -69,6 +70,7 @@ pub(crate) const TABLES: &[Table] = &[
             ("timeout_ms", I, "bigint"),
             ("reservation_key", T, "text"),
             ("dedupe_key", T, "text"),
+            ("errors", T, "text NOT NULL DEFAULT '[]'"),
         ],
         constraints: "",
     },
@@ -190,7 +192,8 @@ pub(crate) const INDEXES: &[&str] = &[
 ];
 
 /// Columns added after version 1: (table, column, version that added it).
-pub(crate) const ADDED_COLUMNS: &[(&str, &str, i64)] = &[("duraq_jobs", "dedupe_key", 2)];
+pub(crate) const ADDED_COLUMNS: &[(&str, &str, i64)] =
+    &[("duraq_jobs", "dedupe_key", 2), ("duraq_jobs", "errors", 5)];
 
 /// Indexes a later version replaced, dropped when upgrading.
 pub(crate) const RETIRED_INDEXES: &[&str] = &["duraq_jobs_dedupe"];

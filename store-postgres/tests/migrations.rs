@@ -112,7 +112,7 @@ mod postgres {
         let store = PostgresStore::connect_existing(&url(), options(&s))
             .await
             .unwrap();
-        assert_eq!(store.migration().applied, [2, 3, 4]);
+        assert_eq!(store.migration().applied, [2, 3, 4, 5]);
         let indexes: Vec<String> = client
             .query(
                 "SELECT indexname::text FROM pg_indexes WHERE schemaname = $1 AND tablename = 'duraq_jobs'",
@@ -183,7 +183,7 @@ mod postgres {
         let store = PostgresStore::connect_existing(&url(), options(&s))
             .await
             .unwrap();
-        assert_eq!(store.migration().applied, [3, 4]);
+        assert_eq!(store.migration().applied, [3, 4, 5]);
         let after = store.queue_snapshot().await.unwrap();
         assert_eq!(
             (after.revision, &after.counts, super::counts_of(&after)),
@@ -225,14 +225,15 @@ mod postgres {
         let client = raw_client().await;
         client
             .batch_execute(&format!(
-                "DROP TABLE {s}.duraq_paused_queues; DELETE FROM {s}.duraq_migrations WHERE version = 4"
+                "DROP TABLE {s}.duraq_paused_queues; ALTER TABLE {s}.duraq_jobs DROP COLUMN errors; \
+                 DELETE FROM {s}.duraq_migrations WHERE version >= 4"
             ))
             .await
             .unwrap();
         let store = PostgresStore::connect_existing(&url(), options(&s))
             .await
             .unwrap();
-        assert_eq!(store.migration().applied, [4]);
+        assert_eq!(store.migration().applied, [4, 5]);
         assert!(store
             .queue_snapshot()
             .await
@@ -329,6 +330,91 @@ mod postgres {
             "timer plan:\n{timer}"
         );
         println!("claim plan:\n{claim}\ntimer plan:\n{timer}");
+    }
+
+    /// A version-4 schema (today's before the error history) with a failed job
+    /// and a queued one is upgraded in place: `errors` is added with its constant
+    /// default (no table rewrite), old rows read an empty history, and new
+    /// failures append to it.
+    #[tokio::test]
+    async fn upgrade_to_v5_adds_the_error_history_in_place() {
+        use duraq_core::{ClaimRequest, Outcome};
+        let s = schema();
+        let store = open(&s).await.unwrap();
+        let mut ids = Vec::new();
+        for _ in 0..2 {
+            let created = store
+                .enqueue(job("j", EnqueueOptions::new().max_retries(0)))
+                .await
+                .unwrap();
+            ids.push(created.job_id().to_owned());
+        }
+        let claim = |worker: &str| ClaimRequest {
+            worker_id: worker.into(),
+            job_names: vec!["j".into()],
+            limit: 1,
+            ..ClaimRequest::default()
+        };
+        let first = store.claim(&claim("w1")).await.unwrap().remove(0);
+        assert!(store
+            .report(&first.lease().unwrap(), Outcome::failed("before"))
+            .await
+            .unwrap());
+        drop(store);
+        // Back to the shape version 4 created.
+        let client = raw_client().await;
+        client
+            .batch_execute(&format!(
+                "ALTER TABLE {s}.duraq_jobs DROP COLUMN errors; \
+                 DELETE FROM {s}.duraq_migrations WHERE version = 5"
+            ))
+            .await
+            .unwrap();
+        async fn relfilenode(client: &tokio_postgres::Client, s: &str) -> i64 {
+            client
+                .query_one(
+                    "SELECT pg_relation_filenode(format('%I.duraq_jobs', $1::text)::regclass)::int8",
+                    &[&s],
+                )
+                .await
+                .unwrap()
+                .get(0)
+        }
+        let file_before = relfilenode(&client, &s).await;
+
+        let store = PostgresStore::connect_existing(&url(), options(&s))
+            .await
+            .unwrap();
+        assert_eq!(store.migration().applied, [5]);
+        assert_eq!(
+            relfilenode(&client, &s).await,
+            file_before,
+            "no table rewrite"
+        );
+        let old = store.get_job(&ids[0]).await.unwrap().unwrap();
+        assert_eq!(
+            (old.last_error.as_deref(), old.errors.len()),
+            (Some("before"), 0),
+            "an old failed row keeps lastError and reads an empty history"
+        );
+        let second = store.claim(&claim("w2")).await.unwrap().remove(0);
+        assert_eq!(second.id, ids[1]);
+        assert!(store
+            .report(&second.lease().unwrap(), Outcome::failed("after\0nul"))
+            .await
+            .unwrap());
+        let failed = store.get_job(&ids[1]).await.unwrap().unwrap();
+        assert_eq!(failed.errors.len(), 1);
+        assert_eq!(
+            (
+                failed.errors[0].attempt,
+                failed.errors[0].error.as_str(),
+                failed.errors[0].worker_id.as_deref()
+            ),
+            (1, "after\0nul", Some("w2")),
+            "the history keeps the message exactly (JSON text, not jsonb)"
+        );
+        assert!(open(&s).await.unwrap().migration().applied.is_empty());
     }
 
     #[tokio::test]

@@ -2,6 +2,9 @@
 //! [`duraq_core::Job`], applies a pure transition from `duraq_core::transitions`,
 //! and writes the changed fields back with [`save_job`], so the rules of the state
 //! diagram are never re-implemented in SQL.
+//!
+//! `errors` (the error history, version 6) is JSON text, `[]` in rows written
+//! before it existed (the column's default).
 
 use std::sync::OnceLock;
 
@@ -15,7 +18,7 @@ use crate::error_map::{is_primary_key_violation, map_err, SqlResult};
 pub(crate) const JOB_COLUMNS: &str = "id, job_name, args, queue, status, attempts, max_retries, \
     scheduled_at_ms, created_at_ms, handed_off_at_ms, completed_at_ms, failed_at_ms, \
     cancelled_at_ms, orphaned_at_ms, last_error, worker_id, handoff_id, schedule_key, \
-    schedule_order, concurrency_key, max_concurrency, idempotency_key, timeout_ms";
+    schedule_order, concurrency_key, max_concurrency, idempotency_key, timeout_ms, errors";
 
 fn conversion(
     col: usize,
@@ -28,6 +31,7 @@ fn conversion(
 pub(crate) fn job_from_row(row: &Row<'_>) -> rusqlite::Result<Job> {
     let args: String = row.get(2)?;
     let status: String = row.get(4)?;
+    let errors: String = row.get(23)?;
     Ok(Job {
         id: row.get(0)?,
         job_name: row.get(1)?,
@@ -44,8 +48,7 @@ pub(crate) fn job_from_row(row: &Row<'_>) -> rusqlite::Result<Job> {
         cancelled_at_ms: row.get(12)?,
         orphaned_at_ms: row.get(13)?,
         last_error: row.get(14)?,
-        // Until the next schema version adds the column, rows read an empty history.
-        errors: Vec::new(),
+        errors: serde_json::from_str(&errors).map_err(|e| conversion(23, e))?,
         worker_id: row.get(15)?,
         handoff_id: row.get(16)?,
         schedule_key: row.get(17)?,
@@ -89,7 +92,7 @@ pub(crate) fn load_for_report(
     });
     conn.prepare_cached(sql)
         .db()?
-        .query_row([id], |row| Ok((job_from_row(row)?, row.get(23)?)))
+        .query_row([id], |row| Ok((job_from_row(row)?, row.get(24)?)))
         .optional()
         .db()
 }
@@ -107,11 +110,12 @@ pub(crate) fn insert_job(
     dedupe_key: Option<&str>,
 ) -> Result<()> {
     let args = serde_json::to_string(&job.args).map_err(|e| Error::backend("encoding args", e))?;
+    let errors = json_text(&job.errors)?;
     static SQL: OnceLock<String> = OnceLock::new();
     let sql = SQL.get_or_init(|| {
         format!(
             "INSERT INTO duraq_jobs ({JOB_COLUMNS}, args_digest, dedupe_key) VALUES \
-             (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25)"
+             (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26)"
         )
     });
     conn.prepare_cached(sql)
@@ -140,6 +144,7 @@ pub(crate) fn insert_job(
             job.max_concurrency,
             job.idempotency_key,
             job.timeout_ms,
+            errors,
             args_digest,
             dedupe_key,
         ])
@@ -156,10 +161,11 @@ pub(crate) fn insert_job(
 
 /// Writes back every field a transition may change.
 pub(crate) fn save_job(conn: &Connection, job: &Job) -> Result<()> {
+    let errors = json_text(&job.errors)?;
     conn.prepare_cached(
         "UPDATE duraq_jobs SET status = ?2, attempts = ?3, scheduled_at_ms = ?4, handed_off_at_ms = ?5, \
          completed_at_ms = ?6, failed_at_ms = ?7, cancelled_at_ms = ?8, orphaned_at_ms = ?9, \
-         last_error = ?10, worker_id = ?11, handoff_id = ?12 WHERE id = ?1",
+         last_error = ?10, worker_id = ?11, handoff_id = ?12, errors = ?13 WHERE id = ?1",
     )
     .db()?
     .execute(params![
@@ -175,6 +181,7 @@ pub(crate) fn save_job(conn: &Connection, job: &Job) -> Result<()> {
         job.last_error,
         job.worker_id,
         job.handoff_id,
+        errors,
     ])
     .db()?;
     Ok(())

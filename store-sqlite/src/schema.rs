@@ -187,7 +187,10 @@ fn check_table<'t>(
         .iter()
         .filter(|c| !found.iter().any(|(n, _)| n == c.name))
     {
-        if column.since <= table.since || column.rest.contains("NOT NULL") {
+        // A later NOT NULL column can be added only with a default (SQLite
+        // fills existing rows with it in place).
+        let needs_value = column.rest.contains("NOT NULL") && !column.rest.contains("DEFAULT");
+        if column.since <= table.since || needs_value {
             return Err(Error::schema(format!(
                 "{}.{} is missing",
                 table.name, column.name

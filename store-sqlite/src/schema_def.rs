@@ -11,10 +11,11 @@
 //! (`duraq_queue_counts`, backfilled from the jobs once when created) and the
 //! per-queue index of queued jobs that queue latency reads. Version 5: paused
 //! queues (`duraq_paused_queues`, one row per paused queue, which every claim
-//! reads).
+//! reads). Version 6: the error history (`duraq_jobs.errors`, JSON text, added in
+//! place as `NOT NULL DEFAULT '[]'`, so older rows read an empty history).
 
 /// The newest schema version this binary knows.
-pub const SCHEMA_VERSION: i64 = 5;
+pub const SCHEMA_VERSION: i64 = 6;
 /// The ledger table recording applied versions.
 pub const LEDGER_TABLE: &str = "duraq_migrations";
 /// The ledger scope of the job store's own schema.
@@ -71,6 +72,7 @@ const JOBS: &[Column] = &[
     col("schedule_key", "TEXT", "", 2),
     col("schedule_order", "INTEGER", "", 2),
     col("dedupe_key", "TEXT", "", 3),
+    col("errors", "TEXT", "NOT NULL DEFAULT '[]'", 6),
 ];
 
 pub(crate) const TABLES: &[Table] = &[

@@ -67,12 +67,13 @@ async fn upgrade_from_v1_keeps_rows_and_gains_columns_and_tables() {
         .unwrap();
 
     let store = SqliteStore::open(&path, SqliteOptions::default()).unwrap();
-    assert_eq!(store.migration().applied, vec![2, 3, 4, 5]);
+    assert_eq!(store.migration().applied, vec![2, 3, 4, 5, 6]);
     let job = store.get_job("old-1").await.unwrap().expect("old row kept");
     assert_eq!(
         (job.job_name.as_str(), job.status, job.schedule_key),
         ("legacy", JobStatus::Queued, None)
     );
+    assert_eq!(job.errors, [], "an old row reads an empty error history");
     let snapshot = store.count_snapshot().await.unwrap();
     assert_eq!((snapshot.counts.queued, snapshot.revision), (1, 1));
     let queues = store.queue_snapshot().await.unwrap();
@@ -89,7 +90,7 @@ async fn upgrade_from_v1_keeps_rows_and_gains_columns_and_tables() {
     assert_eq!(store.health().await.unwrap().schema_version, SCHEMA_VERSION);
 
     let conn = Connection::open(&path).unwrap();
-    assert_eq!(ledger(&conn), vec![1, 2, 3, 4, 5]);
+    assert_eq!(ledger(&conn), vec![1, 2, 3, 4, 5, 6]);
     let tables: Vec<String> = schema_dump(&conn).into_iter().map(|(n, _)| n).collect();
     for table in [
         "duraq_schedule_keys",
@@ -128,7 +129,7 @@ async fn upgrade_to_v3_swaps_status_led_indexes_for_partial_ones_and_keeps_rows(
     drop(conn);
 
     let store = SqliteStore::open(&path, SqliteOptions::default()).unwrap();
-    assert_eq!(store.migration().applied, vec![2, 3, 4, 5]);
+    assert_eq!(store.migration().applied, vec![2, 3, 4, 5, 6]);
     let names: Vec<String> = schema_dump(&Connection::open(&path).unwrap())
         .into_iter()
         .map(|(n, _)| n)
@@ -347,7 +348,7 @@ async fn open_existing_upgrades_an_older_duraq_file() {
         .execute_batch(V1_SQL)
         .unwrap();
     let store = SqliteStore::open_existing(&path, SqliteOptions::default()).unwrap();
-    assert_eq!(store.migration().applied, vec![2, 3, 4, 5]);
+    assert_eq!(store.migration().applied, vec![2, 3, 4, 5, 6]);
     assert!(store.get_job("old-1").await.unwrap().is_some());
 }
 
@@ -453,13 +454,14 @@ async fn upgrade_to_v5_adds_paused_queues() {
     Connection::open(&path)
         .unwrap()
         .execute_batch(
-            "DROP TABLE duraq_paused_queues; DELETE FROM duraq_migrations WHERE version = 5",
+            "DROP TABLE duraq_paused_queues; ALTER TABLE duraq_jobs DROP COLUMN errors; \
+             DELETE FROM duraq_migrations WHERE version >= 5",
         )
         .unwrap();
 
     let store = SqliteStore::open_existing(&path, SqliteOptions::default()).unwrap();
-    assert_eq!(store.migration().applied, vec![5]);
-    assert_eq!(store.health().await.unwrap().schema_version, 5);
+    assert_eq!(store.migration().applied, vec![5, 6]);
+    assert_eq!(store.health().await.unwrap().schema_version, SCHEMA_VERSION);
     let snap = store.queue_snapshot().await.unwrap();
     assert!(snap.queues.iter().all(|q| !q.paused), "{snap:?}");
     let mail = QueueName::new("mail").unwrap();
@@ -489,4 +491,109 @@ async fn upgrade_to_v5_adds_paused_queues() {
         ["video"],
         "the pause survived reopening"
     );
+}
+
+/// A version-5 file (today's before the error history) with a failed job and a
+/// queued one is upgraded in place: `errors` is added with its default (no table
+/// rebuild: the table's other columns and rows are untouched), old rows read an
+/// empty history, and new failures append to it.
+#[tokio::test]
+async fn upgrade_to_v6_adds_the_error_history_in_place() {
+    use duraq_core::{ClaimRequest, EnqueueOptions, NewJob, Outcome};
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("v5.db");
+    let store = SqliteStore::open(&path, SqliteOptions::default()).unwrap();
+    let mut ids = Vec::new();
+    for n in 0..2 {
+        let opts = EnqueueOptions::new().max_retries(0);
+        let job = NewJob::new("j", serde_json::json!([n]), opts).unwrap();
+        ids.push(store.enqueue(job).await.unwrap().job_id().to_owned());
+    }
+    let claim = |worker: &str| ClaimRequest {
+        worker_id: worker.into(),
+        job_names: vec!["j".into()],
+        limit: 1,
+        ..ClaimRequest::default()
+    };
+    let first = store.claim(&claim("w1")).await.unwrap().remove(0);
+    assert!(store
+        .report(&first.lease().unwrap(), Outcome::failed("before"))
+        .await
+        .unwrap());
+    drop(store);
+    // Back to the shape version 5 created.
+    let conn = Connection::open(&path).unwrap();
+    conn.execute_batch(
+        "ALTER TABLE duraq_jobs DROP COLUMN errors; DELETE FROM duraq_migrations WHERE version = 6",
+    )
+    .unwrap();
+    let rowids = |conn: &Connection| -> Vec<(i64, String)> {
+        let mut stmt = conn
+            .prepare("SELECT rowid, id FROM duraq_jobs ORDER BY rowid")
+            .unwrap();
+        let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?))).unwrap();
+        rows.collect::<Result<_, _>>().unwrap()
+    };
+    let before = rowids(&conn);
+    drop(conn);
+
+    let store = SqliteStore::open_existing(&path, SqliteOptions::default()).unwrap();
+    assert_eq!(store.migration().applied, vec![6]);
+    let old = store.get_job(&ids[0]).await.unwrap().unwrap();
+    assert_eq!(
+        (old.status, old.last_error.as_deref(), old.errors.len()),
+        (JobStatus::Failed, Some("before"), 0),
+        "an old failed row keeps lastError and reads an empty history"
+    );
+    let conn = Connection::open(&path).unwrap();
+    assert_eq!(rowids(&conn), before, "rows kept in place, not rebuilt");
+    let (ty, notnull, default): (String, bool, String) = conn
+        .query_row(
+            "SELECT type, \"notnull\", dflt_value FROM pragma_table_info('duraq_jobs') WHERE name = 'errors'",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+        )
+        .unwrap();
+    assert_eq!(
+        (ty.as_str(), notnull, default.as_str()),
+        ("TEXT", true, "'[]'")
+    );
+
+    let second = store.claim(&claim("w2")).await.unwrap().remove(0);
+    assert_eq!(second.id, ids[1]);
+    assert!(store
+        .report(&second.lease().unwrap(), Outcome::failed("after"))
+        .await
+        .unwrap());
+    let failed = store.get_job(&ids[1]).await.unwrap().unwrap();
+    assert_eq!(failed.errors.len(), 1);
+    assert_eq!(
+        (
+            failed.errors[0].attempt,
+            failed.errors[0].error.as_str(),
+            failed.errors[0].worker_id.as_deref()
+        ),
+        (1, "after", Some("w2"))
+    );
+    store.retry_job(&ids[0]).await.unwrap();
+    let again = store.claim(&claim("w3")).await.unwrap().remove(0);
+    assert!(store
+        .report(&again.lease().unwrap(), Outcome::failed("later"))
+        .await
+        .unwrap());
+    let old = store.get_job(&ids[0]).await.unwrap().unwrap();
+    assert_eq!(
+        old.errors
+            .iter()
+            .map(|e| e.error.as_str())
+            .collect::<Vec<_>>(),
+        ["later"],
+        "an old row's history starts at the upgrade"
+    );
+    drop(store);
+    assert!(SqliteStore::open_existing(&path, SqliteOptions::default())
+        .unwrap()
+        .migration()
+        .applied
+        .is_empty());
 }

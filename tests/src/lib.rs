@@ -29,6 +29,7 @@ pub mod concurrency;
 pub mod counts;
 pub mod dedupe;
 pub mod enqueue;
+pub mod error_history;
 pub mod factories;
 pub mod harness;
 pub mod idempotency;

@@ -75,6 +75,12 @@ macro_rules! store_suite {
                     completed_keeps_lease_history, backoff_schedule, retry_override_and_discard,
                     exhausted_retries_fail, reschedule_uses_no_attempt, reschedule_keeps_last_error,
                 ],
+                error_history: [
+                    failed_attempts_are_listed_in_order, history_keeps_the_newest_twenty,
+                    recovered_lease_appends_with_the_dead_worker,
+                    reschedule_and_return_append_nothing, stale_report_appends_nothing,
+                    operator_retry_keeps_the_history,
+                ],
                 recovery: [
                     stale_worker_is_recovered, heartbeat_keeps_lease, stale_boundary_is_strict,
                     claim_counts_as_heartbeat, exhausted_lease_is_orphaned,

@@ -1,4 +1,5 @@
-// duraq dashboard: live counts and the throughput chart on the overview page.
+// duraq dashboard: live counts (per status and per queue) and the throughput
+// chart on the overview page.
 // One EventSource per tab on `/events`; each `counts` event carries the new
 // counts as JSON. Values are written with textContent, never as HTML.
 (function () {
@@ -15,6 +16,15 @@
       Object.keys(counts).forEach(function (key) {
         document.querySelectorAll('[data-count="' + key + '"]').forEach(function (el) {
           el.textContent = String(counts[key]);
+        });
+      });
+      var queues = data.queues || {};
+      document.querySelectorAll('table[data-table="queues"] tr[data-queue]').forEach(function (row) {
+        var per = queues[row.getAttribute("data-queue")];
+        if (!per) return;
+        row.querySelectorAll("[data-queue-count]").forEach(function (cell) {
+          var n = per[cell.getAttribute("data-queue-count")];
+          if (typeof n === "number") cell.textContent = n.toLocaleString("en-US");
         });
       });
       var section = document.querySelector("[data-revision]");

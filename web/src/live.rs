@@ -2,7 +2,8 @@
 //!
 //! Why polling: a store publishes count deltas only to its own process (SQLite)
 //! or through LISTEN (PostgreSQL), and `duraq web` usually runs beside the
-//! workers, not inside them. `count_snapshot` is O(1) (counter rows), so one read
+//! workers, not inside them. `queue_snapshot` reads counter rows (its cost grows
+//! with the number of queues, never with jobs), so one read
 //! about once a second is cheap whatever the table size. Why one task: the
 //! newest snapshot goes into a `watch` channel that every `/events` stream
 //! reads, so a hundred open tabs cost the store exactly what one does, and a
@@ -19,7 +20,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use axum::extract::State as AxumState;
 use axum::response::sse::{Event, KeepAlive, Sse};
-use duraq_core::{CountSnapshot, Store};
+use duraq_core::{CountSnapshot, QueueSnapshot, StatusCounts, Store};
 use futures_util::stream::{self, Stream};
 use serde::Serialize;
 use tokio::sync::watch;
@@ -36,6 +37,9 @@ pub struct LiveCounts {
     pub revision: i64,
     /// Per status, plus `total`.
     pub counts: serde_json::Map<String, serde_json::Value>,
+    /// Per queue, its counts per status (the `data-queue-count` keys), from the
+    /// same snapshot and revision as `counts`.
+    pub queues: serde_json::Map<String, serde_json::Value>,
     /// Jobs finished per minute, oldest first, the current minute last.
     pub throughput: Vec<u64>,
     /// When the counts were read (ms since the epoch).
@@ -86,7 +90,8 @@ impl Live {
         series(&history.minutes, now_ms)
     }
 
-    fn record(&self, snap: &CountSnapshot, at_ms: i64) -> LiveCounts {
+    fn record(&self, queues: &QueueSnapshot, at_ms: i64) -> LiveCounts {
+        let snap = &queues.count_snapshot();
         let mut history = self.history.lock().unwrap_or_else(|e| e.into_inner());
         let c = snap.counts;
         let finished = c.completed + c.failed + c.cancelled + c.orphaned;
@@ -105,6 +110,11 @@ impl Live {
         LiveCounts {
             revision: snap.revision,
             counts: counts_json(snap),
+            queues: queues
+                .queues
+                .iter()
+                .map(|q| (q.queue.clone(), status_json(&q.counts).into()))
+                .collect(),
             throughput: series(&history.minutes, at_ms),
             at_ms,
         }
@@ -113,12 +123,16 @@ impl Live {
 
 /// The counts as `{"queued":…, …, "total":…}` (the `data-count` keys).
 pub fn counts_json(snap: &CountSnapshot) -> serde_json::Map<String, serde_json::Value> {
-    let mut map = serde_json::Map::new();
-    for status in duraq_core::JobStatus::ALL {
-        map.insert(status.as_str().into(), snap.counts.get(status).into());
-    }
+    let mut map = status_json(&snap.counts);
     map.insert("total".into(), snap.total.into());
     map
+}
+
+fn status_json(counts: &StatusCounts) -> serde_json::Map<String, serde_json::Value> {
+    duraq_core::JobStatus::ALL
+        .iter()
+        .map(|status| (status.as_str().to_string(), counts.get(*status).into()))
+        .collect()
 }
 
 /// Exactly [`MINUTES`] values ending at the minute of `now_ms`.
@@ -144,7 +158,9 @@ async fn poll(weak: Weak<Live>, store: Arc<dyn Store>, every: Duration) {
     ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         ticks.tick().await;
-        let result = store.count_snapshot().await;
+        // One O(number of queues) read for every browser: the global and the
+        // per-queue counts share its revision.
+        let result = store.queue_snapshot().await;
         let Some(live) = weak.upgrade() else { return };
         match result {
             Ok(snap) => {

@@ -1,5 +1,5 @@
 //! The dashboard in a real browser: headless Chromium (Debian's `chromium`)
-//! driven through `chromedriver` by `fantoccini` (SPEC §16).
+//! driven through `chromedriver` by `fantoccini` (`docs/dashboard.md`).
 //!
 //! Each test seeds a fresh SQLite store in a temp dir through the library,
 //! serves `duraq_web::router` in-process on 127.0.0.1:0 with `axum::serve`, and
@@ -647,20 +647,11 @@ async fn overview_counts_change_live_when_another_process_enqueues() {
             page.text("[data-count=\"failed\"]").await.as_deref(),
             Some("1")
         );
-        // SPEC 16: the overview's per-queue counts are live too. The queues
-        // table has no hook for that yet; when a cell says what it counts
-        // (`tr[data-queue=Q] [data-queue-count=STATUS]`), it is checked here.
+        // The overview's per-queue counts are live too.
         let cell = "table[data-table=\"queues\"] tr[data-queue=\"default\"] \
                     [data-queue-count=\"queued\"]";
-        if page.count(cell).await == 0 {
-            support::note(
-                "overview_live: the overview's queues table has no \
-                 [data-queue-count] cells; its per-queue numbers are not updated live",
-            );
-        } else {
-            page.wait_text(cell, "to read 3 (live, per queue)", |t| t == "3")
-                .await;
-        }
+        page.wait_text(cell, "to read 3 (live, per queue)", |t| t == "3")
+            .await;
         assert!(
             page.still_marked().await,
             "the counts changed without a reload"

@@ -163,10 +163,10 @@ fn queues_table(state: &AppState, rows: &[QueueRow]) -> Markup {
                             Some(q) => a href=(link(state, &format!("/jobs?queue={}", urlencode(q)))) { (crate::format::visible(q)) },
                             None => em { "all queues" },
                         } }
-                        td.num { (thousands(row.counts.queued)) }
-                        td.num { (thousands(row.counts.handed_off)) }
-                        td.num { (thousands(row.counts.completed)) }
-                        td.num { (thousands(row.counts.failed)) }
+                        td.num data-queue-count="queued" { (thousands(row.counts.queued)) }
+                        td.num data-queue-count="handed_off" { (thousands(row.counts.handed_off)) }
+                        td.num data-queue-count="completed" { (thousands(row.counts.completed)) }
+                        td.num data-queue-count="failed" { (thousands(row.counts.failed)) }
                         td.num { @match row.latency_ms {
                             Some(ms) => (duration(ms)),
                             None => span.muted { "—" },

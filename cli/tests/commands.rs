@@ -461,3 +461,48 @@ fn usage_errors_exit_2() {
     }
     assert!(!db.path.exists());
 }
+
+#[test]
+fn jobs_show_prints_the_error_history() {
+    use std::time::Duration;
+    let db = Db::new();
+    let id = db.enqueue(&[
+        "duraq.sleep",
+        "--args",
+        r#"{"ms":"soon"}"#,
+        "--max-retries",
+        "0",
+    ]);
+    let mut worker = db.spawn_worker(&[]);
+    let job = db.wait_job(&id, Duration::from_secs(60), |j| j["status"] == "failed");
+    common::signal(&worker, libc::SIGTERM);
+    assert!(common::wait_exit(&mut worker, Duration::from_secs(60)).success());
+    let errors = job["errors"].as_array().expect("errors is a list");
+    assert_eq!(errors.len(), 1, "{job}");
+    assert_eq!(
+        keys(&errors[0]),
+        sorted(&["attempt", "atMs", "error", "workerId"])
+    );
+    assert_eq!(errors[0]["attempt"], 1);
+    assert_eq!(errors[0]["error"], job["lastError"]);
+    assert_eq!(errors[0]["workerId"], job["workerId"]);
+    assert_eq!(errors[0]["atMs"], job["failedAtMs"]);
+
+    let out = db.run(&["jobs", "show", &id]);
+    assert!(out.status.success(), "{out:?}");
+    let text = String::from_utf8(out.stdout).unwrap();
+    let history = text
+        .split("Error history (newest first):\n")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no history in:\n{text}"));
+    let lines: Vec<&str> = history.lines().collect();
+    assert!(lines[0].starts_with("ATTEMPT  WHEN"), "{text}");
+    let worker_id = job["workerId"].as_str().unwrap();
+    assert!(
+        lines[1].starts_with("1 ")
+            && lines[1].contains(worker_id)
+            && lines[1].contains("duraq.sleep"),
+        "{text}"
+    );
+    assert_eq!(lines.len(), 2, "{text}");
+}

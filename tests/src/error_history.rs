@@ -93,7 +93,10 @@ pub async fn recovered_lease_appends_with_the_dead_worker(h: &Harness) {
     let id = enqueue_retrying(h, 1).await;
     let claimed = h.claim_id("dead", "j", &id).await;
     h.advance(60_001);
-    assert_eq!(h.store.recover_stale(60_000).await.unwrap(), [id.clone()]);
+    assert_eq!(
+        h.store.recover_stale(60_000).await.unwrap(),
+        std::slice::from_ref(&id)
+    );
     let j = h.get(&id).await;
     let error = j.last_error.clone().expect("recovery sets lastError");
     assert!(error.contains("dead"), "{error}");

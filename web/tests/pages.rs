@@ -64,7 +64,11 @@ async fn every_page_keeps_the_contract_and_escapes_everything() {
     assert!(detail.contains("<main data-page=\"job\">"));
     assert_inert(&detail);
     assert!(detail.contains("data-field=\"status\""));
-    assert_eq!(detail.matches("<li data-attempt=\"1\">").count(), 1, "error history");
+    assert_eq!(
+        detail.matches("<li data-attempt=\"1\">").count(),
+        1,
+        "error history"
+    );
     assert!(detail.contains("\\u{1b}[2J"), "ESC shown as text");
     assert!(detail.contains("data-action=\"retry\""));
     assert!(!detail.contains("data-action=\"cancel\""));

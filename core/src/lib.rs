@@ -44,6 +44,7 @@ mod backoff;
 mod clock;
 mod counts;
 mod digest;
+mod display;
 mod error;
 mod job;
 mod keys;
@@ -66,6 +67,7 @@ pub use counts::{
     CountChange, CountDelta, CountSnapshot, QueueCounts, QueueSnapshot, StatusCounts,
 };
 pub use digest::{canonical_json, digest_hex, DIGEST_FORMAT};
+pub use display::{relative_time, thousands, utc_time, visible};
 pub use error::{error_chain, BoxError, Error, ErrorCode, Result};
 pub use job::{AttemptError, Job, JobStatus, Lease};
 pub use keys::{

@@ -10,7 +10,7 @@ use duraq_core::{CountSnapshot, JobStatus};
 
 use crate::db::Database;
 use crate::output::{print_json, table};
-use crate::worker::Signals;
+use crate::signals::Signals;
 
 pub async fn run(db: &Database, watch: bool, json: bool) -> Result<()> {
     // Listen before the first line, so a signal right after it is not missed.

@@ -29,6 +29,7 @@ mod queues;
 #[cfg(test)]
 mod robustness;
 mod schedule;
+mod signals;
 mod tenants;
 mod web;
 mod worker;

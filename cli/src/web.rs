@@ -17,7 +17,7 @@ use tokio::net::TcpListener;
 use crate::args::WebArgs;
 use crate::db::Database;
 use crate::output::CliError;
-use crate::worker::Signals;
+use crate::signals::Signals;
 
 /// The token from `DURAQ_WEB_TOKEN` (empty means none).
 pub fn token() -> Option<String> {

@@ -162,6 +162,15 @@ pub struct JobArgs {
     /// Fail an attempt that runs longer than this (`30s`).
     #[arg(long, value_name = "DURATION")]
     pub timeout: Option<String>,
+    /// Priority within the queue, -100 (last) to 100 (first); default 0.
+    #[arg(long, value_name = "N", allow_negative_numbers = true)]
+    pub priority: Option<i64>,
+    /// Rate key shared by jobs whose starts are limited together (with `--rate`).
+    #[arg(long, value_name = "KEY", requires = "rate")]
+    pub rate_key: Option<String>,
+    /// At most N starts per period for `--rate-key`, across every worker (`100/1s`, `5/1m`).
+    #[arg(long, value_name = "N/PERIOD", requires = "rate_key")]
+    pub rate: Option<String>,
 }
 
 #[derive(Debug, Args)]

@@ -39,9 +39,14 @@ Examples:
   duraq enqueue duraq.sleep --args '{\"ms\":500}' --queue slow --max-retries 3
   duraq enqueue send_invoice --args '{\"invoice\":42}' --idempotency-key invoice:42
   duraq enqueue report --run-at 2030-01-01T09:00:00Z --timeout 5m
+  duraq enqueue send_receipt --args '{\"order\":7}' --priority 50
+  duraq enqueue duraq.http --args '{\"url\":\"https://api.example.com\"}' --rate-key example-api --rate 100/1s
 
 Prints {\"jobId\":\"…\"}. The job runs on a worker that has a handler for NAME
-(`duraq worker --help` lists the built-in ones).";
+(`duraq worker --help` lists the built-in ones). Within a queue, higher
+--priority runs first. Jobs sharing a --rate-key start at most N times per
+PERIOD across every worker; a job over the limit stays queued and becomes due
+when the rate allows. A key keeps the limit it was first used with.";
 
 pub const SCHEDULE: &str = "\
 A schedule key (for example `event:42:reminder`) names at most one queued or

@@ -215,6 +215,14 @@ pub fn job_detail(j: &Job, now_ms: i64) -> String {
         ("maxConcurrency", opt(&j.max_concurrency)),
         ("idempotencyKey", opt(&j.idempotency_key)),
         ("timeoutMs", opt(&j.timeout_ms)),
+        ("priority", j.priority.to_string()),
+        (
+            "rateLimit",
+            j.rate_limit().map_or_else(
+                || "-".to_string(),
+                |r| format!("{} per {}ms ({})", r.max, r.period_ms, r.key),
+            ),
+        ),
     ]
     .into_iter()
     .map(|(k, v)| vec![k.to_string(), v])

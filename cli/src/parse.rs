@@ -31,6 +31,21 @@ pub fn duration_ms(flag: &str, raw: &str) -> Result<i64, CliError> {
         .map_err(|_| CliError::new("invalid-duration", format!("{flag} {raw:?} is too long")))
 }
 
+/// Parses `--rate N/PERIOD` (`100/1s`, `5/1m`) into (max starts, period in ms).
+/// Bounds (N >= 1, period >= 1 ms) are core's, checked by `NewJob::new`.
+pub fn rate_ms(raw: &str) -> Result<(i64, i64), CliError> {
+    let bad = |why: String| CliError::new("invalid-rate-limit", format!("--rate {raw:?} {why}"));
+    let (n, period) = raw
+        .split_once('/')
+        .ok_or_else(|| bad("is not N/PERIOD like 100/1s".into()))?;
+    let n: i64 = n
+        .trim()
+        .parse()
+        .map_err(|_| bad("does not start with a whole number of starts".into()))?;
+    let period_ms = duration_ms("--rate", period).map_err(|e| bad(e.message))?;
+    Ok((n, period_ms))
+}
+
 /// Parses a delay from now (`--run-in`): a duration no longer than
 /// [`duraq_core::MAX_RUN_IN_MS`], so that adding it to a clock cannot overflow.
 pub fn delay_ms(flag: &str, raw: &str) -> Result<i64, CliError> {
@@ -101,6 +116,11 @@ pub fn flag_error(err: duraq_core::Error) -> anyhow::Error {
              starting with `queue:`) and --max-concurrency (at least 1) go together"
         }
         C::InvalidIdempotencyKey => "--idempotency-key must be 1 to 1024 bytes",
+        C::InvalidPriority => "--priority must be from -100 to 100",
+        C::InvalidRateLimit => {
+            "--rate-key (1 to 255 characters without control characters) and --rate \
+             (at least 1 start per period of at least 1ms, like 100/1s) go together"
+        }
         C::UnsupportedOption => "--idempotency-key and --dedupe-while-queued cannot be combined",
         _ => return err.into(),
     };
@@ -131,6 +151,10 @@ pub fn job_options(a: &JobArgs) -> Result<(Value, EnqueueOptions), CliError> {
         .as_deref()
         .map(|t| duration_ms("--timeout", t))
         .transpose()?;
+    let (rate_max, rate_period_ms) = match a.rate.as_deref().map(rate_ms).transpose()? {
+        Some((n, ms)) => (Some(n), Some(ms)),
+        None => (None, None),
+    };
     let opts = EnqueueOptions {
         queue: a.queue.clone(),
         max_retries: a.max_retries,
@@ -141,6 +165,10 @@ pub fn job_options(a: &JobArgs) -> Result<(Value, EnqueueOptions), CliError> {
         deduplicate_while_queued: false,
         idempotency_key: None,
         timeout_ms,
+        priority: a.priority,
+        rate_key: a.rate_key.clone(),
+        rate_max,
+        rate_period_ms,
     };
     Ok((args, opts))
 }
@@ -148,6 +176,19 @@ pub fn job_options(a: &JobArgs) -> Result<(Value, EnqueueOptions), CliError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn parses_rates() {
+        assert_eq!(rate_ms("100/1s").unwrap(), (100, 1_000));
+        assert_eq!(rate_ms("5 / 1m").unwrap(), (5, 60_000));
+        for bad in ["100", "x/1s", "5/soon", "/1s", "5/"] {
+            assert_eq!(
+                rate_ms(bad).unwrap_err().code,
+                "invalid-rate-limit",
+                "{bad}"
+            );
+        }
+    }
 
     #[test]
     fn parses_rfc3339_with_offsets() {

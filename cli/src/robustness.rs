@@ -97,8 +97,12 @@ fn job() -> impl Strategy<Value = Job> {
                     schedule_order: t,
                     concurrency_key: ck,
                     max_concurrency: t,
-                    idempotency_key: ik,
+                    idempotency_key: ik.clone(),
                     timeout_ms: h,
+                    priority: a,
+                    rate_key: ik,
+                    rate_max: t,
+                    rate_period_ms: t,
                 }
             },
         )

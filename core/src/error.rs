@@ -33,6 +33,13 @@ pub enum ErrorCode {
     /// An idempotency key that is empty or too long, or an operation record
     /// without one.
     InvalidIdempotencyKey,
+    /// A job priority outside −100…100.
+    InvalidPriority,
+    /// A rate key without a limit (or the reverse), a limit below 1, a period
+    /// below 1 ms, or a badly formed key.
+    InvalidRateLimit,
+    /// A rate limit that differs from the one already in force for the same key.
+    RateLimitConflict,
     /// A timeout below 1 ms or out of range.
     InvalidTimeout,
     /// A schedule key that is empty, too long or holds control characters.
@@ -75,6 +82,9 @@ impl ErrorCode {
             Self::InvalidConcurrency => "invalid-concurrency",
             Self::ConcurrencyCapConflict => "concurrency-cap-conflict",
             Self::InvalidIdempotencyKey => "invalid-idempotency-key",
+            Self::InvalidPriority => "invalid-priority",
+            Self::InvalidRateLimit => "invalid-rate-limit",
+            Self::RateLimitConflict => "rate-limit-conflict",
             Self::InvalidTimeout => "invalid-timeout",
             Self::InvalidScheduleKey => "invalid-schedule-key",
             Self::InvalidQueue => "invalid-queue",

@@ -141,6 +141,19 @@ pub struct Job {
     pub idempotency_key: Option<String>,
     /// The job's own attempt timeout in ms ([`Job::timeout`]).
     pub timeout_ms: Option<i64>,
+    /// Higher runs first within its queue (−100…100; 0 in rows written before
+    /// priorities existed).
+    #[serde(default)]
+    pub priority: i64,
+    /// The rate key, if the job's starts are rate limited.
+    #[serde(default)]
+    pub rate_key: Option<String>,
+    /// The most starts per period for `rate_key`.
+    #[serde(default)]
+    pub rate_max: Option<i64>,
+    /// The rate limit's period in ms.
+    #[serde(default)]
+    pub rate_period_ms: Option<i64>,
 }
 
 impl Job {
@@ -162,6 +175,18 @@ impl Job {
     /// The attempt timeout (`timeoutMs`), if the job has its own.
     pub fn timeout(&self) -> Option<Duration> {
         self.timeout_ms.map(ms_to_duration)
+    }
+
+    /// The job's rate limit, if it has one.
+    pub fn rate_limit(&self) -> Option<crate::RateLimit> {
+        match (&self.rate_key, self.rate_max, self.rate_period_ms) {
+            (Some(key), Some(max), Some(period_ms)) => Some(crate::RateLimit {
+                key: key.clone(),
+                max,
+                period_ms,
+            }),
+            _ => None,
+        }
     }
 
     /// The lease a worker must present to report on this job, if it is handed off.

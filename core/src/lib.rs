@@ -50,6 +50,7 @@ mod job;
 mod keys;
 mod memory;
 mod options;
+mod rate;
 mod requests;
 mod store;
 mod time;
@@ -79,6 +80,7 @@ pub use options::{
     new_job_id, ConcurrencyLimit, EnqueueOptions, NewJob, NewOperation, DEFAULT_MAX_RETRIES,
     MAX_RUN_IN_MS,
 };
+pub use rate::{rate_log_horizon, RateLimit, RateWindow};
 pub use requests::{
     CancelOutcome, ClaimRequest, EnqueueOutcome, Health, JobCursor, JobFilter, KeyedOutcome,
     Operation, Outcome, PruneReport, PruneRequest, QueueConfig, ReplaceOutcome, ReportedAndClaimed,

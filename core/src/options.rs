@@ -10,6 +10,7 @@ use serde_json::{json, Value};
 use crate::digest::digest_hex;
 use crate::error::{Error, ErrorCode, Result};
 use crate::keys::{check_name, IdempotencyKey, JobName, QueueName, QUEUE_CONCURRENCY_PREFIX};
+use crate::rate::RateLimit;
 use crate::time::{
     duration_to_ms, duration_to_ms_ceil, ms_to_duration, ms_to_system_time, system_time_to_ms,
 };
@@ -75,6 +76,17 @@ pub struct EnqueueOptions {
     /// Fail an attempt that runs longer than this many milliseconds (`timeoutMs`,
     /// >= 1). Set by [`EnqueueOptions::timeout`].
     pub timeout_ms: Option<i64>,
+    /// Higher runs first within a queue (`priority`, −100…100; unset means 0, but
+    /// stays unset in an idempotent request's digest). Set by
+    /// [`EnqueueOptions::priority`].
+    pub priority: Option<i64>,
+    /// Jobs sharing this key start at most `rate_max` times per
+    /// `rate_period_ms` (`rateKey`). Set by [`EnqueueOptions::rate_limit`].
+    pub rate_key: Option<String>,
+    /// The most starts per period for `rate_key` (`rateMax`, >= 1).
+    pub rate_max: Option<i64>,
+    /// The rate limit's period in ms (`ratePeriodMs`, >= 1).
+    pub rate_period_ms: Option<i64>,
 }
 
 impl EnqueueOptions {
@@ -117,6 +129,23 @@ impl EnqueueOptions {
         self.max_concurrency = Some(i64::from(max));
         self
     }
+    /// Sets the job's priority within its queue: −100 (last) to 100 (first),
+    /// default 0. A value outside the range makes [`NewJob::new`] fail with
+    /// `invalid-priority`.
+    pub fn priority(mut self, priority: i8) -> Self {
+        self.priority = Some(i64::from(priority));
+        self
+    }
+    /// Starts jobs sharing `key` at most `max` times per `period`, across every
+    /// worker process (`max` >= 1 and `period` >= 1 ms, else
+    /// `invalid-rate-limit`). A key keeps the limit it was first used with
+    /// (`rate-limit-conflict` otherwise).
+    pub fn rate_limit(mut self, key: impl Into<String>, max: u32, period: Duration) -> Self {
+        self.rate_key = Some(key.into());
+        self.rate_max = Some(i64::from(max));
+        self.rate_period_ms = Some(duration_to_ms_ceil(period).unwrap_or(i64::MIN));
+        self
+    }
     /// Returns an identical queued job instead of enqueuing a second one.
     pub fn deduplicate_while_queued(mut self) -> Self {
         self.deduplicate_while_queued = true;
@@ -137,8 +166,8 @@ impl EnqueueOptions {
 
     /// These options over `defaults`, field by field: each option this value sets
     /// wins, each it leaves unset comes from `defaults`. The run time
-    /// (`scheduled_at_ms`/`run_in_ms`) and the concurrency cap
-    /// (`concurrency_key`/`max_concurrency`) are each one field; dedupe is on if
+    /// (`scheduled_at_ms`/`run_in_ms`), the concurrency cap
+    /// (`concurrency_key`/`max_concurrency`) and the rate limit are each one field; dedupe is on if
     /// either asks for it. [`crate::JobArgs::job_with`] lays a caller's options
     /// over the job type's [`crate::JobArgs::options`] so.
     ///
@@ -153,6 +182,17 @@ impl EnqueueOptions {
     pub fn or_defaults(self, defaults: EnqueueOptions) -> Self {
         let timing_set = self.scheduled_at_ms.is_some() || self.run_in_ms.is_some();
         let cap_set = self.concurrency_key.is_some() || self.max_concurrency.is_some();
+        let rate_set =
+            self.rate_key.is_some() || self.rate_max.is_some() || self.rate_period_ms.is_some();
+        let (rate_key, rate_max, rate_period_ms) = if rate_set {
+            (self.rate_key, self.rate_max, self.rate_period_ms)
+        } else {
+            (
+                defaults.rate_key,
+                defaults.rate_max,
+                defaults.rate_period_ms,
+            )
+        };
         let (scheduled_at_ms, run_in_ms) = if timing_set {
             (self.scheduled_at_ms, self.run_in_ms)
         } else {
@@ -174,6 +214,10 @@ impl EnqueueOptions {
                 || defaults.deduplicate_while_queued,
             idempotency_key: self.idempotency_key.or(defaults.idempotency_key),
             timeout_ms: self.timeout_ms.or(defaults.timeout_ms),
+            priority: self.priority.or(defaults.priority),
+            rate_key,
+            rate_max,
+            rate_period_ms,
         }
     }
 }
@@ -230,6 +274,8 @@ pub struct NewJob {
     deduplicate_while_queued: bool,
     idempotency_key: Option<IdempotencyKey>,
     timeout_ms: Option<i64>,
+    priority: Option<i64>,
+    rate_limit: Option<RateLimit>,
     operation: Option<NewOperation>,
 }
 
@@ -298,6 +344,24 @@ impl NewJob {
                 "timeoutMs must be an integer from 1 to i64::MAX",
             ));
         }
+        if matches!(opts.priority, Some(p) if !(-100..=100).contains(&p)) {
+            return Err(Error::invalid(
+                ErrorCode::InvalidPriority,
+                "priority must be an integer from -100 to 100",
+            ));
+        }
+        let rate_limit = match (opts.rate_key, opts.rate_max, opts.rate_period_ms) {
+            (None, None, None) => None,
+            (Some(key), Some(max), Some(period_ms)) => {
+                Some(RateLimit::from_parts(key, max, period_ms)?)
+            }
+            _ => {
+                return Err(Error::invalid(
+                    ErrorCode::InvalidRateLimit,
+                    "rateKey, rateMax and ratePeriodMs go together",
+                ))
+            }
+        };
         if idempotency_key.is_some() && opts.deduplicate_while_queued {
             return Err(Error::invalid(
                 ErrorCode::UnsupportedOption,
@@ -315,6 +379,8 @@ impl NewJob {
             deduplicate_while_queued: opts.deduplicate_while_queued,
             idempotency_key,
             timeout_ms: opts.timeout_ms,
+            priority: opts.priority,
+            rate_limit,
             operation: None,
         })
     }
@@ -411,6 +477,14 @@ impl NewJob {
     pub fn timeout(&self) -> Option<Duration> {
         self.timeout_ms.map(ms_to_duration)
     }
+    /// The priority within the queue (−100…100; 0 unless set).
+    pub fn priority(&self) -> i64 {
+        self.priority.unwrap_or(0)
+    }
+    /// The rate limit, if any.
+    pub fn rate_limit(&self) -> Option<&RateLimit> {
+        self.rate_limit.as_ref()
+    }
     /// The operation record riding on this enqueue, if any.
     pub fn operation(&self) -> Option<&NewOperation> {
         self.operation.as_ref()
@@ -467,15 +541,26 @@ impl NewJob {
         Some(digest_hex("request", &self.request_fields(timing)))
     }
 
+    /// The digested request. Options added after format 2 was fixed (priority,
+    /// rate limit) join it only when set, so that every request recorded before
+    /// they existed keeps its digest, and an unset priority stays apart from an
+    /// explicit 0.
     fn request_fields(&self, timing: Value) -> Value {
-        json!({
+        let mut fields = json!({
             "args": self.args,
             "queue": self.queue.as_str(),
             "maxRetries": self.max_retries,
             "concurrency": self.concurrency.as_ref().map(|c| json!({"key": c.key, "max": c.max})),
             "timeoutMs": self.timeout_ms,
             "timing": timing,
-        })
+        });
+        if let Some(priority) = self.priority {
+            fields["priority"] = json!(priority);
+        }
+        if let Some(r) = &self.rate_limit {
+            fields["rateLimit"] = json!({"key": r.key, "max": r.max, "periodMs": r.period_ms});
+        }
+        fields
     }
 }
 

@@ -35,6 +35,10 @@ pub fn new_job_row(job: &NewJob, now_ms: i64) -> Job {
         max_concurrency: job.concurrency().map(|c| c.max),
         idempotency_key: job.idempotency_key().map(|k| k.as_str().to_owned()),
         timeout_ms: job.timeout_ms(),
+        priority: job.priority(),
+        rate_key: job.rate_limit().map(|r| r.key.clone()),
+        rate_max: job.rate_limit().map(|r| r.max),
+        rate_period_ms: job.rate_limit().map(|r| r.period_ms),
     }
 }
 
@@ -179,13 +183,19 @@ pub fn reservation_for(
     }
 }
 
-/// The claim order (`docs/jobs.md`) within one priority: `scheduledAtMs`, `createdAtMs`, `id`.
+/// Time order: `scheduledAtMs`, `createdAtMs`, `id` (dedupe's "earliest").
 pub fn due_order(a: &Job, b: &Job) -> std::cmp::Ordering {
     (a.scheduled_at_ms, a.created_at_ms, a.id.as_bytes()).cmp(&(
         b.scheduled_at_ms,
         b.created_at_ms,
         b.id.as_bytes(),
     ))
+}
+
+/// The claim order (`docs/jobs.md`) within one queue priority: job priority
+/// (higher first), then [`due_order`].
+pub fn claim_order(a: &Job, b: &Job) -> std::cmp::Ordering {
+    b.priority.cmp(&a.priority).then_with(|| due_order(a, b))
 }
 
 #[cfg(test)]

@@ -1,9 +1,15 @@
 //! Claiming (`docs/jobs.md`, `docs/queues.md`): several due jobs per round trip,
 //! never the same job twice.
 //!
-//! Candidates are read in claim order (queue priority, `scheduledAtMs`,
-//! `createdAtMs`, `id`) with `FOR UPDATE SKIP LOCKED`, so concurrent workers take
-//! disjoint rows without waiting for each other. A candidate holding a concurrency
+//! Candidates are read in claim order (queue priority, job priority,
+//! `scheduledAtMs`, `createdAtMs`, `id`) with `FOR UPDATE SKIP LOCKED`, so
+//! concurrent workers take disjoint rows without waiting for each other. Without
+//! queue priorities each job priority that holds a due job (found by a loose
+//! index scan in the claim's first round trip) is one range of the
+//! `(priority, scheduledAtMs, createdAtMs, id)` claim index, walked in order with
+//! no sort; future jobs of a high priority never stand in the way of due jobs of
+//! a lower one. A candidate whose rate key is saturated stays queued with a later
+//! `scheduledAtMs` (see [`crate::rate`]). A candidate holding a concurrency
 //! key must first take a reservation: an upsert on the key's row that only
 //! increments while `active < max` — the row lock makes the count exact however
 //! many workers claim at once. A candidate at its cap is skipped, never blocking
@@ -18,10 +24,13 @@
 //! statement starts is seen by it (READ COMMITTED takes a snapshot per statement).
 
 use duraq_core::transitions::{claim as claim_row, reservation_for};
-use duraq_core::{new_job_id, ClaimRequest, Job, JobStatus, Result};
+use std::collections::HashMap;
+
+use duraq_core::{new_job_id, ClaimRequest, Job, JobStatus, RateLimit, RateWindow, Result};
 
 use crate::db::{pooled, Conn, Db};
 use crate::error::map_pg_error;
+use crate::rate;
 use crate::rows::{loaded_from_row, save_jobs, JOB_COLUMNS};
 use crate::tx::Tx;
 use crate::Shared;
@@ -85,24 +94,30 @@ pub(crate) async fn release_reservations(db: &Db<'_>, keys: &[String]) -> Result
 }
 
 /// Makes the rest of the transaction plan without explicit sorts, so a query
-/// ordered like `duraq_jobs_due` can only walk that index. Without it, before
+/// ordered like `duraq_jobs_claim` can only walk that index. Without it, before
 /// ANALYZE has seen the table (or with stale statistics) the planner may read
 /// every queued row of a name through another index and sort them (schema v1's
 /// dedupe index did: about 90 ms per claim at 50,000 queued jobs), instead of
 /// reading a few rows in claim order. Queries that need a sort anyway (queue priorities) still get one.
 pub(crate) const WALK_DUE_INDEX: &str = "SELECT set_config('enable_sort', 'off', true)";
 
-/// The earliest `scheduledAtMs` among queued jobs of `job_names` (in `queues`),
-/// read in claim order from the due index (see [`WALK_DUE_INDEX`]).
+/// The earliest `scheduledAtMs` among queued jobs of `job_names` (in `queues`):
+/// the first entry of each priority's range of the claim index (see
+/// [`WALK_DUE_INDEX`]).
 pub(crate) async fn next_due(
     shared: &Shared,
     job_names: &[String],
     queues: Option<&[String]>,
 ) -> Result<Option<i64>> {
-    let sql = "SELECT scheduled_at_ms FROM {s}.duraq_jobs WHERE status = 'queued' \
-               AND job_name = ANY($1) AND ($2::text[] IS NULL OR queue = ANY($2)) \
-               AND queue NOT IN (SELECT queue FROM {s}.duraq_paused_queues) \
-               ORDER BY scheduled_at_ms, created_at_ms, id COLLATE \"C\" LIMIT 1";
+    // One claim-index range per priority that queued jobs hold.
+    let sql = format!(
+        "WITH RECURSIVE {DUE_PRIORITIES} SELECT min(n.scheduled_at_ms) FROM levels, LATERAL \
+         (SELECT scheduled_at_ms FROM {{s}}.duraq_jobs WHERE status = 'queued' AND priority = levels.p \
+         AND job_name = ANY($1) AND ($2::text[] IS NULL OR queue = ANY($2)) \
+         AND queue NOT IN (SELECT queue FROM {{s}}.duraq_paused_queues) \
+         ORDER BY scheduled_at_ms, created_at_ms, id COLLATE \"C\" LIMIT 1) AS n \
+         WHERE levels.p IS NOT NULL"
+    );
     let mut client = pooled(&shared.pool).await?;
     let tx = client.transaction().await.map_err(map_pg_error)?;
     let db = Db {
@@ -110,91 +125,160 @@ pub(crate) async fn next_due(
         names: &shared.names,
     };
     db.execute(WALK_DUE_INDEX, &[]).await?;
-    let next = db.query_opt(sql, &[&job_names, &queues]).await?;
+    let next = db.query_opt(&sql, &[&job_names, &queues]).await?;
     if let Conn::Pooled(tx) = db.conn {
         tx.commit().await.map_err(map_pg_error)?;
     }
-    Ok(next.map(|r| r.get(0)))
+    Ok(next.and_then(|r| r.get(0)))
 }
 
+/// The distinct priorities of queued jobs that hold a due job, highest first:
+/// a loose index scan of the claim index (one seek per priority, at most 201),
+/// each checked for a due entry with one more seek.
+const DUE_PRIORITIES: &str = "levels AS (\
+     SELECT (SELECT priority FROM {s}.duraq_jobs WHERE status = 'queued' \
+     ORDER BY priority DESC LIMIT 1) AS p \
+     UNION ALL SELECT (SELECT priority FROM {s}.duraq_jobs WHERE status = 'queued' \
+     AND priority < levels.p ORDER BY priority DESC LIMIT 1) FROM levels WHERE levels.p IS NOT NULL)";
+
 pub(crate) async fn claim(tx: &mut Tx<'_>, req: &ClaimRequest) -> Result<Vec<Job>> {
-    // The heartbeat and the planner setting share one round trip.
-    tx.db
-        .execute(
+    // The heartbeat, the planner setting and the due priorities share one round trip.
+    let row = tx
+        .db
+        .query_one(
             &format!(
-                "WITH beat AS (INSERT INTO {{s}}.duraq_workers (worker_id, last_heartbeat_ms) \
-                 VALUES ($1, $2) ON CONFLICT (worker_id) DO UPDATE SET last_heartbeat_ms = $2) \
-                 {WALK_DUE_INDEX}"
+                "WITH RECURSIVE beat AS (INSERT INTO {{s}}.duraq_workers (worker_id, last_heartbeat_ms) \
+                 VALUES ($1, $2) ON CONFLICT (worker_id) DO UPDATE SET last_heartbeat_ms = $2), \
+                 {DUE_PRIORITIES} \
+                 SELECT set_config('enable_sort', 'off', true), ARRAY(SELECT p FROM levels \
+                 WHERE p IS NOT NULL AND EXISTS (SELECT 1 FROM {{s}}.duraq_jobs WHERE status = 'queued' \
+                 AND priority = levels.p AND scheduled_at_ms <= $2) ORDER BY p DESC)"
             ),
             &[&req.worker_id, &tx.now],
         )
         .await?;
-    if req.limit == 0 || req.job_names.is_empty() {
+    let due_priorities: Vec<i64> = row.get(1);
+    if req.limit == 0 || req.job_names.is_empty() || due_priorities.is_empty() {
         return Ok(Vec::new());
     }
-    // Priorities only matter when some queue has one; without them the order is
-    // the due index's own order.
+    // Queue priorities come first when some queue has one (a sort over the due
+    // rows of those queues, as the order is not an index's); without them each
+    // job priority is one range of the claim index, walked in its own order.
     let prioritized = req.queue_config.values().any(|c| c.priority != 0);
-    let (order, limit_param) = if prioritized {
-        (
-            "COALESCE(($6::int8[])[array_position($5::text[], queue)], 0) DESC, ",
-            7,
-        )
+    let levels: Vec<Option<i64>> = if prioritized {
+        vec![None]
     } else {
-        ("", 5)
+        due_priorities.into_iter().map(Some).collect()
     };
-    let sql = format!(
-        "SELECT {JOB_COLUMNS} FROM {{s}}.duraq_jobs WHERE status = 'queued' AND scheduled_at_ms <= $1 \
-         AND job_name = ANY($2) AND ($3::text[] IS NULL OR queue = ANY($3)) AND NOT (id = ANY($4)) \
-         AND queue NOT IN (SELECT queue FROM {{s}}.duraq_paused_queues) \
-         ORDER BY {order}scheduled_at_ms, created_at_ms, id COLLATE \"C\" LIMIT ${limit_param} FOR UPDATE SKIP LOCKED"
+    let candidates_sql = |order: &str, filter: &str, limit: usize| {
+        format!(
+            "SELECT {JOB_COLUMNS} FROM {{s}}.duraq_jobs WHERE status = 'queued' {filter}\
+             AND scheduled_at_ms <= $1 AND job_name = ANY($2) AND ($3::text[] IS NULL OR queue = ANY($3)) \
+             AND NOT (id = ANY($4)) AND queue NOT IN (SELECT queue FROM {{s}}.duraq_paused_queues) \
+             ORDER BY {order}scheduled_at_ms, created_at_ms, id COLLATE \"C\" LIMIT ${limit} \
+             FOR UPDATE SKIP LOCKED"
+        )
+    };
+    let by_queue_sql = candidates_sql(
+        "COALESCE(($5::int8[])[array_position($6::text[], queue)], 0) DESC, priority DESC, ",
+        "",
+        7,
     );
+    let one_priority_sql = candidates_sql("", "AND priority = $5 ", 6);
     let names: Vec<&str> = req.queue_config.keys().map(String::as_str).collect();
     let priorities: Vec<i64> = req.queue_config.values().map(|c| c.priority).collect();
     let mut seen: Vec<String> = Vec::new();
     let mut taken: Vec<(Job, Option<String>)> = Vec::new();
-    while taken.len() < req.limit {
-        // As many candidates as slots are left: every row read stays locked until
-        // commit, so reading more would only hide it from other workers. Rounds
-        // after skips (candidates at their cap) read more, as many as were skipped.
-        let skipped = seen.len() - taken.len();
-        let batch = i64::try_from(req.limit - taken.len() + skipped).unwrap_or(i64::MAX);
-        let rows = if prioritized {
-            tx.db
-                .query(
-                    &sql,
-                    &[
-                        &tx.now,
-                        &req.job_names,
-                        &req.queues,
-                        &seen,
-                        &names,
-                        &priorities,
-                        &batch,
-                    ],
-                )
-                .await?
-        } else {
-            tx.db
-                .query(&sql, &[&tx.now, &req.job_names, &req.queues, &seen, &batch])
-                .await?
-        };
-        let exhausted = (rows.len() as i64) < batch;
-        for row in &rows {
-            let candidate = loaded_from_row(row)?.job;
-            seen.push(candidate.id.clone());
-            if taken.len() >= req.limit {
+    let mut postponed: Vec<Job> = Vec::new();
+    let mut started: Vec<RateLimit> = Vec::new();
+    // Rate keys this claim holds (with their windows) or found held by another.
+    let mut windows: HashMap<String, Option<RateWindow>> = HashMap::new();
+    for level in levels {
+        let level_seen = seen.len();
+        let level_taken = taken.len();
+        while taken.len() < req.limit {
+            // As many candidates as slots are left: every row read stays locked until
+            // commit, so reading more would only hide it from other workers. Rounds
+            // after skips (candidates at their cap) read more, as many as were skipped.
+            let skipped = (seen.len() - level_seen) - (taken.len() - level_taken);
+            let batch = i64::try_from(req.limit - taken.len() + skipped).unwrap_or(i64::MAX);
+            let rows = match level {
+                None => {
+                    tx.db
+                        .query(
+                            &by_queue_sql,
+                            &[
+                                &tx.now,
+                                &req.job_names,
+                                &req.queues,
+                                &seen,
+                                &priorities,
+                                &names,
+                                &batch,
+                            ],
+                        )
+                        .await?
+                }
+                Some(priority) => {
+                    tx.db
+                        .query(
+                            &one_priority_sql,
+                            &[
+                                &tx.now,
+                                &req.job_names,
+                                &req.queues,
+                                &seen,
+                                &priority,
+                                &batch,
+                            ],
+                        )
+                        .await?
+                }
+            };
+            let exhausted = (rows.len() as i64) < batch;
+            for row in &rows {
+                let mut candidate = loaded_from_row(row)?.job;
+                seen.push(candidate.id.clone());
+                if taken.len() >= req.limit {
+                    break;
+                }
+                let reservation = reservation_for(&candidate, &req.queue_config);
+                if let Some((key, max)) = &reservation {
+                    if !reserve(&tx.db, key, *max).await? {
+                        continue;
+                    }
+                }
+                if let Some(limit) = candidate.rate_limit() {
+                    let window = match windows.get_mut(&limit.key) {
+                        Some(window) => window,
+                        None => {
+                            let window = rate::lock_window(&tx.db, &limit).await?;
+                            windows.entry(limit.key.clone()).or_insert(window)
+                        }
+                    };
+                    let decision = match window {
+                        Some(window) => window.try_start(&limit, tx.now).map_err(Some),
+                        // Another claim holds the key: its jobs wait for our next round.
+                        None => Err(None),
+                    };
+                    if let Err(due) = decision {
+                        let key = reservation.as_ref().map(|(key, _)| key.as_str());
+                        release_reservation(&tx.db, key).await?;
+                        if let Some(due) = due {
+                            candidate.scheduled_at_ms = due;
+                            postponed.push(candidate);
+                        }
+                        continue;
+                    }
+                    started.push(limit);
+                }
+                taken.push((candidate, reservation.map(|(key, _)| key)));
+            }
+            if exhausted {
                 break;
             }
-            let reservation = reservation_for(&candidate, &req.queue_config);
-            if let Some((key, max)) = &reservation {
-                if !reserve(&tx.db, key, *max).await? {
-                    continue;
-                }
-            }
-            taken.push((candidate, reservation.map(|(key, _)| key)));
         }
-        if exhausted {
+        if taken.len() >= req.limit {
             break;
         }
     }
@@ -203,7 +287,10 @@ pub(crate) async fn claim(tx: &mut Tx<'_>, req: &ClaimRequest) -> Result<Vec<Job
         tx.change
             .moved(&job.queue, JobStatus::Queued, JobStatus::HandedOff);
     }
-    let rows: Vec<(&Job, Option<&str>)> = taken.iter().map(|(j, r)| (j, r.as_deref())).collect();
+    let mut rows: Vec<(&Job, Option<&str>)> =
+        taken.iter().map(|(j, r)| (j, r.as_deref())).collect();
+    rows.extend(postponed.iter().map(|j| (j, None)));
     save_jobs(&tx.db, &rows).await?;
+    rate::log_starts(&tx.db, &started, tx.now).await?;
     Ok(taken.into_iter().map(|(job, _)| job).collect())
 }

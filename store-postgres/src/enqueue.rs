@@ -42,7 +42,7 @@ pub(crate) async fn enqueue_one(tx: &mut Tx<'_>, job: &NewJob) -> Result<Enqueue
             return Ok(EnqueueOutcome::Deduplicated(id));
         }
     }
-    register_cap(tx, job).await?;
+    register_limits(tx, job).await?;
     if let Some(scope) = &scope {
         let inserted = tx
             .db
@@ -84,7 +84,7 @@ pub(crate) async fn enqueue_many(tx: &mut Tx<'_>, jobs: &[NewJob]) -> Result<Vec
         return Ok(outcomes);
     }
     for job in jobs {
-        register_cap(tx, job).await?;
+        register_limits(tx, job).await?;
     }
     let rows: Vec<_> = jobs.iter().map(|j| new_job_row(j, tx.now)).collect();
     let digests: Vec<String> = jobs.iter().map(NewJob::args_digest).collect();
@@ -125,8 +125,26 @@ async fn owned_scope(
     }))
 }
 
-/// Registers an explicit key's cap on first use; a different cap later conflicts.
-pub(crate) async fn register_cap(tx: &Tx<'_>, job: &NewJob) -> Result<()> {
+/// Registers an explicit key's cap and the job's rate limit on first use; a
+/// different cap or limit later conflicts.
+pub(crate) async fn register_limits(tx: &Tx<'_>, job: &NewJob) -> Result<()> {
+    if let Some(limit) = job.rate_limit() {
+        tx.db
+            .execute(
+                "INSERT INTO {s}.duraq_rate_limits (rate_key, max_starts, period_ms) VALUES ($1, $2, $3) \
+                 ON CONFLICT (rate_key) DO NOTHING",
+                &[&limit.key, &limit.max, &limit.period_ms],
+            )
+            .await?;
+        let row = tx
+            .db
+            .query_one(
+                "SELECT max_starts, period_ms FROM {s}.duraq_rate_limits WHERE rate_key = $1",
+                &[&limit.key],
+            )
+            .await?;
+        limit.check_registered(row.get(0), row.get(1))?;
+    }
     let Some(limit) = job.concurrency() else {
         return Ok(());
     };

@@ -1,4 +1,4 @@
-//! Plain enqueues (no idempotency key, dedupe, operation or concurrency cap) in
+//! Plain enqueues (no idempotency key, dedupe, operation, concurrency cap or rate limit) in
 //! one statement.
 //!
 //! Such an enqueue needs no reads and no decisions: insert the rows and add them
@@ -25,6 +25,7 @@ pub(crate) fn is_plain(job: &NewJob) -> bool {
         && !job.deduplicate_while_queued()
         && job.operation().is_none()
         && job.concurrency().is_none()
+        && job.rate_limit().is_none()
 }
 
 /// Shard parameters `$1`..`$8` (as in [`crate::counts`]), rows from `$9`

@@ -41,6 +41,7 @@ mod listener;
 mod mirror;
 mod notify;
 mod pause;
+mod rate;
 mod rows;
 mod schedule;
 mod schema;

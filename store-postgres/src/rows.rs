@@ -22,7 +22,8 @@ use crate::error::corrupt;
 pub(crate) const JOB_COLUMNS: &str = "id, job_name, args, queue, status, attempts, max_retries, \
     scheduled_at_ms, created_at_ms, handed_off_at_ms, completed_at_ms, failed_at_ms, cancelled_at_ms, \
     orphaned_at_ms, last_error, worker_id, handoff_id, schedule_key, schedule_order, concurrency_key, \
-    max_concurrency, idempotency_key, timeout_ms, errors, reservation_key";
+    max_concurrency, idempotency_key, timeout_ms, errors, priority, rate_key, rate_max, rate_period_ms, \
+    reservation_key";
 
 /// A job as loaded for a transition, with the reservation it holds (if any).
 pub(crate) struct Loaded {
@@ -61,13 +62,17 @@ pub(crate) fn job_from_row(row: &Row) -> Result<Job> {
         max_concurrency: row.get(20),
         idempotency_key: row.get(21),
         timeout_ms: row.get(22),
+        priority: row.get(24),
+        rate_key: row.get(25),
+        rate_max: row.get(26),
+        rate_period_ms: row.get(27),
     })
 }
 
 pub(crate) fn loaded_from_row(row: &Row) -> Result<Loaded> {
     Ok(Loaded {
         job: job_from_row(row)?,
-        reservation: row.get(24),
+        reservation: row.get(28),
     })
 }
 
@@ -88,15 +93,15 @@ pub(crate) async fn lock_job(db: &Db<'_>, id: &str) -> Result<Option<Loaded>> {
 /// The columns of fresh rows as arrays, one bound parameter each (see
 /// [`insert_jobs_sql`]).
 pub(crate) struct NewRows {
-    texts: [Vec<Option<String>>; 9],
-    numbers: [Vec<Option<i64>>; 7],
+    texts: [Vec<Option<String>>; 10],
+    numbers: [Vec<Option<i64>>; 10],
 }
 
 /// Inserts [`NewRows`], whose parameters start at `$first`.
 pub(crate) fn insert_jobs_sql(first: usize) -> String {
-    const TYPES: [&str; 16] = [
+    const TYPES: [&str; NewRows::COUNT] = [
         "text", "text", "text", "text", "text", "text", "int8", "int8", "int8", "int8", "text",
-        "int8", "text", "int8", "text", "int8",
+        "int8", "text", "int8", "text", "int8", "int8", "text", "int8", "int8",
     ];
     let arrays: Vec<String> = TYPES
         .iter()
@@ -111,12 +116,13 @@ pub(crate) fn insert_jobs_sql(first: usize) -> String {
     format!(
         "INSERT INTO {{s}}.duraq_jobs (id, job_name, args, args_digest, queue, status, attempts, \
          max_retries, scheduled_at_ms, created_at_ms, schedule_key, schedule_order, concurrency_key, \
-         max_concurrency, idempotency_key, timeout_ms, dedupe_key) \
+         max_concurrency, idempotency_key, timeout_ms, priority, rate_key, rate_max, rate_period_ms, \
+         dedupe_key) \
          SELECT v.*, CASE WHEN (v.job_name, v.queue) = ANY (ARRAY(SELECT (d.job_name, d.queue) \
          FROM {{s}}.duraq_dedupe_scopes AS d)) THEN {KEY_OF_DIGEST} END \
          FROM unnest({}) AS v(id, job_name, args, args_digest, queue, status, attempts, max_retries, \
          scheduled_at_ms, created_at_ms, schedule_key, schedule_order, concurrency_key, \
-         max_concurrency, idempotency_key, timeout_ms)",
+         max_concurrency, idempotency_key, timeout_ms, priority, rate_key, rate_max, rate_period_ms)",
         arrays.join(", ")
     )
 }
@@ -137,6 +143,7 @@ impl NewRows {
                 col(|j| j.schedule_key.clone()),
                 col(|j| j.concurrency_key.clone()),
                 col(|j| j.idempotency_key.clone()),
+                col(|j| j.rate_key.clone()),
             ],
             numbers: [
                 num(|j| Some(j.attempts)),
@@ -146,20 +153,24 @@ impl NewRows {
                 num(|j| j.schedule_order),
                 num(|j| j.max_concurrency),
                 num(|j| j.timeout_ms),
+                num(|j| Some(j.priority)),
+                num(|j| j.rate_max),
+                num(|j| j.rate_period_ms),
             ],
         }
     }
 
-    /// The sixteen parameters of [`insert_jobs_sql`], in order.
     /// How many parameters [`NewRows::params`] binds (those of [`insert_jobs_sql`]).
-    pub const COUNT: usize = 16;
+    pub const COUNT: usize = 20;
 
+    /// The parameters of [`insert_jobs_sql`], in order.
     pub fn params(&self) -> Vec<&(dyn ToSql + Sync)> {
-        let [id, name, args, digest, queue, status, key, ckey, ikey] = &self.texts;
-        let [attempts, retries, scheduled, created, order, cmax, timeout] = &self.numbers;
+        let [id, name, args, digest, queue, status, key, ckey, ikey, rkey] = &self.texts;
+        let [attempts, retries, scheduled, created, order, cmax, timeout, priority, rmax, rperiod] =
+            &self.numbers;
         vec![
             id, name, args, digest, queue, status, attempts, retries, scheduled, created, key,
-            order, ckey, cmax, ikey, timeout,
+            order, ckey, cmax, ikey, timeout, priority, rkey, rmax, rperiod,
         ]
     }
 }

@@ -15,7 +15,7 @@ use duraq_core::{
 };
 
 use crate::db::Db;
-use crate::enqueue::register_cap;
+use crate::enqueue::register_limits;
 use crate::rows::{insert_jobs, job_from_row, lock_job, save_jobs, Loaded, JOB_COLUMNS};
 use crate::tx::Tx;
 
@@ -92,7 +92,7 @@ pub(crate) async fn replace(
     }
     let key = key.as_str();
     lock_key(&tx.db, key).await?;
-    register_cap(tx, job).await?;
+    register_limits(tx, job).await?;
     let previous = locked_owner(&tx.db, key).await?;
     let mut previous_status = None;
     if let Some(Loaded { job: prev, .. }) = &previous {

@@ -10,10 +10,14 @@
 //! index of queued jobs that queue latency reads (`duraq_jobs_queue_due`); 4,
 //! paused queues (`duraq_paused_queues`, a row per paused queue that every claim
 //! excludes); 5, the error history (`duraq_jobs.errors`, JSON text with a
-//! constant default `'[]'`: added in place without rewriting the table).
+//! constant default `'[]'`: added in place without rewriting the table); 6, job
+//! priorities and rate limits (`priority` with the constant default 0 and the
+//! rate columns, added in place; the claim index `duraq_jobs_claim` leads with
+//! the priority and replaces `duraq_jobs_due`; `duraq_rate_limits` registers each
+//! key's limit and `duraq_rate_starts` logs recent starts per key).
 
 /// The newest schema version this binary knows.
-pub const SCHEMA_VERSION: i64 = 5;
+pub const SCHEMA_VERSION: i64 = 6;
 /// The per-queue counter table (version 3), filled from the jobs when created.
 pub(crate) const QUEUE_COUNTS_TABLE: &str = "duraq_queue_count_shards";
 /// The ledger table recording applied versions.
@@ -71,6 +75,10 @@ pub(crate) const TABLES: &[Table] = &[
             ("reservation_key", T, "text"),
             ("dedupe_key", T, "text"),
             ("errors", T, "text NOT NULL DEFAULT '[]'"),
+            ("priority", I, "bigint NOT NULL DEFAULT 0"),
+            ("rate_key", T, "text"),
+            ("rate_max", I, "bigint"),
+            ("rate_period_ms", I, "bigint"),
         ],
         constraints: "",
     },
@@ -167,6 +175,23 @@ pub(crate) const TABLES: &[Table] = &[
         constraints: "PRIMARY KEY (queue, shard)",
     },
     Table {
+        name: "duraq_rate_limits",
+        columns: &[
+            ("rate_key", T, "text PRIMARY KEY"),
+            ("max_starts", I, "bigint NOT NULL"),
+            ("period_ms", I, "bigint NOT NULL"),
+        ],
+        constraints: "",
+    },
+    Table {
+        name: "duraq_rate_starts",
+        columns: &[
+            ("rate_key", T, "text NOT NULL"),
+            ("at_ms", I, "bigint NOT NULL"),
+        ],
+        constraints: "",
+    },
+    Table {
         name: "duraq_paused_queues",
         columns: &[
             ("queue", T, "text PRIMARY KEY"),
@@ -177,7 +202,9 @@ pub(crate) const TABLES: &[Table] = &[
 ];
 
 pub(crate) const INDEXES: &[&str] = &[
-    "duraq_jobs_due ON {s}.duraq_jobs (scheduled_at_ms, created_at_ms, id COLLATE \"C\") WHERE status = 'queued'",
+    "duraq_jobs_claim ON {s}.duraq_jobs (priority, scheduled_at_ms, created_at_ms, id COLLATE \"C\") \
+     WHERE status = 'queued'",
+    "duraq_rate_starts_key ON {s}.duraq_rate_starts (rate_key, at_ms)",
     "duraq_jobs_queue_due ON {s}.duraq_jobs (queue, scheduled_at_ms) WHERE status = 'queued'",
     "duraq_jobs_dedupe_key ON {s}.duraq_jobs (dedupe_key) \
      WHERE status = 'queued' AND dedupe_key IS NOT NULL",
@@ -192,8 +219,14 @@ pub(crate) const INDEXES: &[&str] = &[
 ];
 
 /// Columns added after version 1: (table, column, version that added it).
-pub(crate) const ADDED_COLUMNS: &[(&str, &str, i64)] =
-    &[("duraq_jobs", "dedupe_key", 2), ("duraq_jobs", "errors", 5)];
+pub(crate) const ADDED_COLUMNS: &[(&str, &str, i64)] = &[
+    ("duraq_jobs", "dedupe_key", 2),
+    ("duraq_jobs", "errors", 5),
+    ("duraq_jobs", "priority", 6),
+    ("duraq_jobs", "rate_key", 6),
+    ("duraq_jobs", "rate_max", 6),
+    ("duraq_jobs", "rate_period_ms", 6),
+];
 
 /// Indexes a later version replaced, dropped when upgrading.
-pub(crate) const RETIRED_INDEXES: &[&str] = &["duraq_jobs_dedupe"];
+pub(crate) const RETIRED_INDEXES: &[&str] = &["duraq_jobs_dedupe", "duraq_jobs_due"];

@@ -10,6 +10,21 @@ mod postgres {
 
     use crate::common::{job, open, options, raw_client, schema, url};
 
+    /// Takes schema `s` back to the shape version 5 created: no priorities or rate
+    /// limits, the due index `duraq_jobs_due` in place of the claim index.
+    async fn back_to_v5(client: &tokio_postgres::Client, s: &str) {
+        client
+            .batch_execute(&format!(
+                "DROP INDEX {s}.duraq_jobs_claim; DROP TABLE {s}.duraq_rate_limits, {s}.duraq_rate_starts; \
+                 ALTER TABLE {s}.duraq_jobs DROP COLUMN priority, DROP COLUMN rate_key, \
+                 DROP COLUMN rate_max, DROP COLUMN rate_period_ms; \
+                 CREATE INDEX duraq_jobs_due ON {s}.duraq_jobs (scheduled_at_ms, created_at_ms, id COLLATE \"C\") \
+                 WHERE status = 'queued'; DELETE FROM {s}.duraq_migrations WHERE version = 6"
+            ))
+            .await
+            .unwrap();
+    }
+
     #[tokio::test]
     async fn migrations_are_recorded_once_and_concurrent_openers_agree() {
         let s = schema();
@@ -98,6 +113,7 @@ mod postgres {
         drop(store);
         // Back to the shape version 1 created.
         let client = raw_client().await;
+        back_to_v5(&client, &s).await;
         client
             .batch_execute(&format!(
                 "DROP INDEX {s}.duraq_jobs_dedupe_key; ALTER TABLE {s}.duraq_jobs DROP COLUMN dedupe_key; \
@@ -112,7 +128,7 @@ mod postgres {
         let store = PostgresStore::connect_existing(&url(), options(&s))
             .await
             .unwrap();
-        assert_eq!(store.migration().applied, [2, 3, 4, 5]);
+        assert_eq!(store.migration().applied, [2, 3, 4, 5, 6]);
         let indexes: Vec<String> = client
             .query(
                 "SELECT indexname::text FROM pg_indexes WHERE schemaname = $1 AND tablename = 'duraq_jobs'",
@@ -172,6 +188,7 @@ mod postgres {
         drop(store);
         // Back to the shape version 2 created.
         let client = raw_client().await;
+        back_to_v5(&client, &s).await;
         client
             .batch_execute(&format!(
                 "DROP TABLE {s}.duraq_queue_count_shards; DROP INDEX {s}.duraq_jobs_queue_due; \
@@ -183,7 +200,7 @@ mod postgres {
         let store = PostgresStore::connect_existing(&url(), options(&s))
             .await
             .unwrap();
-        assert_eq!(store.migration().applied, [3, 4, 5]);
+        assert_eq!(store.migration().applied, [3, 4, 5, 6]);
         let after = store.queue_snapshot().await.unwrap();
         assert_eq!(
             (after.revision, &after.counts, super::counts_of(&after)),
@@ -223,6 +240,7 @@ mod postgres {
         }
         drop(store);
         let client = raw_client().await;
+        back_to_v5(&client, &s).await;
         client
             .batch_execute(&format!(
                 "DROP TABLE {s}.duraq_paused_queues; ALTER TABLE {s}.duraq_jobs DROP COLUMN errors; \
@@ -233,7 +251,7 @@ mod postgres {
         let store = PostgresStore::connect_existing(&url(), options(&s))
             .await
             .unwrap();
-        assert_eq!(store.migration().applied, [4, 5]);
+        assert_eq!(store.migration().applied, [4, 5, 6]);
         assert!(store
             .queue_snapshot()
             .await
@@ -306,27 +324,31 @@ mod postgres {
             }
         };
         let claim = explain(format!(
-            "SELECT id FROM {s}.duraq_jobs WHERE status = 'queued' AND scheduled_at_ms <= 9e15::int8 \
+            "SELECT id FROM {s}.duraq_jobs WHERE status = 'queued' AND priority = 0 AND scheduled_at_ms <= 9e15::int8 \
              AND job_name = ANY('{{j}}') AND (NULL::text[] IS NULL OR queue = ANY(NULL::text[])) \
              AND NOT (id = ANY('{{}}')) AND queue NOT IN (SELECT queue FROM {s}.duraq_paused_queues) \
              ORDER BY scheduled_at_ms, created_at_ms, id COLLATE \"C\" LIMIT 4 FOR UPDATE SKIP LOCKED"
         ))
         .await;
-        assert!(claim.contains("duraq_jobs_due"), "claim plan:\n{claim}");
+        assert!(claim.contains("duraq_jobs_claim"), "claim plan:\n{claim}");
         assert!(
             claim.contains("hashed SubPlan") || claim.contains("Anti Join"),
             "the paused check is hashed once per statement:\n{claim}"
         );
         assert!(!claim.contains("Sort"), "claim plan:\n{claim}");
         let timer = explain(format!(
-            "SELECT scheduled_at_ms FROM {s}.duraq_jobs WHERE status = 'queued' \
+            "WITH RECURSIVE levels AS (SELECT (SELECT priority FROM {s}.duraq_jobs WHERE status = 'queued' \
+             ORDER BY priority DESC LIMIT 1) AS p UNION ALL SELECT (SELECT priority FROM {s}.duraq_jobs \
+             WHERE status = 'queued' AND priority < levels.p ORDER BY priority DESC LIMIT 1) FROM levels \
+             WHERE levels.p IS NOT NULL) SELECT min(n.scheduled_at_ms) FROM levels, LATERAL \
+             (SELECT scheduled_at_ms FROM {s}.duraq_jobs WHERE status = 'queued' AND priority = levels.p \
              AND job_name = ANY('{{j}}') AND (NULL::text[] IS NULL OR queue = ANY(NULL::text[])) \
              AND queue NOT IN (SELECT queue FROM {s}.duraq_paused_queues) \
-             ORDER BY scheduled_at_ms, created_at_ms, id COLLATE \"C\" LIMIT 1"
+             ORDER BY scheduled_at_ms, created_at_ms, id COLLATE \"C\" LIMIT 1) AS n WHERE levels.p IS NOT NULL"
         ))
         .await;
         assert!(
-            timer.contains("duraq_jobs_due") && timer.contains("hashed SubPlan"),
+            timer.contains("duraq_jobs_claim") && !timer.contains("Seq Scan on duraq_jobs"),
             "timer plan:\n{timer}"
         );
         println!("claim plan:\n{claim}\ntimer plan:\n{timer}");
@@ -363,6 +385,7 @@ mod postgres {
         drop(store);
         // Back to the shape version 4 created.
         let client = raw_client().await;
+        back_to_v5(&client, &s).await;
         client
             .batch_execute(&format!(
                 "ALTER TABLE {s}.duraq_jobs DROP COLUMN errors; \
@@ -385,7 +408,7 @@ mod postgres {
         let store = PostgresStore::connect_existing(&url(), options(&s))
             .await
             .unwrap();
-        assert_eq!(store.migration().applied, [5]);
+        assert_eq!(store.migration().applied, [5, 6]);
         assert_eq!(
             relfilenode(&client, &s).await,
             file_before,
@@ -415,6 +438,87 @@ mod postgres {
             "the history keeps the message exactly (JSON text, not jsonb)"
         );
         assert!(open(&s).await.unwrap().migration().applied.is_empty());
+    }
+
+    /// A version-5 schema with queued and failed jobs is upgraded in place:
+    /// `priority` (constant default 0) and the rate columns are added without a
+    /// table rewrite, the due index is replaced by the claim index, old rows read
+    /// priority 0 and no rate limit and are claimed as before, and new jobs with
+    /// priorities and rate limits work at once.
+    #[tokio::test]
+    async fn upgrade_to_v6_adds_priorities_and_rate_limits_in_place() {
+        use duraq_core::ClaimRequest;
+        let s = schema();
+        let store = open(&s).await.unwrap();
+        let old = store
+            .enqueue(job("j", EnqueueOptions::new()))
+            .await
+            .unwrap();
+        drop(store);
+        let client = raw_client().await;
+        back_to_v5(&client, &s).await;
+        let relfilenode = || async {
+            client
+                .query_one(
+                    "SELECT pg_relation_filenode(format('%I.duraq_jobs', $1::text)::regclass)::int8",
+                    &[&s],
+                )
+                .await
+                .unwrap()
+                .get::<_, i64>(0)
+        };
+        let file_before = relfilenode().await;
+
+        let store = PostgresStore::connect_existing(&url(), options(&s))
+            .await
+            .unwrap();
+        assert_eq!(store.migration().applied, [6]);
+        assert_eq!(relfilenode().await, file_before, "no table rewrite");
+        let indexes: Vec<String> = client
+            .query(
+                "SELECT indexname::text FROM pg_indexes WHERE schemaname = $1 AND tablename = 'duraq_jobs'",
+                &[&s],
+            )
+            .await
+            .unwrap()
+            .iter()
+            .map(|r| r.get(0))
+            .collect();
+        assert!(
+            indexes.contains(&"duraq_jobs_claim".to_owned()),
+            "{indexes:?}"
+        );
+        assert!(
+            !indexes.contains(&"duraq_jobs_due".to_owned()),
+            "{indexes:?}"
+        );
+        let row = store.get_job(old.job_id()).await.unwrap().unwrap();
+        assert_eq!((row.priority, row.rate_key), (0, None));
+        let high = store
+            .enqueue(job(
+                "j",
+                EnqueueOptions::new().priority(9).rate_limit(
+                    "api",
+                    1,
+                    std::time::Duration::from_secs(60),
+                ),
+            ))
+            .await
+            .unwrap();
+        let claim = ClaimRequest {
+            worker_id: "w".into(),
+            job_names: vec!["j".into()],
+            limit: 5,
+            ..ClaimRequest::default()
+        };
+        let claimed: Vec<String> = store
+            .claim(&claim)
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|j| j.id)
+            .collect();
+        assert_eq!(claimed, [high.job_id(), old.job_id()]);
     }
 
     #[tokio::test]

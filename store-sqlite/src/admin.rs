@@ -73,17 +73,30 @@ pub(crate) fn next_scheduled_at(
     queues: Option<&[String]>,
 ) -> Result<Option<i64>> {
     let queues = queues.map(json_text).transpose()?;
-    conn.prepare_cached(
-        "SELECT scheduled_at_ms FROM duraq_jobs WHERE status = 'queued' \
-         AND job_name IN (SELECT value FROM json_each(?1)) \
-         AND (?2 IS NULL OR queue IN (SELECT value FROM json_each(?2))) \
-         AND queue NOT IN (SELECT queue FROM duraq_paused_queues) \
-         ORDER BY scheduled_at_ms LIMIT 1",
-    )
-    .db()?
-    .query_row(params![json_text(&job_names)?, queues], |r| r.get(0))
-    .optional()
-    .db()
+    let names = json_text(&job_names)?;
+    // One claim-index range per priority that queued jobs hold.
+    let mut stmt = conn
+        .prepare_cached(
+            "SELECT scheduled_at_ms FROM duraq_jobs INDEXED BY duraq_jobs_claim \
+             WHERE status = 'queued' AND priority = ?3 \
+             AND job_name IN (SELECT value FROM json_each(?1)) \
+             AND (?2 IS NULL OR queue IN (SELECT value FROM json_each(?2))) \
+             AND queue NOT IN (SELECT queue FROM duraq_paused_queues) \
+             ORDER BY scheduled_at_ms LIMIT 1",
+        )
+        .db()?;
+    let mut earliest: Option<i64> = None;
+    for priority in crate::claim::queued_priorities(conn)? {
+        let next: Option<i64> = stmt
+            .query_row(params![names, queues, priority], |r| r.get(0))
+            .optional()
+            .db()?;
+        earliest = match (earliest, next) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+    }
+    Ok(earliest)
 }
 
 /// The terminal time the per-status terminal indexes are built on.

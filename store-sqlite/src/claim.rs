@@ -2,23 +2,30 @@
 //!
 //! Queue priority is resolved into *levels* before any SQL runs: each level is a
 //! set of queues (or "every queue not given another priority"), visited from the
-//! highest priority down. Within a level the query walks the
-//! `(status, scheduled_at_ms, created_at_ms, id)` index in claim order, a page
-//! at a time with a keyset cursor, so a large backlog is never sorted. A job
+//! highest priority down. Within a level, each job priority that queued jobs hold
+//! (found by one index seek per priority, highest first) is walked on the
+//! `(priority, scheduled_at_ms, created_at_ms, id)` claim index: equality on the
+//! priority, a range on the due time, in claim order, a page at a time with a
+//! keyset cursor, so a large backlog is never sorted and future jobs of a high
+//! priority never stand in the way of due jobs of a lower one. A job whose rate
+//! key is saturated stays queued with a later `scheduledAtMs` (see
+//! [`crate::rate`]). A job
 //! whose concurrency key is at its cap (counting reservations taken earlier in
 //! this same claim) is skipped, never blocking the jobs behind it; so is every
 //! job of a paused queue (`NOT IN` the small `duraq_paused_queues` table, read
 //! once per statement inside the claim's own write transaction, so a pause
 //! committed before the claim began is always seen).
 
+use std::collections::hash_map::Entry;
 use std::collections::{BTreeMap, HashMap};
 
 use duraq_core::transitions::{self, reservation_for};
-use duraq_core::{new_job_id, ClaimRequest, Job, JobStatus, Result};
+use duraq_core::{new_job_id, ClaimRequest, Job, JobStatus, RateWindow, Result};
 use rusqlite::{params, OptionalExtension};
 
 use crate::error_map::SqlResult;
 use crate::lifecycle::take_reservation;
+use crate::rate;
 use crate::report::heartbeat;
 use crate::rows::{json_text, query_jobs, save_job, JOB_COLUMNS};
 use crate::tx::Tx;
@@ -66,6 +73,36 @@ fn levels(req: &ClaimRequest) -> Vec<Level> {
     }
 }
 
+/// The distinct priorities of queued jobs, highest first: one index seek each
+/// (at most 201), so a claim visits only priorities that hold jobs.
+pub(crate) fn queued_priorities(conn: &rusqlite::Connection) -> Result<Vec<i64>> {
+    let mut stmt = conn
+        .prepare_cached(
+            "SELECT priority FROM duraq_jobs INDEXED BY duraq_jobs_claim \
+             WHERE status = 'queued' AND priority < ?1 ORDER BY priority DESC LIMIT 1",
+        )
+        .db()?;
+    let mut priorities = Vec::new();
+    let mut below = i64::MAX;
+    while let Some(p) = stmt
+        .query_row([below], |r| r.get::<_, i64>(0))
+        .optional()
+        .db()?
+    {
+        priorities.push(p);
+        below = p;
+    }
+    Ok(priorities)
+}
+
+/// What one claim has learned about keys so far: reservations it took, and the
+/// rate windows it read.
+#[derive(Default)]
+struct ClaimState {
+    active: HashMap<String, i64>,
+    windows: HashMap<String, RateWindow>,
+}
+
 /// Claims up to `req.limit` due jobs and records the worker's heartbeat.
 pub(crate) fn claim(tx: &mut Tx<'_>, req: &ClaimRequest) -> Result<Vec<Job>> {
     heartbeat(tx, &req.worker_id)?;
@@ -75,65 +112,73 @@ pub(crate) fn claim(tx: &mut Tx<'_>, req: &ClaimRequest) -> Result<Vec<Job>> {
     }
     let names = json_text(&req.job_names)?;
     let page_size = (req.limit.saturating_mul(2)).clamp(32, 1_000) as i64;
-    let mut active: HashMap<String, i64> = HashMap::new();
-    for level in levels(req) {
-        let (op, queues) = match &level {
-            Level::In(qs) => ("IN", qs),
-            Level::NotIn(qs) => ("NOT IN", qs),
-        };
-        // Pinned to the due-order index: without statistics, a claim naming its
-        // queues would otherwise pick the per-queue index of queue latency
-        // (`duraq_jobs_queue_due`) and sort every due job of those queues.
-        let sql = format!(
-            "SELECT {JOB_COLUMNS} FROM duraq_jobs INDEXED BY duraq_jobs_queued \
-             WHERE status = 'queued' AND scheduled_at_ms <= ?1 \
+    let priorities = queued_priorities(tx.conn)?;
+    let mut state = ClaimState::default();
+    // Pinned to the claim index: without statistics, a claim naming its queues
+    // would otherwise pick the per-queue index of queue latency
+    // (`duraq_jobs_queue_due`) and sort every due job of those queues.
+    let sql = |op: &str| {
+        format!(
+            "SELECT {JOB_COLUMNS} FROM duraq_jobs INDEXED BY duraq_jobs_claim \
+             WHERE status = 'queued' AND priority = ?8 AND scheduled_at_ms <= ?1 \
              AND job_name IN (SELECT value FROM json_each(?2)) \
              AND queue {op} (SELECT value FROM json_each(?3)) \
              AND queue NOT IN (SELECT queue FROM duraq_paused_queues) \
              AND (scheduled_at_ms, created_at_ms, id) > (?4, ?5, ?6) \
              ORDER BY scheduled_at_ms, created_at_ms, id LIMIT ?7"
-        );
+        )
+    };
+    'levels: for level in levels(req) {
+        let (sql, queues) = match &level {
+            Level::In(qs) => (sql("IN"), qs),
+            Level::NotIn(qs) => (sql("NOT IN"), qs),
+        };
         let queues = json_text(queues)?;
-        let mut cursor = (i64::MIN, i64::MIN, String::new());
-        loop {
-            let page = query_jobs(
-                tx.conn,
-                &sql,
-                params![tx.now, names, queues, cursor.0, cursor.1, cursor.2, page_size],
-            )?;
-            let full = page.len() as i64 == page_size;
-            if let Some(last) = page.last() {
-                cursor = (last.scheduled_at_ms, last.created_at_ms, last.id.clone());
-            }
-            for job in page {
+        for priority in &priorities {
+            let mut cursor = (i64::MIN, i64::MIN, String::new());
+            loop {
+                let page = query_jobs(
+                    tx.conn,
+                    &sql,
+                    params![
+                        tx.now, names, queues, cursor.0, cursor.1, cursor.2, page_size, priority
+                    ],
+                )?;
+                let full = page.len() as i64 == page_size;
+                if let Some(last) = page.last() {
+                    cursor = (last.scheduled_at_ms, last.created_at_ms, last.id.clone());
+                }
+                for job in page {
+                    if claimed.len() >= req.limit {
+                        break 'levels;
+                    }
+                    if let Some(job) = try_claim(tx, req, job, &mut state)? {
+                        claimed.push(job);
+                    }
+                }
                 if claimed.len() >= req.limit {
+                    break 'levels;
+                }
+                if !full {
                     break;
                 }
-                if let Some(job) = try_claim(tx, req, job, &mut active)? {
-                    claimed.push(job);
-                }
             }
-            if claimed.len() >= req.limit || !full {
-                break;
-            }
-        }
-        if claimed.len() >= req.limit {
-            break;
         }
     }
     Ok(claimed)
 }
 
-/// Claims `job` unless its concurrency key is saturated.
+/// Claims `job` unless its concurrency key is saturated (skipped) or its rate key
+/// is (it stays queued and becomes due when the rate allows).
 fn try_claim(
     tx: &mut Tx<'_>,
     req: &ClaimRequest,
     mut job: Job,
-    active: &mut HashMap<String, i64>,
+    state: &mut ClaimState,
 ) -> Result<Option<Job>> {
     let reservation = reservation_for(&job, &req.queue_config);
     if let Some((key, max)) = &reservation {
-        let current = match active.get(key) {
+        let current = match state.active.get(key) {
             Some(n) => *n,
             None => tx
                 .conn
@@ -144,11 +189,26 @@ fn try_claim(
                 .db()?
                 .unwrap_or(0),
         };
+        state.active.insert(key.clone(), current);
         if current >= *max {
-            active.insert(key.clone(), current);
             return Ok(None);
         }
-        active.insert(key.clone(), current + 1);
+    }
+    let rate = job.rate_limit();
+    if let Some(limit) = &rate {
+        let window = match state.windows.entry(limit.key.clone()) {
+            Entry::Occupied(e) => e.into_mut(),
+            Entry::Vacant(e) => e.insert(rate::load_window(tx.conn, limit)?),
+        };
+        if let Err(due) = window.try_start(limit, tx.now) {
+            job.scheduled_at_ms = due;
+            save_job(tx.conn, &job)?;
+            return Ok(None);
+        }
+        rate::log_start(tx.conn, limit, tx.now)?;
+    }
+    if let Some((key, _)) = &reservation {
+        *state.active.get_mut(key).expect("read above") += 1;
     }
     transitions::claim(&mut job, &req.worker_id, new_job_id(), tx.now);
     save_job(tx.conn, &job)?;

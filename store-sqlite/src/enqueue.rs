@@ -78,6 +78,17 @@ pub(crate) fn check_insert(conn: &Connection, job: &NewJob) -> Result<()> {
             ));
         }
     }
+    if let Some(limit) = job.rate_limit() {
+        let registered: Option<(i64, i64)> = conn
+            .prepare_cached("SELECT max_starts, period_ms FROM duraq_rate_limits WHERE key = ?1")
+            .db()?
+            .query_row([&limit.key], |r| Ok((r.get(0)?, r.get(1)?)))
+            .optional()
+            .db()?;
+        if let Some((max, period_ms)) = registered {
+            limit.check_registered(max, period_ms)?;
+        }
+    }
     if let Some(op) = job.operation() {
         let used = conn
             .prepare_cached("SELECT 1 FROM duraq_operations WHERE key = ?1")
@@ -107,6 +118,16 @@ pub(crate) fn insert_checked(tx: &mut Tx<'_>, job: &NewJob, row: &Job) -> Result
             )
             .db()?
             .execute(params![limit.key, limit.max])
+            .db()?;
+    }
+    if let Some(limit) = job.rate_limit() {
+        tx.conn
+            .prepare_cached(
+                "INSERT INTO duraq_rate_limits (key, max_starts, period_ms) VALUES (?1, ?2, ?3) \
+                 ON CONFLICT (key) DO NOTHING",
+            )
+            .db()?
+            .execute(params![limit.key, limit.max, limit.period_ms])
             .db()?;
     }
     if let Some(op) = job.operation() {

@@ -47,6 +47,7 @@ mod operations;
 mod options;
 mod pause;
 mod poller;
+mod rate;
 mod reader;
 mod report;
 mod rows;

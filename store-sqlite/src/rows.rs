@@ -18,7 +18,8 @@ use crate::error_map::{is_primary_key_violation, map_err, SqlResult};
 pub(crate) const JOB_COLUMNS: &str = "id, job_name, args, queue, status, attempts, max_retries, \
     scheduled_at_ms, created_at_ms, handed_off_at_ms, completed_at_ms, failed_at_ms, \
     cancelled_at_ms, orphaned_at_ms, last_error, worker_id, handoff_id, schedule_key, \
-    schedule_order, concurrency_key, max_concurrency, idempotency_key, timeout_ms, errors";
+    schedule_order, concurrency_key, max_concurrency, idempotency_key, timeout_ms, errors, \
+    priority, rate_key, rate_max, rate_period_ms";
 
 fn conversion(
     col: usize,
@@ -57,6 +58,10 @@ pub(crate) fn job_from_row(row: &Row<'_>) -> rusqlite::Result<Job> {
         max_concurrency: row.get(20)?,
         idempotency_key: row.get(21)?,
         timeout_ms: row.get(22)?,
+        priority: row.get(24)?,
+        rate_key: row.get(25)?,
+        rate_max: row.get(26)?,
+        rate_period_ms: row.get(27)?,
     })
 }
 
@@ -92,7 +97,7 @@ pub(crate) fn load_for_report(
     });
     conn.prepare_cached(sql)
         .db()?
-        .query_row([id], |row| Ok((job_from_row(row)?, row.get(24)?)))
+        .query_row([id], |row| Ok((job_from_row(row)?, row.get(28)?)))
         .optional()
         .db()
 }
@@ -115,7 +120,8 @@ pub(crate) fn insert_job(
     let sql = SQL.get_or_init(|| {
         format!(
             "INSERT INTO duraq_jobs ({JOB_COLUMNS}, args_digest, dedupe_key) VALUES \
-             (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26)"
+             (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, \
+             ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30)"
         )
     });
     conn.prepare_cached(sql)
@@ -145,6 +151,10 @@ pub(crate) fn insert_job(
             job.idempotency_key,
             job.timeout_ms,
             errors,
+            job.priority,
+            job.rate_key,
+            job.rate_max,
+            job.rate_period_ms,
             args_digest,
             dedupe_key,
         ])

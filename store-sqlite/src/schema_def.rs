@@ -13,9 +13,13 @@
 //! queues (`duraq_paused_queues`, one row per paused queue, which every claim
 //! reads). Version 6: the error history (`duraq_jobs.errors`, JSON text, added in
 //! place as `NOT NULL DEFAULT '[]'`, so older rows read an empty history).
+//! Version 7: job priorities and rate limits (`priority NOT NULL DEFAULT 0` and
+//! the rate columns added in place; the claim index `duraq_jobs_claim` leads with
+//! the priority and replaces `duraq_jobs_queued`; `duraq_rate_limits` registers
+//! each key's limit, `duraq_rate_starts` logs recent starts per key).
 
 /// The newest schema version this binary knows.
-pub const SCHEMA_VERSION: i64 = 6;
+pub const SCHEMA_VERSION: i64 = 7;
 /// The ledger table recording applied versions.
 pub const LEDGER_TABLE: &str = "duraq_migrations";
 /// The ledger scope of the job store's own schema.
@@ -73,6 +77,10 @@ const JOBS: &[Column] = &[
     col("schedule_order", "INTEGER", "", 2),
     col("dedupe_key", "TEXT", "", 3),
     col("errors", "TEXT", "NOT NULL DEFAULT '[]'", 6),
+    col("priority", "INTEGER", "NOT NULL DEFAULT 0", 7),
+    col("rate_key", "TEXT", "", 7),
+    col("rate_max", "INTEGER", "", 7),
+    col("rate_period_ms", "INTEGER", "", 7),
 ];
 
 pub(crate) const TABLES: &[Table] = &[
@@ -195,6 +203,25 @@ pub(crate) const TABLES: &[Table] = &[
         ],
         constraints: "",
     },
+    Table {
+        name: "duraq_rate_limits",
+        since: 7,
+        columns: &[
+            col("key", "TEXT", "NOT NULL PRIMARY KEY", 7),
+            col("max_starts", "INTEGER", "NOT NULL", 7),
+            col("period_ms", "INTEGER", "NOT NULL", 7),
+        ],
+        constraints: "",
+    },
+    Table {
+        name: "duraq_rate_starts",
+        since: 7,
+        columns: &[
+            col("key", "TEXT", "NOT NULL", 7),
+            col("at_ms", "INTEGER", "NOT NULL", 7),
+        ],
+        constraints: "",
+    },
 ];
 
 /// The paused queues (see [`crate::pause`]): a row per paused queue.
@@ -212,8 +239,8 @@ pub(crate) const QUEUE_COUNTS_TABLE: &str = "duraq_queue_counts";
 /// that has seen a `deduplicateWhileQueued` request (see [`crate::dedupe`]), so
 /// other jobs never touch the randomly ordered dedupe index.
 pub(crate) const INDEXES: &[&str] = &[
-    "CREATE INDEX IF NOT EXISTS duraq_jobs_queued ON duraq_jobs \
-     (scheduled_at_ms, created_at_ms, id) WHERE status = 'queued'",
+    "CREATE INDEX IF NOT EXISTS duraq_jobs_claim ON duraq_jobs \
+     (priority, scheduled_at_ms, created_at_ms, id) WHERE status = 'queued'",
     "CREATE INDEX IF NOT EXISTS duraq_jobs_queue_due ON duraq_jobs \
      (queue, scheduled_at_ms) WHERE status = 'queued'",
     "CREATE INDEX IF NOT EXISTS duraq_jobs_dedupe_key ON duraq_jobs (dedupe_key) \
@@ -221,6 +248,7 @@ pub(crate) const INDEXES: &[&str] = &[
     "CREATE INDEX IF NOT EXISTS duraq_jobs_running ON duraq_jobs (worker_id) \
      WHERE status = 'handed_off'",
     "CREATE INDEX IF NOT EXISTS duraq_jobs_list ON duraq_jobs (created_at_ms, id)",
+    "CREATE INDEX IF NOT EXISTS duraq_rate_starts_key ON duraq_rate_starts (key, at_ms)",
     "CREATE INDEX IF NOT EXISTS duraq_jobs_keyed ON duraq_jobs (schedule_key, schedule_order) \
      WHERE schedule_key IS NOT NULL",
     "CREATE INDEX IF NOT EXISTS duraq_jobs_completed ON duraq_jobs \
@@ -237,10 +265,12 @@ pub(crate) const INDEXES: &[&str] = &[
      WHERE status = 'orphaned'",
 ];
 
-/// Version 1–2 indexes that version 3 replaced with the partial ones above;
-/// dropped when a file is brought to version 3. An index holds no data, so this
-/// rebuilds and loses nothing.
+/// Indexes a later version replaced with the ones above (version 3 the
+/// status-led ones of versions 1–2; version 7 `duraq_jobs_queued`, now
+/// `duraq_jobs_claim`); dropped when a file is upgraded. An index holds no data,
+/// so this rebuilds and loses nothing.
 pub(crate) const RETIRED_INDEXES: &[&str] = &[
+    "duraq_jobs_queued",
     "duraq_jobs_due",
     "duraq_jobs_dedupe",
     "duraq_jobs_schedule",

@@ -67,7 +67,7 @@ async fn upgrade_from_v1_keeps_rows_and_gains_columns_and_tables() {
         .unwrap();
 
     let store = SqliteStore::open(&path, SqliteOptions::default()).unwrap();
-    assert_eq!(store.migration().applied, vec![2, 3, 4, 5, 6]);
+    assert_eq!(store.migration().applied, vec![2, 3, 4, 5, 6, 7]);
     let job = store.get_job("old-1").await.unwrap().expect("old row kept");
     assert_eq!(
         (job.job_name.as_str(), job.status, job.schedule_key),
@@ -90,7 +90,7 @@ async fn upgrade_from_v1_keeps_rows_and_gains_columns_and_tables() {
     assert_eq!(store.health().await.unwrap().schema_version, SCHEMA_VERSION);
 
     let conn = Connection::open(&path).unwrap();
-    assert_eq!(ledger(&conn), vec![1, 2, 3, 4, 5, 6]);
+    assert_eq!(ledger(&conn), vec![1, 2, 3, 4, 5, 6, 7]);
     let tables: Vec<String> = schema_dump(&conn).into_iter().map(|(n, _)| n).collect();
     for table in [
         "duraq_schedule_keys",
@@ -129,16 +129,21 @@ async fn upgrade_to_v3_swaps_status_led_indexes_for_partial_ones_and_keeps_rows(
     drop(conn);
 
     let store = SqliteStore::open(&path, SqliteOptions::default()).unwrap();
-    assert_eq!(store.migration().applied, vec![2, 3, 4, 5, 6]);
+    assert_eq!(store.migration().applied, vec![2, 3, 4, 5, 6, 7]);
     let names: Vec<String> = schema_dump(&Connection::open(&path).unwrap())
         .into_iter()
         .map(|(n, _)| n)
         .collect();
-    for retired in ["duraq_jobs_due", "duraq_jobs_dedupe", "duraq_jobs_terminal"] {
+    for retired in [
+        "duraq_jobs_due",
+        "duraq_jobs_dedupe",
+        "duraq_jobs_terminal",
+        "duraq_jobs_queued",
+    ] {
         assert!(!names.iter().any(|n| n == retired), "{retired} dropped");
     }
     for partial in [
-        "duraq_jobs_queued",
+        "duraq_jobs_claim",
         "duraq_jobs_dedupe_key",
         "duraq_jobs_running",
         "duraq_jobs_completed",
@@ -172,15 +177,15 @@ fn hot_queries_use_the_partial_indexes() {
     // `NOT IN` over the small paused table: evaluated once per statement (a list
     // subquery), never per job, and the due-order walk stays sort-free.
     let claim = plan(
-        "SELECT id FROM duraq_jobs INDEXED BY duraq_jobs_queued WHERE status = 'queued' \
-         AND scheduled_at_ms <= 5 AND job_name IN (SELECT value FROM json_each('[\"a\"]')) \
+        "SELECT id FROM duraq_jobs INDEXED BY duraq_jobs_claim WHERE status = 'queued' \
+         AND priority = 0 AND scheduled_at_ms <= 5 AND job_name IN (SELECT value FROM json_each('[\"a\"]')) \
          AND queue NOT IN (SELECT value FROM json_each('[]')) \
          AND queue NOT IN (SELECT queue FROM duraq_paused_queues) \
          AND (scheduled_at_ms, created_at_ms, id) > (0, 0, '') \
          ORDER BY scheduled_at_ms, created_at_ms, id LIMIT 10",
     );
     assert!(
-        claim.contains("duraq_jobs_queued") && !claim.contains("TEMP B-TREE"),
+        claim.contains("duraq_jobs_claim") && !claim.contains("TEMP B-TREE"),
         "claim plan: {claim}"
     );
     assert!(
@@ -193,28 +198,28 @@ fn hot_queries_use_the_partial_indexes() {
     );
     // A claim naming its queues, as the store runs it: still in due order.
     let claim_in = plan(
-        "SELECT id FROM duraq_jobs INDEXED BY duraq_jobs_queued WHERE status = 'queued' \
-         AND scheduled_at_ms <= 5 AND job_name IN (SELECT value FROM json_each('[\"a\"]')) \
+        "SELECT id FROM duraq_jobs INDEXED BY duraq_jobs_claim WHERE status = 'queued' \
+         AND priority = 0 AND scheduled_at_ms <= 5 AND job_name IN (SELECT value FROM json_each('[\"a\"]')) \
          AND queue IN (SELECT value FROM json_each('[\"q\"]')) \
          AND queue NOT IN (SELECT queue FROM duraq_paused_queues) \
          AND (scheduled_at_ms, created_at_ms, id) > (0, 0, '') \
          ORDER BY scheduled_at_ms, created_at_ms, id LIMIT 10",
     );
     assert!(
-        claim_in.contains("duraq_jobs_queued") && !claim_in.contains("TEMP B-TREE"),
+        claim_in.contains("duraq_jobs_claim") && !claim_in.contains("TEMP B-TREE"),
         "claim plan: {claim_in}"
     );
     assert!(!claim_in.contains("CORRELATED"), "claim plan: {claim_in}");
     // The worker's timer query skips paused queues the same way.
     let timer = plan(
-        "SELECT scheduled_at_ms FROM duraq_jobs WHERE status = 'queued' \
-         AND job_name IN (SELECT value FROM json_each('[\"a\"]')) \
+        "SELECT scheduled_at_ms FROM duraq_jobs INDEXED BY duraq_jobs_claim \
+         WHERE status = 'queued' AND priority = 0 AND job_name IN (SELECT value FROM json_each('[\"a\"]')) \
          AND (NULL IS NULL OR queue IN (SELECT value FROM json_each(NULL))) \
          AND queue NOT IN (SELECT queue FROM duraq_paused_queues) \
          ORDER BY scheduled_at_ms LIMIT 1",
     );
     assert!(
-        timer.contains("duraq_jobs_queued") && !timer.contains("CORRELATED"),
+        timer.contains("duraq_jobs_claim") && !timer.contains("CORRELATED"),
         "timer plan: {timer}"
     );
     // Queue latency: one index entry per queue.
@@ -348,7 +353,7 @@ async fn open_existing_upgrades_an_older_duraq_file() {
         .execute_batch(V1_SQL)
         .unwrap();
     let store = SqliteStore::open_existing(&path, SqliteOptions::default()).unwrap();
-    assert_eq!(store.migration().applied, vec![2, 3, 4, 5, 6]);
+    assert_eq!(store.migration().applied, vec![2, 3, 4, 5, 6, 7]);
     assert!(store.get_job("old-1").await.unwrap().is_some());
 }
 
@@ -460,7 +465,7 @@ async fn upgrade_to_v5_adds_paused_queues() {
         .unwrap();
 
     let store = SqliteStore::open_existing(&path, SqliteOptions::default()).unwrap();
-    assert_eq!(store.migration().applied, vec![5, 6]);
+    assert_eq!(store.migration().applied, vec![5, 6, 7]);
     assert_eq!(store.health().await.unwrap().schema_version, SCHEMA_VERSION);
     let snap = store.queue_snapshot().await.unwrap();
     assert!(snap.queues.iter().all(|q| !q.paused), "{snap:?}");
@@ -523,6 +528,7 @@ async fn upgrade_to_v6_adds_the_error_history_in_place() {
     drop(store);
     // Back to the shape version 5 created.
     let conn = Connection::open(&path).unwrap();
+    back_to_v6(&conn);
     conn.execute_batch(
         "ALTER TABLE duraq_jobs DROP COLUMN errors; DELETE FROM duraq_migrations WHERE version = 6",
     )
@@ -538,7 +544,7 @@ async fn upgrade_to_v6_adds_the_error_history_in_place() {
     drop(conn);
 
     let store = SqliteStore::open_existing(&path, SqliteOptions::default()).unwrap();
-    assert_eq!(store.migration().applied, vec![6]);
+    assert_eq!(store.migration().applied, vec![6, 7]);
     let old = store.get_job(&ids[0]).await.unwrap().unwrap();
     assert_eq!(
         (old.status, old.last_error.as_deref(), old.errors.len()),
@@ -596,4 +602,86 @@ async fn upgrade_to_v6_adds_the_error_history_in_place() {
         .migration()
         .applied
         .is_empty());
+}
+
+/// Takes a file back to the shape version 6 created: no priorities or rate
+/// limits, `duraq_jobs_queued` in place of the claim index.
+fn back_to_v6(conn: &Connection) {
+    conn.execute_batch(
+        "DROP INDEX duraq_jobs_claim; DROP INDEX duraq_rate_starts_key; \
+         DROP TABLE duraq_rate_limits; DROP TABLE duraq_rate_starts; \
+         ALTER TABLE duraq_jobs DROP COLUMN priority; ALTER TABLE duraq_jobs DROP COLUMN rate_key; \
+         ALTER TABLE duraq_jobs DROP COLUMN rate_max; ALTER TABLE duraq_jobs DROP COLUMN rate_period_ms; \
+         CREATE INDEX duraq_jobs_queued ON duraq_jobs (scheduled_at_ms, created_at_ms, id) \
+         WHERE status = 'queued'; DELETE FROM duraq_migrations WHERE version = 7",
+    )
+    .unwrap();
+}
+
+/// A version-6 file with a queued job is upgraded in place: `priority` (default
+/// 0) and the rate columns are added without rebuilding the table, the claim
+/// index replaces `duraq_jobs_queued`, the old row reads priority 0 and no rate
+/// limit and is claimed after a new higher-priority, rate-limited job.
+#[tokio::test]
+async fn upgrade_to_v7_adds_priorities_and_rate_limits_in_place() {
+    use duraq_core::{ClaimRequest, EnqueueOptions, NewJob};
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("v6.db");
+    let store = SqliteStore::open(&path, SqliteOptions::default()).unwrap();
+    let old = NewJob::new("j", serde_json::json!([]), EnqueueOptions::new()).unwrap();
+    let old = store.enqueue(old).await.unwrap().job_id().to_owned();
+    drop(store);
+    let conn = Connection::open(&path).unwrap();
+    back_to_v6(&conn);
+    let rowids = |conn: &Connection| -> Vec<(i64, String)> {
+        let mut stmt = conn
+            .prepare("SELECT rowid, id FROM duraq_jobs ORDER BY rowid")
+            .unwrap();
+        let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?))).unwrap();
+        rows.collect::<Result<_, _>>().unwrap()
+    };
+    let before = rowids(&conn);
+    drop(conn);
+
+    let store = SqliteStore::open_existing(&path, SqliteOptions::default()).unwrap();
+    assert_eq!(store.migration().applied, vec![7]);
+    let conn = Connection::open(&path).unwrap();
+    assert_eq!(rowids(&conn), before, "rows kept in place, not rebuilt");
+    let indexes: Vec<String> = conn
+        .prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'duraq_jobs'")
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    assert!(
+        indexes.contains(&"duraq_jobs_claim".to_owned()),
+        "{indexes:?}"
+    );
+    assert!(
+        !indexes.contains(&"duraq_jobs_queued".to_owned()),
+        "{indexes:?}"
+    );
+    let row = store.get_job(&old).await.unwrap().unwrap();
+    assert_eq!((row.priority, row.rate_key), (0, None));
+    let opts =
+        EnqueueOptions::new()
+            .priority(9)
+            .rate_limit("api", 1, std::time::Duration::from_secs(60));
+    let high = NewJob::new("j", serde_json::json!([1]), opts).unwrap();
+    let high = store.enqueue(high).await.unwrap().job_id().to_owned();
+    let claim = ClaimRequest {
+        worker_id: "w".into(),
+        job_names: vec!["j".into()],
+        limit: 5,
+        ..ClaimRequest::default()
+    };
+    let claimed: Vec<String> = store
+        .claim(&claim)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|j| j.id)
+        .collect();
+    assert_eq!(claimed, [high, old]);
 }

@@ -102,6 +102,18 @@ macro_rules! store_suite {
                     resume_makes_jobs_claimable_in_order, handed_off_jobs_finish_after_a_pause,
                     pause_is_durable, invalid_queue_name_changes_nothing,
                 ],
+                priority: [
+                    higher_priority_is_claimed_first, queue_priority_comes_before_job_priority,
+                    future_high_priority_jobs_do_not_hide_due_ones,
+                    priority_is_persisted_and_defaults_to_zero, invalid_priority_changes_nothing,
+                    priority_is_part_of_an_idempotent_request,
+                ],
+                rate_limits: [
+                    at_most_max_starts_per_period, the_window_slides,
+                    a_saturated_key_never_blocks_other_jobs, a_key_keeps_its_first_limit,
+                    invalid_rate_limits_change_nothing,
+                    rate_limit_is_persisted_and_part_of_the_request,
+                ],
                 prune: [
                     ages_are_strict_and_per_category, live_jobs_never_pruned, batches_are_reported,
                     prune_keeps_ownership_and_operations,

@@ -58,6 +58,11 @@ impl State {
                 }
             }
         }
+        if let Some(limit) = job.rate_limit() {
+            if let Some((max, period_ms)) = self.rate_limits.get(&limit.key) {
+                limit.check_registered(*max, *period_ms)?;
+            }
+        }
         if let Some(op) = job.operation() {
             if self.operations.contains_key(&op.key) {
                 return Err(Error::conflict(
@@ -82,6 +87,11 @@ impl State {
                 max: limit.max,
                 active: 0,
             });
+        }
+        if let Some(limit) = job.rate_limit() {
+            self.rate_limits
+                .entry(limit.key.clone())
+                .or_insert((limit.max, limit.period_ms));
         }
         if let Some(op) = job.operation() {
             self.operations.insert(

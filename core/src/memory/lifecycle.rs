@@ -7,8 +7,9 @@ use crate::counts::CountChange;
 use crate::error::{Error, Result};
 use crate::job::{Job, JobStatus, Lease};
 use crate::options::new_job_id;
+use crate::rate::{rate_log_horizon, RateWindow};
 use crate::requests::{ClaimRequest, Outcome, PruneRequest};
-use crate::transitions::{self, due_order, reservation_for};
+use crate::transitions::{self, claim_order, reservation_for};
 
 impl State {
     pub(super) fn claim(
@@ -30,9 +31,15 @@ impl State {
                     && !self.paused.contains_key(&j.queue)
             })
             .collect();
-        candidates.sort_by(|a, b| priority(b).cmp(&priority(a)).then_with(|| due_order(a, b)));
+        candidates.sort_by(|a, b| {
+            priority(b)
+                .cmp(&priority(a))
+                .then_with(|| claim_order(a, b))
+        });
         let mut taken: Vec<(String, Option<(String, i64)>)> = Vec::new();
+        let mut postponed: Vec<(String, i64)> = Vec::new();
         let mut extra: HashMap<String, i64> = HashMap::new();
+        let mut windows: HashMap<String, RateWindow> = HashMap::new();
         for job in candidates {
             if taken.len() >= req.limit {
                 break;
@@ -44,9 +51,31 @@ impl State {
                 if active >= *max {
                     continue;
                 }
+            }
+            if let Some(limit) = job.rate_limit() {
+                let window = windows.entry(limit.key.clone()).or_insert_with(|| {
+                    RateWindow::new(
+                        self.rate_starts
+                            .get(&limit.key)
+                            .cloned()
+                            .unwrap_or_default(),
+                    )
+                });
+                if let Err(due) = window.try_start(&limit, now) {
+                    postponed.push((job.id.clone(), due));
+                    continue;
+                }
+            }
+            if let Some((key, _)) = &reservation {
                 *extra.entry(key.clone()).or_default() += 1;
             }
             taken.push((job.id.clone(), reservation));
+        }
+        for (id, due) in postponed {
+            self.jobs
+                .get_mut(&id)
+                .expect("candidate exists")
+                .scheduled_at_ms = due;
         }
         let mut claimed = Vec::with_capacity(taken.len());
         for (id, reservation) in taken {
@@ -60,6 +89,12 @@ impl State {
                 self.reservations.insert(id.clone(), key);
             }
             let job = self.jobs.get_mut(&id).expect("candidate exists");
+            if let Some(limit) = job.rate_limit() {
+                let log = self.rate_starts.entry(limit.key.clone()).or_default();
+                let horizon = rate_log_horizon(&limit, now);
+                log.retain(|at| *at > horizon);
+                log.push(now);
+            }
             transitions::claim(job, &req.worker_id, new_job_id(), now);
             change.moved(&job.queue, JobStatus::Queued, JobStatus::HandedOff);
             claimed.push(job.clone());

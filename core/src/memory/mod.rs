@@ -45,6 +45,10 @@ struct State {
     counts: [i64; 6],
     /// queue → counts per status (all-zero entries are kept, like the stores' rows).
     queue_counts: BTreeMap<String, [i64; 6]>,
+    /// Rate key → (max, period ms) it was registered with. Never pruned.
+    rate_limits: HashMap<String, (i64, i64)>,
+    /// Rate key → logged start times (`duraq_rate_starts` in the stores).
+    rate_starts: HashMap<String, Vec<i64>>,
     /// Paused queue → when it was paused (`duraq_paused_queues` in the stores).
     paused: BTreeMap<String, i64>,
     revision: i64,

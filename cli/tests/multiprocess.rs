@@ -1,0 +1,222 @@
+//! Promises that span processes, with real `duraq worker` processes sharing one
+//! database, on SQLite and on PostgreSQL (when `DATABASE_URL` names one, as
+//! `cargo xtask test-all` arranges; each test then works in a fresh schema):
+//!
+//! - a rate limit holds across four workers: no window of one period ever holds
+//!   more starts than the limit, and jobs without the key are not held up;
+//! - a paused queue is skipped by every worker while jobs enqueued after the
+//!   pause run, and runs once resumed.
+//!
+//! Waiting is by polling the database's state, never by sleeping a guessed time.
+
+mod common;
+
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use common::{bin, parse_one, run_with_url, signal, wait_exit, wait_for};
+use serde_json::Value;
+
+/// One database for one test: a SQLite file, or a fresh PostgreSQL schema.
+struct Target {
+    url: String,
+    _dir: tempfile::TempDir,
+}
+
+fn sqlite() -> Target {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let url = format!("sqlite:{}", dir.path().join("duraq.db").display());
+    Target { url, _dir: dir }
+}
+
+/// `None` (the test passes, saying so) when no PostgreSQL is configured.
+fn postgres(test: &str) -> Option<Target> {
+    static N: AtomicUsize = AtomicUsize::new(0);
+    let Ok(base) = std::env::var("DATABASE_URL") else {
+        eprintln!("DATABASE_URL is not set: {test} on PostgreSQL skipped");
+        return None;
+    };
+    let schema = format!(
+        "duraq_mp_{}_{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed)
+    );
+    let sep = if base.contains('?') { '&' } else { '?' };
+    Some(Target {
+        url: format!("{base}{sep}schema={schema}"),
+        _dir: tempfile::tempdir().expect("tempdir"),
+    })
+}
+
+impl Target {
+    fn json(&self, args: &[&str]) -> Value {
+        let mut all = args.to_vec();
+        all.push("--json");
+        let out = run_with_url(&self.url, &all);
+        assert!(
+            out.status.success(),
+            "duraq {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        parse_one(&out.stdout)
+    }
+
+    fn enqueue(&self, args: &[&str]) -> String {
+        let mut all = vec!["enqueue", "duraq.noop"];
+        all.extend_from_slice(args);
+        self.json(&all)["jobId"].as_str().expect("jobId").to_owned()
+    }
+
+    fn worker(&self) -> Child {
+        Command::new(bin())
+            .args(["--database", &self.url, "worker", "--concurrency", "4"])
+            .env_remove("DURAQ_DATABASE_URL")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn worker")
+    }
+
+    fn status(&self, id: &str) -> String {
+        self.json(&["jobs", "show", id])["job"]["status"]
+            .as_str()
+            .expect("status")
+            .to_owned()
+    }
+
+    fn jobs(&self) -> Vec<Value> {
+        self.json(&["jobs", "list", "--limit", "1000"])["jobs"]
+            .as_array()
+            .expect("jobs")
+            .clone()
+    }
+
+    fn completed(&self) -> i64 {
+        self.json(&["counts"])["counts"]["completed"]
+            .as_i64()
+            .expect("completed")
+    }
+}
+
+fn stop(workers: Vec<Child>) {
+    for mut w in workers {
+        signal(&w, libc::SIGTERM);
+        let status = wait_exit(&mut w, Duration::from_secs(30));
+        assert!(status.success(), "worker exit: {status}");
+    }
+}
+
+/// The most starts any half-open window `[t, t + period)` holds.
+fn busiest_window(mut starts: Vec<i64>, period_ms: i64) -> usize {
+    starts.sort_unstable();
+    (0..starts.len())
+        .map(|i| {
+            starts[i..]
+                .iter()
+                .take_while(|t| **t < starts[i] + period_ms)
+                .count()
+        })
+        .max()
+        .unwrap_or(0)
+}
+
+fn rate_limit_holds_across_four_workers(t: &Target) {
+    const LIMITED: usize = 16;
+    const FREE: usize = 8;
+    t.json(&["migrate"]);
+    for _ in 0..LIMITED {
+        t.enqueue(&["--rate-key", "partner-api", "--rate", "4/1s"]);
+    }
+    for _ in 0..FREE {
+        t.enqueue(&[]);
+    }
+    let workers: Vec<Child> = (0..4).map(|_| t.worker()).collect();
+    wait_for(Duration::from_secs(60), "every job completed", || {
+        (t.completed() == (LIMITED + FREE) as i64).then_some(())
+    });
+    stop(workers);
+
+    let jobs = t.jobs();
+    let limited: Vec<&Value> = jobs
+        .iter()
+        .filter(|j| j["rateKey"] == "partner-api")
+        .collect();
+    assert_eq!(limited.len(), LIMITED);
+    for j in &jobs {
+        assert_eq!(j["attempts"], 1, "a postponed job used no attempt: {j}");
+    }
+    let starts: Vec<i64> = limited
+        .iter()
+        .map(|j| j["handedOffAtMs"].as_i64().expect("handedOffAtMs"))
+        .collect();
+    let busiest = busiest_window(starts.clone(), 1_000);
+    assert!(
+        busiest <= 4,
+        "{busiest} starts within one second (limit 4): {starts:?}"
+    );
+    // Sixteen starts at four per second span at least three whole periods.
+    let span = starts.iter().max().unwrap() - starts.iter().min().unwrap();
+    assert!(span >= 3_000, "starts span only {span} ms");
+    // The free jobs did not queue behind the limited ones.
+    let free_last = jobs
+        .iter()
+        .filter(|j| j["rateKey"].is_null())
+        .map(|j| j["handedOffAtMs"].as_i64().unwrap())
+        .max()
+        .unwrap();
+    assert!(
+        free_last < *starts.iter().max().unwrap(),
+        "the free jobs ran before the limited backlog was through"
+    );
+}
+
+fn paused_queue_is_skipped_by_every_worker(t: &Target) {
+    t.json(&["migrate"]);
+    t.json(&["queues", "pause", "mail"]);
+    let workers: Vec<Child> = (0..3).map(|_| t.worker()).collect();
+    let held: Vec<String> = (0..3).map(|_| t.enqueue(&["--queue", "mail"])).collect();
+    // Enqueued after the paused jobs: once these ran, every worker has claimed
+    // since the mail jobs were due, and skipped them.
+    let markers: Vec<String> = (0..6).map(|_| t.enqueue(&[])).collect();
+    wait_for(Duration::from_secs(30), "the markers completed", || {
+        markers
+            .iter()
+            .all(|id| t.status(id) == "completed")
+            .then_some(())
+    });
+    for id in &held {
+        assert_eq!(t.status(id), "queued", "{id} was claimed while paused");
+    }
+    t.json(&["queues", "resume", "mail"]);
+    wait_for(Duration::from_secs(30), "the mail jobs completed", || {
+        held.iter()
+            .all(|id| t.status(id) == "completed")
+            .then_some(())
+    });
+    stop(workers);
+}
+
+#[test]
+fn rate_limit_holds_across_four_workers_on_sqlite() {
+    rate_limit_holds_across_four_workers(&sqlite());
+}
+
+#[test]
+fn rate_limit_holds_across_four_workers_on_postgres() {
+    if let Some(t) = postgres("rate_limit_holds_across_four_workers") {
+        rate_limit_holds_across_four_workers(&t);
+    }
+}
+
+#[test]
+fn paused_queue_is_skipped_by_every_worker_on_sqlite() {
+    paused_queue_is_skipped_by_every_worker(&sqlite());
+}
+
+#[test]
+fn paused_queue_is_skipped_by_every_worker_on_postgres() {
+    if let Some(t) = postgres("paused_queue_is_skipped_by_every_worker") {
+        paused_queue_is_skipped_by_every_worker(&t);
+    }
+}

@@ -5,8 +5,10 @@
 //! operations that move jobs through their life. Now and then a request asks
 //! for a relative delay (`runInMs`, resolved with each store's clock, and part
 //! of an idempotent request's digest) or carries a queue name or concurrency
-//! key that breaks the name rule (SPEC §17), which every store must refuse
-//! alike and without writing.
+//! key that breaks the name rule, which every store must refuse alike and
+//! without writing. Requests carry priorities (an out-of-range one now and then)
+//! and rate limits over two keys whose limits differ between requests, so claims
+//! meet priorities, saturated keys and `rate-limit-conflict`.
 
 use proptest::prelude::*;
 
@@ -32,6 +34,11 @@ pub struct Spec {
     pub timeout: bool,
     /// Operation key index, used only with an idempotency key.
     pub op: Option<u8>,
+    /// Job priority; now and then 101, which every store refuses alike.
+    pub priority: Option<i8>,
+    /// (rate key index, max starts, period in ms): keys collide with other
+    /// limits often, so `rate-limit-conflict` and saturated keys both come up.
+    pub rate: Option<(u8, u8, i64)>,
 }
 
 /// How a generated report ends the attempt.
@@ -126,21 +133,33 @@ fn spec() -> impl Strategy<Value = Spec> {
                 prop::option::weighted(0.5, 0u8..3),
                 run_in,
                 prop::option::weighted(0.02, 0u8..4),
+                prop::option::weighted(
+                    0.25,
+                    prop::sample::select(vec![-5i8, 0, 7, -5, 0, 7, -5, 0, 7, 101]),
+                ),
+                prop::option::weighted(
+                    0.12,
+                    (0u8..2, 1u8..3, prop::sample::select(vec![1_000i64, 30_000])),
+                ),
             )
-                .prop_map(move |(idem, dedupe, timeout, op, run_in, bad_name)| Spec {
-                    name,
-                    args,
-                    queue,
-                    at,
-                    run_in: if at.is_none() { run_in } else { None },
-                    bad_name,
-                    max_retries,
-                    cap,
-                    idem,
-                    dedupe: dedupe && idem.is_none(),
-                    timeout,
-                    op,
-                })
+                .prop_map(
+                    move |(idem, dedupe, timeout, op, run_in, bad_name, priority, rate)| Spec {
+                        name,
+                        args,
+                        queue,
+                        at,
+                        run_in: if at.is_none() { run_in } else { None },
+                        bad_name,
+                        max_retries,
+                        cap,
+                        idem,
+                        dedupe: dedupe && idem.is_none(),
+                        timeout,
+                        op,
+                        priority,
+                        rate,
+                    },
+                )
         })
 }
 

@@ -58,6 +58,14 @@ fn new_job(s: &Spec, id: String, now: i64) -> Result<NewJob> {
     if s.timeout {
         opts = opts.timeout(std::time::Duration::from_secs(1));
     }
+    opts.priority = s.priority.map(i64::from);
+    if let Some((k, max, period_ms)) = s.rate {
+        opts = opts.rate_limit(
+            format!("r{k}"),
+            u32::from(max),
+            std::time::Duration::from_millis(period_ms as u64),
+        );
+    }
     match s.bad_name {
         Some(0) => opts = opts.queue("q".repeat(256)),
         Some(1) => opts = opts.queue("q\u{1b}[2J"),

@@ -26,6 +26,8 @@ impl JobArgs for SendWelcome {
             .queue("mail")
             .max_retries(2)
             .timeout(Duration::from_secs(30))
+            .priority(20)
+            .rate_limit("smtp", 10, Duration::from_secs(1))
     }
     fn backoff(attempt: u32) -> Option<Duration> {
         Some(Duration::from_millis(7 * u64::from(attempt)))
@@ -168,6 +170,26 @@ fn typed_periodic_ticks_carry_the_types_name_args_and_defaults() {
         cron.tick_job(0).unwrap().timeout(),
         Some(Duration::from_secs(30))
     );
+}
+
+#[test]
+fn a_types_priority_and_rate_limit_are_defaults_the_caller_overrides() {
+    let job = SendWelcome { user_id: 1 }.job().unwrap();
+    assert_eq!(job.priority(), 20);
+    let limit = job.rate_limit().unwrap();
+    assert_eq!(
+        (limit.key.as_str(), limit.max, limit.period_ms),
+        ("smtp", 10, 1_000)
+    );
+    let urgent = SendWelcome { user_id: 2 }
+        .job_with(EnqueueOptions::new().priority(-1).rate_limit(
+            "smtp-eu",
+            5,
+            Duration::from_secs(2),
+        ))
+        .unwrap();
+    assert_eq!(urgent.priority(), -1);
+    assert_eq!(urgent.rate_limit().unwrap().key, "smtp-eu");
 }
 
 fn code_of(opts: EnqueueOptions) -> Option<ErrorCode> {

@@ -128,6 +128,32 @@ async fn owned_scope(
 /// Registers an explicit key's cap and the job's rate limit on first use; a
 /// different cap or limit later conflicts.
 pub(crate) async fn register_limits(tx: &Tx<'_>, job: &NewJob) -> Result<()> {
+    if let Some(limit) = job.concurrency() {
+        tx.db
+            .execute(
+                "INSERT INTO {s}.duraq_concurrency (concurrency_key, max_concurrency, active) VALUES ($1, $2, 0) \
+                 ON CONFLICT (concurrency_key) DO NOTHING",
+                &[&limit.key, &limit.max],
+            )
+            .await?;
+        let row = tx
+            .db
+            .query_one(
+                "SELECT max_concurrency FROM {s}.duraq_concurrency WHERE concurrency_key = $1",
+                &[&limit.key],
+            )
+            .await?;
+        let registered: i64 = row.get(0);
+        if registered != limit.max {
+            return Err(Error::conflict(
+                ErrorCode::ConcurrencyCapConflict,
+                format!(
+                    "concurrency key {:?} is registered with cap {registered}, not {}",
+                    limit.key, limit.max
+                ),
+            ));
+        }
+    }
     if let Some(limit) = job.rate_limit() {
         tx.db
             .execute(
@@ -144,33 +170,6 @@ pub(crate) async fn register_limits(tx: &Tx<'_>, job: &NewJob) -> Result<()> {
             )
             .await?;
         limit.check_registered(row.get(0), row.get(1))?;
-    }
-    let Some(limit) = job.concurrency() else {
-        return Ok(());
-    };
-    tx.db
-        .execute(
-            "INSERT INTO {s}.duraq_concurrency (concurrency_key, max_concurrency, active) VALUES ($1, $2, 0) \
-             ON CONFLICT (concurrency_key) DO NOTHING",
-            &[&limit.key, &limit.max],
-        )
-        .await?;
-    let row = tx
-        .db
-        .query_one(
-            "SELECT max_concurrency FROM {s}.duraq_concurrency WHERE concurrency_key = $1",
-            &[&limit.key],
-        )
-        .await?;
-    let registered: i64 = row.get(0);
-    if registered != limit.max {
-        return Err(Error::conflict(
-            ErrorCode::ConcurrencyCapConflict,
-            format!(
-                "concurrency key {:?} is registered with cap {registered}, not {}",
-                limit.key, limit.max
-            ),
-        ));
     }
     Ok(())
 }

@@ -1,5 +1,6 @@
 //! Worker-side throughput: (4) drain a table of no-op jobs with 1 or 4 worker
-//! processes (C = 64 each), and live end-to-end with a worker already running
+//! processes (C = 64 each), the same with a saturated rate key's backlog in the
+//! way, and live end-to-end with a worker already running
 //! while 8 producers enqueue one by one; (8) the worker processes' peak RSS.
 //!
 //! Workers are real processes running duraq's runtime ([`crate::worker`]). The
@@ -10,6 +11,8 @@
 use std::time::{Duration, Instant};
 
 use anyhow::{ensure, Result};
+use duraq_core::{EnqueueOptions, JobStatus, NewJob};
+use serde_json::json;
 
 use super::{rate, wait_completed, Figure, Sizes};
 use crate::child::Child;
@@ -78,6 +81,41 @@ pub async fn drain(target: &Target, sizes: Sizes, n_workers: usize) -> Result<Ve
             "MiB",
         ),
     ])
+}
+
+/// Drain with a saturated rate key: `drain` free jobs, enqueued after a backlog of
+/// `drain / 5` jobs whose key allows one start per hour. The figure is the free
+/// jobs' drain rate (compare `drain_1w`): what claiming costs while every claim
+/// must step past, and postpone, the limited jobs.
+pub async fn drain_saturated_key(target: &Target, sizes: Sizes) -> Result<Vec<Figure>> {
+    let store = target.open().await?;
+    let limited = sizes.drain / 5;
+    let opts = EnqueueOptions::new().rate_limit("bench:saturated", 1, Duration::from_secs(3_600));
+    for chunk in (0..limited).collect::<Vec<_>>().chunks(1_000) {
+        let jobs = chunk
+            .iter()
+            .map(|i| NewJob::new(crate::JOB, json!([i]), opts.clone()))
+            .collect::<duraq_core::Result<Vec<_>>>()?;
+        store.enqueue_batch(jobs).await?;
+    }
+    enqueue_batched(&store, sizes.drain, 1_000).await?;
+    let mut workers = start_workers(target, 1).await?;
+    let started = Instant::now();
+    workers[0].send("go")?;
+    // Every free job and the one limited job the hour allows.
+    let done = wait_completed(&store, sizes.drain as i64 + 1, LIMIT).await?;
+    let elapsed = done - started;
+    stop_workers(workers).await?;
+    let snap = store.count_snapshot().await?;
+    ensure!(
+        snap.counts.get(JobStatus::Queued) == limited as i64 - 1,
+        "the saturated key started more than one job"
+    );
+    Ok(vec![Figure::new(
+        "drain_1w_saturated_key",
+        rate(sizes.drain, elapsed),
+        "jobs/s",
+    )])
 }
 
 pub async fn end_to_end(target: &Target, sizes: Sizes) -> Result<Vec<Figure>> {

@@ -56,6 +56,7 @@ mod time;
 pub mod transitions;
 mod typed;
 mod worker;
+mod workers;
 
 /// Re-exported so that implementing [`JobHandler`], [`JsonHandler`] or [`Store`]
 /// needs no dependency besides `duraq-core`: write `#[duraq_core::async_trait]`.
@@ -86,6 +87,10 @@ pub use requests::{
 };
 pub use store::Store;
 pub use typed::JobArgs;
+pub use workers::{
+    unhandled_groups, DueJobGroup, RunningJob, WorkerInfo, WorkerRecord, WorkerState,
+    UNHANDLED_SCAN_LIMIT,
+};
 pub use worker::{
     CronSchedule, JobContext, JobError, JobFinished, JobHandler, JobResult, JobStarted,
     JsonHandler, PeriodicJob, PeriodicSchedule, Registry, RetentionPolicy, Worker, WorkerBuilder,

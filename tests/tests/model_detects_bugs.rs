@@ -104,6 +104,18 @@ impl Store for Buggy {
     async fn heartbeat(&self, worker_id: &str) -> Result<()> {
         self.inner.heartbeat(worker_id).await
     }
+    async fn register_worker(&self, info: &WorkerInfo) -> Result<()> {
+        self.inner.register_worker(info).await
+    }
+    async fn remove_worker(&self, worker_id: &str) -> Result<bool> {
+        self.inner.remove_worker(worker_id).await
+    }
+    async fn list_workers(&self, stale_after_ms: i64) -> Result<Vec<WorkerRecord>> {
+        self.inner.list_workers(stale_after_ms).await
+    }
+    async fn due_job_names(&self, limit: usize) -> Result<Vec<DueJobGroup>> {
+        self.inner.due_job_names(limit).await
+    }
     async fn recover_stale(&self, stale_after_ms: i64) -> Result<Vec<String>> {
         let factor = if matches!(self.bug, Bug::LaxRecovery) {
             10

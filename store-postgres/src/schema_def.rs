@@ -10,10 +10,13 @@
 //! index of queued jobs that queue latency reads (`duraq_jobs_queue_due`); 4,
 //! paused queues (`duraq_paused_queues`, a row per paused queue that every claim
 //! excludes); 5, the error history (`duraq_jobs.errors`, JSON text with a
-//! constant default `'[]'`: added in place without rewriting the table).
+//! constant default `'[]'`: added in place without rewriting the table); 6,
+//! visible workers (`duraq_workers` gains what a worker registers: `host`,
+//! `pid`, `queues` and `job_names` as JSON text, `slots`, `started_at_ms`;
+//! nullable, added in place).
 
 /// The newest schema version this binary knows.
-pub const SCHEMA_VERSION: i64 = 5;
+pub const SCHEMA_VERSION: i64 = 6;
 /// The per-queue counter table (version 3), filled from the jobs when created.
 pub(crate) const QUEUE_COUNTS_TABLE: &str = "duraq_queue_count_shards";
 /// The ledger table recording applied versions.
@@ -135,6 +138,12 @@ pub(crate) const TABLES: &[Table] = &[
         columns: &[
             ("worker_id", T, "text PRIMARY KEY"),
             ("last_heartbeat_ms", I, "bigint NOT NULL"),
+            ("host", T, "text"),
+            ("pid", I, "bigint"),
+            ("queues", T, "text"),
+            ("job_names", T, "text"),
+            ("slots", I, "bigint"),
+            ("started_at_ms", I, "bigint"),
         ],
         constraints: "",
     },
@@ -192,8 +201,16 @@ pub(crate) const INDEXES: &[&str] = &[
 ];
 
 /// Columns added after version 1: (table, column, version that added it).
-pub(crate) const ADDED_COLUMNS: &[(&str, &str, i64)] =
-    &[("duraq_jobs", "dedupe_key", 2), ("duraq_jobs", "errors", 5)];
+pub(crate) const ADDED_COLUMNS: &[(&str, &str, i64)] = &[
+    ("duraq_jobs", "dedupe_key", 2),
+    ("duraq_jobs", "errors", 5),
+    ("duraq_workers", "host", 6),
+    ("duraq_workers", "pid", 6),
+    ("duraq_workers", "queues", 6),
+    ("duraq_workers", "job_names", 6),
+    ("duraq_workers", "slots", 6),
+    ("duraq_workers", "started_at_ms", 6),
+];
 
 /// Indexes a later version replaced, dropped when upgrading.
 pub(crate) const RETIRED_INDEXES: &[&str] = &["duraq_jobs_dedupe"];

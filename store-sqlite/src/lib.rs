@@ -55,6 +55,7 @@ mod schema;
 mod schema_def;
 mod store_impl;
 mod tx;
+mod workers;
 mod writer;
 
 use std::path::{Path, PathBuf};

@@ -13,9 +13,13 @@
 //! queues (`duraq_paused_queues`, one row per paused queue, which every claim
 //! reads). Version 6: the error history (`duraq_jobs.errors`, JSON text, added in
 //! place as `NOT NULL DEFAULT '[]'`, so older rows read an empty history).
+//! Version 7: visible workers (`duraq_workers` gains what a worker registers:
+//! `host`, `pid`, `queues` and `job_names` as JSON text, `slots`,
+//! `started_at_ms`; nullable, added in place; a row without `started_at_ms`
+//! only heartbeats and is not listed).
 
 /// The newest schema version this binary knows.
-pub const SCHEMA_VERSION: i64 = 6;
+pub const SCHEMA_VERSION: i64 = 7;
 /// The ledger table recording applied versions.
 pub const LEDGER_TABLE: &str = "duraq_migrations";
 /// The ledger scope of the job store's own schema.
@@ -128,6 +132,12 @@ pub(crate) const TABLES: &[Table] = &[
         columns: &[
             col("worker_id", "TEXT", "NOT NULL PRIMARY KEY", 1),
             col("last_heartbeat_ms", "INTEGER", "NOT NULL", 1),
+            col("host", "TEXT", "", 7),
+            col("pid", "INTEGER", "", 7),
+            col("queues", "TEXT", "", 7),
+            col("job_names", "TEXT", "", 7),
+            col("slots", "INTEGER", "", 7),
+            col("started_at_ms", "INTEGER", "", 7),
         ],
         constraints: "",
     },

@@ -102,6 +102,12 @@ macro_rules! store_suite {
                     resume_makes_jobs_claimable_in_order, handed_off_jobs_finish_after_a_pause,
                     pause_is_durable, invalid_queue_name_changes_nothing,
                 ],
+                workers: [
+                    registered_workers_are_listed_with_state_and_running_jobs,
+                    registering_again_replaces_and_removing_forgets,
+                    due_job_names_groups_the_oldest_due_jobs,
+                    unhandled_jobs_are_those_no_alive_worker_claims,
+                ],
                 prune: [
                     ages_are_strict_and_per_category, live_jobs_never_pruned, batches_are_reported,
                     prune_keeps_ownership_and_operations,

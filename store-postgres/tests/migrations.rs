@@ -112,7 +112,7 @@ mod postgres {
         let store = PostgresStore::connect_existing(&url(), options(&s))
             .await
             .unwrap();
-        assert_eq!(store.migration().applied, [2, 3, 4, 5]);
+        assert_eq!(store.migration().applied, [2, 3, 4, 5, 6]);
         let indexes: Vec<String> = client
             .query(
                 "SELECT indexname::text FROM pg_indexes WHERE schemaname = $1 AND tablename = 'duraq_jobs'",
@@ -183,7 +183,7 @@ mod postgres {
         let store = PostgresStore::connect_existing(&url(), options(&s))
             .await
             .unwrap();
-        assert_eq!(store.migration().applied, [3, 4, 5]);
+        assert_eq!(store.migration().applied, [3, 4, 5, 6]);
         let after = store.queue_snapshot().await.unwrap();
         assert_eq!(
             (after.revision, &after.counts, super::counts_of(&after)),
@@ -233,7 +233,7 @@ mod postgres {
         let store = PostgresStore::connect_existing(&url(), options(&s))
             .await
             .unwrap();
-        assert_eq!(store.migration().applied, [4, 5]);
+        assert_eq!(store.migration().applied, [4, 5, 6]);
         assert!(store
             .queue_snapshot()
             .await
@@ -366,7 +366,7 @@ mod postgres {
         client
             .batch_execute(&format!(
                 "ALTER TABLE {s}.duraq_jobs DROP COLUMN errors; \
-                 DELETE FROM {s}.duraq_migrations WHERE version = 5"
+                 DELETE FROM {s}.duraq_migrations WHERE version >= 5"
             ))
             .await
             .unwrap();
@@ -385,7 +385,7 @@ mod postgres {
         let store = PostgresStore::connect_existing(&url(), options(&s))
             .await
             .unwrap();
-        assert_eq!(store.migration().applied, [5]);
+        assert_eq!(store.migration().applied, [5, 6]);
         assert_eq!(
             relfilenode(&client, &s).await,
             file_before,
@@ -414,6 +414,81 @@ mod postgres {
             (1, "after\0nul", Some("w2")),
             "the history keeps the message exactly (JSON text, not jsonb)"
         );
+        assert!(open(&s).await.unwrap().migration().applied.is_empty());
+    }
+
+    /// A version-5 schema (today's before visible workers) with a worker's
+    /// heartbeat row is upgraded in place: `duraq_workers` gains the nullable
+    /// registration columns (no rewrite), the old row keeps its heartbeat and is
+    /// not listed, and a worker registers and is listed after the upgrade.
+    #[tokio::test]
+    async fn upgrade_to_v6_adds_worker_registrations_in_place() {
+        use duraq_core::{WorkerInfo, WorkerState};
+        let s = schema();
+        let store = open(&s).await.unwrap();
+        store.heartbeat("old").await.unwrap();
+        drop(store);
+        let client = raw_client().await;
+        client
+            .batch_execute(&format!(
+                "ALTER TABLE {s}.duraq_workers DROP COLUMN host, DROP COLUMN pid, \
+                 DROP COLUMN queues, DROP COLUMN job_names, DROP COLUMN slots, \
+                 DROP COLUMN started_at_ms; \
+                 DELETE FROM {s}.duraq_migrations WHERE version = 6"
+            ))
+            .await
+            .unwrap();
+        let beat_sql = format!("SELECT last_heartbeat_ms FROM {s}.duraq_workers WHERE worker_id = 'old'");
+        let before: i64 = client.query_one(&beat_sql, &[]).await.unwrap().get(0);
+
+        let store = PostgresStore::connect_existing(&url(), options(&s))
+            .await
+            .unwrap();
+        assert_eq!(store.migration().applied, [6]);
+        let after: i64 = client.query_one(&beat_sql, &[]).await.unwrap().get(0);
+        assert_eq!(after, before, "the old row kept");
+        let nullable: Vec<(String, String)> = client
+            .query(
+                "SELECT column_name::text, is_nullable::text FROM information_schema.columns \
+                 WHERE table_schema = $1 AND table_name = 'duraq_workers' ORDER BY ordinal_position",
+                &[&s],
+            )
+            .await
+            .unwrap()
+            .iter()
+            .map(|r| (r.get(0), r.get(1)))
+            .collect();
+        let added: Vec<_> = nullable[2..]
+            .iter()
+            .map(|(n, nn)| (n.as_str(), nn.as_str()))
+            .collect();
+        assert_eq!(
+            added,
+            [
+                ("host", "YES"),
+                ("pid", "YES"),
+                ("queues", "YES"),
+                ("job_names", "YES"),
+                ("slots", "YES"),
+                ("started_at_ms", "YES")
+            ]
+        );
+        assert!(
+            store.list_workers(60_000).await.unwrap().is_empty(),
+            "a heartbeat-only row is not a registered worker"
+        );
+        let info = WorkerInfo {
+            worker_id: "new".into(),
+            host: "h".into(),
+            pid: u32::MAX,
+            queues: Some(vec!["q".into()]),
+            job_names: vec!["j".into()],
+            slots: 3,
+        };
+        store.register_worker(&info).await.unwrap();
+        let listed = store.list_workers(60_000).await.unwrap();
+        assert_eq!(listed.len(), 1);
+        assert_eq!((&listed[0].info, listed[0].state), (&info, WorkerState::Alive));
         assert!(open(&s).await.unwrap().migration().applied.is_empty());
     }
 

@@ -67,7 +67,7 @@ async fn upgrade_from_v1_keeps_rows_and_gains_columns_and_tables() {
         .unwrap();
 
     let store = SqliteStore::open(&path, SqliteOptions::default()).unwrap();
-    assert_eq!(store.migration().applied, vec![2, 3, 4, 5, 6]);
+    assert_eq!(store.migration().applied, vec![2, 3, 4, 5, 6, 7]);
     let job = store.get_job("old-1").await.unwrap().expect("old row kept");
     assert_eq!(
         (job.job_name.as_str(), job.status, job.schedule_key),
@@ -90,7 +90,7 @@ async fn upgrade_from_v1_keeps_rows_and_gains_columns_and_tables() {
     assert_eq!(store.health().await.unwrap().schema_version, SCHEMA_VERSION);
 
     let conn = Connection::open(&path).unwrap();
-    assert_eq!(ledger(&conn), vec![1, 2, 3, 4, 5, 6]);
+    assert_eq!(ledger(&conn), vec![1, 2, 3, 4, 5, 6, 7]);
     let tables: Vec<String> = schema_dump(&conn).into_iter().map(|(n, _)| n).collect();
     for table in [
         "duraq_schedule_keys",
@@ -129,7 +129,7 @@ async fn upgrade_to_v3_swaps_status_led_indexes_for_partial_ones_and_keeps_rows(
     drop(conn);
 
     let store = SqliteStore::open(&path, SqliteOptions::default()).unwrap();
-    assert_eq!(store.migration().applied, vec![2, 3, 4, 5, 6]);
+    assert_eq!(store.migration().applied, vec![2, 3, 4, 5, 6, 7]);
     let names: Vec<String> = schema_dump(&Connection::open(&path).unwrap())
         .into_iter()
         .map(|(n, _)| n)
@@ -348,7 +348,7 @@ async fn open_existing_upgrades_an_older_duraq_file() {
         .execute_batch(V1_SQL)
         .unwrap();
     let store = SqliteStore::open_existing(&path, SqliteOptions::default()).unwrap();
-    assert_eq!(store.migration().applied, vec![2, 3, 4, 5, 6]);
+    assert_eq!(store.migration().applied, vec![2, 3, 4, 5, 6, 7]);
     assert!(store.get_job("old-1").await.unwrap().is_some());
 }
 
@@ -460,7 +460,7 @@ async fn upgrade_to_v5_adds_paused_queues() {
         .unwrap();
 
     let store = SqliteStore::open_existing(&path, SqliteOptions::default()).unwrap();
-    assert_eq!(store.migration().applied, vec![5, 6]);
+    assert_eq!(store.migration().applied, vec![5, 6, 7]);
     assert_eq!(store.health().await.unwrap().schema_version, SCHEMA_VERSION);
     let snap = store.queue_snapshot().await.unwrap();
     assert!(snap.queues.iter().all(|q| !q.paused), "{snap:?}");
@@ -589,6 +589,88 @@ async fn upgrade_to_v6_adds_the_error_history_in_place() {
             .collect::<Vec<_>>(),
         ["later"],
         "an old row's history starts at the upgrade"
+    );
+    drop(store);
+    assert!(SqliteStore::open_existing(&path, SqliteOptions::default())
+        .unwrap()
+        .migration()
+        .applied
+        .is_empty());
+}
+
+/// A version-6 file (today's before visible workers) with a worker's heartbeat
+/// row is upgraded in place: `duraq_workers` gains the registration columns
+/// (nullable), the old row keeps its heartbeat and is not listed (it never
+/// registered), and a worker registers and is listed after the upgrade.
+#[tokio::test]
+async fn upgrade_to_v7_adds_worker_registrations_in_place() {
+    use duraq_core::{WorkerInfo, WorkerState};
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("v6.db");
+    let store = SqliteStore::open(&path, SqliteOptions::default()).unwrap();
+    store.heartbeat("old").await.unwrap();
+    drop(store);
+    // Back to the shape version 6 created.
+    let conn = Connection::open(&path).unwrap();
+    conn.execute_batch(
+        "ALTER TABLE duraq_workers DROP COLUMN host; ALTER TABLE duraq_workers DROP COLUMN pid; \
+         ALTER TABLE duraq_workers DROP COLUMN queues; ALTER TABLE duraq_workers DROP COLUMN job_names; \
+         ALTER TABLE duraq_workers DROP COLUMN slots; ALTER TABLE duraq_workers DROP COLUMN started_at_ms; \
+         DELETE FROM duraq_migrations WHERE version = 7",
+    )
+    .unwrap();
+    let beat = |conn: &Connection| -> i64 {
+        conn.query_row(
+            "SELECT last_heartbeat_ms FROM duraq_workers WHERE worker_id = 'old'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap()
+    };
+    let before = beat(&conn);
+    drop(conn);
+
+    let store = SqliteStore::open_existing(&path, SqliteOptions::default()).unwrap();
+    assert_eq!(store.migration().applied, vec![7]);
+    let conn = Connection::open(&path).unwrap();
+    assert_eq!(beat(&conn), before, "the old row kept in place");
+    let columns: Vec<(String, bool)> = {
+        let mut stmt = conn
+            .prepare("SELECT name, \"notnull\" FROM pragma_table_info('duraq_workers') ORDER BY cid")
+            .unwrap();
+        let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?))).unwrap();
+        rows.collect::<Result<_, _>>().unwrap()
+    };
+    let added: Vec<_> = columns[2..].iter().map(|(n, nn)| (n.as_str(), *nn)).collect();
+    assert_eq!(
+        added,
+        [
+            ("host", false),
+            ("pid", false),
+            ("queues", false),
+            ("job_names", false),
+            ("slots", false),
+            ("started_at_ms", false)
+        ]
+    );
+    assert!(
+        store.list_workers(60_000).await.unwrap().is_empty(),
+        "a heartbeat-only row is not a registered worker"
+    );
+    let info = WorkerInfo {
+        worker_id: "new".into(),
+        host: "h".into(),
+        pid: 7,
+        queues: None,
+        job_names: vec!["j".into()],
+        slots: 3,
+    };
+    store.register_worker(&info).await.unwrap();
+    let listed = store.list_workers(60_000).await.unwrap();
+    assert_eq!(listed.len(), 1);
+    assert_eq!(
+        (&listed[0].info, listed[0].state),
+        (&info, WorkerState::Alive)
     );
     drop(store);
     assert!(SqliteStore::open_existing(&path, SqliteOptions::default())

@@ -92,6 +92,10 @@ pub enum Command {
         #[command(subcommand)]
         action: Option<QueuesCommand>,
     },
+    /// Worker processes: host, pid, queues, job names, slots, heartbeat,
+    /// alive or stale, and how many jobs each is running.
+    #[command(after_long_help = crate::examples::WORKERS)]
+    Workers(WorkersArgs),
     /// Run the built-in handlers until SIGINT/SIGTERM.
     #[command(after_long_help = crate::examples::WORKER)]
     Worker(WorkerArgs),
@@ -133,6 +137,15 @@ pub enum QueuesCommand {
         /// The queue's name (blank means `default`).
         queue: String,
     },
+}
+
+/// `duraq workers`.
+#[derive(Debug, Args)]
+pub struct WorkersArgs {
+    /// Also list each running job (worker, job id, name) below the table
+    /// (`--json` always includes them).
+    #[arg(long)]
+    pub jobs: bool,
 }
 
 /// Options that shape any new job (shared by `enqueue` and `schedule replace`).

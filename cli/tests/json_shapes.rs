@@ -123,6 +123,16 @@ fn every_command_prints_its_documented_shape() {
         .map(|q| q["queue"].as_str().unwrap())
         .collect();
     assert_eq!(names, ["default"], "{queues}");
+    // No worker has registered: every due job's name is reported.
+    let unhandled: Vec<(&str, &str)> = queues["unhandled"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| (g["queue"].as_str().unwrap(), g["jobName"].as_str().unwrap()))
+        .collect();
+    assert_eq!(unhandled, [("default", "x"), ("default", "y")], "{queues}");
+    let workers = shape(&db, &["workers"], 0, "workers.json");
+    assert_eq!(workers["workers"], json!([]), "{workers}");
     assert_eq!(
         queues["revision"],
         shape(&db, &["counts"], 0, "counts.json")["revision"]

@@ -88,8 +88,8 @@ pub use requests::{
 pub use store::Store;
 pub use typed::JobArgs;
 pub use workers::{
-    unhandled_groups, DueJobGroup, RunningJob, WorkerInfo, WorkerRecord, WorkerState,
-    UNHANDLED_SCAN_LIMIT,
+    unhandled_groups, worker_forget_cutoff_ms, DueJobGroup, RunningJob, WorkerInfo, WorkerRecord,
+    WorkerState, FORGET_WORKERS_AFTER_MS, UNHANDLED_SCAN_LIMIT,
 };
 pub use worker::{
     CronSchedule, JobContext, JobError, JobFinished, JobHandler, JobResult, JobStarted,

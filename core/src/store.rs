@@ -159,7 +159,10 @@ pub trait Store: Send + Sync + 'static {
     /// Recovers the leases of workers whose last heartbeat is older than
     /// `now - stale_after_ms` (or who never sent one): each is a failed attempt
     /// (`lastError` says the worker was lost), `orphaned` when no retries are left.
-    /// Returns the recovered job ids (sorted). One mutation.
+    /// Returns the recovered job ids (sorted). One mutation. Also deletes
+    /// the rows of workers (registered or not) last heard from before
+    /// [`crate::worker_forget_cutoff_ms`] (a day ago at least): gone for good,
+    /// they leave `duraq workers`. Forgetting is not a count mutation.
     async fn recover_stale(&self, stale_after_ms: i64) -> Result<Vec<String>>;
 
     /// Operator retry of a terminal job: `queued`, due now, attempts 0, terminal

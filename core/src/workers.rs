@@ -11,6 +11,23 @@ use serde::{Deserialize, Serialize};
 /// costs the same whatever the backlog.
 pub const UNHANDLED_SCAN_LIMIT: usize = 10_000;
 
+/// How long a worker that stopped heartbeating stays listed (as stale) before
+/// recovery forgets it: a day, or the stale timeout if that is longer.
+pub const FORGET_WORKERS_AFTER_MS: i64 = 24 * 3_600_000;
+
+/// The heartbeat cutoff below which [`crate::Store::recover_stale`] deletes a
+/// worker's row: `now_ms - max(stale_after_ms, FORGET_WORKERS_AFTER_MS)`, so a
+/// row is never forgotten while its worker could still count as alive.
+///
+/// ```
+/// use duraq_core::{worker_forget_cutoff_ms, FORGET_WORKERS_AFTER_MS};
+/// assert_eq!(worker_forget_cutoff_ms(100_000_000, 60_000), 100_000_000 - FORGET_WORKERS_AFTER_MS);
+/// assert_eq!(worker_forget_cutoff_ms(i64::MIN, 60_000), i64::MIN);
+/// ```
+pub fn worker_forget_cutoff_ms(now_ms: i64, stale_after_ms: i64) -> i64 {
+    now_ms.saturating_sub(stale_after_ms.max(FORGET_WORKERS_AFTER_MS))
+}
+
 /// What a worker process records when it starts
 /// ([`crate::Store::register_worker`]). The store adds `startedAtMs` and the
 /// heartbeats.

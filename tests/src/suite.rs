@@ -107,6 +107,7 @@ macro_rules! store_suite {
                     registering_again_replaces_and_removing_forgets,
                     due_job_names_groups_the_oldest_due_jobs,
                     unhandled_jobs_are_those_no_alive_worker_claims,
+                    recovery_forgets_workers_gone_for_a_day,
                 ],
                 prune: [
                     ages_are_strict_and_per_category, live_jobs_never_pruned, batches_are_reported,

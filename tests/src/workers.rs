@@ -5,7 +5,7 @@
 //! recovery); ids that only claimed are not listed; none of it is a count
 //! mutation. The due-job groups read the oldest due queued jobs, and the
 //! unhandled ones are those no alive worker claims (a typo'd name, a queue
-//! nobody serves).
+//! nobody serves). Recovery forgets workers last heard from a day ago.
 
 use duraq_core::{DueJobGroup, EnqueueOptions, WorkerInfo, WorkerRecord, WorkerState};
 use serde_json::json;
@@ -193,4 +193,26 @@ pub async fn unhandled_jobs_are_those_no_alive_worker_claims(h: &Harness) {
     assert_eq!(unhandled(h).await, all, "a stale worker handles nothing");
     register(h, &info("w2", None, &["send", "snd"])).await;
     assert!(unhandled(h).await.is_empty());
+}
+
+pub async fn recovery_forgets_workers_gone_for_a_day(h: &Harness) {
+    use duraq_core::FORGET_WORKERS_AFTER_MS;
+    register(h, &info("old", None, &["x"])).await;
+    h.advance(1);
+    register(h, &info("young", None, &["x"])).await;
+    h.advance(FORGET_WORKERS_AFTER_MS);
+    let before = h.state().await;
+    assert!(h.store.recover_stale(STALE).await.expect("recover_stale").is_empty());
+    h.assert_unchanged(&before, "forgetting workers").await;
+    let left: Vec<_> = workers(h).await.into_iter().map(|w| w.info.worker_id).collect();
+    assert_eq!(left, ["young"], "exactly a day old is kept, older is forgotten");
+    // A stale timeout longer than a day keeps a row as long as its worker may be alive.
+    h.advance(1);
+    h.store
+        .recover_stale(FORGET_WORKERS_AFTER_MS + 10)
+        .await
+        .expect("recover_stale");
+    assert_eq!(workers(h).await.len(), 1);
+    h.store.recover_stale(STALE).await.expect("recover_stale");
+    assert!(workers(h).await.is_empty());
 }

@@ -17,6 +17,13 @@ impl State {
         self.heartbeats.remove(worker_id).is_some() || registered
     }
 
+    /// Deletes the rows of workers last heard from before `cutoff`.
+    pub(super) fn forget_workers(&mut self, cutoff: i64) {
+        self.heartbeats.retain(|_, beat| *beat >= cutoff);
+        let heartbeats = &self.heartbeats;
+        self.workers.retain(|id, _| heartbeats.contains_key(id));
+    }
+
     pub(super) fn list_workers(&self, now: i64, stale_after_ms: i64) -> Vec<WorkerRecord> {
         let mut running: BTreeMap<&str, Vec<RunningJob>> = BTreeMap::new();
         for job in self.jobs.values() {

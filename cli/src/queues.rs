@@ -237,7 +237,10 @@ mod tests {
         assert_eq!(v["unhandled"][0]["jobName"], "snd\u{1b}[2J");
         assert_eq!(v["unhandled"][0]["due"], 1_200);
         assert_eq!(v["unhandled"][0]["oldestScheduledAtMs"], 5);
-        assert_eq!(snapshot_json(&snap(), &[])["unhandled"], serde_json::json!([]));
+        assert_eq!(
+            snapshot_json(&snap(), &[])["unhandled"],
+            serde_json::json!([])
+        );
     }
 
     #[test]

@@ -139,15 +139,29 @@ mod tests {
         ];
         let out = render(&workers, false, 100_000);
         let lines: Vec<&str> = out.lines().collect();
-        assert!(lines[0].starts_with("WORKER") && lines[0].ends_with("HEARTBEAT"), "{out}");
-        assert!(lines[1].starts_with("w1") && lines[1].contains(" alive "), "{out}");
-        assert!(lines[1].contains(" * ") && lines[1].contains("duraq.noop,send"), "{out}");
-        assert!(lines[2].contains(" stale ") && lines[2].contains(" mail "), "{out}");
+        assert!(
+            lines[0].starts_with("WORKER") && lines[0].ends_with("HEARTBEAT"),
+            "{out}"
+        );
+        assert!(
+            lines[1].starts_with("w1") && lines[1].contains(" alive "),
+            "{out}"
+        );
+        assert!(
+            lines[1].contains(" * ") && lines[1].contains("duraq.noop,send"),
+            "{out}"
+        );
+        assert!(
+            lines[2].contains(" stale ") && lines[2].contains(" mail "),
+            "{out}"
+        );
         assert_eq!(lines.len(), 3, "no job lines without --jobs: {out}");
         assert!(!out.contains('\u{1b}'), "escaped: {out:?}");
         let detailed = render(&workers, true, 100_000);
         assert!(detailed.contains("JOB ID"), "{detailed}");
-        assert!(detailed.lines().any(|l| l.starts_with("w2") && l.contains("j1")));
+        assert!(detailed
+            .lines()
+            .any(|l| l.starts_with("w2") && l.contains("j1")));
         assert!(!detailed.contains('\u{202e}'), "escaped: {detailed:?}");
         assert_eq!(render(&[], true, 0), "no workers registered\n");
     }

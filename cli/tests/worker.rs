@@ -336,5 +336,9 @@ fn workers_lists_a_running_worker_and_queues_reports_what_no_worker_handles() {
         json!([]),
         "a graceful stop removes the worker"
     );
-    assert_eq!(db.status(&long), "queued", "returned after the drain deadline");
+    assert_eq!(
+        db.status(&long),
+        "queued",
+        "returned after the drain deadline"
+    );
 }

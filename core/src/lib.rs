@@ -87,14 +87,14 @@ pub use requests::{
 };
 pub use store::Store;
 pub use typed::JobArgs;
-pub use workers::{
-    unhandled_groups, worker_forget_cutoff_ms, DueJobGroup, RunningJob, WorkerInfo, WorkerRecord,
-    WorkerState, FORGET_WORKERS_AFTER_MS, UNHANDLED_SCAN_LIMIT,
-};
 pub use worker::{
     CronSchedule, JobContext, JobError, JobFinished, JobHandler, JobResult, JobStarted,
     JsonHandler, PeriodicJob, PeriodicSchedule, Registry, RetentionPolicy, Worker, WorkerBuilder,
     WorkerError, WorkerEvent, WorkerHandle, WorkerReport, DEFAULT_CONCURRENCY,
     DEFAULT_DRAIN_TIMEOUT, DEFAULT_JOB_TIMEOUT, DEFAULT_POLL_INTERVAL, DEFAULT_STALE_AFTER,
     EVENT_CAPACITY, MIN_STALE_AFTER,
+};
+pub use workers::{
+    unhandled_groups, worker_forget_cutoff_ms, DueJobGroup, RunningJob, WorkerInfo, WorkerRecord,
+    WorkerState, FORGET_WORKERS_AFTER_MS, UNHANDLED_SCAN_LIMIT,
 };

@@ -4,10 +4,10 @@
 
 use async_trait::async_trait;
 use duraq_core::{
-    CancelOutcome, ClaimRequest, CountDelta, CountSnapshot, EnqueueOutcome, Error, ErrorCode,
-    Health, Job, JobFilter, KeyedOutcome, Lease, NewJob, Operation, Outcome, PruneReport,
-    PruneRequest, QueueName, QueueSnapshot, ReplaceOutcome, ReportedAndClaimed, Result,
-    ScheduleKey, ScheduledJobs, Store, WakeOutcome, DueJobGroup, WorkerInfo, WorkerRecord,
+    CancelOutcome, ClaimRequest, CountDelta, CountSnapshot, DueJobGroup, EnqueueOutcome, Error,
+    ErrorCode, Health, Job, JobFilter, KeyedOutcome, Lease, NewJob, Operation, Outcome,
+    PruneReport, PruneRequest, QueueName, QueueSnapshot, ReplaceOutcome, ReportedAndClaimed,
+    Result, ScheduleKey, ScheduledJobs, Store, WakeOutcome, WorkerInfo, WorkerRecord,
 };
 use tokio::sync::{broadcast, watch};
 use tokio_postgres::Row;

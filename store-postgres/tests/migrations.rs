@@ -438,7 +438,8 @@ mod postgres {
             ))
             .await
             .unwrap();
-        let beat_sql = format!("SELECT last_heartbeat_ms FROM {s}.duraq_workers WHERE worker_id = 'old'");
+        let beat_sql =
+            format!("SELECT last_heartbeat_ms FROM {s}.duraq_workers WHERE worker_id = 'old'");
         let before: i64 = client.query_one(&beat_sql, &[]).await.unwrap().get(0);
 
         let store = PostgresStore::connect_existing(&url(), options(&s))
@@ -488,7 +489,10 @@ mod postgres {
         store.register_worker(&info).await.unwrap();
         let listed = store.list_workers(60_000).await.unwrap();
         assert_eq!(listed.len(), 1);
-        assert_eq!((&listed[0].info, listed[0].state), (&info, WorkerState::Alive));
+        assert_eq!(
+            (&listed[0].info, listed[0].state),
+            (&info, WorkerState::Alive)
+        );
         assert!(open(&s).await.unwrap().migration().applied.is_empty());
     }
 

@@ -99,13 +99,10 @@ pub(crate) fn list(conn: &Connection, now: i64, stale_after_ms: i64) -> Result<V
             .db()?;
         let mut rows = stmt.query([]).db()?;
         while let Some(r) = rows.next().db()? {
-            running
-                .entry(r.get(0).db()?)
-                .or_default()
-                .push(RunningJob {
-                    id: r.get(1).db()?,
-                    job_name: r.get(2).db()?,
-                });
+            running.entry(r.get(0).db()?).or_default().push(RunningJob {
+                id: r.get(1).db()?,
+                job_name: r.get(2).db()?,
+            });
         }
     }
     rows.into_iter()

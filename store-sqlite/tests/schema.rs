@@ -636,12 +636,17 @@ async fn upgrade_to_v7_adds_worker_registrations_in_place() {
     assert_eq!(beat(&conn), before, "the old row kept in place");
     let columns: Vec<(String, bool)> = {
         let mut stmt = conn
-            .prepare("SELECT name, \"notnull\" FROM pragma_table_info('duraq_workers') ORDER BY cid")
+            .prepare(
+                "SELECT name, \"notnull\" FROM pragma_table_info('duraq_workers') ORDER BY cid",
+            )
             .unwrap();
         let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?))).unwrap();
         rows.collect::<Result<_, _>>().unwrap()
     };
-    let added: Vec<_> = columns[2..].iter().map(|(n, nn)| (n.as_str(), *nn)).collect();
+    let added: Vec<_> = columns[2..]
+        .iter()
+        .map(|(n, nn)| (n.as_str(), *nn))
+        .collect();
     assert_eq!(
         added,
         [

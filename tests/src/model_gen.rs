@@ -105,7 +105,11 @@ pub enum Op {
     Resume(u8),
     /// Registers worker `w{worker}` for the names in the `names` mask, in q0
     /// only or every queue. Woven in by [`ops`], like the two below.
-    RegisterWorker { worker: u8, names: u8, only_q0: bool },
+    RegisterWorker {
+        worker: u8,
+        names: u8,
+        only_q0: bool,
+    },
     /// Removes worker `w{worker}`'s row.
     RemoveWorker(u8),
     /// `list_workers` and `unhandled_jobs` (stale timeout 60 s).
@@ -238,7 +242,14 @@ fn weave_pauses(mut ops: Vec<Op>) -> Vec<Op> {
         let at = next(ops.len() as u64 + 1) as usize;
         let worker = next(3) as u8;
         let (names, only_q0) = (next(4) as u8, next(2) == 0);
-        ops.insert(at, Op::RegisterWorker { worker, names, only_q0 });
+        ops.insert(
+            at,
+            Op::RegisterWorker {
+                worker,
+                names,
+                only_q0,
+            },
+        );
         let list = (at + 1 + next(6) as usize).min(ops.len());
         ops.insert(list, Op::Workers);
         if next(3) == 0 {

@@ -26,7 +26,10 @@ fn info(id: &str, queues: Option<&[&str]>, names: &[&str]) -> WorkerInfo {
 }
 
 async fn register(h: &Harness, info: &WorkerInfo) {
-    h.store.register_worker(info).await.expect("register_worker");
+    h.store
+        .register_worker(info)
+        .await
+        .expect("register_worker");
 }
 
 async fn workers(h: &Harness) -> Vec<WorkerRecord> {
@@ -76,10 +79,16 @@ pub async fn registered_workers_are_listed_with_state_and_running_jobs(h: &Harne
         "registered workers by id, exactly as registered"
     );
     let (wa, wb) = (&listed[0], &listed[1]);
-    assert_eq!((wa.started_at_ms, wb.started_at_ms), (h.now(), h.now() - 10));
+    assert_eq!(
+        (wa.started_at_ms, wb.started_at_ms),
+        (h.now(), h.now() - 10)
+    );
     assert_eq!(wa.last_heartbeat_ms, h.now(), "claims heartbeat");
     assert_eq!(wb.last_heartbeat_ms, h.now() - 10);
-    assert_eq!((wa.state, wb.state), (WorkerState::Alive, WorkerState::Alive));
+    assert_eq!(
+        (wa.state, wb.state),
+        (WorkerState::Alive, WorkerState::Alive)
+    );
     let mut running: Vec<_> = claimed.iter().map(|j| j.id.clone()).collect();
     running.sort();
     assert_eq!(
@@ -102,7 +111,11 @@ pub async fn registered_workers_are_listed_with_state_and_running_jobs(h: &Harne
     h.store.heartbeat("w-a").await.expect("heartbeat");
     let listed = workers(h).await;
     assert_eq!(
-        (listed[0].state, listed[0].last_heartbeat_ms, listed[0].started_at_ms),
+        (
+            listed[0].state,
+            listed[0].last_heartbeat_ms,
+            listed[0].started_at_ms
+        ),
         (WorkerState::Alive, h.now(), h.now() - STALE - 1),
         "a heartbeat moves only the heartbeat"
     );
@@ -119,7 +132,11 @@ pub async fn registering_again_replaces_and_removing_forgets(h: &Harness) {
     assert_eq!(listed.len(), 1);
     assert_eq!(listed[0].info, again);
     assert_eq!(listed[0].started_at_ms, h.now(), "a new start");
-    assert_eq!(listed[0].running.len(), 1, "its lease survives re-registering");
+    assert_eq!(
+        listed[0].running.len(),
+        1,
+        "its lease survives re-registering"
+    );
 
     let before = h.state().await;
     assert!(h.store.remove_worker("w").await.expect("remove_worker"));
@@ -157,7 +174,11 @@ pub async fn due_job_names_groups_the_oldest_due_jobs(h: &Harness) {
         "due queued jobs only, by queue then name"
     );
     let oldest = h.store.due_job_names(1).await.expect("due_job_names");
-    assert_eq!(oldest, vec![group("default", "b", 1, t)], "the oldest first");
+    assert_eq!(
+        oldest,
+        vec![group("default", "b", 1, t)],
+        "the oldest first"
+    );
     h.advance(1_000);
     let groups = h.store.due_job_names(100).await.expect("due_job_names");
     assert!(pairs(&groups).contains(&("default", "c")), "due now");
@@ -202,10 +223,23 @@ pub async fn recovery_forgets_workers_gone_for_a_day(h: &Harness) {
     register(h, &info("young", None, &["x"])).await;
     h.advance(FORGET_WORKERS_AFTER_MS);
     let before = h.state().await;
-    assert!(h.store.recover_stale(STALE).await.expect("recover_stale").is_empty());
+    assert!(h
+        .store
+        .recover_stale(STALE)
+        .await
+        .expect("recover_stale")
+        .is_empty());
     h.assert_unchanged(&before, "forgetting workers").await;
-    let left: Vec<_> = workers(h).await.into_iter().map(|w| w.info.worker_id).collect();
-    assert_eq!(left, ["young"], "exactly a day old is kept, older is forgotten");
+    let left: Vec<_> = workers(h)
+        .await
+        .into_iter()
+        .map(|w| w.info.worker_id)
+        .collect();
+    assert_eq!(
+        left,
+        ["young"],
+        "exactly a day old is kept, older is forgotten"
+    );
     // A stale timeout longer than a day keeps a row as long as its worker may be alive.
     h.advance(1);
     h.store

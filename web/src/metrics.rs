@@ -80,7 +80,10 @@ pub async fn render_metrics(
                 jobs.get_or_create(&labels).set(row.counts.get(status));
             }
             for (name, due) in &row.unhandled {
-                let labels = vec![("queue", row.queue.clone().unwrap_or_default()), ("job_name", name.clone())];
+                let labels = vec![
+                    ("queue", row.queue.clone().unwrap_or_default()),
+                    ("job_name", name.clone()),
+                ];
                 unhandled
                     .get_or_create(&labels)
                     .set(i64::try_from(*due).unwrap_or(i64::MAX));

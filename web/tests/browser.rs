@@ -352,17 +352,22 @@ async fn every_page_loads_and_the_nav_links_lead_to_each() {
             "the workers page shows worker browser-test running its job"
         );
         assert_eq!(
-            page.attrs("[data-worker-id=\"browser-test\"]", "data-state").await,
+            page.attrs("[data-worker-id=\"browser-test\"]", "data-state")
+                .await,
             vec!["alive".to_string()]
         );
         // No worker handles the queued mail jobs: the page names them, and the
         // queues table carries a badge on the mail row.
         let unhandled = page.attrs("li[data-unhandled]", "data-unhandled").await;
-        assert!(unhandled.iter().any(|n| n == "send_welcome"), "{unhandled:?}");
+        assert!(
+            unhandled.iter().any(|n| n == "send_welcome"),
+            "{unhandled:?}"
+        );
         page.screenshot("workers-unhandled").await;
         open(&page, &dash.url("/queues"), "queues").await;
         assert_eq!(
-            page.count("tr[data-queue=\"mail\"] [data-unhandled=\"send_welcome\"]").await,
+            page.count("tr[data-queue=\"mail\"] [data-unhandled=\"send_welcome\"]")
+                .await,
             1,
             "the badge on the mail queue"
         );

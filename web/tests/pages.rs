@@ -270,19 +270,34 @@ async fn workers_page_lists_registered_workers_and_jobs_nobody_handles() {
     assert_eq!(status, StatusCode::OK, "{body}");
     assert_inert(&body);
     assert!(body.contains("data-state=\"alive\""), "{body}");
-    assert!(!body.contains(&hostile_id), "the id is escaped in attributes");
-    assert!(body.contains(&format!("data-job-id=\"{running}\"")), "{body}");
-    assert!(body.contains("data-unhandled=\"send_receipt\" data-queue=\"media\""), "{body}");
+    assert!(
+        !body.contains(&hostile_id),
+        "the id is escaped in attributes"
+    );
+    assert!(
+        body.contains(&format!("data-job-id=\"{running}\"")),
+        "{body}"
+    );
+    assert!(
+        body.contains("data-unhandled=\"send_receipt\" data-queue=\"media\""),
+        "{body}"
+    );
     assert!(!body.contains("data-unhandled=\"transcode\""), "{body}");
     let (_, _, queues) = get(&app, "/queues").await;
-    assert!(queues.contains("data-unhandled=\"send_receipt\""), "{queues}");
+    assert!(
+        queues.contains("data-unhandled=\"send_receipt\""),
+        "{queues}"
+    );
 
     // A minute past its last heartbeat the worker is stale and handles nothing.
     clock.advance(60_001);
     let (_, _, body) = get(&app, "/workers").await;
     assert!(body.contains("data-state=\"stale\""), "{body}");
     let (_, _, queues) = get(&app, "/queues").await;
-    assert!(!queues.contains("data-unhandled=\"transcode\""), "running, not due");
+    assert!(
+        !queues.contains("data-unhandled=\"transcode\""),
+        "running, not due"
+    );
     assert!(store.remove_worker(&hostile_id).await.unwrap());
     let (_, _, body) = get(&app, "/workers").await;
     assert!(body.contains("data-empty"), "{body}");

@@ -19,8 +19,8 @@ use super::jobs::job_table;
 use super::overview::urlencode;
 use super::store_error;
 use crate::format::{duration, relative, thousands, utc, visible};
-use crate::live::now_ms;
 use crate::html::{link, notice, page};
+use crate::live::now_ms;
 use crate::State;
 
 /// `GET /workers`.

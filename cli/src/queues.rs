@@ -77,7 +77,7 @@ pub fn snapshot_json(snap: &QueueSnapshot, unhandled: &[DueJobGroup]) -> serde_j
 }
 
 /// One `warning:` line per (queue, job name) that no alive worker handles.
-fn warnings(unhandled: &[DueJobGroup]) -> String {
+pub(crate) fn warnings(unhandled: &[DueJobGroup]) -> String {
     unhandled
         .iter()
         .map(|g| {

@@ -51,7 +51,8 @@ pub fn workers_json(workers: &[WorkerRecord]) -> serde_json::Value {
     serde_json::json!({"workers": workers, "staleAfterMs": stale_after_ms()})
 }
 
-fn render(workers: &[WorkerRecord], jobs: bool, now_ms: i64) -> String {
+/// The table (and with `jobs`, the running jobs below it); every cell escaped.
+pub(crate) fn render(workers: &[WorkerRecord], jobs: bool, now_ms: i64) -> String {
     if workers.is_empty() {
         return "no workers registered\n".to_owned();
     }

@@ -91,6 +91,10 @@ pub enum Command {
     Queues {
         #[command(subcommand)]
         action: Option<QueuesCommand>,
+        /// Judge workers by this stale timeout when warning about due jobs no
+        /// alive worker handles (use the timeout your workers run with).
+        #[arg(long, value_name = "DURATION", default_value = "60s")]
+        stale_after: String,
     },
     /// Worker processes: host, pid, queues, job names, slots, heartbeat,
     /// alive or stale, and how many jobs each is running.
@@ -146,6 +150,10 @@ pub struct WorkersArgs {
     /// (`--json` always includes them).
     #[arg(long)]
     pub jobs: bool,
+    /// A worker whose last heartbeat is older than this is stale (use the
+    /// timeout your workers run with).
+    #[arg(long, value_name = "DURATION", default_value = "60s")]
+    pub stale_after: String,
 }
 
 /// Options that shape any new job (shared by `enqueue` and `schedule replace`).

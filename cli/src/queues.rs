@@ -4,8 +4,8 @@
 //! None of them creates a database (`open_existing`); pause and resume write
 //! one row and always print JSON, like other actions. The listing also warns
 //! about due jobs that no alive worker handles (`Store::unhandled_jobs`: a
-//! typo'd job name, or a queue nobody serves), judged by the default stale
-//! timeout like `duraq workers`.
+//! typo'd job name, or a queue nobody serves), judging workers by
+//! `--stale-after` like `duraq workers`.
 
 use anyhow::Result;
 use duraq_core::{DueJobGroup, QueueCounts, QueueName, QueueSnapshot};
@@ -14,10 +14,16 @@ use crate::args::QueuesCommand;
 use crate::db::Database;
 use crate::display::{count, terminal_safe, thousands};
 use crate::output::{print_json, table};
+use crate::parse::duration_ms;
 
-pub async fn run(db: &Database, action: Option<QueuesCommand>, json: bool) -> Result<()> {
+pub async fn run(
+    db: &Database,
+    action: Option<QueuesCommand>,
+    stale_after: &str,
+    json: bool,
+) -> Result<()> {
     match action {
-        None => list(db, json).await,
+        None => list(db, duration_ms("--stale-after", stale_after)?, json).await,
         Some(QueuesCommand::Pause { queue }) => set_paused(db, &queue, true).await,
         Some(QueuesCommand::Resume { queue }) => set_paused(db, &queue, false).await,
     }
@@ -42,12 +48,10 @@ pub fn pause_json(queue: &str, paused: bool, changed: bool) -> serde_json::Value
     serde_json::json!({"queue": queue, "paused": paused, "changed": changed})
 }
 
-async fn list(db: &Database, json: bool) -> Result<()> {
+async fn list(db: &Database, stale_after_ms: i64, json: bool) -> Result<()> {
     let store = db.open_existing(false).await?;
     let snap = store.queue_snapshot().await?;
-    let unhandled = store
-        .unhandled_jobs(crate::workers::stale_after_ms())
-        .await?;
+    let unhandled = store.unhandled_jobs(stale_after_ms).await?;
     if json {
         print_json(&snapshot_json(&snap, &unhandled));
     } else {

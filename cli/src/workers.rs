@@ -1,27 +1,25 @@
-//! `duraq workers`: the registered worker processes (SPEC §15) from one
-//! `list_workers`, each alive or stale by the default stale timeout, with its
+//! `duraq workers`: the registered worker processes from one `list_workers`,
+//! each alive or stale by `--stale-after` (the worker's default), with its
 //! running jobs (a count in the table, ids and names with `--jobs` and in
 //! JSON). Opens an existing database only.
 
 use anyhow::Result;
-use duraq_core::{WorkerRecord, DEFAULT_STALE_AFTER};
+use duraq_core::WorkerRecord;
 
+use crate::args::WorkersArgs;
 use crate::db::Database;
 use crate::display::{relative, when};
 use crate::output::{print_json, table};
+use crate::parse::duration_ms;
 
-/// The stale timeout `workers` and `queues` judge heartbeats by (the worker's default).
-pub fn stale_after_ms() -> i64 {
-    DEFAULT_STALE_AFTER.as_millis() as i64
-}
-
-pub async fn run(db: &Database, jobs: bool, json: bool) -> Result<()> {
+pub async fn run(db: &Database, a: &WorkersArgs, json: bool) -> Result<()> {
+    let stale_after = duration_ms("--stale-after", &a.stale_after)?;
     let store = db.open_existing(false).await?;
-    let workers = store.list_workers(stale_after_ms()).await?;
+    let workers = store.list_workers(stale_after).await?;
     if json {
-        print_json(&workers_json(&workers));
+        print_json(&workers_json(&workers, stale_after));
     } else {
-        print!("{}", render(&workers, jobs, crate::parse::now_ms()));
+        print!("{}", render(&workers, a.jobs, crate::parse::now_ms()));
     }
     Ok(())
 }
@@ -29,7 +27,7 @@ pub async fn run(db: &Database, jobs: bool, json: bool) -> Result<()> {
 /// `{"workers":[{"workerId","host","pid","queues","jobNames","slots",
 /// "startedAtMs","lastHeartbeatMs","state","runningCount","running":[{"id","jobName"}]}],
 /// "staleAfterMs"}`; `queues` is null for a worker that serves every queue.
-pub fn workers_json(workers: &[WorkerRecord]) -> serde_json::Value {
+pub fn workers_json(workers: &[WorkerRecord], stale_after_ms: i64) -> serde_json::Value {
     let workers: Vec<serde_json::Value> = workers
         .iter()
         .map(|w| {
@@ -48,7 +46,7 @@ pub fn workers_json(workers: &[WorkerRecord]) -> serde_json::Value {
             })
         })
         .collect();
-    serde_json::json!({"workers": workers, "staleAfterMs": stale_after_ms()})
+    serde_json::json!({"workers": workers, "staleAfterMs": stale_after_ms})
 }
 
 /// The table (and with `jobs`, the running jobs below it); every cell escaped.
@@ -169,7 +167,7 @@ mod tests {
 
     #[test]
     fn json_lists_running_jobs_and_null_queues_for_every_queue() {
-        let v = workers_json(&[record("w1", None, 99_000)]);
+        let v = workers_json(&[record("w1", None, 99_000)], 60_000);
         let w = &v["workers"][0];
         assert!(w["queues"].is_null());
         assert_eq!(w["state"], "alive");

@@ -133,6 +133,13 @@ fn every_command_prints_its_documented_shape() {
     assert_eq!(unhandled, [("default", "x"), ("default", "y")], "{queues}");
     let workers = shape(&db, &["workers"], 0, "workers.json");
     assert_eq!(workers["workers"], json!([]), "{workers}");
+    assert_eq!(workers["staleAfterMs"], 60_000);
+    let longer = shape(&db, &["workers", "--stale-after", "5m"], 0, "workers.json");
+    assert_eq!(longer["staleAfterMs"], 300_000);
+    for command in ["workers", "queues"] {
+        let bad = shape(&db, &[command, "--stale-after", "soon"], 1, "error.json");
+        assert_eq!(bad["error"]["code"], "invalid-duration", "{bad}");
+    }
     assert_eq!(
         queues["revision"],
         shape(&db, &["counts"], 0, "counts.json")["revision"]

@@ -123,7 +123,7 @@ pub trait Store: Send + Sync + 'static {
     /// Records that `worker_id` is alive now.
     async fn heartbeat(&self, worker_id: &str) -> Result<()>;
 
-    /// Records a worker process (SPEC §15, [`WorkerInfo`]) with `startedAtMs`
+    /// Records a worker process ([`WorkerInfo`]) with `startedAtMs`
     /// and a heartbeat = now. Registering an id again replaces what it
     /// registered. Not a count mutation.
     async fn register_worker(&self, info: &WorkerInfo) -> Result<()>;
@@ -136,7 +136,7 @@ pub trait Store: Send + Sync + 'static {
     /// Every registered worker, by id (byte order), with its state as of now
     /// (stale when its last heartbeat is older than `now - stale_after_ms`, see
     /// [`crate::WorkerState::at`]) and the jobs handed off to it. Worker ids that only
-    /// claimed (without [`Store::register_worker`]) are not listed. Two reads
+    /// claimed (without [`Store::register_worker`]) are not listed. At most two reads
     /// (the worker rows, and the handed-off jobs through their own index),
     /// whatever the number of workers.
     async fn list_workers(&self, stale_after_ms: i64) -> Result<Vec<WorkerRecord>>;

@@ -1,4 +1,4 @@
-//! Visible workers (SPEC §15, `docs/operating.md`): what a worker registers
+//! Visible workers (`docs/operating.md`): what a worker registers
 //! lives in its `duraq_workers` row (schema version 6) beside the heartbeat. A
 //! listing is one statement (so one snapshot): the registered rows joined to
 //! the handed-off jobs grouped by worker, read through the partial

@@ -1,4 +1,4 @@
-//! Visible workers (SPEC §15, `docs/operating.md`): what a worker registers
+//! Visible workers (`docs/operating.md`): what a worker registers
 //! lives in its `duraq_workers` row beside the heartbeat; a listing is two
 //! reads (the registered rows, and the handed-off jobs through the partial
 //! `duraq_jobs_running` index); the due-job groups read the oldest due jobs

@@ -1,4 +1,4 @@
-//! SPEC §15 visible workers: a registered worker is listed (by id) with what it
+//! Visible workers: a registered worker is listed (by id) with what it
 //! registered, its start time, its last heartbeat, its state (alive or stale at
 //! the recovery boundary) and the jobs handed off to it; registering again
 //! replaces the registration; removing forgets it (and frees its leases for

@@ -91,7 +91,15 @@ pub enum Command {
     Queues {
         #[command(subcommand)]
         action: Option<QueuesCommand>,
+        /// Judge workers by this stale timeout when warning about due jobs no
+        /// alive worker handles (use the timeout your workers run with).
+        #[arg(long, value_name = "DURATION", default_value = "60s")]
+        stale_after: String,
     },
+    /// Worker processes: host, pid, queues, job names, slots, heartbeat,
+    /// alive or stale, and how many jobs each is running.
+    #[command(after_long_help = crate::examples::WORKERS)]
+    Workers(WorkersArgs),
     /// Run the built-in handlers until SIGINT/SIGTERM.
     #[command(after_long_help = crate::examples::WORKER)]
     Worker(WorkerArgs),
@@ -133,6 +141,19 @@ pub enum QueuesCommand {
         /// The queue's name (blank means `default`).
         queue: String,
     },
+}
+
+/// `duraq workers`.
+#[derive(Debug, Args)]
+pub struct WorkersArgs {
+    /// Also list each running job (worker, job id, name) below the table
+    /// (`--json` always includes them).
+    #[arg(long)]
+    pub jobs: bool,
+    /// A worker whose last heartbeat is older than this is stale (use the
+    /// timeout your workers run with).
+    #[arg(long, value_name = "DURATION", default_value = "60s")]
+    pub stale_after: String,
 }
 
 /// Options that shape any new job (shared by `enqueue` and `schedule replace`).

@@ -139,6 +139,12 @@ the oldest due job of the queue has been waiting (- when none is due), and
 PAUSED: yes while `duraq queues pause` holds the queue (a paused queue is listed
 even when it holds no job).
 
+Below the table, a warning names every job name (per queue) with due jobs that
+no alive worker handles: a typo in the name, a handler that is not registered,
+or a queue no worker serves (`duraq workers` shows what each worker handles).
+Only the oldest 10,000 due jobs are looked at; workers are judged by
+--stale-after (60s by default). JSON: `unhandled`.
+
 Examples:
   duraq queues
   duraq queues --json
@@ -164,6 +170,24 @@ was not paused).
 Examples:
   duraq queues resume mail
   duraq --database postgres://duraq@localhost/app queues resume webhooks";
+
+pub const WORKERS: &str = "\
+Each `duraq worker` (and every application worker built on duraq) records
+itself when it starts and removes itself when it stops gracefully. STATE is
+alive while its heartbeat is no older than --stale-after (60s, the worker's
+default; pass the timeout your workers run with), else stale: the process is
+gone or stuck, and its running jobs go back to the queue at the next recovery. QUEUES * means every queue; RUNNING counts the jobs
+handed off to it (--jobs lists them).
+
+`duraq queues` warns about due jobs that no alive worker handles (a job name
+nobody registered, or a queue nobody serves).
+
+Examples:
+  duraq workers
+  duraq workers --jobs
+  duraq workers --json
+  duraq workers --stale-after 5m
+  duraq --database postgres://duraq@localhost/app workers";
 
 pub const WORKER: &str = "\
 Built-in jobs:

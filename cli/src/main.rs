@@ -33,6 +33,7 @@ mod signals;
 mod tenants;
 mod web;
 mod worker;
+mod workers;
 
 use std::process::ExitCode;
 
@@ -122,8 +123,12 @@ async fn run(cli: Cli) -> anyhow::Result<u8> {
         Command::Schedule(c) => schedule::run(&db()?, c, json).await,
         Command::Jobs(c) => jobs::run(&db()?, c, json).await,
         Command::Counts(a) => counts::run(&db()?, a.watch, json).await,
-        Command::Queues { action } => queues::run(&db()?, action, json).await,
+        Command::Queues {
+            action,
+            stale_after,
+        } => queues::run(&db()?, action, &stale_after, json).await,
         Command::Worker(a) => worker::run(&db()?, a, json).await,
+        Command::Workers(a) => workers::run(&db()?, &a, json).await,
         Command::Web(a) => web::run(&db()?, a).await,
         Command::Demo(a) => demo::run(a, json).await,
         Command::Mail(c) => mail::run(&db()?, c).await,

@@ -2,19 +2,28 @@
 //! of its oldest due queued job) and whether it is paused, from one
 //! `queue_snapshot` (SPEC §16); `duraq queues pause|resume <QUEUE>` (SPEC §15).
 //! None of them creates a database (`open_existing`); pause and resume write
-//! one row and always print JSON, like other actions.
+//! one row and always print JSON, like other actions. The listing also warns
+//! about due jobs that no alive worker handles (`Store::unhandled_jobs`: a
+//! typo'd job name, or a queue nobody serves), judging workers by
+//! `--stale-after` like `duraq workers`.
 
 use anyhow::Result;
-use duraq_core::{QueueCounts, QueueName, QueueSnapshot};
+use duraq_core::{DueJobGroup, QueueCounts, QueueName, QueueSnapshot};
 
 use crate::args::QueuesCommand;
 use crate::db::Database;
-use crate::display::thousands;
+use crate::display::{count, terminal_safe, thousands};
 use crate::output::{print_json, table};
+use crate::parse::duration_ms;
 
-pub async fn run(db: &Database, action: Option<QueuesCommand>, json: bool) -> Result<()> {
+pub async fn run(
+    db: &Database,
+    action: Option<QueuesCommand>,
+    stale_after: &str,
+    json: bool,
+) -> Result<()> {
     match action {
-        None => list(db, json).await,
+        None => list(db, duration_ms("--stale-after", stale_after)?, json).await,
         Some(QueuesCommand::Pause { queue }) => set_paused(db, &queue, true).await,
         Some(QueuesCommand::Resume { queue }) => set_paused(db, &queue, false).await,
     }
@@ -39,22 +48,52 @@ pub fn pause_json(queue: &str, paused: bool, changed: bool) -> serde_json::Value
     serde_json::json!({"queue": queue, "paused": paused, "changed": changed})
 }
 
-async fn list(db: &Database, json: bool) -> Result<()> {
+async fn list(db: &Database, stale_after_ms: i64, json: bool) -> Result<()> {
     let store = db.open_existing(false).await?;
     let snap = store.queue_snapshot().await?;
+    let unhandled = store.unhandled_jobs(stale_after_ms).await?;
     if json {
-        print_json(&snapshot_json(&snap));
+        print_json(&snapshot_json(&snap, &unhandled));
     } else {
-        print!("{}", render(&snap));
+        print!("{}{}", render(&snap), warnings(&unhandled));
     }
     Ok(())
 }
 
-/// `{"queues":[{"queue","counts":{…},"total","latencyMs","paused"}],"revision"}`,
-/// queues by name; `latencyMs` is null when no queued job of the queue is due.
-pub fn snapshot_json(snap: &QueueSnapshot) -> serde_json::Value {
+/// `{"queues":[{"queue","counts":{…},"total","latencyMs","paused"}],"revision",
+/// "unhandled":[{"queue","jobName","due","oldestScheduledAtMs"}]}`, queues by
+/// name; `latencyMs` is null when no queued job of the queue is due;
+/// `unhandled` lists due jobs no alive worker handles, by queue and name.
+pub fn snapshot_json(snap: &QueueSnapshot, unhandled: &[DueJobGroup]) -> serde_json::Value {
     let queues: Vec<serde_json::Value> = snap.queues.iter().map(queue_json).collect();
-    serde_json::json!({"queues": queues, "revision": snap.revision})
+    let unhandled: Vec<serde_json::Value> = unhandled
+        .iter()
+        .map(|g| {
+            serde_json::json!({
+                "queue": g.queue,
+                "jobName": g.job_name,
+                "due": g.due,
+                "oldestScheduledAtMs": g.oldest_scheduled_at_ms,
+            })
+        })
+        .collect();
+    serde_json::json!({"queues": queues, "revision": snap.revision, "unhandled": unhandled})
+}
+
+/// One `warning:` line per (queue, job name) that no alive worker handles.
+pub(crate) fn warnings(unhandled: &[DueJobGroup]) -> String {
+    unhandled
+        .iter()
+        .map(|g| {
+            format!(
+                "warning: {} named \"{}\" in queue \"{}\": no alive worker handles them \
+                 (see `duraq workers`)\n",
+                count(i64::try_from(g.due).unwrap_or(i64::MAX), "due job"),
+                terminal_safe(&g.job_name),
+                terminal_safe(&g.queue),
+            )
+        })
+        .collect()
 }
 
 fn queue_json(q: &QueueCounts) -> serde_json::Value {
@@ -174,7 +213,7 @@ mod tests {
 
     #[test]
     fn json_is_camel_case_with_null_latency() {
-        let v = snapshot_json(&snap());
+        let v = snapshot_json(&snap(), &[]);
         assert_eq!(v["revision"], 7);
         assert_eq!(v["queues"][0]["counts"]["handedOff"], 3);
         assert_eq!(v["queues"][0]["total"], 1_203);
@@ -183,6 +222,29 @@ mod tests {
         assert_eq!(v["queues"][0]["paused"], true);
         assert_eq!(v["queues"][1]["counts"]["queued"], 0);
         assert_eq!(v["queues"][2]["paused"], false);
+    }
+
+    #[test]
+    fn unhandled_jobs_are_warned_about_escaped_and_listed_in_json() {
+        let group = DueJobGroup {
+            queue: "mail".into(),
+            job_name: "snd\u{1b}[2J".into(),
+            due: 1_200,
+            oldest_scheduled_at_ms: 5,
+        };
+        let text = warnings(std::slice::from_ref(&group));
+        assert!(text.starts_with("warning: 1,200 due jobs named"), "{text}");
+        assert!(text.contains("\"mail\""), "{text}");
+        assert!(!text.contains('\u{1b}'), "escaped: {text:?}");
+        assert_eq!(warnings(&[]), "");
+        let v = snapshot_json(&snap(), &[group]);
+        assert_eq!(v["unhandled"][0]["jobName"], "snd\u{1b}[2J");
+        assert_eq!(v["unhandled"][0]["due"], 1_200);
+        assert_eq!(v["unhandled"][0]["oldestScheduledAtMs"], 5);
+        assert_eq!(
+            snapshot_json(&snap(), &[])["unhandled"],
+            serde_json::json!([])
+        );
     }
 
     #[test]

@@ -3,8 +3,9 @@
 //!
 //! The parsers are driven through clap itself (`Cli::try_parse_from`), so a
 //! value takes the same road as one typed by a user: clap, then
-//! [`crate::parse`], then core's validation. The display paths get jobs whose
-//! every field is arbitrary, as an old or hostile database may hold them.
+//! [`crate::parse`], then core's validation. The display paths get jobs (and
+//! workers, and unhandled-job warnings) whose every field is arbitrary, as an
+//! old or hostile database may hold them.
 
 use clap::Parser;
 use duraq_core::{AttemptError, Job, JobStatus, NewJob};
@@ -166,5 +167,37 @@ proptest! {
         }
         let _ = utc(job.scheduled_at_ms);
         let _ = serde_json::to_string(&job);
+    }
+
+    #[test]
+    fn any_worker_and_unhandled_group_displays_without_raw_control_characters(
+        (id, host, queue, name) in (text(), text(), text(), text()),
+        (pid, slots, due) in (any::<u32>(), any::<u64>(), any::<u64>()),
+        (started, beat, now, stale) in (any::<i64>(), any::<i64>(), any::<i64>(), any::<i64>()),
+        every_queue in any::<bool>(),
+    ) {
+        let info = duraq_core::WorkerInfo {
+            worker_id: id.clone(),
+            host,
+            pid,
+            queues: (!every_queue).then(|| vec![queue.clone()]),
+            job_names: vec![name.clone()],
+            slots,
+        };
+        let running = vec![duraq_core::RunningJob { id, job_name: name.clone() }];
+        let record = duraq_core::WorkerRecord::new(info, started, beat, now, stale, running);
+        let group = duraq_core::DueJobGroup {
+            queue,
+            job_name: name,
+            due,
+            oldest_scheduled_at_ms: started,
+        };
+        let shown = [
+            crate::workers::render(std::slice::from_ref(&record), true, now),
+            crate::queues::warnings(std::slice::from_ref(&group)),
+        ];
+        for shown in shown {
+            prop_assert!(!shown.chars().any(|c| c.is_control() && c != '\n'), "{shown:?}");
+        }
     }
 }

@@ -7,7 +7,11 @@ mod common;
 use common::{run_with_url, Db};
 use serde_json::{json, Value};
 
-const JOB_FIELDS: [&str; 24] = [
+const JOB_FIELDS: [&str; 28] = [
+    "priority",
+    "rateKey",
+    "rateMax",
+    "ratePeriodMs",
     "id",
     "jobName",
     "args",
@@ -76,6 +80,12 @@ fn enqueue_and_show_every_field() {
         "30s",
         "--run-at",
         "2030-01-02T03:04:05Z",
+        "--priority",
+        "-7",
+        "--rate-key",
+        "smtp",
+        "--rate",
+        "30/1m",
     ]);
     let shown = db.json(&["jobs", "show", &id]);
     assert_eq!(keys(&shown), vec!["job".to_string()]);
@@ -92,6 +102,11 @@ fn enqueue_and_show_every_field() {
     assert_eq!(job["concurrencyKey"], "tenant:7");
     assert_eq!(job["maxConcurrency"], 2);
     assert_eq!(job["timeoutMs"], 30_000);
+    assert_eq!(job["priority"], -7);
+    assert_eq!(
+        (&job["rateKey"], &job["rateMax"], &job["ratePeriodMs"]),
+        (&json!("smtp"), &json!(30), &json!(60_000))
+    );
     assert_eq!(job["handedOffAtMs"], Value::Null);
 
     let human = db.run(&["jobs", "show", &id]);
@@ -107,6 +122,8 @@ fn enqueue_and_show_every_field() {
     assert_eq!(defaults["args"], json!([]));
     assert_eq!(defaults["queue"], "default");
     assert_eq!(defaults["maxRetries"], 10);
+    assert_eq!(defaults["priority"], 0);
+    assert_eq!(defaults["rateKey"], Value::Null);
 }
 
 #[test]
@@ -316,6 +333,14 @@ fn every_cli_error_code_writes_nothing() {
     db.fails(&["enqueue", "x", "--run-in", "soon"], "invalid-duration");
     db.fails(&["enqueue", "x", "--run-at", "tomorrow"], "invalid-time");
     db.fails(&["enqueue", "x", "--timeout", "0s"], "invalid-timeout");
+    db.fails(&["enqueue", "x", "--priority", "101"], "invalid-priority");
+    db.fails(&["enqueue", "x", "--priority", "-101"], "invalid-priority");
+    for rate in ["0/1s", "5/0s", "many/1s", "5"] {
+        db.fails(
+            &["enqueue", "x", "--rate-key", "k", "--rate", rate],
+            "invalid-rate-limit",
+        );
+    }
     db.fails(
         &["enqueue", "x", "--max-retries", "-1"],
         "invalid-max-retries",
@@ -375,6 +400,11 @@ fn every_cli_error_code_writes_nothing() {
             "3",
         ],
         "concurrency-cap-conflict",
+    );
+    db.enqueue(&["x", "--rate-key", "api", "--rate", "10/1s"]);
+    db.fails(
+        &["enqueue", "x", "--rate-key", "api", "--rate", "10/2s"],
+        "rate-limit-conflict",
     );
     db.fails(&["jobs", "show", "no-such-job"], "job-not-found");
     db.fails(&["jobs", "retry", "no-such-job"], "job-not-found");

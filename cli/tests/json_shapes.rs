@@ -123,6 +123,23 @@ fn every_command_prints_its_documented_shape() {
         .map(|q| q["queue"].as_str().unwrap())
         .collect();
     assert_eq!(names, ["default"], "{queues}");
+    // No worker has registered: every due job's name is reported.
+    let unhandled: Vec<(&str, &str)> = queues["unhandled"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| (g["queue"].as_str().unwrap(), g["jobName"].as_str().unwrap()))
+        .collect();
+    assert_eq!(unhandled, [("default", "x"), ("default", "y")], "{queues}");
+    let workers = shape(&db, &["workers"], 0, "workers.json");
+    assert_eq!(workers["workers"], json!([]), "{workers}");
+    assert_eq!(workers["staleAfterMs"], 60_000);
+    let longer = shape(&db, &["workers", "--stale-after", "5m"], 0, "workers.json");
+    assert_eq!(longer["staleAfterMs"], 300_000);
+    for command in ["workers", "queues"] {
+        let bad = shape(&db, &[command, "--stale-after", "soon"], 1, "error.json");
+        assert_eq!(bad["error"]["code"], "invalid-duration", "{bad}");
+    }
     assert_eq!(
         queues["revision"],
         shape(&db, &["counts"], 0, "counts.json")["revision"]

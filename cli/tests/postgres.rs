@@ -247,3 +247,68 @@ fn schema_flag_and_url_parameter_choose_the_schema() {
     );
     execute(&url, &format!("DROP SCHEMA {schema} CASCADE"));
 }
+
+/// A real `duraq worker` on PostgreSQL (its own schema) is listed by `duraq
+/// workers` with its running job, `duraq queues` reports the due job whose name
+/// it does not handle, and a graceful stop removes it.
+#[test]
+fn workers_are_visible_on_postgres() {
+    let Ok(url) = std::env::var("DATABASE_URL") else {
+        eprintln!("DATABASE_URL is not set; skipping the PostgreSQL workers test");
+        return;
+    };
+    let schema = format!("cli_workers_{}_{}", std::process::id(), common_now());
+    let with_schema = |args: &[&str]| -> Vec<String> {
+        ["--schema", schema.as_str()]
+            .iter()
+            .chain(args)
+            .map(|s| s.to_string())
+            .collect()
+    };
+    let run = |args: &[&str]| {
+        let all = with_schema(args);
+        json(&url, &all.iter().map(String::as_str).collect::<Vec<_>>())
+    };
+    run(&["migrate"]);
+    run(&["enqueue", "duraq.noopp"]);
+    let long = run(&["enqueue", "duraq.sleep", "--args", r#"{"ms":60000}"#])["jobId"].clone();
+    let mut worker = std::process::Command::new(common::bin())
+        .arg("--database")
+        .arg(&url)
+        .args(with_schema(&[
+            "worker",
+            "--concurrency",
+            "2",
+            "--drain-timeout",
+            "1s",
+        ]))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("spawn worker");
+    let listed = common::wait_for(
+        Duration::from_secs(60),
+        "the worker in `duraq workers`",
+        || {
+            let w = run(&["workers"])["workers"].as_array()?.first()?.clone();
+            (w["runningCount"] == 1).then_some(w)
+        },
+    );
+    assert_eq!(listed["pid"], worker.id(), "{listed}");
+    assert_eq!(listed["state"], "alive");
+    assert!(listed["queues"].is_null(), "every queue: {listed}");
+    assert_eq!(listed["running"][0]["id"], long);
+    let queues = run(&["queues"]);
+    let unhandled: Vec<(&str, &str)> = queues["unhandled"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| (g["queue"].as_str().unwrap(), g["jobName"].as_str().unwrap()))
+        .collect();
+    assert_eq!(unhandled, [("default", "duraq.noopp")], "{queues}");
+
+    common::signal(&worker, libc::SIGTERM);
+    assert!(common::wait_exit(&mut worker, Duration::from_secs(60)).success());
+    assert_eq!(run(&["workers"])["workers"], serde_json::json!([]));
+    execute(&url, &format!("DROP SCHEMA {schema} CASCADE"));
+}

@@ -265,3 +265,80 @@ fn worker_rejects_bad_flags_before_running() {
         db.fails(args, code);
     }
 }
+
+/// A real worker process is listed by `duraq workers` (what it registered, its
+/// pid, alive, its running job) while it runs and is gone after a graceful
+/// stop; `duraq queues` reports the due jobs it does not handle: a typo'd name,
+/// and a queue it does not serve.
+#[test]
+fn workers_lists_a_running_worker_and_queues_reports_what_no_worker_handles() {
+    let db = Db::new();
+    let typo = db.enqueue(&["duraq.noopp"]);
+    let elsewhere = db.enqueue(&["duraq.noop", "--queue", "other"]);
+    let long = db.enqueue(&["duraq.sleep", "--args", r#"{"ms":60000}"#]);
+    let mut worker = db.spawn_worker(&[
+        "--queues",
+        "default",
+        "--concurrency",
+        "3",
+        "--drain-timeout",
+        "1s",
+    ]);
+    let listed = common::wait_for(LONG, "the worker and its job in `duraq workers`", || {
+        let v = db.json(&["workers"]);
+        let w = v["workers"].as_array()?.first()?.clone();
+        (w["runningCount"] == 1).then_some(w)
+    });
+    assert_eq!(listed["pid"], worker.id(), "{listed}");
+    assert_eq!(listed["state"], "alive", "{listed}");
+    assert_eq!(listed["queues"], json!(["default"]), "{listed}");
+    assert_eq!(listed["slots"], 3, "{listed}");
+    assert!(!listed["host"].as_str().unwrap().is_empty(), "{listed}");
+    let names = listed["jobNames"].as_array().unwrap();
+    assert!(names.contains(&json!("duraq.sleep")) && !names.contains(&json!("duraq.noopp")));
+    assert_eq!(
+        listed["running"],
+        json!([{"id": long, "jobName": "duraq.sleep"}]),
+        "{listed}"
+    );
+    let table = db.run(&["workers", "--jobs"]);
+    let text = String::from_utf8_lossy(&table.stdout);
+    assert!(table.status.success() && text.contains(" alive "), "{text}");
+    assert!(text.lines().any(|l| l.contains(&long)), "{text}");
+
+    let queues = db.json(&["queues"]);
+    let unhandled: Vec<(&str, &str, i64)> = queues["unhandled"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| {
+            let field = |k: &str| g[k].as_str().unwrap();
+            (field("queue"), field("jobName"), g["due"].as_i64().unwrap())
+        })
+        .collect();
+    assert_eq!(
+        unhandled,
+        [("default", "duraq.noopp", 1), ("other", "duraq.noop", 1)],
+        "{queues}"
+    );
+    let out = db.run(&["queues"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    let warnings: Vec<&str> = text.lines().filter(|l| l.starts_with("warning:")).collect();
+    assert_eq!(warnings.len(), 2, "{text}");
+    assert!(warnings[0].contains("duraq.noopp"), "{text}");
+    assert_eq!(db.status(&typo), "queued");
+    assert_eq!(db.status(&elsewhere), "queued");
+
+    signal(&worker, libc::SIGTERM);
+    assert!(wait_exit(&mut worker, LONG).success());
+    assert_eq!(
+        db.json(&["workers"])["workers"],
+        json!([]),
+        "a graceful stop removes the worker"
+    );
+    assert_eq!(
+        db.status(&long),
+        "queued",
+        "returned after the drain deadline"
+    );
+}

@@ -57,6 +57,7 @@ mod time;
 pub mod transitions;
 mod typed;
 mod worker;
+mod workers;
 
 /// Re-exported so that implementing [`JobHandler`], [`JsonHandler`] or [`Store`]
 /// needs no dependency besides `duraq-core`: write `#[duraq_core::async_trait]`.
@@ -94,4 +95,8 @@ pub use worker::{
     WorkerError, WorkerEvent, WorkerHandle, WorkerReport, DEFAULT_CONCURRENCY,
     DEFAULT_DRAIN_TIMEOUT, DEFAULT_JOB_TIMEOUT, DEFAULT_POLL_INTERVAL, DEFAULT_STALE_AFTER,
     EVENT_CAPACITY, MIN_STALE_AFTER,
+};
+pub use workers::{
+    unhandled_groups, worker_forget_cutoff_ms, DueJobGroup, RunningJob, WorkerInfo, WorkerRecord,
+    WorkerState, FORGET_WORKERS_AFTER_MS, UNHANDLED_SCAN_LIMIT,
 };

@@ -27,6 +27,9 @@ use crate::job::{Job, Lease};
 use crate::keys::{QueueName, ScheduleKey};
 use crate::options::NewJob;
 use crate::requests::*;
+use crate::workers::{
+    unhandled_groups, DueJobGroup, WorkerInfo, WorkerRecord, UNHANDLED_SCAN_LIMIT,
+};
 
 /// A durable job store. Object-safe: the runtime holds an `Arc<dyn Store>`.
 #[async_trait]
@@ -120,10 +123,47 @@ pub trait Store: Send + Sync + 'static {
     /// Records that `worker_id` is alive now.
     async fn heartbeat(&self, worker_id: &str) -> Result<()>;
 
+    /// Records a worker process ([`WorkerInfo`]) with `startedAtMs`
+    /// and a heartbeat = now. Registering an id again replaces what it
+    /// registered. Not a count mutation.
+    async fn register_worker(&self, info: &WorkerInfo) -> Result<()>;
+
+    /// Forgets a worker (its graceful stop): returns whether it was recorded.
+    /// With no heartbeat row left, leases it still holds are recoverable at
+    /// once. Not a count mutation.
+    async fn remove_worker(&self, worker_id: &str) -> Result<bool>;
+
+    /// Every registered worker, by id (byte order), with its state as of now
+    /// (stale when its last heartbeat is older than `now - stale_after_ms`, see
+    /// [`crate::WorkerState::at`]) and the jobs handed off to it. Worker ids that only
+    /// claimed (without [`Store::register_worker`]) are not listed. At most two reads
+    /// (the worker rows, and the handed-off jobs through their own index),
+    /// whatever the number of workers.
+    async fn list_workers(&self, stale_after_ms: i64) -> Result<Vec<WorkerRecord>>;
+
+    /// The first `limit` due queued jobs (`scheduledAtMs <= now`) in claim order
+    /// within a queue (job priority, higher first, then `scheduledAtMs`,
+    /// `createdAtMs`, `id`), grouped by queue and job name, ordered by queue then
+    /// name (byte order). Paused queues included.
+    async fn due_job_names(&self, limit: usize) -> Result<Vec<DueJobGroup>>;
+
+    /// The groups of [`Store::due_job_names`] (over the oldest
+    /// [`UNHANDLED_SCAN_LIMIT`] due jobs) that no alive registered worker
+    /// handles ([`unhandled_groups`]): a job name nobody registered (a typo) or
+    /// a queue nobody serves.
+    async fn unhandled_jobs(&self, stale_after_ms: i64) -> Result<Vec<DueJobGroup>> {
+        let workers = self.list_workers(stale_after_ms).await?;
+        let groups = self.due_job_names(UNHANDLED_SCAN_LIMIT).await?;
+        Ok(unhandled_groups(groups, &workers))
+    }
+
     /// Recovers the leases of workers whose last heartbeat is older than
     /// `now - stale_after_ms` (or who never sent one): each is a failed attempt
     /// (`lastError` says the worker was lost), `orphaned` when no retries are left.
-    /// Returns the recovered job ids (sorted). One mutation.
+    /// Returns the recovered job ids (sorted). One mutation. Also deletes
+    /// the rows of workers (registered or not) last heard from before
+    /// [`crate::worker_forget_cutoff_ms`] (a day ago at least): gone for good,
+    /// they leave `duraq workers`. Forgetting is not a count mutation.
     async fn recover_stale(&self, stale_after_ms: i64) -> Result<Vec<String>>;
 
     /// Operator retry of a terminal job: `queued`, due now, attempts 0, terminal

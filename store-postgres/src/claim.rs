@@ -135,7 +135,7 @@ pub(crate) async fn next_due(
 /// The distinct priorities of queued jobs that hold a due job, highest first:
 /// a loose index scan of the claim index (one seek per priority, at most 201),
 /// each checked for a due entry with one more seek.
-const DUE_PRIORITIES: &str = "levels AS (\
+pub(crate) const DUE_PRIORITIES: &str = "levels AS (\
      SELECT (SELECT priority FROM {s}.duraq_jobs WHERE status = 'queued' \
      ORDER BY priority DESC LIMIT 1) AS p \
      UNION ALL SELECT (SELECT priority FROM {s}.duraq_jobs WHERE status = 'queued' \

@@ -49,6 +49,7 @@ mod schema_def;
 mod store_impl;
 mod transactional;
 mod tx;
+mod workers;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;

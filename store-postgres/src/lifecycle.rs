@@ -113,6 +113,13 @@ pub(crate) async fn recover_stale(tx: &mut Tx<'_>, stale_after_ms: i64) -> Resul
     if !lost.is_empty() {
         tx.work = true;
     }
+    let forget = duraq_core::worker_forget_cutoff_ms(tx.now, stale_after_ms);
+    tx.db
+        .execute(
+            "DELETE FROM {s}.duraq_workers WHERE last_heartbeat_ms < $1",
+            &[&forget],
+        )
+        .await?;
     let mut ids: Vec<String> = lost.into_iter().map(|l| l.job.id).collect();
     ids.sort_unstable();
     Ok(ids)

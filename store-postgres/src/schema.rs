@@ -27,7 +27,8 @@
 //! (`duraq_queue_count_shards`, see [`crate::counts`]), filled from the jobs
 //! table once when the table is created, and the index queue latency reads; 4,
 //! paused queues; 5, the error history (`duraq_jobs.errors`, JSON text, default
-//! `'[]'`).
+//! `'[]'`); 6, what a worker registers (nullable `duraq_workers` columns, see
+//! [`crate::workers`]).
 
 use duraq_core::{Error, Result};
 

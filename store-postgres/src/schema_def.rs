@@ -14,7 +14,10 @@
 //! priorities and rate limits (`priority` with the constant default 0 and the
 //! rate columns, added in place; the claim index `duraq_jobs_claim` leads with
 //! the priority and replaces `duraq_jobs_due`; `duraq_rate_limits` registers each
-//! key's limit and `duraq_rate_starts` logs recent starts per key).
+//! key's limit and `duraq_rate_starts` logs recent starts per key), and visible
+//! workers (`duraq_workers` gains what a worker registers: `host`, `pid`,
+//! `queues` and `job_names` as JSON text, `slots`, `started_at_ms`; nullable,
+//! added in place).
 
 /// The newest schema version this binary knows.
 pub const SCHEMA_VERSION: i64 = 6;
@@ -143,6 +146,12 @@ pub(crate) const TABLES: &[Table] = &[
         columns: &[
             ("worker_id", T, "text PRIMARY KEY"),
             ("last_heartbeat_ms", I, "bigint NOT NULL"),
+            ("host", T, "text"),
+            ("pid", I, "bigint"),
+            ("queues", T, "text"),
+            ("job_names", T, "text"),
+            ("slots", I, "bigint"),
+            ("started_at_ms", I, "bigint"),
         ],
         constraints: "",
     },
@@ -226,6 +235,12 @@ pub(crate) const ADDED_COLUMNS: &[(&str, &str, i64)] = &[
     ("duraq_jobs", "rate_key", 6),
     ("duraq_jobs", "rate_max", 6),
     ("duraq_jobs", "rate_period_ms", 6),
+    ("duraq_workers", "host", 6),
+    ("duraq_workers", "pid", 6),
+    ("duraq_workers", "queues", 6),
+    ("duraq_workers", "job_names", 6),
+    ("duraq_workers", "slots", 6),
+    ("duraq_workers", "started_at_ms", 6),
 ];
 
 /// Indexes a later version replaced, dropped when upgrading.

@@ -4,10 +4,10 @@
 
 use async_trait::async_trait;
 use duraq_core::{
-    CancelOutcome, ClaimRequest, CountDelta, CountSnapshot, EnqueueOutcome, Error, ErrorCode,
-    Health, Job, JobFilter, KeyedOutcome, Lease, NewJob, Operation, Outcome, PruneReport,
-    PruneRequest, QueueName, QueueSnapshot, ReplaceOutcome, ReportedAndClaimed, Result,
-    ScheduleKey, ScheduledJobs, Store, WakeOutcome,
+    CancelOutcome, ClaimRequest, CountDelta, CountSnapshot, DueJobGroup, EnqueueOutcome, Error,
+    ErrorCode, Health, Job, JobFilter, KeyedOutcome, Lease, NewJob, Operation, Outcome,
+    PruneReport, PruneRequest, QueueName, QueueSnapshot, ReplaceOutcome, ReportedAndClaimed,
+    Result, ScheduleKey, ScheduledJobs, Store, WakeOutcome, WorkerInfo, WorkerRecord,
 };
 use tokio::sync::{broadcast, watch};
 use tokio_postgres::Row;
@@ -17,7 +17,7 @@ use crate::error::corrupt;
 use crate::group;
 use crate::rows::{job_from_row, jobs_from_rows, JOB_COLUMNS};
 use crate::tx::write_tx;
-use crate::{claim, counts, enqueue, fast, lifecycle, pause, schedule, PostgresStore};
+use crate::{claim, counts, enqueue, fast, lifecycle, pause, schedule, workers, PostgresStore};
 
 /// Runs `$body` with `$db` bound to a pooled connection.
 macro_rules! read {
@@ -147,6 +147,25 @@ impl Store for PostgresStore {
     async fn heartbeat(&self, worker_id: &str) -> Result<()> {
         let now = self.now();
         read!(self, |db| claim::heartbeat(&db, worker_id, now).await)
+    }
+
+    async fn register_worker(&self, info: &WorkerInfo) -> Result<()> {
+        let now = self.now();
+        read!(self, |db| workers::register(&db, info, now).await)
+    }
+
+    async fn remove_worker(&self, worker_id: &str) -> Result<bool> {
+        read!(self, |db| workers::remove(&db, worker_id).await)
+    }
+
+    async fn list_workers(&self, stale_after_ms: i64) -> Result<Vec<WorkerRecord>> {
+        let now = self.now();
+        read!(self, |db| workers::list(&db, now, stale_after_ms).await)
+    }
+
+    async fn due_job_names(&self, limit: usize) -> Result<Vec<DueJobGroup>> {
+        let now = self.now();
+        read!(self, |db| workers::due_job_names(&db, now, limit).await)
     }
 
     async fn recover_stale(&self, stale_after_ms: i64) -> Result<Vec<String>> {

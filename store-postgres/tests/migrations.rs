@@ -10,12 +10,15 @@ mod postgres {
 
     use crate::common::{job, open, options, raw_client, schema, url};
 
-    /// Takes schema `s` back to the shape version 5 created: no priorities or rate
-    /// limits, the due index `duraq_jobs_due` in place of the claim index.
+    /// Takes schema `s` back to the shape version 5 created: no priorities, rate
+    /// limits or worker registrations, the due index `duraq_jobs_due` in place of
+    /// the claim index.
     async fn back_to_v5(client: &tokio_postgres::Client, s: &str) {
         client
             .batch_execute(&format!(
-                "DROP INDEX {s}.duraq_jobs_claim; DROP TABLE {s}.duraq_rate_limits, {s}.duraq_rate_starts; \
+                "ALTER TABLE {s}.duraq_workers DROP COLUMN host, DROP COLUMN pid, \
+                 DROP COLUMN queues, DROP COLUMN job_names, DROP COLUMN slots, DROP COLUMN started_at_ms; \
+                 DROP INDEX {s}.duraq_jobs_claim; DROP TABLE {s}.duraq_rate_limits, {s}.duraq_rate_starts; \
                  ALTER TABLE {s}.duraq_jobs DROP COLUMN priority, DROP COLUMN rate_key, \
                  DROP COLUMN rate_max, DROP COLUMN rate_period_ms; \
                  CREATE INDEX duraq_jobs_due ON {s}.duraq_jobs (scheduled_at_ms, created_at_ms, id COLLATE \"C\") \
@@ -389,7 +392,7 @@ mod postgres {
         client
             .batch_execute(&format!(
                 "ALTER TABLE {s}.duraq_jobs DROP COLUMN errors; \
-                 DELETE FROM {s}.duraq_migrations WHERE version = 5"
+                 DELETE FROM {s}.duraq_migrations WHERE version >= 5"
             ))
             .await
             .unwrap();
@@ -519,6 +522,77 @@ mod postgres {
             .map(|j| j.id)
             .collect();
         assert_eq!(claimed, [high.job_id(), old.job_id()]);
+    }
+
+    /// A version-5 schema (today's before visible workers) with a worker's
+    /// heartbeat row is upgraded in place: `duraq_workers` gains the nullable
+    /// registration columns (no rewrite), the old row keeps its heartbeat and is
+    /// not listed, and a worker registers and is listed after the upgrade.
+    #[tokio::test]
+    async fn upgrade_to_v6_adds_worker_registrations_in_place() {
+        use duraq_core::{WorkerInfo, WorkerState};
+        let s = schema();
+        let store = open(&s).await.unwrap();
+        store.heartbeat("old").await.unwrap();
+        drop(store);
+        let client = raw_client().await;
+        back_to_v5(&client, &s).await;
+        let beat_sql =
+            format!("SELECT last_heartbeat_ms FROM {s}.duraq_workers WHERE worker_id = 'old'");
+        let before: i64 = client.query_one(&beat_sql, &[]).await.unwrap().get(0);
+
+        let store = PostgresStore::connect_existing(&url(), options(&s))
+            .await
+            .unwrap();
+        assert_eq!(store.migration().applied, [6]);
+        let after: i64 = client.query_one(&beat_sql, &[]).await.unwrap().get(0);
+        assert_eq!(after, before, "the old row kept");
+        let nullable: Vec<(String, String)> = client
+            .query(
+                "SELECT column_name::text, is_nullable::text FROM information_schema.columns \
+                 WHERE table_schema = $1 AND table_name = 'duraq_workers' ORDER BY ordinal_position",
+                &[&s],
+            )
+            .await
+            .unwrap()
+            .iter()
+            .map(|r| (r.get(0), r.get(1)))
+            .collect();
+        let added: Vec<_> = nullable[2..]
+            .iter()
+            .map(|(n, nn)| (n.as_str(), nn.as_str()))
+            .collect();
+        assert_eq!(
+            added,
+            [
+                ("host", "YES"),
+                ("pid", "YES"),
+                ("queues", "YES"),
+                ("job_names", "YES"),
+                ("slots", "YES"),
+                ("started_at_ms", "YES")
+            ]
+        );
+        assert!(
+            store.list_workers(60_000).await.unwrap().is_empty(),
+            "a heartbeat-only row is not a registered worker"
+        );
+        let info = WorkerInfo {
+            worker_id: "new".into(),
+            host: "h".into(),
+            pid: u32::MAX,
+            queues: Some(vec!["q".into()]),
+            job_names: vec!["j".into()],
+            slots: 3,
+        };
+        store.register_worker(&info).await.unwrap();
+        let listed = store.list_workers(60_000).await.unwrap();
+        assert_eq!(listed.len(), 1);
+        assert_eq!(
+            (&listed[0].info, listed[0].state),
+            (&info, WorkerState::Alive)
+        );
+        assert!(open(&s).await.unwrap().migration().applied.is_empty());
     }
 
     #[tokio::test]

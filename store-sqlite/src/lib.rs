@@ -56,6 +56,7 @@ mod schema;
 mod schema_def;
 mod store_impl;
 mod tx;
+mod workers;
 mod writer;
 
 use std::path::{Path, PathBuf};

@@ -66,5 +66,11 @@ pub(crate) fn recover_stale(tx: &mut Tx<'_>, stale_after_ms: i64) -> Result<Vec<
         persist_transition(tx, JobStatus::HandedOff, &job, Reservation::Unknown)?;
         ids.push(job.id);
     }
+    let forget = duraq_core::worker_forget_cutoff_ms(tx.now, stale_after_ms);
+    tx.conn
+        .prepare_cached("DELETE FROM duraq_workers WHERE last_heartbeat_ms < ?1")
+        .db()?
+        .execute([forget])
+        .db()?;
     Ok(ids)
 }

@@ -16,7 +16,11 @@
 //! Version 7: job priorities and rate limits (`priority NOT NULL DEFAULT 0` and
 //! the rate columns added in place; the claim index `duraq_jobs_claim` leads with
 //! the priority and replaces `duraq_jobs_queued`; `duraq_rate_limits` registers
-//! each key's limit, `duraq_rate_starts` logs recent starts per key).
+//! each key's limit, `duraq_rate_starts` logs recent starts per key), and visible
+//! workers (`duraq_workers` gains what a worker registers: `host`, `pid`,
+//! `queues` and `job_names` as JSON text, `slots`, `started_at_ms`; nullable,
+//! added in place; a row without `started_at_ms` only heartbeats and is not
+//! listed).
 
 /// The newest schema version this binary knows.
 pub const SCHEMA_VERSION: i64 = 7;
@@ -136,6 +140,12 @@ pub(crate) const TABLES: &[Table] = &[
         columns: &[
             col("worker_id", "TEXT", "NOT NULL PRIMARY KEY", 1),
             col("last_heartbeat_ms", "INTEGER", "NOT NULL", 1),
+            col("host", "TEXT", "", 7),
+            col("pid", "INTEGER", "", 7),
+            col("queues", "TEXT", "", 7),
+            col("job_names", "TEXT", "", 7),
+            col("slots", "INTEGER", "", 7),
+            col("started_at_ms", "INTEGER", "", 7),
         ],
         constraints: "",
     },

@@ -8,7 +8,8 @@ use serde_json::Value;
 use tokio::sync::{broadcast, watch};
 
 use crate::{
-    admin, claim, counts, enqueue, operations, pause, report, schedule, schema, SqliteStore,
+    admin, claim, counts, enqueue, operations, pause, report, schedule, schema, workers,
+    SqliteStore,
 };
 
 #[async_trait]
@@ -84,6 +85,28 @@ impl Store for SqliteStore {
     async fn heartbeat(&self, worker_id: &str) -> Result<()> {
         let worker_id = worker_id.to_owned();
         self.write(move |tx| report::heartbeat(tx, &worker_id))
+            .await
+    }
+
+    async fn register_worker(&self, info: &WorkerInfo) -> Result<()> {
+        let info = info.clone();
+        self.write(move |tx| workers::register(tx, &info)).await
+    }
+
+    async fn remove_worker(&self, worker_id: &str) -> Result<bool> {
+        let worker_id = worker_id.to_owned();
+        self.write(move |tx| workers::remove(tx, &worker_id)).await
+    }
+
+    async fn list_workers(&self, stale_after_ms: i64) -> Result<Vec<WorkerRecord>> {
+        let now = self.now();
+        self.read(move |conn| workers::list(conn, now, stale_after_ms))
+            .await
+    }
+
+    async fn due_job_names(&self, limit: usize) -> Result<Vec<DueJobGroup>> {
+        let now = self.now();
+        self.read(move |conn| workers::due_job_names(conn, now, limit))
             .await
     }
 

@@ -604,11 +604,14 @@ async fn upgrade_to_v6_adds_the_error_history_in_place() {
         .is_empty());
 }
 
-/// Takes a file back to the shape version 6 created: no priorities or rate
-/// limits, `duraq_jobs_queued` in place of the claim index.
+/// Takes a file back to the shape version 6 created: no priorities, rate limits
+/// or worker registrations, `duraq_jobs_queued` in place of the claim index.
 fn back_to_v6(conn: &Connection) {
     conn.execute_batch(
-        "DROP INDEX duraq_jobs_claim; DROP INDEX duraq_rate_starts_key; \
+        "ALTER TABLE duraq_workers DROP COLUMN host; ALTER TABLE duraq_workers DROP COLUMN pid; \
+         ALTER TABLE duraq_workers DROP COLUMN queues; ALTER TABLE duraq_workers DROP COLUMN job_names; \
+         ALTER TABLE duraq_workers DROP COLUMN slots; ALTER TABLE duraq_workers DROP COLUMN started_at_ms; \
+         DROP INDEX duraq_jobs_claim; DROP INDEX duraq_rate_starts_key; \
          DROP TABLE duraq_rate_limits; DROP TABLE duraq_rate_starts; \
          ALTER TABLE duraq_jobs DROP COLUMN priority; ALTER TABLE duraq_jobs DROP COLUMN rate_key; \
          ALTER TABLE duraq_jobs DROP COLUMN rate_max; ALTER TABLE duraq_jobs DROP COLUMN rate_period_ms; \
@@ -684,4 +687,84 @@ async fn upgrade_to_v7_adds_priorities_and_rate_limits_in_place() {
         .map(|j| j.id)
         .collect();
     assert_eq!(claimed, [high, old]);
+}
+
+/// A version-6 file (today's before visible workers) with a worker's heartbeat
+/// row is upgraded in place: `duraq_workers` gains the registration columns
+/// (nullable), the old row keeps its heartbeat and is not listed (it never
+/// registered), and a worker registers and is listed after the upgrade.
+#[tokio::test]
+async fn upgrade_to_v7_adds_worker_registrations_in_place() {
+    use duraq_core::{WorkerInfo, WorkerState};
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("v6.db");
+    let store = SqliteStore::open(&path, SqliteOptions::default()).unwrap();
+    store.heartbeat("old").await.unwrap();
+    drop(store);
+    let conn = Connection::open(&path).unwrap();
+    back_to_v6(&conn);
+    let beat = |conn: &Connection| -> i64 {
+        conn.query_row(
+            "SELECT last_heartbeat_ms FROM duraq_workers WHERE worker_id = 'old'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap()
+    };
+    let before = beat(&conn);
+    drop(conn);
+
+    let store = SqliteStore::open_existing(&path, SqliteOptions::default()).unwrap();
+    assert_eq!(store.migration().applied, vec![7]);
+    let conn = Connection::open(&path).unwrap();
+    assert_eq!(beat(&conn), before, "the old row kept in place");
+    let columns: Vec<(String, bool)> = {
+        let mut stmt = conn
+            .prepare(
+                "SELECT name, \"notnull\" FROM pragma_table_info('duraq_workers') ORDER BY cid",
+            )
+            .unwrap();
+        let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?))).unwrap();
+        rows.collect::<Result<_, _>>().unwrap()
+    };
+    let added: Vec<_> = columns[2..]
+        .iter()
+        .map(|(n, nn)| (n.as_str(), *nn))
+        .collect();
+    assert_eq!(
+        added,
+        [
+            ("host", false),
+            ("pid", false),
+            ("queues", false),
+            ("job_names", false),
+            ("slots", false),
+            ("started_at_ms", false)
+        ]
+    );
+    assert!(
+        store.list_workers(60_000).await.unwrap().is_empty(),
+        "a heartbeat-only row is not a registered worker"
+    );
+    let info = WorkerInfo {
+        worker_id: "new".into(),
+        host: "h".into(),
+        pid: 7,
+        queues: None,
+        job_names: vec!["j".into()],
+        slots: 3,
+    };
+    store.register_worker(&info).await.unwrap();
+    let listed = store.list_workers(60_000).await.unwrap();
+    assert_eq!(listed.len(), 1);
+    assert_eq!(
+        (&listed[0].info, listed[0].state),
+        (&info, WorkerState::Alive)
+    );
+    drop(store);
+    assert!(SqliteStore::open_existing(&path, SqliteOptions::default())
+        .unwrap()
+        .migration()
+        .applied
+        .is_empty());
 }

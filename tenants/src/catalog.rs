@@ -30,7 +30,8 @@ pub const JOB_STORE_SCOPE: &str = "duraq.jobs";
 /// with `duraq-store-sqlite`'s `SCHEMA_VERSION` (this crate must not link the
 /// stores to answer a preflight; a `duraq-cli` test checks it): 1 = jobs, keys,
 /// counts; 2 = schedule keys; 3 = partial job indexes; 4 = counts per queue;
-/// 5 = paused queues; 6 = error history.
+/// 5 = paused queues; 6 = error history; 7 = priorities, rate limits and
+/// visible workers.
 pub const JOB_STORE_VERSIONS: &[(i64, &str)] = &[
     (1, "job_store"),
     (2, "schedule_keys"),
@@ -38,18 +39,21 @@ pub const JOB_STORE_VERSIONS: &[(i64, &str)] = &[
     (4, "queue_counts"),
     (5, "paused_queues"),
     (6, "error_history"),
+    (7, "priorities_rate_limits_workers"),
 ];
 
 /// The PostgreSQL job store's schema versions (its own numbering, checked
 /// against `duraq-store-postgres`'s `SCHEMA_VERSION` the same way): 1 = jobs,
 /// keys, counts, schedule keys; 2 = dedupe keys for dedupe scopes only; 3 =
-/// counts per queue; 4 = paused queues; 5 = error history.
+/// counts per queue; 4 = paused queues; 5 = error history; 6 = visible
+/// workers.
 pub const POSTGRES_JOB_STORE_VERSIONS: &[(i64, &str)] = &[
     (1, "job_store"),
     (2, "dedupe_scopes"),
     (3, "queue_counts"),
     (4, "paused_queues"),
     (5, "error_history"),
+    (6, "priorities_rate_limits_workers"),
 ];
 
 /// Where a database records the migrations it has.
@@ -181,8 +185,8 @@ impl Catalog {
     /// ```
     /// use duraq_tenants::Catalog;
     /// let catalog = Catalog::job_store();
-    /// assert_eq!(catalog.for_backend(false).versions(), [1, 2, 3, 4, 5, 6]);
-    /// assert_eq!(catalog.for_backend(true).versions(), [1, 2, 3, 4, 5]);
+    /// assert_eq!(catalog.for_backend(false).versions(), [1, 2, 3, 4, 5, 6, 7]);
+    /// assert_eq!(catalog.for_backend(true).versions(), [1, 2, 3, 4, 5, 6]);
     /// ```
     pub fn job_store() -> Self {
         let postgres = Self::job_store_of(POSTGRES_JOB_STORE_VERSIONS, None);

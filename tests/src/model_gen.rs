@@ -110,6 +110,17 @@ pub enum Op {
     Pause(u8),
     /// Resumes queue q0 or q1 (2: a name that breaks the rule).
     Resume(u8),
+    /// Registers worker `w{worker}` for the names in the `names` mask, in q0
+    /// only or every queue. Woven in by [`ops`], like the two below.
+    RegisterWorker {
+        worker: u8,
+        names: u8,
+        only_q0: bool,
+    },
+    /// Removes worker `w{worker}`'s row.
+    RemoveWorker(u8),
+    /// `list_workers` and `unhandled_jobs` (stale timeout 60 s).
+    Workers,
 }
 
 fn spec() -> impl Strategy<Value = Spec> {
@@ -212,7 +223,7 @@ pub fn op() -> impl Strategy<Value = Op> {
 }
 
 /// A sequence of operations (`len` of them from [`op`]) with up to three pauses
-/// woven in, most followed a few steps later by the resume of the same queue,
+/// (and up to two worker registrations with their listings) woven in, most followed a few steps later by the resume of the same queue,
 /// so that claims, worker cycles and timer queries meet paused and resumed
 /// queues. Where the pauses go is a function of the drawn operations (a hash of
 /// them), not of further random draws: every case draws exactly the operations
@@ -242,6 +253,27 @@ fn weave_pauses(mut ops: Vec<Op>) -> Vec<Op> {
         if next(5) != 0 {
             let end = (at + 2 + next(7) as usize).min(ops.len());
             ops.insert(end, Op::Resume(queue));
+        }
+    }
+    // Worker registrations, each followed a few steps later by a listing (and
+    // sometimes the worker's removal), woven the same way.
+    for _ in 0..next(3) {
+        let at = next(ops.len() as u64 + 1) as usize;
+        let worker = next(3) as u8;
+        let (names, only_q0) = (next(4) as u8, next(2) == 0);
+        ops.insert(
+            at,
+            Op::RegisterWorker {
+                worker,
+                names,
+                only_q0,
+            },
+        );
+        let list = (at + 1 + next(6) as usize).min(ops.len());
+        ops.insert(list, Op::Workers);
+        if next(3) == 0 {
+            let end = (list + 1 + next(4) as usize).min(ops.len());
+            ops.insert(end, Op::RemoveWorker(worker));
         }
     }
     ops

@@ -4,7 +4,7 @@
 
 use duraq_core::{
     ClaimRequest, EnqueueOptions, JobFilter, JobStatus, Lease, NewJob, NewOperation, Outcome,
-    PruneRequest, QueueConfig, QueueName, Result, ScheduleKey, Store,
+    PruneRequest, QueueConfig, QueueName, Result, ScheduleKey, Store, WorkerInfo,
 };
 use serde::Serialize;
 use serde_json::{json, Value};
@@ -327,5 +327,28 @@ pub async fn apply(ctx: &Ctx<'_>, op: &Op) -> Value {
             Ok(queue) => to_json(s.resume_queue(&queue).await),
             Err(e) => to_json::<()>(Err(e)),
         },
+        Op::RegisterWorker {
+            worker,
+            names,
+            only_q0,
+        } => {
+            let info = WorkerInfo {
+                worker_id: format!("w{worker}"),
+                host: "model".into(),
+                pid: u32::from(*worker),
+                queues: only_q0.then(|| vec![QUEUES[0].to_owned()]),
+                job_names: (0..2)
+                    .filter(|i| names & (1 << i) != 0)
+                    .map(|i| NAMES[i].to_owned())
+                    .collect(),
+                slots: u64::from(*names),
+            };
+            to_json(s.register_worker(&info).await)
+        }
+        Op::RemoveWorker(w) => to_json(s.remove_worker(&format!("w{w}")).await),
+        Op::Workers => json!({
+            "workers": to_json(s.list_workers(60_000).await),
+            "unhandled": to_json(s.unhandled_jobs(60_000).await),
+        }),
     }
 }

@@ -114,6 +114,13 @@ macro_rules! store_suite {
                     invalid_rate_limits_change_nothing,
                     rate_limit_is_persisted_and_part_of_the_request,
                 ],
+                workers: [
+                    registered_workers_are_listed_with_state_and_running_jobs,
+                    registering_again_replaces_and_removing_forgets,
+                    due_job_names_groups_the_oldest_due_jobs,
+                    unhandled_jobs_are_those_no_alive_worker_claims,
+                    recovery_forgets_workers_gone_for_a_day,
+                ],
                 prune: [
                     ages_are_strict_and_per_category, live_jobs_never_pruned, batches_are_reported,
                     prune_keeps_ownership_and_operations,

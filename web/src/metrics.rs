@@ -55,12 +55,20 @@ pub async fn render_metrics(
             "Age of the queue's oldest due queued job",
             latency.clone(),
         );
+        let unhandled = Family::<Vec<(&'static str, String)>, Gauge>::default();
+        registry.register(
+            "duraq_unhandled_due_jobs",
+            "Due jobs that no alive worker handles, per queue and job name \
+             (among the oldest 10,000 due jobs)",
+            unhandled.clone(),
+        );
         rev.set(revision);
         let all = crate::pages::QueueRow {
             queue: None,
             counts: total,
             latency_ms: None,
             paused: false,
+            unhandled: Vec::new(),
         };
         for row in rows.iter().chain([&all]) {
             for status in JobStatus::ALL {
@@ -70,6 +78,15 @@ pub async fn render_metrics(
                 }
                 labels.push(("status", status.as_str().to_string()));
                 jobs.get_or_create(&labels).set(row.counts.get(status));
+            }
+            for (name, due) in &row.unhandled {
+                let labels = vec![
+                    ("queue", row.queue.clone().unwrap_or_default()),
+                    ("job_name", name.clone()),
+                ];
+                unhandled
+                    .get_or_create(&labels)
+                    .set(i64::try_from(*due).unwrap_or(i64::MAX));
             }
             if let (Some(q), Some(ms)) = (&row.queue, row.latency_ms) {
                 latency

@@ -127,8 +127,20 @@ impl Dash {
         id
     }
 
-    /// A job claimed by worker `browser-test` and still running.
+    /// A job claimed by worker `browser-test` (registered, handling only
+    /// `name`) and still running.
     async fn running(&self, name: &str) -> String {
+        self.store
+            .register_worker(&duraq_core::WorkerInfo {
+                worker_id: "browser-test".into(),
+                host: "browser-host".into(),
+                pid: 1,
+                queues: None,
+                job_names: vec![name.to_string()],
+                slots: 1,
+            })
+            .await
+            .expect("register_worker");
         let id = self.enqueue(name, json!({}), EnqueueOptions::new()).await;
         let claimed = self
             .store
@@ -338,6 +350,26 @@ async fn every_page_loads_and_the_nav_links_lead_to_each() {
             .await,
             vec![running.clone()],
             "the workers page shows worker browser-test running its job"
+        );
+        assert_eq!(
+            page.attrs("[data-worker-id=\"browser-test\"]", "data-state")
+                .await,
+            vec!["alive".to_string()]
+        );
+        // No worker handles the queued mail jobs: the page names them, and the
+        // queues table carries a badge on the mail row.
+        let unhandled = page.attrs("li[data-unhandled]", "data-unhandled").await;
+        assert!(
+            unhandled.iter().any(|n| n == "send_welcome"),
+            "{unhandled:?}"
+        );
+        page.screenshot("workers-unhandled").await;
+        open(&page, &dash.url("/queues"), "queues").await;
+        assert_eq!(
+            page.count("tr[data-queue=\"mail\"] [data-unhandled=\"send_welcome\"]")
+                .await,
+            1,
+            "the badge on the mail queue"
         );
 
         // Keys: the lookup form finds the key's current owner.

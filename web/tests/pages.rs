@@ -221,3 +221,85 @@ async fn nested_under_a_mount_path_links_stay_inside() {
     let (status, _, _) = get(&app, "/admin/jobs/assets/app.css").await;
     assert_eq!(status, StatusCode::OK);
 }
+
+/// `/workers` lists the registered workers (what each registered, alive or
+/// stale, its running jobs) and names due jobs that no alive worker handles;
+/// `/queues` shows those as a badge on their queue's row; hostile stored
+/// text (worker id, host, names) comes out escaped.
+#[tokio::test]
+async fn workers_page_lists_registered_workers_and_jobs_nobody_handles() {
+    use duraq_core::{
+        ClaimRequest, EnqueueOptions, ManualClock, MemoryStore, NewJob, Store, WorkerInfo,
+    };
+    use std::sync::Arc;
+    let clock = ManualClock::new(1_700_000_000_000);
+    let store: Arc<dyn Store> = Arc::new(MemoryStore::with_clock(Arc::new(clock.clone())));
+    let hostile_id = format!("w{ATTR}");
+    store
+        .register_worker(&WorkerInfo {
+            worker_id: hostile_id.clone(),
+            host: format!("{SCRIPT}{ESC}"),
+            pid: 77,
+            queues: Some(vec!["media".into()]),
+            job_names: vec!["transcode".into(), SCRIPT.into()],
+            slots: 4,
+        })
+        .await
+        .unwrap();
+    let media = EnqueueOptions::new().queue("media");
+    let running = store
+        .enqueue(NewJob::new("transcode", serde_json::json!([]), media).unwrap())
+        .await
+        .unwrap()
+        .job_id()
+        .to_string();
+    let claimed = store
+        .claim(&ClaimRequest {
+            worker_id: hostile_id.clone(),
+            job_names: vec!["transcode".into()],
+            limit: 1,
+            ..ClaimRequest::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(claimed.len(), 1);
+    let typo = enqueue_plain(&store, "media").await; // send_receipt: nobody handles it
+    let app = router(store.clone(), WebOptions::new());
+
+    let (status, _, body) = get(&app, "/workers").await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_inert(&body);
+    assert!(body.contains("data-state=\"alive\""), "{body}");
+    assert!(
+        !body.contains(&hostile_id),
+        "the id is escaped in attributes"
+    );
+    assert!(
+        body.contains(&format!("data-job-id=\"{running}\"")),
+        "{body}"
+    );
+    assert!(
+        body.contains("data-unhandled=\"send_receipt\" data-queue=\"media\""),
+        "{body}"
+    );
+    assert!(!body.contains("data-unhandled=\"transcode\""), "{body}");
+    let (_, _, queues) = get(&app, "/queues").await;
+    assert!(
+        queues.contains("data-unhandled=\"send_receipt\""),
+        "{queues}"
+    );
+
+    // A minute past its last heartbeat the worker is stale and handles nothing.
+    clock.advance(60_001);
+    let (_, _, body) = get(&app, "/workers").await;
+    assert!(body.contains("data-state=\"stale\""), "{body}");
+    let (_, _, queues) = get(&app, "/queues").await;
+    assert!(
+        !queues.contains("data-unhandled=\"transcode\""),
+        "running, not due"
+    );
+    assert!(store.remove_worker(&hostile_id).await.unwrap());
+    let (_, _, body) = get(&app, "/workers").await;
+    assert!(body.contains("data-empty"), "{body}");
+    assert!(store.get_job(&typo).await.unwrap().is_some());
+}

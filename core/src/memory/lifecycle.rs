@@ -154,6 +154,7 @@ impl State {
             change.moved(&job.queue, JobStatus::HandedOff, job.status);
             self.after_leaving_handoff(id);
         }
+        self.forget_workers(crate::workers::worker_forget_cutoff_ms(now, stale_after_ms));
         lost
     }
 

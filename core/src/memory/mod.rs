@@ -9,6 +9,7 @@ mod enqueue;
 mod keys;
 mod lifecycle;
 mod store_impl;
+mod workers;
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -41,6 +42,9 @@ struct State {
     /// schedule key → highest `scheduleOrder` handed out. Never pruned.
     high_water: HashMap<String, i64>,
     heartbeats: HashMap<String, i64>,
+    /// Registered workers: id → (registration, `startedAtMs`); the heartbeat is
+    /// in `heartbeats`, as in the stores' one `duraq_workers` row.
+    workers: BTreeMap<String, (crate::workers::WorkerInfo, i64)>,
     operations: HashMap<String, Operation>,
     counts: [i64; 6],
     /// queue → counts per status (all-zero entries are kept, like the stores' rows).

@@ -12,6 +12,7 @@ use crate::keys::{QueueName, ScheduleKey};
 use crate::options::NewJob;
 use crate::requests::*;
 use crate::store::Store;
+use crate::workers::{DueJobGroup, WorkerInfo, WorkerRecord};
 
 fn operation_not_found(key: &str) -> Error {
     Error::NotFound {
@@ -141,6 +142,26 @@ impl Store for MemoryStore {
         let now = self.now();
         self.lock().heartbeats.insert(worker_id.to_owned(), now);
         Ok(())
+    }
+
+    async fn register_worker(&self, info: &WorkerInfo) -> Result<()> {
+        let now = self.now();
+        self.lock().register_worker(info, now);
+        Ok(())
+    }
+
+    async fn remove_worker(&self, worker_id: &str) -> Result<bool> {
+        Ok(self.lock().remove_worker(worker_id))
+    }
+
+    async fn list_workers(&self, stale_after_ms: i64) -> Result<Vec<WorkerRecord>> {
+        let now = self.now();
+        Ok(self.lock().list_workers(now, stale_after_ms))
+    }
+
+    async fn due_job_names(&self, limit: usize) -> Result<Vec<DueJobGroup>> {
+        let now = self.now();
+        Ok(self.lock().due_job_names(now, limit))
     }
 
     async fn recover_stale(&self, stale_after_ms: i64) -> Result<Vec<String>> {

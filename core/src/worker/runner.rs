@@ -62,13 +62,22 @@ where
     let telemetry = Arc::new(Telemetry::new(events));
     let worker_id: Arc<str> = Arc::from(config.worker_id.as_str());
 
-    // Startup: repair reservation counts a crash may have left, announce liveness,
-    // and recover whatever dead workers left behind.
+    // Startup: repair reservation counts a crash may have left, register (liveness
+    // and what this process handles, for `duraq workers`), and recover whatever
+    // dead workers left behind.
     let fixed = store.reconcile_reservations().await?;
     if fixed > 0 {
         tracing::info!(keys = fixed, "reconciled concurrency reservations");
     }
-    store.heartbeat(&worker_id).await?;
+    let info = crate::workers::WorkerInfo {
+        worker_id: config.worker_id.clone(),
+        host: crate::workers::this_host(),
+        pid: std::process::id(),
+        queues: config.queues.clone(),
+        job_names: registry.names(),
+        slots: config.concurrency as u64,
+    };
+    store.register_worker(&info).await?;
     recover_once(store.as_ref(), config.stale_after, &telemetry).await;
 
     let (stopping_tx, stopping) = watch::channel(false);
@@ -189,6 +198,10 @@ where
     background.abort_all();
     while background.join_next().await.is_some() {}
     drop(shared);
+    // Gone from `duraq workers` (and any lease left unreported is recoverable now).
+    if let Err(e) = store.remove_worker(&config.worker_id).await {
+        tracing::warn!("removing the worker's registration failed: {e}");
+    }
     // The last reports' announcements must leave before the process may exit.
     if let Err(e) = store.flush_announcements().await {
         tracing::warn!("flushing announcements failed: {e}");

@@ -5,7 +5,9 @@
 //!
 //! [`queue_rows`] is the one place the per-queue numbers come from
 //! (`Store::queue_snapshot`: exact counters per queue, plus each queue's
-//! latency, one revision for all of them).
+//! latency, one revision for all of them), with the due jobs no alive worker
+//! handles attached to their queue (`Store::unhandled_jobs`, a bounded read of
+//! the oldest due jobs, judged by the default stale timeout).
 
 pub mod job;
 pub mod jobs;
@@ -31,18 +33,33 @@ pub struct QueueRow {
     pub latency_ms: Option<i64>,
     /// Whether workers skip the queue (durably paused).
     pub paused: bool,
+    /// Job names with due jobs in this queue that no alive worker handles,
+    /// each with how many of them were seen.
+    pub unhandled: Vec<(String, u64)>,
+}
+
+/// The stale timeout the dashboard judges workers by (the worker's default).
+pub fn stale_after_ms() -> i64 {
+    i64::try_from(duraq_core::DEFAULT_STALE_AFTER.as_millis()).unwrap_or(i64::MAX)
 }
 
 /// The per-queue numbers (queues holding at least one job, by name), the
-/// global counts, and the count revision they are all exact for.
+/// global counts, and the count revision they are all exact for (the
+/// unhandled names are read just after).
 pub async fn queue_rows(
     store: &dyn Store,
 ) -> duraq_core::Result<(Vec<QueueRow>, StatusCounts, i64)> {
     let snap = store.queue_snapshot().await?;
+    let unhandled = store.unhandled_jobs(stale_after_ms()).await?;
     let rows = snap
         .queues
         .into_iter()
         .map(|q| QueueRow {
+            unhandled: unhandled
+                .iter()
+                .filter(|g| g.queue == q.queue)
+                .map(|g| (g.job_name.clone(), g.due))
+                .collect(),
             queue: Some(q.queue),
             counts: q.counts,
             latency_ms: q.latency_ms,

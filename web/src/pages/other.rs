@@ -1,61 +1,96 @@
 //! `GET /workers` and `GET /keys?key=`.
 //!
-//! Workers: there is no worker registry yet, so the page shows what the jobs
-//! say: the worker ids on `handed_off` jobs and the jobs each one is running
-//! (one limited, index-ordered read). Workers that are idle do not appear; the
-//! page says so rather than pretending to list every worker.
+//! Workers: the registered worker processes (`Store::list_workers`: two
+//! reads, the worker rows and the handed-off jobs), each alive or stale by the
+//! default stale timeout, with what it handles and the jobs it is running, and
+//! a notice naming due jobs that no alive worker handles.
 //!
 //! Keys: a schedule-key lookup (`get_scheduled(key, true)`): the current owner
 //! and the newest terminal job, with a link to the key's whole history.
 
-use std::collections::BTreeMap;
-
 use axum::extract::{Query, State as AxumState};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use duraq_core::{Job, JobFilter, JobStatus, ScheduleKey};
+use duraq_core::{ScheduleKey, WorkerState};
 use maud::html;
 use serde::Deserialize;
 
 use super::jobs::job_table;
 use super::overview::urlencode;
 use super::store_error;
-use crate::format::visible;
+use crate::format::{duration, relative, thousands, utc, visible};
 use crate::html::{link, notice, page};
+use crate::live::now_ms;
 use crate::State;
-
-/// At most this many running jobs are read for the workers page.
-const RUNNING_LIMIT: usize = 1_000;
 
 /// `GET /workers`.
 pub async fn workers(AxumState(state): AxumState<State>) -> Response {
-    let filter = JobFilter {
-        status: Some(JobStatus::HandedOff),
-        limit: Some(RUNNING_LIMIT),
-        ..JobFilter::default()
-    };
-    let running = match state.store.list_jobs(&filter).await {
-        Ok(jobs) => jobs,
+    let stale_after = super::stale_after_ms();
+    let workers = match state.store.list_workers(stale_after).await {
+        Ok(workers) => workers,
         Err(e) => return store_error(&state, "workers", &e),
     };
-    let mut by_worker: BTreeMap<String, Vec<Job>> = BTreeMap::new();
-    for job in &running {
-        let worker = job.worker_id.clone().unwrap_or_else(|| "(unknown)".into());
-        by_worker.entry(worker).or_default().push(job.clone());
-    }
+    let unhandled = match state.store.unhandled_jobs(stale_after).await {
+        Ok(groups) => groups,
+        Err(e) => return store_error(&state, "workers", &e),
+    };
+    let now = now_ms();
     let body = html! {
         h1 { "Workers" }
-        p.muted { "duraq does not keep a list of workers yet. This page shows the workers \
-                   that are running jobs right now, from the jobs themselves; an idle \
-                   worker does not appear." }
-        @if running.len() == RUNNING_LIMIT {
-            (notice("info", &format!("Showing the newest {RUNNING_LIMIT} running jobs only.")))
+        p.muted { "Every worker process records itself when it starts and removes itself \
+                   when it stops gracefully. A worker is stale when its last heartbeat is \
+                   older than " (duration(stale_after)) ": it is gone or stuck, and its \
+                   running jobs go back to the queue at the next recovery." }
+        @if !unhandled.is_empty() {
+            div.notice.warning role="status" data-unhandled-notice {
+                "Due jobs that no alive worker handles (a typo in the name, a handler that \
+                 is not registered, or a queue no worker serves):"
+                ul {
+                    @for g in &unhandled {
+                        li data-unhandled=(g.job_name) data-queue=(g.queue) {
+                            code { (visible(&g.job_name)) } " in queue "
+                            a href=(link(&state, &format!("/jobs?status=queued&queue={}&name={}", urlencode(&g.queue), urlencode(&g.job_name)))) {
+                                (visible(&g.queue))
+                            }
+                            " · " (thousands(i64::try_from(g.due).unwrap_or(i64::MAX))) " due"
+                        }
+                    }
+                }
+            }
         }
-        @if by_worker.is_empty() { p data-empty { "No job is running." } }
-        @for (worker, jobs) in &by_worker {
-            section.worker data-worker-id=(worker) {
-                h2 { "Worker " code { (visible(worker)) } " · " (jobs.len()) " running" }
-                (job_table(&state, jobs))
+        @if workers.is_empty() { p data-empty { "No worker is registered." } }
+        @for w in &workers {
+            section.worker data-worker-id=(w.info.worker_id) data-state=(w.state.as_str()) {
+                h2 {
+                    "Worker " code { (visible(&w.info.worker_id)) } " "
+                    @if w.state == WorkerState::Alive { span.muted { "alive" } } @else { span.badge { "stale" } }
+                    " · " (w.running.len()) " running"
+                }
+                dl.fields {
+                    dt { "Host" } dd data-field="host" { (visible(&w.info.host)) }
+                    dt { "Process id" } dd data-field="pid" { (w.info.pid) }
+                    dt { "Queues" } dd data-field="queues" { @match &w.info.queues {
+                        Some(queues) => (visible(&queues.join(", "))),
+                        None => em { "every queue" },
+                    } }
+                    dt { "Job names" } dd data-field="jobNames" { (visible(&w.info.job_names.join(", "))) }
+                    dt { "Slots" } dd data-field="slots" { (w.info.slots) }
+                    dt { "Started" } dd data-field="startedAt" { (utc(w.started_at_ms)) " (" (relative(w.started_at_ms, now)) ")" }
+                    dt { "Last heartbeat" } dd data-field="lastHeartbeat" { (relative(w.last_heartbeat_ms, now)) }
+                }
+                @if !w.running.is_empty() {
+                    table data-table="running" {
+                        thead { tr { th { "Job" } th { "Name" } } }
+                        tbody {
+                            @for r in &w.running {
+                                tr data-job-id=(r.id) {
+                                    td { a href=(link(&state, &format!("/jobs/{}", urlencode(&r.id)))) { code { (visible(&r.id)) } } }
+                                    td { (visible(&r.job_name)) }
+                                }
+                            }
+                        }
+                    }
+                }
             }
         }
     };

@@ -162,6 +162,13 @@ fn queues_table(state: &AppState, rows: &[QueueRow]) -> Markup {
                         td { @match &row.queue {
                             Some(q) => a href=(link(state, &format!("/jobs?queue={}", urlencode(q)))) { (crate::format::visible(q)) },
                             None => em { "all queues" },
+                        }
+                        @for (name, due) in &row.unhandled {
+                            " "
+                            span.badge data-unhandled=(name)
+                                title="Due jobs of this name wait in this queue, and no alive worker handles them: a typo in the name, a handler that is not registered, or a queue no worker serves." {
+                                "no worker for " (crate::format::visible(name)) " (" (thousands(i64::try_from(*due).unwrap_or(i64::MAX))) ")"
+                            }
                         } }
                         td.num data-queue-count="queued" { (thousands(row.counts.queued)) }
                         td.num data-queue-count="handed_off" { (thousands(row.counts.handed_off)) }

@@ -12,6 +12,7 @@ use tokio::sync::{broadcast, watch, Notify};
 use super::running::fast;
 use super::*;
 use crate::requests::*;
+use crate::workers::{DueJobGroup, WorkerInfo, WorkerRecord};
 use crate::{
     CountDelta, CountSnapshot, Error, Lease, NewJob, QueueName, QueueSnapshot, Registry, Result,
     ScheduleKey, Store,
@@ -94,6 +95,18 @@ impl Store for Faulty {
         self.inner.heartbeat(worker_id).await?;
         self.heartbeats.send_modify(|n| *n += 1);
         Ok(())
+    }
+    async fn register_worker(&self, info: &WorkerInfo) -> Result<()> {
+        self.inner.register_worker(info).await
+    }
+    async fn remove_worker(&self, worker_id: &str) -> Result<bool> {
+        self.inner.remove_worker(worker_id).await
+    }
+    async fn list_workers(&self, stale_after_ms: i64) -> Result<Vec<WorkerRecord>> {
+        self.inner.list_workers(stale_after_ms).await
+    }
+    async fn due_job_names(&self, limit: usize) -> Result<Vec<DueJobGroup>> {
+        self.inner.due_job_names(limit).await
     }
     async fn recover_stale(&self, stale_after_ms: i64) -> Result<Vec<String>> {
         self.inner.recover_stale(stale_after_ms).await

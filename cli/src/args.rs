@@ -208,6 +208,8 @@ pub struct EnqueueArgs {
     pub idempotency_key: Option<String>,
 }
 
+// Parsed once per process: boxing the job flags would buy nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Subcommand)]
 pub enum ScheduleCommand {
     /// Insert a new owner for KEY, cancelling a queued previous owner.

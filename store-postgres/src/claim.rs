@@ -111,7 +111,7 @@ pub(crate) async fn next_due(
 ) -> Result<Option<i64>> {
     // One claim-index range per priority that queued jobs hold.
     let sql = format!(
-        "WITH RECURSIVE {DUE_PRIORITIES} SELECT min(n.scheduled_at_ms) FROM levels, LATERAL \
+        "WITH RECURSIVE {QUEUED_PRIORITIES} SELECT min(n.scheduled_at_ms) FROM levels, LATERAL \
          (SELECT scheduled_at_ms FROM {{s}}.duraq_jobs WHERE status = 'queued' AND priority = levels.p \
          AND job_name = ANY($1) AND ($2::text[] IS NULL OR queue = ANY($2)) \
          AND queue NOT IN (SELECT queue FROM {{s}}.duraq_paused_queues) \
@@ -132,10 +132,12 @@ pub(crate) async fn next_due(
     Ok(next.and_then(|r| r.get(0)))
 }
 
-/// The distinct priorities of queued jobs that hold a due job, highest first:
-/// a loose index scan of the claim index (one seek per priority, at most 201),
-/// each checked for a due entry with one more seek.
-pub(crate) const DUE_PRIORITIES: &str = "levels AS (\
+/// The distinct priorities of queued jobs, highest first: a loose index scan of
+/// the claim index (one seek per priority, at most 201). Whether a priority
+/// holds a due job is left to the candidate query of that priority: a check
+/// here would walk, a second time per claim, the front of the range where a
+/// drain leaves the entries of the jobs it just claimed.
+pub(crate) const QUEUED_PRIORITIES: &str = "levels AS (\
      SELECT (SELECT priority FROM {s}.duraq_jobs WHERE status = 'queued' \
      ORDER BY priority DESC LIMIT 1) AS p \
      UNION ALL SELECT (SELECT priority FROM {s}.duraq_jobs WHERE status = 'queued' \
@@ -149,16 +151,15 @@ pub(crate) async fn claim(tx: &mut Tx<'_>, req: &ClaimRequest) -> Result<Vec<Job
             &format!(
                 "WITH RECURSIVE beat AS (INSERT INTO {{s}}.duraq_workers (worker_id, last_heartbeat_ms) \
                  VALUES ($1, $2) ON CONFLICT (worker_id) DO UPDATE SET last_heartbeat_ms = $2), \
-                 {DUE_PRIORITIES} \
-                 SELECT set_config('enable_sort', 'off', true), ARRAY(SELECT p FROM levels \
-                 WHERE p IS NOT NULL AND EXISTS (SELECT 1 FROM {{s}}.duraq_jobs WHERE status = 'queued' \
-                 AND priority = levels.p AND scheduled_at_ms <= $2) ORDER BY p DESC)"
+                 {QUEUED_PRIORITIES} \
+                 SELECT set_config('enable_sort', 'off', true), \
+                 ARRAY(SELECT p FROM levels WHERE p IS NOT NULL ORDER BY p DESC)"
             ),
             &[&req.worker_id, &tx.now],
         )
         .await?;
-    let due_priorities: Vec<i64> = row.get(1);
-    if req.limit == 0 || req.job_names.is_empty() || due_priorities.is_empty() {
+    let queued_priorities: Vec<i64> = row.get(1);
+    if req.limit == 0 || req.job_names.is_empty() || queued_priorities.is_empty() {
         return Ok(Vec::new());
     }
     // Queue priorities come first when some queue has one (a sort over the due
@@ -168,7 +169,7 @@ pub(crate) async fn claim(tx: &mut Tx<'_>, req: &ClaimRequest) -> Result<Vec<Job
     let levels: Vec<Option<i64>> = if prioritized {
         vec![None]
     } else {
-        due_priorities.into_iter().map(Some).collect()
+        queued_priorities.into_iter().map(Some).collect()
     };
     let candidates_sql = |order: &str, filter: &str, limit: usize| {
         format!(

@@ -8,7 +8,7 @@
 
 use duraq_core::{DueJobGroup, Result, RunningJob, WorkerInfo, WorkerRecord};
 
-use crate::claim::DUE_PRIORITIES;
+use crate::claim::QUEUED_PRIORITIES;
 use crate::db::Db;
 use crate::error::corrupt;
 
@@ -109,7 +109,7 @@ pub(crate) async fn due_job_names(db: &Db<'_>, now: i64, limit: usize) -> Result
     let rows = db
         .query(
             &format!(
-                "WITH RECURSIVE {DUE_PRIORITIES} SELECT queue, job_name, count(*), min(scheduled_at_ms) FROM \
+                "WITH RECURSIVE {QUEUED_PRIORITIES} SELECT queue, job_name, count(*), min(scheduled_at_ms) FROM \
                  (SELECT d.* FROM levels, LATERAL (SELECT queue, job_name, scheduled_at_ms \
                   FROM {{s}}.duraq_jobs WHERE status = 'queued' AND priority = levels.p \
                   AND scheduled_at_ms <= $1 ORDER BY scheduled_at_ms, created_at_ms, id COLLATE \"C\" \

@@ -9,7 +9,7 @@ use rusqlite::{params, Connection, OptionalExtension};
 
 use crate::dedupe;
 use crate::error_map::SqlResult;
-use crate::rows::{insert_job, json_text};
+use crate::rows::{insert_job, insert_jobs, json_text, NewRow};
 use crate::tx::Tx;
 use crate::SqliteStore;
 
@@ -56,6 +56,50 @@ pub(crate) fn enqueue(tx: &mut Tx<'_>, job: NewJob) -> Result<EnqueueOutcome> {
     }
     tx.signal_work();
     Ok(EnqueueOutcome::Created(job.id().to_owned()))
+}
+
+/// Many enqueues in one transaction, each following [`enqueue`]. A batch of
+/// plain jobs (no idempotency key, dedupe, operation, concurrency cap or rate
+/// limit: nothing to read or register first) is inserted together, several rows
+/// per statement; any other batch goes job by job, each seeing the ones before.
+pub(crate) fn enqueue_many(tx: &mut Tx<'_>, jobs: Vec<NewJob>) -> Result<Vec<EnqueueOutcome>> {
+    let plain = jobs.iter().all(|j| {
+        j.idempotency_key().is_none()
+            && !j.deduplicate_while_queued()
+            && j.operation().is_none()
+            && j.concurrency().is_none()
+            && j.rate_limit().is_none()
+    });
+    if !plain {
+        return jobs.into_iter().map(|job| enqueue(tx, job)).collect();
+    }
+    let rows: Vec<Job> = jobs.iter().map(|j| new_job_row(j, tx.now)).collect();
+    let digests: Vec<String> = jobs.iter().map(NewJob::args_digest).collect();
+    let mut keys = Vec::with_capacity(jobs.len());
+    for (job, digest) in jobs.iter().zip(&digests) {
+        keys.push(dedupe::key_for_insert(tx, job, digest)?);
+    }
+    let new_rows: Vec<NewRow<'_>> = rows
+        .iter()
+        .zip(&digests)
+        .zip(keys)
+        .map(|((job, args_digest), dedupe_key)| NewRow {
+            job,
+            args_digest,
+            dedupe_key,
+        })
+        .collect();
+    insert_jobs(tx.conn, &new_rows)?;
+    for row in &rows {
+        tx.added(&row.queue, JobStatus::Queued);
+    }
+    if !rows.is_empty() {
+        tx.signal_work();
+    }
+    Ok(rows
+        .into_iter()
+        .map(|row| EnqueueOutcome::Created(row.id))
+        .collect())
 }
 
 /// Refuses an insert that would conflict: another cap for the key, or an

@@ -10,7 +10,7 @@ use std::sync::OnceLock;
 
 use duraq_core::{Error, ErrorCode, Job, JobStatus, Result};
 use rusqlite::types::Type;
-use rusqlite::{params, Connection, OptionalExtension, Params, Row};
+use rusqlite::{params, params_from_iter, Connection, OptionalExtension, Params, Row, ToSql};
 
 use crate::error_map::{is_primary_key_violation, map_err, SqlResult};
 
@@ -107,65 +107,121 @@ pub(crate) fn require_job(conn: &Connection, id: &str) -> Result<Job> {
     load_job(conn, id)?.ok_or_else(|| Error::job_not_found(id))
 }
 
-/// Inserts a fresh row (`dedupe_key`: see [`crate::dedupe`]).
+/// Columns a fresh row binds, per row (the job's columns, `args_digest`, `dedupe_key`).
+const INSERT_COLUMNS: usize = 30;
+/// Rows per multi-row `INSERT` ([`insert_jobs`]): one statement's setup (its
+/// cursors on the table and each index) serves this many rows.
+const INSERT_CHUNK: usize = 64;
+
+/// `INSERT … VALUES (…), (…)` for `rows` rows.
+fn insert_sql(rows: usize) -> String {
+    let values: Vec<String> = (0..rows)
+        .map(|r| {
+            let params: Vec<String> = (1..=INSERT_COLUMNS)
+                .map(|c| format!("?{}", r * INSERT_COLUMNS + c))
+                .collect();
+            format!("({})", params.join(", "))
+        })
+        .collect();
+    format!(
+        "INSERT INTO duraq_jobs ({JOB_COLUMNS}, args_digest, dedupe_key) VALUES {}",
+        values.join(", ")
+    )
+}
+
+/// A fresh row to insert: the job, its args digest and its dedupe key (see
+/// [`crate::dedupe`]).
+pub(crate) struct NewRow<'a> {
+    pub job: &'a Job,
+    pub args_digest: &'a str,
+    pub dedupe_key: Option<&'a str>,
+}
+
+/// Inserts one fresh row.
 pub(crate) fn insert_job(
     conn: &Connection,
     job: &Job,
     args_digest: &str,
     dedupe_key: Option<&str>,
 ) -> Result<()> {
-    let args = serde_json::to_string(&job.args).map_err(|e| Error::backend("encoding args", e))?;
-    let errors = json_text(&job.errors)?;
-    static SQL: OnceLock<String> = OnceLock::new();
-    let sql = SQL.get_or_init(|| {
-        format!(
-            "INSERT INTO duraq_jobs ({JOB_COLUMNS}, args_digest, dedupe_key) VALUES \
-             (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, \
-             ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30)"
-        )
-    });
-    conn.prepare_cached(sql)
-        .db()?
-        .execute(params![
-            job.id,
-            job.job_name,
-            args,
-            job.queue,
-            job.status.as_str(),
-            job.attempts,
-            job.max_retries,
-            job.scheduled_at_ms,
-            job.created_at_ms,
-            job.handed_off_at_ms,
-            job.completed_at_ms,
-            job.failed_at_ms,
-            job.cancelled_at_ms,
-            job.orphaned_at_ms,
-            job.last_error,
-            job.worker_id,
-            job.handoff_id,
-            job.schedule_key,
-            job.schedule_order,
-            job.concurrency_key,
-            job.max_concurrency,
-            job.idempotency_key,
-            job.timeout_ms,
-            errors,
-            job.priority,
-            job.rate_key,
-            job.rate_max,
-            job.rate_period_ms,
+    insert_jobs(
+        conn,
+        &[NewRow {
+            job,
             args_digest,
             dedupe_key,
-        ])
-        .map_err(|e| {
-            // The id's own index answers "is this id in use?": no read first.
-            if is_primary_key_violation(&e) {
-                Error::conflict(ErrorCode::IdempotencyConflict, "a job with this id exists")
-            } else {
-                map_err(e)
-            }
-        })?;
+        }],
+    )
+}
+
+/// Inserts fresh rows, [`INSERT_CHUNK`] per statement. An id already in use is
+/// refused by the id's own index (no read first) as `idempotency-conflict`;
+/// the caller's transaction then rolls back whole.
+pub(crate) fn insert_jobs(conn: &Connection, rows: &[NewRow<'_>]) -> Result<()> {
+    static FULL: OnceLock<String> = OnceLock::new();
+    static ONE: OnceLock<String> = OnceLock::new();
+    for chunk in rows.chunks(INSERT_CHUNK) {
+        let texts: Vec<(String, String, &'static str)> = chunk
+            .iter()
+            .map(|r| {
+                let args = serde_json::to_string(&r.job.args)
+                    .map_err(|e| Error::backend("encoding args", e))?;
+                Ok((args, json_text(&r.job.errors)?, r.job.status.as_str()))
+            })
+            .collect::<Result<_>>()?;
+        let mut values: Vec<&dyn ToSql> = Vec::with_capacity(chunk.len() * INSERT_COLUMNS);
+        for (r, (args, errors, status)) in chunk.iter().zip(&texts) {
+            let j = r.job;
+            values.extend([
+                &j.id as &dyn ToSql,
+                &j.job_name,
+                args,
+                &j.queue,
+                status,
+                &j.attempts,
+                &j.max_retries,
+                &j.scheduled_at_ms,
+                &j.created_at_ms,
+                &j.handed_off_at_ms,
+                &j.completed_at_ms,
+                &j.failed_at_ms,
+                &j.cancelled_at_ms,
+                &j.orphaned_at_ms,
+                &j.last_error,
+                &j.worker_id,
+                &j.handoff_id,
+                &j.schedule_key,
+                &j.schedule_order,
+                &j.concurrency_key,
+                &j.max_concurrency,
+                &j.idempotency_key,
+                &j.timeout_ms,
+                errors,
+                &j.priority,
+                &j.rate_key,
+                &j.rate_max,
+                &j.rate_period_ms,
+                &r.args_digest,
+                &r.dedupe_key,
+            ]);
+        }
+        let sql = match chunk.len() {
+            INSERT_CHUNK => FULL.get_or_init(|| insert_sql(INSERT_CHUNK)).as_str(),
+            1 => ONE.get_or_init(|| insert_sql(1)).as_str(),
+            n => &insert_sql(n),
+        };
+        conn.prepare_cached(sql)
+            .db()?
+            .execute(params_from_iter(values))
+            .map_err(|e| {
+                // The id's own index answers "is this id in use?": no read first.
+                if is_primary_key_violation(&e) {
+                    Error::conflict(ErrorCode::IdempotencyConflict, "a job with this id exists")
+                } else {
+                    map_err(e)
+                }
+            })?;
+    }
     Ok(())
 }
 

@@ -19,12 +19,7 @@ impl Store for SqliteStore {
     }
 
     async fn enqueue_batch(&self, jobs: Vec<NewJob>) -> Result<Vec<EnqueueOutcome>> {
-        self.write(move |tx| {
-            jobs.into_iter()
-                .map(|job| enqueue::enqueue(tx, job))
-                .collect()
-        })
-        .await
+        self.write(move |tx| enqueue::enqueue_many(tx, jobs)).await
     }
 
     async fn replace_scheduled(&self, key: &ScheduleKey, job: NewJob) -> Result<ReplaceOutcome> {

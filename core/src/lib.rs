@@ -81,8 +81,8 @@ pub use options::{
 };
 pub use requests::{
     CancelOutcome, ClaimRequest, EnqueueOutcome, Health, JobCursor, JobFilter, KeyedOutcome,
-    Operation, Outcome, PruneReport, PruneRequest, QueueConfig, ReplaceOutcome, ReportedAndClaimed,
-    ScheduledJobs, WakeOutcome,
+    LeaseLoss, LeaseState, LostLease, Operation, Outcome, PruneReport, PruneRequest, QueueConfig,
+    ReplaceOutcome, ReportedAndClaimed, RunningOwner, ScheduledJobs, WakeOutcome,
 };
 pub use store::Store;
 pub use typed::JobArgs;
@@ -90,6 +90,7 @@ pub use worker::{
     CronSchedule, JobContext, JobError, JobFinished, JobHandler, JobResult, JobStarted,
     JsonHandler, PeriodicJob, PeriodicSchedule, Registry, RetentionPolicy, Worker, WorkerBuilder,
     WorkerError, WorkerEvent, WorkerHandle, WorkerReport, DEFAULT_CONCURRENCY,
-    DEFAULT_DRAIN_TIMEOUT, DEFAULT_JOB_TIMEOUT, DEFAULT_POLL_INTERVAL, DEFAULT_STALE_AFTER,
+    DEFAULT_CANCEL_GRACE, DEFAULT_DRAIN_TIMEOUT, DEFAULT_JOB_TIMEOUT, DEFAULT_LEASE_CHECK_INTERVAL,
+    DEFAULT_POLL_INTERVAL, DEFAULT_STALE_AFTER,
     EVENT_CAPACITY, MIN_STALE_AFTER,
 };

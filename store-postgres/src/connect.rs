@@ -228,6 +228,7 @@ impl PostgresStore {
             reconnects: AtomicU64::new(0),
             mirror: Default::default(),
             notifier,
+            cancels: broadcast::channel(1024).0,
         });
         let listener = if options.listen {
             Some(listener::start(config, shared.clone(), options.fallback_poll_ms).await?)

@@ -186,7 +186,7 @@ mod postgres {
             let key = key.clone();
             async move {
                 store
-                    .replace_scheduled(&key, job("remind", EnqueueOptions::new()))
+                    .replace_scheduled(&key, job("remind", EnqueueOptions::new()), duraq_core::RunningOwner::KeepRunning)
                     .await
             }
         })

@@ -26,14 +26,25 @@ impl Store for SqliteStore {
         .await
     }
 
-    async fn replace_scheduled(&self, key: &ScheduleKey, job: NewJob) -> Result<ReplaceOutcome> {
+    async fn replace_scheduled(
+        &self,
+        key: &ScheduleKey,
+        job: NewJob,
+        running: RunningOwner,
+    ) -> Result<ReplaceOutcome> {
         let key = key.clone();
-        self.write(move |tx| schedule::replace(tx, &key, job)).await
+        self.write(move |tx| schedule::replace(tx, &key, job, running))
+            .await
     }
 
-    async fn cancel_scheduled(&self, key: &ScheduleKey) -> Result<KeyedOutcome<CancelOutcome>> {
+    async fn cancel_scheduled(
+        &self,
+        key: &ScheduleKey,
+        running: RunningOwner,
+    ) -> Result<KeyedOutcome<CancelOutcome>> {
         let key = key.clone();
-        self.write(move |tx| schedule::cancel(tx, &key)).await
+        self.write(move |tx| schedule::cancel(tx, &key, running))
+            .await
     }
 
     async fn wake_scheduled(&self, key: &ScheduleKey) -> Result<KeyedOutcome<WakeOutcome>> {
@@ -100,6 +111,11 @@ impl Store for SqliteStore {
     async fn cancel_job(&self, id: &str) -> Result<Job> {
         let id = id.to_owned();
         self.write(move |tx| admin::cancel_job(tx, &id)).await
+    }
+
+    async fn lease_states(&self, job_ids: &[String]) -> Result<Vec<LeaseState>> {
+        let ids = job_ids.to_vec();
+        self.read(move |conn| admin::lease_states(conn, &ids)).await
     }
 
     async fn get_job(&self, id: &str) -> Result<Option<Job>> {
@@ -210,5 +226,14 @@ impl Store for SqliteStore {
                 self.inner.path.display()
             ),
         })
+    }
+
+    /// Stops the writer thread (and with it the cross-process poll) once the
+    /// writes already sent are committed, and closes every connection. Later
+    /// calls fail with `backend-error`.
+    async fn close(&self) -> Result<()> {
+        self.inner.writer.close().await?;
+        self.inner.readers.close();
+        Ok(())
     }
 }

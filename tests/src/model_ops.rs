@@ -175,10 +175,10 @@ pub async fn apply(ctx: &Ctx<'_>, op: &Op) -> Value {
             }
         }
         Op::Replace(k, spec) => match new_job(spec, id(0), ctx.now) {
-            Ok(job) => to_json(s.replace_scheduled(&key(*k), job).await),
+            Ok(job) => to_json(s.replace_scheduled(&key(*k), job, duraq_core::RunningOwner::KeepRunning).await),
             Err(e) => to_json::<()>(Err(e)),
         },
-        Op::CancelKey(k) => to_json(s.cancel_scheduled(&key(*k)).await),
+        Op::CancelKey(k) => to_json(s.cancel_scheduled(&key(*k), duraq_core::RunningOwner::KeepRunning).await),
         Op::WakeKey(k) => to_json(s.wake_scheduled(&key(*k)).await),
         Op::GetKey(k, terminal) => to_json(s.get_scheduled(&key(*k), *terminal).await),
         Op::Claim {

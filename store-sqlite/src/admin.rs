@@ -26,13 +26,14 @@ pub(crate) fn retry_job(tx: &mut Tx<'_>, id: &str) -> Result<Job> {
     Ok(job)
 }
 
-/// Operator cancel of a queued or handed-off job.
-pub(crate) fn cancel_job(tx: &mut Tx<'_>, id: &str) -> Result<Job> {
+/// Operator cancel of a queued or handed-off job; returns the row and the
+/// status it had (a `handed_off` one's worker is told).
+pub(crate) fn cancel_job(tx: &mut Tx<'_>, id: &str) -> Result<(Job, JobStatus)> {
     let mut job = require_job(tx.conn, id)?;
     let from = job.status;
     operator_cancel(&mut job, tx.now)?;
     persist_transition(tx, from, &job, Reservation::Unknown)?;
-    Ok(job)
+    Ok((job, from))
 }
 
 /// The status and lease of each of `ids` that exists (the worker's lease check).

@@ -33,8 +33,15 @@ impl Store for SqliteStore {
         running: RunningOwner,
     ) -> Result<ReplaceOutcome> {
         let key = key.clone();
-        self.write(move |tx| schedule::replace(tx, &key, job, running))
-            .await
+        let outcome = self
+            .write(move |tx| schedule::replace(tx, &key, job, running))
+            .await?;
+        if outcome.previous_stopped {
+            if let Some(id) = &outcome.previous_job_id {
+                self.announce_cancelled(id);
+            }
+        }
+        Ok(outcome)
     }
 
     async fn cancel_scheduled(
@@ -43,8 +50,13 @@ impl Store for SqliteStore {
         running: RunningOwner,
     ) -> Result<KeyedOutcome<CancelOutcome>> {
         let key = key.clone();
-        self.write(move |tx| schedule::cancel(tx, &key, running))
-            .await
+        let outcome = self
+            .write(move |tx| schedule::cancel(tx, &key, running))
+            .await?;
+        if let (CancelOutcome::Stopped, Some(id)) = (outcome.outcome, &outcome.job_id) {
+            self.announce_cancelled(id);
+        }
+        Ok(outcome)
     }
 
     async fn wake_scheduled(&self, key: &ScheduleKey) -> Result<KeyedOutcome<WakeOutcome>> {
@@ -110,7 +122,15 @@ impl Store for SqliteStore {
 
     async fn cancel_job(&self, id: &str) -> Result<Job> {
         let id = id.to_owned();
-        self.write(move |tx| admin::cancel_job(tx, &id)).await
+        let (job, from) = self.write(move |tx| admin::cancel_job(tx, &id)).await?;
+        if from == JobStatus::HandedOff {
+            self.announce_cancelled(&job.id);
+        }
+        Ok(job)
+    }
+
+    fn subscribe_cancellations(&self) -> broadcast::Receiver<String> {
+        self.cancels()
     }
 
     async fn lease_states(&self, job_ids: &[String]) -> Result<Vec<LeaseState>> {

@@ -1,5 +1,6 @@
 //! Worker processes against one SQLite file: built-in handlers, graceful drain on
-//! SIGTERM, no lost job after SIGKILL, a queue cap honoured across processes.
+//! SIGTERM, no lost job after SIGKILL, a queue cap honoured across processes, a
+//! running job cancelled by another process stopped by its worker.
 //! Every wait polls the database (or the test's own listener) with a deadline.
 
 mod common;
@@ -203,6 +204,13 @@ fn a_second_signal_stops_the_drain() {
         "{rest:?}"
     );
     assert_eq!(db.status(&id), "handed_off", "left for stale recovery");
+}
+
+#[test]
+fn jobs_cancel_from_another_process_stops_the_running_job() {
+    let db = Db::new();
+    db.json(&["migrate"]);
+    common::a_cancelled_running_job_is_stopped_by_its_worker(&db.url());
 }
 
 #[test]

@@ -20,12 +20,11 @@
 //!   after the cancel grace period.
 //!
 //! A job holds its slot from its claim until its report is made, so the worker
-//! never holds more jobs than slots, whatever wakes it. With a backlog and
-//! attempts still running, the loop leaves the claiming to the next report batch
-//! unless half the slots are free, so a drain claims in large batches; with no
-//! backlog it claims at once, so latency is untouched. Store calls are awaited
+//! never holds more jobs than slots, whatever wakes it. Store calls are awaited
 //! one at a time: attempts go on running meanwhile and their reports queue up
-//! for the next batch.
+//! for the next batch, so under a backlog the batches (and their refills) grow
+//! with the store's commit time by themselves; with no backlog a claim is made
+//! at once, so latency is untouched.
 //!
 //! [`Store::report_and_claim`]: crate::Store::report_and_claim
 //! [`Store::lost_leases`]: crate::Store::lost_leases
@@ -249,21 +248,12 @@ impl Dispatcher {
         }
     }
 
-    /// Whether to make a plain claim now.
+    /// Whether to make a plain claim now. (Under a backlog the slots are
+    /// refilled by the report batches; a plain claim is left for free slots
+    /// that no batch refilled: the first claim, a claim that found less than it
+    /// asked for, slots beyond one claim's maximum.)
     fn should_claim(&self) -> bool {
-        if self.stopping || self.claim.is_none() || !self.want_claim {
-            return false;
-        }
-        let free = self.free();
-        if free == 0 {
-            return false;
-        }
-        // With a backlog, a claim for a few slots while reports that free many
-        // more are on their way costs a commit per handful of jobs: the next
-        // report batch refills them, unless half the slots are free already.
-        let gather_target = (self.settings.concurrency / 2).clamp(1, MAX_CLAIM_BATCH);
-        let running = self.shared.running.load(Ordering::SeqCst);
-        !(self.backlog && running > 0 && free < gather_target)
+        !self.stopping && self.claim.is_some() && self.want_claim && self.free() > 0
     }
 
     /// Takes the reports already waiting; attempts still running (short jobs of

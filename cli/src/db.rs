@@ -8,8 +8,8 @@
 //! in-memory database cannot be shared by SQLite's WAL connections);
 //! `postgres://…` connects a pool and migrates the schema.
 
-use std::path::PathBuf;
 use std::future::Future;
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 

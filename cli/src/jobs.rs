@@ -95,12 +95,7 @@ fn parse_status(s: &str) -> Result<JobStatus, CliError> {
     })
 }
 
-async fn list(
-    db: &Database,
-    filter: JobFilter,
-    after: Option<String>,
-    json: bool,
-) -> Result<()> {
+async fn list(db: &Database, filter: JobFilter, after: Option<String>, json: bool) -> Result<()> {
     let store = db.open_existing(false).await?;
     closing(&store, list_on(&store, filter, after, json)).await
 }

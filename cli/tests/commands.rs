@@ -191,7 +191,12 @@ fn schedule_keys_round_trip() {
     ]);
     assert_eq!(
         keys(&first),
-        sorted(&["jobId", "previousJobId", "previousStatus", "previousStopped"])
+        sorted(&[
+            "jobId",
+            "previousJobId",
+            "previousStatus",
+            "previousStopped"
+        ])
     );
     assert_eq!(first["previousJobId"], Value::Null);
     assert_eq!(first["previousStatus"], Value::Null);

@@ -237,9 +237,7 @@ fn schedule_commands_stop_a_running_owner_only_with_stop_running() {
     db.wait_job(&a, LONG, |j| j["status"] == "handed_off");
     db.wait_job(&c, LONG, |j| j["status"] == "handed_off");
     // Without the flag: only the key moves, the running owner runs on.
-    let kept = db.json(&[
-        "schedule", "replace", "k1", "duraq.noop", "--run-in", "1h",
-    ]);
+    let kept = db.json(&["schedule", "replace", "k1", "duraq.noop", "--run-in", "1h"]);
     assert_eq!(kept["previousJobId"], a.as_str());
     assert_eq!(kept["previousStatus"], "handed_off");
     assert_eq!(kept["previousStopped"], false);
@@ -249,7 +247,10 @@ fn schedule_commands_stop_a_running_owner_only_with_stop_running() {
     assert_eq!(stopped["outcome"], "stopped", "{stopped}");
     assert_eq!(stopped["jobId"], c.as_str());
     assert_eq!(db.status(&c), "cancelled");
-    assert_eq!(db.json(&["jobs", "cancel", &a])["job"]["status"], "cancelled");
+    assert_eq!(
+        db.json(&["jobs", "cancel", &a])["job"]["status"],
+        "cancelled"
+    );
     signal(&worker, libc::SIGTERM);
     let status = wait_exit(&mut worker, LONG);
     let out = worker.wait_with_output().unwrap();

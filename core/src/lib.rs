@@ -89,8 +89,7 @@ pub use typed::JobArgs;
 pub use worker::{
     CronSchedule, JobContext, JobError, JobFinished, JobHandler, JobResult, JobStarted,
     JsonHandler, PeriodicJob, PeriodicSchedule, Registry, RetentionPolicy, Worker, WorkerBuilder,
-    WorkerError, WorkerEvent, WorkerHandle, WorkerReport, DEFAULT_CONCURRENCY,
-    DEFAULT_CANCEL_GRACE, DEFAULT_DRAIN_TIMEOUT, DEFAULT_JOB_TIMEOUT, DEFAULT_LEASE_CHECK_INTERVAL,
-    DEFAULT_POLL_INTERVAL, DEFAULT_STALE_AFTER,
-    EVENT_CAPACITY, MIN_STALE_AFTER,
+    WorkerError, WorkerEvent, WorkerHandle, WorkerReport, DEFAULT_CANCEL_GRACE,
+    DEFAULT_CONCURRENCY, DEFAULT_DRAIN_TIMEOUT, DEFAULT_JOB_TIMEOUT, DEFAULT_LEASE_CHECK_INTERVAL,
+    DEFAULT_POLL_INTERVAL, DEFAULT_STALE_AFTER, EVENT_CAPACITY, MIN_STALE_AFTER,
 };

@@ -5,9 +5,9 @@
 use async_trait::async_trait;
 use duraq_core::{
     CancelOutcome, ClaimRequest, CountDelta, CountSnapshot, EnqueueOutcome, Error, ErrorCode,
-    Health, Job, JobFilter, KeyedOutcome, Lease, NewJob, Operation, Outcome, PruneReport,
-    PruneRequest, QueueName, QueueSnapshot, ReplaceOutcome, ReportedAndClaimed, Result,
-    RunningOwner, ScheduleKey, ScheduledJobs, Store, WakeOutcome, JobStatus, LeaseState,
+    Health, Job, JobFilter, JobStatus, KeyedOutcome, Lease, LeaseState, NewJob, Operation, Outcome,
+    PruneReport, PruneRequest, QueueName, QueueSnapshot, ReplaceOutcome, ReportedAndClaimed,
+    Result, RunningOwner, ScheduleKey, ScheduledJobs, Store, WakeOutcome,
 };
 use tokio::sync::{broadcast, watch};
 use tokio_postgres::Row;

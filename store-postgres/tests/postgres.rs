@@ -227,7 +227,11 @@ mod postgres {
             let key = key.clone();
             async move {
                 store
-                    .replace_scheduled(&key, job("remind", EnqueueOptions::new()), duraq_core::RunningOwner::KeepRunning)
+                    .replace_scheduled(
+                        &key,
+                        job("remind", EnqueueOptions::new()),
+                        duraq_core::RunningOwner::KeepRunning,
+                    )
                     .await
             }
         })

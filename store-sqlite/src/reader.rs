@@ -34,8 +34,7 @@ impl Readers {
 
     /// Closes the idle connections; later reads fail (`backend-error`).
     pub(crate) fn close(&self) {
-        self.closed
-            .store(true, std::sync::atomic::Ordering::SeqCst);
+        self.closed.store(true, std::sync::atomic::Ordering::SeqCst);
         let idle = std::mem::take(&mut *self.idle.lock().unwrap_or_else(|p| p.into_inner()));
         drop(idle);
     }

@@ -176,7 +176,11 @@ async fn close_commits_what_was_sent_then_refuses_calls() {
         .unwrap()
         .job_id()
         .to_owned();
-    store.get_job(&id).await.unwrap().expect("readable before close");
+    store
+        .get_job(&id)
+        .await
+        .unwrap()
+        .expect("readable before close");
     store.close().await.unwrap();
     store.close().await.unwrap(); // idempotent
     let write = store.enqueue(job("late")).await.unwrap_err();

@@ -50,7 +50,10 @@ pub async fn lost_leases_tell_cancelled_from_lost(h: &Harness) {
     h.store.cancel_job(&a).await.unwrap();
     h.advance(60_001);
     h.store.heartbeat("w1").await.unwrap();
-    assert_eq!(h.store.recover_stale(60_000).await.unwrap(), vec![b.clone()]);
+    assert_eq!(
+        h.store.recover_stale(60_000).await.unwrap(),
+        vec![b.clone()]
+    );
     h.advance(3_600_000);
     h.store.heartbeat("w1").await.unwrap();
     let again = h.claim_id("w3", "j", &b).await;
@@ -156,7 +159,10 @@ pub async fn keyed_cancel_keeps_or_stops_the_running_owner(h: &Harness) {
         .unwrap();
     let run = h.claim_id("w", "j", &stopped.job_id).await;
     let waiting = h.insert(job("j", json!([3]), capped)).await;
-    assert!(h.claim("w2", &["j"], 10).await.is_empty(), "the cap is held");
+    assert!(
+        h.claim("w2", &["j"], 10).await.is_empty(),
+        "the cap is held"
+    );
     let before = h.snapshot().await;
     let out = h
         .store
@@ -235,7 +241,11 @@ pub async fn replace_keeps_or_stops_the_running_owner(h: &Harness) {
             second.previous_status,
             second.previous_stopped
         ),
-        (Some(first.job_id.as_str()), Some(JobStatus::HandedOff), false)
+        (
+            Some(first.job_id.as_str()),
+            Some(JobStatus::HandedOff),
+            false
+        )
     );
     assert_eq!(h.get(&first.job_id).await.status, JobStatus::HandedOff);
     assert!(h.report(&run1, Outcome::Completed).await);
@@ -258,7 +268,11 @@ pub async fn replace_keeps_or_stops_the_running_owner(h: &Harness) {
             third.previous_status,
             third.previous_stopped
         ),
-        (Some(second.job_id.as_str()), Some(JobStatus::HandedOff), true)
+        (
+            Some(second.job_id.as_str()),
+            Some(JobStatus::HandedOff),
+            true
+        )
     );
     let after = h.snapshot().await;
     assert_eq!(after.revision, before.revision + 1, "one mutation");

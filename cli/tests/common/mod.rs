@@ -246,7 +246,10 @@ pub fn a_cancelled_running_job_is_stopped_by_its_worker(url: &str) {
     let report = parse_one(&out.stdout)["report"].clone();
     assert_eq!(report["claimed"], 1, "{report}");
     assert_eq!(report["cancelled"], 1, "{report}");
-    assert_eq!(report["cancelAborted"], 0, "the handler stopped itself: {report}");
+    assert_eq!(
+        report["cancelAborted"], 0,
+        "the handler stopped itself: {report}"
+    );
     assert_eq!(report["completed"], 0, "{report}");
     assert_eq!(report["returnedToQueue"], 0, "{report}");
     assert_eq!(report["lostLeases"], 0, "{report}");
@@ -254,5 +257,8 @@ pub fn a_cancelled_running_job_is_stopped_by_its_worker(url: &str) {
     assert_eq!(after["status"], "cancelled", "{after}");
     assert_eq!(after["attempts"], 1, "{after}");
     assert_eq!(after["workerId"], running["workerId"], "{after}");
-    assert!(after["lastError"].is_null(), "the late report changed nothing: {after}");
+    assert!(
+        after["lastError"].is_null(),
+        "the late report changed nothing: {after}"
+    );
 }

@@ -152,10 +152,9 @@ impl Dispatcher {
                 self.want_claim = true;
             }
             // 1. Reports waiting (and not backing off after an error).
-            self.pending.extend(std::iter::from_fn(|| self.reports.try_recv().ok()));
-            let retry_ok = self
-                .report_retry
-                .is_none_or(|(at, _)| Instant::now() >= at);
+            self.pending
+                .extend(std::iter::from_fn(|| self.reports.try_recv().ok()));
+            let retry_ok = self.report_retry.is_none_or(|(at, _)| Instant::now() >= at);
             if !self.pending.is_empty() && retry_ok {
                 self.gather().await;
                 self.report().await;
@@ -314,7 +313,10 @@ impl Dispatcher {
                         .map_or(Duration::from_millis(100), |(_, b)| {
                             (b * 2).min(Duration::from_secs(5))
                         });
-                    tracing::warn!(count = take, "reporting failed, retrying in {backoff:?}: {e}");
+                    tracing::warn!(
+                        count = take,
+                        "reporting failed, retrying in {backoff:?}: {e}"
+                    );
                     self.report_retry = Some((Instant::now() + backoff, backoff));
                     return;
                 }
@@ -325,10 +327,7 @@ impl Dispatcher {
         tracing::debug!(count = take, lost, "reported");
         for (i, report) in self.pending.drain(..take).enumerate() {
             let accepted = results.get(i).copied().unwrap_or(false);
-            let loss = self
-                .held
-                .remove(&report.lease.job_id)
-                .and_then(|h| h.loss);
+            let loss = self.held.remove(&report.lease.job_id).and_then(|h| h.loss);
             finished(&self.shared.telemetry, &report, accepted, loss);
         }
         // Slots freed: they may release a queue cap, so claim again (unless

@@ -173,14 +173,18 @@ async fn a_keyed_cancel_stops_the_running_owner_only_when_asked() {
             NewJob::new(
                 "other",
                 json!([2]),
-                EnqueueOptions::new().run_at(std::time::SystemTime::now() + Duration::from_secs(86_400)),
+                EnqueueOptions::new()
+                    .run_at(std::time::SystemTime::now() + Duration::from_secs(86_400)),
             )
             .unwrap(),
             RunningOwner::KeepRunning,
         )
         .await
         .unwrap();
-    assert_eq!(kept.previous_job_id.as_deref(), Some(started.job_id.as_str()));
+    assert_eq!(
+        kept.previous_job_id.as_deref(),
+        Some(started.job_id.as_str())
+    );
     assert_eq!(kept.previous_status, Some(JobStatus::HandedOff));
     assert!(!kept.previous_stopped);
     assert_eq!(
@@ -209,7 +213,10 @@ async fn a_keyed_cancel_stops_the_running_owner_only_when_asked() {
         (second.job_id.clone(), LeaseLoss::Cancelled)
     );
     let f = next_finished(&mut events).await;
-    assert_eq!((f.job_id.as_str(), f.accepted), (second.job_id.as_str(), false));
+    assert_eq!(
+        (f.job_id.as_str(), f.accepted),
+        (second.job_id.as_str(), false)
+    );
     // The first owner still runs.
     assert_eq!(
         job(&store, &started.job_id).await.status,
@@ -242,7 +249,10 @@ async fn a_lease_recovered_by_another_process_is_noticed_by_the_lease_check() {
         store.recover_stale(3_600_000).await.unwrap(),
         vec![id.clone()]
     );
-    assert_eq!(next_lease_lost(&mut events).await, (id.clone(), LeaseLoss::Lost));
+    assert_eq!(
+        next_lease_lost(&mut events).await,
+        (id.clone(), LeaseLoss::Lost)
+    );
     let f = next_finished(&mut events).await;
     assert!(!f.accepted);
     let report = handle.shutdown_and_join().await.unwrap();

@@ -219,6 +219,10 @@ pub enum ScheduleCommand {
         key: String,
         /// The new job's name: which handler runs it.
         name: String,
+        /// Also cancel a running previous owner and tell its worker to stop it
+        /// (without this flag it runs on; only the key moves).
+        #[arg(long)]
+        stop_running: bool,
         #[command(flatten)]
         job: JobArgs,
     },
@@ -227,6 +231,10 @@ pub enum ScheduleCommand {
     Cancel {
         /// The schedule key.
         key: String,
+        /// Also cancel a running owner and tell its worker to stop it (without
+        /// this flag it runs on; only the key is released).
+        #[arg(long)]
+        stop_running: bool,
     },
     /// Make the future owner of KEY due now.
     #[command(after_long_help = crate::examples::SCHEDULE_WAKE)]
@@ -283,7 +291,8 @@ pub enum JobsCommand {
         /// The id of a completed, failed, cancelled or orphaned job.
         id: String,
     },
-    /// Cancel a queued or running job.
+    /// Cancel a queued or running job (a running one is stopped: its worker is
+    /// told and its handler ends).
     #[command(after_long_help = crate::examples::JOBS_CANCEL)]
     Cancel {
         /// The id of a queued or running job.
@@ -332,6 +341,10 @@ pub struct WorkerArgs {
     /// On SIGINT/SIGTERM, let running jobs finish for up to this long.
     #[arg(long, value_name = "DURATION", default_value = "30s")]
     pub drain_timeout: String,
+    /// When a running job is cancelled (`duraq jobs cancel`), give its handler
+    /// this long to stop before the attempt is aborted (`0s`: at once).
+    #[arg(long, value_name = "DURATION", default_value = "10s")]
+    pub cancel_grace: String,
     /// Serve Prometheus metrics at http://ADDR/metrics (attempts, run and wait
     /// times, slot use, job counts); beyond loopback DURAQ_WEB_TOKEN is required.
     #[arg(long, value_name = "HOST:PORT")]

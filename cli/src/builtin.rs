@@ -1,10 +1,13 @@
 //! The built-in jobs (see `docs/cli.md`) (`duraq.noop`, `duraq.sleep`, `duraq.http`) and
 //! the one place where a worker's handlers are registered, so that the mail crate
 //! adds `duraq.mail.deliver` (see `mail.rs`) without touching the worker loop.
+//! `duraq.sleep` and `duraq.http` stop as soon as their job is cancelled while
+//! they run ([`until_cancelled`]).
 
+use std::future::Future;
 use std::time::Duration;
 
-use duraq_core::{JobError, Registry, WorkerError};
+use duraq_core::{JobContext, JobError, Registry, WorkerError};
 use serde_json::Value;
 
 /// Job name of the handler that always succeeds.
@@ -38,13 +41,31 @@ pub fn register_builtins(registry: &mut Registry, builtins: &Builtins) -> Result
         .register_fn(NOOP, |_ctx, args| async move {
             noop(args).await.map_err(JobError::new)
         })?
-        .register_fn(SLEEP, |_ctx, args| async move { sleep(args).await })?
-        .register_fn(HTTP, move |_ctx, args| {
+        .register_fn(SLEEP, |ctx, args| async move {
+            until_cancelled(&ctx, sleep(args)).await
+        })?
+        .register_fn(HTTP, move |ctx, args| {
             let client = client.clone();
-            async move { http(client, args).await }
+            async move { until_cancelled(&ctx, http(client, args)).await }
         })?;
     crate::mail::register(registry)?;
     Ok(())
+}
+
+/// Runs `work` until it ends or the attempt is cancelled (the job was
+/// cancelled while running, or the lease lost): then `work` is dropped (a
+/// sleep ends, an HTTP request is abandoned) and the attempt fails without
+/// retries. The worker refuses that report anyway: the job is already
+/// `cancelled`.
+pub async fn until_cancelled<T>(
+    ctx: &JobContext,
+    work: impl Future<Output = Result<T, JobError>>,
+) -> Result<T, JobError> {
+    tokio::select! {
+        biased;
+        _ = ctx.cancelled() => Err(JobError::new("cancelled while running").discard()),
+        result = work => result,
+    }
 }
 
 /// `duraq.noop`: any args; succeeds.

@@ -16,24 +16,27 @@ pub async fn run(db: &Database, watch: bool, json: bool) -> Result<()> {
     // Listen before the first line, so a signal right after it is not missed.
     let mut signals = if watch { Some(Signals::new()?) } else { None };
     let store = db.open_existing(watch).await?;
-    let mut last = store.count_snapshot().await?;
-    emit(&last, json);
-    let Some(signals) = signals.as_mut() else {
-        return Ok(());
-    };
-    let mut tick = tokio::time::interval(Duration::from_millis(250));
-    loop {
-        tokio::select! {
-            _ = signals.next() => return Ok(()),
-            _ = tick.tick() => {
-                let snap = store.count_snapshot().await?;
-                if snap.revision != last.revision {
-                    emit(&snap, json);
-                    last = snap;
+    crate::db::closing(&store, async {
+        let mut last = store.count_snapshot().await?;
+        emit(&last, json);
+        let Some(signals) = signals.as_mut() else {
+            return Ok(());
+        };
+        let mut tick = tokio::time::interval(Duration::from_millis(250));
+        loop {
+            tokio::select! {
+                _ = signals.next() => return Ok(()),
+                _ = tick.tick() => {
+                    let snap = store.count_snapshot().await?;
+                    if snap.revision != last.revision {
+                        emit(&snap, json);
+                        last = snap;
+                    }
                 }
             }
         }
-    }
+    })
+    .await
 }
 
 /// The snapshot in the CLI's JSON style (camelCase keys, so `handedOff`; the

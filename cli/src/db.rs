@@ -8,8 +8,9 @@
 //! in-memory database cannot be shared by SQLite's WAL connections);
 //! `postgres://…` connects a pool and migrates the schema.
 
+use std::future::Future;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Result;
@@ -122,25 +123,12 @@ impl Database {
                 Arc::new(PostgresStore::connect_existing(url, options).await?)
             }
         };
-        OPENED
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .push(store.clone());
         Ok(store)
     }
 
     /// Opens the store and reports the schema versions this open applied and the
-    /// resulting schema version. The store is remembered for [`flush_opened`].
+    /// resulting schema version. The caller closes it ([`closing`]).
     async fn open_migrating(&self, listen: bool) -> Result<(Arc<dyn Store>, Vec<i64>, i64)> {
-        let opened = self.open_unremembered(listen).await?;
-        OPENED
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .push(opened.0.clone());
-        Ok(opened)
-    }
-
-    async fn open_unremembered(&self, listen: bool) -> Result<(Arc<dyn Store>, Vec<i64>, i64)> {
         match self {
             Self::SqliteFile(path) => sqlite_opened(open_sqlite(Some(path.clone())).await?),
             Self::SqliteMemory => sqlite_opened(open_sqlite(None).await?),
@@ -186,26 +174,31 @@ fn take_schema_param(url: &str) -> (String, Option<String>) {
     (url, schema)
 }
 
-/// Every store this process opened through [`Database`].
-static OPENED: Mutex<Vec<Arc<dyn Store>>> = Mutex::new(Vec::new());
+/// How long closing a store may take before a command gives up on it.
+const CLOSE_LIMIT: Duration = Duration::from_secs(5);
 
-/// Waits (at most `limit`) until every store this process opened has announced
-/// its commits to other processes, so that a command's last write wakes their
-/// workers at once instead of at their next poll (PostgreSQL sends NOTIFY from a
-/// background task, which would die with the process).
-pub async fn flush_opened(limit: Duration) {
-    let stores = std::mem::take(
-        &mut *OPENED
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner),
-    );
-    let flush_all = async {
-        for store in &stores {
-            // Best effort: a lost announcement costs latency, not data.
-            let _ = store.flush_announcements().await;
-        }
-    };
-    let _ = tokio::time::timeout(limit, flush_all).await;
+/// Runs a command's `work` on `store`, then closes the store whatever the
+/// outcome, so that its last writes are announced to other processes
+/// (PostgreSQL sends NOTIFY from a background task, which would die with the
+/// process: idle workers would see the change only at their next poll) and
+/// its connections end cleanly. Closing is best effort: a failure or a close
+/// slower than [`CLOSE_LIMIT`] is logged, never turned into the command's error.
+pub async fn closing<T, F>(store: &Arc<dyn Store>, work: F) -> Result<T>
+where
+    F: Future<Output = Result<T>>,
+{
+    let outcome = work.await;
+    close(store).await;
+    outcome
+}
+
+/// Closes `store` (best effort, see [`closing`]).
+pub async fn close(store: &Arc<dyn Store>) {
+    match tokio::time::timeout(CLOSE_LIMIT, store.close()).await {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => tracing::warn!("closing the store failed: {e}"),
+        Err(_) => tracing::warn!("closing the store took longer than {CLOSE_LIMIT:?}; giving up"),
+    }
 }
 
 /// Opens (creating) the SQLite store at `path` with default (durable) options.
@@ -255,7 +248,8 @@ fn sqlite_opened(store: SqliteStore) -> Result<(Arc<dyn Store>, Vec<i64>, i64)> 
 
 /// `duraq migrate`: prints `{"applied":[…],"version":…}`.
 pub async fn migrate(db: &Database) -> Result<()> {
-    let (_store, applied, version) = db.open_migrating(false).await?;
+    let (store, applied, version) = db.open_migrating(false).await?;
+    close(&store).await;
     print_json(&json!({ "applied": applied, "version": version }));
     Ok(())
 }

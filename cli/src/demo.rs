@@ -88,6 +88,7 @@ pub async fn run(a: DemoArgs, json: bool) -> Result<()> {
     bar.finish_and_clear();
     let report = handle.shutdown_and_join().await?;
     let _ = collector.await;
+    crate::db::close(&store).await;
 
     let mut lat = std::mem::take(&mut *latencies.lock().unwrap());
     lat.sort_unstable();

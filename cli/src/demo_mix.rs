@@ -103,7 +103,9 @@ pub async fn enqueue_mix(store: &Arc<dyn Store>, n: usize) -> Result<Mix> {
                 };
                 let job =
                     NewJob::new("demo.work", json!({"event": k, "revision": revision}), opts)?;
-                store.replace_scheduled(&key, job).await?;
+                store
+                    .replace_scheduled(&key, job, duraq_core::RunningOwner::KeepRunning)
+                    .await?;
             }
             Ok::<(), duraq_core::Error>(())
         });

@@ -18,7 +18,7 @@ pub async fn run(db: &Database, a: EnqueueArgs) -> Result<()> {
     opts.idempotency_key = a.idempotency_key;
     let job = NewJob::new(&a.name, args, opts).map_err(flag_error)?;
     let store = db.open().await?;
-    let outcome = store.enqueue(job).await?;
+    let outcome = crate::db::closing(&store, async { Ok(store.enqueue(job).await?) }).await?;
     print_json(&json!({
         "jobId": outcome.job_id(),
         "replayed": matches!(outcome, EnqueueOutcome::Replayed(_)),

@@ -59,18 +59,25 @@ Examples:
 
 pub const SCHEDULE_REPLACE: &str = "\
 A running owner is not stopped: it keeps running and the new job becomes the
-owner (`previousStatus: \"handed_off\"`). Fence side effects with a revision in
-the job's args.
+owner (`previousStatus: \"handed_off\"`), unless --stop-running is given: then it
+is cancelled and its worker stops it (`previousStopped: true`). Fence side
+effects with a revision in the job's args.
 
 Examples:
   duraq schedule replace event:42:reminder send_reminder --args '{\"event\":42,\"revision\":7}' --run-in 24h
   duraq schedule replace nightly:cleanup duraq.noop --run-at 2030-01-01T03:00:00Z
+  duraq schedule replace report:daily build_report --stop-running
 
-Prints {\"jobId\",\"previousJobId\",\"previousStatus\"}.";
+Prints {\"jobId\",\"previousJobId\",\"previousStatus\",\"previousStopped\"}.";
 
 pub const SCHEDULE_CANCEL: &str = "\
+A running owner keeps running (outcome handed_off: only the key is released),
+unless --stop-running is given: then it is cancelled and its worker stops it
+(outcome stopped).
+
 Examples:
   duraq schedule cancel event:42:reminder
+  duraq schedule cancel report:daily --stop-running
 
 Prints {\"jobId\",\"outcome\"}.";
 
@@ -113,8 +120,10 @@ Examples:
   duraq jobs retry 0191d2b4-7c1e-7a3b-9f2e-3c4d5e6f7a8b";
 
 pub const JOBS_CANCEL: &str = "\
-A running job's lease is voided at once: whatever its worker reports later is
-not recorded.
+A running job is stopped: its lease is voided at once (whatever its worker
+reports later is not recorded), and the worker running it learns of it within
+about a second (at once on PostgreSQL), tells the handler and aborts it after
+its --cancel-grace.
 
 Examples:
   duraq jobs cancel 0191d2b4-7c1e-7a3b-9f2e-3c4d5e6f7a8b";
@@ -216,6 +225,7 @@ Examples:
   duraq worker
   duraq worker --queues default,mail --concurrency 20
   duraq worker --queue-cap mail=2 --drain-timeout 2m
+  duraq worker --cancel-grace 30s
   duraq worker --metrics-listen 127.0.0.1:9100
   duraq worker --log-format json
   DURAQ_LOG=debug duraq --database postgres://duraq@localhost/app worker";

@@ -17,7 +17,7 @@ use duraq_core::{Error, ErrorCode, Job, JobCursor, JobFilter, JobStatus, PruneRe
 use serde_json::json;
 
 use crate::args::{JobsCommand, PruneArgs};
-use crate::db::Database;
+use crate::db::{closing, Database};
 use crate::display::{count, thousands};
 use crate::output::{job_detail, jobs_table, print_json, to_json, CliError};
 use crate::parse::duration_ms;
@@ -46,29 +46,37 @@ pub async fn run(db: &Database, cmd: JobsCommand, json: bool) -> Result<()> {
             list(db, filter, after, json).await?;
         }
         JobsCommand::Show { id } => {
-            let job = db
-                .open_existing(false)
-                .await?
-                .get_job(&id)
+            let store = db.open_existing(false).await?;
+            let job = closing(&store, async { Ok(store.get_job(&id).await?) })
                 .await?
                 .ok_or_else(|| Error::job_not_found(&id))?;
             show(&job, json);
         }
         JobsCommand::Retry { id } => {
-            show(&db.open_existing(false).await?.retry_job(&id).await?, json)
+            let store = db.open_existing(false).await?;
+            show(
+                &closing(&store, async { Ok(store.retry_job(&id).await?) }).await?,
+                json,
+            )
         }
         JobsCommand::Cancel { id } => {
+            // A running job is cancelled too: its worker is told and stops it.
             let store = db.open_existing(false).await?;
-            match store.cancel_job(&id).await {
-                Ok(job) => show(&job, json),
-                // Already cancelled: the request's goal holds; answer with the job.
-                Err(e) if e.code() == ErrorCode::InvalidJobState => match store.get_job(&id).await?
-                {
-                    Some(job) if job.status == JobStatus::Cancelled => show(&job, json),
-                    _ => return Err(e.into()),
-                },
-                Err(e) => return Err(e.into()),
-            }
+            let job = closing(&store, async {
+                match store.cancel_job(&id).await {
+                    Ok(job) => Ok(job),
+                    // Already cancelled: the request's goal holds; answer with the job.
+                    Err(e) if e.code() == ErrorCode::InvalidJobState => {
+                        match store.get_job(&id).await? {
+                            Some(job) if job.status == JobStatus::Cancelled => Ok(job),
+                            _ => Err(e.into()),
+                        }
+                    }
+                    Err(e) => Err(e.into()),
+                }
+            })
+            .await?;
+            show(&job, json);
         }
         JobsCommand::Prune(p) => prune(db, p, json).await?,
     }
@@ -87,13 +95,17 @@ fn parse_status(s: &str) -> Result<JobStatus, CliError> {
     })
 }
 
-async fn list(
-    db: &Database,
+async fn list(db: &Database, filter: JobFilter, after: Option<String>, json: bool) -> Result<()> {
+    let store = db.open_existing(false).await?;
+    closing(&store, list_on(&store, filter, after, json)).await
+}
+
+async fn list_on(
+    store: &std::sync::Arc<dyn duraq_core::Store>,
     mut filter: JobFilter,
     after: Option<String>,
     json: bool,
 ) -> Result<()> {
-    let store = db.open_existing(false).await?;
     if let Some(id) = after {
         let last = store.get_job(&id).await?.ok_or_else(|| {
             CliError::new(
@@ -160,7 +172,8 @@ async fn prune(db: &Database, p: PruneArgs, json: bool) -> Result<()> {
         cancelled_older_than: age("--cancelled-older-than", &p.cancelled_older_than)?,
         ..PruneRequest::default()
     };
-    let report = db.open_existing(false).await?.prune(&req).await?;
+    let store = db.open_existing(false).await?;
+    let report = closing(&store, async { Ok(store.prune(&req).await?) }).await?;
     if json {
         print_json(&to_json(&report));
     } else {

@@ -79,11 +79,15 @@ pub async fn run(db: &Database, cmd: MailCommand) -> Result<()> {
         )
     })?;
     if a.later {
-        let mailer = Mailer::new(db.open().await?, backend);
-        let outcome = mailer
-            .deliver_later(payload, operation, EnqueueOptions::new())
-            .await
-            .map_err(cli_error)?;
+        let store = db.open().await?;
+        let mailer = Mailer::new(store.clone(), backend);
+        let outcome = crate::db::closing(&store, async {
+            Ok(mailer
+                .deliver_later(payload, operation, EnqueueOptions::new())
+                .await
+                .map_err(cli_error)?)
+        })
+        .await?;
         let replayed = matches!(outcome, EnqueueOutcome::Replayed(_));
         print_json(&json!({
             "jobId": outcome.job_id(),

@@ -66,11 +66,8 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let outcome = runtime.block_on(async {
-        let outcome = run(cli).await;
-        db::flush_opened(std::time::Duration::from_secs(5)).await;
-        outcome
-    });
+    // Every command closes the store it opened (`db::closing`).
+    let outcome = runtime.block_on(run(cli));
     match outcome {
         Ok(status) => ExitCode::from(status),
         Err(err) => {

@@ -33,11 +33,14 @@ pub async fn run(
 async fn set_paused(db: &Database, queue: &str, pause: bool) -> Result<()> {
     let queue = QueueName::new(queue)?;
     let store = db.open_existing(false).await?;
-    let changed = if pause {
-        store.pause_queue(&queue).await?
-    } else {
-        store.resume_queue(&queue).await?
-    };
+    let changed = crate::db::closing(&store, async {
+        Ok(if pause {
+            store.pause_queue(&queue).await?
+        } else {
+            store.resume_queue(&queue).await?
+        })
+    })
+    .await?;
     print_json(&pause_json(queue.as_str(), pause, changed));
     Ok(())
 }
@@ -50,8 +53,13 @@ pub fn pause_json(queue: &str, paused: bool, changed: bool) -> serde_json::Value
 
 async fn list(db: &Database, stale_after_ms: i64, json: bool) -> Result<()> {
     let store = db.open_existing(false).await?;
-    let snap = store.queue_snapshot().await?;
-    let unhandled = store.unhandled_jobs(stale_after_ms).await?;
+    let (snap, unhandled) = crate::db::closing(&store, async {
+        Ok((
+            store.queue_snapshot().await?,
+            store.unhandled_jobs(stale_after_ms).await?,
+        ))
+    })
+    .await?;
     if json {
         print_json(&snapshot_json(&snap, &unhandled));
     } else {

@@ -1,7 +1,7 @@
 //! `duraq schedule replace|cancel|wake|get`: stable schedule keys.
 //! Keys and job options are validated before the store is opened. The actions
 //! print the store's answer as one JSON object (`{"jobId","previousJobId",
-//! "previousStatus"}`, `{"jobId","outcome"}`); `get` prints a table of the key's
+//! "previousStatus","previousStopped"}`, `{"jobId","outcome"}`); `get` prints a table of the key's
 //! jobs with readable times, or `{"currentJob","latestTerminalJob"}` with `--json`.
 //!
 //! Outcomes: cancelling or waking a key with no owner is an answer
@@ -9,44 +9,66 @@
 //! there is nothing to do); only bad input and store failures exit 1.
 
 use anyhow::Result;
-use duraq_core::{NewJob, ScheduleKey, ScheduledJobs};
+use duraq_core::{NewJob, RunningOwner, ScheduleKey, ScheduledJobs};
 
 use crate::args::ScheduleCommand;
-use crate::db::Database;
+use crate::db::{closing, Database};
 use crate::output::{print_json, status_time, table, to_json};
 use crate::parse::{flag_error, job_options};
 
 pub async fn run(db: &Database, cmd: ScheduleCommand, json: bool) -> Result<()> {
+    let running = |stop: bool| {
+        if stop {
+            RunningOwner::Stop
+        } else {
+            RunningOwner::KeepRunning
+        }
+    };
     let value = match cmd {
-        ScheduleCommand::Replace { key, name, job } => {
+        ScheduleCommand::Replace {
+            key,
+            name,
+            stop_running,
+            job,
+        } => {
             let key = ScheduleKey::new(key)?;
             let (args, opts) = job_options(&job)?;
             let job = NewJob::new(&name, args, opts).map_err(flag_error)?;
-            to_json(&db.open().await?.replace_scheduled(&key, job).await?)
-        }
-        ScheduleCommand::Cancel { key } => {
-            let key = ScheduleKey::new(key)?;
+            let store = db.open().await?;
+            let running = running(stop_running);
             to_json(
-                &db.open_existing(false)
-                    .await?
-                    .cancel_scheduled(&key)
-                    .await?,
+                &closing(&store, async {
+                    Ok(store.replace_scheduled(&key, job, running).await?)
+                })
+                .await?,
+            )
+        }
+        ScheduleCommand::Cancel { key, stop_running } => {
+            let key = ScheduleKey::new(key)?;
+            let store = db.open_existing(false).await?;
+            let running = running(stop_running);
+            to_json(
+                &closing(&store, async {
+                    Ok(store.cancel_scheduled(&key, running).await?)
+                })
+                .await?,
             )
         }
         ScheduleCommand::Wake { key } => {
             let key = ScheduleKey::new(key)?;
-            to_json(&db.open_existing(false).await?.wake_scheduled(&key).await?)
+            let store = db.open_existing(false).await?;
+            to_json(&closing(&store, async { Ok(store.wake_scheduled(&key).await?) }).await?)
         }
         ScheduleCommand::Get {
             key,
             include_latest_terminal,
         } => {
             let key = ScheduleKey::new(key)?;
-            let jobs = db
-                .open_existing(false)
-                .await?
-                .get_scheduled(&key, include_latest_terminal)
-                .await?;
+            let store = db.open_existing(false).await?;
+            let jobs = closing(&store, async {
+                Ok(store.get_scheduled(&key, include_latest_terminal).await?)
+            })
+            .await?;
             if !json {
                 print!("{}", scheduled_table(&jobs, include_latest_terminal));
                 return Ok(());

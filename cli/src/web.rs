@@ -84,11 +84,13 @@ pub async fn run(db: &Database, a: WebArgs) -> Result<()> {
         },
     );
     let mut signals = signals;
-    serve(listener, router(store, options), async move {
+    let served = serve(listener, router(store.clone(), options), async move {
         signals.next().await;
     })
     .await
-    .map_err(web_error)
+    .map_err(web_error);
+    crate::db::close(&store).await;
+    served
 }
 
 /// The URL a `Database` came from, for the password to scrub.

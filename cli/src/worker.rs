@@ -2,7 +2,8 @@
 //! or SIGTERM, then stops claiming, lets running jobs finish up to the drain
 //! deadline (`docs/jobs.md`) and exits 0. Claiming, fencing, heartbeats and recovery of
 //! dead workers' leases are the core runtime's; this module only maps flags onto
-//! its builder and reports the totals.
+//! its builder and reports the totals. A job cancelled while it runs is
+//! stopped: its handler is told, and aborted after `--cancel-grace`.
 
 use anyhow::Result;
 use duraq_core::{QueueConfig, Registry, Worker};
@@ -52,6 +53,7 @@ fn queue_cap(raw: &str) -> Result<(String, i64), CliError> {
 pub async fn run(db: &Database, a: WorkerArgs, json: bool) -> Result<()> {
     let stale_after = duration_ms("--stale-after", &a.stale_after)?;
     let drain_timeout = duration_ms("--drain-timeout", &a.drain_timeout)?;
+    let cancel_grace = duration_ms("--cancel-grace", &a.cancel_grace)?;
     let caps = a
         .queue_caps
         .iter()
@@ -89,7 +91,8 @@ pub async fn run(db: &Database, a: WorkerArgs, json: bool) -> Result<()> {
     let mut builder = Worker::builder(store.clone(), registry)
         .concurrency(a.concurrency)
         .stale_after(ms(stale_after))
-        .drain_timeout(ms(drain_timeout));
+        .drain_timeout(ms(drain_timeout))
+        .cancel_grace(ms(cancel_grace));
     if !queues.is_empty() {
         builder = builder.queues(queues.clone());
     }
@@ -107,14 +110,17 @@ pub async fn run(db: &Database, a: WorkerArgs, json: bool) -> Result<()> {
     if let Some((listener, token)) = metrics_listener {
         let metrics = duraq_web::WorkerMetrics::new(a.concurrency);
         metrics.follow(worker.subscribe());
-        let app = duraq_web::metrics_router(Some(store), Some(metrics), token);
+        let app = duraq_web::metrics_router(Some(store.clone()), Some(metrics), token);
         eprintln!(
             "duraq worker: metrics on http://{}/metrics",
             listener.local_addr()?
         );
         tokio::spawn(duraq_web::serve(listener, app, std::future::pending()));
     }
-    let report = worker.run(first_signal_then_force(signals, json)).await?;
+    let report = worker.run(first_signal_then_force(signals, json)).await;
+    // The last reports' announcements leave before the process exits.
+    crate::db::close(&store).await;
+    let report = report?;
     if json {
         print_json(&json!({ "workerId": worker_id, "report": to_json(&report) }));
     } else {
@@ -145,6 +151,11 @@ fn stop_line(r: &duraq_core::WorkerReport) -> String {
     add(
         r.lost_leases,
         "finished after their lease was recovered (report ignored)",
+    );
+    add(r.cancelled, "cancelled while running (stopped)");
+    add(
+        r.cancel_aborted,
+        "of them aborted after the cancel grace period",
     );
     add(r.unreported, "could not be reported");
     add(r.recovered, "recovered from dead workers");

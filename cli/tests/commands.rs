@@ -208,7 +208,12 @@ fn schedule_keys_round_trip() {
     ]);
     assert_eq!(
         keys(&first),
-        sorted(&["jobId", "previousJobId", "previousStatus"])
+        sorted(&[
+            "jobId",
+            "previousJobId",
+            "previousStatus",
+            "previousStopped"
+        ])
     );
     assert_eq!(first["previousJobId"], Value::Null);
     assert_eq!(first["previousStatus"], Value::Null);

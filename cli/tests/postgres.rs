@@ -215,6 +215,22 @@ fn url_host(url: &str) -> String {
 }
 
 #[test]
+fn jobs_cancel_from_another_process_stops_the_running_job_on_postgres() {
+    let Ok(url) = std::env::var("DATABASE_URL") else {
+        eprintln!("DATABASE_URL is not set; skipping the PostgreSQL CLI test");
+        return;
+    };
+    // A schema of its own: no other suite's jobs for this worker to run.
+    let schema = format!("duraq_cli_cancel_{}", std::process::id());
+    execute(&url, &format!("DROP SCHEMA IF EXISTS {schema} CASCADE"));
+    let sep = if url.contains('?') { '&' } else { '?' };
+    let in_schema = format!("{url}{sep}schema={schema}");
+    json(&in_schema, &["migrate"]);
+    common::a_cancelled_running_job_is_stopped_by_its_worker(&in_schema);
+    execute(&url, &format!("DROP SCHEMA {schema} CASCADE"));
+}
+
+#[test]
 fn schema_flag_and_url_parameter_choose_the_schema() {
     let Ok(url) = std::env::var("DATABASE_URL") else {
         eprintln!("DATABASE_URL is not set; skipping the PostgreSQL CLI test");

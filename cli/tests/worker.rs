@@ -1,5 +1,6 @@
 //! Worker processes against one SQLite file: built-in handlers, graceful drain on
-//! SIGTERM, no lost job after SIGKILL, a queue cap honoured across processes.
+//! SIGTERM, no lost job after SIGKILL, a queue cap honoured across processes, a
+//! running job cancelled by another process stopped by its worker.
 //! Every wait polls the database (or the test's own listener) with a deadline.
 
 mod common;
@@ -203,6 +204,63 @@ fn a_second_signal_stops_the_drain() {
         "{rest:?}"
     );
     assert_eq!(db.status(&id), "handed_off", "left for stale recovery");
+}
+
+#[test]
+fn jobs_cancel_from_another_process_stops_the_running_job() {
+    let db = Db::new();
+    db.json(&["migrate"]);
+    common::a_cancelled_running_job_is_stopped_by_its_worker(&db.url());
+}
+
+#[test]
+fn schedule_commands_stop_a_running_owner_only_with_stop_running() {
+    let db = Db::new();
+    let sleep = r#"{"ms":600000}"#;
+    let a = db.json(&["schedule", "replace", "k1", "duraq.sleep", "--args", sleep])["jobId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let c = db.json(&["schedule", "replace", "k2", "duraq.sleep", "--args", sleep])["jobId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let mut worker = db.spawn_worker(&[
+        "--json",
+        "--concurrency",
+        "2",
+        "--drain-timeout",
+        "20m",
+        "--cancel-grace",
+        "20m",
+    ]);
+    db.wait_job(&a, LONG, |j| j["status"] == "handed_off");
+    db.wait_job(&c, LONG, |j| j["status"] == "handed_off");
+    // Without the flag: only the key moves, the running owner runs on.
+    let kept = db.json(&["schedule", "replace", "k1", "duraq.noop", "--run-in", "1h"]);
+    assert_eq!(kept["previousJobId"], a.as_str());
+    assert_eq!(kept["previousStatus"], "handed_off");
+    assert_eq!(kept["previousStopped"], false);
+    assert_eq!(db.status(&a), "handed_off");
+    // With it: the running owner is cancelled and its worker stops it.
+    let stopped = db.json(&["schedule", "cancel", "k2", "--stop-running"]);
+    assert_eq!(stopped["outcome"], "stopped", "{stopped}");
+    assert_eq!(stopped["jobId"], c.as_str());
+    assert_eq!(db.status(&c), "cancelled");
+    assert_eq!(
+        db.json(&["jobs", "cancel", &a])["job"]["status"],
+        "cancelled"
+    );
+    signal(&worker, libc::SIGTERM);
+    let status = wait_exit(&mut worker, LONG);
+    let out = worker.wait_with_output().unwrap();
+    assert!(status.success(), "{status:?}");
+    let report = common::parse_one(&out.stdout)["report"].clone();
+    assert_eq!(
+        (&report["cancelled"], &report["cancelAborted"]),
+        (&json!(2), &json!(0)),
+        "{report}"
+    );
 }
 
 #[test]

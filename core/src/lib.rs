@@ -84,17 +84,17 @@ pub use options::{
 pub use rate::{rate_log_horizon, RateLimit, RateWindow};
 pub use requests::{
     CancelOutcome, ClaimRequest, EnqueueOutcome, Health, JobCursor, JobFilter, KeyedOutcome,
-    Operation, Outcome, PruneReport, PruneRequest, QueueConfig, ReplaceOutcome, ReportedAndClaimed,
-    ScheduledJobs, WakeOutcome,
+    LeaseLoss, LeaseState, LostLease, Operation, Outcome, PruneReport, PruneRequest, QueueConfig,
+    ReplaceOutcome, ReportedAndClaimed, RunningOwner, ScheduledJobs, WakeOutcome,
 };
 pub use store::Store;
 pub use typed::JobArgs;
 pub use worker::{
     CronSchedule, JobContext, JobError, JobFinished, JobHandler, JobResult, JobStarted,
     JsonHandler, PeriodicJob, PeriodicSchedule, Registry, RetentionPolicy, Worker, WorkerBuilder,
-    WorkerError, WorkerEvent, WorkerHandle, WorkerReport, DEFAULT_CONCURRENCY,
-    DEFAULT_DRAIN_TIMEOUT, DEFAULT_JOB_TIMEOUT, DEFAULT_POLL_INTERVAL, DEFAULT_STALE_AFTER,
-    EVENT_CAPACITY, MIN_STALE_AFTER,
+    WorkerError, WorkerEvent, WorkerHandle, WorkerReport, DEFAULT_CANCEL_GRACE,
+    DEFAULT_CONCURRENCY, DEFAULT_DRAIN_TIMEOUT, DEFAULT_JOB_TIMEOUT, DEFAULT_LEASE_CHECK_INTERVAL,
+    DEFAULT_POLL_INTERVAL, DEFAULT_STALE_AFTER, EVENT_CAPACITY, MIN_STALE_AFTER,
 };
 pub use workers::{
     unhandled_groups, worker_forget_cutoff_ms, DueJobGroup, RunningJob, WorkerInfo, WorkerRecord,

@@ -97,7 +97,8 @@ impl RateLimit {
 /// let mut window = RateWindow::new(vec![400]); // one start logged at 400 ms
 /// assert_eq!(window.try_start(&limit, 1_000), Ok(()));
 /// assert_eq!(window.try_start(&limit, 1_000), Err(1_400)); // full until 400 expires
-/// assert_eq!(window.try_start(&limit, 1_000), Err(2_000)); // the next waits a period more
+/// assert_eq!(window.try_start(&limit, 1_000), Err(1_400)); // max (2) refused per period…
+/// assert_eq!(window.try_start(&limit, 1_000), Err(2_400)); // …then a period later
 /// ```
 #[derive(Clone, Debug, Default)]
 pub struct RateWindow {

@@ -5,7 +5,7 @@ use serde_json::Value;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use crate::job::{Job, JobStatus};
+use crate::job::{Job, JobStatus, Lease};
 
 /// How an enqueue ended.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -36,8 +36,60 @@ pub struct ReplaceOutcome {
     pub job_id: String,
     /// The job the key held before, if any.
     pub previous_job_id: Option<String>,
-    /// `Queued` (it is now cancelled), `HandedOff` (it keeps running), or `None`.
+    /// `Queued` (it is now cancelled), `HandedOff` (it was running), or `None`.
     pub previous_status: Option<JobStatus>,
+    /// Whether a running previous owner was cancelled and its worker told to
+    /// stop it (only with [`RunningOwner::Stop`]); false when it keeps running.
+    #[serde(default)]
+    pub previous_stopped: bool,
+}
+
+/// What a keyed cancel or replace does to a key's *running* (`handed_off`)
+/// owner. A queued owner is cancelled either way.
+///
+/// ```
+/// use duraq_core::RunningOwner;
+/// assert_eq!(RunningOwner::default(), RunningOwner::KeepRunning);
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunningOwner {
+    /// The running owner runs on; only the key's ownership moves.
+    #[default]
+    KeepRunning,
+    /// The running owner is cancelled like [`crate::Store::cancel_job`]: its
+    /// lease is voided and the worker running it is told to stop.
+    Stop,
+}
+
+/// Where a job's lease stands now, as [`crate::Store::lease_states`] reads it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LeaseState {
+    /// The job.
+    pub job_id: String,
+    /// Its status now.
+    pub status: JobStatus,
+    /// Its current lease (set only while `handed_off`).
+    pub handoff_id: Option<String>,
+}
+
+/// Why a worker no longer holds a lease it was running under.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LeaseLoss {
+    /// The job was cancelled while it ran.
+    Cancelled,
+    /// The lease was taken away otherwise (recovered as a dead worker's, the
+    /// job pruned, or handed to someone else).
+    Lost,
+}
+
+/// A lease that is no longer current; see [`crate::Store::lost_leases`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LostLease {
+    /// The lease the worker held.
+    pub lease: Lease,
+    /// Why it is gone.
+    pub loss: LeaseLoss,
 }
 
 /// Outcome of `cancel_scheduled`.
@@ -46,8 +98,12 @@ pub struct ReplaceOutcome {
 pub enum CancelOutcome {
     /// The key's queued job is now cancelled.
     Cancelled,
-    /// The key's job is running; it was left alone.
+    /// The key's job is running; it was left alone (it keeps running, the
+    /// key is released).
     HandedOff,
+    /// The key's job was running and is now cancelled; its worker is told to
+    /// stop it (only with [`RunningOwner::Stop`]).
+    Stopped,
     /// The key holds no live job.
     NotFound,
 }

@@ -56,12 +56,26 @@ pub trait Store: Send + Sync + 'static {
 
     /// Inserts `job` as the new owner of `key` (SPEC §5) with `scheduleOrder` =
     /// high-water + 1. A `queued` previous owner becomes `cancelled`; a `handed_off`
-    /// one keeps running. Idempotency keys and dedupe are refused with
+    /// one keeps running with [`RunningOwner::KeepRunning`], or is cancelled as by
+    /// [`Store::cancel_job`] with [`RunningOwner::Stop`]
+    /// (`previous_stopped`). Idempotency keys and dedupe are refused with
     /// `unsupported-option`.
-    async fn replace_scheduled(&self, key: &ScheduleKey, job: NewJob) -> Result<ReplaceOutcome>;
+    async fn replace_scheduled(
+        &self,
+        key: &ScheduleKey,
+        job: NewJob,
+        running: RunningOwner,
+    ) -> Result<ReplaceOutcome>;
 
-    /// Cancels the key's queued owner, or releases a handed-off owner's key.
-    async fn cancel_scheduled(&self, key: &ScheduleKey) -> Result<KeyedOutcome<CancelOutcome>>;
+    /// Cancels the key's queued owner. A handed-off owner keeps running and only
+    /// releases the key ([`CancelOutcome::HandedOff`]) with
+    /// [`RunningOwner::KeepRunning`]; with [`RunningOwner::Stop`] it is cancelled
+    /// as by [`Store::cancel_job`] ([`CancelOutcome::Stopped`]).
+    async fn cancel_scheduled(
+        &self,
+        key: &ScheduleKey,
+        running: RunningOwner,
+    ) -> Result<KeyedOutcome<CancelOutcome>>;
 
     /// Makes a future queued owner due now (`scheduledAtMs` = now); changes nothing else.
     async fn wake_scheduled(&self, key: &ScheduleKey) -> Result<KeyedOutcome<WakeOutcome>>;
@@ -174,7 +188,35 @@ pub trait Store: Send + Sync + 'static {
 
     /// Operator cancel of a `queued` or `handed_off` job (the lease is voided and
     /// its reservation released). `job-not-found`, or `invalid-job-state` if terminal.
+    /// A running job's worker learns of it (see [`Store::subscribe_cancellations`]
+    /// and [`Store::lost_leases`]) and stops the attempt.
     async fn cancel_job(&self, id: &str) -> Result<Job>;
+
+    /// The current status and lease of each of `job_ids` that exists, in one
+    /// read (any order). The worker's lease check; see [`Store::lost_leases`].
+    async fn lease_states(&self, job_ids: &[String]) -> Result<Vec<LeaseState>>;
+
+    /// Which of `held` are no longer current: one [`Store::lease_states`] read,
+    /// judged by [`crate::transitions::lost_leases`]. A worker asks about the
+    /// leases it holds about once a second, so it learns that a running job was
+    /// cancelled (or its lease recovered by another process) whatever the store.
+    async fn lost_leases(&self, held: &[Lease]) -> Result<Vec<LostLease>> {
+        if held.is_empty() {
+            return Ok(Vec::new());
+        }
+        let ids: Vec<String> = held.iter().map(|l| l.job_id.clone()).collect();
+        let states = self.lease_states(&ids).await?;
+        Ok(crate::transitions::lost_leases(held, &states))
+    }
+
+    /// Ids of running jobs cancelled since subscribing, as soon as they are
+    /// committed: at once for cancels made through this store value, and (on
+    /// PostgreSQL, through NOTIFY) for cancels made by other processes. A hint
+    /// for speed only; [`Store::lost_leases`] is the rule. The default (a store
+    /// without such announcements) is a receiver that never yields an id.
+    fn subscribe_cancellations(&self) -> broadcast::Receiver<String> {
+        broadcast::channel(1).1
+    }
 
     /// One job by id.
     async fn get_job(&self, id: &str) -> Result<Option<Job>>;
@@ -246,23 +288,23 @@ pub trait Store: Send + Sync + 'static {
     /// Backend, schema version and detail.
     async fn health(&self) -> Result<Health>;
 
-    /// Waits until other processes have been told about every change this store
-    /// committed so far. A store whose announcements travel on their own (the
-    /// PostgreSQL store sends NOTIFY from a background task after each commit)
-    /// loses the ones still in flight when its process exits; their workers then
-    /// notice the change only at their next poll. Call this before a process
-    /// that wrote exits. Returns once the announcements were sent or the store
-    /// gave up on them; the default (SQLite, memory: other processes see the
-    /// commit itself) returns at once.
+    /// Ends the store's life in this process: announcements still in flight are
+    /// sent (the PostgreSQL store's NOTIFYs leave from a background task after
+    /// each commit; without this a one-shot command's NOTIFY dies with its
+    /// process and workers notice the change only at their next poll), then
+    /// background tasks stop and connections are closed. Call it once, when the
+    /// process is done with the store; clones share it, so later calls on any
+    /// clone fail or see a closed store. Idempotent. The default (memory) does
+    /// nothing.
     ///
     /// ```
     /// # async fn demo(store: &dyn duraq_core::Store) -> duraq_core::Result<()> {
     /// use duraq_core::{EnqueueOptions, NewJob};
     /// store.enqueue(NewJob::new("send_receipt", serde_json::json!([42]), EnqueueOptions::new())?).await?;
-    /// store.flush_announcements().await?; // now the process may exit
+    /// store.close().await?; // now the process may exit
     /// # Ok(()) }
     /// ```
-    async fn flush_announcements(&self) -> Result<()> {
+    async fn close(&self) -> Result<()> {
         Ok(())
     }
 }

@@ -198,6 +198,51 @@ pub fn claim_order(a: &Job, b: &Job) -> std::cmp::Ordering {
     b.priority.cmp(&a.priority).then_with(|| due_order(a, b))
 }
 
+/// Which of the `held` leases are no longer current, given the rows' lease
+/// states as a store read them (one query over the held job ids): a lease is
+/// current only while its job is `handed_off` under that very handoff id. A
+/// job missing from `states` (pruned) lost its lease too. A cancelled job is
+/// [`crate::LeaseLoss::Cancelled`]; anything else (recovered as a dead
+/// worker's, re-queued, claimed again under another handoff) is
+/// [`crate::LeaseLoss::Lost`]. The order of `held` is kept.
+///
+/// ```
+/// use duraq_core::{transitions::lost_leases, JobStatus, Lease, LeaseLoss, LeaseState};
+/// let held = vec![
+///     Lease { job_id: "a".into(), handoff_id: "h1".into() },
+///     Lease { job_id: "b".into(), handoff_id: "h2".into() },
+/// ];
+/// let states = vec![
+///     LeaseState { job_id: "a".into(), status: JobStatus::HandedOff, handoff_id: Some("h1".into()) },
+///     LeaseState { job_id: "b".into(), status: JobStatus::Cancelled, handoff_id: None },
+/// ];
+/// let lost = lost_leases(&held, &states);
+/// assert_eq!(lost.len(), 1);
+/// assert_eq!((lost[0].lease.job_id.as_str(), lost[0].loss), ("b", LeaseLoss::Cancelled));
+/// ```
+pub fn lost_leases(held: &[crate::Lease], states: &[crate::LeaseState]) -> Vec<crate::LostLease> {
+    let by_id: std::collections::HashMap<&str, &crate::LeaseState> =
+        states.iter().map(|s| (s.job_id.as_str(), s)).collect();
+    held.iter()
+        .filter_map(|lease| {
+            let loss = match by_id.get(lease.job_id.as_str()) {
+                Some(s)
+                    if s.status == JobStatus::HandedOff
+                        && s.handoff_id.as_deref() == Some(lease.handoff_id.as_str()) =>
+                {
+                    return None
+                }
+                Some(s) if s.status == JobStatus::Cancelled => crate::LeaseLoss::Cancelled,
+                _ => crate::LeaseLoss::Lost,
+            };
+            Some(crate::LostLease {
+                lease: lease.clone(),
+                loss,
+            })
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,7 +1,8 @@
 //! Opening a store: the pool, the schema (migrated before first use), the
 //! LISTEN connection and the notifier, all from one `postgres://` URL. The
 //! notifier task is not aborted with the store: it ends once it has sent what
-//! was handed to it and every sender is gone.
+//! was handed to it and every sender is gone, or when the store is closed
+//! (`Store::close`, after sending what it holds).
 //!
 //! [`PostgresStore::connect`] creates the schema and its tables when missing;
 //! [`PostgresStore::connect_existing`] (for reading commands, which never create;
@@ -152,7 +153,7 @@ impl PostgresStore {
     /// let producer = PostgresOptions { listen: false, ..PostgresOptions::default() };
     /// let store = PostgresStore::connect("postgres://app@db.internal/app", producer).await?;
     /// store.enqueue(NewJob::new("send_welcome", serde_json::json!({"user_id": 42}), EnqueueOptions::new())?).await?;
-    /// store.flush_announcements().await?; // before exiting: wake idle workers now
+    /// store.close().await?; // before exiting: the NOTIFY leaves, idle workers wake now
     /// # Ok(()) }
     /// ```
     pub async fn connect(url: &str, options: PostgresOptions) -> Result<Self> {
@@ -228,6 +229,7 @@ impl PostgresStore {
             reconnects: AtomicU64::new(0),
             mirror: Default::default(),
             notifier,
+            cancels: broadcast::channel(1024).0,
         });
         let listener = if options.listen {
             Some(listener::start(config, shared.clone(), options.fallback_poll_ms).await?)

@@ -107,6 +107,8 @@ pub(crate) struct Shared {
     pub mirror: std::sync::Mutex<mirror::Mirror>,
     /// Hands committed announcements to the notifier task.
     pub notifier: tokio::sync::mpsc::UnboundedSender<notify::Message>,
+    /// Running jobs cancelled (by this process at once, by others via NOTIFY).
+    pub cancels: broadcast::Sender<String>,
 }
 
 impl Shared {
@@ -187,22 +189,41 @@ impl PostgresStore {
                 .send(notify::Message::Announce(notify::Announcement {
                     entry: effects.entry,
                     work: effects.work,
+                    cancelled: Vec::new(),
                 }));
         }
     }
 
-    /// Waits until the notifier has sent (or given up on) every announcement
-    /// handed to it so far; see [`duraq_core::Store::flush_announcements`].
-    pub(crate) async fn flush_notifier(&self) {
+    /// Tells the workers running `job_id` (which a committed call just
+    /// cancelled) to stop it: in this process at once, elsewhere by NOTIFY.
+    pub(crate) fn announce_cancelled(&self, job_id: &str) {
+        let shared = self.shared();
+        let _ = shared.cancels.send(job_id.to_owned());
+        let _ = shared
+            .notifier
+            .send(notify::Message::Announce(notify::Announcement {
+                cancelled: vec![job_id.to_owned()],
+                ..Default::default()
+            }));
+    }
+
+    /// Sends what the notifier holds, then stops it, the listener and the pool;
+    /// see [`duraq_core::Store::close`].
+    pub(crate) async fn close_all(&self) {
         let (done, sent) = tokio::sync::oneshot::channel();
         if self
             .shared()
             .notifier
-            .send(notify::Message::Flush(done))
+            .send(notify::Message::Close(done))
             .is_ok()
         {
             let _ = sent.await;
         }
+        if let Some(listener) = &self.inner.listener {
+            listener.abort();
+        }
+        self.shared().listening.store(false, Ordering::Relaxed);
+        self.shared().pool.pool.close();
     }
 
     /// The LISTEN/NOTIFY channel this store's schema uses (derived from the schema name).

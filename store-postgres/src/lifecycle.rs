@@ -153,20 +153,27 @@ pub(crate) async fn retry_job(tx: &mut Tx<'_>, id: &str) -> Result<Job> {
     Ok(job)
 }
 
-/// Operator cancel of a queued or handed-off job.
-pub(crate) async fn cancel_job(tx: &mut Tx<'_>, id: &str) -> Result<Job> {
+/// Operator cancel of a queued or handed-off job; returns the row and the
+/// status it had (a `handed_off` one's worker must be told).
+pub(crate) async fn cancel_job(tx: &mut Tx<'_>, id: &str) -> Result<(Job, JobStatus)> {
+    let loaded = lock_job(&tx.db, id)
+        .await?
+        .ok_or_else(|| Error::job_not_found(id))?;
+    cancel_loaded(tx, loaded).await
+}
+
+/// Cancels a locked row (see [`cancel_job`]).
+pub(crate) async fn cancel_loaded(tx: &mut Tx<'_>, loaded: Loaded) -> Result<(Job, JobStatus)> {
     let Loaded {
         mut job,
         reservation,
-    } = lock_job(&tx.db, id)
-        .await?
-        .ok_or_else(|| Error::job_not_found(id))?;
+    } = loaded;
     let from = job.status;
     operator_cancel(&mut job, tx.now)?;
     tx.change.moved(&job.queue, from, JobStatus::Cancelled);
     after_leaving_handoff(&tx.db, &job, reservation.as_deref()).await?;
     save_jobs(&tx.db, &[(&job, None)]).await?;
-    Ok(job)
+    Ok((job, from))
 }
 
 /// Deletes one batch of prunable jobs, oldest first; returns how many.

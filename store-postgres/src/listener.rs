@@ -4,7 +4,8 @@
 //! commit ([`crate::notify`]): entries (shard, shard revision, delta, revision)
 //! and whether work may be available. This task turns other stores' entries into
 //! [`duraq_core::CountDelta`]s (through the [`crate::mirror`], so none is counted
-//! twice) and work-signal bumps; its own store's were published in-process right
+//! twice), work-signal bumps and cancellations of running jobs (for the
+//! workers running them); its own store's were published in-process right
 //! after commit. Every [`CHECK_INTERVAL`] it reads the counter rows, so that an
 //! announcement lost to a crash between commit and NOTIFY is made good (one
 //! corrective delta, and a work-signal bump). If the connection drops, the task
@@ -194,5 +195,10 @@ fn handle(shared: &Shared, payload: &str) {
     }
     if value["w"].as_bool() == Some(true) {
         bump_work(shared);
+    }
+    if let Some(ids) = value["c"].as_array() {
+        for id in ids.iter().filter_map(|v| v.as_str()) {
+            let _ = shared.cancels.send(id.to_owned());
+        }
     }
 }

@@ -26,10 +26,12 @@ use tokio_postgres::{Client, Config, NoTls, Statement};
 use crate::counts::Entry;
 
 /// One committed call's announcement.
-#[derive(Debug)]
+#[derive(Debug, Default)]
 pub(crate) struct Announcement {
     pub entry: Option<Entry>,
     pub work: bool,
+    /// Running jobs this call cancelled: their workers are told to stop them.
+    pub cancelled: Vec<String>,
 }
 
 /// What the notifier task receives.
@@ -37,8 +39,9 @@ pub(crate) struct Announcement {
 pub(crate) enum Message {
     /// A committed call's effects, to announce.
     Announce(Announcement),
-    /// Answered once everything handed over before it was sent (or given up on).
-    Flush(oneshot::Sender<()>),
+    /// Answered once everything handed over before it was sent (or given up
+    /// on); then the task closes its connection and ends.
+    Close(oneshot::Sender<()>),
 }
 
 /// Payloads stay under PostgreSQL's 8000-byte NOTIFY limit.
@@ -95,11 +98,18 @@ async fn run(
     while let Some(first) = rx.recv().await {
         let mut batch = Vec::new();
         let mut flushes = Vec::new();
+        let mut closing = false;
         let mut next = Some(first);
         while let Some(message) = next {
             match message {
                 Message::Announce(a) => batch.push(a),
-                Message::Flush(done) => flushes.push(done),
+                Message::Close(done) => {
+                    flushes.push(done);
+                    closing = true;
+                }
+            }
+            if closing {
+                break;
             }
             next = if batch.len() < MAX_BATCH {
                 rx.try_recv().ok()
@@ -110,10 +120,16 @@ async fn run(
         if !batch.is_empty() {
             send(&config, &channel, &mut conn, &payloads(&origin, &batch)).await;
         }
-        // Messages keep their order, so every announcement handed over before a
-        // flush request was in this batch or an earlier one.
+        // Messages keep their order, so every announcement handed over before
+        // the close request was in this batch or an earlier one.
+        if closing {
+            drop(conn.take());
+        }
         for done in flushes {
             let _ = done.send(());
+        }
+        if closing {
+            return;
         }
     }
 }
@@ -143,8 +159,37 @@ async fn send(config: &Config, channel: &str, conn: &mut Option<Connection>, pay
     }
 }
 
-/// Packs the batch into payloads `{"o", "w", "e": [entry, ...]}`.
+/// Packs the batch into payloads `{"o", "w", "e": [entry, ...]}`, plus
+/// `{"o", "w": false, "e": [], "c": [job id, ...]}` for cancelled running jobs.
 pub(crate) fn payloads(origin: &str, batch: &[Announcement]) -> Vec<String> {
+    let mut out = if batch.iter().any(|a| a.entry.is_some() || a.work) {
+        count_payloads(origin, batch)
+    } else {
+        Vec::new()
+    };
+    let mut ids: Vec<&str> = Vec::new();
+    let mut size = 0;
+    let flush = |ids: &mut Vec<&str>, out: &mut Vec<String>| {
+        if !ids.is_empty() {
+            let p = serde_json::json!({"o": origin, "w": false, "e": [], "c": ids});
+            out.push(p.to_string());
+            ids.clear();
+        }
+    };
+    for id in batch.iter().flat_map(|a| a.cancelled.iter()) {
+        if size + id.len() + 4 > MAX_PAYLOAD - origin.len() - 64 {
+            flush(&mut ids, &mut out);
+            size = 0;
+        }
+        size += id.len() + 4;
+        ids.push(id);
+    }
+    flush(&mut ids, &mut out);
+    out
+}
+
+/// The count-and-work payloads of [`payloads`].
+fn count_payloads(origin: &str, batch: &[Announcement]) -> Vec<String> {
     let work = batch.iter().any(|a| a.work);
     let entries: Vec<String> = batch
         .iter()
@@ -189,6 +234,7 @@ mod tests {
                     deltas: [-1, 1, 0, 0, 0, 0],
                 }),
                 work: i == 7,
+                cancelled: Vec::new(),
             })
             .collect();
         let out = payloads("origin", &batch);
@@ -209,6 +255,7 @@ mod tests {
             &[Announcement {
                 entry: None,
                 work: true,
+                cancelled: Vec::new(),
             }],
         );
         assert_eq!(only_work, vec![r#"{"o":"o","w":true,"e":[]}"#.to_owned()]);

@@ -11,7 +11,7 @@
 use duraq_core::transitions::{new_job_row, operator_cancel};
 use duraq_core::{
     CancelOutcome, Error, ErrorCode, JobStatus, KeyedOutcome, NewJob, ReplaceOutcome, Result,
-    ScheduleKey, ScheduledJobs, WakeOutcome,
+    RunningOwner, ScheduleKey, ScheduledJobs, WakeOutcome,
 };
 
 use crate::db::Db;
@@ -83,6 +83,7 @@ pub(crate) async fn replace(
     tx: &mut Tx<'_>,
     key: &ScheduleKey,
     job: &NewJob,
+    running: RunningOwner,
 ) -> Result<ReplaceOutcome> {
     if job.idempotency_key().is_some() || job.deduplicate_while_queued() {
         return Err(Error::invalid(
@@ -95,7 +96,10 @@ pub(crate) async fn replace(
     register_limits(tx, job).await?;
     let previous = locked_owner(&tx.db, key).await?;
     let mut previous_status = None;
-    if let Some(Loaded { job: prev, .. }) = &previous {
+    let mut previous_stopped = false;
+    let previous_job_id = previous.as_ref().map(|p| p.job.id.clone());
+    if let Some(loaded) = previous {
+        let prev = &loaded.job;
         previous_status = Some(prev.status);
         if prev.status == JobStatus::Queued {
             let mut cancelled = prev.clone();
@@ -103,6 +107,9 @@ pub(crate) async fn replace(
             save_jobs(&tx.db, &[(&cancelled, None)]).await?;
             tx.change
                 .moved(&cancelled.queue, JobStatus::Queued, JobStatus::Cancelled);
+        } else if running == RunningOwner::Stop {
+            crate::lifecycle::cancel_loaded(tx, loaded).await?;
+            previous_stopped = true;
         }
     }
     let order: i64 = tx
@@ -130,18 +137,20 @@ pub(crate) async fn replace(
     tx.work = true;
     Ok(ReplaceOutcome {
         job_id: row.id,
-        previous_job_id: previous.map(|p| p.job.id),
+        previous_job_id,
         previous_status,
+        previous_stopped,
     })
 }
 
 pub(crate) async fn cancel(
     tx: &mut Tx<'_>,
     key: &ScheduleKey,
+    running: RunningOwner,
 ) -> Result<KeyedOutcome<CancelOutcome>> {
     let key = key.as_str();
     lock_key(&tx.db, key).await?;
-    let Some(Loaded { job: owner, .. }) = locked_owner(&tx.db, key).await? else {
+    let Some(loaded) = locked_owner(&tx.db, key).await? else {
         return Ok(KeyedOutcome {
             job_id: None,
             outcome: CancelOutcome::NotFound,
@@ -153,18 +162,22 @@ pub(crate) async fn cancel(
             &[&key],
         )
         .await?;
-    let outcome = if owner.status == JobStatus::Queued {
-        let mut cancelled = owner.clone();
+    let owner_id = loaded.job.id.clone();
+    let outcome = if loaded.job.status == JobStatus::Queued {
+        let mut cancelled = loaded.job.clone();
         operator_cancel(&mut cancelled, tx.now)?;
         save_jobs(&tx.db, &[(&cancelled, None)]).await?;
         tx.change
             .moved(&cancelled.queue, JobStatus::Queued, JobStatus::Cancelled);
         CancelOutcome::Cancelled
+    } else if running == RunningOwner::Stop {
+        crate::lifecycle::cancel_loaded(tx, loaded).await?;
+        CancelOutcome::Stopped
     } else {
         CancelOutcome::HandedOff
     };
     Ok(KeyedOutcome {
-        job_id: Some(owner.id),
+        job_id: Some(owner_id),
         outcome,
     })
 }

@@ -5,9 +5,10 @@
 use async_trait::async_trait;
 use duraq_core::{
     CancelOutcome, ClaimRequest, CountDelta, CountSnapshot, DueJobGroup, EnqueueOutcome, Error,
-    ErrorCode, Health, Job, JobFilter, KeyedOutcome, Lease, NewJob, Operation, Outcome,
-    PruneReport, PruneRequest, QueueName, QueueSnapshot, ReplaceOutcome, ReportedAndClaimed,
-    Result, ScheduleKey, ScheduledJobs, Store, WakeOutcome, WorkerInfo, WorkerRecord,
+    ErrorCode, Health, Job, JobFilter, JobStatus, KeyedOutcome, Lease, LeaseState, NewJob,
+    Operation, Outcome, PruneReport, PruneRequest, QueueName, QueueSnapshot, ReplaceOutcome,
+    ReportedAndClaimed, Result, RunningOwner, ScheduleKey, ScheduledJobs, Store, WakeOutcome,
+    WorkerInfo, WorkerRecord,
 };
 use tokio::sync::{broadcast, watch};
 use tokio_postgres::Row;
@@ -80,16 +81,35 @@ impl Store for PostgresStore {
         })
     }
 
-    async fn replace_scheduled(&self, key: &ScheduleKey, job: NewJob) -> Result<ReplaceOutcome> {
-        write_tx!(self, self.now(), |tx| {
-            schedule::replace(&mut tx, key, &job).await
-        })
+    async fn replace_scheduled(
+        &self,
+        key: &ScheduleKey,
+        job: NewJob,
+        running: RunningOwner,
+    ) -> Result<ReplaceOutcome> {
+        let outcome: ReplaceOutcome = write_tx!(self, self.now(), |tx| {
+            schedule::replace(&mut tx, key, &job, running).await
+        })?;
+        if outcome.previous_stopped {
+            if let Some(id) = &outcome.previous_job_id {
+                self.announce_cancelled(id);
+            }
+        }
+        Ok(outcome)
     }
 
-    async fn cancel_scheduled(&self, key: &ScheduleKey) -> Result<KeyedOutcome<CancelOutcome>> {
-        write_tx!(self, self.now(), |tx| {
-            schedule::cancel(&mut tx, key).await
-        })
+    async fn cancel_scheduled(
+        &self,
+        key: &ScheduleKey,
+        running: RunningOwner,
+    ) -> Result<KeyedOutcome<CancelOutcome>> {
+        let outcome: KeyedOutcome<CancelOutcome> = write_tx!(self, self.now(), |tx| {
+            schedule::cancel(&mut tx, key, running).await
+        })?;
+        if let (CancelOutcome::Stopped, Some(id)) = (outcome.outcome, &outcome.job_id) {
+            self.announce_cancelled(id);
+        }
+        Ok(outcome)
     }
 
     async fn wake_scheduled(&self, key: &ScheduleKey) -> Result<KeyedOutcome<WakeOutcome>> {
@@ -181,9 +201,39 @@ impl Store for PostgresStore {
     }
 
     async fn cancel_job(&self, id: &str) -> Result<Job> {
-        write_tx!(self, self.now(), |tx| {
+        let (job, from): (Job, JobStatus) = write_tx!(self, self.now(), |tx| {
             lifecycle::cancel_job(&mut tx, id).await
-        })
+        })?;
+        if from == JobStatus::HandedOff {
+            self.announce_cancelled(&job.id);
+        }
+        Ok(job)
+    }
+
+    async fn lease_states(&self, job_ids: &[String]) -> Result<Vec<LeaseState>> {
+        if job_ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let rows = read!(self, |db| db
+            .query(
+                "SELECT id, status, handoff_id FROM {s}.duraq_jobs WHERE id = ANY($1)",
+                &[&job_ids],
+            )
+            .await?);
+        rows.iter()
+            .map(|r| {
+                let status: String = r.get(1);
+                Ok(LeaseState {
+                    job_id: r.get(0),
+                    status: status.parse()?,
+                    handoff_id: r.get(2),
+                })
+            })
+            .collect()
+    }
+
+    fn subscribe_cancellations(&self) -> broadcast::Receiver<String> {
+        self.shared().cancels.subscribe()
     }
 
     async fn get_job(&self, id: &str) -> Result<Option<Job>> {
@@ -353,8 +403,10 @@ impl Store for PostgresStore {
         })
     }
 
-    async fn flush_announcements(&self) -> Result<()> {
-        self.flush_notifier().await;
+    /// Sends the NOTIFYs still pending, then stops the notifier and the LISTEN
+    /// connection and closes the pool. Later calls fail.
+    async fn close(&self) -> Result<()> {
+        self.close_all().await;
         Ok(())
     }
 }

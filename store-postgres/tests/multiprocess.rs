@@ -64,7 +64,10 @@ mod postgres {
                 let key = ScheduleKey::new("event:42:reminder").unwrap();
                 let job = NewJob::new("remind", json!([std::process::id()]), EnqueueOptions::new())
                     .unwrap();
-                let out = store.replace_scheduled(&key, job).await.expect("replace");
+                let out = store
+                    .replace_scheduled(&key, job, duraq_core::RunningOwner::KeepRunning)
+                    .await
+                    .expect("replace");
                 json!({"jobId": out.job_id})
             }
             "idem" => {

@@ -129,6 +129,47 @@ mod postgres {
     }
 
     #[tokio::test]
+    async fn a_running_jobs_cancel_is_heard_by_other_stores_and_survives_close() {
+        let s = schema();
+        // The canceller does not listen and closes right after its commit, as
+        // `duraq jobs cancel` does; its NOTIFY must still arrive.
+        let quiet_options = PostgresOptions {
+            listen: false,
+            ..options(&s)
+        };
+        let worker = open(&s).await.unwrap();
+        let mut cancels = worker.subscribe_cancellations();
+        let queued = worker
+            .enqueue(job("q", EnqueueOptions::new()))
+            .await
+            .unwrap();
+        let running = worker
+            .enqueue(job("j", EnqueueOptions::new()))
+            .await
+            .unwrap();
+        let req = ClaimRequest {
+            worker_id: "w".into(),
+            job_names: vec!["j".into()],
+            limit: 1,
+            ..ClaimRequest::default()
+        };
+        assert_eq!(worker.claim(&req).await.unwrap().len(), 1);
+        let canceller = PostgresStore::connect(&url(), quiet_options).await.unwrap();
+        canceller.cancel_job(queued.job_id()).await.unwrap();
+        canceller.cancel_job(running.job_id()).await.unwrap();
+        canceller.close().await.unwrap();
+        drop(canceller);
+        let heard = tokio::time::timeout(Duration::from_secs(10), cancels.recv())
+            .await
+            .expect("the cancellation is announced")
+            .unwrap();
+        assert_eq!(heard, running.job_id(), "only the running job's cancel");
+        // A closed store refuses further calls.
+        worker.close().await.unwrap();
+        assert!(worker.count_snapshot().await.is_err());
+    }
+
+    #[tokio::test]
     async fn listener_reconnects_after_its_connection_dies() {
         let s = schema();
         let quick = PostgresOptions {
@@ -186,7 +227,11 @@ mod postgres {
             let key = key.clone();
             async move {
                 store
-                    .replace_scheduled(&key, job("remind", EnqueueOptions::new()))
+                    .replace_scheduled(
+                        &key,
+                        job("remind", EnqueueOptions::new()),
+                        duraq_core::RunningOwner::KeepRunning,
+                    )
                     .await
             }
         })

@@ -2,7 +2,7 @@
 //! pruning in batches, and reservation reconciliation.
 
 use duraq_core::transitions::{operator_cancel, operator_retry};
-use duraq_core::{Job, JobFilter, JobStatus, PruneRequest, Result};
+use duraq_core::{Error, Job, JobFilter, JobStatus, LeaseState, PruneRequest, Result};
 use rusqlite::{params, Connection, OptionalExtension};
 
 use crate::error_map::SqlResult;
@@ -26,13 +26,44 @@ pub(crate) fn retry_job(tx: &mut Tx<'_>, id: &str) -> Result<Job> {
     Ok(job)
 }
 
-/// Operator cancel of a queued or handed-off job.
-pub(crate) fn cancel_job(tx: &mut Tx<'_>, id: &str) -> Result<Job> {
+/// Operator cancel of a queued or handed-off job; returns the row and the
+/// status it had (a `handed_off` one's worker is told).
+pub(crate) fn cancel_job(tx: &mut Tx<'_>, id: &str) -> Result<(Job, JobStatus)> {
     let mut job = require_job(tx.conn, id)?;
     let from = job.status;
     operator_cancel(&mut job, tx.now)?;
     persist_transition(tx, from, &job, Reservation::Unknown)?;
-    Ok(job)
+    Ok((job, from))
+}
+
+/// The status and lease of each of `ids` that exists (the worker's lease check).
+pub(crate) fn lease_states(conn: &Connection, ids: &[String]) -> Result<Vec<LeaseState>> {
+    let list = serde_json::to_string(ids).map_err(|e| Error::backend("encoding job ids", e))?;
+    let mut stmt = conn
+        .prepare_cached(
+            "SELECT id, status, handoff_id FROM duraq_jobs \
+             WHERE id IN (SELECT value FROM json_each(?1))",
+        )
+        .db()?;
+    let rows = stmt
+        .query_map([list], |r| {
+            Ok((
+                r.get::<_, String>(0)?,
+                r.get::<_, String>(1)?,
+                r.get::<_, Option<String>>(2)?,
+            ))
+        })
+        .db()?;
+    let mut out = Vec::with_capacity(ids.len());
+    for row in rows {
+        let (job_id, status, handoff_id) = row.db()?;
+        out.push(LeaseState {
+            job_id,
+            status: status.parse()?,
+            handoff_id,
+        });
+    }
+    Ok(out)
 }
 
 /// Jobs matching `filter`, newest first.

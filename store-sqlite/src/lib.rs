@@ -91,6 +91,9 @@ struct Inner {
     signals: Arc<Signals>,
     pragmas: PragmaReport,
     migration: MigrationReport,
+    /// Running jobs cancelled through this store value (other processes' cancels
+    /// are found by the workers' lease check).
+    cancels: tokio::sync::broadcast::Sender<String>,
     /// Delete the files on drop (a store made by [`SqliteStore::open_temporary`]).
     temporary: bool,
 }
@@ -215,6 +218,7 @@ impl SqliteStore {
             signals,
             pragmas,
             migration,
+            cancels: tokio::sync::broadcast::channel(1024).0,
             temporary,
         };
         Ok(Self {
@@ -239,6 +243,15 @@ impl SqliteStore {
 
     pub(crate) fn now(&self) -> i64 {
         self.inner.clock.now_ms()
+    }
+
+    /// Tells this process's workers that running job `id` was cancelled.
+    pub(crate) fn announce_cancelled(&self, id: &str) {
+        let _ = self.inner.cancels.send(id.to_owned());
+    }
+
+    pub(crate) fn cancels(&self) -> tokio::sync::broadcast::Receiver<String> {
+        self.inner.cancels.subscribe()
     }
 
     /// Runs `f` as one logical mutation in the writer's next group commit.

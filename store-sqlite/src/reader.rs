@@ -18,6 +18,8 @@ pub(crate) struct Readers {
     path: PathBuf,
     opts: SqliteOptions,
     idle: Mutex<Vec<Connection>>,
+    /// Set by [`Readers::close`]: no connection is opened or kept afterwards.
+    closed: std::sync::atomic::AtomicBool,
 }
 
 impl Readers {
@@ -26,10 +28,24 @@ impl Readers {
             path,
             opts,
             idle: Mutex::new(Vec::new()),
+            closed: std::sync::atomic::AtomicBool::new(false),
         }
     }
 
+    /// Closes the idle connections; later reads fail (`backend-error`).
+    pub(crate) fn close(&self) {
+        self.closed.store(true, std::sync::atomic::Ordering::SeqCst);
+        let idle = std::mem::take(&mut *self.idle.lock().unwrap_or_else(|p| p.into_inner()));
+        drop(idle);
+    }
+
     fn take(&self) -> Result<Connection> {
+        if self.closed.load(std::sync::atomic::Ordering::SeqCst) {
+            return Err(duraq_core::Error::Backend {
+                message: "the SQLite store is closed".into(),
+                source: None,
+            });
+        }
         let idle = self.idle.lock().unwrap_or_else(|p| p.into_inner()).pop();
         match idle {
             Some(conn) => Ok(conn),
@@ -40,7 +56,9 @@ impl Readers {
 
     fn give_back(&self, conn: Connection) {
         let mut idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());
-        if idle.len() < self.opts.read_pool_size.max(1) {
+        if idle.len() < self.opts.read_pool_size.max(1)
+            && !self.closed.load(std::sync::atomic::Ordering::SeqCst)
+        {
             idle.push(conn);
         }
     }

@@ -7,7 +7,7 @@
 use duraq_core::transitions::{new_job_row, operator_cancel};
 use duraq_core::{
     CancelOutcome, Error, ErrorCode, Job, JobStatus, KeyedOutcome, NewJob, ReplaceOutcome, Result,
-    ScheduleKey, ScheduledJobs, WakeOutcome,
+    RunningOwner, ScheduleKey, ScheduledJobs, WakeOutcome,
 };
 use rusqlite::{params, Connection, OptionalExtension};
 
@@ -31,8 +31,14 @@ fn owner(conn: &Connection, key: &ScheduleKey) -> Result<Option<Job>> {
     }
 }
 
-/// Inserts `job` as the key's new owner; a queued previous owner is cancelled.
-pub(crate) fn replace(tx: &mut Tx<'_>, key: &ScheduleKey, job: NewJob) -> Result<ReplaceOutcome> {
+/// Inserts `job` as the key's new owner; a queued previous owner is cancelled,
+/// and so is a running one with [`RunningOwner::Stop`].
+pub(crate) fn replace(
+    tx: &mut Tx<'_>,
+    key: &ScheduleKey,
+    job: NewJob,
+    running: RunningOwner,
+) -> Result<ReplaceOutcome> {
     if job.idempotency_key().is_some() || job.deduplicate_while_queued() {
         return Err(Error::invalid(
             ErrorCode::UnsupportedOption,
@@ -41,10 +47,15 @@ pub(crate) fn replace(tx: &mut Tx<'_>, key: &ScheduleKey, job: NewJob) -> Result
     }
     check_insert(tx.conn, &job)?;
     let previous = owner(tx.conn, key)?;
-    if let Some(prev) = previous.as_ref().filter(|p| p.status == JobStatus::Queued) {
-        let mut cancelled = prev.clone();
-        operator_cancel(&mut cancelled, tx.now)?;
-        persist_transition(tx, JobStatus::Queued, &cancelled, Reservation::Unknown)?;
+    let mut previous_stopped = false;
+    if let Some(prev) = previous.as_ref() {
+        let stop = prev.status == JobStatus::HandedOff && running == RunningOwner::Stop;
+        if prev.status == JobStatus::Queued || stop {
+            let mut cancelled = prev.clone();
+            operator_cancel(&mut cancelled, tx.now)?;
+            persist_transition(tx, prev.status, &cancelled, Reservation::Unknown)?;
+            previous_stopped = stop;
+        }
     }
     let order: i64 = tx
         .conn
@@ -72,11 +83,17 @@ pub(crate) fn replace(tx: &mut Tx<'_>, key: &ScheduleKey, job: NewJob) -> Result
         job_id: row.id,
         previous_status: previous.as_ref().map(|p| p.status),
         previous_job_id: previous.map(|p| p.id),
+        previous_stopped,
     })
 }
 
-/// Cancels the queued owner, or releases a handed-off owner's key.
-pub(crate) fn cancel(tx: &mut Tx<'_>, key: &ScheduleKey) -> Result<KeyedOutcome<CancelOutcome>> {
+/// Cancels the queued owner; a handed-off owner's key is released (it runs
+/// on), or with [`RunningOwner::Stop`] it is cancelled too.
+pub(crate) fn cancel(
+    tx: &mut Tx<'_>,
+    key: &ScheduleKey,
+    running: RunningOwner,
+) -> Result<KeyedOutcome<CancelOutcome>> {
     let Some(mut job) = owner(tx.conn, key)? else {
         return Ok(KeyedOutcome {
             job_id: None,
@@ -92,6 +109,10 @@ pub(crate) fn cancel(tx: &mut Tx<'_>, key: &ScheduleKey) -> Result<KeyedOutcome<
         operator_cancel(&mut job, tx.now)?;
         persist_transition(tx, JobStatus::Queued, &job, Reservation::Unknown)?;
         CancelOutcome::Cancelled
+    } else if running == RunningOwner::Stop {
+        operator_cancel(&mut job, tx.now)?;
+        persist_transition(tx, JobStatus::HandedOff, &job, Reservation::Unknown)?;
+        CancelOutcome::Stopped
     } else {
         CancelOutcome::HandedOff
     };

@@ -22,14 +22,37 @@ impl Store for SqliteStore {
         self.write(move |tx| enqueue::enqueue_many(tx, jobs)).await
     }
 
-    async fn replace_scheduled(&self, key: &ScheduleKey, job: NewJob) -> Result<ReplaceOutcome> {
+    async fn replace_scheduled(
+        &self,
+        key: &ScheduleKey,
+        job: NewJob,
+        running: RunningOwner,
+    ) -> Result<ReplaceOutcome> {
         let key = key.clone();
-        self.write(move |tx| schedule::replace(tx, &key, job)).await
+        let outcome = self
+            .write(move |tx| schedule::replace(tx, &key, job, running))
+            .await?;
+        if outcome.previous_stopped {
+            if let Some(id) = &outcome.previous_job_id {
+                self.announce_cancelled(id);
+            }
+        }
+        Ok(outcome)
     }
 
-    async fn cancel_scheduled(&self, key: &ScheduleKey) -> Result<KeyedOutcome<CancelOutcome>> {
+    async fn cancel_scheduled(
+        &self,
+        key: &ScheduleKey,
+        running: RunningOwner,
+    ) -> Result<KeyedOutcome<CancelOutcome>> {
         let key = key.clone();
-        self.write(move |tx| schedule::cancel(tx, &key)).await
+        let outcome = self
+            .write(move |tx| schedule::cancel(tx, &key, running))
+            .await?;
+        if let (CancelOutcome::Stopped, Some(id)) = (outcome.outcome, &outcome.job_id) {
+            self.announce_cancelled(id);
+        }
+        Ok(outcome)
     }
 
     async fn wake_scheduled(&self, key: &ScheduleKey) -> Result<KeyedOutcome<WakeOutcome>> {
@@ -117,7 +140,20 @@ impl Store for SqliteStore {
 
     async fn cancel_job(&self, id: &str) -> Result<Job> {
         let id = id.to_owned();
-        self.write(move |tx| admin::cancel_job(tx, &id)).await
+        let (job, from) = self.write(move |tx| admin::cancel_job(tx, &id)).await?;
+        if from == JobStatus::HandedOff {
+            self.announce_cancelled(&job.id);
+        }
+        Ok(job)
+    }
+
+    fn subscribe_cancellations(&self) -> broadcast::Receiver<String> {
+        self.cancels()
+    }
+
+    async fn lease_states(&self, job_ids: &[String]) -> Result<Vec<LeaseState>> {
+        let ids = job_ids.to_vec();
+        self.read(move |conn| admin::lease_states(conn, &ids)).await
     }
 
     async fn get_job(&self, id: &str) -> Result<Option<Job>> {
@@ -228,5 +264,14 @@ impl Store for SqliteStore {
                 self.inner.path.display()
             ),
         })
+    }
+
+    /// Stops the writer thread (and with it the cross-process poll) once the
+    /// writes already sent are committed, and closes every connection. Later
+    /// calls fail with `backend-error`.
+    async fn close(&self) -> Result<()> {
+        self.inner.writer.close().await?;
+        self.inner.readers.close();
+        Ok(())
     }
 }

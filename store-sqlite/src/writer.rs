@@ -124,9 +124,11 @@ impl<T: Send, F: FnOnce(&mut Tx<'_>) -> Result<T> + Send> Request for Pending<T,
     }
 }
 
-/// Handle to the writer thread; dropping it lets the thread finish and exit.
+/// Handle to the writer thread; dropping it (or [`Writer::close`]) lets the
+/// thread finish the requests already sent and exit.
 pub(crate) struct Writer {
-    sender: mpsc::Sender<Box<dyn Request>>,
+    sender: std::sync::Mutex<Option<mpsc::Sender<Box<dyn Request>>>>,
+    thread: std::sync::Mutex<Option<std::thread::JoinHandle<()>>>,
 }
 
 impl Writer {
@@ -141,7 +143,7 @@ impl Writer {
     ) -> Result<Self> {
         let (sender, receiver) = mpsc::channel::<Box<dyn Request>>();
         let mut watch = ForeignWatch::new(&conn)?;
-        std::thread::Builder::new()
+        let thread = std::thread::Builder::new()
             .name("duraq-sqlite-writer".into())
             .spawn(move || {
                 let mut last_batch = 0;
@@ -165,7 +167,24 @@ impl Writer {
                 }
             })
             .map_err(|e| Error::backend("starting the SQLite writer thread", e))?;
-        Ok(Self { sender })
+        Ok(Self {
+            sender: std::sync::Mutex::new(Some(sender)),
+            thread: std::sync::Mutex::new(Some(thread)),
+        })
+    }
+
+    /// Stops taking requests, lets the thread commit those already sent, and
+    /// waits until it has exited (its connection closed). Idempotent.
+    pub(crate) async fn close(&self) -> Result<()> {
+        drop(lock(&self.sender).take());
+        let thread = lock(&self.thread).take();
+        if let Some(thread) = thread {
+            tokio::task::spawn_blocking(move || thread.join())
+                .await
+                .map_err(|e| Error::backend("closing the SQLite writer", e))?
+                .map_err(|_| stopped())?;
+        }
+        Ok(())
     }
 
     /// Runs `f` as one logical mutation in the next group commit and returns its
@@ -181,9 +200,16 @@ impl Writer {
             result: None,
             reply,
         });
-        self.sender.send(request).map_err(|_| stopped())?;
+        match lock(&self.sender).as_ref() {
+            Some(sender) => sender.send(request).map_err(|_| stopped())?,
+            None => return Err(stopped()),
+        }
         answer.await.map_err(|_| stopped())?
     }
+}
+
+fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 fn stopped() -> Error {

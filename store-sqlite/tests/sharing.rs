@@ -164,3 +164,33 @@ async fn only_work_moves_the_cross_process_epoch() {
     store.enqueue(job("ping")).await.unwrap();
     assert_eq!(epoch(), start + 1);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn close_commits_what_was_sent_then_refuses_calls() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("closing.db");
+    let store = SqliteStore::open(&path, SqliteOptions::default()).unwrap();
+    let id = store
+        .enqueue(job("kept"))
+        .await
+        .unwrap()
+        .job_id()
+        .to_owned();
+    store
+        .get_job(&id)
+        .await
+        .unwrap()
+        .expect("readable before close");
+    store.close().await.unwrap();
+    store.close().await.unwrap(); // idempotent
+    let write = store.enqueue(job("late")).await.unwrap_err();
+    assert_eq!(write.code(), ErrorCode::Backend);
+    let read = store.get_job(&id).await.unwrap_err();
+    assert_eq!(read.code(), ErrorCode::Backend);
+    // The write connection is closed: another handle sees the committed job.
+    let again = SqliteStore::open_existing(&path, SqliteOptions::default()).unwrap();
+    assert_eq!(
+        again.get_job(&id).await.unwrap().unwrap().status,
+        JobStatus::Queued
+    );
+}

@@ -206,14 +206,25 @@ pub async fn keyed_cancel_of_running_owner_keeps_reservation(h: &Harness) {
     let opts = EnqueueOptions::new().concurrency("c", 1);
     let out = h
         .store
-        .replace_scheduled(&key("k"), job("j", json!([1]), opts.clone()))
+        .replace_scheduled(
+            &key("k"),
+            job("j", json!([1]), opts.clone()),
+            duraq_core::RunningOwner::KeepRunning,
+        )
         .await
         .unwrap();
     let running = h.claim_id("w", "j", &out.job_id).await;
     h.insert(job("j", json!([2]), opts.clone())).await;
-    h.store.cancel_scheduled(&key("k")).await.unwrap();
     h.store
-        .replace_scheduled(&key("k"), job("j", json!([3]), opts))
+        .cancel_scheduled(&key("k"), duraq_core::RunningOwner::KeepRunning)
+        .await
+        .unwrap();
+    h.store
+        .replace_scheduled(
+            &key("k"),
+            job("j", json!([3]), opts),
+            duraq_core::RunningOwner::KeepRunning,
+        )
         .await
         .unwrap();
     assert!(

@@ -135,6 +135,7 @@ pub async fn revision_per_call(h: &Harness) {
         .replace_scheduled(
             &key("k"),
             job("k", json!([]), EnqueueOptions::new().scheduled_at_ms(at)),
+            duraq_core::RunningOwner::KeepRunning,
         )
         .await
         .unwrap();
@@ -145,9 +146,15 @@ pub async fn revision_per_call(h: &Harness) {
     t.check(h, 1, "replace of a queued owner").await;
     let owner = h.claim("w", &["k"], 1).await;
     t.check(h, 1, "claim").await;
-    h.store.cancel_scheduled(&key("k")).await.unwrap();
+    h.store
+        .cancel_scheduled(&key("k"), duraq_core::RunningOwner::KeepRunning)
+        .await
+        .unwrap();
     t.check(h, 0, "keyed cancel of a running owner").await;
-    h.store.cancel_scheduled(&key("k")).await.unwrap();
+    h.store
+        .cancel_scheduled(&key("k"), duraq_core::RunningOwner::KeepRunning)
+        .await
+        .unwrap();
     t.check(h, 0, "keyed cancel without owner").await;
     h.store.get_scheduled(&key("k"), true).await.unwrap();
     t.check(h, 0, "get_scheduled").await;

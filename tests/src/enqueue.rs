@@ -92,7 +92,9 @@ pub async fn concurrency_cap_conflict(h: &Harness) {
     );
     let k = crate::harness::key("cap-key");
     expect_conflict(
-        h.store.replace_scheduled(&k, bad).await,
+        h.store
+            .replace_scheduled(&k, bad, duraq_core::RunningOwner::KeepRunning)
+            .await,
         ErrorCode::ConcurrencyCapConflict,
     );
     h.assert_unchanged(&before, "concurrency-cap-conflict")
@@ -252,7 +254,10 @@ pub async fn work_signal_moves(h: &Harness) {
     let k = crate::harness::key("sig");
     let at = h.now() + 60_000;
     let keyed = job("j", json!([]), EnqueueOptions::new().scheduled_at_ms(at));
-    h.store.replace_scheduled(&k, keyed).await.unwrap();
+    h.store
+        .replace_scheduled(&k, keyed, duraq_core::RunningOwner::KeepRunning)
+        .await
+        .unwrap();
     rx.borrow_and_update();
     h.store.wake_scheduled(&k).await.unwrap();
     assert!(rx.has_changed().unwrap(), "wake signals work");

@@ -290,7 +290,11 @@ impl Harness {
 
     pub async fn replace(&self, k: &str, name: &str, args: Value) -> ReplaceOutcome {
         self.store
-            .replace_scheduled(&key(k), job(name, args, EnqueueOptions::new()))
+            .replace_scheduled(
+                &key(k),
+                job(name, args, EnqueueOptions::new()),
+                duraq_core::RunningOwner::KeepRunning,
+            )
             .await
             .expect("replace_scheduled")
     }

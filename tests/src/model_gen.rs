@@ -57,7 +57,9 @@ pub enum Report {
 pub enum Op {
     Enqueue(Spec),
     Batch(Vec<Spec>),
+    /// Key 0 or 1; 2 and 3 are the same keys with `RunningOwner::Stop`.
     Replace(u8, Spec),
+    /// Key 0 or 1; 2 and 3 are the same keys with `RunningOwner::Stop`.
     CancelKey(u8),
     WakeKey(u8),
     GetKey(u8, bool),
@@ -105,6 +107,8 @@ pub enum Op {
     RecordOperation(u8),
     Reconcile,
     Snapshot,
+    /// The lease check over every lease handed out so far (`lost_leases`).
+    LostLeases,
     /// Pauses queue q0 or q1 (2: a name that breaks the rule, refused alike).
     /// Woven into a sequence by [`ops`], not drawn by [`op`].
     Pause(u8),
@@ -231,21 +235,47 @@ pub fn op() -> impl Strategy<Value = Op> {
 /// `tests/model_detects_bugs.rs` keeps its reach, and shrinking the operations
 /// re-weaves the pauses.
 pub fn ops(len: std::ops::RangeInclusive<usize>) -> impl Strategy<Value = Vec<Op>> {
-    prop::collection::vec(op(), len).prop_map(weave_pauses)
+    prop::collection::vec(op(), len)
+        .prop_map(weave_pauses)
+        .prop_map(weave_cancels)
 }
 
-fn weave_pauses(mut ops: Vec<Op>) -> Vec<Op> {
+/// A deterministic generator seeded by a hash of `ops` (xorshift64): no draw
+/// from the runner's RNG.
+fn hashed(ops: &[Op]) -> impl FnMut(u64) -> u64 {
     use std::hash::{Hash, Hasher};
     let mut hasher = std::collections::hash_map::DefaultHasher::new();
     format!("{ops:?}").hash(&mut hasher);
     let mut state = hasher.finish() | 1;
-    let mut next = |n: u64| {
-        // xorshift64: deterministic, no draw from the runner's RNG.
+    move |n: u64| {
         state ^= state << 13;
         state ^= state >> 7;
         state ^= state << 17;
         state % n
-    };
+    }
+}
+
+/// Turns about a third of the keyed cancels and replacements into ones that
+/// stop a running owner (`RunningOwner::Stop`, keys 2 and 3) and weaves in up to
+/// three lease checks (`lost_leases` over every lease handed out), the same way
+/// as [`weave_pauses`]: no extra draws.
+fn weave_cancels(mut ops: Vec<Op>) -> Vec<Op> {
+    let mut next = hashed(&ops);
+    for op in ops.iter_mut() {
+        match op {
+            Op::CancelKey(k) | Op::Replace(k, _) if next(3) == 0 => *k += 2,
+            _ => {}
+        }
+    }
+    for _ in 0..next(4) {
+        let at = next(ops.len() as u64 + 1) as usize;
+        ops.insert(at, Op::LostLeases);
+    }
+    ops
+}
+
+fn weave_pauses(mut ops: Vec<Op>) -> Vec<Op> {
+    let mut next = hashed(&ops);
     for _ in 0..next(4) {
         let at = next(ops.len() as u64 + 1) as usize;
         let queue = if next(10) == 0 { 2 } else { next(2) as u8 };

@@ -92,7 +92,16 @@ fn queue_name(q: u8) -> Result<QueueName> {
 }
 
 fn key(k: u8) -> ScheduleKey {
-    ScheduleKey::new(format!("k{k}")).expect("valid key")
+    ScheduleKey::new(format!("k{}", k % 2)).expect("valid key")
+}
+
+/// Keys 2 and 3 of `Replace` / `CancelKey` stop a running owner.
+fn running(k: u8) -> duraq_core::RunningOwner {
+    if k >= 2 {
+        duraq_core::RunningOwner::Stop
+    } else {
+        duraq_core::RunningOwner::KeepRunning
+    }
 }
 
 fn claim_request(worker: u8, limit: u8, names: u8, only_q0: bool, config: u8) -> ClaimRequest {
@@ -183,10 +192,10 @@ pub async fn apply(ctx: &Ctx<'_>, op: &Op) -> Value {
             }
         }
         Op::Replace(k, spec) => match new_job(spec, id(0), ctx.now) {
-            Ok(job) => to_json(s.replace_scheduled(&key(*k), job).await),
+            Ok(job) => to_json(s.replace_scheduled(&key(*k), job, running(*k)).await),
             Err(e) => to_json::<()>(Err(e)),
         },
-        Op::CancelKey(k) => to_json(s.cancel_scheduled(&key(*k)).await),
+        Op::CancelKey(k) => to_json(s.cancel_scheduled(&key(*k), running(*k)).await),
         Op::WakeKey(k) => to_json(s.wake_scheduled(&key(*k)).await),
         Op::GetKey(k, terminal) => to_json(s.get_scheduled(&key(*k), *terminal).await),
         Op::Claim {
@@ -308,6 +317,13 @@ pub async fn apply(ctx: &Ctx<'_>, op: &Op) -> Value {
                 .await,
         ),
         Op::Reconcile => to_json(s.reconcile_reservations().await),
+        Op::LostLeases => match s.lost_leases(ctx.leases).await {
+            Ok(lost) => json!(lost
+                .iter()
+                .map(|l| json!([l.lease.job_id, format!("{:?}", l.loss)]))
+                .collect::<Vec<_>>()),
+            Err(e) => json!({"error": e.code().as_str()}),
+        },
         Op::Snapshot => {
             let global = to_json(s.count_snapshot().await.map(|mut snap| {
                 snap.revision -= ctx.base_revision;

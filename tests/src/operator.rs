@@ -136,7 +136,11 @@ pub async fn get_job_in_every_status(h: &Harness) {
 
 pub async fn retry_takes_free_key_back(h: &Harness) {
     let new = job("j", json!([]), EnqueueOptions::new().max_retries(0));
-    let out = h.store.replace_scheduled(&key("k"), new).await.unwrap();
+    let out = h
+        .store
+        .replace_scheduled(&key("k"), new, duraq_core::RunningOwner::KeepRunning)
+        .await
+        .unwrap();
     h.drive_to(&out.job_id, "j", JobStatus::Failed).await;
     assert_eq!(
         h.store

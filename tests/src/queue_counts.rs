@@ -96,12 +96,20 @@ pub async fn per_queue_counts_follow_every_transition(h: &Harness) {
     // Replace moves a keyed job from one queue to another: the old owner is
     // cancelled in its queue, the new one queued in its own.
     h.store
-        .replace_scheduled(&key("k"), job("k", json!([1]), in_queue("reports")))
+        .replace_scheduled(
+            &key("k"),
+            job("k", json!([1]), in_queue("reports")),
+            duraq_core::RunningOwner::KeepRunning,
+        )
         .await
         .unwrap();
     assert_exact(h, "replace without owner").await;
     h.store
-        .replace_scheduled(&key("k"), job("k", json!([2]), in_queue("digest")))
+        .replace_scheduled(
+            &key("k"),
+            job("k", json!([2]), in_queue("digest")),
+            duraq_core::RunningOwner::KeepRunning,
+        )
         .await
         .unwrap();
     let snap = assert_exact(h, "replace").await;

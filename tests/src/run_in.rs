@@ -51,6 +51,7 @@ pub async fn run_in_resolves_with_the_store_clock(h: &Harness) {
         .replace_scheduled(
             &key,
             job("r", json!([]), EnqueueOptions::new().run_in_ms(7)),
+            duraq_core::RunningOwner::KeepRunning,
         )
         .await
         .unwrap();

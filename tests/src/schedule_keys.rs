@@ -71,19 +71,31 @@ pub async fn replace_running_owner_moves_ownership(h: &Harness) {
 }
 
 pub async fn cancel_outcomes(h: &Harness) {
-    let missing = h.store.cancel_scheduled(&key("none")).await.unwrap();
+    let missing = h
+        .store
+        .cancel_scheduled(&key("none"), duraq_core::RunningOwner::KeepRunning)
+        .await
+        .unwrap();
     assert_eq!(
         (missing.job_id, missing.outcome),
         (None, CancelOutcome::NotFound)
     );
     let queued = h.replace("q", "j", json!([])).await;
-    let out = h.store.cancel_scheduled(&key("q")).await.unwrap();
+    let out = h
+        .store
+        .cancel_scheduled(&key("q"), duraq_core::RunningOwner::KeepRunning)
+        .await
+        .unwrap();
     assert_eq!(
         (out.job_id.as_deref(), out.outcome),
         (Some(queued.job_id.as_str()), CancelOutcome::Cancelled)
     );
     assert_eq!(h.get(&queued.job_id).await.status, JobStatus::Cancelled);
-    let again = h.store.cancel_scheduled(&key("q")).await.unwrap();
+    let again = h
+        .store
+        .cancel_scheduled(&key("q"), duraq_core::RunningOwner::KeepRunning)
+        .await
+        .unwrap();
     assert_eq!(
         again.outcome,
         CancelOutcome::NotFound,
@@ -93,7 +105,11 @@ pub async fn cancel_outcomes(h: &Harness) {
     let run = h.replace("r", "j", json!([])).await;
     let claimed = h.claim_id("w", "j", &run.job_id).await;
     let before = h.snapshot().await;
-    let out = h.store.cancel_scheduled(&key("r")).await.unwrap();
+    let out = h
+        .store
+        .cancel_scheduled(&key("r"), duraq_core::RunningOwner::KeepRunning)
+        .await
+        .unwrap();
     assert_eq!(
         (out.job_id.as_deref(), out.outcome),
         (Some(run.job_id.as_str()), CancelOutcome::HandedOff)
@@ -115,7 +131,11 @@ pub async fn cancel_outcomes(h: &Harness) {
     let done = h.replace("d", "j", json!([])).await;
     h.drive_to(&done.job_id, "j", JobStatus::Completed).await;
     assert_eq!(
-        h.store.cancel_scheduled(&key("d")).await.unwrap().outcome,
+        h.store
+            .cancel_scheduled(&key("d"), duraq_core::RunningOwner::KeepRunning)
+            .await
+            .unwrap()
+            .outcome,
         CancelOutcome::NotFound
     );
 }
@@ -132,7 +152,11 @@ pub async fn wake_outcomes(h: &Harness) {
         json!({"a": 1}),
         EnqueueOptions::new().scheduled_at_ms(at),
     );
-    let out = h.store.replace_scheduled(&key("f"), future).await.unwrap();
+    let out = h
+        .store
+        .replace_scheduled(&key("f"), future, duraq_core::RunningOwner::KeepRunning)
+        .await
+        .unwrap();
     let before = h.get(&out.job_id).await;
     let r0 = h.revision().await;
     h.advance(5);
@@ -159,7 +183,11 @@ pub async fn wake_outcomes(h: &Harness) {
         json!([2]),
         EnqueueOptions::new().scheduled_at_ms(h.now()),
     );
-    let due = h.store.replace_scheduled(&key("n"), at_now).await.unwrap();
+    let due = h
+        .store
+        .replace_scheduled(&key("n"), at_now, duraq_core::RunningOwner::KeepRunning)
+        .await
+        .unwrap();
     let woke = h.store.wake_scheduled(&key("n")).await.unwrap();
     assert_eq!(
         (woke.job_id.as_deref(), woke.outcome),
@@ -238,7 +266,9 @@ pub async fn replace_refuses_idempotency_and_dedupe(h: &Harness) {
     let before = h.state().await;
     let idem = job("j", json!([]), EnqueueOptions::new().idempotency_key("i"));
     expect_invalid(
-        h.store.replace_scheduled(&key("k"), idem).await,
+        h.store
+            .replace_scheduled(&key("k"), idem, duraq_core::RunningOwner::KeepRunning)
+            .await,
         ErrorCode::UnsupportedOption,
     );
     let dedupe = job(
@@ -247,7 +277,9 @@ pub async fn replace_refuses_idempotency_and_dedupe(h: &Harness) {
         EnqueueOptions::new().deduplicate_while_queued(),
     );
     expect_invalid(
-        h.store.replace_scheduled(&key("k"), dedupe).await,
+        h.store
+            .replace_scheduled(&key("k"), dedupe, duraq_core::RunningOwner::KeepRunning)
+            .await,
         ErrorCode::UnsupportedOption,
     );
     h.assert_unchanged(&before, "unsupported-option").await;

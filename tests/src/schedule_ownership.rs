@@ -12,7 +12,11 @@ pub async fn superseded_job_never_removes_newer_owner(h: &Harness) {
     let mut running = Vec::new();
     for i in 0..3 {
         let new = job("j", json!([i]), EnqueueOptions::new().max_retries(0));
-        let out = h.store.replace_scheduled(&key("k"), new).await.unwrap();
+        let out = h
+            .store
+            .replace_scheduled(&key("k"), new, duraq_core::RunningOwner::KeepRunning)
+            .await
+            .unwrap();
         running.push(h.claim_id(&format!("w{i}"), "j", &out.job_id).await);
     }
     let owner = h.replace("k", "other", json!([])).await;
@@ -38,7 +42,10 @@ pub async fn high_water_survives_release_and_prune(h: &Harness) {
         "the completed owner released the key"
     );
     assert_eq!(h.get(&second.job_id).await.schedule_order, Some(2));
-    h.store.cancel_scheduled(&key("k")).await.unwrap();
+    h.store
+        .cancel_scheduled(&key("k"), duraq_core::RunningOwner::KeepRunning)
+        .await
+        .unwrap();
     h.advance(10);
     let req = PruneRequest {
         completed_older_than: Some(std::time::Duration::ZERO),

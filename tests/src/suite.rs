@@ -129,6 +129,13 @@ macro_rules! store_suite {
                     operation_rides_along, start_attempt_stamps_once, record_result,
                     missing_operation_not_found, operation_key_in_use_conflicts,
                 ],
+                cancel_running: [
+                    lost_leases_tell_cancelled_from_lost, cancelling_a_running_job_is_announced,
+                    keyed_cancel_keeps_or_stops_the_running_owner,
+                    keyed_cancel_stop_of_a_queued_owner_just_cancels,
+                    replace_keeps_or_stops_the_running_owner,
+                    a_cancel_through_another_handle_is_seen_by_the_lease_check,
+                ],
                 operator: [
                     retry_terminal_jobs, retry_rejects_live_and_missing, cancel_live_jobs,
                     cancel_rejects_terminal_and_missing, get_job_in_every_status,

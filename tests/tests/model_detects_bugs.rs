@@ -50,11 +50,20 @@ impl Store for Buggy {
     async fn enqueue_batch(&self, jobs: Vec<NewJob>) -> Result<Vec<EnqueueOutcome>> {
         self.inner.enqueue_batch(jobs).await
     }
-    async fn replace_scheduled(&self, key: &ScheduleKey, job: NewJob) -> Result<ReplaceOutcome> {
-        self.inner.replace_scheduled(key, job).await
+    async fn replace_scheduled(
+        &self,
+        key: &ScheduleKey,
+        job: NewJob,
+        running: duraq_core::RunningOwner,
+    ) -> Result<ReplaceOutcome> {
+        self.inner.replace_scheduled(key, job, running).await
     }
-    async fn cancel_scheduled(&self, key: &ScheduleKey) -> Result<KeyedOutcome<CancelOutcome>> {
-        self.inner.cancel_scheduled(key).await
+    async fn cancel_scheduled(
+        &self,
+        key: &ScheduleKey,
+        running: duraq_core::RunningOwner,
+    ) -> Result<KeyedOutcome<CancelOutcome>> {
+        self.inner.cancel_scheduled(key, running).await
     }
     async fn wake_scheduled(&self, key: &ScheduleKey) -> Result<KeyedOutcome<WakeOutcome>> {
         self.inner.wake_scheduled(key).await
@@ -135,6 +144,9 @@ impl Store for Buggy {
     }
     async fn get_job(&self, id: &str) -> Result<Option<Job>> {
         self.inner.get_job(id).await
+    }
+    async fn lease_states(&self, ids: &[String]) -> Result<Vec<duraq_core::LeaseState>> {
+        self.inner.lease_states(ids).await
     }
     async fn list_jobs(&self, filter: &JobFilter) -> Result<Vec<Job>> {
         self.inner.list_jobs(filter).await

@@ -9,7 +9,7 @@
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 
-use duraq_core::{Outcome, WorkerEvent};
+use duraq_core::{LeaseLoss, Outcome, WorkerEvent};
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
@@ -42,6 +42,8 @@ struct Inner {
     running: Gauge,
     slots: i64,
     utilization: Gauge<f64, AtomicU64>,
+    /// Running jobs this worker learned were cancelled, until their attempt ends.
+    cancelled: std::sync::Mutex<std::collections::HashSet<String>>,
 }
 
 fn run_buckets() -> Histogram {
@@ -68,7 +70,7 @@ impl WorkerMetrics {
         slots_gauge.set(slots);
         registry.register(
             "duraq_attempts",
-            "Attempts this worker finished, by job name and outcome (completed, failed, rescheduled, returned_to_queue, lost_lease)",
+            "Attempts this worker finished, by job name and outcome (completed, failed, rescheduled, returned_to_queue, cancelled, lost_lease)",
             attempts.clone(),
         );
         registry.register(
@@ -101,6 +103,7 @@ impl WorkerMetrics {
                 running,
                 slots,
                 utilization,
+                cancelled: Default::default(),
             }),
         }
     }
@@ -116,8 +119,16 @@ impl WorkerMetrics {
                     .observe(wait);
                 self.set_running(m.running.get() + 1);
             }
+            WorkerEvent::LeaseLost {
+                job_id,
+                loss: LeaseLoss::Cancelled,
+            } => {
+                self.cancelled_jobs().insert(job_id.clone());
+            }
             WorkerEvent::Finished(finished) => {
+                let was_cancelled = self.cancelled_jobs().remove(&finished.job_id);
                 let outcome = match (&finished.outcome, finished.accepted) {
+                    (_, false) if was_cancelled => "cancelled",
                     (_, false) => "lost_lease",
                     (Outcome::Completed, true) => "completed",
                     (Outcome::Failed { .. }, true) => "failed",
@@ -135,6 +146,13 @@ impl WorkerMetrics {
             }
             _ => {}
         }
+    }
+
+    fn cancelled_jobs(&self) -> std::sync::MutexGuard<'_, std::collections::HashSet<String>> {
+        self.inner
+            .cancelled
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     fn set_running(&self, n: i64) {

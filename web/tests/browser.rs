@@ -166,7 +166,7 @@ impl Dash {
         )
         .expect("valid job");
         self.store
-            .replace_scheduled(&key, job)
+            .replace_scheduled(&key, job, duraq_core::RunningOwner::KeepRunning)
             .await
             .expect("replace_scheduled");
         let jobs = self

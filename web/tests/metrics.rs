@@ -137,3 +137,41 @@ async fn the_dashboards_metrics_need_the_token_when_one_is_set() {
     assert_eq!(m[r#"duraq_jobs{status="queued"}"#], 1.0);
     assert_eq!(m[r#"duraq_jobs{queue="default",status="queued"}"#], 1.0);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_cancelled_while_running_counts_as_cancelled() {
+    let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
+    enqueue(&store, "long", "default").await;
+    let registry = Registry::new()
+        .register_fn("long", |ctx: duraq_core::JobContext, _| async move {
+            ctx.cancelled().await;
+            Err::<(), _>(JobError::new("stopped").discard())
+        })
+        .unwrap();
+    let worker = Worker::builder(store.clone(), registry).build().unwrap();
+    let metrics = WorkerMetrics::new(10);
+    let mut events = worker.subscribe();
+    let handle = worker.spawn();
+    let id = loop {
+        if let duraq_core::WorkerEvent::Started(s) = events.recv().await.unwrap() {
+            metrics.observe(&duraq_core::WorkerEvent::Started(s.clone()));
+            break s.job_id;
+        }
+    };
+    store.cancel_job(&id).await.unwrap();
+    loop {
+        let event = events.recv().await.unwrap();
+        metrics.observe(&event);
+        if matches!(event, duraq_core::WorkerEvent::Finished(_)) {
+            break;
+        }
+    }
+    handle.shutdown_and_join().await.unwrap();
+    let m = parse(&metrics.render());
+    assert_eq!(
+        m[r#"duraq_attempts_total{job_name="long",outcome="cancelled"}"#],
+        1.0
+    );
+    assert!(!m.contains_key(r#"duraq_attempts_total{job_name="long",outcome="lost_lease"}"#));
+    assert_eq!(m["duraq_worker_running"], 0.0);
+}

@@ -106,7 +106,9 @@ pub async fn replace(target: &Target, sizes: Sizes) -> Result<Vec<Figure>> {
     let started = Instant::now();
     for i in 0..sizes.key_ops {
         let job = NewJob::new(JOB, json!([i]), EnqueueOptions::new().run_at(later))?;
-        store.replace_scheduled(&key, job).await?;
+        store
+            .replace_scheduled(&key, job, duraq_core::RunningOwner::KeepRunning)
+            .await?;
     }
     let ops = rate(sizes.key_ops, started.elapsed());
     Ok(vec![Figure::new("replace_hot_key", ops, "ops/s")])

@@ -179,3 +179,86 @@ pub fn wait_exit(child: &mut Child, timeout: Duration) -> std::process::ExitStat
 pub fn exists(p: &Path) -> bool {
     p.exists()
 }
+
+/// Runs `duraq --database <url> <args> --json`, which must succeed, and returns
+/// its one JSON object.
+pub fn json_at(url: &str, args: &[&str]) -> Value {
+    let mut all = args.to_vec();
+    all.push("--json");
+    let out = run_with_url(url, &all);
+    assert!(
+        out.status.success(),
+        "duraq {args:?} failed: {}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    parse_one(&out.stdout)
+}
+
+/// The multi-process cancel promise on the database at `url`: a `duraq worker`
+/// process runs a ten-minute `duraq.sleep`; another process runs `duraq jobs
+/// cancel`; the worker's handler stops. Its drain deadline and cancel grace are
+/// both far beyond the test's patience, so the worker can exit in time only if
+/// the running handler itself stopped on the cancellation; its totals then
+/// count one cancelled attempt, none aborted, none completed or returned.
+pub fn a_cancelled_running_job_is_stopped_by_its_worker(url: &str) {
+    let patience = Duration::from_secs(60);
+    let id = json_at(
+        url,
+        &["enqueue", "duraq.sleep", "--args", r#"{"ms":600000}"#],
+    )["jobId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let mut worker = Command::new(bin())
+        .arg("--database")
+        .arg(url)
+        .args([
+            "worker",
+            "--json",
+            "--drain-timeout",
+            "20m",
+            "--cancel-grace",
+            "20m",
+        ])
+        .env_remove("DURAQ_DATABASE_URL")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn worker");
+    let job = |id: &str| json_at(url, &["jobs", "show", id])["job"].clone();
+    let running = wait_for(patience, "the job to start", || {
+        let j = job(&id);
+        (j["status"] == "handed_off").then_some(j)
+    });
+    let cancelled = json_at(url, &["jobs", "cancel", &id])["job"].clone();
+    assert_eq!(cancelled["status"], "cancelled", "{cancelled}");
+    // Asked to stop now, the worker drains: it can only finish in time if the
+    // cancelled handler stopped (whether it learned before or during the drain).
+    signal(&worker, libc::SIGTERM);
+    let status = wait_exit(&mut worker, patience);
+    let out = worker.wait_with_output().unwrap();
+    assert!(
+        status.success(),
+        "{status:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report = parse_one(&out.stdout)["report"].clone();
+    assert_eq!(report["claimed"], 1, "{report}");
+    assert_eq!(report["cancelled"], 1, "{report}");
+    assert_eq!(
+        report["cancelAborted"], 0,
+        "the handler stopped itself: {report}"
+    );
+    assert_eq!(report["completed"], 0, "{report}");
+    assert_eq!(report["returnedToQueue"], 0, "{report}");
+    assert_eq!(report["lostLeases"], 0, "{report}");
+    let after = job(&id);
+    assert_eq!(after["status"], "cancelled", "{after}");
+    assert_eq!(after["attempts"], 1, "{after}");
+    assert_eq!(after["workerId"], running["workerId"], "{after}");
+    assert!(
+        after["lastError"].is_null(),
+        "the late report changed nothing: {after}"
+    );
+}

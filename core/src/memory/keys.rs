@@ -6,7 +6,9 @@ use crate::error::{Error, ErrorCode, Result};
 use crate::job::{Job, JobStatus};
 use crate::keys::ScheduleKey;
 use crate::options::NewJob;
-use crate::requests::{CancelOutcome, KeyedOutcome, ReplaceOutcome, ScheduledJobs, WakeOutcome};
+use crate::requests::{
+    CancelOutcome, KeyedOutcome, ReplaceOutcome, RunningOwner, ScheduledJobs, WakeOutcome,
+};
 use crate::transitions::{new_job_row, operator_cancel};
 
 impl State {
@@ -14,6 +16,7 @@ impl State {
         &mut self,
         key: &ScheduleKey,
         job: NewJob,
+        running: RunningOwner,
         now: i64,
         change: &mut CountChange,
     ) -> Result<ReplaceOutcome> {
@@ -31,12 +34,16 @@ impl State {
             .and_then(|id| self.jobs.get(id))
             .cloned();
         let mut previous_status = None;
+        let mut previous_stopped = false;
         if let Some(prev) = &previous {
             previous_status = Some(prev.status);
             if prev.status == JobStatus::Queued {
                 let prev = self.jobs.get_mut(&prev.id).expect("owner row exists");
                 operator_cancel(prev, now).expect("queued job can be cancelled");
                 change.moved(&prev.queue, JobStatus::Queued, JobStatus::Cancelled);
+            } else if running == RunningOwner::Stop {
+                self.cancel_job(&prev.id, now, change)?;
+                previous_stopped = true;
             }
         }
         let order = self.high_water.get(&key).copied().unwrap_or(0) + 1;
@@ -50,6 +57,7 @@ impl State {
             job_id: job.id().to_owned(),
             previous_job_id: previous.map(|p| p.id),
             previous_status,
+            previous_stopped,
         })
     }
 
@@ -62,6 +70,7 @@ impl State {
     pub(super) fn cancel_scheduled(
         &mut self,
         key: &ScheduleKey,
+        running: RunningOwner,
         now: i64,
         change: &mut CountChange,
     ) -> KeyedOutcome<CancelOutcome> {
@@ -77,6 +86,10 @@ impl State {
             operator_cancel(row, now).expect("queued job can be cancelled");
             change.moved(&row.queue, JobStatus::Queued, JobStatus::Cancelled);
             CancelOutcome::Cancelled
+        } else if running == RunningOwner::Stop {
+            self.cancel_job(&owner.id, now, change)
+                .expect("a handed-off job can be cancelled");
+            CancelOutcome::Stopped
         } else {
             CancelOutcome::HandedOff
         };

@@ -91,6 +91,8 @@ pub struct MemoryStore {
     clock: Arc<dyn Clock>,
     deltas: broadcast::Sender<CountDelta>,
     work: Arc<watch::Sender<u64>>,
+    /// Running jobs cancelled through this store (see `subscribe_cancellations`).
+    cancels: broadcast::Sender<String>,
 }
 
 impl Default for MemoryStore {
@@ -112,6 +114,7 @@ impl MemoryStore {
             clock,
             deltas: broadcast::channel(1024).0,
             work: Arc::new(watch::channel(0).0),
+            cancels: broadcast::channel(1024).0,
         }
     }
 

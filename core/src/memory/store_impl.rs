@@ -71,21 +71,39 @@ impl Store for MemoryStore {
         Ok(outcomes)
     }
 
-    async fn replace_scheduled(&self, key: &ScheduleKey, job: NewJob) -> Result<ReplaceOutcome> {
+    async fn replace_scheduled(
+        &self,
+        key: &ScheduleKey,
+        job: NewJob,
+        running: RunningOwner,
+    ) -> Result<ReplaceOutcome> {
         let mut st = self.lock();
         let mut change = CountChange::default();
-        let outcome = st.replace_scheduled(key, job, self.now(), &mut change)?;
+        let outcome = st.replace_scheduled(key, job, running, self.now(), &mut change)?;
         self.commit(&mut st, change);
         drop(st);
         self.signal_work();
+        if outcome.previous_stopped {
+            if let Some(id) = &outcome.previous_job_id {
+                let _ = self.cancels.send(id.clone());
+            }
+        }
         Ok(outcome)
     }
 
-    async fn cancel_scheduled(&self, key: &ScheduleKey) -> Result<KeyedOutcome<CancelOutcome>> {
+    async fn cancel_scheduled(
+        &self,
+        key: &ScheduleKey,
+        running: RunningOwner,
+    ) -> Result<KeyedOutcome<CancelOutcome>> {
         let mut st = self.lock();
         let mut change = CountChange::default();
-        let outcome = st.cancel_scheduled(key, self.now(), &mut change);
+        let outcome = st.cancel_scheduled(key, running, self.now(), &mut change);
         self.commit(&mut st, change);
+        drop(st);
+        if let (CancelOutcome::Stopped, Some(id)) = (outcome.outcome, &outcome.job_id) {
+            let _ = self.cancels.send(id.clone());
+        }
         Ok(outcome)
     }
 
@@ -189,9 +207,31 @@ impl Store for MemoryStore {
     async fn cancel_job(&self, id: &str) -> Result<Job> {
         let mut st = self.lock();
         let mut change = CountChange::default();
+        let was_running = st.jobs.get(id).map(|j| j.status) == Some(JobStatus::HandedOff);
         let job = st.cancel_job(id, self.now(), &mut change)?;
         self.commit(&mut st, change);
+        drop(st);
+        if was_running {
+            let _ = self.cancels.send(job.id.clone());
+        }
         Ok(job)
+    }
+
+    async fn lease_states(&self, job_ids: &[String]) -> Result<Vec<LeaseState>> {
+        let st = self.lock();
+        Ok(job_ids
+            .iter()
+            .filter_map(|id| st.jobs.get(id))
+            .map(|j| LeaseState {
+                job_id: j.id.clone(),
+                status: j.status,
+                handoff_id: j.handoff_id.clone(),
+            })
+            .collect())
+    }
+
+    fn subscribe_cancellations(&self) -> broadcast::Receiver<String> {
+        self.cancels.subscribe()
     }
 
     async fn get_job(&self, id: &str) -> Result<Option<Job>> {

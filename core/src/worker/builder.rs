@@ -31,6 +31,12 @@ pub const DEFAULT_JOB_TIMEOUT: Duration = Duration::from_secs(30 * 60);
 pub const DEFAULT_DRAIN_TIMEOUT: Duration = Duration::from_secs(30);
 /// Default fallback poll interval.
 pub const DEFAULT_POLL_INTERVAL: Duration = Duration::from_secs(1);
+/// Default time a cancelled attempt's handler may take to return before the
+/// runtime aborts it.
+pub const DEFAULT_CANCEL_GRACE: Duration = Duration::from_secs(10);
+/// Default interval of the lease check: how often a worker holding jobs asks
+/// the store which of their leases are gone (cancelled or recovered).
+pub const DEFAULT_LEASE_CHECK_INTERVAL: Duration = Duration::from_secs(1);
 
 /// The validated settings of a worker.
 #[derive(Clone, Debug)]
@@ -45,6 +51,8 @@ pub(crate) struct WorkerConfig {
     pub(crate) recovery_interval: Duration,
     pub(crate) drain_timeout: Duration,
     pub(crate) poll_interval: Duration,
+    pub(crate) cancel_grace: Duration,
+    pub(crate) lease_check_interval: Duration,
     pub(crate) periodic: Vec<PeriodicJob>,
     pub(crate) retention: Option<RetentionPolicy>,
 }
@@ -79,6 +87,8 @@ pub struct WorkerBuilder {
     recovery_interval: Option<Duration>,
     drain_timeout: Duration,
     poll_interval: Duration,
+    cancel_grace: Duration,
+    lease_check_interval: Duration,
     periodic: Vec<PeriodicJob>,
     retention: Option<RetentionPolicy>,
     /// The first invalid queue name given to `queues`/`queue`, reported by `build`.
@@ -106,6 +116,8 @@ impl WorkerBuilder {
             recovery_interval: None,
             drain_timeout: DEFAULT_DRAIN_TIMEOUT,
             poll_interval: DEFAULT_POLL_INTERVAL,
+            cancel_grace: DEFAULT_CANCEL_GRACE,
+            lease_check_interval: DEFAULT_LEASE_CHECK_INTERVAL,
             periodic: Vec::new(),
             retention: None,
             bad_queue: None,
@@ -216,6 +228,24 @@ impl WorkerBuilder {
         self
     }
 
+    /// How long the handler of a cancelled job may take to return after it was
+    /// told ([`crate::JobContext::cancelled`]) before the runtime aborts its task
+    /// (default 10 s; zero aborts at once). Either way the attempt's report is
+    /// refused: the job is already `cancelled`.
+    pub fn cancel_grace(mut self, grace: Duration) -> Self {
+        self.cancel_grace = grace;
+        self
+    }
+
+    /// How often a worker that holds jobs asks the store which of their leases
+    /// are gone (default 1 s): how soon a handler learns that its job was
+    /// cancelled by another process when the store does not announce it (SQLite),
+    /// or that its lease was recovered.
+    pub fn lease_check_interval(mut self, interval: Duration) -> Self {
+        self.lease_check_interval = interval;
+        self
+    }
+
     /// The clock used for latencies, timers and periodic ticks (default: the
     /// system clock; use the store's clock).
     pub fn clock(mut self, clock: Arc<dyn Clock>) -> Self {
@@ -250,7 +280,14 @@ impl WorkerBuilder {
         if self.concurrency == 0 || self.concurrency > u32::MAX as usize >> 4 {
             return bad("concurrency must be between 1 and 2^28");
         }
-        if [stale, heartbeat, recovery, self.poll_interval].contains(&Duration::ZERO)
+        if [
+            stale,
+            heartbeat,
+            recovery,
+            self.poll_interval,
+            self.lease_check_interval,
+        ]
+        .contains(&Duration::ZERO)
             || self.job_timeout == Some(Duration::ZERO)
         {
             return bad("intervals and timeouts must be greater than zero");
@@ -296,6 +333,8 @@ impl WorkerBuilder {
                 recovery_interval: recovery,
                 drain_timeout: self.drain_timeout,
                 poll_interval: self.poll_interval,
+                cancel_grace: self.cancel_grace,
+                lease_check_interval: self.lease_check_interval,
                 periodic: self.periodic,
                 retention: self.retention,
             },

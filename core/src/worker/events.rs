@@ -8,7 +8,7 @@ use std::time::Duration;
 use serde::Serialize;
 use tokio::sync::broadcast;
 
-use crate::requests::Outcome;
+use crate::requests::{LeaseLoss, Outcome};
 
 /// Capacity of the event broadcast; a subscriber further behind sees `Lagged`.
 pub const EVENT_CAPACITY: usize = 4096;
@@ -28,6 +28,16 @@ pub enum WorkerEvent {
     /// An attempt ended and its report was made (`accepted` says whether the lease
     /// was still current).
     Finished(JobFinished),
+    /// The worker learned that the lease of a job it is running is gone: the
+    /// job was cancelled (`Cancelled`) or its lease recovered by another process
+    /// (`Lost`). The handler's context is told at once
+    /// ([`crate::JobContext::cancelled`]); the attempt's report will be refused.
+    LeaseLost {
+        /// The job.
+        job_id: String,
+        /// Why the lease is gone.
+        loss: LeaseLoss,
+    },
     /// This worker recovered the leases of dead workers.
     Recovered {
         /// The recovered jobs, sorted.
@@ -106,6 +116,13 @@ pub struct WorkerReport {
     pub returned_to_queue: u64,
     /// Reports that lost to recovery (returned false; changed nothing).
     pub lost_leases: u64,
+    /// Attempts whose job was cancelled while they ran (`duraq jobs cancel`, a
+    /// keyed cancel or replace that stops the running owner); their reports
+    /// were refused. Not counted in `lost_leases`.
+    pub cancelled: u64,
+    /// Of `cancelled`, the attempts whose handler did not return within the
+    /// cancel grace period and was aborted.
+    pub cancel_aborted: u64,
     /// Reports that could not be delivered at all (store errors until shutdown).
     pub unreported: u64,
     /// Dead workers' leases this worker recovered.
@@ -127,6 +144,8 @@ pub(crate) struct Telemetry {
     pub(crate) rescheduled: AtomicU64,
     pub(crate) returned_to_queue: AtomicU64,
     pub(crate) lost_leases: AtomicU64,
+    pub(crate) cancelled: AtomicU64,
+    pub(crate) cancel_aborted: AtomicU64,
     pub(crate) unreported: AtomicU64,
     pub(crate) recovered: AtomicU64,
     pub(crate) periodic_enqueued: AtomicU64,
@@ -144,6 +163,8 @@ impl Telemetry {
             rescheduled: AtomicU64::new(0),
             returned_to_queue: AtomicU64::new(0),
             lost_leases: AtomicU64::new(0),
+            cancelled: AtomicU64::new(0),
+            cancel_aborted: AtomicU64::new(0),
             unreported: AtomicU64::new(0),
             recovered: AtomicU64::new(0),
             periodic_enqueued: AtomicU64::new(0),
@@ -163,10 +184,21 @@ impl Telemetry {
     }
 
     /// Counts a delivered report by its outcome; a failure counts as a retry
-    /// when the job had `retries_left` and was not discarded.
-    pub(crate) fn count_outcome(&self, outcome: &Outcome, retries_left: bool, accepted: bool) {
+    /// when the job had `retries_left` and was not discarded. A refused report
+    /// counts as `cancelled` when the worker knew its job was cancelled.
+    pub(crate) fn count_outcome(
+        &self,
+        outcome: &Outcome,
+        retries_left: bool,
+        accepted: bool,
+        loss: Option<LeaseLoss>,
+    ) {
         if !accepted {
-            Self::add(&self.lost_leases, 1);
+            let counter = match loss {
+                Some(LeaseLoss::Cancelled) => &self.cancelled,
+                _ => &self.lost_leases,
+            };
+            Self::add(counter, 1);
             return;
         }
         let counter = match outcome {
@@ -189,6 +221,8 @@ impl Telemetry {
             rescheduled: get(&self.rescheduled),
             returned_to_queue: get(&self.returned_to_queue),
             lost_leases: get(&self.lost_leases),
+            cancelled: get(&self.cancelled),
+            cancel_aborted: get(&self.cancel_aborted),
             unreported: get(&self.unreported),
             recovered: get(&self.recovered),
             periodic_enqueued: get(&self.periodic_enqueued),

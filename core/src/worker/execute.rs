@@ -1,16 +1,16 @@
 //! One attempt, from start to report. Each handler runs on its own tokio task so
 //! that a panic unwinds only that task (a failed attempt, never a dead worker) and
-//! a timeout or the drain deadline can abort it. The outcome, together with the
-//! job's slot permit, goes to the reporter ([`super::reporter`]), which sends
-//! reports in batches, fenced by each job's lease; the slot is freed only once the
-//! report is made, so a worker never holds more `handed_off` jobs than it has slots.
+//! a timeout, a cancellation's grace period or the drain deadline can abort it. The
+//! outcome goes to the dispatcher ([`super::dispatcher`]), which sends reports in
+//! batches, fenced by each job's lease; the job keeps its slot until its report
+//! is made, so a worker never holds more `handed_off` jobs than it has slots.
 
 use std::any::Any;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use tokio::sync::{mpsc, watch, OwnedSemaphorePermit};
+use tokio::sync::{mpsc, watch};
 use tracing::Instrument;
 
 use super::events::{JobStarted, Telemetry, WorkerEvent};
@@ -18,7 +18,7 @@ use super::handler::{attempt_number, duration_ms, failed, outcome_of, JobContext
 use super::registry::Registry;
 use crate::clock::Clock;
 use crate::job::{Job, Lease};
-use crate::requests::{ClaimRequest, Outcome};
+use crate::requests::Outcome;
 use crate::store::Store;
 
 /// What every attempt of one worker shares.
@@ -29,27 +29,16 @@ pub(crate) struct Shared {
     pub(crate) telemetry: Arc<Telemetry>,
     pub(crate) worker_id: Arc<str>,
     pub(crate) job_timeout: Option<Duration>,
+    /// How long a cancelled attempt may run on before it is aborted.
+    pub(crate) cancel_grace: Duration,
     /// Turns true when the graceful shutdown begins.
     pub(crate) stopping: watch::Receiver<bool>,
     /// Turns true at the drain deadline: running attempts are given back.
     pub(crate) abort: watch::Receiver<bool>,
     pub(crate) reports: mpsc::UnboundedSender<Report>,
-    pub(crate) in_flight: Arc<InFlight>,
-    /// The claim the reporter adds to a report batch while the queue has a
-    /// backlog (see [`super::reporter`]); `None` when the worker has no handlers.
-    pub(crate) refill: Option<ClaimRequest>,
-    /// Whether the last claim filled every slot it asked for (more is likely due).
-    pub(crate) backlog: AtomicBool,
-}
-
-/// How many claimed jobs are where, for batching decisions (never for safety:
-/// the slot permits alone bound what a worker holds).
-#[derive(Default)]
-pub(crate) struct InFlight {
-    /// Attempts started whose outcome is not yet with the reporter.
+    /// Attempts started whose outcome is not yet with the dispatcher (for
+    /// batching decisions only; the dispatcher's slots bound what it holds).
     pub(crate) running: AtomicUsize,
-    /// Finished attempts whose slots wait for their report to be made.
-    pub(crate) awaiting_report: AtomicUsize,
 }
 
 /// A finished attempt waiting to be reported.
@@ -63,13 +52,14 @@ pub(crate) struct Report {
     /// it for good; for the worker's totals only (the store decides).
     pub(crate) retries_left: bool,
     pub(crate) duration: Duration,
-    /// The job's slot, freed when the report is made (or abandoned), or handed
-    /// to a job claimed in the same call.
-    pub(crate) permit: OwnedSemaphorePermit,
+    /// Whether the runtime aborted the handler because it outlived the grace
+    /// period after a cancellation.
+    pub(crate) aborted_after_cancel: bool,
 }
 
-/// Starts the attempt of a claimed `job` holding slot `permit`.
-pub(crate) fn spawn_attempt(shared: Arc<Shared>, job: Job, permit: OwnedSemaphorePermit) {
+/// Starts the attempt of a claimed `job`; `cancel` turns true when the
+/// dispatcher learns the job's lease is gone (cancelled or lost).
+pub(crate) fn spawn_attempt(shared: Arc<Shared>, job: Job, cancel: watch::Receiver<bool>) {
     let span = tracing::info_span!(
         "job",
         job_id = %job.id,
@@ -77,16 +67,17 @@ pub(crate) fn spawn_attempt(shared: Arc<Shared>, job: Job, permit: OwnedSemaphor
         attempt = job.attempts,
         queue = %job.queue,
     );
-    shared.in_flight.running.fetch_add(1, Ordering::SeqCst);
-    tokio::spawn(supervise(shared, job, permit).instrument(span));
+    shared.running.fetch_add(1, Ordering::SeqCst);
+    tokio::spawn(supervise(shared, job, cancel).instrument(span));
 }
 
-async fn supervise(shared: Arc<Shared>, job: Job, permit: OwnedSemaphorePermit) {
-    let Some(lease) = job.lease() else {
-        tracing::error!("claimed job has no lease; skipping it");
-        shared.in_flight.running.fetch_sub(1, Ordering::SeqCst);
-        return;
-    };
+async fn supervise(shared: Arc<Shared>, job: Job, cancel: watch::Receiver<bool>) {
+    let lease = job.lease().unwrap_or_else(|| crate::job::Lease {
+        // The dispatcher admits only leased jobs; an unleased one reports
+        // under an empty lease, which the store refuses.
+        job_id: job.id.clone(),
+        handoff_id: String::new(),
+    });
     let attempt = job.attempts;
     // `attempts` already counts this attempt: a failure re-queues the job only
     // while it stays within `maxRetries` retries.
@@ -106,6 +97,7 @@ async fn supervise(shared: Arc<Shared>, job: Job, permit: OwnedSemaphorePermit) 
     };
     let (job_name, queue) = (job.job_name.clone(), job.queue.clone());
     let started = Instant::now();
+    let mut aborted_after_cancel = false;
     let outcome = match shared.registry.get(&job.job_name).cloned() {
         None => failed(
             format!("no handler for {job_name} on worker {}", shared.worker_id),
@@ -119,6 +111,7 @@ async fn supervise(shared: Arc<Shared>, job: Job, permit: OwnedSemaphorePermit) 
                 store: shared.store.clone(),
                 clock: shared.clock.clone(),
                 stopping: shared.stopping.clone(),
+                cancel: cancel.clone(),
             };
             let handler = entry.handler.clone();
             let mut task = tokio::spawn(
@@ -130,6 +123,8 @@ async fn supervise(shared: Arc<Shared>, job: Job, permit: OwnedSemaphorePermit) 
             );
             let attempt = attempt_number(attempt);
             let mut abort = shared.abort.clone();
+            let mut cancel = cancel;
+            let grace = shared.cancel_grace;
             tokio::select! {
                 biased;
                 joined = &mut task => match joined {
@@ -148,6 +143,17 @@ async fn supervise(shared: Arc<Shared>, job: Job, permit: OwnedSemaphorePermit) 
                 _ = turned_true(&mut abort) => {
                     task.abort();
                     Outcome::ReturnToQueue
+                }
+                _ = async { turned_true(&mut cancel).await; tokio::time::sleep(grace).await } => {
+                    task.abort();
+                    aborted_after_cancel = true;
+                    tracing::warn!(
+                        job_id = %lease.job_id,
+                        grace = ?grace,
+                        "cancelled handler did not return within the grace period; aborted"
+                    );
+                    // Refused by the store (the lease is gone); said for the record.
+                    failed("cancelled: aborted after the grace period".to_owned(), None, true)
                 }
             }
         }
@@ -174,19 +180,11 @@ async fn supervise(shared: Arc<Shared>, job: Job, permit: OwnedSemaphorePermit) 
         attempt,
         retries_left,
         duration,
-        permit,
+        aborted_after_cancel,
     };
-    shared
-        .in_flight
-        .awaiting_report
-        .fetch_add(1, Ordering::SeqCst);
-    shared.in_flight.running.fetch_sub(1, Ordering::SeqCst);
+    shared.running.fetch_sub(1, Ordering::SeqCst);
     if shared.reports.send(report).is_err() {
-        shared
-            .in_flight
-            .awaiting_report
-            .fetch_sub(1, Ordering::SeqCst);
-        tracing::error!("reporter is gone; the attempt's report is dropped");
+        tracing::error!("the dispatcher is gone; the attempt's report is dropped");
     }
 }
 

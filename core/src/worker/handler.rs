@@ -214,6 +214,8 @@ pub struct JobContext {
     pub(crate) store: Arc<dyn Store>,
     pub(crate) clock: Arc<dyn Clock>,
     pub(crate) stopping: watch::Receiver<bool>,
+    /// Turns true when this attempt's job was cancelled (or its lease lost).
+    pub(crate) cancel: watch::Receiver<bool>,
 }
 
 impl fmt::Debug for JobContext {
@@ -289,6 +291,41 @@ impl JobContext {
     pub async fn shutting_down(&self) {
         let mut stopping = self.stopping.clone();
         let _ = stopping.wait_for(|s| *s).await;
+    }
+
+    /// Whether this attempt was cancelled: an operator cancelled the running
+    /// job (`duraq jobs cancel`, [`Store::cancel_job`], a keyed cancel or replace
+    /// that stops the running owner), or the worker's lease on it was lost (a
+    /// recovery by another process). Either way the attempt's outcome will not
+    /// be recorded, so the handler should stop and return; if it does not, the
+    /// runtime aborts it after the worker's cancel grace period (default 10 s,
+    /// [`crate::WorkerBuilder::cancel_grace`]).
+    pub fn is_cancelled(&self) -> bool {
+        *self.cancel.borrow()
+    }
+
+    /// Resolves when this attempt is cancelled (at once if it was); see
+    /// [`JobContext::is_cancelled`]. Never resolves for an attempt that is not
+    /// cancelled, so it fits in a `select!` beside the work:
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use duraq_core::{JobContext, JobError, JobResult, Registry};
+    /// let registry = Registry::new()
+    ///     .register_fn("long", |ctx: JobContext, _args| async move {
+    ///         tokio::select! {
+    ///             _ = ctx.cancelled() => Err(JobError::new("cancelled").discard()),
+    ///             _ = tokio::time::sleep(Duration::from_secs(60)) => Ok(JobResult::Completed),
+    ///         }
+    ///     })
+    ///     .unwrap();
+    /// assert!(registry.contains("long"));
+    /// ```
+    pub async fn cancelled(&self) {
+        let mut cancel = self.cancel.clone();
+        if cancel.wait_for(|c| *c).await.is_err() {
+            std::future::pending::<()>().await;
+        }
     }
 }
 

@@ -12,8 +12,11 @@
 //! - `registry`: name → handler, duplicate names refused.
 //! - `builder`: [`WorkerBuilder`] and its defaults and validation.
 //! - `handle`: [`Worker`] (`run`, `spawn`) and [`WorkerHandle`].
-//! - `runner`: the claim loop, slot admission, wake-ups and the graceful drain.
-//! - `execute`: one attempt (timeout, panic isolation) and the batched reporter.
+//! - `runner`: startup, the background duties, the graceful drain's shape.
+//! - `dispatcher`: the one loop that owns the slots: claims, batched reports
+//!   (with a refill claim under a backlog), wake-ups, the lease check and
+//!   cancellation notices.
+//! - `execute`: one attempt (timeout, cancel grace, panic isolation).
 //! - `maintenance`: heartbeats and stale-lease recovery.
 //! - `periodic` / `cron`: leaderless periodic enqueue; the five-field cron parser.
 //! - `retention`: pruning sweeps.
@@ -21,6 +24,7 @@
 
 mod builder;
 mod cron;
+mod dispatcher;
 mod events;
 mod execute;
 mod handle;
@@ -28,7 +32,6 @@ mod handler;
 mod maintenance;
 mod periodic;
 mod registry;
-mod reporter;
 mod retention;
 mod runner;
 
@@ -36,8 +39,9 @@ mod runner;
 mod tests;
 
 pub use builder::{
-    WorkerBuilder, DEFAULT_CONCURRENCY, DEFAULT_DRAIN_TIMEOUT, DEFAULT_JOB_TIMEOUT,
-    DEFAULT_POLL_INTERVAL, DEFAULT_STALE_AFTER, MIN_STALE_AFTER,
+    WorkerBuilder, DEFAULT_CANCEL_GRACE, DEFAULT_CONCURRENCY, DEFAULT_DRAIN_TIMEOUT,
+    DEFAULT_JOB_TIMEOUT, DEFAULT_LEASE_CHECK_INTERVAL, DEFAULT_POLL_INTERVAL, DEFAULT_STALE_AFTER,
+    MIN_STALE_AFTER,
 };
 pub use cron::CronSchedule;
 pub use events::{JobFinished, JobStarted, WorkerEvent, WorkerReport, EVENT_CAPACITY};

@@ -77,7 +77,7 @@ async fn run(args: &[String]) -> i32 {
             let n: i64 = arg(4).parse().expect("n");
             let job = NewJob::new("j", json!([n]), EnqueueOptions::new()).expect("job");
             store
-                .replace_scheduled(&key, job)
+                .replace_scheduled(&key, job, duraq_core::RunningOwner::KeepRunning)
                 .await
                 .map(|o| serde_json::to_value(o).unwrap())
         }

@@ -59,11 +59,20 @@ impl Store for Faulty {
     async fn enqueue_batch(&self, jobs: Vec<NewJob>) -> Result<Vec<EnqueueOutcome>> {
         self.inner.enqueue_batch(jobs).await
     }
-    async fn replace_scheduled(&self, key: &ScheduleKey, job: NewJob) -> Result<ReplaceOutcome> {
-        self.inner.replace_scheduled(key, job).await
+    async fn replace_scheduled(
+        &self,
+        key: &ScheduleKey,
+        job: NewJob,
+        running: RunningOwner,
+    ) -> Result<ReplaceOutcome> {
+        self.inner.replace_scheduled(key, job, running).await
     }
-    async fn cancel_scheduled(&self, key: &ScheduleKey) -> Result<KeyedOutcome<CancelOutcome>> {
-        self.inner.cancel_scheduled(key).await
+    async fn cancel_scheduled(
+        &self,
+        key: &ScheduleKey,
+        running: RunningOwner,
+    ) -> Result<KeyedOutcome<CancelOutcome>> {
+        self.inner.cancel_scheduled(key, running).await
     }
     async fn wake_scheduled(&self, key: &ScheduleKey) -> Result<KeyedOutcome<WakeOutcome>> {
         self.inner.wake_scheduled(key).await
@@ -119,6 +128,12 @@ impl Store for Faulty {
     }
     async fn get_job(&self, id: &str) -> Result<Option<Job>> {
         self.inner.get_job(id).await
+    }
+    async fn lease_states(&self, ids: &[String]) -> Result<Vec<LeaseState>> {
+        self.inner.lease_states(ids).await
+    }
+    fn subscribe_cancellations(&self) -> broadcast::Receiver<String> {
+        self.inner.subscribe_cancellations()
     }
     async fn list_jobs(&self, filter: &JobFilter) -> Result<Vec<Job>> {
         self.inner.list_jobs(filter).await

@@ -4,6 +4,7 @@
 //! that turn a hang into a failure.
 
 mod admission;
+mod cancel;
 mod cron;
 mod drain;
 mod faulty;

@@ -44,6 +44,24 @@ pub struct ReplaceOutcome {
     pub previous_stopped: bool,
 }
 
+impl ReplaceOutcome {
+    /// The running job this replacement cancelled, whose worker must be told.
+    pub fn stopped_job_id(&self) -> Option<&str> {
+        self.previous_job_id
+            .as_deref()
+            .filter(|_| self.previous_stopped)
+    }
+}
+
+impl KeyedOutcome<CancelOutcome> {
+    /// The running job this keyed cancel stopped, whose worker must be told.
+    pub fn stopped_job_id(&self) -> Option<&str> {
+        self.job_id
+            .as_deref()
+            .filter(|_| self.outcome == CancelOutcome::Stopped)
+    }
+}
+
 /// What a keyed cancel or replace does to a key's *running* (`handed_off`)
 /// owner. A queued owner is cancelled either way.
 ///

@@ -90,10 +90,8 @@ impl Store for PostgresStore {
         let outcome: ReplaceOutcome = write_tx!(self, self.now(), |tx| {
             schedule::replace(&mut tx, key, &job, running).await
         })?;
-        if outcome.previous_stopped {
-            if let Some(id) = &outcome.previous_job_id {
-                self.announce_cancelled(id);
-            }
+        if let Some(id) = outcome.stopped_job_id() {
+            self.announce_cancelled(id);
         }
         Ok(outcome)
     }
@@ -106,7 +104,7 @@ impl Store for PostgresStore {
         let outcome: KeyedOutcome<CancelOutcome> = write_tx!(self, self.now(), |tx| {
             schedule::cancel(&mut tx, key, running).await
         })?;
-        if let (CancelOutcome::Stopped, Some(id)) = (outcome.outcome, &outcome.job_id) {
+        if let Some(id) = outcome.stopped_job_id() {
             self.announce_cancelled(id);
         }
         Ok(outcome)

@@ -32,10 +32,8 @@ impl Store for SqliteStore {
         let outcome = self
             .write(move |tx| schedule::replace(tx, &key, job, running))
             .await?;
-        if outcome.previous_stopped {
-            if let Some(id) = &outcome.previous_job_id {
-                self.announce_cancelled(id);
-            }
+        if let Some(id) = outcome.stopped_job_id() {
+            self.announce_cancelled(id);
         }
         Ok(outcome)
     }
@@ -49,7 +47,7 @@ impl Store for SqliteStore {
         let outcome = self
             .write(move |tx| schedule::cancel(tx, &key, running))
             .await?;
-        if let (CancelOutcome::Stopped, Some(id)) = (outcome.outcome, &outcome.job_id) {
+        if let Some(id) = outcome.stopped_job_id() {
             self.announce_cancelled(id);
         }
         Ok(outcome)

@@ -85,7 +85,7 @@ impl Store for MemoryStore {
         self.signal_work();
         if outcome.previous_stopped {
             if let Some(id) = &outcome.previous_job_id {
-                let _ = self.cancels.send(id.clone());
+                let _ = self.cancels.send(id.to_owned());
             }
         }
         Ok(outcome)
@@ -101,8 +101,8 @@ impl Store for MemoryStore {
         let outcome = st.cancel_scheduled(key, running, self.now(), &mut change);
         self.commit(&mut st, change);
         drop(st);
-        if let (CancelOutcome::Stopped, Some(id)) = (outcome.outcome, &outcome.job_id) {
-            let _ = self.cancels.send(id.clone());
+        if let Some(id) = outcome.stopped_job_id() {
+            let _ = self.cancels.send(id.to_owned());
         }
         Ok(outcome)
     }

@@ -1,6 +1,7 @@
 //! Worker-side throughput: (4) drain a table of no-op jobs with 1 or 4 worker
 //! processes (C = 64 each), the same with a saturated rate key's backlog in the
-//! way, and live end-to-end with a worker already running
+//! way, an in-process worker with 10 or 64 slots (the shape of issue 18's peer
+//! comparison), and live end-to-end with a worker already running
 //! while 8 producers enqueue one by one; (8) the worker processes' peak RSS.
 //!
 //! Workers are real processes running duraq's runtime ([`crate::worker`]). The
@@ -11,7 +12,7 @@
 use std::time::{Duration, Instant};
 
 use anyhow::{ensure, Result};
-use duraq_core::{EnqueueOptions, JobStatus, NewJob};
+use duraq_core::{EnqueueOptions, JobError, JobStatus, NewJob, Registry, Worker};
 use serde_json::json;
 
 use super::{rate, wait_completed, Figure, Sizes};
@@ -114,6 +115,43 @@ pub async fn drain_saturated_key(target: &Target, sizes: Sizes) -> Result<Vec<Fi
     Ok(vec![Figure::new(
         "drain_1w_saturated_key",
         rate(sizes.drain, elapsed),
+        "jobs/s",
+    )])
+}
+
+/// In-process drain: one `Worker` with `slots` slots in this process (the
+/// producer's, as an application embedding duraq runs it) drains 10,000 no-op
+/// jobs (2,000 with `--quick`) enqueued in batches beforehand. The clock runs
+/// from the worker's start to the count snapshot showing every job completed.
+pub async fn drain_in_process(target: &Target, sizes: Sizes, slots: usize) -> Result<Vec<Figure>> {
+    let jobs = sizes.drain_in_process;
+    let store = target.open().await?;
+    enqueue_batched(&store, jobs, 1_000).await?;
+    let registry = Registry::new()
+        .register_fn(crate::JOB, |_ctx, _args: serde_json::Value| async {
+            Ok::<(), JobError>(())
+        })?;
+    let worker = Worker::builder(store.clone(), registry)
+        .concurrency(slots)
+        .build()?;
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let started = Instant::now();
+    let running = tokio::spawn(worker.run(async {
+        let _ = stop_rx.await;
+    }));
+    let done = wait_completed(&store, jobs as i64, LIMIT).await?;
+    let elapsed = done - started;
+    let _ = stop_tx.send(());
+    let report = running.await??;
+    store.close().await?;
+    ensure!(
+        report.completed == jobs as u64,
+        "the worker completed {} of {jobs} jobs",
+        report.completed
+    );
+    Ok(vec![Figure::new(
+        format!("drain_inproc_{slots}slots"),
+        rate(jobs, elapsed),
         "jobs/s",
     )])
 }

@@ -12,6 +12,11 @@
     source.addEventListener("counts", function (event) {
       var data;
       try { data = JSON.parse(event.data); } catch (e) { return; }
+      // Revisions only grow: an event older than what the page shows (the
+      // poller's last reading, taken before the page was rendered) is skipped.
+      var section = document.querySelector("[data-revision]");
+      var shown = section ? Number(section.getAttribute("data-revision")) : NaN;
+      if (typeof data.revision === "number" && data.revision < shown) return;
       var counts = data.counts || {};
       Object.keys(counts).forEach(function (key) {
         document.querySelectorAll('[data-count="' + key + '"]').forEach(function (el) {
@@ -27,7 +32,6 @@
           if (typeof n === "number") cell.textContent = n.toLocaleString("en-US");
         });
       });
-      var section = document.querySelector("[data-revision]");
       if (section) section.setAttribute("data-revision", String(data.revision));
       if (Array.isArray(data.throughput)) draw(data.throughput);
     });

@@ -64,6 +64,18 @@ async fn every_page_keeps_the_contract_and_escapes_everything() {
     assert!(detail.contains("<main data-page=\"job\">"));
     assert_inert(&detail);
     assert!(detail.contains("data-field=\"status\""));
+    assert!(
+        detail.contains("data-field=\"priority\">7<"),
+        "priority shown"
+    );
+    let rate = detail
+        .split("data-field=\"rateLimit\">")
+        .nth(1)
+        .expect("rate limit field");
+    assert!(
+        rate.starts_with("&lt;script&gt;") && rate.contains("at most 3 per 1 min"),
+        "rate key escaped, limit shown: {rate}"
+    );
     assert_eq!(
         detail.matches("<li data-attempt=\"1\">").count(),
         1,

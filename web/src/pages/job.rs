@@ -151,6 +151,11 @@ fn fields(state: &AppState, job: &Job) -> Markup {
             dt { "Concurrency key" } dd data-field="concurrencyKey" { (opt(text(&job.concurrency_key)))
                 @if let Some(n) = job.max_concurrency { span.muted { " (at most " (n) " at once)" } } }
             dt { "Timeout" } dd data-field="timeout" { (opt(job.timeout_ms.map(crate::format::duration))) }
+            dt { "Priority" } dd data-field="priority" { (job.priority) }
+            dt { "Rate limit" } dd data-field="rateLimit" { @match job.rate_limit() {
+                Some(r) => { (visible(&r.key)) span.muted { " (at most " (r.max) " per " (crate::format::duration(r.period_ms)) ")" } },
+                None => span.muted { "—" },
+            } }
             dt { "Worker" } dd data-field="workerId" { (opt(text(&job.worker_id))) }
             dt { "Lease (handoff id)" } dd data-field="handoffId" { (opt(text(&job.handoff_id))) }
         }

@@ -25,6 +25,10 @@ pub async fn hostile_store() -> (Arc<dyn Store>, String, String) {
     let opts = EnqueueOptions {
         queue: Some(ATTR.to_string()),
         max_retries: Some(0),
+        priority: Some(7),
+        rate_key: Some(SCRIPT.to_string()),
+        rate_max: Some(3),
+        rate_period_ms: Some(60_000),
         ..EnqueueOptions::new()
     };
     let args =

@@ -40,6 +40,7 @@ mod lifecycle;
 mod listener;
 mod mirror;
 mod notify;
+mod ownership;
 mod pause;
 mod rate;
 mod rows;

@@ -13,8 +13,8 @@ use duraq_core::{Error, Job, JobStatus, Lease, Outcome, PruneRequest, Result};
 
 use crate::claim::{release_reservation, release_reservations};
 use crate::db::Db;
+use crate::ownership::{claim_ownership_if_free, lock_key, release_owner, release_owners};
 use crate::rows::{loaded_from_row, lock_job, save_jobs, Loaded, JOB_COLUMNS};
-use crate::schedule::{claim_ownership_if_free, lock_key, release_owner, release_owners};
 use crate::tx::Tx;
 
 /// Gives back what a job that just left `handed_off` (or became terminal) held.

@@ -90,6 +90,7 @@ pub async fn run(db: &Database, a: WorkerArgs, json: bool) -> Result<()> {
     let store = db.open_listening().await?;
     let mut builder = Worker::builder(store.clone(), registry)
         .concurrency(a.concurrency)
+        .prefetch(a.prefetch)
         .stale_after(ms(stale_after))
         .drain_timeout(ms(drain_timeout))
         .cancel_grace(ms(cancel_grace));
@@ -147,6 +148,10 @@ fn stop_line(r: &duraq_core::WorkerReport) -> String {
     add(
         r.returned_to_queue,
         "returned to the queue at the drain deadline",
+    );
+    add(
+        r.returned_unstarted,
+        "claimed ahead and given back unstarted (no attempt used)",
     );
     add(
         r.lost_leases,

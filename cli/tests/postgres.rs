@@ -231,6 +231,21 @@ fn jobs_cancel_from_another_process_stops_the_running_job_on_postgres() {
 }
 
 #[test]
+fn prefetched_jobs_go_back_unstarted_when_the_worker_stops() {
+    let Ok(url) = std::env::var("DATABASE_URL") else {
+        eprintln!("DATABASE_URL is not set; skipping the PostgreSQL CLI test");
+        return;
+    };
+    let schema = format!("duraq_cli_prefetch_{}", std::process::id());
+    execute(&url, &format!("DROP SCHEMA IF EXISTS {schema} CASCADE"));
+    let sep = if url.contains('?') { '&' } else { '?' };
+    let in_schema = format!("{url}{sep}schema={schema}");
+    json(&in_schema, &["migrate"]);
+    common::prefetched_jobs_go_back_unstarted_at_shutdown(&in_schema);
+    execute(&url, &format!("DROP SCHEMA {schema} CASCADE"));
+}
+
+#[test]
 fn schema_flag_and_url_parameter_choose_the_schema() {
     let Ok(url) = std::env::var("DATABASE_URL") else {
         eprintln!("DATABASE_URL is not set; skipping the PostgreSQL CLI test");

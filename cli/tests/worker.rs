@@ -207,6 +207,13 @@ fn a_second_signal_stops_the_drain() {
 }
 
 #[test]
+fn prefetched_jobs_go_back_unstarted_when_the_worker_stops() {
+    let db = Db::new();
+    db.json(&["migrate"]);
+    common::prefetched_jobs_go_back_unstarted_at_shutdown(&db.url());
+}
+
+#[test]
 fn jobs_cancel_from_another_process_stops_the_running_job() {
     let db = Db::new();
     db.json(&["migrate"]);

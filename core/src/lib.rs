@@ -94,7 +94,7 @@ pub use worker::{
     JsonHandler, PeriodicJob, PeriodicSchedule, Registry, RetentionPolicy, Worker, WorkerBuilder,
     WorkerError, WorkerEvent, WorkerHandle, WorkerReport, DEFAULT_CANCEL_GRACE,
     DEFAULT_CONCURRENCY, DEFAULT_DRAIN_TIMEOUT, DEFAULT_JOB_TIMEOUT, DEFAULT_LEASE_CHECK_INTERVAL,
-    DEFAULT_POLL_INTERVAL, DEFAULT_STALE_AFTER, EVENT_CAPACITY, MIN_STALE_AFTER,
+    DEFAULT_POLL_INTERVAL, DEFAULT_STALE_AFTER, EVENT_CAPACITY, MAX_PREFETCH, MIN_STALE_AFTER,
 };
 pub use workers::{
     unhandled_groups, worker_forget_cutoff_ms, DueJobGroup, RunningJob, WorkerInfo, WorkerRecord,

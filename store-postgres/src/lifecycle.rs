@@ -47,6 +47,7 @@ pub(crate) async fn report_many(
         )
     });
     let mut loaded: HashMap<String, Loaded> = HashMap::with_capacity(ids.len());
+    tx.db.execute(crate::claim::BY_KEY_ONLY, &[]).await?;
     for row in tx.db.query(sql, &[&ids]).await? {
         let l = loaded_from_row(&row)?;
         loaded.insert(l.job.id.clone(), l);

@@ -119,11 +119,21 @@ pub async fn drain_saturated_key(target: &Target, sizes: Sizes) -> Result<Vec<Fi
     )])
 }
 
-/// In-process drain: one `Worker` with `slots` slots in this process (the
-/// producer's, as an application embedding duraq runs it) drains 10,000 no-op
-/// jobs (2,000 with `--quick`) enqueued in batches beforehand. The clock runs
-/// from the worker's start to the count snapshot showing every job completed.
-pub async fn drain_in_process(target: &Target, sizes: Sizes, slots: usize) -> Result<Vec<Figure>> {
+/// The prefetch of the `-prefetch` in-process scenarios (graphile-worker's
+/// `local_queue` size in issue 18's peer comparison).
+pub const PREFETCH: usize = 100;
+
+/// In-process drain: one `Worker` with `slots` slots (and `prefetch` jobs
+/// claimed ahead) in this process (the producer's, as an application embedding
+/// duraq runs it) drains 10,000 no-op jobs (2,000 with `--quick`) enqueued in
+/// batches beforehand. The clock runs from the worker's start to the count
+/// snapshot showing every job completed.
+pub async fn drain_in_process(
+    target: &Target,
+    sizes: Sizes,
+    slots: usize,
+    prefetch: usize,
+) -> Result<Vec<Figure>> {
     let jobs = sizes.drain_in_process;
     let store = target.open().await?;
     enqueue_batched(&store, jobs, 1_000).await?;
@@ -133,6 +143,7 @@ pub async fn drain_in_process(target: &Target, sizes: Sizes, slots: usize) -> Re
         })?;
     let worker = Worker::builder(store.clone(), registry)
         .concurrency(slots)
+        .prefetch(prefetch)
         .build()?;
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
     let started = Instant::now();
@@ -149,11 +160,11 @@ pub async fn drain_in_process(target: &Target, sizes: Sizes, slots: usize) -> Re
         "the worker completed {} of {jobs} jobs",
         report.completed
     );
-    Ok(vec![Figure::new(
-        format!("drain_inproc_{slots}slots"),
-        rate(jobs, elapsed),
-        "jobs/s",
-    )])
+    let name = match prefetch {
+        0 => format!("drain_inproc_{slots}slots"),
+        p => format!("drain_inproc_{slots}slots_prefetch{p}"),
+    };
+    Ok(vec![Figure::new(name, rate(jobs, elapsed), "jobs/s")])
 }
 
 pub async fn end_to_end(target: &Target, sizes: Sizes) -> Result<Vec<Figure>> {

@@ -108,6 +108,8 @@ const ALL: &[&str] = &[
     "drain-saturated-key",
     "drain-inproc-10",
     "drain-inproc-64",
+    "drain-inproc-10-prefetch",
+    "drain-inproc-64-prefetch",
     "e2e",
     "wakeup",
     "counts",
@@ -168,8 +170,14 @@ async fn run_one(scenario: &str, target: &Target, sizes: Sizes) -> Result<Vec<Fi
         "drain-1w" => drain::drain(target, sizes, 1).await,
         "drain-4w" => drain::drain(target, sizes, 4).await,
         "drain-saturated-key" => drain::drain_saturated_key(target, sizes).await,
-        "drain-inproc-10" => drain::drain_in_process(target, sizes, 10).await,
-        "drain-inproc-64" => drain::drain_in_process(target, sizes, 64).await,
+        "drain-inproc-10" => drain::drain_in_process(target, sizes, 10, 0).await,
+        "drain-inproc-64" => drain::drain_in_process(target, sizes, 64, 0).await,
+        "drain-inproc-10-prefetch" => {
+            drain::drain_in_process(target, sizes, 10, drain::PREFETCH).await
+        }
+        "drain-inproc-64-prefetch" => {
+            drain::drain_in_process(target, sizes, 64, drain::PREFETCH).await
+        }
         "e2e" => drain::end_to_end(target, sizes).await,
         "wakeup" => wakeup::wakeup(target, sizes).await,
         "counts" => counts::counts(target, sizes).await,

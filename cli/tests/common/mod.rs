@@ -262,3 +262,65 @@ pub fn a_cancelled_running_job_is_stopped_by_its_worker(url: &str) {
         "the late report changed nothing: {after}"
     );
 }
+
+/// The prefetch promise on the database at `url`: a `duraq worker --concurrency 1
+/// --prefetch 3` process holds four of five long `duraq.sleep` jobs (one
+/// running, three waiting in the worker, all `handed_off`). On SIGTERM the three
+/// waiting ones go back to `queued` at once and unstarted; the running one is
+/// given back at the (short) drain deadline. No job used an attempt.
+pub fn prefetched_jobs_go_back_unstarted_at_shutdown(url: &str) {
+    let patience = Duration::from_secs(60);
+    let ids: Vec<String> = (0..5)
+        .map(|_| {
+            json_at(
+                url,
+                &["enqueue", "duraq.sleep", "--args", r#"{"ms":600000}"#],
+            )["jobId"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
+        .collect();
+    let mut worker = Command::new(bin())
+        .arg("--database")
+        .arg(url)
+        .args([
+            "worker",
+            "--json",
+            "--concurrency",
+            "1",
+            "--prefetch",
+            "3",
+            "--drain-timeout",
+            "1s",
+        ])
+        .env_remove("DURAQ_DATABASE_URL")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn worker");
+    let counts = wait_for(patience, "four jobs held", || {
+        let c = json_at(url, &["counts"])["counts"].clone();
+        (c["handedOff"] == 4).then_some(c)
+    });
+    assert_eq!(counts["queued"], 1, "{counts}");
+    signal(&worker, libc::SIGTERM);
+    let status = wait_exit(&mut worker, patience);
+    let out = worker.wait_with_output().unwrap();
+    assert!(
+        status.success(),
+        "{status:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report = parse_one(&out.stdout)["report"].clone();
+    assert_eq!(report["claimed"], 4, "{report}");
+    assert_eq!(report["returnedUnstarted"], 3, "{report}");
+    assert_eq!(report["returnedToQueue"], 1, "{report}");
+    assert_eq!(report["completed"], 0, "{report}");
+    for id in &ids {
+        let job = json_at(url, &["jobs", "show", id])["job"].clone();
+        assert_eq!(job["status"], "queued", "{job}");
+        assert_eq!(job["attempts"], 0, "no attempt used: {job}");
+        assert!(job["workerId"].is_null(), "{job}");
+    }
+}

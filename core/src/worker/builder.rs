@@ -23,6 +23,8 @@ use crate::store::Store;
 
 /// Default number of concurrent jobs per worker.
 pub const DEFAULT_CONCURRENCY: usize = 10;
+/// The most jobs a worker may claim ahead of its slots ([`WorkerBuilder::prefetch`]).
+pub const MAX_PREFETCH: usize = 10_000;
 /// Default stale timeout (`docs/jobs.md`).
 pub const DEFAULT_STALE_AFTER: Duration = Duration::from_secs(60);
 /// Default attempt timeout for jobs without `timeoutMs`.
@@ -43,6 +45,7 @@ pub const DEFAULT_LEASE_CHECK_INTERVAL: Duration = Duration::from_secs(1);
 pub(crate) struct WorkerConfig {
     pub(crate) worker_id: String,
     pub(crate) concurrency: usize,
+    pub(crate) prefetch: usize,
     pub(crate) queues: Option<Vec<String>>,
     pub(crate) queue_config: BTreeMap<String, QueueConfig>,
     pub(crate) job_timeout: Option<Duration>,
@@ -79,6 +82,7 @@ pub struct WorkerBuilder {
     clock: Arc<dyn Clock>,
     worker_id: Option<String>,
     concurrency: usize,
+    prefetch: usize,
     queues: Option<Vec<String>>,
     queue_config: BTreeMap<String, QueueConfig>,
     job_timeout: Option<Duration>,
@@ -108,6 +112,7 @@ impl WorkerBuilder {
             clock: system_clock(),
             worker_id: None,
             concurrency: DEFAULT_CONCURRENCY,
+            prefetch: 0,
             queues: None,
             queue_config: BTreeMap::new(),
             job_timeout: Some(DEFAULT_JOB_TIMEOUT),
@@ -130,9 +135,39 @@ impl WorkerBuilder {
         self
     }
 
-    /// Slots: at most this many jobs held at once (default 10, at least 1).
+    /// Slots: at most this many attempts run at once (default 10, at least 1).
+    /// Without [`prefetch`](Self::prefetch) it is also the most jobs held.
     pub fn concurrency(mut self, slots: usize) -> Self {
         self.concurrency = slots;
+        self
+    }
+
+    /// Claims up to `jobs` more than the slots (default 0, at most
+    /// [`MAX_PREFETCH`]): they wait in the worker, each starting when a slot
+    /// frees, so claims and reports overlap the work and one commit serves more
+    /// jobs. It pays for many short jobs on a store whose commits are slow
+    /// (PostgreSQL); the `cargo xtask bench` in-process drain shows both settings.
+    ///
+    /// The cost: a job waiting here is `handed_off` to this worker (its
+    /// attempt is counted at the claim, and other workers cannot take it) while
+    /// it has not started. At shutdown the waiting jobs go back to `queued`
+    /// unstarted, their attempt not counted ([`crate::WorkerReport::returned_unstarted`]);
+    /// if the worker dies they are recovered like its running jobs. A waiting
+    /// job whose lease is gone (cancelled) never starts.
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use duraq_core::{MemoryStore, Registry, Store, Worker};
+    /// # let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
+    /// # let registry = Registry::new().register_fn("duraq.noop", |_ctx, _args| async { Ok(()) }).unwrap();
+    /// let worker = Worker::builder(store, registry)
+    ///     .concurrency(10)
+    ///     .prefetch(100)
+    ///     .build()
+    ///     .unwrap();
+    /// ```
+    pub fn prefetch(mut self, jobs: usize) -> Self {
+        self.prefetch = jobs;
         self
     }
 
@@ -280,6 +315,9 @@ impl WorkerBuilder {
         if self.concurrency == 0 || self.concurrency > u32::MAX as usize >> 4 {
             return bad("concurrency must be between 1 and 2^28");
         }
+        if self.prefetch > MAX_PREFETCH {
+            return bad("prefetch must be at most 10,000");
+        }
         if [
             stale,
             heartbeat,
@@ -325,6 +363,7 @@ impl WorkerBuilder {
             config: WorkerConfig {
                 worker_id,
                 concurrency: self.concurrency,
+                prefetch: self.prefetch,
                 queues: self.queues,
                 queue_config: self.queue_config,
                 job_timeout: self.job_timeout,

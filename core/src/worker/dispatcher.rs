@@ -19,12 +19,17 @@
 //!   ([`crate::JobContext::cancelled`]); the attempt itself aborts the handler
 //!   after the cancel grace period.
 //!
-//! A job holds its slot from its claim until its report is made, so the worker
-//! never holds more jobs than slots, whatever wakes it. Store calls are awaited
-//! one at a time: attempts go on running meanwhile and their reports queue up
-//! for the next batch, so under a backlog the batches (and their refills) grow
-//! with the store's commit time by themselves; with no backlog a claim is made
-//! at once, so latency is untouched.
+//! A job is held from its claim until its report is made, and the worker never
+//! holds more jobs than its slots plus its prefetch (default 0), whatever wakes
+//! it. Claimed jobs start through the local queue ([`super::local_queue`]),
+//! which runs at most `slots` at once; with prefetch the rest wait there, and an
+//! attempt that ends hands its slot to the next one itself. Store calls are
+//! made on tasks of their own ([`super::calls`]), one at a time without
+//! prefetch and up to [`MAX_CALLS_WITH_PREFETCH`] with it: attempts go on
+//! running meanwhile and their reports queue up for the next batch, so under a
+//! backlog the batches (and their refills) grow with the store's commit time by
+//! themselves; with no backlog a claim is made at once, so latency is untouched. At shutdown the jobs still
+//! waiting go back to the queue unstarted, their attempt not counted.
 //!
 //! [`Store::report_and_claim`]: crate::Store::report_and_claim
 //! [`Store::lost_leases`]: crate::Store::lost_leases
@@ -38,12 +43,15 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::sync::{broadcast, mpsc, watch};
+use tokio::task::JoinSet;
 use tokio::time::Instant;
 
+use super::calls::{self, Done};
 use super::events::{JobFinished, Telemetry, WorkerEvent};
 use super::execute::{spawn_attempt, Report, Shared};
+use super::local_queue::Waiting;
 use crate::job::{Job, Lease};
-use crate::requests::{ClaimRequest, LeaseLoss, LostLease, Outcome};
+use crate::requests::{ClaimRequest, LeaseLoss, LostLease};
 
 /// The most jobs asked for in one claim.
 const MAX_CLAIM_BATCH: usize = 256;
@@ -53,6 +61,9 @@ const MAX_REPORT_BATCH: usize = 256;
 const REPORT_GATHER: Duration = Duration::from_millis(1);
 /// How long reports may take after the drain deadline before they are abandoned.
 const REPORT_GRACE: Duration = Duration::from_secs(5);
+/// Store calls in flight at once when the worker prefetches (without prefetch,
+/// one: a second call would only split the batch the first one makes).
+const MAX_CALLS_WITH_PREFETCH: usize = 2;
 
 /// A job this worker holds (claimed, report not yet made).
 struct Held {
@@ -61,11 +72,16 @@ struct Held {
     cancel: watch::Sender<bool>,
     /// Set once the worker learned the lease is gone.
     loss: Option<LeaseLoss>,
+    /// The attempt ended (its report is pending or being made): its lease is
+    /// no longer checked.
+    ended: bool,
 }
 
 /// The dispatcher's settings.
 pub(crate) struct Settings {
     pub(crate) concurrency: usize,
+    /// Jobs claimed beyond the slots, waiting in the local queue.
+    pub(crate) prefetch: usize,
     pub(crate) poll: Duration,
     pub(crate) lease_check: Duration,
     pub(crate) drain_timeout: Duration,
@@ -78,8 +94,14 @@ pub(crate) struct Dispatcher {
     settings: Settings,
     held: HashMap<String, Held>,
     reports: mpsc::UnboundedReceiver<Report>,
-    /// Finished attempts whose report is not yet made.
+    /// Finished attempts whose report is not yet sent.
     pending: Vec<Report>,
+    /// Store calls in flight.
+    calls: JoinSet<Done>,
+    /// Reports in the batches in flight (their jobs are still held).
+    reporting: usize,
+    /// Jobs asked for by the claims in flight.
+    claiming: usize,
     /// After a failed report: not before this instant, and the next backoff.
     report_retry: Option<(Instant, Duration)>,
     /// Whether the last claim filled every slot it asked for (more is likely due).
@@ -110,6 +132,9 @@ impl Dispatcher {
             held: HashMap::new(),
             reports,
             pending: Vec::new(),
+            calls: JoinSet::new(),
+            reporting: 0,
+            claiming: 0,
             report_retry: None,
             backlog: false,
             want_claim: true,
@@ -118,9 +143,37 @@ impl Dispatcher {
         }
     }
 
-    /// Free slots.
+    /// The most jobs held at once: slots plus prefetch.
+    fn capacity(&self) -> usize {
+        self.settings
+            .concurrency
+            .saturating_add(self.settings.prefetch)
+    }
+
+    /// How many more jobs may be claimed now: the capacity less the jobs held
+    /// (those of report batches in flight count as already given back: a
+    /// refill commits with their reports) and those asked for in flight.
     fn free(&self) -> usize {
-        self.settings.concurrency.saturating_sub(self.held.len())
+        let after = self.held.len().saturating_sub(self.reporting) + self.claiming;
+        self.capacity().saturating_sub(after)
+    }
+
+    /// Whether another store call may be sent now.
+    fn may_call(&self) -> bool {
+        let max = if self.settings.prefetch > 0 {
+            MAX_CALLS_WITH_PREFETCH
+        } else {
+            1
+        };
+        self.calls.len() < max
+    }
+
+    /// Takes a finished attempt's report.
+    fn received(&mut self, report: Report) {
+        if let Some(held) = self.held.get_mut(&report.lease.job_id) {
+            held.ended = true;
+        }
+        self.pending.push(report);
     }
 
     /// Runs until `shutdown` resolves, then drains: no more claims, running
@@ -145,19 +198,20 @@ impl Dispatcher {
             tracing::info!("no handlers registered; this worker only runs background duties");
         }
         loop {
-            if self.stopping && self.held.is_empty() {
+            if self.stopping && self.held.is_empty() && self.calls.is_empty() {
                 break;
             }
             if !self.want_claim && Instant::now() >= self.next_claim_at {
                 self.want_claim = true;
             }
             // 1. Reports waiting (and not backing off after an error).
-            self.pending
-                .extend(std::iter::from_fn(|| self.reports.try_recv().ok()));
+            while let Ok(report) = self.reports.try_recv() {
+                self.received(report);
+            }
             let retry_ok = self.report_retry.is_none_or(|(at, _)| Instant::now() >= at);
-            if !self.pending.is_empty() && retry_ok {
+            if !self.pending.is_empty() && retry_ok && self.may_call() {
                 self.gather().await;
-                self.report().await;
+                self.send_reports();
                 continue;
             }
             // 2. A lease check that is due.
@@ -166,8 +220,8 @@ impl Dispatcher {
                 continue;
             }
             // 3. A claim that is wanted.
-            if self.should_claim() {
-                self.claim_now().await;
+            if self.should_claim() && self.may_call() {
+                self.send_claim();
                 continue;
             }
             // 4. Wait for a reason.
@@ -183,7 +237,7 @@ impl Dispatcher {
                 self.next_lease_check
             };
             let retry_at = match (self.pending.is_empty(), self.report_retry) {
-                (false, Some((at, _))) => at,
+                (false, Some((at, _))) if self.may_call() => at,
                 _ => now + far,
             };
             let drain_at = drain_deadline.unwrap_or(now + far);
@@ -193,6 +247,9 @@ impl Dispatcher {
                 _ = shutdown.as_mut(), if !self.stopping => {
                     self.stopping = true;
                     self.backlog = false;
+                    // Before handlers hear of the shutdown: one that returns
+                    // at once must not hand its slot to a waiting job.
+                    self.give_back_waiting();
                     stopping_tx.send_replace(true);
                     drain_deadline = Some(Instant::now() + self.settings.drain_timeout);
                     tracing::info!(
@@ -201,9 +258,13 @@ impl Dispatcher {
                         "shutting down: draining"
                     );
                 }
+                Some(done) = self.calls.join_next(), if !self.calls.is_empty() => match done {
+                    Ok(done) => self.finish_call(done),
+                    Err(e) => tracing::error!("a store call's task failed: {e}"),
+                },
                 report = self.reports.recv() => {
                     if let Some(report) = report {
-                        self.pending.push(report);
+                        self.received(report);
                     }
                 }
                 id = cancels.recv(), if cancels_alive => match id {
@@ -261,10 +322,15 @@ impl Dispatcher {
         let deadline = Instant::now() + REPORT_GATHER;
         while self.pending.len() < MAX_REPORT_BATCH {
             match self.reports.try_recv() {
-                Ok(r) => self.pending.push(r),
-                Err(_) if self.shared.running.load(Ordering::SeqCst) > 0 => {
+                Ok(r) => self.received(r),
+                // With prefetch attempts run all the time, and the batches
+                // form by themselves while the calls in flight commit.
+                Err(_)
+                    if self.settings.prefetch == 0
+                        && self.shared.running.load(Ordering::SeqCst) > 0 =>
+                {
                     match tokio::time::timeout_at(deadline, self.reports.recv()).await {
-                        Ok(Some(r)) => self.pending.push(r),
+                        Ok(Some(r)) => self.received(r),
                         _ => break,
                     }
                 }
@@ -273,87 +339,110 @@ impl Dispatcher {
         }
     }
 
-    /// Reports one batch; with a backlog, refills the slots in the same call.
-    async fn report(&mut self) {
+    /// Sends one report batch; with a backlog, it refills the slots in the
+    /// same transaction.
+    fn send_reports(&mut self) {
         let take = self.pending.len().min(MAX_REPORT_BATCH);
-        let items: Vec<(Lease, Outcome)> = self.pending[..take]
-            .iter()
-            .map(|r| (r.lease.clone(), r.outcome.clone()))
-            .collect();
+        let batch: Vec<Report> = self.pending.drain(..take).collect();
+        self.reporting += take;
         // The claim that refills the slots this batch frees (and any free ones).
         let refill = match &self.claim {
-            Some(template) if self.backlog && !self.stopping => Some(ClaimRequest {
-                limit: (self.free() + take).min(MAX_CLAIM_BATCH),
-                ..template.clone()
-            }),
+            Some(template) if self.backlog && !self.stopping && self.free() > 0 => {
+                Some(ClaimRequest {
+                    limit: self.free().min(MAX_CLAIM_BATCH),
+                    ..template.clone()
+                })
+            }
             _ => None,
         };
+        self.claiming += refill.as_ref().map_or(0, |r| r.limit);
         let store = self.shared.store.clone();
-        let mut claimed: Option<(usize, Vec<Job>)> = None;
-        let mut results = None;
-        if let Some(req) = refill {
-            match store.report_and_claim(items.clone(), &req).await {
-                Ok(done) => {
-                    results = Some(done.reported);
-                    claimed = Some((req.limit, done.claimed));
+        self.calls.spawn(calls::report(store, batch, refill));
+    }
+
+    /// Sends a plain claim for the free slots.
+    fn send_claim(&mut self) {
+        let Some(template) = &self.claim else {
+            return;
+        };
+        let req = ClaimRequest {
+            limit: self.free().min(MAX_CLAIM_BATCH),
+            ..template.clone()
+        };
+        self.claiming += req.limit;
+        let (store, clock) = (self.shared.store.clone(), self.shared.clock.clone());
+        self.calls.spawn(calls::claim(store, clock, req));
+    }
+
+    /// Applies a finished store call to the jobs held.
+    fn finish_call(&mut self, done: Done) {
+        match done {
+            Done::Reported {
+                batch,
+                asked,
+                results,
+                claimed,
+            } => {
+                self.reporting -= batch.len();
+                self.claiming -= asked;
+                self.reported(batch, results);
+                if let Some(jobs) = claimed {
+                    self.backlog = jobs.len() == asked;
+                    self.start(jobs);
                 }
-                Err(e) => tracing::warn!(
-                    count = take,
-                    "reporting with a refill failed; reporting alone: {e}"
-                ),
+                // Slots freed: they may release a queue cap, so claim again.
+                self.want_claim = true;
+            }
+            Done::Claimed {
+                asked,
+                result,
+                idle_wait,
+            } => {
+                self.claiming -= asked;
+                self.claimed(asked, result, idle_wait);
             }
         }
+    }
+
+    /// The results of a report batch.
+    fn reported(&mut self, mut batch: Vec<Report>, results: crate::Result<Vec<bool>>) {
         let results = match results {
-            Some(r) => r,
-            None => match store.report_batch(items).await {
-                Ok(r) => r,
-                Err(e) => {
-                    let backoff = self
-                        .report_retry
-                        .map_or(Duration::from_millis(100), |(_, b)| {
-                            (b * 2).min(Duration::from_secs(5))
-                        });
-                    tracing::warn!(
-                        count = take,
-                        "reporting failed, retrying in {backoff:?}: {e}"
-                    );
-                    self.report_retry = Some((Instant::now() + backoff, backoff));
-                    return;
-                }
-            },
+            Ok(results) => results,
+            Err(e) => {
+                let backoff = self
+                    .report_retry
+                    .map_or(Duration::from_millis(100), |(_, b)| {
+                        (b * 2).min(Duration::from_secs(5))
+                    });
+                tracing::warn!(
+                    count = batch.len(),
+                    "reporting failed, retrying in {backoff:?}: {e}"
+                );
+                self.report_retry = Some((Instant::now() + backoff, backoff));
+                // Back to the front, in their order, for the retry.
+                batch.append(&mut self.pending);
+                self.pending = batch;
+                return;
+            }
         };
         self.report_retry = None;
         let lost = results.iter().filter(|ok| !**ok).count();
-        tracing::debug!(count = take, lost, "reported");
-        for (i, report) in self.pending.drain(..take).enumerate() {
+        tracing::debug!(count = batch.len(), lost, "reported");
+        for (i, report) in batch.into_iter().enumerate() {
             let accepted = results.get(i).copied().unwrap_or(false);
             let loss = self.held.remove(&report.lease.job_id).and_then(|h| h.loss);
             finished(&self.shared.telemetry, &report, accepted, loss);
         }
-        // Slots freed: they may release a queue cap, so claim again (unless
-        // this call already refilled them).
-        match claimed {
-            Some((asked, jobs)) => {
-                self.backlog = jobs.len() == asked;
-                self.start(jobs);
-                self.want_claim = true;
-            }
-            None => self.want_claim = true,
-        }
     }
 
-    /// A plain claim for the free slots.
-    async fn claim_now(&mut self) {
-        let Some(template) = &self.claim else {
-            return;
-        };
-        let wanted = self.free().min(MAX_CLAIM_BATCH);
-        let req = ClaimRequest {
-            limit: wanted,
-            ..template.clone()
-        };
-        let store = self.shared.store.clone();
-        let jobs = match store.claim(&req).await {
+    /// The result of a plain claim.
+    fn claimed(
+        &mut self,
+        asked: usize,
+        result: crate::Result<Vec<Job>>,
+        idle_wait: Option<Duration>,
+    ) {
+        let jobs = match result {
             Ok(jobs) => {
                 self.claim_backoff = self.settings.poll;
                 jobs
@@ -368,33 +457,34 @@ impl Dispatcher {
             }
         };
         let got = jobs.len();
-        self.backlog = got == wanted;
+        self.backlog = got == asked;
         self.start(jobs);
-        if got == wanted {
+        if got == asked {
             return; // maybe more is due: want_claim stays
         }
         // Idle: claim again at the earliest future job, the poll, or a signal.
         self.want_claim = false;
-        let now_ms = self.shared.clock.now_ms();
-        let next = match store
-            .next_scheduled_at(&req.job_names, req.queues.as_deref())
-            .await
-        {
-            Ok(next) => next,
-            Err(e) => {
-                tracing::warn!("next_scheduled_at failed: {e}");
-                None
-            }
-        };
         let poll = self.settings.poll;
-        let wait = match next {
-            Some(at) if at > now_ms => poll.min(Duration::from_millis((at - now_ms) as u64)),
-            _ => poll,
-        };
-        self.next_claim_at = Instant::now() + wait;
+        self.next_claim_at = Instant::now() + idle_wait.map_or(poll, |wait| poll.min(wait));
     }
 
-    /// Starts claimed `jobs`, each holding one slot.
+    /// Shutdown: the jobs claimed ahead that have not started go back to the
+    /// queue unstarted (reported with the next batch).
+    fn give_back_waiting(&mut self) {
+        let waiting = self.shared.local.take_waiting();
+        if waiting.is_empty() {
+            return;
+        }
+        tracing::info!(
+            count = waiting.len(),
+            "giving back jobs claimed ahead that did not start"
+        );
+        self.pending
+            .extend(waiting.iter().filter_map(Report::unstarted));
+    }
+
+    /// Holds claimed `jobs` and hands them to the local queue, which starts
+    /// those that have a slot.
     fn start(&mut self, jobs: Vec<Job>) {
         let got = jobs.len();
         if got == 0 {
@@ -405,14 +495,15 @@ impl Dispatcher {
         self.shared
             .telemetry
             .emit(WorkerEvent::Claimed { count: got });
+        let mut admitted: Vec<Waiting> = Vec::with_capacity(got);
         for job in jobs {
             let Some(lease) = job.lease() else {
                 tracing::error!(job_id = %job.id, "claimed job has no lease; skipping it");
                 continue;
             };
-            if self.held.len() >= self.settings.concurrency {
+            if self.held.len() >= self.capacity() {
                 tracing::error!("the store returned more jobs than asked for; ignoring the rest");
-                return;
+                break;
             }
             let (cancel, cancel_rx) = watch::channel(false);
             self.held.insert(
@@ -421,9 +512,13 @@ impl Dispatcher {
                     lease,
                     cancel,
                     loss: None,
+                    ended: false,
                 },
             );
-            spawn_attempt(self.shared.clone(), job, cancel_rx);
+            admitted.push((job, cancel_rx));
+        }
+        for (job, cancel) in self.shared.local.push(admitted) {
+            spawn_attempt(self.shared.clone(), job, cancel);
         }
         if self.held.len() == got {
             // The first jobs held: the lease check starts one interval from now.
@@ -437,7 +532,7 @@ impl Dispatcher {
         let leases: Vec<Lease> = self
             .held
             .values()
-            .filter(|h| h.loss.is_none())
+            .filter(|h| h.loss.is_none() && !h.ended)
             .map(|h| h.lease.clone())
             .collect();
         if leases.is_empty() {
@@ -455,6 +550,20 @@ impl Dispatcher {
                 continue;
             };
             if held.lease != lease || held.loss.is_some() {
+                continue;
+            }
+            if self.shared.local.remove(&lease.job_id) {
+                // Claimed ahead and not started: nothing runs, nothing to report.
+                self.held.remove(&lease.job_id);
+                tracing::info!(
+                    job_id = %lease.job_id,
+                    ?loss,
+                    "the lease of a job waiting for a slot is gone; it will not start"
+                );
+                self.shared.telemetry.emit(WorkerEvent::LeaseLost {
+                    job_id: lease.job_id.clone(),
+                    loss,
+                });
                 continue;
             }
             held.loss = Some(loss);
@@ -479,6 +588,12 @@ impl Dispatcher {
 
 /// Counts and announces one reported attempt.
 fn finished(telemetry: &Telemetry, report: &Report, accepted: bool, loss: Option<LeaseLoss>) {
+    if !report.started {
+        if accepted {
+            Telemetry::add(&telemetry.returned_unstarted, 1);
+        }
+        return;
+    }
     if !accepted {
         match loss {
             Some(LeaseLoss::Cancelled) => tracing::info!(

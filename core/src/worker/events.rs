@@ -114,6 +114,9 @@ pub struct WorkerReport {
     pub rescheduled: u64,
     /// Jobs given back at the drain deadline.
     pub returned_to_queue: u64,
+    /// Jobs claimed ahead ([`crate::WorkerBuilder::prefetch`]) and given back
+    /// unstarted at shutdown: `queued` again, no attempt used.
+    pub returned_unstarted: u64,
     /// Reports that lost to recovery (returned false; changed nothing).
     pub lost_leases: u64,
     /// Attempts whose job was cancelled while they ran (`duraq jobs cancel`, a
@@ -143,6 +146,7 @@ pub(crate) struct Telemetry {
     pub(crate) failed: AtomicU64,
     pub(crate) rescheduled: AtomicU64,
     pub(crate) returned_to_queue: AtomicU64,
+    pub(crate) returned_unstarted: AtomicU64,
     pub(crate) lost_leases: AtomicU64,
     pub(crate) cancelled: AtomicU64,
     pub(crate) cancel_aborted: AtomicU64,
@@ -162,6 +166,7 @@ impl Telemetry {
             failed: AtomicU64::new(0),
             rescheduled: AtomicU64::new(0),
             returned_to_queue: AtomicU64::new(0),
+            returned_unstarted: AtomicU64::new(0),
             lost_leases: AtomicU64::new(0),
             cancelled: AtomicU64::new(0),
             cancel_aborted: AtomicU64::new(0),
@@ -220,6 +225,7 @@ impl Telemetry {
             failed: get(&self.failed),
             rescheduled: get(&self.rescheduled),
             returned_to_queue: get(&self.returned_to_queue),
+            returned_unstarted: get(&self.returned_unstarted),
             lost_leases: get(&self.lost_leases),
             cancelled: get(&self.cancelled),
             cancel_aborted: get(&self.cancel_aborted),

@@ -2,8 +2,9 @@
 //! that a panic unwinds only that task (a failed attempt, never a dead worker) and
 //! a timeout, a cancellation's grace period or the drain deadline can abort it. The
 //! outcome goes to the dispatcher ([`super::dispatcher`]), which sends reports in
-//! batches, fenced by each job's lease; the job keeps its slot until its report
-//! is made, so a worker never holds more `handed_off` jobs than it has slots.
+//! batches, fenced by each job's lease. The dispatcher never holds more
+//! `handed_off` jobs than its slots plus its prefetch, and the local queue
+//! ([`super::local_queue`]) never runs more attempts at once than its slots.
 
 use std::any::Any;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -15,6 +16,7 @@ use tracing::Instrument;
 
 use super::events::{JobStarted, Telemetry, WorkerEvent};
 use super::handler::{attempt_number, duration_ms, failed, outcome_of, JobContext};
+use super::local_queue::LocalQueue;
 use super::registry::Registry;
 use crate::clock::Clock;
 use crate::job::{Job, Lease};
@@ -39,6 +41,8 @@ pub(crate) struct Shared {
     /// Attempts started whose outcome is not yet with the dispatcher (for
     /// batching decisions only; the dispatcher's slots bound what it holds).
     pub(crate) running: AtomicUsize,
+    /// Claimed jobs waiting for a slot, and the slots executing.
+    pub(crate) local: LocalQueue,
 }
 
 /// A finished attempt waiting to be reported.
@@ -55,20 +59,56 @@ pub(crate) struct Report {
     /// Whether the runtime aborted the handler because it outlived the grace
     /// period after a cancellation.
     pub(crate) aborted_after_cancel: bool,
+    /// Whether the attempt began (false: a job claimed ahead and given back
+    /// unstarted at shutdown).
+    pub(crate) started: bool,
 }
 
-/// Starts the attempt of a claimed `job`; `cancel` turns true when the
-/// dispatcher learns the job's lease is gone (cancelled or lost).
+impl Report {
+    /// The report that gives back a claimed job that never started: `queued`
+    /// again, its attempt not counted ([`Outcome::ReturnToQueue`]).
+    pub(crate) fn unstarted(job: &Job) -> Option<Self> {
+        Some(Self {
+            lease: job.lease()?,
+            outcome: Outcome::ReturnToQueue,
+            job_name: job.job_name.clone(),
+            queue: job.queue.clone(),
+            attempt: job.attempts,
+            retries_left: job.retries_left(),
+            duration: Duration::ZERO,
+            aborted_after_cancel: false,
+            started: false,
+        })
+    }
+}
+
+/// Starts the attempt of a claimed `job` that holds a slot of the local queue;
+/// `cancel` turns true when the dispatcher learns the job's lease is gone
+/// (cancelled or lost). When it ends, the same task runs the next job waiting
+/// in the local queue, if any, so the slot passes on without the dispatcher.
 pub(crate) fn spawn_attempt(shared: Arc<Shared>, job: Job, cancel: watch::Receiver<bool>) {
-    let span = tracing::info_span!(
-        "job",
-        job_id = %job.id,
-        job_name = %job.job_name,
-        attempt = job.attempts,
-        queue = %job.queue,
-    );
+    // Counted before the task first runs: the dispatcher's gathering of a
+    // batch must see every attempt of the claim it just started as running.
     shared.running.fetch_add(1, Ordering::SeqCst);
-    tokio::spawn(supervise(shared, job, cancel).instrument(span));
+    tokio::spawn(async move {
+        let mut next = Some((job, cancel));
+        while let Some((job, cancel)) = next {
+            let span = tracing::info_span!(
+                "job",
+                job_id = %job.id,
+                job_name = %job.job_name,
+                attempt = job.attempts,
+                queue = %job.queue,
+            );
+            supervise(shared.clone(), job, cancel)
+                .instrument(span)
+                .await;
+            next = shared.local.next_after();
+            if next.is_some() {
+                shared.running.fetch_add(1, Ordering::SeqCst);
+            }
+        }
+    });
 }
 
 async fn supervise(shared: Arc<Shared>, job: Job, cancel: watch::Receiver<bool>) {
@@ -181,6 +221,7 @@ async fn supervise(shared: Arc<Shared>, job: Job, cancel: watch::Receiver<bool>)
         retries_left,
         duration,
         aborted_after_cancel,
+        started: true,
     };
     shared.running.fetch_sub(1, Ordering::SeqCst);
     if shared.reports.send(report).is_err() {

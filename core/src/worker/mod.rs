@@ -23,12 +23,14 @@
 //! - `events`: [`WorkerEvent`] broadcast and [`WorkerReport`] totals.
 
 mod builder;
+mod calls;
 mod cron;
 mod dispatcher;
 mod events;
 mod execute;
 mod handle;
 mod handler;
+mod local_queue;
 mod maintenance;
 mod periodic;
 mod registry;
@@ -41,7 +43,7 @@ mod tests;
 pub use builder::{
     WorkerBuilder, DEFAULT_CANCEL_GRACE, DEFAULT_CONCURRENCY, DEFAULT_DRAIN_TIMEOUT,
     DEFAULT_JOB_TIMEOUT, DEFAULT_LEASE_CHECK_INTERVAL, DEFAULT_POLL_INTERVAL, DEFAULT_STALE_AFTER,
-    MIN_STALE_AFTER,
+    MAX_PREFETCH, MIN_STALE_AFTER,
 };
 pub use cron::CronSchedule;
 pub use events::{JobFinished, JobStarted, WorkerEvent, WorkerReport, EVENT_CAPACITY};

@@ -17,6 +17,7 @@ use super::dispatcher::{Dispatcher, Settings};
 use super::events::{Telemetry, WorkerReport};
 use super::execute::Shared;
 use super::handle::Worker;
+use super::local_queue::LocalQueue;
 use super::maintenance::{heartbeat_loop, recover_once, recovery_loop};
 use super::periodic::run_periodic;
 use super::retention::run_retention;
@@ -120,6 +121,7 @@ where
         abort,
         reports,
         running: AtomicUsize::new(0),
+        local: LocalQueue::new(config.concurrency),
     });
     tracing::info!(
         concurrency = config.concurrency,
@@ -133,6 +135,7 @@ where
         claim,
         Settings {
             concurrency: config.concurrency,
+            prefetch: config.prefetch,
             poll: config.poll_interval,
             lease_check: config.lease_check_interval,
             drain_timeout: config.drain_timeout,

@@ -9,6 +9,7 @@ mod cron;
 mod drain;
 mod faulty;
 mod periodic;
+mod prefetch;
 mod registry;
 mod running;
 mod typed;

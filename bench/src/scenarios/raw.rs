@@ -294,7 +294,7 @@ fn sqlite_single_rows(target: &Target, total: usize, conns: usize) -> Result<(Du
 /// One claim transaction and one completion transaction per `CLAIM_LIMIT` jobs.
 fn sqlite_drain(conn: &Connection) -> Result<(usize, Duration)> {
     const DUE: &str =
-        "SELECT id FROM duraq_jobs WHERE status = 'queued' AND scheduled_at_ms <= ?1 \
+        "SELECT id FROM duraq_jobs WHERE status = 'queued' AND priority = 0 AND scheduled_at_ms <= ?1 \
         ORDER BY scheduled_at_ms, created_at_ms, id LIMIT ?2";
     const CLAIM: &str = "UPDATE duraq_jobs SET status = 'handed_off', attempts = attempts + 1, \
         worker_id = ?2, handoff_id = ?3, handed_off_at_ms = ?4 WHERE id = ?1";

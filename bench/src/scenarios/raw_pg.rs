@@ -147,7 +147,7 @@ pub(super) async fn drain(target: &Target) -> Result<(usize, Duration)> {
     let claim_sql = format!(
         "WITH c AS (UPDATE {jobs} SET status = 'handed_off', attempts = attempts + 1, worker_id = $2, \
          handoff_id = gen_random_uuid()::text, handed_off_at_ms = $1 WHERE id IN (SELECT id FROM {jobs} \
-         WHERE status = 'queued' AND scheduled_at_ms <= $1 ORDER BY scheduled_at_ms, created_at_ms, \
+         WHERE status = 'queued' AND priority = 0 AND scheduled_at_ms <= $1 ORDER BY scheduled_at_ms, created_at_ms, \
          id COLLATE \"C\" LIMIT {CLAIM_LIMIT} FOR UPDATE SKIP LOCKED) RETURNING id), \
          n AS (UPDATE {shards} SET revision = revision + 1, queued = queued - (SELECT count(*) FROM c), \
          handed_off = handed_off + (SELECT count(*) FROM c) WHERE shard = $3 AND EXISTS (SELECT 1 FROM c)) \
@@ -166,12 +166,14 @@ pub(super) async fn drain(target: &Target) -> Result<(usize, Duration)> {
     for shard in 0..PG_DRAINERS as i32 {
         let client = target.pg_client().await?;
         // Before ANALYZE has seen the freshly filled table the planner would
-        // read and sort every queued row per claim; duraq avoids that with the
-        // same setting (per transaction, `WALK_DUE_INDEX`), raw once per session.
+        // read and sort every queued row per claim, and read the whole table
+        // to find the ids a completion names; duraq avoids both with the same
+        // settings (per transaction: `WALK_DUE_INDEX`, `BY_KEY_ONLY`), raw
+        // once per session.
         client
-            .batch_execute("SET enable_sort = off")
+            .batch_execute("SET enable_sort = off; SET enable_seqscan = off")
             .await
-            .context("setting enable_sort")?;
+            .context("setting enable_sort and enable_seqscan")?;
         let claim = client
             .prepare(&claim_sql)
             .await

@@ -151,22 +151,21 @@ pub(crate) const QUEUED_PRIORITIES: &str = "levels AS (\
      AND priority < levels.p ORDER BY priority DESC LIMIT 1) FROM levels WHERE levels.p IS NOT NULL)";
 
 pub(crate) async fn claim(tx: &mut Tx<'_>, req: &ClaimRequest) -> Result<Vec<Job>> {
-    // The heartbeat, the planner setting and the due priorities share one round trip.
+    // The planner settings and the due priorities share one round trip.
     let row = tx
         .db
         .query_one(
             &format!(
-                "WITH RECURSIVE beat AS (INSERT INTO {{s}}.duraq_workers (worker_id, last_heartbeat_ms) \
-                 VALUES ($1, $2) ON CONFLICT (worker_id) DO UPDATE SET last_heartbeat_ms = $2), \
-                 {QUEUED_PRIORITIES} \
+                "WITH RECURSIVE {QUEUED_PRIORITIES} \
                  SELECT set_config('enable_sort', 'off', true), set_config('enable_seqscan', 'off', true), \
                  ARRAY(SELECT p FROM levels WHERE p IS NOT NULL ORDER BY p DESC)"
             ),
-            &[&req.worker_id, &tx.now],
+            &[],
         )
         .await?;
     let queued_priorities: Vec<i64> = row.get(2);
     if req.limit == 0 || req.job_names.is_empty() || queued_priorities.is_empty() {
+        heartbeat(&tx.db, &req.worker_id, tx.now).await?;
         return Ok(Vec::new());
     }
     // Queue priorities come first when some queue has one (a sort over the due
@@ -298,7 +297,13 @@ pub(crate) async fn claim(tx: &mut Tx<'_>, req: &ClaimRequest) -> Result<Vec<Job
     let mut rows: Vec<(&Job, Option<&str>)> =
         taken.iter().map(|(j, r)| (j, r.as_deref())).collect();
     rows.extend(postponed.iter().map(|j| (j, None)));
-    save_jobs(&tx.db, &rows).await?;
+    // The heartbeat comes last, sent with the rows: its row lock is then held
+    // only while the transaction commits, so two claims of one worker in
+    // flight at once (see the dispatcher) overlap everything but their commits.
+    tokio::try_join!(
+        save_jobs(&tx.db, &rows),
+        heartbeat(&tx.db, &req.worker_id, tx.now)
+    )?;
     rate::log_starts(&tx.db, &started, tx.now).await?;
     Ok(taken.into_iter().map(|(job, _)| job).collect())
 }

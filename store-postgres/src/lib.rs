@@ -28,6 +28,7 @@
 #![warn(missing_docs)]
 
 mod claim;
+mod complete;
 mod connect;
 mod counts;
 mod db;

@@ -11,7 +11,7 @@ use std::collections::HashMap;
 use duraq_core::transitions::{apply_outcome, operator_cancel, operator_retry, recover_lost};
 use duraq_core::{Error, Job, JobStatus, Lease, Outcome, PruneRequest, Result};
 
-use crate::claim::{release_reservation, release_reservations};
+use crate::claim::{release_reservation, release_reservations, BY_KEY_ONLY};
 use crate::db::Db;
 use crate::ownership::{claim_ownership_if_free, lock_key, release_owner, release_owners};
 use crate::rows::{loaded_from_row, lock_job, save_jobs, Loaded, JOB_COLUMNS};
@@ -35,6 +35,9 @@ pub(crate) async fn report_many(
     tx: &mut Tx<'_>,
     reports: &[(Lease, Outcome)],
 ) -> Result<Vec<bool>> {
+    if crate::complete::all_completions(reports) {
+        return crate::complete::complete_many(tx, reports).await;
+    }
     let mut ids: Vec<&str> = reports.iter().map(|(l, _)| l.job_id.as_str()).collect();
     ids.sort_unstable();
     ids.dedup();
@@ -47,8 +50,10 @@ pub(crate) async fn report_many(
         )
     });
     let mut loaded: HashMap<String, Loaded> = HashMap::with_capacity(ids.len());
-    tx.db.execute(crate::claim::BY_KEY_ONLY, &[]).await?;
-    for row in tx.db.query(sql, &[&ids]).await? {
+    // Sent together (one round trip): the setting applies to the lookup.
+    let params: [&(dyn tokio_postgres::types::ToSql + Sync); 1] = [&ids];
+    let (_, rows) = tokio::try_join!(tx.db.execute(BY_KEY_ONLY, &[]), tx.db.query(sql, &params))?;
+    for row in rows {
         let l = loaded_from_row(&row)?;
         loaded.insert(l.job.id.clone(), l);
     }

@@ -168,6 +168,14 @@ impl Dispatcher {
         self.calls.len() < max
     }
 
+    /// Whether the pending reports make a batch worth a call now: always when
+    /// no call is in flight (latency), otherwise once they are a good part
+    /// of the capacity: a second call in flight pays for itself only when it
+    /// carries enough jobs (a call's fixed cost is most of a small batch's).
+    fn batch_ready(&self) -> bool {
+        self.calls.is_empty() || self.pending.len() >= (self.capacity() / 2).min(MAX_REPORT_BATCH)
+    }
+
     /// Takes a finished attempt's report.
     fn received(&mut self, report: Report) {
         if let Some(held) = self.held.get_mut(&report.lease.job_id) {
@@ -209,7 +217,7 @@ impl Dispatcher {
                 self.received(report);
             }
             let retry_ok = self.report_retry.is_none_or(|(at, _)| Instant::now() >= at);
-            if !self.pending.is_empty() && retry_ok && self.may_call() {
+            if !self.pending.is_empty() && retry_ok && self.may_call() && self.batch_ready() {
                 self.gather().await;
                 self.send_reports();
                 continue;
@@ -388,7 +396,7 @@ impl Dispatcher {
                 self.reported(batch, results);
                 if let Some(jobs) = claimed {
                     self.backlog = jobs.len() == asked;
-                    self.start(jobs);
+                    self.start(jobs, asked);
                 }
                 // Slots freed: they may release a queue cap, so claim again.
                 self.want_claim = true;
@@ -458,7 +466,7 @@ impl Dispatcher {
         };
         let got = jobs.len();
         self.backlog = got == asked;
-        self.start(jobs);
+        self.start(jobs, asked);
         if got == asked {
             return; // maybe more is due: want_claim stays
         }
@@ -483,9 +491,19 @@ impl Dispatcher {
             .extend(waiting.iter().filter_map(Report::unstarted));
     }
 
-    /// Holds claimed `jobs` and hands them to the local queue, which starts
-    /// those that have a slot.
-    fn start(&mut self, jobs: Vec<Job>) {
+    /// Holds claimed `jobs` (of a claim that asked for `asked`) and hands them
+    /// to the local queue, which starts those that have a slot. (While another
+    /// call reports, the jobs held may exceed the capacity by the jobs of that
+    /// report: the claim counted them as given back, see [`Self::free`].)
+    fn start(&mut self, mut jobs: Vec<Job>, asked: usize) {
+        if jobs.len() > asked {
+            tracing::error!(
+                asked,
+                got = jobs.len(),
+                "the store returned more jobs than asked for; ignoring the rest"
+            );
+            jobs.truncate(asked);
+        }
         let got = jobs.len();
         if got == 0 {
             return;
@@ -501,10 +519,6 @@ impl Dispatcher {
                 tracing::error!(job_id = %job.id, "claimed job has no lease; skipping it");
                 continue;
             };
-            if self.held.len() >= self.capacity() {
-                tracing::error!("the store returned more jobs than asked for; ignoring the rest");
-                break;
-            }
             let (cancel, cancel_rx) = watch::channel(false);
             self.held.insert(
                 lease.job_id.clone(),

@@ -1,0 +1,85 @@
+//! Completions, the report almost every attempt makes, in one statement.
+//!
+//! A general report ([`crate::lifecycle::report_many`]) locks and loads each row,
+//! applies the outcome in Rust and writes every mutable column back: three
+//! statements and a row lock per job. A completion needs none of that: the
+//! transition (`duraq_core::transitions::apply_outcome` with
+//! `Outcome::Completed`) sets `status` and `completed_at_ms` and nothing else,
+//! and the lease check is a comparison. So a batch of completions is one
+//! `UPDATE … RETURNING`, fenced in its `WHERE` (still `handed_off`, same
+//! handoff id); under READ COMMITTED a row changed by a concurrent cancel or
+//! recovery is re-checked against that `WHERE` after the other transaction
+//! commits, so a lost lease changes nothing, exactly as in the general path. The
+//! rows' reservations and schedule keys are given back from what the statement
+//! returns. The conformance and model suites hold both paths to the same rows.
+
+use duraq_core::{JobStatus, Lease, Outcome, Result};
+
+use crate::claim::{release_reservations, BY_KEY_ONLY};
+use crate::ownership::release_owners;
+use crate::tx::Tx;
+
+/// Whether `reports` may take [`complete_many`]: every outcome a completion,
+/// each job reported once.
+pub(crate) fn all_completions(reports: &[(Lease, Outcome)]) -> bool {
+    if !reports.iter().all(|(_, o)| matches!(o, Outcome::Completed)) {
+        return false;
+    }
+    let mut ids: Vec<&str> = reports.iter().map(|(l, _)| l.job_id.as_str()).collect();
+    ids.sort_unstable();
+    ids.windows(2).all(|w| w[0] != w[1])
+}
+
+/// Completes the leased jobs of `reports` (see [`all_completions`]); one entry
+/// per report, `false` (nothing changed) where the lease is no longer current.
+pub(crate) async fn complete_many(
+    tx: &mut Tx<'_>,
+    reports: &[(Lease, Outcome)],
+) -> Result<Vec<bool>> {
+    // In id order, so concurrent statements lock rows in the same order.
+    let mut leases: Vec<&Lease> = reports.iter().map(|(l, _)| l).collect();
+    leases.sort_unstable_by(|a, b| a.job_id.cmp(&b.job_id));
+    let ids: Vec<&str> = leases.iter().map(|l| l.job_id.as_str()).collect();
+    let handoffs: Vec<&str> = leases.iter().map(|l| l.handoff_id.as_str()).collect();
+    let params: [&(dyn tokio_postgres::types::ToSql + Sync); 3] = [&ids, &handoffs, &tx.now];
+    // The planner setting goes in the same round trip, ahead of the update.
+    let (_, rows) = tokio::try_join!(
+        tx.db.execute(BY_KEY_ONLY, &[]),
+        tx.db.query(
+            // `old` (the same row, read as the statement's snapshot saw it)
+            // returns the reservation the row held before it is cleared.
+            "UPDATE {s}.duraq_jobs AS j SET status = 'completed', completed_at_ms = $3, \
+             reservation_key = NULL \
+             FROM unnest($1::text[], $2::text[]) AS v(id, handoff_id), {s}.duraq_jobs AS old \
+             WHERE j.id = v.id AND old.id = v.id AND j.status = 'handed_off' \
+             AND j.handoff_id = v.handoff_id \
+             RETURNING j.id, j.queue, j.schedule_key, old.reservation_key",
+            &params,
+        )
+    )?;
+    let mut done: Vec<String> = Vec::with_capacity(rows.len());
+    let mut released: Vec<String> = Vec::new();
+    let mut keys: (Vec<String>, Vec<String>) = (Vec::new(), Vec::new());
+    for row in &rows {
+        let id: String = row.get(0);
+        let queue: String = row.get(1);
+        tx.change
+            .moved(&queue, JobStatus::HandedOff, JobStatus::Completed);
+        if let Some(key) = row.get::<_, Option<String>>(2) {
+            keys.0.push(key);
+            keys.1.push(id.clone());
+        }
+        released.extend(row.get::<_, Option<String>>(3));
+        done.push(id);
+    }
+    if !done.is_empty() {
+        release_reservations(&tx.db, &released).await?;
+        release_owners(&tx.db, &keys.0, &keys.1).await?;
+        tx.work = true;
+    }
+    done.sort_unstable();
+    Ok(reports
+        .iter()
+        .map(|(l, _)| done.binary_search(&l.job_id).is_ok())
+        .collect())
+}

@@ -150,6 +150,36 @@ pub(crate) const QUEUED_PRIORITIES: &str = "levels AS (\
      UNION ALL SELECT (SELECT priority FROM {s}.duraq_jobs WHERE status = 'queued' \
      AND priority < levels.p ORDER BY priority DESC LIMIT 1) FROM levels WHERE levels.p IS NOT NULL)";
 
+/// Writes claimed rows back: only the columns [`claim_row`] sets (status,
+/// attempts, lease, worker, hand-off time) and the reservation taken, not every
+/// mutable column as [`save_jobs`] does (a claim's rows carry arguments and
+/// error histories that it never changes). The conformance and model suites
+/// read claimed rows back, so a transition that set more would be caught.
+async fn save_claimed(
+    db: &Db<'_>,
+    taken: &[(Job, Option<String>)],
+    worker_id: &str,
+    now: i64,
+) -> Result<()> {
+    if taken.is_empty() {
+        return Ok(());
+    }
+    let ids: Vec<&str> = taken.iter().map(|(j, _)| j.id.as_str()).collect();
+    let attempts: Vec<i64> = taken.iter().map(|(j, _)| j.attempts).collect();
+    let handoffs: Vec<Option<&str>> = taken.iter().map(|(j, _)| j.handoff_id.as_deref()).collect();
+    let reservations: Vec<Option<&str>> = taken.iter().map(|(_, r)| r.as_deref()).collect();
+    db.execute(
+        "UPDATE {s}.duraq_jobs AS j SET status = 'handed_off', attempts = v.attempts, \
+         handoff_id = v.handoff_id, worker_id = $5, handed_off_at_ms = $6, \
+         reservation_key = v.reservation_key \
+         FROM unnest($1::text[], $2::int8[], $3::text[], $4::text[]) \
+         AS v(id, attempts, handoff_id, reservation_key) WHERE j.id = v.id",
+        &[&ids, &attempts, &handoffs, &reservations, &worker_id, &now],
+    )
+    .await?;
+    Ok(())
+}
+
 pub(crate) async fn claim(tx: &mut Tx<'_>, req: &ClaimRequest) -> Result<Vec<Job>> {
     // The planner settings and the due priorities share one round trip.
     let row = tx
@@ -294,14 +324,13 @@ pub(crate) async fn claim(tx: &mut Tx<'_>, req: &ClaimRequest) -> Result<Vec<Job
         tx.change
             .moved(&job.queue, JobStatus::Queued, JobStatus::HandedOff);
     }
-    let mut rows: Vec<(&Job, Option<&str>)> =
-        taken.iter().map(|(j, r)| (j, r.as_deref())).collect();
-    rows.extend(postponed.iter().map(|j| (j, None)));
+    let postponed: Vec<(&Job, Option<&str>)> = postponed.iter().map(|j| (j, None)).collect();
     // The heartbeat comes last, sent with the rows: its row lock is then held
     // only while the transaction commits, so two claims of one worker in
     // flight at once (see the dispatcher) overlap everything but their commits.
     tokio::try_join!(
-        save_jobs(&tx.db, &rows),
+        save_claimed(&tx.db, &taken, &req.worker_id, tx.now),
+        save_jobs(&tx.db, &postponed),
         heartbeat(&tx.db, &req.worker_id, tx.now)
     )?;
     rate::log_starts(&tx.db, &started, tx.now).await?;

@@ -9,7 +9,8 @@ use rusqlite::{params, Connection, OptionalExtension};
 
 use crate::dedupe;
 use crate::error_map::SqlResult;
-use crate::rows::{insert_job, insert_jobs, json_text, NewRow};
+use crate::insert::{insert_job, insert_jobs, NewRow};
+use crate::rows::json_text;
 use crate::tx::Tx;
 use crate::SqliteStore;
 
@@ -147,7 +148,7 @@ pub(crate) fn check_insert(conn: &Connection, job: &NewJob) -> Result<()> {
             ));
         }
     }
-    // An id in use is refused by the insert itself (see `insert_job`); the
+    // An id in use is refused by the insert itself (see [`insert_job`]); the
     // request is rolled back whole, so nothing written before it stays.
     Ok(())
 }

@@ -41,6 +41,7 @@ mod counts;
 mod dedupe;
 mod enqueue;
 mod error_map;
+mod insert;
 mod lifecycle;
 mod opening;
 mod operations;

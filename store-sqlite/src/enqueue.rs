@@ -90,7 +90,7 @@ pub(crate) fn enqueue_many(tx: &mut Tx<'_>, jobs: Vec<NewJob>) -> Result<Vec<Enq
             dedupe_key,
         })
         .collect();
-    insert_jobs(tx.conn, &new_rows)?;
+    insert_jobs(tx, &new_rows)?;
     for row in &rows {
         tx.added(&row.queue, JobStatus::Queued);
     }
@@ -186,7 +186,7 @@ pub(crate) fn insert_checked(tx: &mut Tx<'_>, job: &NewJob, row: &Job) -> Result
     }
     let digest = job.args_digest();
     let dedupe_key = dedupe::key_for_insert(tx, job, &digest)?;
-    insert_job(tx.conn, row, &digest, dedupe_key)?;
+    insert_job(tx, row, &digest, dedupe_key)?;
     tx.added(&row.queue, JobStatus::Queued);
     Ok(())
 }

@@ -24,7 +24,8 @@ use std::sync::OnceLock;
 use duraq_core::{Error, ErrorCode, Job, JobStatus, Result};
 use rusqlite::{params_from_iter, Connection, ToSql};
 
-use crate::error_map::{is_primary_key_violation, map_err, SqlResult};
+use crate::error_map::{is_primary_key_violation, map_err};
+use crate::tx::Tx;
 
 /// The columns a fresh row binds, in the order [`insert_sql`] names them.
 const BOUND: [&str; 19] = [
@@ -123,13 +124,13 @@ fn is_fresh(job: &Job) -> bool {
 
 /// Inserts one fresh row.
 pub(crate) fn insert_job(
-    conn: &Connection,
+    tx: &Tx<'_>,
     job: &Job,
     args_digest: &str,
     dedupe_key: Option<&str>,
 ) -> Result<()> {
     insert_jobs(
-        conn,
+        tx,
         &[NewRow {
             job,
             args_digest,
@@ -138,10 +139,11 @@ pub(crate) fn insert_job(
     )
 }
 
-/// Inserts fresh rows, cut into [`CHUNKS`]. An id already in use is refused by
-/// the id's own index (no read first) as `idempotency-conflict`; the caller's
-/// transaction then rolls back whole.
-pub(crate) fn insert_jobs(conn: &Connection, rows: &[NewRow<'_>]) -> Result<()> {
+/// Inserts fresh rows, cut into [`CHUNKS`], through the writer's
+/// [`crate::static_bind`] statements when `tx` has them. An id already in use
+/// is refused by the id's own index (no read first) as `idempotency-conflict`;
+/// the caller's transaction then rolls back whole.
+pub(crate) fn insert_jobs(tx: &Tx<'_>, rows: &[NewRow<'_>]) -> Result<()> {
     if let Some(row) = rows.iter().find(|r| !is_fresh(r.job)) {
         return Err(Error::Backend {
             message: format!(
@@ -204,17 +206,26 @@ pub(crate) fn insert_jobs(conn: &Connection, rows: &[NewRow<'_>]) -> Result<()> 
                 &r.dedupe_key,
             ]);
         }
-        conn.prepare_cached(chunk_sql(size))
-            .db()?
-            .execute(params_from_iter(values))
-            .map_err(|e| {
-                // The id's own index answers "is this id in use?": no read first.
-                if is_primary_key_violation(&e) {
-                    Error::conflict(ErrorCode::IdempotencyConflict, "a job with this id exists")
-                } else {
-                    map_err(e)
-                }
-            })?;
+        let sql = chunk_sql(size);
+        let done = match tx.statements {
+            Some(statements) => statements.execute(sql, &values),
+            None => execute_cached(tx.conn, sql, values),
+        };
+        done.map_err(|e| {
+            // The id's own index answers "is this id in use?": no read first.
+            if is_primary_key_violation(&e) {
+                Error::conflict(ErrorCode::IdempotencyConflict, "a job with this id exists")
+            } else {
+                map_err(e)
+            }
+        })?;
     }
     Ok(())
+}
+
+/// Runs `sql` through rusqlite's statement cache of `conn`.
+fn execute_cached(conn: &Connection, sql: &str, values: Vec<&dyn ToSql>) -> rusqlite::Result<()> {
+    conn.prepare_cached(sql)?
+        .execute(params_from_iter(values))
+        .map(drop)
 }

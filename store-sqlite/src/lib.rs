@@ -55,6 +55,7 @@ mod rows;
 mod schedule;
 mod schema;
 mod schema_def;
+mod static_bind;
 mod store_impl;
 mod tx;
 mod workers;

@@ -9,6 +9,10 @@
 //! binds, steps, resets and clears the bindings within one call, while the
 //! values are borrowed: no binding outlives them.
 //!
+//! Every parameter is NULL between two executions (a fresh statement's are, and
+//! each execution ends by clearing them), so a NULL value is not bound again: a
+//! fresh job row has ten of them.
+//!
 //! The statements are prepared once per connection (they are the writer's
 //! hottest) and finalized when the [`StaticStatements`] is dropped, which its
 //! borrow of the connection orders before the connection closes. Only the writer
@@ -115,7 +119,8 @@ impl Drop for StaticStatements<'_> {
     }
 }
 
-/// Binds one value: a borrowed text or blob in place, anything else copied.
+/// Binds one value: a borrowed text or blob in place, anything else copied, and
+/// NULL not at all (the parameter already is; see the module docs).
 ///
 /// # Safety
 /// `stmt` must be live, and a borrowed value must stay alive until the bindings
@@ -135,7 +140,7 @@ unsafe fn bind(
     // SAFETY: per this function's contract.
     let code = unsafe {
         match value {
-            ValueRef::Null => ffi::sqlite3_bind_null(stmt, i),
+            ValueRef::Null => ffi::SQLITE_OK,
             ValueRef::Integer(n) => ffi::sqlite3_bind_int64(stmt, i, n),
             ValueRef::Real(x) => ffi::sqlite3_bind_double(stmt, i, x),
             // An empty text points at a real (static, empty) C string, as

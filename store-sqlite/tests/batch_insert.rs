@@ -82,3 +82,31 @@ async fn a_conflict_inside_a_statement_leaves_nothing_of_the_batch() {
     assert_eq!(store.enqueue_batch(rest).await.unwrap().len(), 299);
     assert_eq!(rows_in_file(&store), 300);
 }
+
+#[tokio::test]
+async fn a_reused_statement_keeps_no_value_of_the_row_before() {
+    let (_dir, store) = open();
+    // Both go through the same one-row statement, the first with every optional
+    // column set, the second with none: none may carry over.
+    let full = EnqueueOptions::new()
+        .concurrency("cap", 2)
+        .rate_limit("rate", 5, std::time::Duration::from_secs(1))
+        .idempotency_key("key")
+        .timeout(std::time::Duration::from_secs(30));
+    let first = NewJob::new("j", json!([1]), full).unwrap();
+    let second = NewJob::new("j", json!([2]), EnqueueOptions::new()).unwrap();
+    store.enqueue(first.clone()).await.unwrap();
+    store.enqueue(second.clone()).await.unwrap();
+    let first = store.get_job(first.id()).await.unwrap().unwrap();
+    assert_eq!(first.concurrency_key.as_deref(), Some("cap"));
+    assert_eq!(first.rate_key.as_deref(), Some("rate"));
+    assert_eq!(first.idempotency_key.as_deref(), Some("key"));
+    assert_eq!(first.timeout_ms, Some(30_000));
+    let second = store.get_job(second.id()).await.unwrap().unwrap();
+    assert_eq!(second.concurrency_key, None);
+    assert_eq!(second.max_concurrency, None);
+    assert_eq!(second.rate_key, None);
+    assert_eq!((second.rate_max, second.rate_period_ms), (None, None));
+    assert_eq!(second.idempotency_key, None);
+    assert_eq!(second.timeout_ms, None);
+}

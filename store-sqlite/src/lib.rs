@@ -35,6 +35,7 @@
 #![warn(missing_docs)]
 
 mod admin;
+mod checkpoint;
 mod claim;
 mod connection;
 mod counts;
@@ -72,6 +73,7 @@ pub use options::{SqliteOptions, Synchronous};
 pub use schema::{migrate, MigrationReport};
 pub use schema_def::{LEDGER_TABLE, MIGRATION_SCOPE, SCHEMA_VERSION};
 
+use checkpoint::Checkpoints;
 use connection::{enlarge_writer_cache, open_connection, read_pragmas};
 use error_map::opening_error;
 use opening::OpenMode;
@@ -203,8 +205,10 @@ impl SqliteStore {
         });
         let (conn, migration, pragmas) = opened.map_err(|e| opening_error(&path, e))?;
         let signals = Arc::new(Signals::new());
+        let checkpoints = Checkpoints::new(path.clone(), opts.clone());
         let writer = Writer::spawn(
             conn,
+            checkpoints,
             clock.clone(),
             signals.clone(),
             opts.max_batch,

@@ -19,6 +19,7 @@ use duraq_core::{Clock, CountDelta, Error, Result};
 use rusqlite::Connection;
 use tokio::sync::{broadcast, oneshot, watch};
 
+use crate::checkpoint::{Checkpoints, WalFrames};
 use crate::counts::bump_work_epoch;
 use crate::error_map::{describe, is_busy, retry_busy};
 use crate::poller::ForeignWatch;
@@ -134,9 +135,11 @@ pub(crate) struct Writer {
 
 impl Writer {
     /// Starts the writer thread on `conn`; it also polls for foreign commits
-    /// every `poll_interval`.
+    /// every `poll_interval`, and has the WAL checkpointed between batches
+    /// ([`crate::checkpoint`]).
     pub(crate) fn spawn(
         conn: Connection,
+        mut checkpoints: Checkpoints,
         clock: Arc<dyn Clock>,
         signals: Arc<Signals>,
         max_batch: usize,
@@ -148,6 +151,7 @@ impl Writer {
             .name("duraq-sqlite-writer".into())
             .spawn(move || {
                 let statements = StaticStatements::new(&conn);
+                let frames = WalFrames::install(&conn);
                 let mut last_batch = 0;
                 loop {
                     match receiver.recv_timeout(poll_interval) {
@@ -159,6 +163,7 @@ impl Writer {
                             {
                                 watch.epoch = epoch;
                             }
+                            checkpoints.after_commit(&conn, &frames);
                         }
                         Err(mpsc::RecvTimeoutError::Timeout) => {}
                         Err(mpsc::RecvTimeoutError::Disconnected) => break,
@@ -167,6 +172,8 @@ impl Writer {
                         watch.check(&conn, &signals);
                     }
                 }
+                // The checkpointer's connection closes before the writer's.
+                drop(checkpoints);
             })
             .map_err(|e| Error::backend("starting the SQLite writer thread", e))?;
         Ok(Self {

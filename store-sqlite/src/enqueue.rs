@@ -9,7 +9,8 @@ use rusqlite::{params, Connection, OptionalExtension};
 
 use crate::dedupe;
 use crate::error_map::SqlResult;
-use crate::rows::{insert_job, insert_jobs, json_text, NewRow};
+use crate::insert::{insert_job, insert_jobs, NewRow};
+use crate::rows::json_text;
 use crate::tx::Tx;
 use crate::SqliteStore;
 
@@ -89,7 +90,7 @@ pub(crate) fn enqueue_many(tx: &mut Tx<'_>, jobs: Vec<NewJob>) -> Result<Vec<Enq
             dedupe_key,
         })
         .collect();
-    insert_jobs(tx.conn, &new_rows)?;
+    insert_jobs(tx, &new_rows)?;
     for row in &rows {
         tx.added(&row.queue, JobStatus::Queued);
     }
@@ -147,7 +148,7 @@ pub(crate) fn check_insert(conn: &Connection, job: &NewJob) -> Result<()> {
             ));
         }
     }
-    // An id in use is refused by the insert itself (see `insert_job`); the
+    // An id in use is refused by the insert itself (see [`insert_job`]); the
     // request is rolled back whole, so nothing written before it stays.
     Ok(())
 }
@@ -185,7 +186,7 @@ pub(crate) fn insert_checked(tx: &mut Tx<'_>, job: &NewJob, row: &Job) -> Result
     }
     let digest = job.args_digest();
     let dedupe_key = dedupe::key_for_insert(tx, job, &digest)?;
-    insert_job(tx.conn, row, &digest, dedupe_key)?;
+    insert_job(tx, row, &digest, dedupe_key)?;
     tx.added(&row.queue, JobStatus::Queued);
     Ok(())
 }

@@ -35,12 +35,14 @@
 #![warn(missing_docs)]
 
 mod admin;
+mod checkpoint;
 mod claim;
 mod connection;
 mod counts;
 mod dedupe;
 mod enqueue;
 mod error_map;
+mod insert;
 mod lifecycle;
 mod opening;
 mod operations;
@@ -54,6 +56,7 @@ mod rows;
 mod schedule;
 mod schema;
 mod schema_def;
+mod static_bind;
 mod store_impl;
 mod tx;
 mod workers;
@@ -70,6 +73,7 @@ pub use options::{SqliteOptions, Synchronous};
 pub use schema::{migrate, MigrationReport};
 pub use schema_def::{LEDGER_TABLE, MIGRATION_SCOPE, SCHEMA_VERSION};
 
+use checkpoint::Checkpoints;
 use connection::{enlarge_writer_cache, open_connection, read_pragmas};
 use error_map::opening_error;
 use opening::OpenMode;
@@ -201,8 +205,10 @@ impl SqliteStore {
         });
         let (conn, migration, pragmas) = opened.map_err(|e| opening_error(&path, e))?;
         let signals = Arc::new(Signals::new());
+        let checkpoints = Checkpoints::new(path.clone(), opts.clone());
         let writer = Writer::spawn(
             conn,
+            checkpoints,
             clock.clone(),
             signals.clone(),
             opts.max_batch,

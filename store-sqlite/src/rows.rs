@@ -1,18 +1,19 @@
 //! Job rows in and out of `duraq_jobs`. The store reads a row into a
 //! [`duraq_core::Job`], applies a pure transition from `duraq_core::transitions`,
 //! and writes the changed fields back with [`save_job`], so the rules of the state
-//! diagram are never re-implemented in SQL.
+//! diagram are never re-implemented in SQL. Fresh rows go in through
+//! [`crate::insert`].
 //!
 //! `errors` (the error history, version 6) is JSON text, `[]` in rows written
 //! before it existed (the column's default).
 
 use std::sync::OnceLock;
 
-use duraq_core::{Error, ErrorCode, Job, JobStatus, Result};
+use duraq_core::{Error, Job, JobStatus, Result};
 use rusqlite::types::Type;
-use rusqlite::{params, params_from_iter, Connection, OptionalExtension, Params, Row, ToSql};
+use rusqlite::{params, Connection, OptionalExtension, Params, Row};
 
-use crate::error_map::{is_primary_key_violation, map_err, SqlResult};
+use crate::error_map::SqlResult;
 
 /// The columns [`job_from_row`] expects, in order.
 pub(crate) const JOB_COLUMNS: &str = "id, job_name, args, queue, status, attempts, max_retries, \
@@ -105,124 +106,6 @@ pub(crate) fn load_for_report(
 /// One job by id, or `job-not-found`.
 pub(crate) fn require_job(conn: &Connection, id: &str) -> Result<Job> {
     load_job(conn, id)?.ok_or_else(|| Error::job_not_found(id))
-}
-
-/// Columns a fresh row binds, per row (the job's columns, `args_digest`, `dedupe_key`).
-const INSERT_COLUMNS: usize = 30;
-/// Rows per multi-row `INSERT` ([`insert_jobs`]): one statement's setup (its
-/// cursors on the table and each index) serves this many rows.
-const INSERT_CHUNK: usize = 64;
-
-/// `INSERT … VALUES (…), (…)` for `rows` rows.
-fn insert_sql(rows: usize) -> String {
-    let values: Vec<String> = (0..rows)
-        .map(|r| {
-            let params: Vec<String> = (1..=INSERT_COLUMNS)
-                .map(|c| format!("?{}", r * INSERT_COLUMNS + c))
-                .collect();
-            format!("({})", params.join(", "))
-        })
-        .collect();
-    format!(
-        "INSERT INTO duraq_jobs ({JOB_COLUMNS}, args_digest, dedupe_key) VALUES {}",
-        values.join(", ")
-    )
-}
-
-/// A fresh row to insert: the job, its args digest and its dedupe key (see
-/// [`crate::dedupe`]).
-pub(crate) struct NewRow<'a> {
-    pub job: &'a Job,
-    pub args_digest: &'a str,
-    pub dedupe_key: Option<&'a str>,
-}
-
-/// Inserts one fresh row.
-pub(crate) fn insert_job(
-    conn: &Connection,
-    job: &Job,
-    args_digest: &str,
-    dedupe_key: Option<&str>,
-) -> Result<()> {
-    insert_jobs(
-        conn,
-        &[NewRow {
-            job,
-            args_digest,
-            dedupe_key,
-        }],
-    )
-}
-
-/// Inserts fresh rows, [`INSERT_CHUNK`] per statement. An id already in use is
-/// refused by the id's own index (no read first) as `idempotency-conflict`;
-/// the caller's transaction then rolls back whole.
-pub(crate) fn insert_jobs(conn: &Connection, rows: &[NewRow<'_>]) -> Result<()> {
-    static FULL: OnceLock<String> = OnceLock::new();
-    static ONE: OnceLock<String> = OnceLock::new();
-    for chunk in rows.chunks(INSERT_CHUNK) {
-        let texts: Vec<(String, String, &'static str)> = chunk
-            .iter()
-            .map(|r| {
-                let args = serde_json::to_string(&r.job.args)
-                    .map_err(|e| Error::backend("encoding args", e))?;
-                Ok((args, json_text(&r.job.errors)?, r.job.status.as_str()))
-            })
-            .collect::<Result<_>>()?;
-        let mut values: Vec<&dyn ToSql> = Vec::with_capacity(chunk.len() * INSERT_COLUMNS);
-        for (r, (args, errors, status)) in chunk.iter().zip(&texts) {
-            let j = r.job;
-            values.extend([
-                &j.id as &dyn ToSql,
-                &j.job_name,
-                args,
-                &j.queue,
-                status,
-                &j.attempts,
-                &j.max_retries,
-                &j.scheduled_at_ms,
-                &j.created_at_ms,
-                &j.handed_off_at_ms,
-                &j.completed_at_ms,
-                &j.failed_at_ms,
-                &j.cancelled_at_ms,
-                &j.orphaned_at_ms,
-                &j.last_error,
-                &j.worker_id,
-                &j.handoff_id,
-                &j.schedule_key,
-                &j.schedule_order,
-                &j.concurrency_key,
-                &j.max_concurrency,
-                &j.idempotency_key,
-                &j.timeout_ms,
-                errors,
-                &j.priority,
-                &j.rate_key,
-                &j.rate_max,
-                &j.rate_period_ms,
-                &r.args_digest,
-                &r.dedupe_key,
-            ]);
-        }
-        let sql = match chunk.len() {
-            INSERT_CHUNK => FULL.get_or_init(|| insert_sql(INSERT_CHUNK)).as_str(),
-            1 => ONE.get_or_init(|| insert_sql(1)).as_str(),
-            n => &insert_sql(n),
-        };
-        conn.prepare_cached(sql)
-            .db()?
-            .execute(params_from_iter(values))
-            .map_err(|e| {
-                // The id's own index answers "is this id in use?": no read first.
-                if is_primary_key_violation(&e) {
-                    Error::conflict(ErrorCode::IdempotencyConflict, "a job with this id exists")
-                } else {
-                    map_err(e)
-                }
-            })?;
-    }
-    Ok(())
 }
 
 /// Writes back every field a transition may change.

@@ -8,6 +8,7 @@ use rusqlite::Connection;
 
 use crate::counts::apply_change;
 use crate::dedupe::ScopeMemo;
+use crate::static_bind::StaticStatements;
 
 /// One logical mutation inside the writer's transaction (or a caller's).
 pub(crate) struct Tx<'c> {
@@ -20,6 +21,9 @@ pub(crate) struct Tx<'c> {
     work: bool,
     /// Dedupe scopes this transaction has looked up (see [`crate::dedupe`]).
     pub(crate) scopes: ScopeMemo,
+    /// The writer's statements that bind texts in place (none on a caller's
+    /// connection).
+    pub(crate) statements: Option<&'c StaticStatements<'c>>,
 }
 
 /// A rollback point: deltas and work signal recorded before a request ran.
@@ -39,7 +43,14 @@ impl<'c> Tx<'c> {
             deltas: Vec::new(),
             work: false,
             scopes: ScopeMemo::default(),
+            statements: None,
         }
+    }
+
+    /// The same context, inserting through `statements` (prepared on `conn`).
+    pub(crate) fn with_statements(mut self, statements: &'c StaticStatements<'c>) -> Self {
+        self.statements = Some(statements);
+        self
     }
 
     /// A new row of `queue` in `status`.

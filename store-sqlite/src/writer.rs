@@ -19,9 +19,11 @@ use duraq_core::{Clock, CountDelta, Error, Result};
 use rusqlite::Connection;
 use tokio::sync::{broadcast, oneshot, watch};
 
+use crate::checkpoint::{Checkpoints, WalFrames};
 use crate::counts::bump_work_epoch;
 use crate::error_map::{describe, is_busy, retry_busy};
 use crate::poller::ForeignWatch;
+use crate::static_bind::StaticStatements;
 use crate::tx::Tx;
 
 /// In-process notification channels, shared by the writer, the poller and the store.
@@ -133,9 +135,11 @@ pub(crate) struct Writer {
 
 impl Writer {
     /// Starts the writer thread on `conn`; it also polls for foreign commits
-    /// every `poll_interval`.
+    /// every `poll_interval`, and has the WAL checkpointed between batches
+    /// ([`crate::checkpoint`]).
     pub(crate) fn spawn(
         conn: Connection,
+        mut checkpoints: Checkpoints,
         clock: Arc<dyn Clock>,
         signals: Arc<Signals>,
         max_batch: usize,
@@ -146,6 +150,8 @@ impl Writer {
         let thread = std::thread::Builder::new()
             .name("duraq-sqlite-writer".into())
             .spawn(move || {
+                let statements = StaticStatements::new(&conn);
+                let frames = WalFrames::install(&conn);
                 let mut last_batch = 0;
                 loop {
                     match receiver.recv_timeout(poll_interval) {
@@ -153,10 +159,11 @@ impl Writer {
                             let batch = gather(&receiver, first, max_batch.max(1), last_batch);
                             last_batch = batch.len();
                             if let Some(epoch) =
-                                commit_batch(&conn, clock.as_ref(), &signals, batch)
+                                commit_batch(&statements, clock.as_ref(), &signals, batch)
                             {
                                 watch.epoch = epoch;
                             }
+                            checkpoints.after_commit(&conn, &frames);
                         }
                         Err(mpsc::RecvTimeoutError::Timeout) => {}
                         Err(mpsc::RecvTimeoutError::Disconnected) => break,
@@ -165,6 +172,8 @@ impl Writer {
                         watch.check(&conn, &signals);
                     }
                 }
+                // The checkpointer's connection closes before the writer's.
+                drop(checkpoints);
             })
             .map_err(|e| Error::backend("starting the SQLite writer thread", e))?;
         Ok(Self {
@@ -259,17 +268,18 @@ fn run_cached(conn: &Connection, sql: &str) -> rusqlite::Result<()> {
 
 /// Runs one batch in one transaction; returns the work epoch it wrote, if any.
 fn commit_batch(
-    conn: &Connection,
+    statements: &StaticStatements<'_>,
     clock: &dyn Clock,
     signals: &Signals,
     mut batch: Vec<Box<dyn Request>>,
 ) -> Option<i64> {
+    let conn = statements.conn();
     if let Err(err) = retry_busy(|| run_cached(conn, "BEGIN IMMEDIATE")) {
         let failure = Failure::from_error("beginning a write transaction", &err);
         batch.into_iter().for_each(|r| r.finish(Some(&failure)));
         return None;
     }
-    let mut tx = Tx::new(conn, 0);
+    let mut tx = Tx::new(conn, 0).with_statements(statements);
     let mut failure = None;
     // A lone request needs no savepoint: if it fails, the whole transaction rolls
     // back. (A savepoint copies every page it touches into the sub-journal.)

@@ -1,0 +1,231 @@
+//! Fresh job rows into `duraq_jobs`, many per statement: the whole cost of a
+//! batch enqueue on the writer thread, so its shape follows the profile of
+//! `enqueue_batch` (1,000 jobs per call):
+//!
+//! - **Literals for what every fresh row shares.** A row made by
+//!   [`duraq_core::transitions::new_job_row`] is queued, never attempted, has no
+//!   history and no worker: those 11 columns are literals of the statement, so a
+//!   row binds 19 parameters instead of 30 (each bound text is copied by SQLite).
+//!   [`insert_jobs`] refuses a row that is not fresh rather than lose a field.
+//! - **`INSERT OR FAIL`.** A multi-row `INSERT` that may *abort* makes SQLite
+//!   open a statement journal and copy every page the statement touches into it,
+//!   to undo the statement alone. `OR FAIL` keeps the rows before a conflicting
+//!   one instead; that changes nothing here, since an insert error fails the
+//!   whole request and the writer (or `enqueue_in_transaction`) then rolls the
+//!   request's transaction or savepoint back.
+//! - **A few fixed statement sizes** ([`CHUNKS`]): a batch is cut into chunks of
+//!   those sizes, whose SQL texts are built once per process and prepared once per
+//!   connection, instead of one statement of a new size for every remainder.
+//! - **One buffer for a chunk's args**, serialized back to back, instead of one
+//!   string per row.
+
+use std::sync::OnceLock;
+
+use duraq_core::{Error, ErrorCode, Job, JobStatus, Result};
+use rusqlite::{params_from_iter, Connection, ToSql};
+
+use crate::error_map::{is_primary_key_violation, map_err};
+use crate::tx::Tx;
+
+/// The columns a fresh row binds, in the order [`insert_sql`] names them.
+const BOUND: [&str; 19] = [
+    "id",
+    "job_name",
+    "args",
+    "queue",
+    "max_retries",
+    "scheduled_at_ms",
+    "created_at_ms",
+    "schedule_key",
+    "schedule_order",
+    "concurrency_key",
+    "max_concurrency",
+    "idempotency_key",
+    "timeout_ms",
+    "priority",
+    "rate_key",
+    "rate_max",
+    "rate_period_ms",
+    "args_digest",
+    "dedupe_key",
+];
+
+/// The columns every fresh row holds the same value in, with that value (the
+/// timestamps of later states, the worker and the error columns are NULL).
+const FRESH: [(&str, &str); 11] = [
+    ("status", "'queued'"),
+    ("attempts", "0"),
+    ("handed_off_at_ms", "NULL"),
+    ("completed_at_ms", "NULL"),
+    ("failed_at_ms", "NULL"),
+    ("cancelled_at_ms", "NULL"),
+    ("orphaned_at_ms", "NULL"),
+    ("last_error", "NULL"),
+    ("worker_id", "NULL"),
+    ("handoff_id", "NULL"),
+    ("errors", "'[]'"),
+];
+
+/// Rows per statement, largest first; a batch is cut greedily into these, so
+/// 1,000 rows take 10 statements. 256 × 19 parameters stays far below SQLite's
+/// limit of 32,766.
+const CHUNKS: [usize; 5] = [256, 64, 16, 4, 1];
+
+/// `INSERT OR FAIL … VALUES (…), (…)` for `rows` rows.
+fn insert_sql(rows: usize) -> String {
+    let columns: Vec<&str> = BOUND
+        .iter()
+        .chain(FRESH.iter().map(|(c, _)| c))
+        .copied()
+        .collect();
+    let one_row = format!(
+        "({}{})",
+        vec!["?"; BOUND.len()].join(", "),
+        FRESH
+            .iter()
+            .map(|(_, v)| format!(", {v}"))
+            .collect::<String>()
+    );
+    format!(
+        "INSERT OR FAIL INTO duraq_jobs ({}) VALUES {}",
+        columns.join(", "),
+        vec![one_row; rows].join(", ")
+    )
+}
+
+/// The SQL text for a chunk of `CHUNKS[i]` rows, built once per process.
+fn chunk_sql(i: usize) -> &'static str {
+    static SQL: [OnceLock<String>; CHUNKS.len()] = [const { OnceLock::new() }; CHUNKS.len()];
+    SQL[i].get_or_init(|| insert_sql(CHUNKS[i]))
+}
+
+/// A fresh row to insert: the job, its args digest and its dedupe key (see
+/// [`crate::dedupe`]).
+pub(crate) struct NewRow<'a> {
+    pub job: &'a Job,
+    pub args_digest: &'a str,
+    pub dedupe_key: Option<&'a str>,
+}
+
+/// Whether `job` holds exactly the [`FRESH`] values.
+fn is_fresh(job: &Job) -> bool {
+    job.status == JobStatus::Queued
+        && job.attempts == 0
+        && job.handed_off_at_ms.is_none()
+        && job.completed_at_ms.is_none()
+        && job.failed_at_ms.is_none()
+        && job.cancelled_at_ms.is_none()
+        && job.orphaned_at_ms.is_none()
+        && job.last_error.is_none()
+        && job.worker_id.is_none()
+        && job.handoff_id.is_none()
+        && job.errors.is_empty()
+}
+
+/// Inserts one fresh row.
+pub(crate) fn insert_job(
+    tx: &Tx<'_>,
+    job: &Job,
+    args_digest: &str,
+    dedupe_key: Option<&str>,
+) -> Result<()> {
+    insert_jobs(
+        tx,
+        &[NewRow {
+            job,
+            args_digest,
+            dedupe_key,
+        }],
+    )
+}
+
+/// Inserts fresh rows, cut into [`CHUNKS`], through the writer's
+/// [`crate::static_bind`] statements when `tx` has them. An id already in use
+/// is refused by the id's own index (no read first) as `idempotency-conflict`;
+/// the caller's transaction then rolls back whole.
+pub(crate) fn insert_jobs(tx: &Tx<'_>, rows: &[NewRow<'_>]) -> Result<()> {
+    if let Some(row) = rows.iter().find(|r| !is_fresh(r.job)) {
+        return Err(Error::Backend {
+            message: format!(
+                "job {} is not a fresh row and cannot be inserted",
+                row.job.id
+            ),
+            source: None,
+        });
+    }
+    let mut rest = rows;
+    let mut buffer = Vec::new();
+    let mut ends = Vec::new();
+    while !rest.is_empty() {
+        let size = CHUNKS
+            .iter()
+            .position(|&n| n <= rest.len())
+            .unwrap_or(CHUNKS.len() - 1);
+        let (chunk, next) = rest.split_at(CHUNKS[size]);
+        rest = next;
+        buffer.clear();
+        ends.clear();
+        for r in chunk {
+            serde_json::to_writer(&mut buffer, &r.job.args)
+                .map_err(|e| Error::backend("encoding args", e))?;
+            ends.push(buffer.len());
+        }
+        // serde_json writes UTF-8, and each end is the end of a whole value.
+        let text = std::str::from_utf8(&buffer).map_err(|e| Error::backend("encoding args", e))?;
+        let mut start = 0;
+        let args: Vec<&str> = ends
+            .iter()
+            .map(|&end| {
+                let arg = &text[start..end];
+                start = end;
+                arg
+            })
+            .collect();
+        let mut values: Vec<&dyn ToSql> = Vec::with_capacity(chunk.len() * BOUND.len());
+        for (r, args) in chunk.iter().zip(&args) {
+            let j = r.job;
+            values.extend([
+                &j.id as &dyn ToSql,
+                &j.job_name,
+                args,
+                &j.queue,
+                &j.max_retries,
+                &j.scheduled_at_ms,
+                &j.created_at_ms,
+                &j.schedule_key,
+                &j.schedule_order,
+                &j.concurrency_key,
+                &j.max_concurrency,
+                &j.idempotency_key,
+                &j.timeout_ms,
+                &j.priority,
+                &j.rate_key,
+                &j.rate_max,
+                &j.rate_period_ms,
+                &r.args_digest,
+                &r.dedupe_key,
+            ]);
+        }
+        let sql = chunk_sql(size);
+        let done = match tx.statements {
+            Some(statements) => statements.execute(sql, &values),
+            None => execute_cached(tx.conn, sql, values),
+        };
+        done.map_err(|e| {
+            // The id's own index answers "is this id in use?": no read first.
+            if is_primary_key_violation(&e) {
+                Error::conflict(ErrorCode::IdempotencyConflict, "a job with this id exists")
+            } else {
+                map_err(e)
+            }
+        })?;
+    }
+    Ok(())
+}
+
+/// Runs `sql` through rusqlite's statement cache of `conn`.
+fn execute_cached(conn: &Connection, sql: &str, values: Vec<&dyn ToSql>) -> rusqlite::Result<()> {
+    conn.prepare_cached(sql)?
+        .execute(params_from_iter(values))
+        .map(drop)
+}

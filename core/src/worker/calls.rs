@@ -30,10 +30,10 @@ pub(crate) enum Done {
     Claimed {
         asked: usize,
         result: crate::Result<Vec<Job>>,
-        /// After a claim that found fewer jobs than it asked for: how long until
-        /// the earliest future job is due (`None`: no future job, or unknown).
-        idle_wait: Option<Duration>,
     },
+    /// After a claim that found fewer jobs than it asked for: how long until
+    /// the earliest future job is due (`None`: no future job, or unknown).
+    NextDue(Option<Duration>),
 }
 
 /// Reports `batch`; with `refill`, claims in the same transaction
@@ -73,29 +73,32 @@ pub(crate) async fn report(
     }
 }
 
-/// Claims for free slots; after a short claim, also reads when the next
-/// future job is due, so the dispatcher can sleep until then.
-pub(crate) async fn claim(store: Arc<dyn Store>, clock: Arc<dyn Clock>, req: ClaimRequest) -> Done {
+/// Claims for free slots.
+pub(crate) async fn claim(store: Arc<dyn Store>, req: ClaimRequest) -> Done {
     let asked = req.limit;
     let result = store.claim(&req).await;
-    let short = result.as_ref().is_ok_and(|jobs| jobs.len() < asked);
-    let mut idle_wait = None;
-    if short {
-        let now_ms = clock.now_ms();
-        match store
-            .next_scheduled_at(&req.job_names, req.queues.as_deref())
-            .await
-        {
-            Ok(Some(at)) if at > now_ms => {
-                idle_wait = Some(Duration::from_millis((at - now_ms) as u64));
-            }
-            Ok(_) => {}
-            Err(e) => tracing::warn!("next_scheduled_at failed: {e}"),
+    Done::Claimed { asked, result }
+}
+
+/// Reads when the next future job of `req` is due, so the dispatcher can sleep
+/// until then. Made after the claim's jobs have started, never before.
+pub(crate) async fn next_due(
+    store: Arc<dyn Store>,
+    clock: Arc<dyn Clock>,
+    req: ClaimRequest,
+) -> Done {
+    let now_ms = clock.now_ms();
+    match store
+        .next_scheduled_at(&req.job_names, req.queues.as_deref())
+        .await
+    {
+        Ok(Some(at)) if at > now_ms => {
+            Done::NextDue(Some(Duration::from_millis((at - now_ms) as u64)))
         }
-    }
-    Done::Claimed {
-        asked,
-        result,
-        idle_wait,
+        Ok(_) => Done::NextDue(None),
+        Err(e) => {
+            tracing::warn!("next_scheduled_at failed: {e}");
+            Done::NextDue(None)
+        }
     }
 }

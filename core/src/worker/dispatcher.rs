@@ -98,6 +98,9 @@ pub(crate) struct Dispatcher {
     pending: Vec<Report>,
     /// Store calls in flight.
     calls: JoinSet<Done>,
+    /// Of those, the reports and claims (a read of the next due time is not
+    /// counted: it never holds up a report).
+    busy: usize,
     /// Reports in the batches in flight (their jobs are still held).
     reporting: usize,
     /// Jobs asked for by the claims in flight.
@@ -133,6 +136,7 @@ impl Dispatcher {
             reports,
             pending: Vec::new(),
             calls: JoinSet::new(),
+            busy: 0,
             reporting: 0,
             claiming: 0,
             report_retry: None,
@@ -165,7 +169,7 @@ impl Dispatcher {
         } else {
             1
         };
-        self.calls.len() < max
+        self.busy < max
     }
 
     /// Whether the pending reports make a batch worth a call now: always when
@@ -173,7 +177,7 @@ impl Dispatcher {
     /// of the capacity: a second call in flight pays for itself only when it
     /// carries enough jobs (a call's fixed cost is most of a small batch's).
     fn batch_ready(&self) -> bool {
-        self.calls.is_empty() || self.pending.len() >= (self.capacity() / 2).min(MAX_REPORT_BATCH)
+        self.busy == 0 || self.pending.len() >= (self.capacity() / 2).min(MAX_REPORT_BATCH)
     }
 
     /// Takes a finished attempt's report.
@@ -219,7 +223,7 @@ impl Dispatcher {
             let retry_ok = self.report_retry.is_none_or(|(at, _)| Instant::now() >= at);
             if !self.pending.is_empty() && retry_ok && self.may_call() && self.batch_ready() {
                 self.gather().await;
-                self.send_reports();
+                self.send_reports().await;
                 continue;
             }
             // 2. A lease check that is due.
@@ -229,7 +233,7 @@ impl Dispatcher {
             }
             // 3. A claim that is wanted.
             if self.should_claim() && self.may_call() {
-                self.send_claim();
+                self.send_claim().await;
                 continue;
             }
             // 4. Wait for a reason.
@@ -349,7 +353,7 @@ impl Dispatcher {
 
     /// Sends one report batch; with a backlog, it refills the slots in the
     /// same transaction.
-    fn send_reports(&mut self) {
+    async fn send_reports(&mut self) {
         let take = self.pending.len().min(MAX_REPORT_BATCH);
         let batch: Vec<Report> = self.pending.drain(..take).collect();
         self.reporting += take;
@@ -365,11 +369,11 @@ impl Dispatcher {
         };
         self.claiming += refill.as_ref().map_or(0, |r| r.limit);
         let store = self.shared.store.clone();
-        self.calls.spawn(calls::report(store, batch, refill));
+        self.make(calls::report(store, batch, refill)).await;
     }
 
     /// Sends a plain claim for the free slots.
-    fn send_claim(&mut self) {
+    async fn send_claim(&mut self) {
         let Some(template) = &self.claim else {
             return;
         };
@@ -378,8 +382,21 @@ impl Dispatcher {
             ..template.clone()
         };
         self.claiming += req.limit;
-        let (store, clock) = (self.shared.store.clone(), self.shared.clock.clone());
-        self.calls.spawn(calls::claim(store, clock, req));
+        self.make(calls::claim(self.shared.store.clone(), req))
+            .await;
+    }
+
+    /// Makes a report or claim call: awaited here without prefetch (one call
+    /// at a time, and no task hop between a claim and its jobs' start), on a
+    /// task of its own with prefetch (its result comes back through `calls`).
+    async fn make(&mut self, call: impl Future<Output = Done> + Send + 'static) {
+        self.busy += 1;
+        if self.settings.prefetch == 0 {
+            let done = call.await;
+            self.finish_call(done);
+        } else {
+            self.calls.spawn(call);
+        }
     }
 
     /// Applies a finished store call to the jobs held.
@@ -391,6 +408,7 @@ impl Dispatcher {
                 results,
                 claimed,
             } => {
+                self.busy -= 1;
                 self.reporting -= batch.len();
                 self.claiming -= asked;
                 self.reported(batch, results);
@@ -401,13 +419,16 @@ impl Dispatcher {
                 // Slots freed: they may release a queue cap, so claim again.
                 self.want_claim = true;
             }
-            Done::Claimed {
-                asked,
-                result,
-                idle_wait,
-            } => {
+            Done::Claimed { asked, result } => {
+                self.busy -= 1;
                 self.claiming -= asked;
-                self.claimed(asked, result, idle_wait);
+                self.claimed(asked, result);
+            }
+            Done::NextDue(wait) => {
+                // Sooner than the poll set when the claim came back short.
+                if let (Some(wait), false) = (wait, self.want_claim) {
+                    self.next_claim_at = self.next_claim_at.min(Instant::now() + wait);
+                }
             }
         }
     }
@@ -444,12 +465,7 @@ impl Dispatcher {
     }
 
     /// The result of a plain claim.
-    fn claimed(
-        &mut self,
-        asked: usize,
-        result: crate::Result<Vec<Job>>,
-        idle_wait: Option<Duration>,
-    ) {
+    fn claimed(&mut self, asked: usize, result: crate::Result<Vec<Job>>) {
         let jobs = match result {
             Ok(jobs) => {
                 self.claim_backoff = self.settings.poll;
@@ -470,10 +486,15 @@ impl Dispatcher {
         if got == asked {
             return; // maybe more is due: want_claim stays
         }
-        // Idle: claim again at the earliest future job, the poll, or a signal.
+        // Idle: claim again at the poll, a signal, or the earliest future job
+        // (read now, after the jobs of this claim have started).
         self.want_claim = false;
-        let poll = self.settings.poll;
-        self.next_claim_at = Instant::now() + idle_wait.map_or(poll, |wait| poll.min(wait));
+        self.next_claim_at = Instant::now() + self.settings.poll;
+        if let Some(template) = &self.claim {
+            let (store, clock) = (self.shared.store.clone(), self.shared.clock.clone());
+            self.calls
+                .spawn(calls::next_due(store, clock, template.clone()));
+        }
     }
 
     /// Shutdown: the jobs claimed ahead that have not started go back to the

@@ -101,6 +101,8 @@ pub(crate) struct Dispatcher {
     /// Of those, the reports and claims (a read of the next due time is not
     /// counted: it never holds up a report).
     busy: usize,
+    /// A short claim asked for the next due time to be read.
+    read_next_due: bool,
     /// Reports in the batches in flight (their jobs are still held).
     reporting: usize,
     /// Jobs asked for by the claims in flight.
@@ -137,6 +139,7 @@ impl Dispatcher {
             pending: Vec::new(),
             calls: JoinSet::new(),
             busy: 0,
+            read_next_due: false,
             reporting: 0,
             claiming: 0,
             report_retry: None,
@@ -271,7 +274,10 @@ impl Dispatcher {
                     );
                 }
                 Some(done) = self.calls.join_next(), if !self.calls.is_empty() => match done {
-                    Ok(done) => self.finish_call(done),
+                    Ok(done) => {
+                        self.finish_call(done);
+                        self.next_due().await;
+                    }
                     Err(e) => tracing::error!("a store call's task failed: {e}"),
                 },
                 report = self.reports.recv() => {
@@ -394,6 +400,7 @@ impl Dispatcher {
         if self.settings.prefetch == 0 {
             let done = call.await;
             self.finish_call(done);
+            self.next_due().await;
         } else {
             self.calls.spawn(call);
         }
@@ -487,13 +494,29 @@ impl Dispatcher {
             return; // maybe more is due: want_claim stays
         }
         // Idle: claim again at the poll, a signal, or the earliest future job
-        // (read now, after the jobs of this claim have started).
+        // (read next, after the jobs of this claim have started).
         self.want_claim = false;
         self.next_claim_at = Instant::now() + self.settings.poll;
-        if let Some(template) = &self.claim {
-            let (store, clock) = (self.shared.store.clone(), self.shared.clock.clone());
-            self.calls
-                .spawn(calls::next_due(store, clock, template.clone()));
+        self.read_next_due = true;
+    }
+
+    /// Reads when the earliest future job is due, if a short claim asked for
+    /// it: awaited here without prefetch (so the loop claims no faster than it
+    /// did before prefetch existed), on a task with prefetch.
+    async fn next_due(&mut self) {
+        if !std::mem::take(&mut self.read_next_due) {
+            return;
+        }
+        let Some(template) = &self.claim else {
+            return;
+        };
+        let (store, clock) = (self.shared.store.clone(), self.shared.clock.clone());
+        let call = calls::next_due(store, clock, template.clone());
+        if self.settings.prefetch == 0 {
+            let done = call.await;
+            self.finish_call(done);
+        } else {
+            self.calls.spawn(call);
         }
     }
 

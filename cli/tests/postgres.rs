@@ -220,14 +220,23 @@ fn jobs_cancel_from_another_process_stops_the_running_job_on_postgres() {
         eprintln!("DATABASE_URL is not set; skipping the PostgreSQL CLI test");
         return;
     };
-    // A schema of its own: no other suite's jobs for this worker to run.
-    let schema = format!("duraq_cli_cancel_{}", std::process::id());
-    execute(&url, &format!("DROP SCHEMA IF EXISTS {schema} CASCADE"));
+    in_own_schema(
+        &url,
+        "cancel",
+        common::a_cancelled_running_job_is_stopped_by_its_worker,
+    );
+}
+
+/// Runs `case` against a freshly migrated schema of its own (no other suite's
+/// jobs for its worker to run), dropped afterwards.
+fn in_own_schema(url: &str, name: &str, case: fn(&str)) {
+    let schema = format!("duraq_cli_{name}_{}", std::process::id());
+    execute(url, &format!("DROP SCHEMA IF EXISTS {schema} CASCADE"));
     let sep = if url.contains('?') { '&' } else { '?' };
     let in_schema = format!("{url}{sep}schema={schema}");
     json(&in_schema, &["migrate"]);
-    common::a_cancelled_running_job_is_stopped_by_its_worker(&in_schema);
-    execute(&url, &format!("DROP SCHEMA {schema} CASCADE"));
+    case(&in_schema);
+    execute(url, &format!("DROP SCHEMA {schema} CASCADE"));
 }
 
 #[test]
@@ -236,13 +245,11 @@ fn prefetched_jobs_go_back_unstarted_when_the_worker_stops() {
         eprintln!("DATABASE_URL is not set; skipping the PostgreSQL CLI test");
         return;
     };
-    let schema = format!("duraq_cli_prefetch_{}", std::process::id());
-    execute(&url, &format!("DROP SCHEMA IF EXISTS {schema} CASCADE"));
-    let sep = if url.contains('?') { '&' } else { '?' };
-    let in_schema = format!("{url}{sep}schema={schema}");
-    json(&in_schema, &["migrate"]);
-    common::prefetched_jobs_go_back_unstarted_at_shutdown(&in_schema);
-    execute(&url, &format!("DROP SCHEMA {schema} CASCADE"));
+    in_own_schema(
+        &url,
+        "prefetch",
+        common::prefetched_jobs_go_back_unstarted_at_shutdown,
+    );
 }
 
 #[test]

@@ -107,15 +107,7 @@ impl Db {
 
     /// Starts `duraq worker <args>` in the background.
     pub fn spawn_worker(&self, args: &[&str]) -> Child {
-        Command::new(bin())
-            .arg("--database")
-            .arg(self.url())
-            .arg("worker")
-            .args(args)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn worker")
+        spawn_worker_at(&self.url(), args)
     }
 
     /// Polls `cond` on the job until it holds or `timeout` passes.
@@ -195,6 +187,35 @@ pub fn json_at(url: &str, args: &[&str]) -> Value {
     parse_one(&out.stdout)
 }
 
+/// Starts `duraq worker <args>` on the database at `url` (not the
+/// environment's), its output piped.
+pub fn spawn_worker_at(url: &str, args: &[&str]) -> Child {
+    Command::new(bin())
+        .arg("--database")
+        .arg(url)
+        .arg("worker")
+        .args(args)
+        .env_remove("DURAQ_DATABASE_URL")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn worker")
+}
+
+/// Stops a `duraq worker --json` with SIGTERM, asserts it exited cleanly within
+/// `patience`, and returns the totals it printed (`report`).
+fn stop_json_worker(mut worker: Child, patience: Duration) -> Value {
+    signal(&worker, libc::SIGTERM);
+    let status = wait_exit(&mut worker, patience);
+    let out = worker.wait_with_output().unwrap();
+    assert!(
+        status.success(),
+        "{status:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    parse_one(&out.stdout)["report"].clone()
+}
+
 /// The multi-process cancel promise on the database at `url`: a `duraq worker`
 /// process runs a ten-minute `duraq.sleep`; another process runs `duraq jobs
 /// cancel`; the worker's handler stops. Its drain deadline and cancel grace are
@@ -210,22 +231,10 @@ pub fn a_cancelled_running_job_is_stopped_by_its_worker(url: &str) {
         .as_str()
         .unwrap()
         .to_string();
-    let mut worker = Command::new(bin())
-        .arg("--database")
-        .arg(url)
-        .args([
-            "worker",
-            "--json",
-            "--drain-timeout",
-            "20m",
-            "--cancel-grace",
-            "20m",
-        ])
-        .env_remove("DURAQ_DATABASE_URL")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn worker");
+    let worker = spawn_worker_at(
+        url,
+        &["--json", "--drain-timeout", "20m", "--cancel-grace", "20m"],
+    );
     let job = |id: &str| json_at(url, &["jobs", "show", id])["job"].clone();
     let running = wait_for(patience, "the job to start", || {
         let j = job(&id);
@@ -235,15 +244,7 @@ pub fn a_cancelled_running_job_is_stopped_by_its_worker(url: &str) {
     assert_eq!(cancelled["status"], "cancelled", "{cancelled}");
     // Asked to stop now, the worker drains: it can only finish in time if the
     // cancelled handler stopped (whether it learned before or during the drain).
-    signal(&worker, libc::SIGTERM);
-    let status = wait_exit(&mut worker, patience);
-    let out = worker.wait_with_output().unwrap();
-    assert!(
-        status.success(),
-        "{status:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let report = parse_one(&out.stdout)["report"].clone();
+    let report = stop_json_worker(worker, patience);
     assert_eq!(report["claimed"], 1, "{report}");
     assert_eq!(report["cancelled"], 1, "{report}");
     assert_eq!(
@@ -281,38 +282,16 @@ pub fn prefetched_jobs_go_back_unstarted_at_shutdown(url: &str) {
                 .to_string()
         })
         .collect();
-    let mut worker = Command::new(bin())
-        .arg("--database")
-        .arg(url)
-        .args([
-            "worker",
-            "--json",
-            "--concurrency",
-            "1",
-            "--prefetch",
-            "3",
-            "--drain-timeout",
-            "1s",
-        ])
-        .env_remove("DURAQ_DATABASE_URL")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn worker");
+    let worker = spawn_worker_at(
+        url,
+        &["--json", "--concurrency", "1", "--prefetch", "3", "--drain-timeout", "1s"],
+    );
     let counts = wait_for(patience, "four jobs held", || {
         let c = json_at(url, &["counts"])["counts"].clone();
         (c["handedOff"] == 4).then_some(c)
     });
     assert_eq!(counts["queued"], 1, "{counts}");
-    signal(&worker, libc::SIGTERM);
-    let status = wait_exit(&mut worker, patience);
-    let out = worker.wait_with_output().unwrap();
-    assert!(
-        status.success(),
-        "{status:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let report = parse_one(&out.stdout)["report"].clone();
+    let report = stop_json_worker(worker, patience);
     assert_eq!(report["claimed"], 4, "{report}");
     assert_eq!(report["returnedUnstarted"], 3, "{report}");
     assert_eq!(report["returnedToQueue"], 1, "{report}");

@@ -284,7 +284,15 @@ pub fn prefetched_jobs_go_back_unstarted_at_shutdown(url: &str) {
         .collect();
     let worker = spawn_worker_at(
         url,
-        &["--json", "--concurrency", "1", "--prefetch", "3", "--drain-timeout", "1s"],
+        &[
+            "--json",
+            "--concurrency",
+            "1",
+            "--prefetch",
+            "3",
+            "--drain-timeout",
+            "1s",
+        ],
     );
     let counts = wait_for(patience, "four jobs held", || {
         let c = json_at(url, &["counts"])["counts"].clone();

@@ -1,6 +1,8 @@
-//! WAL checkpoints off the commit path: the writer's WAL does not grow without
-//! bound under steady writes (the writer's backstop lets it restart), and a store
-//! that started its checkpointer thread still closes cleanly.
+//! WAL checkpoints between batches: under bulk writes the WAL does not grow
+//! without bound (the writer's backstop lets it restart) and a store that
+//! started its checkpointer thread still closes cleanly; under small commits the
+//! writer checkpoints itself every 1,000 frames, so the WAL restarts at about
+//! that size, as with SQLite's own auto-checkpoint.
 
 use duraq_core::{EnqueueOptions, NewJob, Store};
 use duraq_store_sqlite::{SqliteOptions, SqliteStore};
@@ -43,4 +45,23 @@ async fn steady_writes_keep_the_wal_bounded_and_close_cleanly() {
         .query_row("SELECT COUNT(*) FROM duraq_jobs", [], |r| r.get(0))
         .unwrap();
     assert_eq!(rows, 18_000);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn small_commits_restart_the_wal_every_thousand_frames() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("wal.db");
+    let store = SqliteStore::open(&path, SqliteOptions::default()).unwrap();
+    // One job per commit, a few frames each: several thousand frames in all.
+    for i in 0..1500 {
+        let job = NewJob::new("small", json!([i]), EnqueueOptions::new()).unwrap();
+        store.enqueue(job).await.unwrap();
+    }
+    let frames = wal_extent_frames(&path);
+    assert!(
+        frames < 2_000,
+        "the WAL grew to {frames} frames: small commits were not checkpointed at 1,000"
+    );
+    assert_eq!(store.count_snapshot().await.unwrap().total, 1500);
+    store.close().await.unwrap();
 }

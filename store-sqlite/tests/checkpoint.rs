@@ -17,11 +17,17 @@ fn wal_extent_frames(path: &std::path::Path) -> u64 {
     (len.saturating_sub(32)) / (4096 + 24)
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn steady_writes_keep_the_wal_bounded_and_close_cleanly() {
+/// A store on a new file in a temporary directory (kept alive by the first value).
+fn fresh_store() -> (tempfile::TempDir, std::path::PathBuf, SqliteStore) {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("wal.db");
     let store = SqliteStore::open(&path, SqliteOptions::default()).unwrap();
+    (dir, path, store)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn steady_writes_keep_the_wal_bounded_and_close_cleanly() {
+    let (_dir, path, store) = fresh_store();
     // About 2 KiB per job: some 1,100 WAL frames a batch, 19,000 in all, far
     // more than the writer's backstop (4,000 frames).
     let padding = "x".repeat(2048);
@@ -49,9 +55,7 @@ async fn steady_writes_keep_the_wal_bounded_and_close_cleanly() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn small_commits_restart_the_wal_every_thousand_frames() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("wal.db");
-    let store = SqliteStore::open(&path, SqliteOptions::default()).unwrap();
+    let (_dir, path, store) = fresh_store();
     // One job per commit, a few frames each: several thousand frames in all.
     for i in 0..1500 {
         let job = NewJob::new("small", json!([i]), EnqueueOptions::new()).unwrap();

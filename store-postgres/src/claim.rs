@@ -345,7 +345,10 @@ pub(crate) async fn claim(tx: &mut Tx<'_>, req: &ClaimRequest) -> Result<Vec<Job
     // The heartbeat comes last, sent with the rows: its row lock is then held
     // only while the transaction commits, so two claims of one worker in
     // flight at once (see the dispatcher) overlap everything but their commits.
+    // (`biased`: tokio's join otherwise rotates which future it polls first,
+    // and the first polled is the first sent.)
     tokio::try_join!(
+        biased;
         save_claimed(&tx.db, &taken, &req.worker_id, tx.now),
         save_jobs(&tx.db, &postponed),
         heartbeat(&tx.db, &req.worker_id, tx.now)

@@ -50,9 +50,14 @@ pub(crate) async fn report_many(
         )
     });
     let mut loaded: HashMap<String, Loaded> = HashMap::with_capacity(ids.len());
-    // Sent together (one round trip): the setting applies to the lookup.
+    // Sent together (one round trip), the setting first (`biased`: polled in
+    // this order), so it applies to the lookup.
     let params: [&(dyn tokio_postgres::types::ToSql + Sync); 1] = [&ids];
-    let (_, rows) = tokio::try_join!(tx.db.execute(BY_KEY_ONLY, &[]), tx.db.query(sql, &params))?;
+    let (_, rows) = tokio::try_join!(
+        biased;
+        tx.db.execute(BY_KEY_ONLY, &[]),
+        tx.db.query(sql, &params)
+    )?;
     for row in rows {
         let l = loaded_from_row(&row)?;
         loaded.insert(l.job.id.clone(), l);

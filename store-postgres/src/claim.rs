@@ -93,13 +93,30 @@ pub(crate) async fn release_reservations(db: &Db<'_>, keys: &[String]) -> Result
     }
 }
 
+/// The setting of [`WALK_DUE_INDEX`] as a select item (the claim sends it
+/// inside its first statement).
+macro_rules! walk_due_index {
+    () => {
+        "set_config('enable_sort', 'off', true)"
+    };
+}
+
 /// Makes the rest of the transaction plan without explicit sorts, so a query
 /// ordered like `duraq_jobs_claim` can only walk that index. Without it, before
 /// ANALYZE has seen the table (or with stale statistics) the planner may read
 /// every queued row of a name through another index and sort them (schema v1's
 /// dedupe index did: about 90 ms per claim at 50,000 queued jobs), instead of
 /// reading a few rows in claim order. Queries that need a sort anyway (queue priorities) still get one.
-pub(crate) const WALK_DUE_INDEX: &str = "SELECT set_config('enable_sort', 'off', true)";
+pub(crate) const WALK_DUE_INDEX: &str = concat!("SELECT ", walk_due_index!());
+
+/// The settings of [`BY_KEY_ONLY`] as select items (the claim sends them
+/// inside its first statement).
+macro_rules! by_key_only {
+    () => {
+        "set_config('enable_seqscan', 'off', true), \
+         set_config('plan_cache_mode', 'force_generic_plan', true)"
+    };
+}
 
 /// Makes the rest of the transaction reach rows through indexes, and plan
 /// each statement once.
@@ -120,8 +137,7 @@ pub(crate) const WALK_DUE_INDEX: &str = "SELECT set_config('enable_sort', 'off',
 /// measured with `log_min_duration_statement = 0`), and the in-process drain
 /// with prefetch ran 1.11× faster without it. A plan cached on a connection is
 /// still invalidated as usual (schema changes, ANALYZE).
-pub(crate) const BY_KEY_ONLY: &str = "SELECT set_config('enable_seqscan', 'off', true), \
-     set_config('plan_cache_mode', 'force_generic_plan', true)";
+pub(crate) const BY_KEY_ONLY: &str = concat!("SELECT ", by_key_only!());
 
 /// The earliest `scheduledAtMs` among queued jobs of `job_names` (in `queues`):
 /// the first entry of each priority's range of the claim index (see
@@ -196,21 +212,21 @@ async fn save_claimed(
 }
 
 pub(crate) async fn claim(tx: &mut Tx<'_>, req: &ClaimRequest) -> Result<Vec<Job>> {
-    // The planner settings (those of `WALK_DUE_INDEX` and `BY_KEY_ONLY`) and
-    // the due priorities share one round trip.
+    // The due priorities and the planner settings of `WALK_DUE_INDEX` and
+    // `BY_KEY_ONLY` share one round trip.
     let row = tx
         .db
         .query_one(
             &format!(
                 "WITH RECURSIVE {QUEUED_PRIORITIES} \
-                 SELECT set_config('enable_sort', 'off', true), set_config('enable_seqscan', 'off', true), \
-                 set_config('plan_cache_mode', 'force_generic_plan', true), \
-                 ARRAY(SELECT p FROM levels WHERE p IS NOT NULL ORDER BY p DESC)"
+                 SELECT ARRAY(SELECT p FROM levels WHERE p IS NOT NULL ORDER BY p DESC), {}, {}",
+                walk_due_index!(),
+                by_key_only!()
             ),
             &[],
         )
         .await?;
-    let queued_priorities: Vec<i64> = row.get(3);
+    let queued_priorities: Vec<i64> = row.get(0);
     if req.limit == 0 || req.job_names.is_empty() || queued_priorities.is_empty() {
         heartbeat(&tx.db, &req.worker_id, tx.now).await?;
         return Ok(Vec::new());

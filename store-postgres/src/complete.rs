@@ -49,7 +49,7 @@ pub(crate) async fn complete_many(
     // the batch: measured with auto_explain, up to 5,000 entries per 55-job
     // batch, a cost growing with the running jobs rather than with the batch.
     let params: [&(dyn tokio_postgres::types::ToSql + Sync); 4] =
-        [&ids, &handoffs, &tx.now, &"handed_off"];
+        [&ids, &handoffs, &tx.now, &JobStatus::HandedOff.as_str()];
     // The planner settings go in the same round trip, ahead of the update
     // (`biased`: polled in this order, so the setting is sent first even when
     // both statements are prepared anew).

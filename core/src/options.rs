@@ -416,6 +416,10 @@ impl NewJob {
     pub fn args(&self) -> &Value {
         &self.args
     }
+    /// The JSON args, consuming the job (see [`crate::transitions::into_job_row`]).
+    pub fn into_args(self) -> Value {
+        self.args
+    }
     /// The normalized queue.
     pub fn queue(&self) -> &QueueName {
         &self.queue

@@ -54,13 +54,14 @@ impl ScopeMemo {
     }
 }
 
-/// The key a new row of `job` must carry: `Some` when its scope is registered.
+/// The key a new row of job `name` in `queue` must carry: `Some` when its
+/// scope is registered.
 pub(crate) fn key_for_insert<'d>(
     tx: &mut Tx<'_>,
-    job: &NewJob,
+    name: &str,
+    queue: &str,
     args_digest: &'d str,
 ) -> Result<Option<&'d str>> {
-    let (name, queue) = (job.job_name().as_str(), job.queue().as_str());
     let registered = match tx.scopes.get(name, queue) {
         Some(known) => known,
         None => {

@@ -3,13 +3,13 @@
 //! store's own writer and by [`SqliteStore::enqueue_in_transaction`] on a
 //! caller's transaction, so both follow exactly the same rules.
 
-use duraq_core::transitions::new_job_row;
+use duraq_core::transitions::{into_job_row, new_job_row};
 use duraq_core::{EnqueueOutcome, Error, ErrorCode, Job, JobStatus, NewJob, Result};
 use rusqlite::{params, Connection, OptionalExtension};
 
 use crate::dedupe;
 use crate::error_map::SqlResult;
-use crate::insert::{insert_job, insert_jobs, NewRow};
+use crate::insert::{insert_job, insert_jobs, ArgsTexts, NewRow};
 use crate::rows::json_text;
 use crate::tx::Tx;
 use crate::SqliteStore;
@@ -59,33 +59,75 @@ pub(crate) fn enqueue(tx: &mut Tx<'_>, job: NewJob) -> Result<EnqueueOutcome> {
     Ok(EnqueueOutcome::Created(job.id().to_owned()))
 }
 
-/// Many enqueues in one transaction, each following [`enqueue`]. A batch of
-/// plain jobs (no idempotency key, dedupe, operation, concurrency cap or rate
-/// limit: nothing to read or register first) is inserted together, several rows
-/// per statement; any other batch goes job by job, each seeing the ones before.
-pub(crate) fn enqueue_many(tx: &mut Tx<'_>, jobs: Vec<NewJob>) -> Result<Vec<EnqueueOutcome>> {
-    let plain = jobs.iter().all(|j| {
-        j.idempotency_key().is_none()
-            && !j.deduplicate_while_queued()
-            && j.operation().is_none()
-            && j.concurrency().is_none()
-            && j.rate_limit().is_none()
-    });
-    if !plain {
-        return jobs.into_iter().map(|job| enqueue(tx, job)).collect();
+/// A batch enqueue as the writer receives it: see [`Batch::prepare`].
+pub(crate) enum Batch {
+    /// Jobs with nothing to read or register first (no idempotency key,
+    /// dedupe, operation, concurrency cap or rate limit), inserted together,
+    /// several rows per statement, with their args already serialized and
+    /// digested.
+    Plain {
+        jobs: Vec<NewJob>,
+        args: ArgsTexts,
+        digests: Vec<String>,
+    },
+    /// Any other batch: job by job, each following [`enqueue`] and seeing the
+    /// ones before.
+    OneByOne(Vec<NewJob>),
+}
+
+impl Batch {
+    /// Sorts `jobs` and, for a plain batch, does on the caller's task the
+    /// work that needs no transaction (serializing and digesting args), so
+    /// the writer thread, which every write waits for, only inserts.
+    pub(crate) fn prepare(jobs: Vec<NewJob>) -> Result<Self> {
+        let plain = jobs.iter().all(|j| {
+            j.idempotency_key().is_none()
+                && !j.deduplicate_while_queued()
+                && j.operation().is_none()
+                && j.concurrency().is_none()
+                && j.rate_limit().is_none()
+        });
+        if !plain {
+            return Ok(Self::OneByOne(jobs));
+        }
+        let args = ArgsTexts::new(jobs.iter().map(NewJob::args))?;
+        let digests = jobs.iter().map(NewJob::args_digest).collect();
+        Ok(Self::Plain {
+            jobs,
+            args,
+            digests,
+        })
     }
-    let rows: Vec<Job> = jobs.iter().map(|j| new_job_row(j, tx.now)).collect();
-    let digests: Vec<String> = jobs.iter().map(NewJob::args_digest).collect();
-    let mut keys = Vec::with_capacity(jobs.len());
-    for (job, digest) in jobs.iter().zip(&digests) {
-        keys.push(dedupe::key_for_insert(tx, job, digest)?);
+}
+
+/// Many enqueues in one transaction, each following [`enqueue`] (see [`Batch`]).
+pub(crate) fn enqueue_many(tx: &mut Tx<'_>, batch: Batch) -> Result<Vec<EnqueueOutcome>> {
+    let (jobs, args, digests) = match batch {
+        Batch::OneByOne(jobs) => return jobs.into_iter().map(|job| enqueue(tx, job)).collect(),
+        Batch::Plain {
+            jobs,
+            args,
+            digests,
+        } => (jobs, args, digests),
+    };
+    let rows: Vec<Job> = jobs.into_iter().map(|j| into_job_row(j, tx.now)).collect();
+    let mut keys = Vec::with_capacity(rows.len());
+    for (row, digest) in rows.iter().zip(&digests) {
+        keys.push(dedupe::key_for_insert(
+            tx,
+            &row.job_name,
+            &row.queue,
+            digest,
+        )?);
     }
     let new_rows: Vec<NewRow<'_>> = rows
         .iter()
+        .zip(args.iter())
         .zip(&digests)
         .zip(keys)
-        .map(|((job, args_digest), dedupe_key)| NewRow {
+        .map(|(((job, args), args_digest), dedupe_key)| NewRow {
             job,
+            args,
             args_digest,
             dedupe_key,
         })
@@ -185,7 +227,8 @@ pub(crate) fn insert_checked(tx: &mut Tx<'_>, job: &NewJob, row: &Job) -> Result
             .db()?;
     }
     let digest = job.args_digest();
-    let dedupe_key = dedupe::key_for_insert(tx, job, &digest)?;
+    let dedupe_key =
+        dedupe::key_for_insert(tx, job.job_name().as_str(), job.queue().as_str(), &digest)?;
     insert_job(tx, row, &digest, dedupe_key)?;
     tx.added(&row.queue, JobStatus::Queued);
     Ok(())

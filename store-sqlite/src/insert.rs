@@ -16,15 +16,20 @@
 //! - **A few fixed statement sizes** ([`CHUNKS`]): a batch is cut into chunks of
 //!   those sizes, whose SQL texts are built once per process and prepared once per
 //!   connection, instead of one statement of a new size for every remainder.
-//! - **One buffer for a chunk's args**, serialized back to back, instead of one
-//!   string per row.
+//! - **Args as text, serialized by the caller** ([`ArgsTexts`]): a batch
+//!   enqueue serializes its jobs' args (and digests them) on the caller's task,
+//!   before the request reaches the writer thread, so the one thread every
+//!   write waits for spends its time in SQLite; the texts sit back to back in
+//!   one buffer instead of one string per row.
 
 use std::sync::OnceLock;
 
 use duraq_core::{Error, ErrorCode, Job, JobStatus, Result};
 use rusqlite::{params_from_iter, Connection, ToSql};
+use serde_json::Value;
 
 use crate::error_map::{is_primary_key_violation, map_err};
+use crate::rows::json_text;
 use crate::tx::Tx;
 
 /// The columns a fresh row binds, in the order [`insert_sql`] names them.
@@ -99,12 +104,44 @@ fn chunk_sql(i: usize) -> &'static str {
     SQL[i].get_or_init(|| insert_sql(CHUNKS[i]))
 }
 
-/// A fresh row to insert: the job, its args digest and its dedupe key (see
-/// [`crate::dedupe`]).
+/// A fresh row to insert: the job, its args as JSON text, its args digest and
+/// its dedupe key (see [`crate::dedupe`]).
 pub(crate) struct NewRow<'a> {
     pub job: &'a Job,
+    pub args: &'a str,
     pub args_digest: &'a str,
     pub dedupe_key: Option<&'a str>,
+}
+
+/// The args of many jobs as JSON texts, back to back in one buffer.
+#[derive(Default)]
+pub(crate) struct ArgsTexts {
+    buffer: String,
+    ends: Vec<usize>,
+}
+
+impl ArgsTexts {
+    /// Serializes each of `args` in order.
+    pub(crate) fn new<'v>(args: impl ExactSizeIterator<Item = &'v Value>) -> Result<Self> {
+        let mut bytes = Vec::new();
+        let mut ends = Vec::with_capacity(args.len());
+        for value in args {
+            serde_json::to_writer(&mut bytes, value)
+                .map_err(|e| Error::backend("encoding args", e))?;
+            ends.push(bytes.len());
+        }
+        // serde_json writes UTF-8, and each end is the end of a whole value.
+        let buffer = String::from_utf8(bytes).map_err(|e| Error::backend("encoding args", e))?;
+        Ok(Self { buffer, ends })
+    }
+
+    /// The texts in order.
+    pub(crate) fn iter(&self) -> impl Iterator<Item = &str> {
+        let starts = std::iter::once(0).chain(self.ends.iter().copied());
+        starts
+            .zip(&self.ends)
+            .map(|(start, &end)| &self.buffer[start..end])
+    }
 }
 
 /// Whether `job` holds exactly the [`FRESH`] values.
@@ -133,6 +170,7 @@ pub(crate) fn insert_job(
         tx,
         &[NewRow {
             job,
+            args: &json_text(&job.args)?,
             args_digest,
             dedupe_key,
         }],
@@ -154,8 +192,6 @@ pub(crate) fn insert_jobs(tx: &Tx<'_>, rows: &[NewRow<'_>]) -> Result<()> {
         });
     }
     let mut rest = rows;
-    let mut buffer = Vec::new();
-    let mut ends = Vec::new();
     while !rest.is_empty() {
         let size = CHUNKS
             .iter()
@@ -163,31 +199,13 @@ pub(crate) fn insert_jobs(tx: &Tx<'_>, rows: &[NewRow<'_>]) -> Result<()> {
             .unwrap_or(CHUNKS.len() - 1);
         let (chunk, next) = rest.split_at(CHUNKS[size]);
         rest = next;
-        buffer.clear();
-        ends.clear();
-        for r in chunk {
-            serde_json::to_writer(&mut buffer, &r.job.args)
-                .map_err(|e| Error::backend("encoding args", e))?;
-            ends.push(buffer.len());
-        }
-        // serde_json writes UTF-8, and each end is the end of a whole value.
-        let text = std::str::from_utf8(&buffer).map_err(|e| Error::backend("encoding args", e))?;
-        let mut start = 0;
-        let args: Vec<&str> = ends
-            .iter()
-            .map(|&end| {
-                let arg = &text[start..end];
-                start = end;
-                arg
-            })
-            .collect();
         let mut values: Vec<&dyn ToSql> = Vec::with_capacity(chunk.len() * BOUND.len());
-        for (r, args) in chunk.iter().zip(&args) {
+        for r in chunk {
             let j = r.job;
             values.extend([
                 &j.id as &dyn ToSql,
                 &j.job_name,
-                args,
+                &r.args,
                 &j.queue,
                 &j.max_retries,
                 &j.scheduled_at_ms,

@@ -19,7 +19,8 @@ impl Store for SqliteStore {
     }
 
     async fn enqueue_batch(&self, jobs: Vec<NewJob>) -> Result<Vec<EnqueueOutcome>> {
-        self.write(move |tx| enqueue::enqueue_many(tx, jobs)).await
+        let batch = enqueue::Batch::prepare(jobs)?;
+        self.write(move |tx| enqueue::enqueue_many(tx, batch)).await
     }
 
     async fn replace_scheduled(

@@ -255,3 +255,24 @@ pub async fn a_batch_dedupes_against_its_own_jobs(h: &Harness) {
         .unwrap();
     assert_eq!(later, EnqueueOutcome::Deduplicated("c".into()));
 }
+
+/// A batch of plain jobs (no option of its own to check first) enqueued after
+/// its scope has seen a dedupe request is matched by later requests like any
+/// job of the scope.
+pub async fn plain_batch_jobs_are_matched_in_a_seen_scope(h: &Harness) {
+    let q = |n: i64| job("j", json!({"n": n}), dedupe().queue("q"));
+    let first = h.store.enqueue(q(0)).await.unwrap();
+    assert!(matches!(first, EnqueueOutcome::Created(_)), "{first:?}");
+    let batch: Vec<_> = (1..=300)
+        .map(|n| {
+            job("j", json!({"n": n}), EnqueueOptions::new().queue("q")).with_id(&format!("q-{n}"))
+        })
+        .collect();
+    assert_eq!(h.store.enqueue_batch(batch).await.unwrap().len(), 300);
+    for n in [1, 256, 300] {
+        let again = h.store.enqueue(q(n)).await.unwrap();
+        assert_eq!(again, EnqueueOutcome::Deduplicated(format!("q-{n}")), "{n}");
+    }
+    let new = h.store.enqueue(q(301)).await.unwrap();
+    assert!(matches!(new, EnqueueOutcome::Created(_)), "{new:?}");
+}

@@ -59,6 +59,7 @@ macro_rules! store_suite {
                     other_options_do_not_matter, only_identical_name_args_queue,
                     later_scheduled_is_not_matched, not_handed_off_or_terminal,
                     jobs_back_in_the_queue_are_matched, a_batch_dedupes_against_its_own_jobs,
+                    plain_batch_jobs_are_matched_in_a_seen_scope,
                 ],
                 concurrency: [
                     explicit_key_caps_across_workers, saturated_key_does_not_block_others,

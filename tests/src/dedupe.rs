@@ -265,7 +265,7 @@ pub async fn plain_batch_jobs_are_matched_in_a_seen_scope(h: &Harness) {
     assert!(matches!(first, EnqueueOutcome::Created(_)), "{first:?}");
     let batch: Vec<_> = (1..=300)
         .map(|n| {
-            job("j", json!({"n": n}), EnqueueOptions::new().queue("q")).with_id(&format!("q-{n}"))
+            job("j", json!({"n": n}), EnqueueOptions::new().queue("q")).with_id(format!("q-{n}"))
         })
         .collect();
     assert_eq!(h.store.enqueue_batch(batch).await.unwrap().len(), 300);

@@ -28,6 +28,12 @@ macro_rules! string_newtype {
             }
         }
 
+        impl From<$name> for String {
+            fn from(value: $name) -> String {
+                value.0
+            }
+        }
+
         impl AsRef<str> for $name {
             fn as_ref(&self) -> &str {
                 &self.0

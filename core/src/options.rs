@@ -416,10 +416,6 @@ impl NewJob {
     pub fn args(&self) -> &Value {
         &self.args
     }
-    /// The JSON args, consuming the job (see [`crate::transitions::into_job_row`]).
-    pub fn into_args(self) -> Value {
-        self.args
-    }
     /// The normalized queue.
     pub fn queue(&self) -> &QueueName {
         &self.queue
@@ -451,6 +447,11 @@ impl NewJob {
     /// [`NewJob::run_in_ms`] as a `Duration`.
     pub fn run_in(&self) -> Option<Duration> {
         self.run_in_ms().map(ms_to_duration)
+    }
+    /// The id, job name, args and queue, moved out of the job (see
+    /// [`crate::transitions::into_job_row`]).
+    pub(crate) fn into_identity(self) -> (String, String, Value, String) {
+        (self.id, self.job_name.into(), self.args, self.queue.into())
     }
     /// The run time resolved against `now_ms` (the store's clock at persist time).
     /// Never overflows: a delay is at most [`MAX_RUN_IN_MS`].

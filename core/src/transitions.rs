@@ -11,28 +11,29 @@ use crate::requests::Outcome;
 /// The row a fresh enqueue inserts.
 pub fn new_job_row(job: &NewJob, now_ms: i64) -> Job {
     Job {
-        args: job.args().clone(),
-        ..row_without_args(job, now_ms)
-    }
-}
-
-/// [`new_job_row`] taking the job by value, so its args move into the row
-/// instead of being copied (a batch enqueue builds a row per job).
-pub fn into_job_row(job: NewJob, now_ms: i64) -> Job {
-    let row = row_without_args(&job, now_ms);
-    Job {
-        args: job.into_args(),
-        ..row
-    }
-}
-
-/// The fresh row of `job` but its args, which are left null.
-fn row_without_args(job: &NewJob, now_ms: i64) -> Job {
-    Job {
         id: job.id().to_owned(),
         job_name: job.job_name().as_str().to_owned(),
-        args: serde_json::Value::Null,
+        args: job.args().clone(),
         queue: job.queue().as_str().to_owned(),
+        ..row_without_identity(job, now_ms)
+    }
+}
+
+/// [`new_job_row`] taking the job by value: its id, name, args and queue move
+/// into the row instead of being copied (a batch enqueue builds a row per job).
+pub fn into_job_row(job: NewJob, now_ms: i64) -> Job {
+    let mut row = row_without_identity(&job, now_ms);
+    (row.id, row.job_name, row.args, row.queue) = job.into_identity();
+    row
+}
+
+/// The fresh row of `job` with empty id, name and queue and null args.
+fn row_without_identity(job: &NewJob, now_ms: i64) -> Job {
+    Job {
+        id: String::new(),
+        job_name: String::new(),
+        args: serde_json::Value::Null,
+        queue: String::new(),
         status: JobStatus::Queued,
         attempts: 0,
         max_retries: job.max_retries(),

@@ -470,6 +470,24 @@ impl NewJob {
     pub fn deduplicate_while_queued(&self) -> bool {
         self.deduplicate_while_queued
     }
+    /// Whether the enqueue only inserts: no idempotency key, dedupe,
+    /// operation, concurrency cap or rate limit, so nothing is read or
+    /// registered first and the stores may insert such jobs together.
+    ///
+    /// ```
+    /// use duraq_core::{EnqueueOptions, NewJob};
+    /// let plain = NewJob::new("j", serde_json::json!([]), EnqueueOptions::new()).unwrap();
+    /// assert!(plain.is_plain());
+    /// let keyed = EnqueueOptions::new().idempotency_key("k");
+    /// assert!(!NewJob::new("j", serde_json::json!([]), keyed).unwrap().is_plain());
+    /// ```
+    pub fn is_plain(&self) -> bool {
+        self.idempotency_key.is_none()
+            && !self.deduplicate_while_queued
+            && self.operation.is_none()
+            && self.concurrency.is_none()
+            && self.rate_limit.is_none()
+    }
     /// The idempotency key, if the enqueue is durable-idempotent.
     pub fn idempotency_key(&self) -> Option<&IdempotencyKey> {
         self.idempotency_key.as_ref()

@@ -19,15 +19,6 @@ use crate::db::{pooled, Conn, Db};
 use crate::rows::{insert_jobs_sql, NewRows};
 use crate::PostgresStore;
 
-/// Whether `job` may take the one-statement path.
-pub(crate) fn is_plain(job: &NewJob) -> bool {
-    job.idempotency_key().is_none()
-        && !job.deduplicate_while_queued()
-        && job.operation().is_none()
-        && job.concurrency().is_none()
-        && job.rate_limit().is_none()
-}
-
 /// Shard parameters `$1`..`$8` (as in [`crate::counts`]), rows from `$9`
 /// ([`NewRows::COUNT`] of them), then the queue arrays.
 fn sql() -> &'static str {
@@ -41,7 +32,7 @@ fn sql() -> &'static str {
     })
 }
 
-/// Enqueues plain `jobs` (see [`is_plain`]) with one statement, then announces.
+/// Enqueues plain `jobs` (see [`NewJob::is_plain`]) with one statement, then announces.
 pub(crate) async fn enqueue_plain(
     store: &PostgresStore,
     jobs: &[NewJob],

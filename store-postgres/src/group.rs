@@ -52,7 +52,7 @@ impl Group {
     }
 }
 
-/// Enqueues one plain job (see [`crate::fast::is_plain`]), grouped with the
+/// Enqueues one plain job (see [`NewJob::is_plain`]), grouped with the
 /// plain jobs other tasks of this process enqueue at the same time.
 pub(crate) async fn enqueue(store: &PostgresStore, job: NewJob) -> Result<EnqueueOutcome> {
     let turn = {

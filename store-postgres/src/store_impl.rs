@@ -61,7 +61,7 @@ const OPERATION_COLUMNS: &str =
 #[async_trait]
 impl Store for PostgresStore {
     async fn enqueue(&self, job: NewJob) -> Result<EnqueueOutcome> {
-        if fast::is_plain(&job) {
+        if job.is_plain() {
             return group::enqueue(self, job).await;
         }
         write_tx!(self, self.now(), |tx| {
@@ -73,7 +73,7 @@ impl Store for PostgresStore {
         if jobs.is_empty() {
             return Ok(Vec::new());
         }
-        if jobs.iter().all(fast::is_plain) {
+        if jobs.iter().all(NewJob::is_plain) {
             return fast::enqueue_plain(self, &jobs).await;
         }
         write_tx!(self, self.now(), |tx| {

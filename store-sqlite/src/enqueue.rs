@@ -61,8 +61,8 @@ pub(crate) fn enqueue(tx: &mut Tx<'_>, job: NewJob) -> Result<EnqueueOutcome> {
 
 /// A batch enqueue as the writer receives it: see [`Batch::prepare`].
 pub(crate) enum Batch {
-    /// Jobs with nothing to read or register first (no idempotency key,
-    /// dedupe, operation, concurrency cap or rate limit), inserted together,
+    /// Jobs with nothing to read or register first ([`NewJob::is_plain`]),
+    /// inserted together,
     /// several rows per statement, with their args already serialized and
     /// digested.
     Plain {
@@ -76,18 +76,12 @@ pub(crate) enum Batch {
 }
 
 impl Batch {
-    /// Sorts `jobs` and, for a plain batch, does on the caller's task the
-    /// work that needs no transaction (serializing and digesting args), so
-    /// the writer thread, which every write waits for, only inserts.
+    /// Tells a plain batch ([`NewJob::is_plain`] for every job) from any
+    /// other and, for a plain one, does on the caller's task the work that
+    /// needs no transaction (serializing and digesting args), so the writer
+    /// thread, which every write waits for, only inserts.
     pub(crate) fn prepare(jobs: Vec<NewJob>) -> Result<Self> {
-        let plain = jobs.iter().all(|j| {
-            j.idempotency_key().is_none()
-                && !j.deduplicate_while_queued()
-                && j.operation().is_none()
-                && j.concurrency().is_none()
-                && j.rate_limit().is_none()
-        });
-        if !plain {
+        if !jobs.iter().all(NewJob::is_plain) {
             return Ok(Self::OneByOne(jobs));
         }
         let args = ArgsTexts::new(jobs.iter().map(NewJob::args))?;

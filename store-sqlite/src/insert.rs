@@ -114,7 +114,6 @@ pub(crate) struct NewRow<'a> {
 }
 
 /// The args of many jobs as JSON texts, back to back in one buffer.
-#[derive(Default)]
 pub(crate) struct ArgsTexts {
     buffer: String,
     ends: Vec<usize>,

@@ -1,9 +1,9 @@
 //! The store calls the dispatcher makes, each run on a task of its own so that
 //! the dispatcher can have more than one in flight (with prefetch: a report
-//! batch commits while the next one is sent, and PostgreSQL flushes their
-//! commits together) and keeps handling reports, signals and shutdown while
-//! they run. Each call owns its inputs and returns them with its result: the
-//! dispatcher alone decides what the result means for the jobs it holds.
+//! batch commits while the next one runs its statements) and keeps handling
+//! reports, signals and shutdown while they run. Each call owns its inputs and
+//! returns them with its result: the dispatcher alone decides what the result
+//! means for the jobs it holds.
 
 use std::sync::Arc;
 use std::time::Duration;

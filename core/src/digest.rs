@@ -87,14 +87,27 @@ fn write_json<T: serde::Serialize + ?Sized>(value: &T, out: &mut Vec<u8>) {
 /// assert_eq!(a.len(), 64);
 /// ```
 pub fn digest_hex(kind: &str, value: &Value) -> String {
+    let mut canonical = Vec::new();
+    write_canonical(value, &mut canonical);
+    digest_of_canonical(kind, &canonical)
+}
+
+/// Appends the canonical form of `value` to `out` and returns its digest (as
+/// [`digest_hex`]), so a caller that also stores the canonical text
+/// serializes the value once.
+pub(crate) fn write_canonical_digest(kind: &str, value: &Value, out: &mut Vec<u8>) -> String {
+    let start = out.len();
+    write_canonical(value, out);
+    digest_of_canonical(kind, &out[start..])
+}
+
+fn digest_of_canonical(kind: &str, canonical: &[u8]) -> String {
     let mut hasher = Sha256::new();
     hasher.update(DIGEST_FORMAT.as_bytes());
     hasher.update([0]);
     hasher.update(kind.as_bytes());
     hasher.update([0]);
-    let mut canonical = Vec::new();
-    write_canonical(value, &mut canonical);
-    hasher.update(&canonical);
+    hasher.update(canonical);
     hex(&hasher.finalize())
 }
 
@@ -159,6 +172,11 @@ mod tests {
         ];
         for v in &values {
             assert_eq!(canonical_json(v), reference(v), "{v}");
+            // Written after other text, the digest covers only this value's.
+            let mut out = b"prefix".to_vec();
+            let digest = write_canonical_digest("args", v, &mut out);
+            assert_eq!(&out[6..], reference(v).as_bytes(), "{v}");
+            assert_eq!(digest, digest_hex("args", v), "{v}");
         }
     }
 

@@ -62,14 +62,9 @@ pub(crate) fn enqueue(tx: &mut Tx<'_>, job: NewJob) -> Result<EnqueueOutcome> {
 /// A batch enqueue as the writer receives it: see [`Batch::prepare`].
 pub(crate) enum Batch {
     /// Jobs with nothing to read or register first ([`NewJob::is_plain`]),
-    /// inserted together,
-    /// several rows per statement, with their args already serialized and
-    /// digested.
-    Plain {
-        jobs: Vec<NewJob>,
-        args: ArgsTexts,
-        digests: Vec<String>,
-    },
+    /// inserted together, several rows per statement, with their args already
+    /// serialized and digested.
+    Plain { jobs: Vec<NewJob>, args: ArgsTexts },
     /// Any other batch: job by job, each following [`enqueue`] and seeing the
     /// ones before.
     OneByOne(Vec<NewJob>),
@@ -84,29 +79,21 @@ impl Batch {
         if !jobs.iter().all(NewJob::is_plain) {
             return Ok(Self::OneByOne(jobs));
         }
-        let args = ArgsTexts::new(jobs.iter().map(NewJob::args))?;
-        let digests = jobs.iter().map(NewJob::args_digest).collect();
-        Ok(Self::Plain {
-            jobs,
-            args,
-            digests,
-        })
+        let args = ArgsTexts::new(&jobs)?;
+        Ok(Self::Plain { jobs, args })
     }
 }
 
 /// Many enqueues in one transaction, each following [`enqueue`] (see [`Batch`]).
 pub(crate) fn enqueue_many(tx: &mut Tx<'_>, batch: Batch) -> Result<Vec<EnqueueOutcome>> {
-    let (jobs, args, digests) = match batch {
+    let (jobs, args) = match batch {
         Batch::OneByOne(jobs) => return jobs.into_iter().map(|job| enqueue(tx, job)).collect(),
-        Batch::Plain {
-            jobs,
-            args,
-            digests,
-        } => (jobs, args, digests),
+        Batch::Plain { jobs, args } => (jobs, args),
     };
+    let digests = &args.digests;
     let rows: Vec<Job> = jobs.into_iter().map(|j| into_job_row(j, tx.now)).collect();
     let mut keys = Vec::with_capacity(rows.len());
-    for (row, digest) in rows.iter().zip(&digests) {
+    for (row, digest) in rows.iter().zip(digests) {
         keys.push(dedupe::key_for_insert(
             tx,
             &row.job_name,
@@ -117,7 +104,7 @@ pub(crate) fn enqueue_many(tx: &mut Tx<'_>, batch: Batch) -> Result<Vec<EnqueueO
     let new_rows: Vec<NewRow<'_>> = rows
         .iter()
         .zip(args.iter())
-        .zip(&digests)
+        .zip(digests)
         .zip(keys)
         .map(|(((job, args), args_digest), dedupe_key)| NewRow {
             job,

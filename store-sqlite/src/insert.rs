@@ -17,16 +17,15 @@
 //!   those sizes, whose SQL texts are built once per process and prepared once per
 //!   connection, instead of one statement of a new size for every remainder.
 //! - **Args as text, serialized by the caller** ([`ArgsTexts`]): a batch
-//!   enqueue serializes its jobs' args (and digests them) on the caller's task,
+//!   enqueue serializes its jobs' args once, digesting the same bytes, on the caller's task,
 //!   before the request reaches the writer thread, so the one thread every
 //!   write waits for spends its time in SQLite; the texts sit back to back in
 //!   one buffer instead of one string per row.
 
 use std::sync::OnceLock;
 
-use duraq_core::{Error, ErrorCode, Job, JobStatus, Result};
+use duraq_core::{Error, ErrorCode, Job, JobStatus, NewJob, Result};
 use rusqlite::{params_from_iter, Connection, ToSql};
-use serde_json::Value;
 
 use crate::error_map::{is_primary_key_violation, map_err};
 use crate::rows::json_text;
@@ -113,25 +112,36 @@ pub(crate) struct NewRow<'a> {
     pub dedupe_key: Option<&'a str>,
 }
 
-/// The args of many jobs as JSON texts, back to back in one buffer.
+/// The args of many jobs as JSON texts, back to back in one buffer, with
+/// their digests.
 pub(crate) struct ArgsTexts {
     buffer: String,
     ends: Vec<usize>,
+    /// Each job's [`NewJob::args_digest`], in order.
+    pub(crate) digests: Vec<String>,
 }
 
 impl ArgsTexts {
-    /// Serializes each of `args` in order.
-    pub(crate) fn new<'v>(args: impl ExactSizeIterator<Item = &'v Value>) -> Result<Self> {
+    /// Writes each job's args as canonical JSON ([`NewJob::write_args`]: the
+    /// text is serialized once and digested from the same bytes). Canonical
+    /// JSON is what serde_json writes anyway (compact, keys in order) unless a
+    /// build turns on its `preserve_order` feature; then a batch's args are
+    /// kept with their keys in order.
+    pub(crate) fn new(jobs: &[NewJob]) -> Result<Self> {
         let mut bytes = Vec::new();
-        let mut ends = Vec::with_capacity(args.len());
-        for value in args {
-            serde_json::to_writer(&mut bytes, value)
-                .map_err(|e| Error::backend("encoding args", e))?;
+        let mut ends = Vec::with_capacity(jobs.len());
+        let mut digests = Vec::with_capacity(jobs.len());
+        for job in jobs {
+            digests.push(job.write_args(&mut bytes));
             ends.push(bytes.len());
         }
-        // serde_json writes UTF-8, and each end is the end of a whole value.
+        // Canonical JSON is UTF-8, and each end is the end of a whole value.
         let buffer = String::from_utf8(bytes).map_err(|e| Error::backend("encoding args", e))?;
-        Ok(Self { buffer, ends })
+        Ok(Self {
+            buffer,
+            ends,
+            digests,
+        })
     }
 
     /// The texts in order.

@@ -27,9 +27,8 @@ pub fn canonical_json(value: &Value) -> String {
 }
 
 /// Appends the canonical form of `value` to `out`, with no allocation per key
-/// or scalar (every enqueue digests its args: a batch of 1,000 jobs, 1,000
-/// digests).
-fn write_canonical(value: &Value, out: &mut Vec<u8>) {
+/// or scalar (a batch of 1,000 jobs writes 1,000 args).
+pub(crate) fn write_canonical(value: &Value, out: &mut Vec<u8>) {
     match value {
         Value::Object(map) => {
             out.push(b'{');
@@ -92,16 +91,17 @@ pub fn digest_hex(kind: &str, value: &Value) -> String {
     digest_of_canonical(kind, &canonical)
 }
 
-/// Appends the canonical form of `value` to `out` and returns its digest (as
-/// [`digest_hex`]), so a caller that also stores the canonical text
-/// serializes the value once.
-pub(crate) fn write_canonical_digest(kind: &str, value: &Value, out: &mut Vec<u8>) -> String {
-    let start = out.len();
-    write_canonical(value, out);
-    digest_of_canonical(kind, &out[start..])
-}
-
-fn digest_of_canonical(kind: &str, canonical: &[u8]) -> String {
+/// The digest of text already in canonical form (as [`canonical_json`] writes
+/// it), the same as [`digest_hex`] of its value: a store that keeps the
+/// canonical text digests it without serializing the value again.
+///
+/// ```
+/// use duraq_core::{canonical_json, digest_hex, digest_of_canonical};
+/// let value = serde_json::json!({"y": [2], "x": 1});
+/// let text = canonical_json(&value);
+/// assert_eq!(digest_of_canonical("args", text.as_bytes()), digest_hex("args", &value));
+/// ```
+pub fn digest_of_canonical(kind: &str, canonical: &[u8]) -> String {
     let mut hasher = Sha256::new();
     hasher.update(DIGEST_FORMAT.as_bytes());
     hasher.update([0]);
@@ -172,11 +172,15 @@ mod tests {
         ];
         for v in &values {
             assert_eq!(canonical_json(v), reference(v), "{v}");
-            // Written after other text, the digest covers only this value's.
+            // Written after other text, it leaves that text alone.
             let mut out = b"prefix".to_vec();
-            let digest = write_canonical_digest("args", v, &mut out);
+            write_canonical(v, &mut out);
             assert_eq!(&out[6..], reference(v).as_bytes(), "{v}");
-            assert_eq!(digest, digest_hex("args", v), "{v}");
+            assert_eq!(
+                digest_of_canonical("args", &out[6..]),
+                digest_hex("args", v),
+                "{v}"
+            );
         }
     }
 

@@ -68,7 +68,7 @@ pub use clock::{system_clock, Clock, ManualClock, SystemClock};
 pub use counts::{
     CountChange, CountDelta, CountSnapshot, QueueCounts, QueueSnapshot, StatusCounts,
 };
-pub use digest::{canonical_json, digest_hex, DIGEST_FORMAT};
+pub use digest::{canonical_json, digest_hex, digest_of_canonical, DIGEST_FORMAT};
 pub use display::{relative_time, thousands, utc_time, visible};
 pub use error::{error_chain, BoxError, Error, ErrorCode, Result};
 pub use job::{AttemptError, Job, JobStatus, Lease};

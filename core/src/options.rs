@@ -7,7 +7,7 @@ use std::time::{Duration, SystemTime};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
-use crate::digest::{digest_hex, write_canonical_digest};
+use crate::digest::{digest_hex, write_canonical};
 use crate::error::{Error, ErrorCode, Result};
 use crate::keys::{check_name, IdempotencyKey, JobName, QueueName, QUEUE_CONCURRENCY_PREFIX};
 use crate::rate::RateLimit;
@@ -515,25 +515,25 @@ impl NewJob {
 
     /// SHA-256 of the canonical args (used by dedupe-while-queued).
     pub fn args_digest(&self) -> String {
-        self.write_args(&mut Vec::new())
+        digest_hex("args", &self.args)
     }
 
     /// Appends the args as canonical JSON (compact, object keys in byte order:
-    /// valid JSON of the same value) to `out` and returns
-    /// [`args_digest`](Self::args_digest), made from those same bytes: a store
-    /// that keeps the args as text serializes them once.
+    /// valid JSON of the same value) to `out`, so a store that keeps the args
+    /// as text can digest those bytes later ([`digest_of_canonical`](crate::digest_of_canonical))
+    /// instead of serializing them again.
     ///
     /// ```
-    /// use duraq_core::{EnqueueOptions, NewJob};
+    /// use duraq_core::{digest_of_canonical, EnqueueOptions, NewJob};
     /// let job = NewJob::new("j", serde_json::json!({"b": 1, "a": [true]}), EnqueueOptions::new())
     ///     .unwrap();
     /// let mut text = Vec::new();
-    /// let digest = job.write_args(&mut text);
+    /// job.write_args(&mut text);
     /// assert_eq!(text, br#"{"a":[true],"b":1}"#);
-    /// assert_eq!(digest, job.args_digest());
+    /// assert_eq!(digest_of_canonical("args", &text), job.args_digest());
     /// ```
-    pub fn write_args(&self, out: &mut Vec<u8>) -> String {
-        write_canonical_digest("args", &self.args, out)
+    pub fn write_args(&self, out: &mut Vec<u8>) {
+        write_canonical(&self.args, out);
     }
 
     /// The idempotency scope digest: (jobName, queue, idempotencyKey), if keyed.

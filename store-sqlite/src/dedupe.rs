@@ -16,17 +16,30 @@
 //! and the lookup is exact. The one-time backfill reads the whole table once per
 //! scope, ever.
 //!
+//! The same holds for the args digest itself (since schema version 8): only
+//! this lookup reads it, so a row keeps it only while it has a dedupe key, and
+//! others hold [`NO_DIGEST`]. It was a third of a small job's row, written by
+//! every enqueue for a lookup most scopes never make. The backfill gives such
+//! rows the digest of their stored args (the canonical JSON the digest is made
+//! from) together with their key; rows of older files keep theirs.
+//!
 //! Whether a scope is registered is read once per write transaction and scope
 //! ([`ScopeMemo`]): while the transaction holds the write lock, only this
 //! transaction can register one. (A registration undone by a request's rollback
 //! leaves the memo saying "registered": the jobs inserted meanwhile get a key
 //! they did not need, which costs an index entry and changes no answer.)
 
-use duraq_core::{NewJob, Result};
+use duraq_core::{digest_hex, Error, NewJob, Result};
 use rusqlite::{params, Connection, OptionalExtension};
 
 use crate::error_map::SqlResult;
 use crate::tx::Tx;
+
+/// What `args_digest` holds on a row without a dedupe key (see the module docs).
+pub(crate) const NO_DIGEST: &str = "";
+
+/// Rows given their digest and key per round of [`key_scope`].
+const BACKFILL_ROWS: i64 = 256;
 
 /// The dedupe key of an args digest: its first 16 hex digits (the lookup checks
 /// the full digest on the row, so a prefix collision costs one row read).
@@ -54,32 +67,22 @@ impl ScopeMemo {
     }
 }
 
-/// The key a new row of job `name` in `queue` must carry: `Some` when its
-/// scope is registered.
-pub(crate) fn key_for_insert<'d>(
-    tx: &mut Tx<'_>,
-    name: &str,
-    queue: &str,
-    args_digest: &'d str,
-) -> Result<Option<&'d str>> {
-    let registered = match tx.scopes.get(name, queue) {
-        Some(known) => known,
-        None => {
-            let found = tx
-                .conn
-                .prepare_cached(
-                    "SELECT 1 FROM duraq_dedupe_scopes WHERE job_name = ?1 AND queue = ?2",
-                )
-                .db()?
-                .query_row(params![name, queue], |_| Ok(()))
-                .optional()
-                .db()?
-                .is_some();
-            tx.scopes.set(name, queue, found);
-            found
-        }
-    };
-    Ok(registered.then(|| key_of(args_digest)))
+/// Whether the scope of job `name` in `queue` is registered, so that a new row
+/// of it must carry its args digest and dedupe key.
+pub(crate) fn scope_registered(tx: &mut Tx<'_>, name: &str, queue: &str) -> Result<bool> {
+    if let Some(known) = tx.scopes.get(name, queue) {
+        return Ok(known);
+    }
+    let found = tx
+        .conn
+        .prepare_cached("SELECT 1 FROM duraq_dedupe_scopes WHERE job_name = ?1 AND queue = ?2")
+        .db()?
+        .query_row(params![name, queue], |_| Ok(()))
+        .optional()
+        .db()?
+        .is_some();
+    tx.scopes.set(name, queue, found);
+    Ok(found)
 }
 
 /// Registers the scope of `job` if it is new, keying every existing job of it.
@@ -94,15 +97,55 @@ fn register_scope(conn: &Connection, job: &NewJob, now: i64) -> Result<()> {
         .execute(params![name, queue, now])
         .db()?;
     if added > 0 {
-        conn.prepare_cached(
-            "UPDATE duraq_jobs SET dedupe_key = substr(args_digest, 1, 16) \
-             WHERE job_name = ?1 AND queue = ?2 AND dedupe_key IS NULL",
-        )
-        .db()?
-        .execute(params![name, queue])
-        .db()?;
+        key_scope(conn, name, queue)?;
     }
     Ok(())
+}
+
+/// Gives every job of a newly registered scope its dedupe key: rows that kept
+/// their digest (older files) in one statement, then the others, digesting
+/// their stored args, [`BACKFILL_ROWS`] at a time in rowid order (each round's
+/// rows are read before any of them is written).
+fn key_scope(conn: &Connection, name: &str, queue: &str) -> Result<()> {
+    conn.prepare_cached(
+        "UPDATE duraq_jobs SET dedupe_key = substr(args_digest, 1, 16) \
+         WHERE job_name = ?1 AND queue = ?2 AND dedupe_key IS NULL AND args_digest <> ''",
+    )
+    .db()?
+    .execute(params![name, queue])
+    .db()?;
+    let mut after = i64::MIN;
+    loop {
+        let rows: Vec<(i64, String)> = conn
+            .prepare_cached(
+                "SELECT rowid, args FROM duraq_jobs WHERE job_name = ?1 AND queue = ?2 \
+                 AND dedupe_key IS NULL AND rowid > ?3 ORDER BY rowid LIMIT ?4",
+            )
+            .db()?
+            .query_map(params![name, queue, after, BACKFILL_ROWS], |r| {
+                Ok((r.get(0)?, r.get(1)?))
+            })
+            .db()?
+            .collect::<rusqlite::Result<_>>()
+            .db()?;
+        let Some(&(last, _)) = rows.last() else {
+            return Ok(());
+        };
+        let mut update = conn
+            .prepare_cached(
+                "UPDATE duraq_jobs SET args_digest = ?2, dedupe_key = ?3 WHERE rowid = ?1",
+            )
+            .db()?;
+        for (rowid, args) in &rows {
+            let value: serde_json::Value = serde_json::from_str(args)
+                .map_err(|e| Error::backend("reading a job's args", e))?;
+            let digest = digest_hex("args", &value);
+            update
+                .execute(params![rowid, digest, key_of(&digest)])
+                .db()?;
+        }
+        after = last;
+    }
 }
 
 /// The earliest identical queued job due no later than `job` would be, through

@@ -4,7 +4,9 @@
 //! caller's transaction, so both follow exactly the same rules.
 
 use duraq_core::transitions::{into_job_row, new_job_row};
-use duraq_core::{EnqueueOutcome, Error, ErrorCode, Job, JobStatus, NewJob, Result};
+use duraq_core::{
+    digest_of_canonical, EnqueueOutcome, Error, ErrorCode, Job, JobStatus, NewJob, Result,
+};
 use rusqlite::{params, Connection, OptionalExtension};
 
 use crate::dedupe;
@@ -63,7 +65,7 @@ pub(crate) fn enqueue(tx: &mut Tx<'_>, job: NewJob) -> Result<EnqueueOutcome> {
 pub(crate) enum Batch {
     /// Jobs with nothing to read or register first ([`NewJob::is_plain`]),
     /// inserted together, several rows per statement, with their args already
-    /// serialized and digested.
+    /// serialized.
     Plain { jobs: Vec<NewJob>, args: ArgsTexts },
     /// Any other batch: job by job, each following [`enqueue`] and seeing the
     /// ones before.
@@ -73,8 +75,9 @@ pub(crate) enum Batch {
 impl Batch {
     /// Tells a plain batch ([`NewJob::is_plain`] for every job) from any
     /// other and, for a plain one, does on the caller's task the work that
-    /// needs no transaction (serializing and digesting args), so the writer
-    /// thread, which every write waits for, only inserts.
+    /// needs no transaction (serializing args), so the writer thread, which
+    /// every write waits for, only inserts (and digests the args of rows whose
+    /// scope is registered for dedupe, the only rows that keep a digest).
     pub(crate) fn prepare(jobs: Vec<NewJob>) -> Result<Self> {
         if !jobs.iter().all(NewJob::is_plain) {
             return Ok(Self::OneByOne(jobs));
@@ -90,28 +93,17 @@ pub(crate) fn enqueue_many(tx: &mut Tx<'_>, batch: Batch) -> Result<Vec<EnqueueO
         Batch::OneByOne(jobs) => return jobs.into_iter().map(|job| enqueue(tx, job)).collect(),
         Batch::Plain { jobs, args } => (jobs, args),
     };
-    let digests = &args.digests;
     let rows: Vec<Job> = jobs.into_iter().map(|j| into_job_row(j, tx.now)).collect();
-    let mut keys = Vec::with_capacity(rows.len());
-    for (row, digest) in rows.iter().zip(digests) {
-        keys.push(dedupe::key_for_insert(
-            tx,
-            &row.job_name,
-            &row.queue,
-            digest,
-        )?);
+    let mut digests = Vec::with_capacity(rows.len());
+    for (row, text) in rows.iter().zip(args.iter()) {
+        let registered = dedupe::scope_registered(tx, &row.job_name, &row.queue)?;
+        digests.push(registered.then(|| digest_of_canonical("args", text.as_bytes())));
     }
     let new_rows: Vec<NewRow<'_>> = rows
         .iter()
         .zip(args.iter())
-        .zip(digests)
-        .zip(keys)
-        .map(|(((job, args), args_digest), dedupe_key)| NewRow {
-            job,
-            args,
-            args_digest,
-            dedupe_key,
-        })
+        .zip(&digests)
+        .map(|((job, args), digest)| NewRow::new(job, args, digest.as_deref()))
         .collect();
     insert_jobs(tx, &new_rows)?;
     for row in &rows {
@@ -207,10 +199,9 @@ pub(crate) fn insert_checked(tx: &mut Tx<'_>, job: &NewJob, row: &Job) -> Result
             .execute(params![op.key, json_text(&op.data)?, row.id, tx.now])
             .db()?;
     }
-    let digest = job.args_digest();
-    let dedupe_key =
-        dedupe::key_for_insert(tx, job.job_name().as_str(), job.queue().as_str(), &digest)?;
-    insert_job(tx, row, &digest, dedupe_key)?;
+    let registered = dedupe::scope_registered(tx, job.job_name().as_str(), job.queue().as_str())?;
+    let digest = registered.then(|| job.args_digest());
+    insert_job(tx, row, digest.as_deref())?;
     tx.added(&row.queue, JobStatus::Queued);
     Ok(())
 }

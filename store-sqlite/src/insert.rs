@@ -16,17 +16,23 @@
 //! - **A few fixed statement sizes** ([`CHUNKS`]): a batch is cut into chunks of
 //!   those sizes, whose SQL texts are built once per process and prepared once per
 //!   connection, instead of one statement of a new size for every remainder.
+//! - **The args digest only where a lookup reads it.** A row keeps its 64-digit
+//!   args digest only while it has a dedupe key (see [`crate::dedupe`]); other
+//!   rows hold [`NO_DIGEST`], and nobody computes their digest. For a small
+//!   job that was a third of its row.
 //! - **Args as text, serialized by the caller** ([`ArgsTexts`]): a batch
-//!   enqueue serializes its jobs' args once, digesting the same bytes, on the caller's task,
-//!   before the request reaches the writer thread, so the one thread every
-//!   write waits for spends its time in SQLite; the texts sit back to back in
-//!   one buffer instead of one string per row.
+//!   enqueue serializes its jobs' args once, as canonical JSON, on the caller's
+//!   task before the request reaches the writer thread, so the one thread
+//!   every write waits for spends its time in SQLite; the texts sit back to
+//!   back in one buffer instead of one string per row, and a row that needs its
+//!   digest gets it from those bytes.
 
 use std::sync::OnceLock;
 
 use duraq_core::{Error, ErrorCode, Job, JobStatus, NewJob, Result};
 use rusqlite::{params_from_iter, Connection, ToSql};
 
+use crate::dedupe::{key_of, NO_DIGEST};
 use crate::error_map::{is_primary_key_violation, map_err};
 use crate::rows::json_text;
 use crate::tx::Tx;
@@ -103,45 +109,51 @@ fn chunk_sql(i: usize) -> &'static str {
     SQL[i].get_or_init(|| insert_sql(CHUNKS[i]))
 }
 
-/// A fresh row to insert: the job, its args as JSON text, its args digest and
-/// its dedupe key (see [`crate::dedupe`]).
+/// A fresh row to insert: the job, its args as JSON text and, when its scope
+/// is registered for dedupe, its args digest (see [`crate::dedupe`]).
 pub(crate) struct NewRow<'a> {
-    pub job: &'a Job,
-    pub args: &'a str,
-    pub args_digest: &'a str,
-    pub dedupe_key: Option<&'a str>,
+    job: &'a Job,
+    args: &'a str,
+    /// What the `args_digest` column holds: the digest on a row with a dedupe
+    /// key, the one lookup that reads it, [`NO_DIGEST`] on others.
+    stored_digest: &'a str,
+    dedupe_key: Option<&'a str>,
 }
 
-/// The args of many jobs as JSON texts, back to back in one buffer, with
-/// their digests.
+impl<'a> NewRow<'a> {
+    pub(crate) fn new(job: &'a Job, args: &'a str, digest: Option<&'a str>) -> Self {
+        Self {
+            job,
+            args,
+            stored_digest: digest.unwrap_or(NO_DIGEST),
+            dedupe_key: digest.map(key_of),
+        }
+    }
+}
+
+/// The args of many jobs as JSON texts, back to back in one buffer.
 pub(crate) struct ArgsTexts {
     buffer: String,
     ends: Vec<usize>,
-    /// Each job's [`NewJob::args_digest`], in order.
-    pub(crate) digests: Vec<String>,
 }
 
 impl ArgsTexts {
-    /// Writes each job's args as canonical JSON ([`NewJob::write_args`]: the
-    /// text is serialized once and digested from the same bytes). Canonical
-    /// JSON is what serde_json writes anyway (compact, keys in order) unless a
-    /// build turns on its `preserve_order` feature; then a batch's args are
-    /// kept with their keys in order.
+    /// Writes each job's args as canonical JSON ([`NewJob::write_args`]), so
+    /// that a row that needs its digest gets it from these bytes
+    /// ([`duraq_core::digest_of_canonical`]). Canonical JSON is what serde_json writes
+    /// anyway (compact, keys in order) unless a build turns on its
+    /// `preserve_order` feature; then a batch's args are kept with their keys
+    /// in order.
     pub(crate) fn new(jobs: &[NewJob]) -> Result<Self> {
         let mut bytes = Vec::new();
         let mut ends = Vec::with_capacity(jobs.len());
-        let mut digests = Vec::with_capacity(jobs.len());
         for job in jobs {
-            digests.push(job.write_args(&mut bytes));
+            job.write_args(&mut bytes);
             ends.push(bytes.len());
         }
         // Canonical JSON is UTF-8, and each end is the end of a whole value.
         let buffer = String::from_utf8(bytes).map_err(|e| Error::backend("encoding args", e))?;
-        Ok(Self {
-            buffer,
-            ends,
-            digests,
-        })
+        Ok(Self { buffer, ends })
     }
 
     /// The texts in order.
@@ -168,22 +180,10 @@ fn is_fresh(job: &Job) -> bool {
         && job.errors.is_empty()
 }
 
-/// Inserts one fresh row.
-pub(crate) fn insert_job(
-    tx: &Tx<'_>,
-    job: &Job,
-    args_digest: &str,
-    dedupe_key: Option<&str>,
-) -> Result<()> {
-    insert_jobs(
-        tx,
-        &[NewRow {
-            job,
-            args: &json_text(&job.args)?,
-            args_digest,
-            dedupe_key,
-        }],
-    )
+/// Inserts one fresh row, with its args digest when its scope is registered.
+pub(crate) fn insert_job(tx: &Tx<'_>, job: &Job, digest: Option<&str>) -> Result<()> {
+    let args = json_text(&job.args)?;
+    insert_jobs(tx, &[NewRow::new(job, &args, digest)])
 }
 
 /// Inserts fresh rows, cut into [`CHUNKS`], through the writer's
@@ -229,7 +229,7 @@ pub(crate) fn insert_jobs(tx: &Tx<'_>, rows: &[NewRow<'_>]) -> Result<()> {
                 &j.rate_key,
                 &j.rate_max,
                 &j.rate_period_ms,
-                &r.args_digest,
+                &r.stored_digest,
                 &r.dedupe_key,
             ]);
         }

@@ -20,10 +20,12 @@
 //! workers (`duraq_workers` gains what a worker registers: `host`, `pid`,
 //! `queues` and `job_names` as JSON text, `slots`, `started_at_ms`; nullable,
 //! added in place; a row without `started_at_ms` only heartbeats and is not
-//! listed).
+//! listed). Version 8: no new table or column; a job row keeps its args digest
+//! only while it has a dedupe key (`''` otherwise, see [`crate::dedupe`]), which
+//! a binary of version 7 would misread, so it must refuse such a file.
 
 /// The newest schema version this binary knows.
-pub const SCHEMA_VERSION: i64 = 7;
+pub const SCHEMA_VERSION: i64 = 8;
 /// The ledger table recording applied versions.
 pub const LEDGER_TABLE: &str = "duraq_migrations";
 /// The ledger scope of the job store's own schema.

@@ -4,6 +4,8 @@ use duraq_core::{ErrorCode, JobStatus, Store};
 use duraq_store_sqlite::{migrate, SqliteOptions, SqliteStore, SCHEMA_VERSION};
 use rusqlite::Connection;
 
+mod common;
+
 /// The version-1 schema exactly as an older binary created it, in plain SQL.
 const V1_SQL: &str = "
 CREATE TABLE duraq_migrations (scope TEXT NOT NULL, version INTEGER NOT NULL, applied_at_ms INTEGER NOT NULL, PRIMARY KEY (scope, version));
@@ -67,7 +69,7 @@ async fn upgrade_from_v1_keeps_rows_and_gains_columns_and_tables() {
         .unwrap();
 
     let store = SqliteStore::open(&path, SqliteOptions::default()).unwrap();
-    assert_eq!(store.migration().applied, vec![2, 3, 4, 5, 6, 7]);
+    assert_eq!(store.migration().applied, vec![2, 3, 4, 5, 6, 7, 8]);
     let job = store.get_job("old-1").await.unwrap().expect("old row kept");
     assert_eq!(
         (job.job_name.as_str(), job.status, job.schedule_key),
@@ -90,7 +92,7 @@ async fn upgrade_from_v1_keeps_rows_and_gains_columns_and_tables() {
     assert_eq!(store.health().await.unwrap().schema_version, SCHEMA_VERSION);
 
     let conn = Connection::open(&path).unwrap();
-    assert_eq!(ledger(&conn), vec![1, 2, 3, 4, 5, 6, 7]);
+    assert_eq!(ledger(&conn), vec![1, 2, 3, 4, 5, 6, 7, 8]);
     let tables: Vec<String> = schema_dump(&conn).into_iter().map(|(n, _)| n).collect();
     for table in [
         "duraq_schedule_keys",
@@ -129,7 +131,7 @@ async fn upgrade_to_v3_swaps_status_led_indexes_for_partial_ones_and_keeps_rows(
     drop(conn);
 
     let store = SqliteStore::open(&path, SqliteOptions::default()).unwrap();
-    assert_eq!(store.migration().applied, vec![2, 3, 4, 5, 6, 7]);
+    assert_eq!(store.migration().applied, vec![2, 3, 4, 5, 6, 7, 8]);
     let names: Vec<String> = schema_dump(&Connection::open(&path).unwrap())
         .into_iter()
         .map(|(n, _)| n)
@@ -353,7 +355,7 @@ async fn open_existing_upgrades_an_older_duraq_file() {
         .execute_batch(V1_SQL)
         .unwrap();
     let store = SqliteStore::open_existing(&path, SqliteOptions::default()).unwrap();
-    assert_eq!(store.migration().applied, vec![2, 3, 4, 5, 6, 7]);
+    assert_eq!(store.migration().applied, vec![2, 3, 4, 5, 6, 7, 8]);
     assert!(store.get_job("old-1").await.unwrap().is_some());
 }
 
@@ -465,7 +467,7 @@ async fn upgrade_to_v5_adds_paused_queues() {
         .unwrap();
 
     let store = SqliteStore::open_existing(&path, SqliteOptions::default()).unwrap();
-    assert_eq!(store.migration().applied, vec![5, 6, 7]);
+    assert_eq!(store.migration().applied, vec![5, 6, 7, 8]);
     assert_eq!(store.health().await.unwrap().schema_version, SCHEMA_VERSION);
     let snap = store.queue_snapshot().await.unwrap();
     assert!(snap.queues.iter().all(|q| !q.paused), "{snap:?}");
@@ -544,7 +546,7 @@ async fn upgrade_to_v6_adds_the_error_history_in_place() {
     drop(conn);
 
     let store = SqliteStore::open_existing(&path, SqliteOptions::default()).unwrap();
-    assert_eq!(store.migration().applied, vec![6, 7]);
+    assert_eq!(store.migration().applied, vec![6, 7, 8]);
     let old = store.get_job(&ids[0]).await.unwrap().unwrap();
     assert_eq!(
         (old.status, old.last_error.as_deref(), old.errors.len()),
@@ -607,6 +609,7 @@ async fn upgrade_to_v6_adds_the_error_history_in_place() {
 /// Takes a file back to the shape version 6 created: no priorities, rate limits
 /// or worker registrations, `duraq_jobs_queued` in place of the claim index.
 fn back_to_v6(conn: &Connection) {
+    common::back_to_v7(conn);
     conn.execute_batch(
         "ALTER TABLE duraq_workers DROP COLUMN host; ALTER TABLE duraq_workers DROP COLUMN pid; \
          ALTER TABLE duraq_workers DROP COLUMN queues; ALTER TABLE duraq_workers DROP COLUMN job_names; \
@@ -647,7 +650,7 @@ async fn upgrade_to_v7_adds_priorities_and_rate_limits_in_place() {
     drop(conn);
 
     let store = SqliteStore::open_existing(&path, SqliteOptions::default()).unwrap();
-    assert_eq!(store.migration().applied, vec![7]);
+    assert_eq!(store.migration().applied, vec![7, 8]);
     let conn = Connection::open(&path).unwrap();
     assert_eq!(rowids(&conn), before, "rows kept in place, not rebuilt");
     let indexes: Vec<String> = conn
@@ -715,7 +718,7 @@ async fn upgrade_to_v7_adds_worker_registrations_in_place() {
     drop(conn);
 
     let store = SqliteStore::open_existing(&path, SqliteOptions::default()).unwrap();
-    assert_eq!(store.migration().applied, vec![7]);
+    assert_eq!(store.migration().applied, vec![7, 8]);
     let conn = Connection::open(&path).unwrap();
     assert_eq!(beat(&conn), before, "the old row kept in place");
     let columns: Vec<(String, bool)> = {

@@ -31,7 +31,7 @@ pub const JOB_STORE_SCOPE: &str = "duraq.jobs";
 /// stores to answer a preflight; a `duraq-cli` test checks it): 1 = jobs, keys,
 /// counts; 2 = schedule keys; 3 = partial job indexes; 4 = counts per queue;
 /// 5 = paused queues; 6 = error history; 7 = priorities, rate limits and
-/// visible workers.
+/// visible workers; 8 = args digests kept only for dedupe scopes.
 pub const JOB_STORE_VERSIONS: &[(i64, &str)] = &[
     (1, "job_store"),
     (2, "schedule_keys"),
@@ -40,6 +40,7 @@ pub const JOB_STORE_VERSIONS: &[(i64, &str)] = &[
     (5, "paused_queues"),
     (6, "error_history"),
     (7, "priorities_rate_limits_workers"),
+    (8, "dedupe_scope_digests"),
 ];
 
 /// The PostgreSQL job store's schema versions (its own numbering, checked
@@ -185,7 +186,7 @@ impl Catalog {
     /// ```
     /// use duraq_tenants::Catalog;
     /// let catalog = Catalog::job_store();
-    /// assert_eq!(catalog.for_backend(false).versions(), [1, 2, 3, 4, 5, 6, 7]);
+    /// assert_eq!(catalog.for_backend(false).versions(), [1, 2, 3, 4, 5, 6, 7, 8]);
     /// assert_eq!(catalog.for_backend(true).versions(), [1, 2, 3, 4, 5, 6]);
     /// ```
     pub fn job_store() -> Self {

@@ -276,3 +276,39 @@ pub async fn plain_batch_jobs_are_matched_in_a_seen_scope(h: &Harness) {
     let new = h.store.enqueue(q(301)).await.unwrap();
     assert!(matches!(new, EnqueueOutcome::Created(_)), "{new:?}");
 }
+
+/// Jobs enqueued before their scope's first dedupe request, in batches as well as
+/// one by one, are matched once it arrives: the store keys them then, from their
+/// stored args (canonical whatever the key order they were enqueued with), in
+/// more than one round of rows.
+pub async fn jobs_before_the_first_request_are_matched(h: &Harness) {
+    let args = |n: i64| json!({"z": [n, {"b": 1, "a": 2}], "n": n});
+    let same = |n: i64| json!({"n": n, "z": [n, {"a": 2, "b": 1}]});
+    let batch: Vec<_> = (0..600)
+        .map(|n| job("j", args(n), EnqueueOptions::new()).with_id(format!("b-{n:03}")))
+        .collect();
+    assert_eq!(h.store.enqueue_batch(batch).await.unwrap().len(), 600);
+    let single = h.insert(job("j", args(600), EnqueueOptions::new())).await;
+    let before = h.state().await;
+    for n in [0, 255, 256, 599] {
+        let out = h.store.enqueue(job("j", same(n), dedupe())).await.unwrap();
+        assert_eq!(
+            out,
+            EnqueueOutcome::Deduplicated(format!("b-{n:03}")),
+            "{n}"
+        );
+    }
+    let out = h
+        .store
+        .enqueue(job("j", same(600), dedupe()))
+        .await
+        .unwrap();
+    assert_eq!(out, EnqueueOutcome::Deduplicated(single));
+    h.assert_unchanged(&before, "deduplicated enqueues").await;
+    let new = h
+        .store
+        .enqueue(job("j", same(601), dedupe()))
+        .await
+        .unwrap();
+    assert!(matches!(new, EnqueueOutcome::Created(_)), "{new:?}");
+}

@@ -60,6 +60,7 @@ macro_rules! store_suite {
                     later_scheduled_is_not_matched, not_handed_off_or_terminal,
                     jobs_back_in_the_queue_are_matched, a_batch_dedupes_against_its_own_jobs,
                     plain_batch_jobs_are_matched_in_a_seen_scope,
+                    jobs_before_the_first_request_are_matched,
                 ],
                 concurrency: [
                     explicit_key_caps_across_workers, saturated_key_does_not_block_others,

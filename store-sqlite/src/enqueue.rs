@@ -200,8 +200,7 @@ pub(crate) fn insert_checked(tx: &mut Tx<'_>, job: &NewJob, row: &Job) -> Result
             .db()?;
     }
     let registered = dedupe::scope_registered(tx, job.job_name().as_str(), job.queue().as_str())?;
-    let digest = registered.then(|| job.args_digest());
-    insert_job(tx, row, digest.as_deref())?;
+    insert_job(tx, row, registered)?;
     tx.added(&row.queue, JobStatus::Queued);
     Ok(())
 }

@@ -29,12 +29,13 @@
 
 use std::sync::OnceLock;
 
-use duraq_core::{Error, ErrorCode, Job, JobStatus, NewJob, Result};
+use duraq_core::{
+    canonical_json, digest_of_canonical, Error, ErrorCode, Job, JobStatus, NewJob, Result,
+};
 use rusqlite::{params_from_iter, Connection, ToSql};
 
 use crate::dedupe::{key_of, NO_DIGEST};
 use crate::error_map::{is_primary_key_violation, map_err};
-use crate::rows::json_text;
 use crate::tx::Tx;
 
 /// The columns a fresh row binds, in the order [`insert_sql`] names them.
@@ -180,10 +181,12 @@ fn is_fresh(job: &Job) -> bool {
         && job.errors.is_empty()
 }
 
-/// Inserts one fresh row, with its args digest when its scope is registered.
-pub(crate) fn insert_job(tx: &Tx<'_>, job: &Job, digest: Option<&str>) -> Result<()> {
-    let args = json_text(&job.args)?;
-    insert_jobs(tx, &[NewRow::new(job, &args, digest)])
+/// Inserts one fresh row; `keyed` (its scope is registered for dedupe) gives it
+/// its args digest, made from the canonical text it stores, as a batch's rows.
+pub(crate) fn insert_job(tx: &Tx<'_>, job: &Job, keyed: bool) -> Result<()> {
+    let args = canonical_json(&job.args);
+    let digest = keyed.then(|| digest_of_canonical("args", args.as_bytes()));
+    insert_jobs(tx, &[NewRow::new(job, &args, digest.as_deref())])
 }
 
 /// Inserts fresh rows, cut into [`CHUNKS`], through the writer's

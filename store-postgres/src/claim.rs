@@ -181,6 +181,10 @@ pub(crate) const QUEUED_PRIORITIES: &str = "levels AS (\
      UNION ALL SELECT (SELECT priority FROM {s}.duraq_jobs WHERE status = 'queued' \
      AND priority < levels.p ORDER BY priority DESC LIMIT 1) FROM levels WHERE levels.p IS NOT NULL)";
 
+/// The highest priority of queued jobs (the first entry of the claim index).
+const TOP_PRIORITY: &str =
+    "SELECT priority FROM {s}.duraq_jobs WHERE status = 'queued' ORDER BY priority DESC LIMIT 1";
+
 /// Writes claimed rows back: only the columns [`claim_row`] sets (status,
 /// attempts, lease, worker, hand-off time) and the reservation taken, not every
 /// mutable column as [`save_jobs`] does (a claim's rows carry arguments and
@@ -212,34 +216,10 @@ async fn save_claimed(
 }
 
 pub(crate) async fn claim(tx: &mut Tx<'_>, req: &ClaimRequest) -> Result<Vec<Job>> {
-    // The due priorities and the planner settings of `WALK_DUE_INDEX` and
-    // `BY_KEY_ONLY` share one round trip.
-    let row = tx
-        .db
-        .query_one(
-            &format!(
-                "WITH RECURSIVE {QUEUED_PRIORITIES} \
-                 SELECT ARRAY(SELECT p FROM levels WHERE p IS NOT NULL ORDER BY p DESC), {}, {}",
-                walk_due_index!(),
-                by_key_only!()
-            ),
-            &[],
-        )
-        .await?;
-    let queued_priorities: Vec<i64> = row.get(0);
-    if req.limit == 0 || req.job_names.is_empty() || queued_priorities.is_empty() {
-        heartbeat(&tx.db, &req.worker_id, tx.now).await?;
-        return Ok(Vec::new());
-    }
     // Queue priorities come first when some queue has one (a sort over the due
     // rows of those queues, as the order is not an index's); without them each
     // job priority is one range of the claim index, walked in its own order.
     let prioritized = req.queue_config.values().any(|c| c.priority != 0);
-    let levels: Vec<Option<i64>> = if prioritized {
-        vec![None]
-    } else {
-        queued_priorities.into_iter().map(Some).collect()
-    };
     let candidates_sql = |order: &str, filter: &str, limit: usize| {
         format!(
             "SELECT {JOB_COLUMNS} FROM {{s}}.duraq_jobs WHERE status = 'queued' {filter}\
@@ -248,6 +228,51 @@ pub(crate) async fn claim(tx: &mut Tx<'_>, req: &ClaimRequest) -> Result<Vec<Job
              ORDER BY {order}scheduled_at_ms, created_at_ms, id COLLATE \"C\" LIMIT ${limit} \
              FOR UPDATE SKIP LOCKED"
         )
+    };
+    // The due priorities and the planner settings of `WALK_DUE_INDEX` and
+    // `BY_KEY_ONLY` share one round trip with the candidates of the highest
+    // priority (sent after the settings: `biased`).
+    let levels_sql = format!(
+        "WITH RECURSIVE {QUEUED_PRIORITIES} \
+         SELECT ARRAY(SELECT p FROM levels WHERE p IS NOT NULL ORDER BY p DESC), {}, {}",
+        walk_due_index!(),
+        by_key_only!()
+    );
+    let (row, top_rows) = if prioritized || req.limit == 0 || req.job_names.is_empty() {
+        (tx.db.query_one(&levels_sql, &[]).await?, Vec::new())
+    } else {
+        let top_sql = candidates_sql("", &format!("AND priority = ({TOP_PRIORITY}) "), 5);
+        let limit = i64::try_from(req.limit).unwrap_or(i64::MAX);
+        let none: &[&str] = &[];
+        let params: [&(dyn tokio_postgres::types::ToSql + Sync); 5] =
+            [&tx.now, &req.job_names, &req.queues, &none, &limit];
+        tokio::try_join!(
+            biased;
+            tx.db.query_one(&levels_sql, &[]),
+            tx.db.query(&top_sql, &params)
+        )?
+    };
+    let mut queued_priorities: Vec<i64> = row.get(0);
+    // The highest priority's candidates, read ahead: in their priority's
+    // place. (Read by a later statement than the priorities, they may belong to
+    // one that was enqueued in between.)
+    let mut top: Option<(i64, Vec<tokio_postgres::Row>)> = None;
+    if let Some(first) = top_rows.first() {
+        let priority: i64 = first.try_get("priority").map_err(map_pg_error)?;
+        if !queued_priorities.contains(&priority) {
+            queued_priorities.push(priority);
+            queued_priorities.sort_unstable_by(|a, b| b.cmp(a));
+        }
+        top = Some((priority, top_rows));
+    }
+    if req.limit == 0 || req.job_names.is_empty() || queued_priorities.is_empty() {
+        heartbeat(&tx.db, &req.worker_id, tx.now).await?;
+        return Ok(Vec::new());
+    }
+    let levels: Vec<Option<i64>> = if prioritized {
+        vec![None]
+    } else {
+        queued_priorities.into_iter().map(Some).collect()
     };
     let by_queue_sql = candidates_sql(
         "COALESCE(($5::int8[])[array_position($6::text[], queue)], 0) DESC, priority DESC, ",
@@ -272,7 +297,12 @@ pub(crate) async fn claim(tx: &mut Tx<'_>, req: &ClaimRequest) -> Result<Vec<Job
             // after skips (candidates at their cap) read more, as many as were skipped.
             let skipped = (seen.len() - level_seen) - (taken.len() - level_taken);
             let batch = i64::try_from(req.limit - taken.len() + skipped).unwrap_or(i64::MAX);
+            let read_ahead = match (&top, level) {
+                (Some((top_priority, _)), Some(priority)) => *top_priority == priority,
+                _ => false,
+            };
             let rows = match level {
+                Some(_) if read_ahead => top.take().map(|(_, rows)| rows).unwrap_or_default(),
                 None => {
                     tx.db
                         .query(
@@ -358,17 +388,21 @@ pub(crate) async fn claim(tx: &mut Tx<'_>, req: &ClaimRequest) -> Result<Vec<Job
             .moved(&job.queue, JobStatus::Queued, JobStatus::HandedOff);
     }
     let postponed: Vec<(&Job, Option<&str>)> = postponed.iter().map(|j| (j, None)).collect();
-    // The heartbeat comes last, sent with the rows: its row lock is then held
-    // only while the transaction commits, so two claims of one worker in
-    // flight at once (see the dispatcher) overlap everything but their commits.
-    // (`biased`: tokio's join otherwise rotates which future it polls first,
-    // and the first polled is the first sent.)
-    tokio::try_join!(
+    // The heartbeat comes last but for the counts, sent with the rows: its row
+    // lock is then held only while the transaction commits, so two claims of
+    // one worker in flight at once (see the dispatcher) overlap everything but
+    // their commits. The counts go in the same round trip (the claim is its
+    // transaction's last change; see `Tx::counts_recorded`), on a shard row of
+    // their own. (`biased`: tokio's join otherwise rotates which future it
+    // polls first, and the first polled is the first sent.)
+    let (.., effects) = tokio::try_join!(
         biased;
         save_claimed(&tx.db, &taken, &req.worker_id, tx.now),
         save_jobs(&tx.db, &postponed),
-        heartbeat(&tx.db, &req.worker_id, tx.now)
+        rate::log_starts(&tx.db, &started, tx.now),
+        heartbeat(&tx.db, &req.worker_id, tx.now),
+        tx.record(None)
     )?;
-    rate::log_starts(&tx.db, &started, tx.now).await?;
+    tx.counts_recorded(effects);
     Ok(taken.into_iter().map(|(job, _)| job).collect())
 }

@@ -29,6 +29,9 @@ pub(crate) struct Tx<'a> {
     /// Whether work may have become available.
     pub work: bool,
     shard: i32,
+    /// The counts, when the body wrote them itself with its last statements
+    /// (see [`Tx::counts_recorded`]).
+    recorded: Option<Effects>,
 }
 
 impl<'a> Tx<'a> {
@@ -56,6 +59,7 @@ impl<'a> Tx<'a> {
             change: CountChange::default(),
             work: false,
             shard,
+            recorded: None,
         }
     }
 
@@ -65,10 +69,22 @@ impl<'a> Tx<'a> {
         record(&self.db, self.shard, &self.change, self.work, notify_origin).await
     }
 
-    /// Records counts, then commits a pooled transaction; the caller announces
-    /// the returned effects after commit.
-    pub async fn commit(self) -> Result<Effects> {
-        let effects = self.record(None).await?;
+    /// Keeps `effects`, the counts the body wrote itself with its last
+    /// statements (in one round trip with them: a worker's claim ends so, a
+    /// round trip fewer before its commit); [`Tx::commit`] then only commits.
+    /// The body changes no status after that.
+    pub fn counts_recorded(&mut self, effects: Effects) {
+        self.recorded = Some(effects);
+    }
+
+    /// Records counts (unless the body did, see [`Tx::counts_recorded`]), then
+    /// commits a pooled transaction; the caller announces the returned effects
+    /// after commit.
+    pub async fn commit(mut self) -> Result<Effects> {
+        let effects = match self.recorded.take() {
+            Some(effects) => effects,
+            None => self.record(None).await?,
+        };
         if let Conn::Pooled(tx) = self.db.conn {
             tx.commit().await.map_err(map_pg_error)?;
         }

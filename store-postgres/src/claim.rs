@@ -215,44 +215,78 @@ async fn save_claimed(
     Ok(())
 }
 
-pub(crate) async fn claim(tx: &mut Tx<'_>, req: &ClaimRequest) -> Result<Vec<Job>> {
-    // Queue priorities come first when some queue has one (a sort over the due
-    // rows of those queues, as the order is not an index's); without them each
-    // job priority is one range of the claim index, walked in its own order.
-    let prioritized = req.queue_config.values().any(|c| c.priority != 0);
-    let candidates_sql = |order: &str, filter: &str, limit: usize| {
-        format!(
-            "SELECT {JOB_COLUMNS} FROM {{s}}.duraq_jobs WHERE status = 'queued' {filter}\
-             AND scheduled_at_ms <= $1 AND job_name = ANY($2) AND ($3::text[] IS NULL OR queue = ANY($3)) \
-             AND NOT (id = ANY($4)) AND queue NOT IN (SELECT queue FROM {{s}}.duraq_paused_queues) \
-             ORDER BY {order}scheduled_at_ms, created_at_ms, id COLLATE \"C\" LIMIT ${limit} \
-             FOR UPDATE SKIP LOCKED"
-        )
-    };
-    // The due priorities and the planner settings of `WALK_DUE_INDEX` and
-    // `BY_KEY_ONLY` share one round trip with the candidates of the highest
-    // priority (sent after the settings: `biased`).
+/// A candidate query in claim order (`order` first), with `filter`; `$limit`
+/// is the parameter of its `LIMIT`.
+fn candidates_sql(order: &str, filter: &str, limit: usize) -> String {
+    format!(
+        "SELECT {JOB_COLUMNS} FROM {{s}}.duraq_jobs WHERE status = 'queued' {filter}\
+         AND scheduled_at_ms <= $1 AND job_name = ANY($2) AND ($3::text[] IS NULL OR queue = ANY($3)) \
+         AND NOT (id = ANY($4)) AND queue NOT IN (SELECT queue FROM {{s}}.duraq_paused_queues) \
+         ORDER BY {order}scheduled_at_ms, created_at_ms, id COLLATE \"C\" LIMIT ${limit} \
+         FOR UPDATE SKIP LOCKED"
+    )
+}
+
+/// Queue priorities come first when some queue has one (a sort over the due
+/// rows of those queues, as the order is not an index's); without them each
+/// job priority is one range of the claim index, walked in its own order.
+fn by_queue_priority(req: &ClaimRequest) -> bool {
+    req.queue_config.values().any(|c| c.priority != 0)
+}
+
+/// What a claim's first round trip reads: the priorities of queued jobs,
+/// highest first, and the candidates of the highest.
+pub(crate) struct FirstRead {
+    queued_priorities: Vec<i64>,
+    top: Vec<tokio_postgres::Row>,
+}
+
+/// The claim's first round trip (see [`FirstRead`]), which a report may share
+/// (see `report_and_claim`): the due priorities and the planner settings of
+/// [`WALK_DUE_INDEX`] and [`BY_KEY_ONLY`], then the candidates of the highest
+/// priority (sent after the settings: `biased`).
+pub(crate) async fn first_read(db: &Db<'_>, req: &ClaimRequest, now: i64) -> Result<FirstRead> {
     let levels_sql = format!(
         "WITH RECURSIVE {QUEUED_PRIORITIES} \
          SELECT ARRAY(SELECT p FROM levels WHERE p IS NOT NULL ORDER BY p DESC), {}, {}",
         walk_due_index!(),
         by_key_only!()
     );
-    let (row, top_rows) = if prioritized || req.limit == 0 || req.job_names.is_empty() {
-        (tx.db.query_one(&levels_sql, &[]).await?, Vec::new())
+    let (row, top) = if by_queue_priority(req) || req.limit == 0 || req.job_names.is_empty() {
+        (db.query_one(&levels_sql, &[]).await?, Vec::new())
     } else {
         let top_sql = candidates_sql("", &format!("AND priority = ({TOP_PRIORITY}) "), 5);
         let limit = i64::try_from(req.limit).unwrap_or(i64::MAX);
         let none: &[&str] = &[];
         let params: [&(dyn tokio_postgres::types::ToSql + Sync); 5] =
-            [&tx.now, &req.job_names, &req.queues, &none, &limit];
+            [&now, &req.job_names, &req.queues, &none, &limit];
         tokio::try_join!(
             biased;
-            tx.db.query_one(&levels_sql, &[]),
-            tx.db.query(&top_sql, &params)
+            db.query_one(&levels_sql, &[]),
+            db.query(&top_sql, &params)
         )?
     };
-    let mut queued_priorities: Vec<i64> = row.get(0);
+    Ok(FirstRead {
+        queued_priorities: row.get(0),
+        top,
+    })
+}
+
+pub(crate) async fn claim(tx: &mut Tx<'_>, req: &ClaimRequest) -> Result<Vec<Job>> {
+    let first = first_read(&tx.db, req, tx.now).await?;
+    claim_after(tx, req, first).await
+}
+
+/// The rest of a claim after its [`first_read`].
+pub(crate) async fn claim_after(
+    tx: &mut Tx<'_>,
+    req: &ClaimRequest,
+    first: FirstRead,
+) -> Result<Vec<Job>> {
+    let FirstRead {
+        mut queued_priorities,
+        top: top_rows,
+    } = first;
     // The highest priority's candidates, read ahead: in their priority's
     // place. (Read by a later statement than the priorities, they may belong to
     // one that was enqueued in between.)
@@ -269,7 +303,7 @@ pub(crate) async fn claim(tx: &mut Tx<'_>, req: &ClaimRequest) -> Result<Vec<Job
         heartbeat(&tx.db, &req.worker_id, tx.now).await?;
         return Ok(Vec::new());
     }
-    let levels: Vec<Option<i64>> = if prioritized {
+    let levels: Vec<Option<i64>> = if by_queue_priority(req) {
         vec![None]
     } else {
         queued_priorities.into_iter().map(Some).collect()

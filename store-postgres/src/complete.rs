@@ -16,8 +16,10 @@
 use duraq_core::{JobStatus, Lease, Outcome, Result};
 
 use crate::claim::{release_reservations, BY_KEY_ONLY};
+use crate::db::Db;
 use crate::ownership::release_owners;
 use crate::tx::Tx;
+use tokio_postgres::Row;
 
 /// Whether `reports` may take [`complete_many`]: every outcome a completion,
 /// each job reported once.
@@ -36,6 +38,17 @@ pub(crate) async fn complete_many(
     tx: &mut Tx<'_>,
     reports: &[(Lease, Outcome)],
 ) -> Result<Vec<bool>> {
+    let rows = update_completed(&tx.db, reports, tx.now).await?;
+    apply_completed(tx, reports, rows).await
+}
+
+/// The statement of [`complete_many`], which a claim's first round trip may
+/// follow in the same pipeline (see `report_and_claim`): the rows completed.
+pub(crate) async fn update_completed(
+    db: &Db<'_>,
+    reports: &[(Lease, Outcome)],
+    now: i64,
+) -> Result<Vec<Row>> {
     // In id order, so concurrent statements lock rows in the same order.
     let mut leases: Vec<&Lease> = reports.iter().map(|(l, _)| l).collect();
     leases.sort_unstable_by(|a, b| a.job_id.cmp(&b.job_id));
@@ -49,14 +62,14 @@ pub(crate) async fn complete_many(
     // the batch: measured with auto_explain, up to 5,000 entries per 55-job
     // batch, a cost growing with the running jobs rather than with the batch.
     let params: [&(dyn tokio_postgres::types::ToSql + Sync); 4] =
-        [&ids, &handoffs, &tx.now, &JobStatus::HandedOff.as_str()];
+        [&ids, &handoffs, &now, &JobStatus::HandedOff.as_str()];
     // The planner settings go in the same round trip, ahead of the update
     // (`biased`: polled in this order, so the setting is sent first even when
     // both statements are prepared anew).
     let (_, rows) = tokio::try_join!(
         biased;
-        tx.db.execute(BY_KEY_ONLY, &[]),
-        tx.db.query(
+        db.execute(BY_KEY_ONLY, &[]),
+        db.query(
             // `old` (the same row, read as the statement's snapshot saw it)
             // returns the reservation the row held before it is cleared.
             "UPDATE {s}.duraq_jobs AS j SET status = 'completed', completed_at_ms = $3, \
@@ -68,6 +81,16 @@ pub(crate) async fn complete_many(
             &params,
         )
     )?;
+    Ok(rows)
+}
+
+/// Counts the rows [`update_completed`] completed and gives back their
+/// reservations and schedule keys.
+pub(crate) async fn apply_completed(
+    tx: &mut Tx<'_>,
+    reports: &[(Lease, Outcome)],
+    rows: Vec<Row>,
+) -> Result<Vec<bool>> {
     let mut done: Vec<String> = Vec::with_capacity(rows.len());
     let mut released: Vec<String> = Vec::new();
     let mut keys: (Vec<String>, Vec<String>) = (Vec::new(), Vec::new());

@@ -18,7 +18,9 @@ use crate::error::corrupt;
 use crate::group;
 use crate::rows::{job_from_row, jobs_from_rows, JOB_COLUMNS};
 use crate::tx::write_tx;
-use crate::{claim, counts, enqueue, fast, lifecycle, pause, schedule, workers, PostgresStore};
+use crate::{
+    claim, complete, counts, enqueue, fast, lifecycle, pause, schedule, workers, PostgresStore,
+};
 
 /// Runs `$body` with `$db` bound to a pooled connection.
 macro_rules! read {
@@ -152,6 +154,19 @@ impl Store for PostgresStore {
         req: &ClaimRequest,
     ) -> Result<ReportedAndClaimed> {
         write_tx!(self, self.now(), |tx| {
+            if !reports.is_empty() && complete::all_completions(&reports) {
+                // Completions and the claim's first reads in one round trip:
+                // the candidates read are locked, and reservations the
+                // completions give back are taken only after that.
+                let (rows, first) = tokio::try_join!(
+                    biased;
+                    complete::update_completed(&tx.db, &reports, tx.now),
+                    claim::first_read(&tx.db, req, tx.now)
+                )?;
+                let reported = complete::apply_completed(&mut tx, &reports, rows).await?;
+                let claimed = claim::claim_after(&mut tx, req, first).await?;
+                return Ok(ReportedAndClaimed { reported, claimed });
+            }
             let reported = if reports.is_empty() {
                 Vec::new()
             } else {

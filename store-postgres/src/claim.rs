@@ -15,7 +15,9 @@
 //! many workers claim at once. A candidate at its cap is skipped, never blocking
 //! the rest; when skips leave slots free the next batch of candidates is read
 //! (each batch only as large as the slots still free: candidates stay locked).
-//! The claimed rows are then written back in one statement.
+//! The claimed rows are then written back in one statement. The priorities
+//! and the candidates of the highest are read in one round trip
+//! ([`first_read`]), which a report of completions may share.
 //!
 //! Jobs of paused queues are never candidates: the candidate query carries
 //! `queue NOT IN (SELECT queue FROM duraq_paused_queues)`, a hashed subplan over

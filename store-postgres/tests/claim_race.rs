@@ -62,13 +62,23 @@ mod postgres {
             .unwrap();
         let claimer = store.clone();
         let claim = tokio::spawn(async move { claimer.claim(&claim_req(2)).await });
+        let holder_pid: i32 = holder
+            .query_one("SELECT pg_backend_pid()", &[])
+            .await
+            .unwrap()
+            .get(0);
+        // Waits until this test's candidate read (its schema's name is in the
+        // statement) is blocked by the holder, as PostgreSQL's own isolation
+        // tester does: it asks the server, which has no way to announce it, so
+        // the loop polls; the pause only paces the polls, the condition is
+        // what is waited for.
         let watcher = raw_client().await;
-        // This test's claim (its schema's name is in the statement), waiting.
-        let waiting = "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' \
+        let blocked = "SELECT count(*) FROM pg_stat_activity \
+                       WHERE $2 = ANY(pg_blocking_pids(pid)) \
                        AND query LIKE '%priority = (SELECT%' AND strpos(query, $1) > 0";
         let mut polls = 0;
         while watcher
-            .query_one(waiting, &[&s])
+            .query_one(blocked, &[&s, &holder_pid])
             .await
             .unwrap()
             .get::<_, i64>(0)

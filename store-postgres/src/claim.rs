@@ -32,21 +32,20 @@ use duraq_core::{new_job_id, ClaimRequest, Job, JobStatus, RateLimit, RateWindow
 
 use crate::db::{pooled, Conn, Db};
 use crate::error::map_pg_error;
-use crate::rate;
 use crate::rows::{loaded_from_row, save_jobs, JOB_COLUMNS};
 use crate::tx::Tx;
 use crate::Shared;
+use crate::{counts, rate};
 
 /// Records that `worker_id` is alive at `now`.
 pub(crate) async fn heartbeat(db: &Db<'_>, worker_id: &str, now: i64) -> Result<()> {
-    db.execute(
-        "INSERT INTO {s}.duraq_workers (worker_id, last_heartbeat_ms) VALUES ($1, $2) \
-         ON CONFLICT (worker_id) DO UPDATE SET last_heartbeat_ms = $2",
-        &[&worker_id, &now],
-    )
-    .await?;
+    db.execute(HEARTBEAT, &[&worker_id, &now]).await?;
     Ok(())
 }
+
+const HEARTBEAT: &str =
+    "INSERT INTO {s}.duraq_workers (worker_id, last_heartbeat_ms) VALUES ($1, $2) \
+     ON CONFLICT (worker_id) DO UPDATE SET last_heartbeat_ms = $2";
 
 /// Takes one reservation of `key` (cap `max`) unless it is full.
 async fn reserve(db: &Db<'_>, key: &str, max: i64) -> Result<bool> {
@@ -206,16 +205,19 @@ async fn save_claimed(
     let handoffs: Vec<Option<&str>> = taken.iter().map(|(j, _)| j.handoff_id.as_deref()).collect();
     let reservations: Vec<Option<&str>> = taken.iter().map(|(_, r)| r.as_deref()).collect();
     db.execute(
-        "UPDATE {s}.duraq_jobs AS j SET status = 'handed_off', attempts = v.attempts, \
-         handoff_id = v.handoff_id, worker_id = $5, handed_off_at_ms = $6, \
-         reservation_key = v.reservation_key \
-         FROM unnest($1::text[], $2::int8[], $3::text[], $4::text[]) \
-         AS v(id, attempts, handoff_id, reservation_key) WHERE j.id = v.id",
+        SAVE_CLAIMED,
         &[&ids, &attempts, &handoffs, &reservations, &worker_id, &now],
     )
     .await?;
     Ok(())
 }
+
+const SAVE_CLAIMED: &str =
+    "UPDATE {s}.duraq_jobs AS j SET status = 'handed_off', attempts = v.attempts, \
+     handoff_id = v.handoff_id, worker_id = $5, handed_off_at_ms = $6, \
+     reservation_key = v.reservation_key \
+     FROM unnest($1::text[], $2::int8[], $3::text[], $4::text[]) \
+     AS v(id, attempts, handoff_id, reservation_key) WHERE j.id = v.id";
 
 /// A candidate query in claim order (`order` first), with `filter`; `$limit`
 /// is the parameter of its `LIMIT`.
@@ -301,15 +303,15 @@ pub(crate) async fn claim_after(
         }
         top = Some((priority, top_rows));
     }
-    if req.limit == 0 || req.job_names.is_empty() || queued_priorities.is_empty() {
-        heartbeat(&tx.db, &req.worker_id, tx.now).await?;
-        return Ok(Vec::new());
-    }
-    let levels: Vec<Option<i64>> = if by_queue_priority(req) {
-        vec![None]
-    } else {
-        queued_priorities.into_iter().map(Some).collect()
-    };
+    // Nothing to claim still ends as a claim does (heartbeat, counts, commit).
+    let levels: Vec<Option<i64>> =
+        if req.limit == 0 || req.job_names.is_empty() || queued_priorities.is_empty() {
+            Vec::new()
+        } else if by_queue_priority(req) {
+            vec![None]
+        } else {
+            queued_priorities.into_iter().map(Some).collect()
+        };
     let by_queue_sql = candidates_sql(
         "COALESCE(($5::int8[])[array_position($6::text[], queue)], 0) DESC, priority DESC, ",
         "",
@@ -430,15 +432,23 @@ pub(crate) async fn claim_after(
     // their commits. The counts go in the same round trip (the claim is its
     // transaction's last change; see `Tx::counts_recorded`), on a shard row of
     // their own. (`biased`: tokio's join otherwise rotates which future it
-    // polls first, and the first polled is the first sent.)
-    let (.., effects) = tokio::try_join!(
+    // polls first, and the first polled is the first sent.) A pipelined
+    // transaction commits in the same round trip, unless rate limits add
+    // statements of their own (not prepared here).
+    let commit = postponed.is_empty()
+        && started.is_empty()
+        && tx
+            .commit_ready(&[SAVE_CLAIMED, HEARTBEAT, counts::STORE_SQL.as_str()])
+            .await?;
+    let (.., effects, ()) = tokio::try_join!(
         biased;
         save_claimed(&tx.db, &taken, &req.worker_id, tx.now),
         save_jobs(&tx.db, &postponed),
         rate::log_starts(&tx.db, &started, tx.now),
         heartbeat(&tx.db, &req.worker_id, tx.now),
-        tx.record(None)
+        tx.record(None),
+        tx.commit_statement(commit)
     )?;
-    tx.counts_recorded(effects);
+    tx.counts_recorded(effects, commit);
     Ok(taken.into_iter().map(|(job, _)| job).collect())
 }

@@ -22,7 +22,7 @@
 //! per-shard revision is exact, which is what lets listeners find lost
 //! announcements ([`crate::mirror`]). Snapshots themselves are always exact.
 
-use std::sync::OnceLock;
+use std::sync::{LazyLock, OnceLock};
 
 use duraq_core::{
     CountChange, CountDelta, CountSnapshot, QueueCounts, QueueSnapshot, Result, StatusCounts,
@@ -188,6 +188,10 @@ pub(crate) struct Effects {
     pub work: bool,
 }
 
+/// The statement that records a store transaction's change (see [`record`]).
+pub(crate) static STORE_SQL: LazyLock<String> =
+    LazyLock::new(|| format!("WITH {SHARD_CTE}, {}", update_sql(9)));
+
 /// Adds `change` to a shard row and bumps its revision (nothing for a zero
 /// change). A store transaction records once, just before commit, on `shard`. With
 /// `notify_origin` (an application's transaction, which may enqueue several
@@ -212,13 +216,12 @@ pub(crate) async fn record(
         }
         return Ok(Effects { entry: None, work });
     }
-    static STORE_SQL: OnceLock<String> = OnceLock::new();
     static NOTIFY_SQL: OnceLock<String> = OnceLock::new();
     let d = change.per_status();
     let queues = QueueDeltas::new(change);
     let row = match notify_origin {
         None => {
-            let sql = STORE_SQL.get_or_init(|| format!("WITH {SHARD_CTE}, {}", update_sql(9)));
+            let sql = STORE_SQL.as_str();
             let mut params: Vec<&(dyn ToSql + Sync)> =
                 vec![&shard, &d[0], &d[1], &d[2], &d[3], &d[4], &d[5], &SHARDS];
             params.extend(queues.params());

@@ -130,6 +130,22 @@ impl Db<'_> {
         n.map_err(map_pg_error)
     }
 
+    /// Prepares `templates` ahead of a pipeline (pooled connections cache them,
+    /// so this costs no round trip once they are), after which each is sent
+    /// when its future is first polled: see `crate::tx`'s docs on COMMIT.
+    pub async fn prepare(&self, templates: &[&str]) -> Result<()> {
+        for template in templates {
+            let sql = self.names.sql(template);
+            let prepared = match &self.conn {
+                Conn::Pooled(tx) => tx.prepare_cached(&sql).await.map(drop),
+                Conn::Client(client) => client.prepare_cached(&sql).await.map(drop),
+                Conn::Borrowed(_) => Ok(()),
+            };
+            prepared.map_err(map_pg_error)?;
+        }
+        Ok(())
+    }
+
     /// Runs parameterless statements (savepoints) with the simple protocol.
     pub async fn batch(&self, sql: &str) -> Result<()> {
         let r = match &self.conn {

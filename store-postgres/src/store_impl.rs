@@ -17,7 +17,7 @@ use crate::db::{pooled, Conn, Db};
 use crate::error::corrupt;
 use crate::group;
 use crate::rows::{job_from_row, jobs_from_rows, JOB_COLUMNS};
-use crate::tx::write_tx;
+use crate::tx::{pipelined_tx, write_tx};
 use crate::{
     claim, complete, counts, enqueue, fast, lifecycle, pause, schedule, workers, PostgresStore,
 };
@@ -153,13 +153,28 @@ impl Store for PostgresStore {
         reports: Vec<(Lease, Outcome)>,
         req: &ClaimRequest,
     ) -> Result<ReportedAndClaimed> {
-        write_tx!(self, self.now(), |tx| {
-            if !reports.is_empty() && complete::all_completions(&reports) {
+        // A worker's hot path, so BEGIN goes with the first statements and
+        // COMMIT with the claim's last (see `crate::tx`).
+        pipelined_tx!(self, self.now(), |tx| {
+            if reports.is_empty() {
+                let ((), first) = tokio::try_join!(
+                    biased;
+                    tx.begin_statement(),
+                    claim::first_read(&tx.db, req, tx.now)
+                )?;
+                let claimed = claim::claim_after(&mut tx, req, first).await?;
+                return Ok(ReportedAndClaimed {
+                    reported: Vec::new(),
+                    claimed,
+                });
+            }
+            if complete::all_completions(&reports) {
                 // Completions and the claim's first reads in one round trip:
                 // the candidates read are locked, and reservations the
                 // completions give back are taken only after that.
-                let (rows, first) = tokio::try_join!(
+                let ((), rows, first) = tokio::try_join!(
                     biased;
+                    tx.begin_statement(),
                     complete::update_completed(&tx.db, &reports, tx.now),
                     claim::first_read(&tx.db, req, tx.now)
                 )?;
@@ -167,11 +182,8 @@ impl Store for PostgresStore {
                 let claimed = claim::claim_after(&mut tx, req, first).await?;
                 return Ok(ReportedAndClaimed { reported, claimed });
             }
-            let reported = if reports.is_empty() {
-                Vec::new()
-            } else {
-                lifecycle::report_many(&mut tx, &reports).await?
-            };
+            tx.begin_statement().await?;
+            let reported = lifecycle::report_many(&mut tx, &reports).await?;
             let claimed = claim::claim(&mut tx, req).await?;
             Ok(ReportedAndClaimed { reported, claimed })
         })

@@ -7,14 +7,29 @@
 //! announces the change (delta broadcast and work signal here, NOTIFY elsewhere). A body that fails
 //! leaves nothing behind: the transaction is rolled back when dropped. Bodies must
 //! only borrow their inputs, because a retry runs them again.
+//!
+//! [`pipelined_tx!`] is the same but for round trips:
+//! the body sends `BEGIN` with its first statements ([`Tx::begin_statement`])
+//! and may send `COMMIT` with its last ([`Tx::commit_ready`]), so a worker's
+//! report-and-claim call makes two round trips, not four. tokio-postgres sends
+//! a request when its future is first polled, so statements joined with
+//! `biased` reach the server in the order written, except one that must be
+//! prepared first: its execution follows its prepare's round trip. Hence a
+//! COMMIT only goes with statements prepared beforehand. Such a transaction is
+//! not a tokio-postgres `Transaction`, so [`OpenTx`] stands in for its drop: a
+//! body that fails, or a call dropped half way, sends `ROLLBACK` before the
+//! connection goes back to the pool.
 
+use std::future::Future;
+use std::task::{Context, Waker};
 use std::time::Duration;
 
 use duraq_core::{CountChange, Result};
 
 use crate::counts::{record, Effects};
 use crate::db::{Conn, Db, Names};
-use crate::error::map_pg_error;
+use crate::error::{is_retryable, map_pg_error};
+use crate::PostgresStore;
 
 /// Retries after a serialization failure or deadlock before `database-busy`.
 pub(crate) const MAX_RETRIES: u32 = 10;
@@ -32,6 +47,10 @@ pub(crate) struct Tx<'a> {
     /// The counts, when the body wrote them itself with its last statements
     /// (see [`Tx::counts_recorded`]).
     recorded: Option<Effects>,
+    /// BEGIN and COMMIT are the body's to send (see the module docs).
+    pipelined: bool,
+    /// A pipelined body sent its COMMIT.
+    committed: bool,
 }
 
 impl<'a> Tx<'a> {
@@ -52,6 +71,27 @@ impl<'a> Tx<'a> {
         ))
     }
 
+    /// A transaction not begun yet: the body sends BEGIN with its first
+    /// statements ([`Tx::begin_statement`]); `client` is guarded by an
+    /// [`OpenTx`].
+    pub fn pipelined(
+        client: &'a deadpool_postgres::Object,
+        names: &'a Names,
+        now: i64,
+        shard: i32,
+    ) -> Tx<'a> {
+        let mut tx = Self::new(
+            Db {
+                conn: Conn::Client(client),
+                names,
+            },
+            now,
+            shard,
+        );
+        tx.pipelined = true;
+        tx
+    }
+
     pub fn new(db: Db<'a>, now: i64, shard: i32) -> Self {
         Self {
             db,
@@ -60,7 +100,39 @@ impl<'a> Tx<'a> {
             work: false,
             shard,
             recorded: None,
+            pipelined: false,
+            committed: false,
         }
+    }
+
+    /// A pipelined body's BEGIN, to be joined (`biased`) ahead of its first
+    /// statements; nothing for a transaction begun otherwise.
+    pub async fn begin_statement(&self) -> Result<()> {
+        if self.pipelined {
+            self.db.batch("BEGIN").await?;
+        }
+        Ok(())
+    }
+
+    /// Whether the body may send its COMMIT with its last statements, whose
+    /// `templates` this prepares (without a round trip when cached): only a
+    /// pipelined transaction may. See [`Tx::commit_statement`].
+    pub async fn commit_ready(&self, templates: &[&str]) -> Result<bool> {
+        if !self.pipelined {
+            return Ok(false);
+        }
+        self.db.prepare(templates).await?;
+        Ok(true)
+    }
+
+    /// The COMMIT when `commit` (from [`Tx::commit_ready`]), joined (`biased`)
+    /// after the statements whose templates were prepared; nothing otherwise.
+    /// Should one of them fail, PostgreSQL answers this COMMIT with a rollback.
+    pub async fn commit_statement(&self, commit: bool) -> Result<()> {
+        if commit {
+            self.db.batch("COMMIT").await?;
+        }
+        Ok(())
     }
 
     /// Writes the count change into the transaction (without committing); with
@@ -71,24 +143,82 @@ impl<'a> Tx<'a> {
 
     /// Keeps `effects`, the counts the body wrote itself with its last
     /// statements (in one round trip with them: a worker's claim ends so, a
-    /// round trip fewer before its commit); [`Tx::commit`] then only commits.
-    /// The body changes no status after that.
-    pub fn counts_recorded(&mut self, effects: Effects) {
+    /// round trip fewer before its commit), and whether that round trip also
+    /// committed ([`Tx::commit_statement`]); [`Tx::commit`] then only commits,
+    /// if that. The body changes no status after that.
+    pub fn counts_recorded(&mut self, effects: Effects, committed: bool) {
         self.recorded = Some(effects);
+        self.committed = committed;
     }
 
     /// Records counts (unless the body did, see [`Tx::counts_recorded`]), then
-    /// commits a pooled transaction; the caller announces the returned effects
+    /// commits (unless the body did); the caller announces the returned effects
     /// after commit.
     pub async fn commit(mut self) -> Result<Effects> {
         let effects = match self.recorded.take() {
             Some(effects) => effects,
             None => self.record(None).await?,
         };
-        if let Conn::Pooled(tx) = self.db.conn {
-            tx.commit().await.map_err(map_pg_error)?;
+        match self.db.conn {
+            Conn::Pooled(tx) => tx.commit().await.map_err(map_pg_error)?,
+            Conn::Client(_) if self.pipelined && !self.committed => self.db.batch("COMMIT").await?,
+            _ => {}
         }
         Ok(effects)
+    }
+}
+
+/// Guards a pooled connection while a pipelined transaction may be open on it:
+/// dropped before [`OpenTx::closed`], it sends `ROLLBACK` (see the module
+/// docs). After a failed statement the server has already ended the
+/// transaction and only warns that none is in progress.
+pub(crate) struct OpenTx<'a> {
+    client: &'a deadpool_postgres::Object,
+    open: bool,
+}
+
+impl<'a> OpenTx<'a> {
+    pub fn new(client: &'a deadpool_postgres::Object) -> Self {
+        Self { client, open: true }
+    }
+
+    /// The transaction committed: nothing to roll back.
+    pub fn closed(mut self) {
+        self.open = false;
+    }
+}
+
+impl Drop for OpenTx<'_> {
+    fn drop(&mut self) {
+        if self.open {
+            // Polled once: the request is queued on the connection then (as
+            // tokio-postgres' own `Transaction` does on drop), ahead of
+            // whatever the connection's next user sends; its answer is
+            // dropped.
+            let rollback = std::pin::pin!(self.client.batch_execute("ROLLBACK"));
+            let _ = rollback.poll(&mut Context::from_waker(Waker::noop()));
+        }
+    }
+}
+
+/// After one run of a body: the value to return (its effects announced), or
+/// `None` to run it again after a pause (a retryable error, retries left).
+pub(crate) async fn settle<T>(
+    store: &PostgresStore,
+    result: Result<(T, Effects)>,
+    attempt: &mut u32,
+) -> Option<Result<T>> {
+    match result {
+        Ok((value, effects)) => {
+            store.publish(effects);
+            Some(Ok(value))
+        }
+        Err(e) if is_retryable(&e) && *attempt < MAX_RETRIES => {
+            *attempt += 1;
+            pause(*attempt, store.next_shard() as u64).await;
+            None
+        }
+        Err(e) => Some(Err(e)),
     }
 }
 
@@ -118,18 +248,39 @@ macro_rules! write_tx {
                 Ok((value, effects))
             }
             .await;
-            match result {
-                Ok((value, effects)) => {
-                    store.publish(effects);
-                    break Ok(value);
-                }
-                Err(e) if $crate::error::is_retryable(&e) && attempt < $crate::tx::MAX_RETRIES => {
-                    attempt += 1;
-                    $crate::tx::pause(attempt, store.next_shard() as u64).await;
-                }
-                Err(e) => break Err(e),
+            if let Some(done) = $crate::tx::settle(store, result, &mut attempt).await {
+                break done;
             }
         }
     }};
 }
 pub(crate) use write_tx;
+
+/// `pipelined_tx!(store, now, |tx| { tx.begin_statement() joined with the
+/// first statements; ...; Ok(value) })`: see the module docs.
+macro_rules! pipelined_tx {
+    ($store:expr, $now:expr, |$tx:ident| $body:block) => {{
+        let store: &$crate::PostgresStore = $store;
+        let now: i64 = $now;
+        let mut attempt: u32 = 0;
+        loop {
+            let result: duraq_core::Result<_> = async {
+                let shared = store.shared();
+                let client = $crate::db::pooled(&shared.pool).await?;
+                let open = $crate::tx::OpenTx::new(&client);
+                let mut $tx =
+                    $crate::tx::Tx::pipelined(&client, &shared.names, now, store.next_shard());
+                let value: duraq_core::Result<_> = async { $body }.await;
+                let value = value?;
+                let effects = $tx.commit().await?;
+                open.closed();
+                Ok((value, effects))
+            }
+            .await;
+            if let Some(done) = $crate::tx::settle(store, result, &mut attempt).await {
+                break done;
+            }
+        }
+    }};
+}
+pub(crate) use pipelined_tx;

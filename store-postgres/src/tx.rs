@@ -228,30 +228,37 @@ pub(crate) async fn pause(attempt: u32, salt: u64) {
     tokio::time::sleep(Duration::from_millis(base + salt % (base + 1))).await;
 }
 
+/// Runs `attempt` (an async block yielding the value and the effects of one
+/// committed transaction) until [`settle`] has its answer.
+macro_rules! retry_tx {
+    ($store:ident, $attempt:block) => {{
+        let mut attempt: u32 = 0;
+        loop {
+            let result: duraq_core::Result<_> = async $attempt.await;
+            if let Some(done) = $crate::tx::settle($store, result, &mut attempt).await {
+                break done;
+            }
+        }
+    }};
+}
+pub(crate) use retry_tx;
+
 /// `write_tx!(store, now, |tx| { ...; Ok(value) })`: see the module docs.
 macro_rules! write_tx {
     ($store:expr, $now:expr, |$tx:ident| $body:block) => {{
         let store: &$crate::PostgresStore = $store;
         let now: i64 = $now;
-        let mut attempt: u32 = 0;
-        loop {
-            let result: duraq_core::Result<_> = async {
-                let shared = store.shared();
-                let mut client = $crate::db::pooled(&shared.pool).await?;
-                #[allow(unused_mut)]
-                let mut $tx =
-                    $crate::tx::Tx::begin(&mut client, &shared.names, now, store.next_shard())
-                        .await?;
-                let value: duraq_core::Result<_> = async { $body }.await;
-                let value = value?;
-                let effects = $tx.commit().await?;
-                Ok((value, effects))
-            }
-            .await;
-            if let Some(done) = $crate::tx::settle(store, result, &mut attempt).await {
-                break done;
-            }
-        }
+        $crate::tx::retry_tx!(store, {
+            let shared = store.shared();
+            let mut client = $crate::db::pooled(&shared.pool).await?;
+            #[allow(unused_mut)]
+            let mut $tx =
+                $crate::tx::Tx::begin(&mut client, &shared.names, now, store.next_shard()).await?;
+            let value: duraq_core::Result<_> = async { $body }.await;
+            let value = value?;
+            let effects = $tx.commit().await?;
+            Ok((value, effects))
+        })
     }};
 }
 pub(crate) use write_tx;
@@ -262,25 +269,18 @@ macro_rules! pipelined_tx {
     ($store:expr, $now:expr, |$tx:ident| $body:block) => {{
         let store: &$crate::PostgresStore = $store;
         let now: i64 = $now;
-        let mut attempt: u32 = 0;
-        loop {
-            let result: duraq_core::Result<_> = async {
-                let shared = store.shared();
-                let client = $crate::db::pooled(&shared.pool).await?;
-                let open = $crate::tx::OpenTx::new(&client);
-                let mut $tx =
-                    $crate::tx::Tx::pipelined(&client, &shared.names, now, store.next_shard());
-                let value: duraq_core::Result<_> = async { $body }.await;
-                let value = value?;
-                let effects = $tx.commit().await?;
-                open.closed();
-                Ok((value, effects))
-            }
-            .await;
-            if let Some(done) = $crate::tx::settle(store, result, &mut attempt).await {
-                break done;
-            }
-        }
+        $crate::tx::retry_tx!(store, {
+            let shared = store.shared();
+            let client = $crate::db::pooled(&shared.pool).await?;
+            let open = $crate::tx::OpenTx::new(&client);
+            let mut $tx =
+                $crate::tx::Tx::pipelined(&client, &shared.names, now, store.next_shard());
+            let value: duraq_core::Result<_> = async { $body }.await;
+            let value = value?;
+            let effects = $tx.commit().await?;
+            open.closed();
+            Ok((value, effects))
+        })
     }};
 }
 pub(crate) use pipelined_tx;

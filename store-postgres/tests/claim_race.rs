@@ -10,21 +10,10 @@
 mod common;
 
 mod postgres {
-    use std::time::Duration;
-
-    use duraq_core::{ClaimRequest, EnqueueOptions, Store};
+    use duraq_core::{EnqueueOptions, Store};
     use duraq_store_postgres::PostgresStore;
 
-    use crate::common::{job, options, raw_client, schema, url};
-
-    fn claim_req(limit: usize) -> ClaimRequest {
-        ClaimRequest {
-            worker_id: "w".into(),
-            job_names: vec!["j".into()],
-            limit,
-            ..ClaimRequest::default()
-        }
-    }
+    use crate::common::{blocked_by, claim_req, hold_paused_queues, job, options, schema, url};
 
     /// The candidates read ahead belong to a priority the first statement did
     /// not list (a job's priority changed between the reads): they are claimed
@@ -53,41 +42,11 @@ mod postgres {
         // query reads and the priorities query does not: the claim reads the
         // priorities (only 0), then waits to read candidates, with a snapshot
         // taken after the wait.
-        let holder = raw_client().await;
-        holder
-            .batch_execute(&format!(
-                "BEGIN; LOCK TABLE {s}.duraq_paused_queues IN ACCESS EXCLUSIVE MODE"
-            ))
-            .await
-            .unwrap();
+        let (holder, holder_pid) = hold_paused_queues(&s).await;
         let claimer = store.clone();
         let claim = tokio::spawn(async move { claimer.claim(&claim_req(2)).await });
-        let holder_pid: i32 = holder
-            .query_one("SELECT pg_backend_pid()", &[])
-            .await
-            .unwrap()
-            .get(0);
-        // Waits until this test's candidate read (its schema's name is in the
-        // statement) is blocked by the holder, as PostgreSQL's own isolation
-        // tester does: it asks the server, which has no way to announce it, so
-        // the loop polls; the pause only paces the polls, the condition is
-        // what is waited for.
-        let watcher = raw_client().await;
-        let blocked = "SELECT count(*) FROM pg_stat_activity \
-                       WHERE $2 = ANY(pg_blocking_pids(pid)) \
-                       AND query LIKE '%priority = (SELECT%' AND strpos(query, $1) > 0";
-        let mut polls = 0;
-        while watcher
-            .query_one(blocked, &[&s, &holder_pid])
-            .await
-            .unwrap()
-            .get::<_, i64>(0)
-            == 0
-        {
-            polls += 1;
-            assert!(polls < 10_000, "the claim never waited for the lock");
-            tokio::time::sleep(Duration::from_millis(1)).await;
-        }
+        // This test's candidate read of the highest priority, blocked.
+        blocked_by(holder_pid, &s, "priority = (SELECT").await;
         // While the claim waits, the same session raises c to priority 5: the
         // candidate read, after the lock, sees it; the priorities read did not.
         holder

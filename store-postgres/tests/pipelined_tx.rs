@@ -10,19 +10,12 @@ mod common;
 mod postgres {
     use std::time::Duration;
 
-    use duraq_core::{ClaimRequest, EnqueueOptions, JobStatus, Outcome, Store};
+    use duraq_core::{EnqueueOptions, JobStatus, Outcome, Store};
     use duraq_store_postgres::PostgresStore;
 
-    use crate::common::{job, options, raw_client, schema, url};
-
-    fn claim_req(limit: usize) -> ClaimRequest {
-        ClaimRequest {
-            worker_id: "w".into(),
-            job_names: vec!["j".into()],
-            limit,
-            ..ClaimRequest::default()
-        }
-    }
+    use crate::common::{
+        blocked_by, claim_req, hold_paused_queues, job, options, raw_client, schema, url,
+    };
 
     async fn one_connection_store(s: &str) -> PostgresStore {
         let mut opts = options(s);
@@ -109,44 +102,17 @@ mod postgres {
         }
         let jobs = ["a", "b"].map(|id| job("j", EnqueueOptions::new()).with_id(id));
         store.enqueue_batch(jobs.to_vec()).await.unwrap();
-        let holder = raw_client().await;
-        holder
-            .batch_execute(&format!(
-                "BEGIN; LOCK TABLE {s}.duraq_paused_queues IN ACCESS EXCLUSIVE MODE"
-            ))
-            .await
-            .unwrap();
-        let holder_pid: i32 = holder
-            .query_one("SELECT pg_backend_pid()", &[])
-            .await
-            .unwrap()
-            .get(0);
+        let (holder, holder_pid) = hold_paused_queues(&s).await;
         let claimer = store.clone();
         let call =
             tokio::spawn(async move { claimer.report_and_claim(Vec::new(), &claim_req(2)).await });
-        // The server cannot announce that the call waits for the holder, so
-        // this polls for it (as PostgreSQL's isolation tester does); the pause
-        // only paces the polls.
-        let watcher = raw_client().await;
-        let blocked = "SELECT pid FROM pg_stat_activity WHERE $2 = ANY(pg_blocking_pids(pid)) \
-                       AND strpos(query, $1) > 0";
-        let mut polls = 0;
-        let backend: i32 = loop {
-            if let Some(row) = watcher
-                .query_opt(blocked, &[&s, &holder_pid])
-                .await
-                .unwrap()
-            {
-                break row.get(0);
-            }
-            polls += 1;
-            assert!(polls < 10_000, "the call never waited for the lock");
-            tokio::time::sleep(Duration::from_millis(1)).await;
-        };
+        // The call's candidate read waits, inside its transaction.
+        let backend = blocked_by(holder_pid, &s, "SELECT").await;
         call.abort();
         assert!(call.await.unwrap_err().is_cancelled());
         holder.batch_execute("ROLLBACK").await.unwrap();
         // The read finishes, then the ROLLBACK the dropped call left queued.
+        let watcher = raw_client().await;
         let state = "SELECT state FROM pg_stat_activity WHERE pid = $1";
         let mut polls = 0;
         loop {

@@ -64,3 +64,52 @@ pub async fn next_delta(
         .unwrap_or_else(|_| panic!("{what} within 10 s"))
         .expect("delta stream open")
 }
+
+/// A claim of up to `limit` jobs named `j` by worker `w`.
+pub fn claim_req(limit: usize) -> duraq_core::ClaimRequest {
+    duraq_core::ClaimRequest {
+        worker_id: "w".into(),
+        job_names: vec!["j".into()],
+        limit,
+        ..duraq_core::ClaimRequest::default()
+    }
+}
+
+/// A session that holds `schema`'s paused-queues table (which only a claim's
+/// candidate reads touch) until it ends its transaction, and its backend pid.
+pub async fn hold_paused_queues(schema: &str) -> (tokio_postgres::Client, i32) {
+    let holder = raw_client().await;
+    holder
+        .batch_execute(&format!(
+            "BEGIN; LOCK TABLE {schema}.duraq_paused_queues IN ACCESS EXCLUSIVE MODE"
+        ))
+        .await
+        .expect("lock");
+    let pid = holder
+        .query_one("SELECT pg_backend_pid()", &[])
+        .await
+        .expect("pid")
+        .get(0);
+    (holder, pid)
+}
+
+/// Waits until a statement of `schema` containing `text` is blocked by the
+/// backend `holder`, and returns the blocked backend's pid. The server cannot
+/// announce it, so this polls (as PostgreSQL's isolation tester does); the
+/// pause only paces the polls, the condition is what is waited for.
+pub async fn blocked_by(holder: i32, schema: &str, text: &str) -> i32 {
+    let watcher = raw_client().await;
+    let blocked = "SELECT pid FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid)) \
+                   AND strpos(query, $2) > 0 AND strpos(query, $3) > 0";
+    for _ in 0..10_000 {
+        let row = watcher
+            .query_opt(blocked, &[&holder, &schema, &text])
+            .await
+            .expect("pg_stat_activity");
+        if let Some(row) = row {
+            return row.get(0);
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+    }
+    panic!("no statement of {schema} waited for backend {holder}");
+}

@@ -70,14 +70,12 @@ pub(crate) async fn update_completed(
         biased;
         db.execute(BY_KEY_ONLY, &[]),
         db.query(
-            // `old` (the same row, read as the statement's snapshot saw it)
-            // returns the reservation the row held before it is cleared.
-            "UPDATE {s}.duraq_jobs AS j SET status = 'completed', completed_at_ms = $3, \
-             reservation_key = NULL \
-             FROM unnest($1::text[], $2::text[]) AS v(id, handoff_id), {s}.duraq_jobs AS old \
-             WHERE j.id = v.id AND old.id = v.id AND j.status = $4::text \
-             AND j.handoff_id = v.handoff_id \
-             RETURNING j.id, j.queue, j.schedule_key, old.reservation_key",
+            // The row keeps its `reservation_key` (see `rows::Loaded`), so
+            // the statement returns it without reading the row beforehand.
+            "UPDATE {s}.duraq_jobs AS j SET status = 'completed', completed_at_ms = $3 \
+             FROM unnest($1::text[], $2::text[]) AS v(id, handoff_id) \
+             WHERE j.id = v.id AND j.status = $4::text AND j.handoff_id = v.handoff_id \
+             RETURNING j.id, j.queue, j.schedule_key, j.reservation_key",
             &params,
         )
     )?;

@@ -26,6 +26,9 @@ pub(crate) const JOB_COLUMNS: &str = "id, job_name, args, queue, status, attempt
     reservation_key";
 
 /// A job as loaded for a transition, with the reservation it holds (if any).
+/// `reservation_key` counts only while a row is `handed_off`: a completion
+/// leaves it on the row (one statement, no read of the row before the update;
+/// see `complete.rs`), so a row in any other status holds none.
 pub(crate) struct Loaded {
     pub job: Job,
     pub reservation: Option<String>,
@@ -70,10 +73,12 @@ pub(crate) fn job_from_row(row: &Row) -> Result<Job> {
 }
 
 pub(crate) fn loaded_from_row(row: &Row) -> Result<Loaded> {
-    Ok(Loaded {
-        job: job_from_row(row)?,
-        reservation: row.get(28),
-    })
+    let job = job_from_row(row)?;
+    let reservation = match job.status {
+        JobStatus::HandedOff => row.get(28),
+        _ => None,
+    };
+    Ok(Loaded { job, reservation })
 }
 
 pub(crate) fn jobs_from_rows(rows: &[Row]) -> Result<Vec<Job>> {

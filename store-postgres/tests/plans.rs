@@ -47,12 +47,10 @@ mod postgres {
         .unwrap();
         tx.batch_execute(&format!(
             "PREPARE complete(text[], text[], int8, text) AS \
-             UPDATE {s}.duraq_jobs AS j SET status = 'completed', completed_at_ms = $3, \
-             reservation_key = NULL \
-             FROM unnest($1::text[], $2::text[]) AS v(id, handoff_id), {s}.duraq_jobs AS old \
-             WHERE j.id = v.id AND old.id = v.id AND j.status = $4::text \
-             AND j.handoff_id = v.handoff_id \
-             RETURNING j.id, j.queue, j.schedule_key, old.reservation_key"
+             UPDATE {s}.duraq_jobs AS j SET status = 'completed', completed_at_ms = $3 \
+             FROM unnest($1::text[], $2::text[]) AS v(id, handoff_id) \
+             WHERE j.id = v.id AND j.status = $4::text AND j.handoff_id = v.handoff_id \
+             RETURNING j.id, j.queue, j.schedule_key, j.reservation_key"
         ))
         .await
         .unwrap();

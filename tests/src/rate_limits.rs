@@ -8,10 +8,10 @@
 
 use std::time::Duration;
 
-use duraq_core::{EnqueueOptions, EnqueueOutcome, ErrorCode, JobStatus, NewJob};
+use duraq_core::{EnqueueOptions, EnqueueOutcome, ErrorCode, JobStatus, NewJob, Outcome};
 use serde_json::json;
 
-use crate::harness::{expect_conflict, expect_invalid, job, Harness};
+use crate::harness::{claim_req, expect_conflict, expect_invalid, job, lease, Harness};
 
 fn limited(max: u32, period_ms: u64) -> EnqueueOptions {
     EnqueueOptions::new().rate_limit("api", max, Duration::from_millis(period_ms))
@@ -47,6 +47,55 @@ pub async fn at_most_max_starts_per_period(h: &Harness) {
     assert_eq!(h.claim("w", &["j"], 10).await.len(), 2, "the window freed");
     h.advance(1_000);
     assert_eq!(h.claim("w", &["j"], 10).await.len(), 1);
+}
+
+/// A worker's report-and-claim applies the limit as a plain claim does, in one
+/// mutation with its reports: the jobs over the limit are postponed and the
+/// starts logged in the same commit as the claimed rows.
+pub async fn report_and_claim_applies_the_limit(h: &Harness) {
+    let ids = enqueue_limited(h, 5, 2, 1_000).await;
+    let start = h.now();
+    let req = claim_req("w", &["j"], 10);
+    let first = h.store.report_and_claim(Vec::new(), &req).await.unwrap();
+    assert_eq!(
+        first.claimed.len(),
+        2,
+        "two starts allowed in the first period"
+    );
+    let mut waiting: Vec<i64> = Vec::new();
+    for id in &ids {
+        let j = h.get(id).await;
+        if j.status == JobStatus::Queued {
+            waiting.push(j.scheduled_at_ms);
+        }
+    }
+    waiting.sort_unstable();
+    assert_eq!(waiting, [start + 1_000, start + 1_000, start + 2_000]);
+    h.advance(1_000);
+    let before = h.revision().await;
+    let reports = first
+        .claimed
+        .iter()
+        .map(|j| (lease(j), Outcome::Completed))
+        .collect();
+    let second = h.store.report_and_claim(reports, &req).await.unwrap();
+    assert_eq!(second.reported, [true, true]);
+    assert_eq!(second.claimed.len(), 2, "the window freed");
+    assert_eq!(h.revision().await, before + 1, "one mutation");
+    for j in &first.claimed {
+        assert_eq!(h.get(&j.id).await.status, JobStatus::Completed);
+    }
+    for j in &second.claimed {
+        assert_eq!(h.get(&j.id).await.status, JobStatus::HandedOff);
+    }
+    let last: Vec<_> = h
+        .jobs()
+        .await
+        .into_iter()
+        .filter(|j| j.status == JobStatus::Queued)
+        .map(|j| j.scheduled_at_ms)
+        .collect();
+    assert_eq!(last, [start + 2_000], "the third period's job still waits");
 }
 
 pub async fn the_window_slides(h: &Harness) {

@@ -111,7 +111,8 @@ macro_rules! store_suite {
                     priority_is_part_of_an_idempotent_request,
                 ],
                 rate_limits: [
-                    at_most_max_starts_per_period, the_window_slides,
+                    at_most_max_starts_per_period, report_and_claim_applies_the_limit,
+                    the_window_slides,
                     a_saturated_key_never_blocks_other_jobs, a_key_keeps_its_first_limit,
                     invalid_rate_limits_change_nothing,
                     rate_limit_is_persisted_and_part_of_the_request,

@@ -44,11 +44,15 @@ pub(crate) async fn complete_many(
 
 /// The statement of [`complete_many`], which a claim's first round trip may
 /// follow in the same pipeline (see `report_and_claim`): the rows completed.
+/// No reports, no statement.
 pub(crate) async fn update_completed(
     db: &Db<'_>,
     reports: &[(Lease, Outcome)],
     now: i64,
 ) -> Result<Vec<Row>> {
+    if reports.is_empty() {
+        return Ok(Vec::new());
+    }
     // In id order, so concurrent statements lock rows in the same order.
     let mut leases: Vec<&Lease> = reports.iter().map(|(l, _)| l).collect();
     leases.sort_unstable_by(|a, b| a.job_id.cmp(&b.job_id));

@@ -156,18 +156,7 @@ impl Store for PostgresStore {
         // A worker's hot path, so BEGIN goes with the first statements and
         // COMMIT with the claim's last (see `crate::tx`).
         pipelined_tx!(self, self.now(), |tx| {
-            if reports.is_empty() {
-                let ((), first) = tokio::try_join!(
-                    biased;
-                    tx.begin_statement(),
-                    claim::first_read(&tx.db, req, tx.now)
-                )?;
-                let claimed = claim::claim_after(&mut tx, req, first).await?;
-                return Ok(ReportedAndClaimed {
-                    reported: Vec::new(),
-                    claimed,
-                });
-            }
+            // No reports at all counts as all completions (none to send).
             if complete::all_completions(&reports) {
                 // Completions and the claim's first reads in one round trip:
                 // the candidates read are locked, and reservations the

@@ -32,7 +32,7 @@ use crate::error::{is_retryable, map_pg_error};
 use crate::PostgresStore;
 
 /// Retries after a serialization failure or deadlock before `database-busy`.
-pub(crate) const MAX_RETRIES: u32 = 10;
+const MAX_RETRIES: u32 = 10;
 
 /// One store call's transaction.
 pub(crate) struct Tx<'a> {
@@ -223,7 +223,7 @@ pub(crate) async fn settle<T>(
 }
 
 /// A short, growing pause between retries, spread by `salt`.
-pub(crate) async fn pause(attempt: u32, salt: u64) {
+async fn pause(attempt: u32, salt: u64) {
     let base = 1u64 << attempt.min(7);
     tokio::time::sleep(Duration::from_millis(base + salt % (base + 1))).await;
 }

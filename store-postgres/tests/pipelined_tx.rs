@@ -112,6 +112,7 @@ mod postgres {
         assert!(call.await.unwrap_err().is_cancelled());
         holder.batch_execute("ROLLBACK").await.unwrap();
         // The read finishes, then the ROLLBACK the dropped call left queued.
+        // Polled for the same reason as above; the pause only paces the polls.
         let watcher = raw_client().await;
         let state = "SELECT state FROM pg_stat_activity WHERE pid = $1";
         let mut polls = 0;

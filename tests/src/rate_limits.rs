@@ -25,6 +25,19 @@ async fn enqueue_limited(h: &Harness, n: usize, max: u32, period_ms: u64) -> Vec
     outcomes.iter().map(|o| o.job_id().to_owned()).collect()
 }
 
+/// The due times of the jobs still queued, earliest first.
+async fn queued_due_times(h: &Harness) -> Vec<i64> {
+    let mut due: Vec<i64> = h
+        .jobs()
+        .await
+        .into_iter()
+        .filter(|j| j.status == JobStatus::Queued)
+        .map(|j| j.scheduled_at_ms)
+        .collect();
+    due.sort_unstable();
+    due
+}
+
 pub async fn at_most_max_starts_per_period(h: &Harness) {
     let ids = enqueue_limited(h, 5, 2, 1_000).await;
     let start = h.now();
@@ -53,7 +66,7 @@ pub async fn at_most_max_starts_per_period(h: &Harness) {
 /// mutation with its reports: the jobs over the limit are postponed and the
 /// starts logged in the same commit as the claimed rows.
 pub async fn report_and_claim_applies_the_limit(h: &Harness) {
-    let ids = enqueue_limited(h, 5, 2, 1_000).await;
+    enqueue_limited(h, 5, 2, 1_000).await;
     let start = h.now();
     let req = claim_req("w", &["j"], 10);
     let first = h.store.report_and_claim(Vec::new(), &req).await.unwrap();
@@ -62,15 +75,10 @@ pub async fn report_and_claim_applies_the_limit(h: &Harness) {
         2,
         "two starts allowed in the first period"
     );
-    let mut waiting: Vec<i64> = Vec::new();
-    for id in &ids {
-        let j = h.get(id).await;
-        if j.status == JobStatus::Queued {
-            waiting.push(j.scheduled_at_ms);
-        }
-    }
-    waiting.sort_unstable();
-    assert_eq!(waiting, [start + 1_000, start + 1_000, start + 2_000]);
+    assert_eq!(
+        queued_due_times(h).await,
+        [start + 1_000, start + 1_000, start + 2_000]
+    );
     h.advance(1_000);
     let before = h.revision().await;
     let reports = first
@@ -88,14 +96,11 @@ pub async fn report_and_claim_applies_the_limit(h: &Harness) {
     for j in &second.claimed {
         assert_eq!(h.get(&j.id).await.status, JobStatus::HandedOff);
     }
-    let last: Vec<_> = h
-        .jobs()
-        .await
-        .into_iter()
-        .filter(|j| j.status == JobStatus::Queued)
-        .map(|j| j.scheduled_at_ms)
-        .collect();
-    assert_eq!(last, [start + 2_000], "the third period's job still waits");
+    assert_eq!(
+        queued_due_times(h).await,
+        [start + 2_000],
+        "the third period's job still waits"
+    );
 }
 
 pub async fn the_window_slides(h: &Harness) {
@@ -107,14 +112,11 @@ pub async fn the_window_slides(h: &Harness) {
     h.advance(600);
     // 1200 ms: the first start left the window, the second (at 600) is still in it.
     assert_eq!(h.claim("w", &["j"], 10).await.len(), 1);
-    let queued: Vec<i64> = h
-        .jobs()
-        .await
-        .into_iter()
-        .filter(|j| j.status == JobStatus::Queued)
-        .map(|j| j.scheduled_at_ms)
-        .collect();
-    assert_eq!(queued, [t0 + 1_600], "due when the start at 600 ms expires");
+    assert_eq!(
+        queued_due_times(h).await,
+        [t0 + 1_600],
+        "due when the start at 600 ms expires"
+    );
 }
 
 pub async fn a_saturated_key_never_blocks_other_jobs(h: &Harness) {

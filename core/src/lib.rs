@@ -52,6 +52,7 @@ mod memory;
 mod options;
 mod rate;
 mod requests;
+pub mod rules;
 mod store;
 mod time;
 pub mod transitions;

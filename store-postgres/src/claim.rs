@@ -25,10 +25,10 @@
 //! walk of the due index is unchanged. A pause committed before the claim's
 //! statement starts is seen by it (READ COMMITTED takes a snapshot per statement).
 
-use duraq_core::transitions::{claim as claim_row, reservation_for};
-use std::collections::HashMap;
+use duraq_core::rules::{Admission, AdmissionRead, ClaimAdmission};
+use duraq_core::transitions::claim as claim_row;
 
-use duraq_core::{new_job_id, ClaimRequest, Job, JobStatus, RateLimit, RateWindow, Result};
+use duraq_core::{new_job_id, ClaimRequest, Job, JobStatus, RateLimit, Result};
 
 use crate::db::{pooled, Conn, Db};
 use crate::error::map_pg_error;
@@ -47,22 +47,39 @@ const HEARTBEAT: &str =
     "INSERT INTO {s}.duraq_workers (worker_id, last_heartbeat_ms) VALUES ($1, $2) \
      ON CONFLICT (worker_id) DO UPDATE SET last_heartbeat_ms = $2";
 
-/// Takes one reservation of `key` (cap `max`) unless it is full.
-async fn reserve(db: &Db<'_>, key: &str, max: i64) -> Result<bool> {
-    if max < 1 {
-        return Ok(false);
-    }
-    let rows = db
-        .query(
-            "INSERT INTO {s}.duraq_concurrency (concurrency_key, max_concurrency, active) VALUES ($1, $2, 1) \
-             ON CONFLICT (concurrency_key) DO UPDATE SET active = duraq_concurrency.active + 1, \
-             max_concurrency = excluded.max_concurrency WHERE duraq_concurrency.active < excluded.max_concurrency \
-             RETURNING active",
+/// The reservations `key` holds now, its row locked until the claim commits
+/// (created with none when missing), so that the count the claim's admission
+/// works from stays exact however many workers claim at once.
+async fn lock_active(db: &Db<'_>, key: &str, max: i64) -> Result<i64> {
+    let row = db
+        .query_one(
+            "INSERT INTO {s}.duraq_concurrency (concurrency_key, max_concurrency, active) \
+             VALUES ($1, $2, 0) ON CONFLICT (concurrency_key) \
+             DO UPDATE SET active = duraq_concurrency.active RETURNING active",
             &[&key, &max],
         )
         .await?;
-    Ok(!rows.is_empty())
+    Ok(row.get(0))
 }
+
+/// Takes the reservations of a claim's jobs on the key rows [`lock_active`]
+/// locked: one statement, however many jobs and keys.
+async fn take_reservations(db: &Db<'_>, taken: &[(Job, Option<(String, i64)>)]) -> Result<()> {
+    let (keys, maxes): (Vec<&str>, Vec<i64>) = taken
+        .iter()
+        .filter_map(|(_, r)| r.as_ref().map(|(key, max)| (key.as_str(), *max)))
+        .unzip();
+    if keys.is_empty() {
+        return Ok(());
+    }
+    db.execute(TAKE_RESERVATIONS, &[&keys, &maxes]).await?;
+    Ok(())
+}
+
+const TAKE_RESERVATIONS: &str =
+    "UPDATE {s}.duraq_concurrency AS c SET active = c.active + v.n, max_concurrency = v.max \
+     FROM (SELECT k, count(*) AS n, max(m) AS max FROM unnest($1::text[], $2::int8[]) AS t(k, m) \
+     GROUP BY k) AS v WHERE c.concurrency_key = v.k";
 
 /// Gives back one reservation of `key`.
 pub(crate) async fn release_reservation(db: &Db<'_>, key: Option<&str>) -> Result<()> {
@@ -193,7 +210,7 @@ const TOP_PRIORITY: &str =
 /// read claimed rows back, so a transition that set more would be caught.
 async fn save_claimed(
     db: &Db<'_>,
-    taken: &[(Job, Option<String>)],
+    taken: &[(Job, Option<(String, i64)>)],
     worker_id: &str,
     now: i64,
 ) -> Result<()> {
@@ -203,7 +220,10 @@ async fn save_claimed(
     let ids: Vec<&str> = taken.iter().map(|(j, _)| j.id.as_str()).collect();
     let attempts: Vec<i64> = taken.iter().map(|(j, _)| j.attempts).collect();
     let handoffs: Vec<Option<&str>> = taken.iter().map(|(j, _)| j.handoff_id.as_deref()).collect();
-    let reservations: Vec<Option<&str>> = taken.iter().map(|(_, r)| r.as_deref()).collect();
+    let reservations: Vec<Option<&str>> = taken
+        .iter()
+        .map(|(_, r)| r.as_ref().map(|(key, _)| key.as_str()))
+        .collect();
     db.execute(
         SAVE_CLAIMED,
         &[&ids, &attempts, &handoffs, &reservations, &worker_id, &now],
@@ -321,11 +341,10 @@ pub(crate) async fn claim_after(
     let names: Vec<&str> = req.queue_config.keys().map(String::as_str).collect();
     let priorities: Vec<i64> = req.queue_config.values().map(|c| c.priority).collect();
     let mut seen: Vec<String> = Vec::new();
-    let mut taken: Vec<(Job, Option<String>)> = Vec::new();
+    let mut admission = ClaimAdmission::new(req, tx.now);
+    let mut taken: Vec<(Job, Option<(String, i64)>)> = Vec::new();
     let mut postponed: Vec<Job> = Vec::new();
     let mut started: Vec<RateLimit> = Vec::new();
-    // Rate keys this claim holds (with their windows) or found held by another.
-    let mut windows: HashMap<String, Option<RateWindow>> = HashMap::new();
     for level in levels {
         let level_seen = seen.len();
         let level_taken = taken.len();
@@ -377,40 +396,36 @@ pub(crate) async fn claim_after(
             for row in &rows {
                 let mut candidate = loaded_from_row(row)?.job;
                 seen.push(candidate.id.clone());
-                if taken.len() >= req.limit {
+                if admission.is_full() {
                     break;
                 }
-                let reservation = reservation_for(&candidate, &req.queue_config);
-                if let Some((key, max)) = &reservation {
-                    if !reserve(&tx.db, key, *max).await? {
-                        continue;
-                    }
-                }
-                if let Some(limit) = candidate.rate_limit() {
-                    let window = match windows.get_mut(&limit.key) {
-                        Some(window) => window,
-                        None => {
+                while let Some(read) = admission.missing(&candidate) {
+                    match read {
+                        AdmissionRead::Active { key, max } => {
+                            let active = lock_active(&tx.db, &key, max).await?;
+                            admission.know_active(&key, active);
+                        }
+                        AdmissionRead::Window(limit) => {
                             let window = rate::lock_window(&tx.db, &limit).await?;
-                            windows.entry(limit.key.clone()).or_insert(window)
+                            admission.know_window(&limit.key, window);
                         }
-                    };
-                    let decision = match window {
-                        Some(window) => window.try_start(&limit, tx.now).map_err(Some),
-                        // Another claim holds the key: its jobs wait for our next round.
-                        None => Err(None),
-                    };
-                    if let Err(due) = decision {
-                        let key = reservation.as_ref().map(|(key, _)| key.as_str());
-                        release_reservation(&tx.db, key).await?;
-                        if let Some(due) = due {
-                            candidate.scheduled_at_ms = due;
-                            postponed.push(candidate);
-                        }
-                        continue;
                     }
-                    started.push(limit);
                 }
-                taken.push((candidate, reservation.map(|(key, _)| key)));
+                match admission.decide(&candidate) {
+                    Admission::Take {
+                        reservation,
+                        rate_start,
+                    } => {
+                        started.extend(rate_start);
+                        taken.push((candidate, reservation));
+                    }
+                    Admission::Postpone { due_at_ms } => {
+                        candidate.scheduled_at_ms = due_at_ms;
+                        postponed.push(candidate);
+                    }
+                    // Another claim holds the rate key: its jobs wait for our next round.
+                    Admission::AtCap | Admission::RateKeyBusy => {}
+                }
             }
             if exhausted {
                 break;
@@ -435,14 +450,16 @@ pub(crate) async fn claim_after(
     // polls first, and the first polled is the first sent.) A pipelined
     // transaction commits in the same round trip, unless rate limits add
     // statements of their own (not prepared here).
-    let commit = postponed.is_empty()
-        && started.is_empty()
-        && tx
-            .commit_ready(&[SAVE_CLAIMED, HEARTBEAT, counts::STORE_SQL.as_str()])
-            .await?;
+    let reserved = taken.iter().any(|(_, r)| r.is_some());
+    let mut last = vec![SAVE_CLAIMED, HEARTBEAT, counts::STORE_SQL.as_str()];
+    if reserved {
+        last.push(TAKE_RESERVATIONS);
+    }
+    let commit = postponed.is_empty() && started.is_empty() && tx.commit_ready(&last).await?;
     let (.., effects, ()) = tokio::try_join!(
         biased;
         save_claimed(&tx.db, &taken, &req.worker_id, tx.now),
+        take_reservations(&tx.db, &taken),
         save_jobs(&tx.db, &postponed),
         rate::log_starts(&tx.db, &started, tx.now),
         heartbeat(&tx.db, &req.worker_id, tx.now),

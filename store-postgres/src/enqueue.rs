@@ -8,8 +8,9 @@
 //! row and answer `Replayed` (or `idempotency-conflict`) — the transaction stays
 //! usable, so one job per scope comes out of any number of concurrent producers.
 
+use duraq_core::rules::{check_cap, operation_key_taken, replay_owned_scope};
 use duraq_core::transitions::new_job_row;
-use duraq_core::{EnqueueOutcome, Error, ErrorCode, JobStatus, NewJob, Result};
+use duraq_core::{EnqueueOutcome, Error, JobStatus, NewJob, Result};
 
 use crate::dedupe;
 use crate::rows::insert_jobs;
@@ -70,21 +71,15 @@ pub(crate) async fn enqueue_one(tx: &mut Tx<'_>, job: &NewJob) -> Result<Enqueue
     Ok(EnqueueOutcome::Created(row.id))
 }
 
-/// Many enqueues in one transaction. Plain jobs (no idempotency key, dedupe or
-/// operation) go in with one multi-row `INSERT … SELECT FROM unnest(…)`.
+/// Many enqueues in one transaction. A batch of plain jobs ([`NewJob::is_plain`])
+/// goes in with one multi-row `INSERT … SELECT FROM unnest(…)`; any other, job by job.
 pub(crate) async fn enqueue_many(tx: &mut Tx<'_>, jobs: &[NewJob]) -> Result<Vec<EnqueueOutcome>> {
-    let plain = jobs.iter().all(|j| {
-        j.idempotency_key().is_none() && !j.deduplicate_while_queued() && j.operation().is_none()
-    });
-    if !plain {
+    if !jobs.iter().all(NewJob::is_plain) {
         let mut outcomes = Vec::with_capacity(jobs.len());
         for job in jobs {
             outcomes.push(enqueue_one(tx, job).await?);
         }
         return Ok(outcomes);
-    }
-    for job in jobs {
-        register_limits(tx, job).await?;
     }
     let rows: Vec<_> = jobs.iter().map(|j| new_job_row(j, tx.now)).collect();
     let digests: Vec<String> = jobs.iter().map(NewJob::args_digest).collect();
@@ -112,17 +107,7 @@ async fn owned_scope(
             &[&scope],
         )
         .await?;
-    Ok(row.map(|row| {
-        let request: String = row.get(0);
-        if job.matches_request_digest(&request) {
-            Ok(EnqueueOutcome::Replayed(row.get(1)))
-        } else {
-            Err(Error::conflict(
-                ErrorCode::IdempotencyConflict,
-                "this idempotency key already owns a different request",
-            ))
-        }
-    }))
+    Ok(row.map(|row| replay_owned_scope(job, row.get(0), row.get(1))))
 }
 
 /// Registers an explicit key's cap and the job's rate limit on first use; a
@@ -143,16 +128,7 @@ pub(crate) async fn register_limits(tx: &Tx<'_>, job: &NewJob) -> Result<()> {
                 &[&limit.key],
             )
             .await?;
-        let registered: i64 = row.get(0);
-        if registered != limit.max {
-            return Err(Error::conflict(
-                ErrorCode::ConcurrencyCapConflict,
-                format!(
-                    "concurrency key {:?} is registered with cap {registered}, not {}",
-                    limit.key, limit.max
-                ),
-            ));
-        }
+        check_cap(limit, row.get(0))?;
     }
     if let Some(limit) = job.rate_limit() {
         tx.db
@@ -187,10 +163,7 @@ async fn insert_operation(tx: &Tx<'_>, job: &NewJob) -> Result<()> {
         )
         .await?;
     if inserted.is_empty() {
-        return Err(Error::conflict(
-            ErrorCode::IdempotencyConflict,
-            "this operation key is already owned by another enqueue",
-        ));
+        return Err(operation_key_taken());
     }
     Ok(())
 }

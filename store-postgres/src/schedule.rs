@@ -8,16 +8,19 @@
 //! a superseded job can never remove a newer owner. The high-water mark lives in
 //! its own table, so it survives owner release and pruning.
 
-use duraq_core::transitions::{new_job_row, operator_cancel};
+use duraq_core::rules::{
+    check_replacement, owner_on_cancel, owner_on_replace, owner_on_wake, OwnerFate,
+};
+use duraq_core::transitions::new_job_row;
 use duraq_core::{
-    CancelOutcome, Error, ErrorCode, JobStatus, KeyedOutcome, NewJob, ReplaceOutcome, Result,
-    RunningOwner, ScheduleKey, ScheduledJobs, WakeOutcome,
+    CancelOutcome, JobStatus, KeyedOutcome, NewJob, ReplaceOutcome, Result, RunningOwner,
+    ScheduleKey, ScheduledJobs, WakeOutcome,
 };
 
 use crate::db::Db;
 use crate::enqueue::register_limits;
 use crate::ownership::lock_key;
-use crate::rows::{insert_jobs, job_from_row, lock_job, save_jobs, Loaded, JOB_COLUMNS};
+use crate::rows::{insert_jobs, job_from_row, lock_job, Loaded, JOB_COLUMNS};
 use crate::tx::Tx;
 
 /// The key's current owner, its row locked. Call with the key lock held.
@@ -33,18 +36,23 @@ async fn locked_owner(db: &Db<'_>, key: &str) -> Result<Option<Loaded>> {
     Ok(job.filter(|_| still.as_deref() == Some(id.as_str())))
 }
 
+/// Persists what a replace or cancel decided for the key's (locked) owner: a
+/// cancel as by an operator, which voids a running owner's lease and gives
+/// back its reservation.
+async fn cancel_owner(tx: &mut Tx<'_>, owner: Loaded, fate: OwnerFate) -> Result<()> {
+    if fate.cancels() {
+        crate::lifecycle::cancel_loaded(tx, owner).await?;
+    }
+    Ok(())
+}
+
 pub(crate) async fn replace(
     tx: &mut Tx<'_>,
     key: &ScheduleKey,
     job: &NewJob,
     running: RunningOwner,
 ) -> Result<ReplaceOutcome> {
-    if job.idempotency_key().is_some() || job.deduplicate_while_queued() {
-        return Err(Error::invalid(
-            ErrorCode::UnsupportedOption,
-            "replace_scheduled takes neither an idempotency key nor dedupe",
-        ));
-    }
+    check_replacement(job)?;
     let key = key.as_str();
     lock_key(&tx.db, key).await?;
     register_limits(tx, job).await?;
@@ -53,18 +61,10 @@ pub(crate) async fn replace(
     let mut previous_stopped = false;
     let previous_job_id = previous.as_ref().map(|p| p.job.id.clone());
     if let Some(loaded) = previous {
-        let prev = &loaded.job;
-        previous_status = Some(prev.status);
-        if prev.status == JobStatus::Queued {
-            let mut cancelled = prev.clone();
-            operator_cancel(&mut cancelled, tx.now)?;
-            save_jobs(&tx.db, &[(&cancelled, None)]).await?;
-            tx.change
-                .moved(&cancelled.queue, JobStatus::Queued, JobStatus::Cancelled);
-        } else if running == RunningOwner::Stop {
-            crate::lifecycle::cancel_loaded(tx, loaded).await?;
-            previous_stopped = true;
-        }
+        previous_status = Some(loaded.job.status);
+        let fate = owner_on_replace(loaded.job.status, running);
+        cancel_owner(tx, loaded, fate).await?;
+        previous_stopped = fate == OwnerFate::Stop;
     }
     let order: i64 = tx
         .db
@@ -117,19 +117,8 @@ pub(crate) async fn cancel(
         )
         .await?;
     let owner_id = loaded.job.id.clone();
-    let outcome = if loaded.job.status == JobStatus::Queued {
-        let mut cancelled = loaded.job.clone();
-        operator_cancel(&mut cancelled, tx.now)?;
-        save_jobs(&tx.db, &[(&cancelled, None)]).await?;
-        tx.change
-            .moved(&cancelled.queue, JobStatus::Queued, JobStatus::Cancelled);
-        CancelOutcome::Cancelled
-    } else if running == RunningOwner::Stop {
-        crate::lifecycle::cancel_loaded(tx, loaded).await?;
-        CancelOutcome::Stopped
-    } else {
-        CancelOutcome::HandedOff
-    };
+    let (fate, outcome) = owner_on_cancel(loaded.job.status, running);
+    cancel_owner(tx, loaded, fate).await?;
     Ok(KeyedOutcome {
         job_id: Some(owner_id),
         outcome,
@@ -145,20 +134,16 @@ pub(crate) async fn wake(tx: &mut Tx<'_>, key: &ScheduleKey) -> Result<KeyedOutc
             outcome: WakeOutcome::NotFound,
         });
     };
-    let outcome = match owner.status {
-        JobStatus::Queued if owner.scheduled_at_ms > tx.now => {
-            tx.db
-                .execute(
-                    "UPDATE {s}.duraq_jobs SET scheduled_at_ms = $2 WHERE id = $1",
-                    &[&owner.id, &tx.now],
-                )
-                .await?;
-            tx.work = true;
-            WakeOutcome::Woken
-        }
-        JobStatus::Queued => WakeOutcome::AlreadyDue,
-        _ => WakeOutcome::HandedOff,
-    };
+    let outcome = owner_on_wake(&owner, tx.now);
+    if outcome == WakeOutcome::Woken {
+        tx.db
+            .execute(
+                "UPDATE {s}.duraq_jobs SET scheduled_at_ms = $2 WHERE id = $1",
+                &[&owner.id, &tx.now],
+            )
+            .await?;
+        tx.work = true;
+    }
     Ok(KeyedOutcome {
         job_id: Some(owner.id),
         outcome,

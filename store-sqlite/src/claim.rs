@@ -16,11 +16,11 @@
 //! once per statement inside the claim's own write transaction, so a pause
 //! committed before the claim began is always seen).
 
-use std::collections::hash_map::Entry;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 
-use duraq_core::transitions::{self, reservation_for};
-use duraq_core::{new_job_id, ClaimRequest, Job, JobStatus, RateWindow, Result};
+use duraq_core::rules::{Admission, AdmissionRead, ClaimAdmission};
+use duraq_core::transitions;
+use duraq_core::{new_job_id, ClaimRequest, Job, JobStatus, Result};
 use rusqlite::{params, OptionalExtension};
 
 use crate::error_map::SqlResult;
@@ -95,14 +95,6 @@ pub(crate) fn queued_priorities(conn: &rusqlite::Connection) -> Result<Vec<i64>>
     Ok(priorities)
 }
 
-/// What one claim has learned about keys so far: reservations it took, and the
-/// rate windows it read.
-#[derive(Default)]
-struct ClaimState {
-    active: HashMap<String, i64>,
-    windows: HashMap<String, RateWindow>,
-}
-
 /// Claims up to `req.limit` due jobs and records the worker's heartbeat.
 pub(crate) fn claim(tx: &mut Tx<'_>, req: &ClaimRequest) -> Result<Vec<Job>> {
     heartbeat(tx, &req.worker_id)?;
@@ -113,7 +105,7 @@ pub(crate) fn claim(tx: &mut Tx<'_>, req: &ClaimRequest) -> Result<Vec<Job>> {
     let names = json_text(&req.job_names)?;
     let page_size = (req.limit.saturating_mul(2)).clamp(32, 1_000) as i64;
     let priorities = queued_priorities(tx.conn)?;
-    let mut state = ClaimState::default();
+    let mut admission = ClaimAdmission::new(req, tx.now);
     // Pinned to the claim index: without statistics, a claim naming its queues
     // would otherwise pick the per-queue index of queue latency
     // (`duraq_jobs_queue_due`) and sort every due job of those queues.
@@ -149,14 +141,14 @@ pub(crate) fn claim(tx: &mut Tx<'_>, req: &ClaimRequest) -> Result<Vec<Job>> {
                     cursor = (last.scheduled_at_ms, last.created_at_ms, last.id.clone());
                 }
                 for job in page {
-                    if claimed.len() >= req.limit {
+                    if admission.is_full() {
                         break 'levels;
                     }
-                    if let Some(job) = try_claim(tx, req, job, &mut state)? {
+                    if let Some(job) = try_claim(tx, req, job, &mut admission)? {
                         claimed.push(job);
                     }
                 }
-                if claimed.len() >= req.limit {
+                if admission.is_full() {
                     break 'levels;
                 }
                 if !full {
@@ -168,47 +160,47 @@ pub(crate) fn claim(tx: &mut Tx<'_>, req: &ClaimRequest) -> Result<Vec<Job>> {
     Ok(claimed)
 }
 
-/// Claims `job` unless its concurrency key is saturated (skipped) or its rate key
-/// is (it stays queued and becomes due when the rate allows).
+/// Asks the claim's admission about `job` (reading the key counts and rate
+/// windows it needs first) and persists its answer: the claim, with its
+/// reservation and rate start, or the later due time of a postponed job.
 fn try_claim(
     tx: &mut Tx<'_>,
     req: &ClaimRequest,
     mut job: Job,
-    state: &mut ClaimState,
+    admission: &mut ClaimAdmission<'_>,
 ) -> Result<Option<Job>> {
-    let reservation = reservation_for(&job, &req.queue_config);
-    if let Some((key, max)) = &reservation {
-        let current = match state.active.get(key) {
-            Some(n) => *n,
-            None => tx
-                .conn
-                .prepare_cached("SELECT active_count FROM duraq_concurrency WHERE key = ?1")
-                .db()?
-                .query_row([key], |r| r.get(0))
-                .optional()
-                .db()?
-                .unwrap_or(0),
-        };
-        state.active.insert(key.clone(), current);
-        if current >= *max {
-            return Ok(None);
+    while let Some(read) = admission.missing(&job) {
+        match read {
+            AdmissionRead::Active { key, .. } => {
+                let active = tx
+                    .conn
+                    .prepare_cached("SELECT active_count FROM duraq_concurrency WHERE key = ?1")
+                    .db()?
+                    .query_row([&key], |r| r.get(0))
+                    .optional()
+                    .db()?
+                    .unwrap_or(0);
+                admission.know_active(&key, active);
+            }
+            AdmissionRead::Window(limit) => {
+                admission.know_window(&limit.key, Some(rate::load_window(tx.conn, &limit)?));
+            }
         }
     }
-    let rate = job.rate_limit();
-    if let Some(limit) = &rate {
-        let window = match state.windows.entry(limit.key.clone()) {
-            Entry::Occupied(e) => e.into_mut(),
-            Entry::Vacant(e) => e.insert(rate::load_window(tx.conn, limit)?),
-        };
-        if let Err(due) = window.try_start(limit, tx.now) {
-            job.scheduled_at_ms = due;
+    let (reservation, rate_start) = match admission.decide(&job) {
+        Admission::Take {
+            reservation,
+            rate_start,
+        } => (reservation, rate_start),
+        Admission::Postpone { due_at_ms } => {
+            job.scheduled_at_ms = due_at_ms;
             save_job(tx.conn, &job)?;
             return Ok(None);
         }
+        Admission::AtCap | Admission::RateKeyBusy => return Ok(None),
+    };
+    if let Some(limit) = &rate_start {
         rate::log_start(tx.conn, limit, tx.now)?;
-    }
-    if let Some((key, _)) = &reservation {
-        *state.active.get_mut(key).expect("read above") += 1;
     }
     transitions::claim(&mut job, &req.worker_id, new_job_id(), tx.now);
     save_job(tx.conn, &job)?;

@@ -3,6 +3,7 @@
 //! store's own writer and by [`SqliteStore::enqueue_in_transaction`] on a
 //! caller's transaction, so both follow exactly the same rules.
 
+use duraq_core::rules::{check_cap, operation_key_taken, replay_owned_scope};
 use duraq_core::transitions::{into_job_row, new_job_row};
 use duraq_core::{
     digest_of_canonical, EnqueueOutcome, Error, ErrorCode, Job, JobStatus, NewJob, Result,
@@ -30,13 +31,7 @@ pub(crate) fn enqueue(tx: &mut Tx<'_>, job: NewJob) -> Result<EnqueueOutcome> {
             .optional()
             .db()?;
         if let Some((request, job_id)) = owned {
-            if job.matches_request_digest(&request) {
-                return Ok(EnqueueOutcome::Replayed(job_id));
-            }
-            return Err(Error::conflict(
-                ErrorCode::IdempotencyConflict,
-                "this idempotency key already owns a different request",
-            ));
+            return replay_owned_scope(&job, &request, job_id);
         }
     }
     if job.deduplicate_while_queued() {
@@ -128,14 +123,9 @@ pub(crate) fn check_insert(conn: &Connection, job: &NewJob) -> Result<()> {
             .query_row([&limit.key], |r| r.get(0))
             .optional()
             .db()?;
-        if let Some(Some(max)) = registered.filter(|m| *m != Some(limit.max)) {
-            return Err(Error::conflict(
-                ErrorCode::ConcurrencyCapConflict,
-                format!(
-                    "concurrency key {:?} is registered with cap {max}, not {}",
-                    limit.key, limit.max
-                ),
-            ));
+        // A key registered without a cap (NULL) has nothing to conflict with.
+        if let Some(Some(max)) = registered {
+            check_cap(limit, max)?;
         }
     }
     if let Some(limit) = job.rate_limit() {
@@ -157,10 +147,7 @@ pub(crate) fn check_insert(conn: &Connection, job: &NewJob) -> Result<()> {
             .optional()
             .db()?;
         if used.is_some() {
-            return Err(Error::conflict(
-                ErrorCode::IdempotencyConflict,
-                "this operation key is already owned by another enqueue",
-            ));
+            return Err(operation_key_taken());
         }
     }
     // An id in use is refused by the insert itself (see [`insert_job`]); the

@@ -4,10 +4,13 @@
 //! release and pruning. Concurrent replacements from many processes serialize on
 //! SQLite's single write lock, so exactly one owner remains.
 
+use duraq_core::rules::{
+    check_replacement, owner_on_cancel, owner_on_replace, owner_on_wake, OwnerFate,
+};
 use duraq_core::transitions::{new_job_row, operator_cancel};
 use duraq_core::{
-    CancelOutcome, Error, ErrorCode, Job, JobStatus, KeyedOutcome, NewJob, ReplaceOutcome, Result,
-    RunningOwner, ScheduleKey, ScheduledJobs, WakeOutcome,
+    CancelOutcome, Job, KeyedOutcome, NewJob, ReplaceOutcome, Result, RunningOwner, ScheduleKey,
+    ScheduledJobs, WakeOutcome,
 };
 use rusqlite::{params, Connection, OptionalExtension};
 
@@ -31,6 +34,16 @@ fn owner(conn: &Connection, key: &ScheduleKey) -> Result<Option<Job>> {
     }
 }
 
+/// Persists what a replace or cancel decided for the key's owner `owner`.
+fn cancel_owner(tx: &mut Tx<'_>, owner: &Job, fate: OwnerFate) -> Result<()> {
+    if fate.cancels() {
+        let mut cancelled = owner.clone();
+        operator_cancel(&mut cancelled, tx.now)?;
+        persist_transition(tx, owner.status, &cancelled, Reservation::Unknown)?;
+    }
+    Ok(())
+}
+
 /// Inserts `job` as the key's new owner; a queued previous owner is cancelled,
 /// and so is a running one with [`RunningOwner::Stop`].
 pub(crate) fn replace(
@@ -39,23 +52,14 @@ pub(crate) fn replace(
     job: NewJob,
     running: RunningOwner,
 ) -> Result<ReplaceOutcome> {
-    if job.idempotency_key().is_some() || job.deduplicate_while_queued() {
-        return Err(Error::invalid(
-            ErrorCode::UnsupportedOption,
-            "replace_scheduled takes neither an idempotency key nor dedupe",
-        ));
-    }
+    check_replacement(&job)?;
     check_insert(tx.conn, &job)?;
     let previous = owner(tx.conn, key)?;
     let mut previous_stopped = false;
     if let Some(prev) = previous.as_ref() {
-        let stop = prev.status == JobStatus::HandedOff && running == RunningOwner::Stop;
-        if prev.status == JobStatus::Queued || stop {
-            let mut cancelled = prev.clone();
-            operator_cancel(&mut cancelled, tx.now)?;
-            persist_transition(tx, prev.status, &cancelled, Reservation::Unknown)?;
-            previous_stopped = stop;
-        }
+        let fate = owner_on_replace(prev.status, running);
+        cancel_owner(tx, prev, fate)?;
+        previous_stopped = fate == OwnerFate::Stop;
     }
     let order: i64 = tx
         .conn
@@ -94,7 +98,7 @@ pub(crate) fn cancel(
     key: &ScheduleKey,
     running: RunningOwner,
 ) -> Result<KeyedOutcome<CancelOutcome>> {
-    let Some(mut job) = owner(tx.conn, key)? else {
+    let Some(job) = owner(tx.conn, key)? else {
         return Ok(KeyedOutcome {
             job_id: None,
             outcome: CancelOutcome::NotFound,
@@ -105,17 +109,8 @@ pub(crate) fn cancel(
         .db()?
         .execute([key.as_str()])
         .db()?;
-    let outcome = if job.status == JobStatus::Queued {
-        operator_cancel(&mut job, tx.now)?;
-        persist_transition(tx, JobStatus::Queued, &job, Reservation::Unknown)?;
-        CancelOutcome::Cancelled
-    } else if running == RunningOwner::Stop {
-        operator_cancel(&mut job, tx.now)?;
-        persist_transition(tx, JobStatus::HandedOff, &job, Reservation::Unknown)?;
-        CancelOutcome::Stopped
-    } else {
-        CancelOutcome::HandedOff
-    };
+    let (fate, outcome) = owner_on_cancel(job.status, running);
+    cancel_owner(tx, &job, fate)?;
     Ok(KeyedOutcome {
         job_id: Some(job.id),
         outcome,
@@ -130,19 +125,15 @@ pub(crate) fn wake(tx: &mut Tx<'_>, key: &ScheduleKey) -> Result<KeyedOutcome<Wa
             outcome: WakeOutcome::NotFound,
         });
     };
-    let outcome = match job.status {
-        JobStatus::Queued if job.scheduled_at_ms > tx.now => {
-            tx.conn
-                .prepare_cached("UPDATE duraq_jobs SET scheduled_at_ms = ?2 WHERE id = ?1")
-                .db()?
-                .execute(params![job.id, tx.now])
-                .db()?;
-            tx.signal_work();
-            WakeOutcome::Woken
-        }
-        JobStatus::Queued => WakeOutcome::AlreadyDue,
-        _ => WakeOutcome::HandedOff,
-    };
+    let outcome = owner_on_wake(&job, tx.now);
+    if outcome == WakeOutcome::Woken {
+        tx.conn
+            .prepare_cached("UPDATE duraq_jobs SET scheduled_at_ms = ?2 WHERE id = ?1")
+            .db()?
+            .execute(params![job.id, tx.now])
+            .db()?;
+        tx.signal_work();
+    }
     Ok(KeyedOutcome {
         job_id: Some(job.id),
         outcome,

@@ -62,6 +62,28 @@ pub async fn at_most_max_starts_per_period(h: &Harness) {
     assert_eq!(h.claim("w", &["j"], 10).await.len(), 1);
 }
 
+/// Claim admission checks the cap before the rate (`docs/queues.md`): a job
+/// at its concurrency cap is skipped as it is, due as before, and takes no rate
+/// start, even when its rate key is saturated too; checked the other way round,
+/// it would be postponed by the rate limit.
+pub async fn the_cap_is_checked_before_the_rate(h: &Harness) {
+    let both = || limited(1, 1_000).concurrency("c", 1);
+    let first = h.insert(job("j", json!([1]), both())).await;
+    let second = h.insert(job("j", json!([2]), both())).await;
+    let due = h.get(&second).await.scheduled_at_ms;
+    let claimed = h.claim("w", &["j"], 10).await;
+    assert_eq!(
+        claimed.iter().map(|j| j.id.as_str()).collect::<Vec<_>>(),
+        [first.as_str()]
+    );
+    let skipped = h.get(&second).await;
+    assert_eq!(
+        (skipped.status, skipped.scheduled_at_ms),
+        (JobStatus::Queued, due),
+        "skipped at the cap, not postponed by the rate"
+    );
+}
+
 /// A worker's report-and-claim applies the limit as a plain claim does, in one
 /// mutation with its reports: the jobs over the limit are postponed and the
 /// starts logged in the same commit as the claimed rows.

@@ -116,7 +116,7 @@ macro_rules! store_suite {
                     a_saturated_key_never_blocks_other_jobs, a_key_keeps_its_first_limit,
                     invalid_rate_limits_change_nothing,
                     rate_limit_is_persisted_and_part_of_the_request,
-                ],
+                 the_cap_is_checked_before_the_rate,],
                 workers: [
                     registered_workers_are_listed_with_state_and_running_jobs,
                     registering_again_replaces_and_removing_forgets,

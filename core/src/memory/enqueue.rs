@@ -6,6 +6,7 @@ use crate::error::{Error, ErrorCode, Result};
 use crate::job::{Job, JobStatus};
 use crate::options::NewJob;
 use crate::requests::{EnqueueOutcome, Operation};
+use crate::rules::{check_cap, is_duplicate_of, operation_key_taken, replay_owned_scope};
 use crate::transitions::{due_order, new_job_row};
 
 impl State {
@@ -19,13 +20,7 @@ impl State {
         let scope = job.scope_digest();
         if let Some(scope) = &scope {
             if let Some((request, job_id)) = self.idempotency.get(scope) {
-                if job.matches_request_digest(request) {
-                    return Ok(EnqueueOutcome::Replayed(job_id.clone()));
-                }
-                return Err(Error::conflict(
-                    ErrorCode::IdempotencyConflict,
-                    "this idempotency key already owns a different request",
-                ));
+                return replay_owned_scope(&job, request, job_id.clone());
             }
         }
         if job.deduplicate_while_queued() {
@@ -47,15 +42,7 @@ impl State {
     pub(super) fn check_insert(&self, job: &NewJob) -> Result<()> {
         if let Some(limit) = job.concurrency() {
             if let Some(cap) = self.caps.get(&limit.key) {
-                if cap.max != limit.max {
-                    return Err(Error::conflict(
-                        ErrorCode::ConcurrencyCapConflict,
-                        format!(
-                            "concurrency key {:?} is registered with cap {}, not {}",
-                            limit.key, cap.max, limit.max
-                        ),
-                    ));
-                }
+                check_cap(limit, cap.max)?;
             }
         }
         if let Some(limit) = job.rate_limit() {
@@ -65,10 +52,7 @@ impl State {
         }
         if let Some(op) = job.operation() {
             if self.operations.contains_key(&op.key) {
-                return Err(Error::conflict(
-                    ErrorCode::IdempotencyConflict,
-                    "this operation key is already owned by another enqueue",
-                ));
+                return Err(operation_key_taken());
             }
         }
         if self.jobs.contains_key(job.id()) {
@@ -111,16 +95,9 @@ impl State {
     }
 
     fn find_duplicate(&self, job: &NewJob, now: i64) -> Option<String> {
-        let due = job.due_at_ms(now);
         self.jobs
             .values()
-            .filter(|j| {
-                j.status == JobStatus::Queued
-                    && j.job_name == job.job_name().as_str()
-                    && j.queue == job.queue().as_str()
-                    && j.args == *job.args()
-                    && j.scheduled_at_ms <= due
-            })
+            .filter(|j| is_duplicate_of(job, j, now))
             .min_by(|a, b| due_order(a, b))
             .map(|j| j.id.clone())
     }

@@ -2,14 +2,17 @@
 
 use super::State;
 use crate::counts::CountChange;
-use crate::error::{Error, ErrorCode, Result};
-use crate::job::{Job, JobStatus};
+use crate::error::Result;
+use crate::job::Job;
 use crate::keys::ScheduleKey;
 use crate::options::NewJob;
 use crate::requests::{
     CancelOutcome, KeyedOutcome, ReplaceOutcome, RunningOwner, ScheduledJobs, WakeOutcome,
 };
-use crate::transitions::{new_job_row, operator_cancel};
+use crate::rules::{
+    check_replacement, owner_on_cancel, owner_on_replace, owner_on_wake, OwnerFate,
+};
+use crate::transitions::new_job_row;
 
 impl State {
     pub(super) fn replace_scheduled(
@@ -20,12 +23,7 @@ impl State {
         now: i64,
         change: &mut CountChange,
     ) -> Result<ReplaceOutcome> {
-        if job.idempotency_key().is_some() || job.deduplicate_while_queued() {
-            return Err(Error::invalid(
-                ErrorCode::UnsupportedOption,
-                "replace_scheduled takes neither an idempotency key nor dedupe",
-            ));
-        }
+        check_replacement(&job)?;
         self.check_insert(&job)?;
         let key = key.as_str().to_owned();
         let previous = self
@@ -37,14 +35,9 @@ impl State {
         let mut previous_stopped = false;
         if let Some(prev) = &previous {
             previous_status = Some(prev.status);
-            if prev.status == JobStatus::Queued {
-                let prev = self.jobs.get_mut(&prev.id).expect("owner row exists");
-                operator_cancel(prev, now).expect("queued job can be cancelled");
-                change.moved(&prev.queue, JobStatus::Queued, JobStatus::Cancelled);
-            } else if running == RunningOwner::Stop {
-                self.cancel_job(&prev.id, now, change)?;
-                previous_stopped = true;
-            }
+            let fate = owner_on_replace(prev.status, running);
+            self.apply_owner_fate(&prev.id, fate, now, change)?;
+            previous_stopped = fate == OwnerFate::Stop;
         }
         let order = self.high_water.get(&key).copied().unwrap_or(0) + 1;
         self.high_water.insert(key.clone(), order);
@@ -59,6 +52,21 @@ impl State {
             previous_status,
             previous_stopped,
         })
+    }
+
+    /// Persists what a replace or cancel decided for the key's owner: a
+    /// cancel as by an operator (a stopped owner gives back its reservation).
+    fn apply_owner_fate(
+        &mut self,
+        id: &str,
+        fate: OwnerFate,
+        now: i64,
+        change: &mut CountChange,
+    ) -> Result<()> {
+        if fate.cancels() {
+            self.cancel_job(id, now, change)?;
+        }
+        Ok(())
     }
 
     fn owner(&self, key: &ScheduleKey) -> Option<&Job> {
@@ -81,18 +89,9 @@ impl State {
             };
         };
         self.owners.remove(key.as_str());
-        let outcome = if owner.status == JobStatus::Queued {
-            let row = self.jobs.get_mut(&owner.id).expect("owner row exists");
-            operator_cancel(row, now).expect("queued job can be cancelled");
-            change.moved(&row.queue, JobStatus::Queued, JobStatus::Cancelled);
-            CancelOutcome::Cancelled
-        } else if running == RunningOwner::Stop {
-            self.cancel_job(&owner.id, now, change)
-                .expect("a handed-off job can be cancelled");
-            CancelOutcome::Stopped
-        } else {
-            CancelOutcome::HandedOff
-        };
+        let (fate, outcome) = owner_on_cancel(owner.status, running);
+        self.apply_owner_fate(&owner.id, fate, now, change)
+            .expect("a live owner can be cancelled");
         KeyedOutcome {
             job_id: Some(owner.id),
             outcome,
@@ -111,14 +110,10 @@ impl State {
             };
         };
         let row = self.jobs.get_mut(&id).expect("owner row exists");
-        let outcome = match row.status {
-            JobStatus::Queued if row.scheduled_at_ms > now => {
-                row.scheduled_at_ms = now;
-                WakeOutcome::Woken
-            }
-            JobStatus::Queued => WakeOutcome::AlreadyDue,
-            _ => WakeOutcome::HandedOff,
-        };
+        let outcome = owner_on_wake(row, now);
+        if outcome == WakeOutcome::Woken {
+            row.scheduled_at_ms = now;
+        }
         KeyedOutcome {
             job_id: Some(id),
             outcome,

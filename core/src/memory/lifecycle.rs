@@ -9,7 +9,8 @@ use crate::job::{Job, JobStatus, Lease};
 use crate::options::new_job_id;
 use crate::rate::{rate_log_horizon, RateWindow};
 use crate::requests::{ClaimRequest, Outcome, PruneRequest};
-use crate::transitions::{self, claim_order, reservation_for};
+use crate::rules::{is_prunable, prune_order, Admission, AdmissionRead, ClaimAdmission};
+use crate::transitions::{self, claim_order};
 
 impl State {
     pub(super) fn claim(
@@ -36,40 +37,32 @@ impl State {
                 .cmp(&priority(a))
                 .then_with(|| claim_order(a, b))
         });
+        let mut admission = ClaimAdmission::new(req, now);
         let mut taken: Vec<(String, Option<(String, i64)>)> = Vec::new();
         let mut postponed: Vec<(String, i64)> = Vec::new();
-        let mut extra: HashMap<String, i64> = HashMap::new();
-        let mut windows: HashMap<String, RateWindow> = HashMap::new();
         for job in candidates {
-            if taken.len() >= req.limit {
+            if admission.is_full() {
                 break;
             }
-            let reservation = reservation_for(job, &req.queue_config);
-            if let Some((key, max)) = &reservation {
-                let active = self.caps.get(key).map_or(0, |c| c.active)
-                    + extra.get(key).copied().unwrap_or(0);
-                if active >= *max {
-                    continue;
+            while let Some(read) = admission.missing(job) {
+                match read {
+                    AdmissionRead::Active { key, .. } => {
+                        admission.know_active(&key, self.caps.get(&key).map_or(0, |c| c.active))
+                    }
+                    AdmissionRead::Window(limit) => {
+                        let starts = self.rate_starts.get(&limit.key).cloned();
+                        admission.know_window(
+                            &limit.key,
+                            Some(RateWindow::new(starts.unwrap_or_default())),
+                        )
+                    }
                 }
             }
-            if let Some(limit) = job.rate_limit() {
-                let window = windows.entry(limit.key.clone()).or_insert_with(|| {
-                    RateWindow::new(
-                        self.rate_starts
-                            .get(&limit.key)
-                            .cloned()
-                            .unwrap_or_default(),
-                    )
-                });
-                if let Err(due) = window.try_start(&limit, now) {
-                    postponed.push((job.id.clone(), due));
-                    continue;
-                }
+            match admission.decide(job) {
+                Admission::Take { reservation, .. } => taken.push((job.id.clone(), reservation)),
+                Admission::Postpone { due_at_ms } => postponed.push((job.id.clone(), due_at_ms)),
+                Admission::AtCap | Admission::RateKeyBusy => {}
             }
-            if let Some((key, _)) = &reservation {
-                *extra.entry(key.clone()).or_default() += 1;
-            }
-            taken.push((job.id.clone(), reservation));
         }
         for (id, due) in postponed {
             self.jobs
@@ -202,13 +195,10 @@ impl State {
         let mut rows: Vec<(i64, &str)> = self
             .jobs
             .values()
-            .filter_map(|j| {
-                let cutoff = req.cutoff_ms(j.status, now)?;
-                let at = j.terminal_at_ms()?;
-                (at < cutoff).then_some((at, j.id.as_str()))
-            })
+            .filter(|j| is_prunable(j, req, now))
+            .filter_map(|j| Some((j.terminal_at_ms()?, j.id.as_str())))
             .collect();
-        rows.sort();
+        rows.sort_by(|a, b| prune_order(*a, *b));
         rows.into_iter().map(|(_, id)| id.to_owned()).collect()
     }
 

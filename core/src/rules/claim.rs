@@ -1,0 +1,310 @@
+//! Claim admission: the one order in which a claim decides on each candidate.
+//!
+//! A store walks its due jobs in claim order and, for each candidate, asks a
+//! [`ClaimAdmission`] what to do with it. The order is the same on every store:
+//!
+//! 1. **Cap.** A candidate holding a concurrency key (its own, else its queue's
+//!    cap in the claim's config, see [`reservation_for`]) whose reservations,
+//!    counting those this claim has taken, are at the cap is skipped: it stays
+//!    as it is and never blocks the jobs behind it.
+//! 2. **Rate.** A candidate whose rate key is saturated stays queued, due when
+//!    the key allows ([`RateWindow::try_start`]); if another claim is deciding on
+//!    that key at this moment (PostgreSQL takes turns on the key's row) it is left
+//!    for the next claim.
+//! 3. **Reserve.** Otherwise it is taken: one reservation of its key and one
+//!    logged start of its rate key.
+//!
+//! The admission never reads anything itself. Before [`ClaimAdmission::decide`]
+//! the store answers what [`ClaimAdmission::missing`] asks for (a key's current
+//! reservation count, a rate key's window), read inside the claim's transaction so
+//! that it is exact: SQLite holds the one write lock, PostgreSQL locks the key's
+//! row. Reads are asked once per key per claim; later answers come from what the
+//! admission has counted since.
+
+use std::collections::HashMap;
+
+use crate::job::Job;
+use crate::rate::{RateLimit, RateWindow};
+use crate::requests::ClaimRequest;
+use crate::transitions::reservation_for;
+
+/// What a store must read before the admission can decide on a candidate.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum AdmissionRead {
+    /// The number of reservations the concurrency key holds now (0 when the key
+    /// has no row); answer with [`ClaimAdmission::know_active`].
+    Active {
+        /// The concurrency key.
+        key: String,
+        /// Its cap as this claim sees it (a store that creates the key's row
+        /// records it).
+        max: i64,
+    },
+    /// The newest `limit.max` logged starts of the rate key; answer with
+    /// [`ClaimAdmission::know_window`].
+    Window(RateLimit),
+}
+
+/// The decision on one candidate.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Admission {
+    /// Claim it: take a reservation of `reservation` (key, cap) and log a start
+    /// of `rate_start`.
+    Take {
+        /// The concurrency key and cap whose reservation the job takes.
+        reservation: Option<(String, i64)>,
+        /// The rate limit whose start the store logs at the claim's `now`.
+        rate_start: Option<RateLimit>,
+    },
+    /// Its concurrency key is at its cap: leave it as it is.
+    AtCap,
+    /// Its rate key is saturated: it stays queued, due at `due_at_ms`.
+    Postpone {
+        /// The job's new `scheduledAtMs`.
+        due_at_ms: i64,
+    },
+    /// Another claim is deciding on its rate key right now: leave it as it is
+    /// for the next claim.
+    RateKeyBusy,
+}
+
+/// One claim's admission state: the reservations and rate windows it has read
+/// and what it has taken since (see the module docs).
+///
+/// ```
+/// use duraq_core::rules::{Admission, AdmissionRead, ClaimAdmission};
+/// use duraq_core::transitions::new_job_row;
+/// use duraq_core::{ClaimRequest, EnqueueOptions, NewJob};
+///
+/// let capped = EnqueueOptions::new().concurrency("acct:1", 1);
+/// let job = new_job_row(&NewJob::new("sync", serde_json::json!([]), capped).unwrap(), 0);
+/// let req = ClaimRequest { job_names: vec!["sync".into()], limit: 10, ..ClaimRequest::default() };
+/// let mut admission = ClaimAdmission::new(&req, 0);
+/// assert_eq!(admission.missing(&job), Some(AdmissionRead::Active { key: "acct:1".into(), max: 1 }));
+/// admission.know_active("acct:1", 0);
+/// assert!(matches!(admission.decide(&job), Admission::Take { .. }));
+/// assert_eq!(admission.decide(&job), Admission::AtCap); // the one reservation is taken
+/// ```
+#[derive(Debug)]
+pub struct ClaimAdmission<'r> {
+    req: &'r ClaimRequest,
+    now_ms: i64,
+    /// Reservations per key: as read, plus those taken by this claim.
+    active: HashMap<String, i64>,
+    /// Rate windows as read (`None`: another claim holds the key), plus the
+    /// starts of this claim.
+    windows: HashMap<String, Option<RateWindow>>,
+    taken: usize,
+}
+
+impl<'r> ClaimAdmission<'r> {
+    /// The admission of one claim of `req` at the claim's clock reading `now_ms`.
+    pub fn new(req: &'r ClaimRequest, now_ms: i64) -> Self {
+        Self {
+            req,
+            now_ms,
+            active: HashMap::new(),
+            windows: HashMap::new(),
+            taken: 0,
+        }
+    }
+
+    /// Whether the claim has taken `req.limit` jobs: the store stops walking.
+    pub fn is_full(&self) -> bool {
+        self.taken >= self.req.limit
+    }
+
+    /// How many jobs the claim has taken so far.
+    pub fn taken(&self) -> usize {
+        self.taken
+    }
+
+    /// What the store must read (and pass to `know_*`) before
+    /// [`ClaimAdmission::decide`] can answer for `job`; `None` when nothing.
+    /// Ask again after each answer: a candidate may need both reads, and the
+    /// window only once the cap has room (a capped-out candidate needs no window).
+    pub fn missing(&self, job: &Job) -> Option<AdmissionRead> {
+        if let Some((key, max)) = reservation_for(job, &self.req.queue_config) {
+            match self.active.get(&key) {
+                None => return Some(AdmissionRead::Active { key, max }),
+                Some(active) if *active >= max => return None,
+                Some(_) => {}
+            }
+        }
+        let limit = job.rate_limit()?;
+        (!self.windows.contains_key(&limit.key)).then_some(AdmissionRead::Window(limit))
+    }
+
+    /// The store's answer to [`AdmissionRead::Active`].
+    pub fn know_active(&mut self, key: &str, active: i64) {
+        self.active.insert(key.to_owned(), active);
+    }
+
+    /// The store's answer to [`AdmissionRead::Window`]: the window, or `None`
+    /// when another claim is deciding on the key right now.
+    pub fn know_window(&mut self, key: &str, window: Option<RateWindow>) {
+        self.windows.insert(key.to_owned(), window);
+    }
+
+    /// The decision on `job`, counted as taken when it is [`Admission::Take`].
+    ///
+    /// # Panics
+    /// When [`ClaimAdmission::missing`] still asks for a read: a store bug.
+    pub fn decide(&mut self, job: &Job) -> Admission {
+        assert!(
+            self.missing(job).is_none(),
+            "decide() before the store answered missing()"
+        );
+        let reservation = reservation_for(job, &self.req.queue_config);
+        if let Some((key, max)) = &reservation {
+            if self.active[key] >= *max {
+                return Admission::AtCap;
+            }
+        }
+        let rate_start = job.rate_limit();
+        if let Some(limit) = &rate_start {
+            match self.windows.get_mut(&limit.key).expect("window read") {
+                None => return Admission::RateKeyBusy,
+                Some(window) => {
+                    if let Err(due_at_ms) = window.try_start(limit, self.now_ms) {
+                        return Admission::Postpone { due_at_ms };
+                    }
+                }
+            }
+        }
+        if let Some((key, _)) = &reservation {
+            *self.active.get_mut(key).expect("read above") += 1;
+        }
+        self.taken += 1;
+        Admission::Take {
+            reservation,
+            rate_start,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::options::{EnqueueOptions, NewJob};
+    use crate::requests::QueueConfig;
+    use crate::transitions::new_job_row;
+    use std::time::Duration;
+
+    fn request(limit: usize) -> ClaimRequest {
+        ClaimRequest {
+            worker_id: "w".into(),
+            job_names: vec!["j".into()],
+            limit,
+            ..ClaimRequest::default()
+        }
+    }
+
+    fn job(opts: EnqueueOptions) -> Job {
+        new_job_row(&NewJob::new("j", serde_json::json!([]), opts).unwrap(), 0)
+    }
+
+    fn answer(admission: &mut ClaimAdmission<'_>, job: &Job, active: i64, starts: Vec<i64>) {
+        while let Some(read) = admission.missing(job) {
+            match read {
+                AdmissionRead::Active { key, .. } => admission.know_active(&key, active),
+                AdmissionRead::Window(limit) => {
+                    admission.know_window(&limit.key, Some(RateWindow::new(starts.clone())))
+                }
+            }
+        }
+    }
+
+    fn both() -> EnqueueOptions {
+        EnqueueOptions::new()
+            .concurrency("c", 2)
+            .rate_limit("r", 1, Duration::from_secs(1))
+    }
+
+    #[test]
+    fn a_plain_job_needs_no_read_and_is_taken() {
+        let req = request(1);
+        let mut a = ClaimAdmission::new(&req, 5);
+        let j = job(EnqueueOptions::new());
+        assert_eq!(a.missing(&j), None);
+        assert!(matches!(
+            a.decide(&j),
+            Admission::Take {
+                reservation: None,
+                rate_start: None
+            }
+        ));
+        assert!(a.is_full());
+    }
+
+    #[test]
+    fn the_cap_is_checked_before_the_rate_window_is_read() {
+        let req = request(10);
+        let mut a = ClaimAdmission::new(&req, 5_000);
+        let j = job(both());
+        assert_eq!(
+            a.missing(&j),
+            Some(AdmissionRead::Active {
+                key: "c".into(),
+                max: 2
+            })
+        );
+        a.know_active("c", 2);
+        // At its cap: no window needed, and the rate key logs no start.
+        assert_eq!(a.missing(&j), None);
+        assert_eq!(a.decide(&j), Admission::AtCap);
+    }
+
+    #[test]
+    fn a_saturated_rate_key_postpones_without_taking_a_reservation() {
+        let req = request(10);
+        let mut a = ClaimAdmission::new(&req, 5_000);
+        let j = job(both());
+        answer(&mut a, &j, 0, vec![]);
+        assert!(matches!(a.decide(&j), Admission::Take { .. }));
+        // The rate key (1 per second) is now full; the cap (2) is not.
+        assert_eq!(a.decide(&j), Admission::Postpone { due_at_ms: 6_000 });
+        assert_eq!(a.active["c"], 1, "a postponed job takes no reservation");
+        assert_eq!(a.taken(), 1);
+    }
+
+    #[test]
+    fn a_busy_rate_key_leaves_its_jobs_for_the_next_claim() {
+        let req = request(10);
+        let mut a = ClaimAdmission::new(&req, 0);
+        let j = job(EnqueueOptions::new().rate_limit("r", 5, Duration::from_secs(1)));
+        a.know_window("r", None);
+        assert_eq!(a.decide(&j), Admission::RateKeyBusy);
+    }
+
+    #[test]
+    fn a_queue_cap_from_the_claim_config_applies_to_unkeyed_jobs() {
+        let mut req = request(10);
+        req.queue_config.insert(
+            "default".into(),
+            QueueConfig {
+                max_concurrent: Some(1),
+                ..QueueConfig::default()
+            },
+        );
+        let mut a = ClaimAdmission::new(&req, 0);
+        let j = job(EnqueueOptions::new());
+        let key = crate::keys::queue_concurrency_key("default");
+        assert_eq!(
+            a.missing(&j),
+            Some(AdmissionRead::Active {
+                key: key.clone(),
+                max: 1
+            })
+        );
+        a.know_active(&key, 0);
+        assert_eq!(
+            a.decide(&j),
+            Admission::Take {
+                reservation: Some((key, 1)),
+                rate_start: None
+            }
+        );
+        assert_eq!(a.decide(&j), Admission::AtCap);
+    }
+}

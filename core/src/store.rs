@@ -97,15 +97,13 @@ pub trait Store: Send + Sync + 'static {
     /// `handedOffAtMs` = now. Also records a heartbeat for the worker.
     async fn claim(&self, req: &ClaimRequest) -> Result<Vec<Job>>;
 
-    /// Reports an attempt's outcome under `lease`. Returns `false`, changing
-    /// nothing, when the job is gone, not `handed_off`, or leased to another
-    /// handoff. `Failed` goes back to `queued` at now + backoff(attempts) (or
-    /// `retry_in_ms`) with `lastError` while `attempts <= maxRetries` and not
-    /// `discard`, else `failed`. See [`Outcome`] for the others.
-    async fn report(&self, lease: &Lease, outcome: Outcome) -> Result<bool>;
-
-    /// Many reports in one transaction; each is fenced on its own. One mutation:
-    /// the revision moves once if any report applied.
+    /// Reports attempts' outcomes, each under its lease, in one transaction (a
+    /// worker reports one attempt as a batch of one). Each is fenced on its own:
+    /// its answer is `false`, changing nothing, when the job is gone, not
+    /// `handed_off`, or leased to another handoff. `Failed` goes back to `queued`
+    /// at now + backoff(attempts) (or `retry_in_ms`) with `lastError` while
+    /// `attempts <= maxRetries` and not `discard`, else `failed`. See [`Outcome`]
+    /// for the others. One mutation: the revision moves once if any report applied.
     async fn report_batch(&self, reports: Vec<(Lease, Outcome)>) -> Result<Vec<bool>>;
 
     /// `report_batch(reports)`, then `claim(req)` for the slots those reports

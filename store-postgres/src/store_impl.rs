@@ -131,14 +131,6 @@ impl Store for PostgresStore {
         write_tx!(self, self.now(), |tx| { claim::claim(&mut tx, req).await })
     }
 
-    async fn report(&self, lease: &Lease, outcome: Outcome) -> Result<bool> {
-        let reports = [(lease.clone(), outcome)];
-        write_tx!(self, self.now(), |tx| {
-            let applied = lifecycle::report_many(&mut tx, &reports).await?;
-            Ok(applied[0])
-        })
-    }
-
     async fn report_batch(&self, reports: Vec<(Lease, Outcome)>) -> Result<Vec<bool>> {
         if reports.is_empty() {
             return Ok(Vec::new());

@@ -440,10 +440,13 @@ mod postgres {
         };
         let claimed = store.claim(&req).await.unwrap();
         let lease = claimed[0].lease().unwrap();
-        assert!(store
-            .report(&lease, duraq_core::Outcome::failed("bad\0byte"))
-            .await
-            .unwrap());
+        assert_eq!(
+            store
+                .report_batch(vec![(lease, duraq_core::Outcome::failed("bad\0byte"))])
+                .await
+                .unwrap(),
+            [true]
+        );
         let job = store.get_job(&id).await.unwrap().unwrap();
         assert_eq!(
             (job.status, job.last_error.as_deref()),

@@ -74,12 +74,6 @@ impl Store for SqliteStore {
         self.write(move |tx| claim::claim(tx, &req)).await
     }
 
-    async fn report(&self, lease: &Lease, outcome: Outcome) -> Result<bool> {
-        let lease = lease.clone();
-        self.write(move |tx| report::report(tx, &lease, &outcome))
-            .await
-    }
-
     async fn report_batch(&self, reports: Vec<(Lease, Outcome)>) -> Result<Vec<bool>> {
         self.write(move |tx| report::report_batch(tx, &reports))
             .await

@@ -99,10 +99,6 @@ impl Store for Buggy {
             _ => self.inner.claim(req).await,
         }
     }
-    async fn report(&self, lease: &Lease, outcome: Outcome) -> Result<bool> {
-        let applied = self.inner.report(lease, outcome).await?;
-        Ok(applied || matches!(self.bug, Bug::ReportAlwaysTrue))
-    }
     async fn report_batch(&self, reports: Vec<(Lease, Outcome)>) -> Result<Vec<bool>> {
         let applied = self.inner.report_batch(reports).await?;
         Ok(applied

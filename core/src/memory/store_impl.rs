@@ -131,18 +131,6 @@ impl Store for MemoryStore {
         Ok(claimed)
     }
 
-    async fn report(&self, lease: &Lease, outcome: Outcome) -> Result<bool> {
-        let mut st = self.lock();
-        let mut change = CountChange::default();
-        let applied = st.report(lease, &outcome, self.now(), &mut change);
-        self.commit(&mut st, change);
-        drop(st);
-        if applied {
-            self.signal_work();
-        }
-        Ok(applied)
-    }
-
     async fn report_batch(&self, reports: Vec<(Lease, Outcome)>) -> Result<Vec<bool>> {
         let done = self.report_then_claim(&reports, None);
         Ok(done.reported)

@@ -84,9 +84,6 @@ impl Store for Faulty {
         take_failure(&self.failing_claims)?;
         self.inner.claim(req).await
     }
-    async fn report(&self, lease: &Lease, outcome: Outcome) -> Result<bool> {
-        self.inner.report(lease, outcome).await
-    }
     async fn report_batch(&self, reports: Vec<(Lease, Outcome)>) -> Result<Vec<bool>> {
         take_failure(&self.failing_reports)?;
         self.inner.report_batch(reports).await

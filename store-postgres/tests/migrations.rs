@@ -5,7 +5,8 @@
 mod common;
 
 mod postgres {
-    use duraq_core::{EnqueueOptions, EnqueueOutcome, ErrorCode, Store};
+    use duraq_core::prelude::*;
+    use duraq_core::{EnqueueOptions, EnqueueOutcome, ErrorCode};
     use duraq_store_postgres::{PostgresStore, SCHEMA_VERSION};
 
     use crate::common::{job, open, options, raw_client, schema, url};

@@ -1,6 +1,7 @@
 //! Schema versions, upgrades and refusals on real files.
 
-use duraq_core::{ErrorCode, JobStatus, Store};
+use duraq_core::prelude::*;
+use duraq_core::{ErrorCode, JobStatus};
 use duraq_store_sqlite::{migrate, SqliteOptions, SqliteStore, SCHEMA_VERSION};
 use rusqlite::Connection;
 

@@ -17,8 +17,9 @@ mod support;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use duraq_core::prelude::*;
 use duraq_core::{
-    ClaimRequest, EnqueueOptions, JobFilter, JobStatus, NewJob, Outcome, ScheduleKey, Store,
+    ClaimRequest, EnqueueOptions, JobFilter, JobStatus, NewJob, Outcome, ScheduleKey,
 };
 use duraq_store_sqlite::{SqliteOptions, SqliteStore};
 use duraq_web::{router, WebOptions};

@@ -1,5 +1,5 @@
 //! Retention sweeps: terminal jobs are history, and history grows without bound
-//! unless something deletes it. Any worker may run the sweep; `Store::prune` works
+//! unless something deletes it. Any worker may run the sweep; `Operate::prune` works
 //! in batches (each its own transaction), so concurrent sweeps from several
 //! processes only share the work. Idempotency ownership, operation rows and
 //! schedule high-water marks are never pruned (the store guarantees it).
@@ -76,7 +76,7 @@ impl RetentionPolicy {
         self.interval
     }
 
-    /// The request each sweep sends to [`Store::prune`].
+    /// The request each sweep sends to [`crate::Operate::prune`].
     pub fn prune_request(&self) -> PruneRequest {
         PruneRequest {
             completed_older_than: self.completed,

@@ -1,5 +1,5 @@
 //! Shared test helpers: the store matrix and driving one attempt with a real
-//! lease obtained through `Store::claim`, reported exactly as the worker would.
+//! lease obtained through `WorkerStore::claim`, reported exactly as the worker would.
 
 use std::sync::Arc;
 

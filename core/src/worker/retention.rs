@@ -12,7 +12,7 @@ use tokio::sync::watch;
 use super::events::{Telemetry, WorkerEvent};
 use super::periodic::wait_or_stop;
 use crate::requests::PruneRequest;
-use crate::store::Store;
+use crate::store::Operate;
 
 /// How long terminal jobs are kept, and how often a worker sweeps.
 ///
@@ -94,7 +94,7 @@ impl RetentionPolicy {
 /// Sweeps on `policy.interval` until `stopping` turns true.
 pub(crate) async fn run_retention(
     policy: RetentionPolicy,
-    store: Arc<dyn Store>,
+    store: Arc<dyn Operate>,
     telemetry: Arc<Telemetry>,
     mut stopping: watch::Receiver<bool>,
 ) {

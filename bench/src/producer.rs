@@ -2,7 +2,7 @@
 //! `duraq-bench producer` child process that runs it in a process of its own.
 //!
 //! "One by one" means what an application does per request: build a `NewJob`,
-//! await `Store::enqueue`, next. `tasks` such loops share one store (in SQLite,
+//! await `Producer::enqueue`, next. `tasks` such loops share one store (in SQLite,
 //! one writer thread that group-commits whatever is waiting); separate producer
 //! processes share nothing but the database.
 

@@ -3,7 +3,7 @@
 //! `queue_snapshot` (SPEC §16); `duraq queues pause|resume <QUEUE>` (SPEC §15).
 //! None of them creates a database (`open_existing`); pause and resume write
 //! one row and always print JSON, like other actions. The listing also warns
-//! about due jobs that no alive worker handles (`Store::unhandled_jobs`: a
+//! about due jobs that no alive worker handles (`Inspect::unhandled_jobs`: a
 //! typo'd job name, or a queue nobody serves), judging workers by
 //! `--stale-after` like `duraq workers`.
 

@@ -279,7 +279,7 @@ impl QueueSnapshot {
         self
     }
 
-    /// The global part, as [`crate::Store::count_snapshot`] would return it.
+    /// The global part, as [`crate::Inspect::count_snapshot`] would return it.
     pub fn count_snapshot(&self) -> CountSnapshot {
         CountSnapshot {
             counts: self.counts,

@@ -1,8 +1,10 @@
 //! `duraq-core`: what a durable job *is*, independent of where it is stored.
 //!
 //! This crate owns the job model (`docs/jobs.md`), option normalization and validation
-//! (`docs/jobs.md`), canonical digests (`docs/idempotency.md`), the retry policy, the [`Clock`], the [`Store`]
-//! trait that every backend implements, the pure row transitions every store
+//! (`docs/jobs.md`), canonical digests (`docs/idempotency.md`), the retry policy, the
+//! [`Clock`], the store traits every backend implements ([`Store`], the whole
+//! store, and its parts by caller: [`Producer`], [`WorkerStore`], [`Inspect`],
+//! [`Operate`], [`MailOperations`]), the pure row transitions every store
 //! shares, and [`MemoryStore`], the small reference model the property suite
 //! compares real stores against. It does no I/O: databases live behind `Store`.
 //!
@@ -15,7 +17,8 @@
 //! ```
 //! # tokio_test_shim::block_on(async {
 //! use std::time::Duration;
-//! use duraq_core::{EnqueueOptions, JobArgs, MemoryStore, NewJob, Store};
+//! use duraq_core::prelude::*; // the store traits
+//! use duraq_core::{EnqueueOptions, JobArgs, MemoryStore, NewJob};
 //!
 //! #[derive(serde::Serialize, serde::Deserialize)]
 //! struct SendWelcome {
@@ -43,6 +46,7 @@
 mod backoff;
 mod clock;
 mod counts;
+mod delegate;
 mod digest;
 mod display;
 mod error;
@@ -60,9 +64,23 @@ mod typed;
 mod worker;
 mod workers;
 
-/// Re-exported so that implementing [`JobHandler`], [`JsonHandler`] or [`Store`]
-/// needs no dependency besides `duraq-core`: write `#[duraq_core::async_trait]`.
+/// Re-exported so that implementing [`JobHandler`], [`JsonHandler`] or the store
+/// traits needs no dependency besides `duraq-core`: write `#[duraq_core::async_trait]`.
 pub use async_trait::async_trait;
+
+/// The store traits in one import, for applications: `use duraq_core::prelude::*;`
+/// makes every store method callable on a concrete store (`MemoryStore`,
+/// `SqliteStore`, `PostgresStore`) as well as on an `Arc<dyn Store>`.
+pub mod prelude {
+    pub use crate::store::{Inspect, MailOperations, Operate, Producer, Store, WorkerStore};
+}
+
+/// What [`delegate_store!`] expands to needs; not part of the API.
+#[doc(hidden)]
+pub mod __private {
+    pub use serde_json;
+    pub use tokio;
+}
 
 pub use backoff::{retry_backoff, retry_backoff_ms};
 pub use clock::{system_clock, Clock, ManualClock, SystemClock};
@@ -88,7 +106,7 @@ pub use requests::{
     LeaseLoss, LeaseState, LostLease, Operation, Outcome, PruneReport, PruneRequest, QueueConfig,
     ReplaceOutcome, ReportedAndClaimed, RunningOwner, ScheduledJobs, WakeOutcome,
 };
-pub use store::Store;
+pub use store::{Inspect, MailOperations, Operate, Producer, Store, WorkerStore};
 pub use typed::JobArgs;
 pub use worker::{
     CronSchedule, JobContext, JobError, JobFinished, JobHandler, JobResult, JobStarted,

@@ -75,12 +75,12 @@ pub enum RunningOwner {
     /// The running owner runs on; only the key's ownership moves.
     #[default]
     KeepRunning,
-    /// The running owner is cancelled like [`crate::Store::cancel_job`]: its
+    /// The running owner is cancelled like [`crate::Operate::cancel_job`]: its
     /// lease is voided and the worker running it is told to stop.
     Stop,
 }
 
-/// Where a job's lease stands now, as [`crate::Store::lease_states`] reads it.
+/// Where a job's lease stands now, as [`crate::WorkerStore::lease_states`] reads it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LeaseState {
     /// The job.
@@ -101,7 +101,7 @@ pub enum LeaseLoss {
     Lost,
 }
 
-/// A lease that is no longer current; see [`crate::Store::lost_leases`].
+/// A lease that is no longer current; see [`crate::WorkerStore::lost_leases`].
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LostLease {
     /// The lease the worker held.
@@ -374,12 +374,12 @@ pub struct Health {
     pub detail: String,
 }
 
-/// What [`crate::Store::report_and_claim`] did: the reports' answers, in order,
+/// What [`crate::WorkerStore::report_and_claim`] did: the reports' answers, in order,
 /// and the jobs claimed after them.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct ReportedAndClaimed {
-    /// One entry per report, as [`crate::Store::report_batch`] returns them.
+    /// One entry per report, as [`crate::WorkerStore::report_batch`] returns them.
     pub reported: Vec<bool>,
-    /// The claimed jobs, as [`crate::Store::claim`] returns them.
+    /// The claimed jobs, as [`crate::WorkerStore::claim`] returns them.
     pub claimed: Vec<Job>,
 }

@@ -1,6 +1,21 @@
-//! The `Store` trait: every promise of SPEC §2–§9 that needs the database. The
-//! MemoryStore is its reference model; SQLite and PostgreSQL implement it for real,
-//! and `duraq-tests` checks them all against the same suite.
+//! The store traits: every promise of SPEC §2–§9 that needs the database, split by
+//! who calls it (SPEC §22), so that each caller depends on what it uses:
+//!
+//! | trait | what | its callers |
+//! |---|---|---|
+//! | [`Producer`] | enqueue, schedule keys; `close` | applications, the mailer, periodic jobs; the store's owner closes it |
+//! | [`WorkerStore`] | claims, reports, leases, liveness | the worker runtime ([`crate::Worker`]) |
+//! | [`Inspect`] | jobs, keys, counts, workers, health | the dashboard, `duraq` commands, metrics |
+//! | [`Operate`] | retry, cancel, pause, prune, reconcile | the dashboard, `duraq` commands, the worker's retention |
+//! | [`MailOperations`] | operation records (`docs/mail.md`) | the mailer's delivery job |
+//! | [`Store`] | all five | an application's one handle (`Arc<dyn Store>`) |
+//!
+//! A store implements the five; [`Store`] follows (a blanket impl), and an
+//! `Arc<dyn Store>` converts to any of them (`Arc<dyn Inspect>`, ...) where a
+//! caller takes only one. The MemoryStore is their reference model; SQLite and
+//! PostgreSQL implement them for real, and `duraq-tests` checks them all against
+//! the same suite. A wrapper around a store (a decorator, a fault injector)
+//! forwards the traits it does not change with [`crate::delegate_store!`].
 //!
 //! # Rules every implementation follows
 //! - Time: each call reads the store's [`crate::Clock`] once (`now`) and uses it
@@ -31,9 +46,35 @@ use crate::workers::{
     unhandled_groups, DueJobGroup, WorkerInfo, WorkerRecord, UNHANDLED_SCAN_LIMIT,
 };
 
-/// A durable job store. Object-safe: the runtime holds an `Arc<dyn Store>`.
+/// A whole durable job store: what an application holds (`Arc<dyn Store>`) and
+/// hands to the [`crate::Worker`] (which claims, reports, enqueues periodic
+/// jobs and prunes, and passes the whole store to handlers) and to the
+/// dashboard and the mailer (which take the parts they use; the conversion is
+/// implicit). Implemented for every type that implements the five
+/// parts: implement those, never this. Object-safe.
+///
+/// ```
+/// use std::sync::Arc;
+/// use duraq_core::{Inspect, MemoryStore, Store};
+///
+/// let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
+/// let reads: Arc<dyn Inspect> = store.clone(); // what a read-only caller takes
+/// # let _ = reads;
+/// ```
+pub trait Store: Producer + WorkerStore + Inspect + Operate + MailOperations {}
+
+impl<T: Producer + WorkerStore + Inspect + Operate + MailOperations + ?Sized> Store for T {}
+
+/// Adding work: enqueue and the schedule-key writes (SPEC §3, §5, §6), for
+/// applications (and the worker's periodic jobs), plus [`Producer::close`].
+///
+/// `close` lives here because the process that must close a store before it
+/// exits is the one whose last writes other processes are waiting to hear of,
+/// above all a producer that enqueues and exits (a script, `duraq enqueue`);
+/// the worker runtime, the dashboard and the mailer never own the store's life.
+/// Being a method of a part of [`Store`], it stays callable on `Arc<dyn Store>`.
 #[async_trait]
-pub trait Store: Send + Sync + 'static {
+pub trait Producer: Send + Sync + 'static {
     /// Enqueues one job (SPEC §3, §6).
     ///
     /// In order: with an idempotency key, an existing scope whose request digest
@@ -51,13 +92,13 @@ pub trait Store: Send + Sync + 'static {
     async fn enqueue(&self, job: NewJob) -> Result<EnqueueOutcome>;
 
     /// Enqueues many jobs in one transaction: all or nothing, one mutation. Each job
-    /// follows the rules of [`Store::enqueue`], seeing the effects of earlier ones.
+    /// follows the rules of [`Producer::enqueue`], seeing the effects of earlier ones.
     async fn enqueue_batch(&self, jobs: Vec<NewJob>) -> Result<Vec<EnqueueOutcome>>;
 
     /// Inserts `job` as the new owner of `key` (SPEC §5) with `scheduleOrder` =
     /// high-water + 1. A `queued` previous owner becomes `cancelled`; a `handed_off`
     /// one keeps running with [`RunningOwner::KeepRunning`], or is cancelled as by
-    /// [`Store::cancel_job`] with [`RunningOwner::Stop`]
+    /// [`Operate::cancel_job`] with [`RunningOwner::Stop`]
     /// (`previous_stopped`). Idempotency keys and dedupe are refused with
     /// `unsupported-option`.
     async fn replace_scheduled(
@@ -70,7 +111,7 @@ pub trait Store: Send + Sync + 'static {
     /// Cancels the key's queued owner. A handed-off owner keeps running and only
     /// releases the key ([`CancelOutcome::HandedOff`]) with
     /// [`RunningOwner::KeepRunning`]; with [`RunningOwner::Stop`] it is cancelled
-    /// as by [`Store::cancel_job`] ([`CancelOutcome::Stopped`]).
+    /// as by [`Operate::cancel_job`] ([`CancelOutcome::Stopped`]).
     async fn cancel_scheduled(
         &self,
         key: &ScheduleKey,
@@ -80,14 +121,32 @@ pub trait Store: Send + Sync + 'static {
     /// Makes a future queued owner due now (`scheduledAtMs` = now); changes nothing else.
     async fn wake_scheduled(&self, key: &ScheduleKey) -> Result<KeyedOutcome<WakeOutcome>>;
 
-    /// The current owner and, when asked, the newest terminal job that carries the
-    /// key (by `scheduleOrder`, then `createdAtMs`, then `id`).
-    async fn get_scheduled(
-        &self,
-        key: &ScheduleKey,
-        include_latest_terminal: bool,
-    ) -> Result<ScheduledJobs>;
+    /// Ends the store's life in this process: announcements still in flight are
+    /// sent (the PostgreSQL store's NOTIFYs leave from a background task after
+    /// each commit; without this a one-shot command's NOTIFY dies with its
+    /// process and workers notice the change only at their next poll), then
+    /// background tasks stop and connections are closed. Call it once, when the
+    /// process is done with the store; clones share it, so later calls on any
+    /// clone fail or see a closed store. Idempotent. The default (memory) does
+    /// nothing.
+    ///
+    /// ```
+    /// # async fn demo(store: &dyn duraq_core::Store) -> duraq_core::Result<()> {
+    /// use duraq_core::{EnqueueOptions, NewJob};
+    /// store.enqueue(NewJob::new("send_receipt", serde_json::json!([42]), EnqueueOptions::new())?).await?;
+    /// store.close().await?; // now the process may exit
+    /// # Ok(()) }
+    /// ```
+    async fn close(&self) -> Result<()> {
+        Ok(())
+    }
+}
 
+/// The worker runtime's part ([`crate::Worker`]): claiming, fenced reports,
+/// liveness (heartbeats, registration, recovery of dead workers' leases), lease
+/// checks and the signals an idle worker waits on (SPEC §4, §15).
+#[async_trait]
+pub trait WorkerStore: Send + Sync + 'static {
     /// Claims up to `limit` due queued jobs (SPEC §4): names in `job_names`, queues
     /// in `queues`; order queue priority desc, `scheduledAtMs`, `createdAtMs`, `id`;
     /// a job whose concurrency key is at its cap is skipped, and so is every job of
@@ -97,15 +156,13 @@ pub trait Store: Send + Sync + 'static {
     /// `handedOffAtMs` = now. Also records a heartbeat for the worker.
     async fn claim(&self, req: &ClaimRequest) -> Result<Vec<Job>>;
 
-    /// Reports an attempt's outcome under `lease`. Returns `false`, changing
-    /// nothing, when the job is gone, not `handed_off`, or leased to another
-    /// handoff. `Failed` goes back to `queued` at now + backoff(attempts) (or
-    /// `retry_in_ms`) with `lastError` while `attempts <= maxRetries` and not
-    /// `discard`, else `failed`. See [`Outcome`] for the others.
-    async fn report(&self, lease: &Lease, outcome: Outcome) -> Result<bool>;
-
-    /// Many reports in one transaction; each is fenced on its own. One mutation:
-    /// the revision moves once if any report applied.
+    /// Reports attempts' outcomes, each under its lease, in one transaction (a
+    /// worker reports one attempt as a batch of one). Each is fenced on its own:
+    /// its answer is `false`, changing nothing, when the job is gone, not
+    /// `handed_off`, or leased to another handoff. `Failed` goes back to `queued`
+    /// at now + backoff(attempts) (or `retry_in_ms`) with `lastError` while
+    /// `attempts <= maxRetries` and not `discard`, else `failed`. See [`Outcome`]
+    /// for the others. One mutation: the revision moves once if any report applied.
     async fn report_batch(&self, reports: Vec<(Lease, Outcome)>) -> Result<Vec<bool>>;
 
     /// `report_batch(reports)`, then `claim(req)` for the slots those reports
@@ -147,30 +204,6 @@ pub trait Store: Send + Sync + 'static {
     /// once. Not a count mutation.
     async fn remove_worker(&self, worker_id: &str) -> Result<bool>;
 
-    /// Every registered worker, by id (byte order), with its state as of now
-    /// (stale when its last heartbeat is older than `now - stale_after_ms`, see
-    /// [`crate::WorkerState::at`]) and the jobs handed off to it. Worker ids that only
-    /// claimed (without [`Store::register_worker`]) are not listed. At most two reads
-    /// (the worker rows, and the handed-off jobs through their own index),
-    /// whatever the number of workers.
-    async fn list_workers(&self, stale_after_ms: i64) -> Result<Vec<WorkerRecord>>;
-
-    /// The first `limit` due queued jobs (`scheduledAtMs <= now`) in claim order
-    /// within a queue (job priority, higher first, then `scheduledAtMs`,
-    /// `createdAtMs`, `id`), grouped by queue and job name, ordered by queue then
-    /// name (byte order). Paused queues included.
-    async fn due_job_names(&self, limit: usize) -> Result<Vec<DueJobGroup>>;
-
-    /// The groups of [`Store::due_job_names`] (over the oldest
-    /// [`UNHANDLED_SCAN_LIMIT`] due jobs) that no alive registered worker
-    /// handles ([`unhandled_groups`]): a job name nobody registered (a typo) or
-    /// a queue nobody serves.
-    async fn unhandled_jobs(&self, stale_after_ms: i64) -> Result<Vec<DueJobGroup>> {
-        let workers = self.list_workers(stale_after_ms).await?;
-        let groups = self.due_job_names(UNHANDLED_SCAN_LIMIT).await?;
-        Ok(unhandled_groups(groups, &workers))
-    }
-
     /// Recovers the leases of workers whose last heartbeat is older than
     /// `now - stale_after_ms` (or who never sent one): each is a failed attempt
     /// (`lastError` says the worker was lost), `orphaned` when no retries are left.
@@ -180,23 +213,11 @@ pub trait Store: Send + Sync + 'static {
     /// they leave `duraq workers`. Forgetting is not a count mutation.
     async fn recover_stale(&self, stale_after_ms: i64) -> Result<Vec<String>>;
 
-    /// Operator retry of a terminal job: `queued`, due now, attempts 0, terminal
-    /// timestamps and lease cleared, `lastError` kept; it takes its schedule key
-    /// back if the key has no owner. `job-not-found`, or `invalid-job-state` for a
-    /// job that is not terminal.
-    async fn retry_job(&self, id: &str) -> Result<Job>;
-
-    /// Operator cancel of a `queued` or `handed_off` job (the lease is voided and
-    /// its reservation released). `job-not-found`, or `invalid-job-state` if terminal.
-    /// A running job's worker learns of it (see [`Store::subscribe_cancellations`]
-    /// and [`Store::lost_leases`]) and stops the attempt.
-    async fn cancel_job(&self, id: &str) -> Result<Job>;
-
     /// The current status and lease of each of `job_ids` that exists, in one
-    /// read (any order). The worker's lease check; see [`Store::lost_leases`].
+    /// read (any order). The worker's lease check; see [`WorkerStore::lost_leases`].
     async fn lease_states(&self, job_ids: &[String]) -> Result<Vec<LeaseState>>;
 
-    /// Which of `held` are no longer current: one [`Store::lease_states`] read,
+    /// Which of `held` are no longer current: one [`WorkerStore::lease_states`] read,
     /// judged by [`crate::transitions::lost_leases`]. A worker asks about the
     /// leases it holds about once a second, so it learns that a running job was
     /// cancelled (or its lease recovered by another process) whatever the store.
@@ -212,17 +233,11 @@ pub trait Store: Send + Sync + 'static {
     /// Ids of running jobs cancelled since subscribing, as soon as they are
     /// committed: at once for cancels made through this store value, and (on
     /// PostgreSQL, through NOTIFY) for cancels made by other processes. A hint
-    /// for speed only; [`Store::lost_leases`] is the rule. The default (a store
+    /// for speed only; [`WorkerStore::lost_leases`] is the rule. The default (a store
     /// without such announcements) is a receiver that never yields an id.
     fn subscribe_cancellations(&self) -> broadcast::Receiver<String> {
         broadcast::channel(1).1
     }
-
-    /// One job by id.
-    async fn get_job(&self, id: &str) -> Result<Option<Job>>;
-
-    /// Jobs matching `filter`, newest first.
-    async fn list_jobs(&self, filter: &JobFilter) -> Result<Vec<Job>>;
 
     /// The earliest `scheduledAtMs` among queued jobs with one of `job_names` in
     /// `queues` (`None`: all), for a worker's timer. Jobs of paused queues are
@@ -233,17 +248,92 @@ pub trait Store: Send + Sync + 'static {
         queues: Option<&[String]>,
     ) -> Result<Option<i64>>;
 
+    /// A counter that moves whenever work may have become available (enqueue,
+    /// wake, retry, a job returned to the queue), in this process at once and from
+    /// other processes within a short poll.
+    fn work_signal(&self) -> watch::Receiver<u64>;
+}
+
+/// Reads: jobs, schedule keys, counts, workers and health, for the dashboard
+/// (`duraq-web`), `duraq` commands, metrics and applications (SPEC §8, §16). Never
+/// changes anything.
+#[async_trait]
+pub trait Inspect: Send + Sync + 'static {
+    /// One job by id.
+    async fn get_job(&self, id: &str) -> Result<Option<Job>>;
+
+    /// Jobs matching `filter`, newest first.
+    async fn list_jobs(&self, filter: &JobFilter) -> Result<Vec<Job>>;
+
+    /// The current owner and, when asked, the newest terminal job that carries the
+    /// key (by `scheduleOrder`, then `createdAtMs`, then `id`).
+    async fn get_scheduled(
+        &self,
+        key: &ScheduleKey,
+        include_latest_terminal: bool,
+    ) -> Result<ScheduledJobs>;
+
     /// Exact counts per status with their revision; constant cost in table size.
     async fn count_snapshot(&self) -> Result<CountSnapshot>;
 
     /// Exact counts per status and per queue (SPEC §16), read together with their
-    /// revision (the one [`Store::count_snapshot`] reports for the same state), plus
+    /// revision (the one [`Inspect::count_snapshot`] reports for the same state), plus
     /// each queue's latency as of the clock reading `at_ms` (see
     /// [`crate::QueueCounts`]). Costs one read of the counter rows plus one index
     /// lookup per queue that has queued jobs, whatever the number of jobs. Queues
     /// whose counts are all zero are left out unless paused; each entry says
     /// whether its queue is paused (see [`QueueSnapshot::with_paused`]).
     async fn queue_snapshot(&self) -> Result<QueueSnapshot>;
+
+    /// Committed count deltas of this process's view (SQLite: in-process; PostgreSQL:
+    /// every process, via NOTIFY).
+    fn subscribe_counts(&self) -> broadcast::Receiver<CountDelta>;
+
+    /// Every registered worker, by id (byte order), with its state as of now
+    /// (stale when its last heartbeat is older than `now - stale_after_ms`, see
+    /// [`crate::WorkerState::at`]) and the jobs handed off to it. Worker ids that only
+    /// claimed (without [`WorkerStore::register_worker`]) are not listed. At most two reads
+    /// (the worker rows, and the handed-off jobs through their own index),
+    /// whatever the number of workers.
+    async fn list_workers(&self, stale_after_ms: i64) -> Result<Vec<WorkerRecord>>;
+
+    /// The first `limit` due queued jobs (`scheduledAtMs <= now`) in claim order
+    /// within a queue (job priority, higher first, then `scheduledAtMs`,
+    /// `createdAtMs`, `id`), grouped by queue and job name, ordered by queue then
+    /// name (byte order). Paused queues included.
+    async fn due_job_names(&self, limit: usize) -> Result<Vec<DueJobGroup>>;
+
+    /// The groups of [`Inspect::due_job_names`] (over the oldest
+    /// [`UNHANDLED_SCAN_LIMIT`] due jobs) that no alive registered worker
+    /// handles ([`unhandled_groups`]): a job name nobody registered (a typo) or
+    /// a queue nobody serves.
+    async fn unhandled_jobs(&self, stale_after_ms: i64) -> Result<Vec<DueJobGroup>> {
+        let workers = self.list_workers(stale_after_ms).await?;
+        let groups = self.due_job_names(UNHANDLED_SCAN_LIMIT).await?;
+        Ok(unhandled_groups(groups, &workers))
+    }
+
+    /// Backend, schema version and detail.
+    async fn health(&self) -> Result<Health>;
+}
+
+/// Operator actions: retry and cancel a job, pause and resume a queue, prune and
+/// reconcile (SPEC §15, §16), taken from the dashboard, `duraq` commands and the
+/// worker's maintenance. It extends [`Inspect`] because every operator tool shows
+/// what it acts on: the dashboard takes one `Arc<dyn Operate>` for both.
+#[async_trait]
+pub trait Operate: Inspect {
+    /// Operator retry of a terminal job: `queued`, due now, attempts 0, terminal
+    /// timestamps and lease cleared, `lastError` kept; it takes its schedule key
+    /// back if the key has no owner. `job-not-found`, or `invalid-job-state` for a
+    /// job that is not terminal.
+    async fn retry_job(&self, id: &str) -> Result<Job>;
+
+    /// Operator cancel of a `queued` or `handed_off` job (the lease is voided and
+    /// its reservation released). `job-not-found`, or `invalid-job-state` if terminal.
+    /// A running job's worker learns of it (see [`WorkerStore::subscribe_cancellations`]
+    /// and [`WorkerStore::lost_leases`]) and stops the attempt.
+    async fn cancel_job(&self, id: &str) -> Result<Job>;
 
     /// Pauses `queue` (SPEC §15): from the next claim on, no worker claims its
     /// jobs (a durable row, seen by every process within a poll). Jobs already
@@ -258,15 +348,6 @@ pub trait Store: Send + Sync + 'static {
     /// `false` if it was running (nothing changes). Not a count mutation.
     async fn resume_queue(&self, queue: &QueueName) -> Result<bool>;
 
-    /// Committed count deltas of this process's view (SQLite: in-process; PostgreSQL:
-    /// every process, via NOTIFY).
-    fn subscribe_counts(&self) -> broadcast::Receiver<CountDelta>;
-
-    /// A counter that moves whenever work may have become available (enqueue,
-    /// wake, retry, a job returned to the queue), in this process at once and from
-    /// other processes within a short poll.
-    fn work_signal(&self) -> watch::Receiver<u64>;
-
     /// Deletes terminal jobs older than the given ages, in batches. Never touches
     /// idempotency ownership, operation rows or schedule high-water marks.
     async fn prune(&self, req: &PruneRequest) -> Result<PruneReport>;
@@ -274,7 +355,13 @@ pub trait Store: Send + Sync + 'static {
     /// Sets every reservation count to the number of `handed_off` jobs holding that
     /// key; returns how many keys changed.
     async fn reconcile_reservations(&self) -> Result<u64>;
+}
 
+/// Operation records of mail deliveries (`docs/mail.md`), for the mailer's
+/// delivery job: read the record, stamp the first attempt, store the result.
+/// The record itself is written by [`Producer::enqueue`] with the job.
+#[async_trait]
+pub trait MailOperations: Send + Sync + 'static {
     /// Reads an operation record.
     async fn get_operation(&self, key: &str) -> Result<Option<Operation>>;
 
@@ -284,27 +371,4 @@ pub trait Store: Send + Sync + 'static {
 
     /// Stores the outcome of an operation (e.g. the provider's message id).
     async fn record_operation_result(&self, key: &str, result: serde_json::Value) -> Result<()>;
-
-    /// Backend, schema version and detail.
-    async fn health(&self) -> Result<Health>;
-
-    /// Ends the store's life in this process: announcements still in flight are
-    /// sent (the PostgreSQL store's NOTIFYs leave from a background task after
-    /// each commit; without this a one-shot command's NOTIFY dies with its
-    /// process and workers notice the change only at their next poll), then
-    /// background tasks stop and connections are closed. Call it once, when the
-    /// process is done with the store; clones share it, so later calls on any
-    /// clone fail or see a closed store. Idempotent. The default (memory) does
-    /// nothing.
-    ///
-    /// ```
-    /// # async fn demo(store: &dyn duraq_core::Store) -> duraq_core::Result<()> {
-    /// use duraq_core::{EnqueueOptions, NewJob};
-    /// store.enqueue(NewJob::new("send_receipt", serde_json::json!([42]), EnqueueOptions::new())?).await?;
-    /// store.close().await?; // now the process may exit
-    /// # Ok(()) }
-    /// ```
-    async fn close(&self) -> Result<()> {
-        Ok(())
-    }
 }

@@ -5,7 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 
-/// How many of the oldest due queued jobs [`crate::Store::unhandled_jobs`]
+/// How many of the oldest due queued jobs [`crate::Inspect::unhandled_jobs`]
 /// looks at. Jobs that no worker claims stay at the front of the due order
 /// while handled ones leave it, so a bounded read of the front finds them and
 /// costs the same whatever the backlog.
@@ -15,7 +15,7 @@ pub const UNHANDLED_SCAN_LIMIT: usize = 10_000;
 /// recovery forgets it: a day, or the stale timeout if that is longer.
 pub const FORGET_WORKERS_AFTER_MS: i64 = 24 * 3_600_000;
 
-/// The heartbeat cutoff below which [`crate::Store::recover_stale`] deletes a
+/// The heartbeat cutoff below which [`crate::WorkerStore::recover_stale`] deletes a
 /// worker's row: `now_ms - max(stale_after_ms, FORGET_WORKERS_AFTER_MS)`, so a
 /// row is never forgotten while its worker could still count as alive.
 ///
@@ -29,7 +29,7 @@ pub fn worker_forget_cutoff_ms(now_ms: i64, stale_after_ms: i64) -> i64 {
 }
 
 /// What a worker process records when it starts
-/// ([`crate::Store::register_worker`]). The store adds `startedAtMs` and the
+/// ([`crate::WorkerStore::register_worker`]). The store adds `startedAtMs` and the
 /// heartbeats.
 ///
 /// ```
@@ -122,7 +122,7 @@ pub struct RunningJob {
     pub job_name: String,
 }
 
-/// A registered worker as [`crate::Store::list_workers`] reads it.
+/// A registered worker as [`crate::Inspect::list_workers`] reads it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct WorkerRecord {
@@ -162,7 +162,7 @@ impl WorkerRecord {
 }
 
 /// Due queued jobs of one (queue, job name), among the oldest due ones
-/// ([`crate::Store::due_job_names`]).
+/// ([`crate::Inspect::due_job_names`]).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct DueJobGroup {

@@ -17,9 +17,9 @@ use std::time::Duration;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::{routing::post, Json, Router};
+use duraq_core::prelude::*;
 use duraq_core::{
-    JobArgs, JobContext, JobError, JobFilter, JobHandler, JobResult, Registry, Store, Worker,
-    WorkerEvent,
+    JobArgs, JobContext, JobError, JobFilter, JobHandler, JobResult, Registry, Worker, WorkerEvent,
 };
 use duraq_store_sqlite::{SqliteOptions, SqliteStore};
 use rusqlite::{Connection, TransactionBehavior};

@@ -9,9 +9,10 @@ use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
+use duraq_core::prelude::*;
 use duraq_core::{
     EnqueueOptions, JobArgs, JobContext, JobError, JobHandler, JobResult, Outcome, PeriodicJob,
-    QueueConfig, Registry, Store, Worker, WorkerEvent,
+    QueueConfig, Registry, Worker, WorkerEvent,
 };
 use duraq_store_sqlite::{SqliteOptions, SqliteStore};
 use serde::{Deserialize, Serialize};

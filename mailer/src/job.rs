@@ -18,7 +18,7 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use duraq_core::{Job, JobArgs, JobContext, JobError, JobHandler, JobResult, Store};
+use duraq_core::{Job, JobArgs, JobContext, JobError, JobHandler, JobResult, MailOperations};
 
 use crate::backend::MailBackend;
 use crate::error::{MailError, MailResult};
@@ -74,13 +74,23 @@ impl MailDeliverJob {
     /// One attempt of a claimed `job` at `now_ms`, as [`JobHandler::perform`]
     /// runs it (for callers that drive attempts themselves). The error's
     /// [`MailError::into_job_error`] is what the worker reports.
-    pub async fn attempt(&self, store: &dyn Store, now_ms: i64, job: &Job) -> MailResult<()> {
+    pub async fn attempt(
+        &self,
+        store: &dyn MailOperations,
+        now_ms: i64,
+        job: &Job,
+    ) -> MailResult<()> {
         let args: DeliverArgs = serde_json::from_value(job.args.clone())
             .map_err(|e| MailError::invalid(format!("invalid {DELIVER_JOB} args: {e}")))?;
         self.deliver(store, now_ms, args).await
     }
 
-    async fn deliver(&self, store: &dyn Store, now_ms: i64, args: DeliverArgs) -> MailResult<()> {
+    async fn deliver(
+        &self,
+        store: &dyn MailOperations,
+        now_ms: i64,
+        args: DeliverArgs,
+    ) -> MailResult<()> {
         let Some(terms) = &args.operation else {
             self.backend.send(&args.payload, None).await?;
             return Ok(());
@@ -122,7 +132,7 @@ impl MailDeliverJob {
     /// Pre-attempt checks 1 and 2 against the persisted record.
     async fn check_terms(
         &self,
-        store: &dyn Store,
+        store: &dyn MailOperations,
         terms: &OperationTerms,
         args: &DeliverArgs,
     ) -> MailResult<OperationRecord> {

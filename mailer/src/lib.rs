@@ -1,7 +1,9 @@
 //! `duraq-mailer`: mail payloads, the backend trait, generic SMTP (lettre), an
 //! in-memory backend for tests, required-idempotency delivery operations stored
-//! through `duraq_core::Store`, and the built-in `duraq.mail.deliver` job
-//! (`docs/mail.md`).
+//! with the job, and the built-in `duraq.mail.deliver` job (`docs/mail.md`).
+//! [`Mailer`] enqueues through a store's [`duraq_core::Producer`] part; the
+//! delivery job reads and stamps operation records through its
+//! [`duraq_core::MailOperations`] part.
 //!
 //! Why operations: a mail provider that suppresses duplicates does so only for
 //! one key and only for a while. duraq makes the key the producer's stable

@@ -14,7 +14,7 @@
 
 use std::sync::Arc;
 
-use duraq_core::{EnqueueOptions, EnqueueOutcome, NewJob, NewOperation, Store};
+use duraq_core::{EnqueueOptions, EnqueueOutcome, NewJob, NewOperation, Producer};
 
 use crate::backend::{Delivered, MailBackend};
 use crate::error::{from_enqueue_error, MailError, MailResult};
@@ -63,7 +63,7 @@ impl DeliveryContext {
 /// ```
 #[derive(Clone)]
 pub struct Mailer {
-    store: Arc<dyn Store>,
+    store: Arc<dyn Producer>,
     backend: Arc<dyn MailBackend>,
 }
 
@@ -76,8 +76,10 @@ impl std::fmt::Debug for Mailer {
 }
 
 impl Mailer {
-    /// A mailer enqueueing into `store` and sending through `backend`.
-    pub fn new(store: Arc<dyn Store>, backend: Arc<dyn MailBackend>) -> Self {
+    /// A mailer enqueueing into `store` and sending through `backend`. It only
+    /// enqueues, so it takes the [`Producer`] part of a store (an
+    /// `Arc<dyn Store>` converts).
+    pub fn new(store: Arc<dyn Producer>, backend: Arc<dyn MailBackend>) -> Self {
         Self { store, backend }
     }
 

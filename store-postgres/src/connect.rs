@@ -2,7 +2,7 @@
 //! LISTEN connection and the notifier, all from one `postgres://` URL. The
 //! notifier task is not aborted with the store: it ends once it has sent what
 //! was handed to it and every sender is gone, or when the store is closed
-//! (`Store::close`, after sending what it holds).
+//! (`Producer::close`, after sending what it holds).
 //!
 //! [`PostgresStore::connect`] creates the schema and its tables when missing;
 //! [`PostgresStore::connect_existing`] (for reading commands, which never create;
@@ -148,7 +148,8 @@ impl PostgresStore {
     ///
     /// ```no_run
     /// # async fn demo() -> duraq_core::Result<()> {
-    /// use duraq_core::{EnqueueOptions, NewJob, Store};
+    /// use duraq_core::prelude::*;
+    /// use duraq_core::{EnqueueOptions, NewJob};
     /// use duraq_store_postgres::{PostgresOptions, PostgresStore};
     /// let producer = PostgresOptions { listen: false, ..PostgresOptions::default() };
     /// let store = PostgresStore::connect("postgres://app@db.internal/app", producer).await?;

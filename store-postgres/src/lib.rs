@@ -1,6 +1,6 @@
-//! `duraq-store-postgres`: the [`duraq_core::Store`] trait on PostgreSQL, for any
-//! number of producer and worker processes on any number of hosts sharing one
-//! database.
+//! `duraq-store-postgres`: the store traits ([`duraq_core::Store`]) on
+//! PostgreSQL, for any number of producer and worker processes on any number of
+//! hosts sharing one database.
 //!
 //! - One transaction per call (READ COMMITTED), retried on serialization failures
 //!   and deadlocks; every value is a bound parameter ([`map_pg_error`] is the one
@@ -10,9 +10,9 @@
 //!   every producer waits for.
 //! - Committed changes are announced with `NOTIFY` after commit, coalesced by one
 //!   notifier task per store; one `LISTEN` connection per store feeds
-//!   [`duraq_core::Store::subscribe_counts`] and [`duraq_core::Store::work_signal`]
-//!   with other processes' changes, and makes good lost announcements from the
-//!   counter rows.
+//!   [`duraq_core::Inspect::subscribe_counts`] and
+//!   [`duraq_core::WorkerStore::work_signal`] with other processes' changes, and
+//!   makes good lost announcements from the counter rows.
 //! - Tenant-per-schema: [`PostgresOptions::schema`] puts every table in one schema.
 //! - Transactional enqueue: [`PostgresStore::enqueue_in`] enqueues inside the
 //!   application's own transaction, so the job exists only if its data commits.
@@ -77,8 +77,8 @@ pub struct PostgresOptions {
     /// connection is down (it is re-established in the meantime).
     pub fallback_poll_ms: u64,
     /// Whether to open the LISTEN connection that brings other processes'
-    /// changes to [`duraq_core::Store::subscribe_counts`] and
-    /// [`duraq_core::Store::work_signal`]. Workers and count watchers need it.
+    /// changes to [`duraq_core::Inspect::subscribe_counts`] and
+    /// [`duraq_core::WorkerStore::work_signal`]. Workers and count watchers need it.
     /// A process that only enqueues (a web server) can turn it off: it saves a
     /// connection, and the server no longer delivers every process's
     /// announcements to it. Its own changes are announced to others either way.
@@ -210,7 +210,7 @@ impl PostgresStore {
     }
 
     /// Sends what the notifier holds, then stops it, the listener and the pool;
-    /// see [`duraq_core::Store::close`].
+    /// see [`duraq_core::Producer::close`].
     pub(crate) async fn close_all(&self) {
         let (done, sent) = tokio::sync::oneshot::channel();
         if self

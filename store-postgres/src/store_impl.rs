@@ -1,14 +1,14 @@
-//! `impl Store for PostgresStore`: each mutating call is one [`write_tx!`]
-//! transaction around the matching module's function; reads run on a pooled
-//! connection without an explicit transaction.
+//! The store traits for `PostgresStore`, one `impl` per trait: each mutating
+//! call is one [`write_tx!`] transaction around the matching module's function;
+//! reads run on a pooled connection without an explicit transaction.
 
 use async_trait::async_trait;
 use duraq_core::{
     CancelOutcome, ClaimRequest, CountDelta, CountSnapshot, DueJobGroup, EnqueueOutcome, Error,
-    ErrorCode, Health, Job, JobFilter, JobStatus, KeyedOutcome, Lease, LeaseState, NewJob,
-    Operation, Outcome, PruneReport, PruneRequest, QueueName, QueueSnapshot, ReplaceOutcome,
-    ReportedAndClaimed, Result, RunningOwner, ScheduleKey, ScheduledJobs, Store, WakeOutcome,
-    WorkerInfo, WorkerRecord,
+    ErrorCode, Health, Inspect, Job, JobFilter, JobStatus, KeyedOutcome, Lease, LeaseState,
+    MailOperations, NewJob, Operate, Operation, Outcome, Producer, PruneReport, PruneRequest,
+    QueueName, QueueSnapshot, ReplaceOutcome, ReportedAndClaimed, Result, RunningOwner,
+    ScheduleKey, ScheduledJobs, WakeOutcome, WorkerInfo, WorkerRecord, WorkerStore,
 };
 use tokio::sync::{broadcast, watch};
 use tokio_postgres::Row;
@@ -61,7 +61,7 @@ const OPERATION_COLUMNS: &str =
     "op_key, data, job_id, created_at_ms, first_attempt_started_at_ms, result";
 
 #[async_trait]
-impl Store for PostgresStore {
+impl Producer for PostgresStore {
     async fn enqueue(&self, job: NewJob) -> Result<EnqueueOutcome> {
         if job.is_plain() {
             return group::enqueue(self, job).await;
@@ -118,25 +118,18 @@ impl Store for PostgresStore {
         })
     }
 
-    async fn get_scheduled(
-        &self,
-        key: &ScheduleKey,
-        include_latest_terminal: bool,
-    ) -> Result<ScheduledJobs> {
-        read!(self, |db| schedule::get(&db, key, include_latest_terminal)
-            .await)
+    /// Sends the NOTIFYs still pending, then stops the notifier and the LISTEN
+    /// connection and closes the pool. Later calls fail.
+    async fn close(&self) -> Result<()> {
+        self.close_all().await;
+        Ok(())
     }
+}
 
+#[async_trait]
+impl WorkerStore for PostgresStore {
     async fn claim(&self, req: &ClaimRequest) -> Result<Vec<Job>> {
         write_tx!(self, self.now(), |tx| { claim::claim(&mut tx, req).await })
-    }
-
-    async fn report(&self, lease: &Lease, outcome: Outcome) -> Result<bool> {
-        let reports = [(lease.clone(), outcome)];
-        write_tx!(self, self.now(), |tx| {
-            let applied = lifecycle::report_many(&mut tx, &reports).await?;
-            Ok(applied[0])
-        })
     }
 
     async fn report_batch(&self, reports: Vec<(Lease, Outcome)>) -> Result<Vec<bool>> {
@@ -192,36 +185,10 @@ impl Store for PostgresStore {
         read!(self, |db| workers::remove(&db, worker_id).await)
     }
 
-    async fn list_workers(&self, stale_after_ms: i64) -> Result<Vec<WorkerRecord>> {
-        let now = self.now();
-        read!(self, |db| workers::list(&db, now, stale_after_ms).await)
-    }
-
-    async fn due_job_names(&self, limit: usize) -> Result<Vec<DueJobGroup>> {
-        let now = self.now();
-        read!(self, |db| workers::due_job_names(&db, now, limit).await)
-    }
-
     async fn recover_stale(&self, stale_after_ms: i64) -> Result<Vec<String>> {
         write_tx!(self, self.now(), |tx| {
             lifecycle::recover_stale(&mut tx, stale_after_ms).await
         })
-    }
-
-    async fn retry_job(&self, id: &str) -> Result<Job> {
-        write_tx!(self, self.now(), |tx| {
-            lifecycle::retry_job(&mut tx, id).await
-        })
-    }
-
-    async fn cancel_job(&self, id: &str) -> Result<Job> {
-        let (job, from): (Job, JobStatus) = write_tx!(self, self.now(), |tx| {
-            lifecycle::cancel_job(&mut tx, id).await
-        })?;
-        if from == JobStatus::HandedOff {
-            self.announce_cancelled(&job.id);
-        }
-        Ok(job)
     }
 
     async fn lease_states(&self, job_ids: &[String]) -> Result<Vec<LeaseState>> {
@@ -250,6 +217,21 @@ impl Store for PostgresStore {
         self.shared().cancels.subscribe()
     }
 
+    async fn next_scheduled_at(
+        &self,
+        job_names: &[String],
+        queues: Option<&[String]>,
+    ) -> Result<Option<i64>> {
+        claim::next_due(self.shared(), job_names, queues).await
+    }
+
+    fn work_signal(&self) -> watch::Receiver<u64> {
+        self.shared().work.subscribe()
+    }
+}
+
+#[async_trait]
+impl Inspect for PostgresStore {
     async fn get_job(&self, id: &str) -> Result<Option<Job>> {
         let sql = format!("SELECT {JOB_COLUMNS} FROM {{s}}.duraq_jobs WHERE id = $1");
         read!(self, |db| db
@@ -289,12 +271,13 @@ impl Store for PostgresStore {
         ))
     }
 
-    async fn next_scheduled_at(
+    async fn get_scheduled(
         &self,
-        job_names: &[String],
-        queues: Option<&[String]>,
-    ) -> Result<Option<i64>> {
-        claim::next_due(self.shared(), job_names, queues).await
+        key: &ScheduleKey,
+        include_latest_terminal: bool,
+    ) -> Result<ScheduledJobs> {
+        read!(self, |db| schedule::get(&db, key, include_latest_terminal)
+            .await)
     }
 
     async fn count_snapshot(&self) -> Result<CountSnapshot> {
@@ -306,80 +289,18 @@ impl Store for PostgresStore {
         read!(self, |db| counts::queue_snapshot(&db, now).await)
     }
 
-    async fn pause_queue(&self, queue: &QueueName) -> Result<bool> {
-        write_tx!(self, self.now(), |tx| {
-            pause::pause(&mut tx, queue.as_str()).await
-        })
-    }
-
-    async fn resume_queue(&self, queue: &QueueName) -> Result<bool> {
-        write_tx!(self, self.now(), |tx| {
-            pause::resume(&mut tx, queue.as_str()).await
-        })
-    }
-
     fn subscribe_counts(&self) -> broadcast::Receiver<CountDelta> {
         self.shared().deltas.subscribe()
     }
 
-    fn work_signal(&self) -> watch::Receiver<u64> {
-        self.shared().work.subscribe()
-    }
-
-    async fn prune(&self, req: &PruneRequest) -> Result<PruneReport> {
+    async fn list_workers(&self, stale_after_ms: i64) -> Result<Vec<WorkerRecord>> {
         let now = self.now();
-        let mut report = PruneReport::default();
-        loop {
-            let deleted = write_tx!(self, now, |tx| {
-                lifecycle::prune_batch(&mut tx, req, now).await
-            })?;
-            if deleted == 0 {
-                return Ok(report);
-            }
-            report.deleted += deleted;
-            report.batches += 1;
-            if deleted < req.batch_size.max(1) as u64 {
-                return Ok(report);
-            }
-        }
+        read!(self, |db| workers::list(&db, now, stale_after_ms).await)
     }
 
-    async fn reconcile_reservations(&self) -> Result<u64> {
-        write_tx!(self, self.now(), |tx| {
-            lifecycle::reconcile(&mut tx).await
-        })
-    }
-
-    async fn get_operation(&self, key: &str) -> Result<Option<Operation>> {
-        let sql =
-            format!("SELECT {OPERATION_COLUMNS} FROM {{s}}.duraq_operations WHERE op_key = $1");
-        read!(self, |db| db
-            .query_opt(&sql, &[&key])
-            .await?
-            .as_ref()
-            .map(operation_from_row)
-            .transpose())
-    }
-
-    async fn start_operation_attempt(&self, key: &str) -> Result<Operation> {
+    async fn due_job_names(&self, limit: usize) -> Result<Vec<DueJobGroup>> {
         let now = self.now();
-        let sql = format!(
-            "UPDATE {{s}}.duraq_operations SET first_attempt_started_at_ms = \
-             COALESCE(first_attempt_started_at_ms, $2) WHERE op_key = $1 RETURNING {OPERATION_COLUMNS}"
-        );
-        let row = read!(self, |db| db.query_opt(&sql, &[&key, &now]).await?);
-        operation_from_row(&row.ok_or_else(|| operation_not_found(key))?)
-    }
-
-    async fn record_operation_result(&self, key: &str, result: serde_json::Value) -> Result<()> {
-        let sql = "UPDATE {s}.duraq_operations SET result = $2 WHERE op_key = $1";
-        let updated = read!(self, |db| db
-            .execute(sql, &[&key, &result.to_string()])
-            .await?);
-        if updated == 0 {
-            return Err(operation_not_found(key));
-        }
-        Ok(())
+        read!(self, |db| workers::due_job_names(&db, now, limit).await)
     }
 
     async fn health(&self) -> Result<Health> {
@@ -416,11 +337,94 @@ impl Store for PostgresStore {
             ),
         })
     }
+}
 
-    /// Sends the NOTIFYs still pending, then stops the notifier and the LISTEN
-    /// connection and closes the pool. Later calls fail.
-    async fn close(&self) -> Result<()> {
-        self.close_all().await;
+#[async_trait]
+impl Operate for PostgresStore {
+    async fn retry_job(&self, id: &str) -> Result<Job> {
+        write_tx!(self, self.now(), |tx| {
+            lifecycle::retry_job(&mut tx, id).await
+        })
+    }
+
+    async fn cancel_job(&self, id: &str) -> Result<Job> {
+        let (job, from): (Job, JobStatus) = write_tx!(self, self.now(), |tx| {
+            lifecycle::cancel_job(&mut tx, id).await
+        })?;
+        if from == JobStatus::HandedOff {
+            self.announce_cancelled(&job.id);
+        }
+        Ok(job)
+    }
+
+    async fn pause_queue(&self, queue: &QueueName) -> Result<bool> {
+        write_tx!(self, self.now(), |tx| {
+            pause::pause(&mut tx, queue.as_str()).await
+        })
+    }
+
+    async fn resume_queue(&self, queue: &QueueName) -> Result<bool> {
+        write_tx!(self, self.now(), |tx| {
+            pause::resume(&mut tx, queue.as_str()).await
+        })
+    }
+
+    async fn prune(&self, req: &PruneRequest) -> Result<PruneReport> {
+        let now = self.now();
+        let mut report = PruneReport::default();
+        loop {
+            let deleted = write_tx!(self, now, |tx| {
+                lifecycle::prune_batch(&mut tx, req, now).await
+            })?;
+            if deleted == 0 {
+                return Ok(report);
+            }
+            report.deleted += deleted;
+            report.batches += 1;
+            if deleted < req.batch_size.max(1) as u64 {
+                return Ok(report);
+            }
+        }
+    }
+
+    async fn reconcile_reservations(&self) -> Result<u64> {
+        write_tx!(self, self.now(), |tx| {
+            lifecycle::reconcile(&mut tx).await
+        })
+    }
+}
+
+#[async_trait]
+impl MailOperations for PostgresStore {
+    async fn get_operation(&self, key: &str) -> Result<Option<Operation>> {
+        let sql =
+            format!("SELECT {OPERATION_COLUMNS} FROM {{s}}.duraq_operations WHERE op_key = $1");
+        read!(self, |db| db
+            .query_opt(&sql, &[&key])
+            .await?
+            .as_ref()
+            .map(operation_from_row)
+            .transpose())
+    }
+
+    async fn start_operation_attempt(&self, key: &str) -> Result<Operation> {
+        let now = self.now();
+        let sql = format!(
+            "UPDATE {{s}}.duraq_operations SET first_attempt_started_at_ms = \
+             COALESCE(first_attempt_started_at_ms, $2) WHERE op_key = $1 RETURNING {OPERATION_COLUMNS}"
+        );
+        let row = read!(self, |db| db.query_opt(&sql, &[&key, &now]).await?);
+        operation_from_row(&row.ok_or_else(|| operation_not_found(key))?)
+    }
+
+    async fn record_operation_result(&self, key: &str, result: serde_json::Value) -> Result<()> {
+        let sql = "UPDATE {s}.duraq_operations SET result = $2 WHERE op_key = $1";
+        let updated = read!(self, |db| db
+            .execute(sql, &[&key, &result.to_string()])
+            .await?);
+        if updated == 0 {
+            return Err(operation_not_found(key));
+        }
         Ok(())
     }
 }

@@ -8,7 +8,8 @@ mod common;
 mod announcements {
     use std::time::Duration;
 
-    use duraq_core::{CountDelta, EnqueueOptions, Store};
+    use duraq_core::prelude::*;
+    use duraq_core::{CountDelta, EnqueueOptions};
     use tokio::sync::broadcast::Receiver;
 
     use crate::common::{job, next_delta, open, raw_client, schema};

@@ -10,7 +10,8 @@
 mod common;
 
 mod postgres {
-    use duraq_core::{EnqueueOptions, Store};
+    use duraq_core::prelude::*;
+    use duraq_core::EnqueueOptions;
     use duraq_store_postgres::PostgresStore;
 
     use crate::common::{blocked_by, claim_req, hold_paused_queues, job, options, schema, url};

@@ -13,9 +13,8 @@ mod common;
 mod postgres {
     use std::sync::Arc;
 
-    use duraq_core::{
-        digest_hex, EnqueueOptions, EnqueueOutcome, ErrorCode, ManualClock, NewJob, Store,
-    };
+    use duraq_core::prelude::*;
+    use duraq_core::{digest_hex, EnqueueOptions, EnqueueOutcome, ErrorCode, ManualClock, NewJob};
     use duraq_store_postgres::PostgresStore;
     use serde_json::{json, Value};
 

@@ -5,7 +5,8 @@
 mod common;
 
 mod postgres {
-    use duraq_core::{EnqueueOptions, EnqueueOutcome, ErrorCode, Store};
+    use duraq_core::prelude::*;
+    use duraq_core::{EnqueueOptions, EnqueueOutcome, ErrorCode};
     use duraq_store_postgres::{PostgresStore, SCHEMA_VERSION};
 
     use crate::common::{job, open, options, raw_client, schema, url};
@@ -183,10 +184,13 @@ mod postgres {
         };
         let claimed = store.claim(&claim).await.unwrap();
         assert_eq!(claimed.len(), 2);
-        assert!(store
-            .report(&claimed[0].lease().unwrap(), Outcome::Completed)
-            .await
-            .unwrap());
+        assert_eq!(
+            store
+                .report_batch(vec![(claimed[0].lease().unwrap(), Outcome::Completed)])
+                .await
+                .unwrap(),
+            [true]
+        );
         let before = store.queue_snapshot().await.unwrap();
         drop(store);
         // Back to the shape version 2 created.
@@ -217,7 +221,7 @@ mod postgres {
         );
         assert_eq!(after.queue("video").unwrap().counts.queued, 1);
         store
-            .report(&claimed[1].lease().unwrap(), Outcome::Completed)
+            .report_batch(vec![(claimed[1].lease().unwrap(), Outcome::Completed)])
             .await
             .unwrap();
         let now = store.queue_snapshot().await.unwrap();
@@ -381,10 +385,13 @@ mod postgres {
             ..ClaimRequest::default()
         };
         let first = store.claim(&claim("w1")).await.unwrap().remove(0);
-        assert!(store
-            .report(&first.lease().unwrap(), Outcome::failed("before"))
-            .await
-            .unwrap());
+        assert_eq!(
+            store
+                .report_batch(vec![(first.lease().unwrap(), Outcome::failed("before"))])
+                .await
+                .unwrap(),
+            [true]
+        );
         drop(store);
         // Back to the shape version 4 created.
         let client = raw_client().await;
@@ -425,10 +432,16 @@ mod postgres {
         );
         let second = store.claim(&claim("w2")).await.unwrap().remove(0);
         assert_eq!(second.id, ids[1]);
-        assert!(store
-            .report(&second.lease().unwrap(), Outcome::failed("after\0nul"))
-            .await
-            .unwrap());
+        assert_eq!(
+            store
+                .report_batch(vec![(
+                    second.lease().unwrap(),
+                    Outcome::failed("after\0nul")
+                )])
+                .await
+                .unwrap(),
+            [true]
+        );
         let failed = store.get_job(&ids[1]).await.unwrap().unwrap();
         assert_eq!(failed.errors.len(), 1);
         assert_eq!(

@@ -14,9 +14,10 @@ mod postgres {
     use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
     use std::sync::Arc;
 
+    use duraq_core::prelude::*;
     use duraq_core::{
         ClaimRequest, Clock, EnqueueOptions, JobFilter, JobStatus, ManualClock, NewJob, Registry,
-        ScheduleKey, Store, SystemClock, Worker,
+        ScheduleKey, SystemClock, Worker,
     };
     use duraq_store_postgres::{PostgresOptions, PostgresStore};
     use serde_json::{json, Value};

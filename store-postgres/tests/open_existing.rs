@@ -10,7 +10,8 @@
 mod common;
 
 mod postgres {
-    use duraq_core::{error_chain, ErrorCode, Store};
+    use duraq_core::prelude::*;
+    use duraq_core::{error_chain, ErrorCode};
     use duraq_store_postgres::{PostgresOptions, PostgresStore, LEDGER_TABLE};
 
     use crate::common::{open, options, raw_client, schema, url};

@@ -10,7 +10,8 @@ mod common;
 mod postgres {
     use std::time::Duration;
 
-    use duraq_core::{EnqueueOptions, JobStatus, Outcome, Store};
+    use duraq_core::prelude::*;
+    use duraq_core::{EnqueueOptions, JobStatus, Outcome};
     use duraq_store_postgres::PostgresStore;
 
     use crate::common::{

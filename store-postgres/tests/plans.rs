@@ -11,7 +11,8 @@
 mod common;
 
 mod postgres {
-    use duraq_core::{EnqueueOptions, Store};
+    use duraq_core::prelude::*;
+    use duraq_core::EnqueueOptions;
 
     use crate::common::{job, open, raw_client, schema};
 

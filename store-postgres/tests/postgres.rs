@@ -8,9 +8,10 @@ mod common;
 mod postgres {
     use std::time::Duration;
 
+    use duraq_core::prelude::*;
     use duraq_core::{
         ClaimRequest, EnqueueOptions, EnqueueOutcome, ErrorCode, JobFilter, JobStatus, NewJob,
-        ScheduleKey, Store,
+        ScheduleKey,
     };
     use duraq_store_postgres::{PostgresOptions, PostgresStore};
     use serde_json::json;
@@ -440,10 +441,13 @@ mod postgres {
         };
         let claimed = store.claim(&req).await.unwrap();
         let lease = claimed[0].lease().unwrap();
-        assert!(store
-            .report(&lease, duraq_core::Outcome::failed("bad\0byte"))
-            .await
-            .unwrap());
+        assert_eq!(
+            store
+                .report_batch(vec![(lease, duraq_core::Outcome::failed("bad\0byte"))])
+                .await
+                .unwrap(),
+            [true]
+        );
         let job = store.get_job(&id).await.unwrap().unwrap();
         assert_eq!(
             (job.status, job.last_error.as_deref()),

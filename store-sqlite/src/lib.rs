@@ -24,7 +24,8 @@
 //!
 //! ```no_run
 //! # async fn demo() -> duraq_core::Result<()> {
-//! use duraq_core::{EnqueueOptions, NewJob, Store};
+//! use duraq_core::prelude::*;
+//! use duraq_core::{EnqueueOptions, NewJob};
 //! use duraq_store_sqlite::{SqliteOptions, SqliteStore};
 //! let store = SqliteStore::open("duraq.db", SqliteOptions::default())?;
 //! let job = NewJob::new("send_welcome", serde_json::json!([42]), EnqueueOptions::new())?;

@@ -1,6 +1,6 @@
-//! `impl Store for SqliteStore`: each call is either one writer request (one
-//! logical mutation in a group commit) or one pooled read; the domain modules
-//! do the work.
+//! The store traits for `SqliteStore`, one `impl` per trait: each call is
+//! either one writer request (one logical mutation in a group commit) or one
+//! pooled read; the domain modules do the work.
 
 use async_trait::async_trait;
 use duraq_core::*;
@@ -13,7 +13,7 @@ use crate::{
 };
 
 #[async_trait]
-impl Store for SqliteStore {
+impl Producer for SqliteStore {
     async fn enqueue(&self, job: NewJob) -> Result<EnqueueOutcome> {
         self.write(move |tx| enqueue::enqueue(tx, job)).await
     }
@@ -59,25 +59,21 @@ impl Store for SqliteStore {
         self.write(move |tx| schedule::wake(tx, &key)).await
     }
 
-    async fn get_scheduled(
-        &self,
-        key: &ScheduleKey,
-        include_latest_terminal: bool,
-    ) -> Result<ScheduledJobs> {
-        let key = key.clone();
-        self.read(move |conn| schedule::get(conn, &key, include_latest_terminal))
-            .await
+    /// Stops the writer thread (and with it the cross-process poll) once the
+    /// writes already sent are committed, and closes every connection. Later
+    /// calls fail with `backend-error`.
+    async fn close(&self) -> Result<()> {
+        self.inner.writer.close().await?;
+        self.inner.readers.close();
+        Ok(())
     }
+}
 
+#[async_trait]
+impl WorkerStore for SqliteStore {
     async fn claim(&self, req: &ClaimRequest) -> Result<Vec<Job>> {
         let req = req.clone();
         self.write(move |tx| claim::claim(tx, &req)).await
-    }
-
-    async fn report(&self, lease: &Lease, outcome: Outcome) -> Result<bool> {
-        let lease = lease.clone();
-        self.write(move |tx| report::report(tx, &lease, &outcome))
-            .await
     }
 
     async fn report_batch(&self, reports: Vec<(Lease, Outcome)>) -> Result<Vec<bool>> {
@@ -115,6 +111,73 @@ impl Store for SqliteStore {
         self.write(move |tx| workers::remove(tx, &worker_id)).await
     }
 
+    async fn recover_stale(&self, stale_after_ms: i64) -> Result<Vec<String>> {
+        self.write(move |tx| report::recover_stale(tx, stale_after_ms))
+            .await
+    }
+
+    async fn lease_states(&self, job_ids: &[String]) -> Result<Vec<LeaseState>> {
+        let ids = job_ids.to_vec();
+        self.read(move |conn| admin::lease_states(conn, &ids)).await
+    }
+
+    fn subscribe_cancellations(&self) -> broadcast::Receiver<String> {
+        self.cancels()
+    }
+
+    async fn next_scheduled_at(
+        &self,
+        job_names: &[String],
+        queues: Option<&[String]>,
+    ) -> Result<Option<i64>> {
+        let names = job_names.to_vec();
+        let queues = queues.map(<[String]>::to_vec);
+        self.read(move |conn| admin::next_scheduled_at(conn, &names, queues.as_deref()))
+            .await
+    }
+
+    fn work_signal(&self) -> watch::Receiver<u64> {
+        self.inner.signals.work.subscribe()
+    }
+}
+
+#[async_trait]
+impl Inspect for SqliteStore {
+    async fn get_job(&self, id: &str) -> Result<Option<Job>> {
+        let id = id.to_owned();
+        self.read(move |conn| crate::rows::load_job(conn, &id))
+            .await
+    }
+
+    async fn list_jobs(&self, filter: &JobFilter) -> Result<Vec<Job>> {
+        let filter = filter.clone();
+        self.read(move |conn| admin::list_jobs(conn, &filter)).await
+    }
+
+    async fn get_scheduled(
+        &self,
+        key: &ScheduleKey,
+        include_latest_terminal: bool,
+    ) -> Result<ScheduledJobs> {
+        let key = key.clone();
+        self.read(move |conn| schedule::get(conn, &key, include_latest_terminal))
+            .await
+    }
+
+    async fn count_snapshot(&self) -> Result<CountSnapshot> {
+        self.read(counts::snapshot).await
+    }
+
+    async fn queue_snapshot(&self) -> Result<QueueSnapshot> {
+        let now = self.now();
+        self.read(move |conn| counts::queue_snapshot(conn, now))
+            .await
+    }
+
+    fn subscribe_counts(&self) -> broadcast::Receiver<CountDelta> {
+        self.inner.signals.counts.subscribe()
+    }
+
     async fn list_workers(&self, stale_after_ms: i64) -> Result<Vec<WorkerRecord>> {
         let now = self.now();
         self.read(move |conn| workers::list(conn, now, stale_after_ms))
@@ -127,11 +190,28 @@ impl Store for SqliteStore {
             .await
     }
 
-    async fn recover_stale(&self, stale_after_ms: i64) -> Result<Vec<String>> {
-        self.write(move |tx| report::recover_stale(tx, stale_after_ms))
-            .await
+    async fn health(&self) -> Result<Health> {
+        let pragmas = self.inner.pragmas.clone();
+        let schema_version = self.read(schema::current_version).await?;
+        Ok(Health {
+            backend: "sqlite".into(),
+            schema_version,
+            detail: format!(
+                "journal_mode={} synchronous={} file={}",
+                pragmas.journal_mode,
+                match pragmas.synchronous {
+                    2 => "FULL",
+                    1 => "NORMAL",
+                    _ => "other",
+                },
+                self.inner.path.display()
+            ),
+        })
     }
+}
 
+#[async_trait]
+impl Operate for SqliteStore {
     async fn retry_job(&self, id: &str) -> Result<Job> {
         let id = id.to_owned();
         self.write(move |tx| admin::retry_job(tx, &id)).await
@@ -146,47 +226,6 @@ impl Store for SqliteStore {
         Ok(job)
     }
 
-    fn subscribe_cancellations(&self) -> broadcast::Receiver<String> {
-        self.cancels()
-    }
-
-    async fn lease_states(&self, job_ids: &[String]) -> Result<Vec<LeaseState>> {
-        let ids = job_ids.to_vec();
-        self.read(move |conn| admin::lease_states(conn, &ids)).await
-    }
-
-    async fn get_job(&self, id: &str) -> Result<Option<Job>> {
-        let id = id.to_owned();
-        self.read(move |conn| crate::rows::load_job(conn, &id))
-            .await
-    }
-
-    async fn list_jobs(&self, filter: &JobFilter) -> Result<Vec<Job>> {
-        let filter = filter.clone();
-        self.read(move |conn| admin::list_jobs(conn, &filter)).await
-    }
-
-    async fn next_scheduled_at(
-        &self,
-        job_names: &[String],
-        queues: Option<&[String]>,
-    ) -> Result<Option<i64>> {
-        let names = job_names.to_vec();
-        let queues = queues.map(<[String]>::to_vec);
-        self.read(move |conn| admin::next_scheduled_at(conn, &names, queues.as_deref()))
-            .await
-    }
-
-    async fn count_snapshot(&self) -> Result<CountSnapshot> {
-        self.read(counts::snapshot).await
-    }
-
-    async fn queue_snapshot(&self) -> Result<QueueSnapshot> {
-        let now = self.now();
-        self.read(move |conn| counts::queue_snapshot(conn, now))
-            .await
-    }
-
     async fn pause_queue(&self, queue: &QueueName) -> Result<bool> {
         let queue = queue.clone();
         self.write(move |tx| pause::pause(tx, queue.as_str())).await
@@ -196,14 +235,6 @@ impl Store for SqliteStore {
         let queue = queue.clone();
         self.write(move |tx| pause::resume(tx, queue.as_str()))
             .await
-    }
-
-    fn subscribe_counts(&self) -> broadcast::Receiver<CountDelta> {
-        self.inner.signals.counts.subscribe()
-    }
-
-    fn work_signal(&self) -> watch::Receiver<u64> {
-        self.inner.signals.work.subscribe()
     }
 
     async fn prune(&self, req: &PruneRequest) -> Result<PruneReport> {
@@ -228,7 +259,10 @@ impl Store for SqliteStore {
     async fn reconcile_reservations(&self) -> Result<u64> {
         self.write(admin::reconcile).await
     }
+}
 
+#[async_trait]
+impl MailOperations for SqliteStore {
     async fn get_operation(&self, key: &str) -> Result<Option<Operation>> {
         let key = key.to_owned();
         self.read(move |conn| operations::get(conn, &key)).await
@@ -244,33 +278,5 @@ impl Store for SqliteStore {
         let key = key.to_owned();
         self.write(move |tx| operations::record_result(tx, &key, &result))
             .await
-    }
-
-    async fn health(&self) -> Result<Health> {
-        let pragmas = self.inner.pragmas.clone();
-        let schema_version = self.read(schema::current_version).await?;
-        Ok(Health {
-            backend: "sqlite".into(),
-            schema_version,
-            detail: format!(
-                "journal_mode={} synchronous={} file={}",
-                pragmas.journal_mode,
-                match pragmas.synchronous {
-                    2 => "FULL",
-                    1 => "NORMAL",
-                    _ => "other",
-                },
-                self.inner.path.display()
-            ),
-        })
-    }
-
-    /// Stops the writer thread (and with it the cross-process poll) once the
-    /// writes already sent are committed, and closes every connection. Later
-    /// calls fail with `backend-error`.
-    async fn close(&self) -> Result<()> {
-        self.inner.writer.close().await?;
-        self.inner.readers.close();
-        Ok(())
     }
 }

@@ -3,7 +3,8 @@
 //! columns): every field round-trips, and a conflict in the middle of a
 //! statement leaves nothing of the batch behind.
 
-use duraq_core::{EnqueueOptions, EnqueueOutcome, ErrorCode, JobStatus, NewJob, Store};
+use duraq_core::prelude::*;
+use duraq_core::{EnqueueOptions, EnqueueOutcome, ErrorCode, JobStatus, NewJob};
 use duraq_store_sqlite::{SqliteOptions, SqliteStore};
 use serde_json::json;
 

@@ -4,7 +4,8 @@
 //! writer checkpoints itself every 1,000 frames, so the WAL restarts at about
 //! that size, as with SQLite's own auto-checkpoint.
 
-use duraq_core::{EnqueueOptions, NewJob, Store};
+use duraq_core::prelude::*;
+use duraq_core::{EnqueueOptions, NewJob};
 use duraq_store_sqlite::{SqliteOptions, SqliteStore};
 use serde_json::json;
 

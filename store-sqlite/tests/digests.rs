@@ -1,7 +1,8 @@
 //! Version 8: a job row keeps its args digest only while it has a dedupe key
 //! (the one lookup that reads it), and files written before keep theirs.
 
-use duraq_core::{EnqueueOptions, EnqueueOutcome, NewJob, Store};
+use duraq_core::prelude::*;
+use duraq_core::{EnqueueOptions, EnqueueOutcome, NewJob};
 use duraq_store_sqlite::{SqliteOptions, SqliteStore};
 use rusqlite::Connection;
 use serde_json::{json, Value};

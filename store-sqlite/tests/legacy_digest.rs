@@ -9,9 +9,8 @@
 
 use std::sync::Arc;
 
-use duraq_core::{
-    digest_hex, EnqueueOptions, EnqueueOutcome, ErrorCode, ManualClock, NewJob, Store,
-};
+use duraq_core::prelude::*;
+use duraq_core::{digest_hex, EnqueueOptions, EnqueueOutcome, ErrorCode, ManualClock, NewJob};
 use duraq_store_sqlite::{SqliteOptions, SqliteStore};
 use rusqlite::Connection;
 use serde_json::{json, Value};

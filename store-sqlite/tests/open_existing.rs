@@ -11,7 +11,8 @@
 
 use std::path::Path;
 
-use duraq_core::{error_chain, Error, ErrorCode, Store};
+use duraq_core::prelude::*;
+use duraq_core::{error_chain, Error, ErrorCode};
 use duraq_store_sqlite::{migrate, SqliteOptions, SqliteStore};
 use rusqlite::Connection;
 

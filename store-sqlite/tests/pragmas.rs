@@ -1,6 +1,6 @@
 //! Durability settings are applied and verified on open.
 
-use duraq_core::Store;
+use duraq_core::prelude::*;
 use duraq_store_sqlite::{SqliteOptions, SqliteStore, Synchronous};
 use rusqlite::Connection;
 

@@ -1,6 +1,7 @@
 //! Schema versions, upgrades and refusals on real files.
 
-use duraq_core::{ErrorCode, JobStatus, Store};
+use duraq_core::prelude::*;
+use duraq_core::{ErrorCode, JobStatus};
 use duraq_store_sqlite::{migrate, SqliteOptions, SqliteStore, SCHEMA_VERSION};
 use rusqlite::Connection;
 
@@ -390,10 +391,13 @@ async fn upgrade_to_v4_backfills_counts_per_queue() {
     };
     let claimed = store.claim(&claim).await.unwrap();
     assert_eq!(claimed.len(), 2);
-    assert!(store
-        .report(&claimed[0].lease().unwrap(), Outcome::Completed)
-        .await
-        .unwrap());
+    assert_eq!(
+        store
+            .report_batch(vec![(claimed[0].lease().unwrap(), Outcome::Completed)])
+            .await
+            .unwrap(),
+        [true]
+    );
     let before = store.queue_snapshot().await.unwrap();
     drop(store);
     // Back to the shape version 3 created.
@@ -421,7 +425,7 @@ async fn upgrade_to_v4_backfills_counts_per_queue() {
     assert_eq!(after.queue("video").unwrap().counts.queued, 1);
     // Kept in step from here on.
     store
-        .report(&claimed[1].lease().unwrap(), Outcome::Completed)
+        .report_batch(vec![(claimed[1].lease().unwrap(), Outcome::Completed)])
         .await
         .unwrap();
     let mail = store
@@ -523,10 +527,13 @@ async fn upgrade_to_v6_adds_the_error_history_in_place() {
         ..ClaimRequest::default()
     };
     let first = store.claim(&claim("w1")).await.unwrap().remove(0);
-    assert!(store
-        .report(&first.lease().unwrap(), Outcome::failed("before"))
-        .await
-        .unwrap());
+    assert_eq!(
+        store
+            .report_batch(vec![(first.lease().unwrap(), Outcome::failed("before"))])
+            .await
+            .unwrap(),
+        [true]
+    );
     drop(store);
     // Back to the shape version 5 created.
     let conn = Connection::open(&path).unwrap();
@@ -569,10 +576,13 @@ async fn upgrade_to_v6_adds_the_error_history_in_place() {
 
     let second = store.claim(&claim("w2")).await.unwrap().remove(0);
     assert_eq!(second.id, ids[1]);
-    assert!(store
-        .report(&second.lease().unwrap(), Outcome::failed("after"))
-        .await
-        .unwrap());
+    assert_eq!(
+        store
+            .report_batch(vec![(second.lease().unwrap(), Outcome::failed("after"))])
+            .await
+            .unwrap(),
+        [true]
+    );
     let failed = store.get_job(&ids[1]).await.unwrap().unwrap();
     assert_eq!(failed.errors.len(), 1);
     assert_eq!(
@@ -585,10 +595,13 @@ async fn upgrade_to_v6_adds_the_error_history_in_place() {
     );
     store.retry_job(&ids[0]).await.unwrap();
     let again = store.claim(&claim("w3")).await.unwrap().remove(0);
-    assert!(store
-        .report(&again.lease().unwrap(), Outcome::failed("later"))
-        .await
-        .unwrap());
+    assert_eq!(
+        store
+            .report_batch(vec![(again.lease().unwrap(), Outcome::failed("later"))])
+            .await
+            .unwrap(),
+        [true]
+    );
     let old = store.get_job(&ids[0]).await.unwrap().unwrap();
     assert_eq!(
         old.errors

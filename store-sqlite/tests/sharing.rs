@@ -4,7 +4,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use duraq_core::{EnqueueOptions, EnqueueOutcome, ErrorCode, JobStatus, NewJob, Store};
+use duraq_core::prelude::*;
+use duraq_core::{EnqueueOptions, EnqueueOutcome, ErrorCode, JobStatus, NewJob};
 use duraq_store_sqlite::{SqliteOptions, SqliteStore};
 use rusqlite::Connection;
 

@@ -108,13 +108,7 @@ pub async fn each_claim_gets_a_fresh_lease(h: &Harness) {
     assert_ne!(first.handoff_id, second.handoff_id);
     assert_eq!(second.attempts, 2);
     let before = h.state().await;
-    assert!(
-        !h.store
-            .report(&lease(&first), Outcome::Completed)
-            .await
-            .unwrap(),
-        "stale lease"
-    );
+    assert!(!h.report(&first, Outcome::Completed).await, "stale lease");
     h.assert_unchanged(&before, "a stale report").await;
     assert!(h.report(&second, Outcome::Completed).await);
 }
@@ -137,7 +131,7 @@ pub async fn stale_reports_change_nothing(h: &Harness) {
             Outcome::failed("x"),
             Outcome::Reschedule { delay_ms: 5 },
         ] {
-            assert!(!h.store.report(bad, outcome).await.unwrap());
+            assert!(!h.report_lease(bad, outcome).await);
         }
     }
     h.assert_unchanged(&before, "reports under foreign leases")

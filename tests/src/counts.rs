@@ -121,7 +121,7 @@ pub async fn revision_per_call(h: &Harness) {
         job_id: a.clone(),
         handoff_id: "stale".into(),
     };
-    assert!(!h.store.report(&stale, Outcome::Completed).await.unwrap());
+    assert!(!h.report_lease(&stale, Outcome::Completed).await);
     t.check(h, 0, "stale report").await;
     assert!(h.report(&claimed[0], Outcome::failed("x")).await);
     t.check(h, 1, "failed attempt back to queued").await;

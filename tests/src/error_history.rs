@@ -6,7 +6,7 @@
 use duraq_core::{AttemptError, EnqueueOptions, JobStatus, Outcome};
 use serde_json::json;
 
-use crate::harness::{lease, Harness};
+use crate::harness::Harness;
 
 fn entry(attempt: i64, at_ms: i64, error: &str, worker: &str) -> AttemptError {
     AttemptError {
@@ -108,11 +108,7 @@ pub async fn recovered_lease_appends_with_the_dead_worker(h: &Harness) {
 
     // The late report of the lost lease is fenced: nothing appended.
     let before = h.state().await;
-    assert!(!h
-        .store
-        .report(&lease(&claimed), Outcome::failed("late"))
-        .await
-        .unwrap());
+    assert!(!h.report(&claimed, Outcome::failed("late")).await);
     h.assert_unchanged(&before, "a late report from a lost lease")
         .await;
 
@@ -153,11 +149,7 @@ pub async fn stale_report_appends_nothing(h: &Harness) {
     assert!(h.report(&first, fail_now("first".into())).await);
     let second = h.claim_id("w2", "j", &id).await;
     let before = h.state().await;
-    assert!(!h
-        .store
-        .report(&lease(&first), Outcome::failed("stale"))
-        .await
-        .unwrap());
+    assert!(!h.report(&first, Outcome::failed("stale")).await);
     h.assert_unchanged(&before, "a report under a superseded lease")
         .await;
     assert!(h.report(&second, Outcome::Completed).await);

@@ -281,11 +281,20 @@ impl Harness {
         claimed.into_iter().next().unwrap()
     }
 
+    /// Reports `outcome` under `job`'s lease (a batch of one, as a worker does).
     pub async fn report(&self, job: &Job, outcome: Outcome) -> bool {
-        self.store
-            .report(&lease(job), outcome)
+        self.report_lease(&lease(job), outcome).await
+    }
+
+    /// Reports `outcome` under `lease`, which may be stale or made up.
+    pub async fn report_lease(&self, lease: &Lease, outcome: Outcome) -> bool {
+        let applied = self
+            .store
+            .report_batch(vec![(lease.clone(), outcome)])
             .await
-            .expect("report")
+            .expect("report_batch");
+        assert_eq!(applied.len(), 1, "one answer per report");
+        applied[0]
     }
 
     pub async fn replace(&self, k: &str, name: &str, args: Value) -> ReplaceOutcome {

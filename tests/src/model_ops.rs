@@ -221,7 +221,9 @@ pub async fn apply(ctx: &Ctx<'_>, op: &Op) -> Value {
             if *bogus {
                 lease.handoff_id = "bogus".into();
             }
-            to_json(s.report(&lease, outcome(report, ctx.step)).await)
+            // One report, as a worker sends it: a batch of one.
+            let reports = vec![(lease, outcome(report, ctx.step))];
+            to_json(s.report_batch(reports).await.map(|applied| applied[0]))
         }
         Op::Work {
             worker,

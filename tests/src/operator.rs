@@ -5,7 +5,7 @@
 use duraq_core::{EnqueueOptions, ErrorCode, Job, JobStatus, Outcome};
 use serde_json::json;
 
-use crate::harness::{expect_invalid, expect_not_found, job, key, lease, Harness};
+use crate::harness::{expect_invalid, expect_not_found, job, key, Harness};
 
 /// A job driven into `status` (maxRetries 0; named uniquely).
 async fn in_status(h: &Harness, status: JobStatus) -> Job {
@@ -88,10 +88,7 @@ pub async fn cancel_live_jobs(h: &Harness) {
     assert_eq!(cancelled.status, JobStatus::Cancelled);
     let before = h.state().await;
     assert!(
-        !h.store
-            .report(&lease(&running), Outcome::Completed)
-            .await
-            .unwrap(),
+        !h.report(&running, Outcome::Completed).await,
         "the lease was voided"
     );
     h.assert_unchanged(&before, "a report on a cancelled lease")

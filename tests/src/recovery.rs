@@ -5,7 +5,7 @@
 use duraq_core::{retry_backoff_ms, EnqueueOptions, JobStatus, Outcome};
 use serde_json::json;
 
-use crate::harness::{lease, Harness};
+use crate::harness::Harness;
 
 pub async fn stale_worker_is_recovered(h: &Harness) {
     let id = h.enqueue("j", json!([])).await;
@@ -27,10 +27,7 @@ pub async fn stale_worker_is_recovered(h: &Harness) {
     assert_eq!((j.handoff_id, j.worker_id), (None, None));
     let before = h.state().await;
     assert!(
-        !h.store
-            .report(&lease(&claimed), Outcome::Completed)
-            .await
-            .unwrap(),
+        !h.report(&claimed, Outcome::Completed).await,
         "the old lease is fenced"
     );
     h.assert_unchanged(&before, "a report from a recovered lease")

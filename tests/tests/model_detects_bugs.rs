@@ -7,7 +7,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use duraq_core::*;
 use duraq_tests::{MemoryFactory, StoreFactory};
-use tokio::sync::{broadcast, watch};
+use tokio::sync::watch;
 
 #[derive(Clone, Copy, Debug)]
 enum Bug {
@@ -42,35 +42,13 @@ impl StoreFactory for BuggyFactory {
     }
 }
 
+delegate_store!(impl Producer, Inspect, MailOperations for Buggy => inner);
+
+/// Claims, reports and recovery carry the bugs. `report_and_claim`,
+/// `lost_leases` and `subscribe_cancellations` keep their defaults: a refill
+/// goes through the buggy `report_batch` and `claim`.
 #[async_trait]
-impl Store for Buggy {
-    async fn enqueue(&self, job: NewJob) -> Result<EnqueueOutcome> {
-        self.inner.enqueue(job).await
-    }
-    async fn enqueue_batch(&self, jobs: Vec<NewJob>) -> Result<Vec<EnqueueOutcome>> {
-        self.inner.enqueue_batch(jobs).await
-    }
-    async fn replace_scheduled(
-        &self,
-        key: &ScheduleKey,
-        job: NewJob,
-        running: duraq_core::RunningOwner,
-    ) -> Result<ReplaceOutcome> {
-        self.inner.replace_scheduled(key, job, running).await
-    }
-    async fn cancel_scheduled(
-        &self,
-        key: &ScheduleKey,
-        running: duraq_core::RunningOwner,
-    ) -> Result<KeyedOutcome<CancelOutcome>> {
-        self.inner.cancel_scheduled(key, running).await
-    }
-    async fn wake_scheduled(&self, key: &ScheduleKey) -> Result<KeyedOutcome<WakeOutcome>> {
-        self.inner.wake_scheduled(key).await
-    }
-    async fn get_scheduled(&self, key: &ScheduleKey, latest: bool) -> Result<ScheduledJobs> {
-        self.inner.get_scheduled(key, latest).await
-    }
+impl WorkerStore for Buggy {
     async fn claim(&self, req: &ClaimRequest) -> Result<Vec<Job>> {
         match self.bug {
             Bug::ClaimLimitOne => {
@@ -99,10 +77,6 @@ impl Store for Buggy {
             _ => self.inner.claim(req).await,
         }
     }
-    async fn report(&self, lease: &Lease, outcome: Outcome) -> Result<bool> {
-        let applied = self.inner.report(lease, outcome).await?;
-        Ok(applied || matches!(self.bug, Bug::ReportAlwaysTrue))
-    }
     async fn report_batch(&self, reports: Vec<(Lease, Outcome)>) -> Result<Vec<bool>> {
         let applied = self.inner.report_batch(reports).await?;
         Ok(applied
@@ -119,12 +93,6 @@ impl Store for Buggy {
     async fn remove_worker(&self, worker_id: &str) -> Result<bool> {
         self.inner.remove_worker(worker_id).await
     }
-    async fn list_workers(&self, stale_after_ms: i64) -> Result<Vec<WorkerRecord>> {
-        self.inner.list_workers(stale_after_ms).await
-    }
-    async fn due_job_names(&self, limit: usize) -> Result<Vec<DueJobGroup>> {
-        self.inner.due_job_names(limit).await
-    }
     async fn recover_stale(&self, stale_after_ms: i64) -> Result<Vec<String>> {
         let factor = if matches!(self.bug, Bug::LaxRecovery) {
             10
@@ -133,6 +101,23 @@ impl Store for Buggy {
         };
         self.inner.recover_stale(stale_after_ms * factor).await
     }
+    async fn lease_states(&self, ids: &[String]) -> Result<Vec<duraq_core::LeaseState>> {
+        self.inner.lease_states(ids).await
+    }
+    async fn next_scheduled_at(
+        &self,
+        names: &[String],
+        queues: Option<&[String]>,
+    ) -> Result<Option<i64>> {
+        self.inner.next_scheduled_at(names, queues).await
+    }
+    fn work_signal(&self) -> watch::Receiver<u64> {
+        self.inner.work_signal()
+    }
+}
+
+#[async_trait]
+impl Operate for Buggy {
     async fn retry_job(&self, id: &str) -> Result<Job> {
         match self.bug {
             Bug::RetryNotFound => Err(Error::job_not_found(id)),
@@ -142,39 +127,11 @@ impl Store for Buggy {
     async fn cancel_job(&self, id: &str) -> Result<Job> {
         self.inner.cancel_job(id).await
     }
-    async fn get_job(&self, id: &str) -> Result<Option<Job>> {
-        self.inner.get_job(id).await
-    }
-    async fn lease_states(&self, ids: &[String]) -> Result<Vec<duraq_core::LeaseState>> {
-        self.inner.lease_states(ids).await
-    }
-    async fn list_jobs(&self, filter: &JobFilter) -> Result<Vec<Job>> {
-        self.inner.list_jobs(filter).await
-    }
-    async fn next_scheduled_at(
-        &self,
-        names: &[String],
-        queues: Option<&[String]>,
-    ) -> Result<Option<i64>> {
-        self.inner.next_scheduled_at(names, queues).await
-    }
     async fn pause_queue(&self, queue: &QueueName) -> Result<bool> {
         self.inner.pause_queue(queue).await
     }
     async fn resume_queue(&self, queue: &QueueName) -> Result<bool> {
         self.inner.resume_queue(queue).await
-    }
-    async fn count_snapshot(&self) -> Result<CountSnapshot> {
-        self.inner.count_snapshot().await
-    }
-    async fn queue_snapshot(&self) -> Result<QueueSnapshot> {
-        self.inner.queue_snapshot().await
-    }
-    fn subscribe_counts(&self) -> broadcast::Receiver<CountDelta> {
-        self.inner.subscribe_counts()
-    }
-    fn work_signal(&self) -> watch::Receiver<u64> {
-        self.inner.work_signal()
     }
     async fn prune(&self, req: &PruneRequest) -> Result<PruneReport> {
         match self.bug {
@@ -191,18 +148,6 @@ impl Store for Buggy {
     }
     async fn reconcile_reservations(&self) -> Result<u64> {
         self.inner.reconcile_reservations().await
-    }
-    async fn get_operation(&self, key: &str) -> Result<Option<Operation>> {
-        self.inner.get_operation(key).await
-    }
-    async fn start_operation_attempt(&self, key: &str) -> Result<Operation> {
-        self.inner.start_operation_attempt(key).await
-    }
-    async fn record_operation_result(&self, key: &str, result: serde_json::Value) -> Result<()> {
-        self.inner.record_operation_result(key, result).await
-    }
-    async fn health(&self) -> Result<Health> {
-        self.inner.health().await
     }
 }
 

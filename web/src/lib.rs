@@ -3,8 +3,9 @@
 //! Web), and what `duraq web` and `duraq worker --metrics-listen` serve.
 //!
 //! Why it is built this way:
-//! - It reads and acts only through [`duraq_core::Store`], so it works on every
-//!   store and can never disagree with the CLI on what a job is.
+//! - It reads and acts only through [`duraq_core::Inspect`] and
+//!   [`duraq_core::Operate`] (the parts of a [`duraq_core::Store`] it uses), so it
+//!   works on every store and can never disagree with the CLI on what a job is.
 //! - Pages are rendered on the server with `maud`, which escapes every
 //!   interpolated value by construction: job names, args and `lastError` come
 //!   from whoever can enqueue, so no value can become markup. The few lines of
@@ -52,7 +53,7 @@ use std::sync::Arc;
 
 use axum::routing::{get, post};
 use axum::Router;
-use duraq_core::Store;
+use duraq_core::Operate;
 
 pub use error::{Result, WebError};
 pub use metrics::{metrics_router, render_metrics};
@@ -62,7 +63,8 @@ pub use worker_metrics::WorkerMetrics;
 
 /// The state every handler shares: one per [`router`] call.
 pub(crate) struct AppState {
-    pub(crate) store: Arc<dyn Store>,
+    /// Reads and operator actions: all the dashboard does with a store.
+    pub(crate) store: Arc<dyn Operate>,
     pub(crate) options: WebOptions,
     /// Random per process (per router), embedded in every form, checked on POST.
     pub(crate) csrf: String,
@@ -73,6 +75,10 @@ pub(crate) type State = Arc<AppState>;
 
 /// The dashboard: pages, `/events` (live counts), `/metrics`, embedded assets.
 ///
+/// It takes the part of a store it uses, [`Operate`] (which includes
+/// [`duraq_core::Inspect`]): pass an application's `Arc<dyn Store>`, or any
+/// store, as it is. It never enqueues, claims or reports.
+///
 /// Nest it anywhere (`Router::nest("/admin/jobs", …)`) and tell it where with
 /// [`WebOptions::mount_path`] so that its links and redirects point back into
 /// it. The live-count task starts with the first request (or at once when called
@@ -81,7 +87,7 @@ pub(crate) type State = Arc<AppState>;
 /// # Panics
 /// Never for valid options; the CSRF token falls back to a clock-and-address
 /// seed only if the operating system has no randomness (see [`WebOptions`]).
-pub fn router(store: Arc<dyn Store>, options: WebOptions) -> Router {
+pub fn router(store: Arc<dyn Operate>, options: WebOptions) -> Router {
     let csrf = security::random_token();
     let live = live::Live::new(store.clone(), options.poll_interval);
     if tokio::runtime::Handle::try_current().is_ok() {

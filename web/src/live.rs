@@ -20,7 +20,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use axum::extract::State as AxumState;
 use axum::response::sse::{Event, KeepAlive, Sse};
-use duraq_core::{CountSnapshot, QueueSnapshot, StatusCounts, Store};
+use duraq_core::{CountSnapshot, Inspect, QueueSnapshot, StatusCounts};
 use futures_util::stream::{self, Stream};
 use serde::Serialize;
 use tokio::sync::watch;
@@ -48,7 +48,7 @@ pub struct LiveCounts {
 
 /// The per-router live state.
 pub struct Live {
-    store: Arc<dyn Store>,
+    store: Arc<dyn Inspect>,
     every: Duration,
     tx: watch::Sender<Option<Arc<LiveCounts>>>,
     history: Mutex<History>,
@@ -63,7 +63,7 @@ struct History {
 }
 
 impl Live {
-    pub fn new(store: Arc<dyn Store>, every: Duration) -> Arc<Self> {
+    pub fn new(store: Arc<dyn Inspect>, every: Duration) -> Arc<Self> {
         Arc::new(Self {
             store,
             every,
@@ -153,7 +153,7 @@ pub fn now_ms() -> i64 {
         .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
 }
 
-async fn poll(weak: Weak<Live>, store: Arc<dyn Store>, every: Duration) {
+async fn poll(weak: Weak<Live>, store: Arc<dyn Inspect>, every: Duration) {
     let mut ticks = tokio::time::interval(every);
     ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {

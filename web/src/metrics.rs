@@ -14,7 +14,7 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
-use duraq_core::{JobStatus, Store};
+use duraq_core::{Inspect, JobStatus};
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
@@ -30,7 +30,7 @@ const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset
 /// `duraq_queue_latency_seconds{queue}` for queues with a due job, then
 /// `worker`'s series; ends with `# EOF`.
 pub async fn render_metrics(
-    store: Option<&dyn Store>,
+    store: Option<&dyn Inspect>,
     worker: Option<&WorkerMetrics>,
 ) -> crate::Result<String> {
     let mut out = String::new();
@@ -124,7 +124,7 @@ pub async fn dashboard_metrics(AxumState(state): AxumState<State>) -> Response {
 
 #[derive(Clone)]
 struct MetricsState {
-    store: Option<Arc<dyn Store>>,
+    store: Option<Arc<dyn Inspect>>,
     worker: Option<WorkerMetrics>,
     token: Option<String>,
 }
@@ -133,7 +133,7 @@ struct MetricsState {
 /// serves): the store's gauges when `store` is given, the worker's series when
 /// `worker` is. With `token`, scrapes need `Authorization: Bearer <token>`.
 pub fn metrics_router(
-    store: Option<Arc<dyn Store>>,
+    store: Option<Arc<dyn Inspect>>,
     worker: Option<WorkerMetrics>,
     token: Option<String>,
 ) -> Router {

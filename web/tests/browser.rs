@@ -17,8 +17,9 @@ mod support;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use duraq_core::prelude::*;
 use duraq_core::{
-    ClaimRequest, EnqueueOptions, JobFilter, JobStatus, NewJob, Outcome, ScheduleKey, Store,
+    ClaimRequest, EnqueueOptions, JobFilter, JobStatus, NewJob, Outcome, ScheduleKey,
 };
 use duraq_store_sqlite::{SqliteOptions, SqliteStore};
 use duraq_web::{router, WebOptions};
@@ -91,19 +92,17 @@ impl Dash {
         assert_eq!(claimed.len(), 1, "claimed the job just enqueued");
         assert_eq!(claimed[0].id, id);
         let lease = claimed[0].lease().expect("a lease");
+        let failed = Outcome::Failed {
+            error: error.to_string(),
+            retry_in_ms: None,
+            discard: true,
+        };
         let reported = self
             .store
-            .report(
-                &lease,
-                Outcome::Failed {
-                    error: error.to_string(),
-                    retry_in_ms: None,
-                    discard: true,
-                },
-            )
+            .report_batch(vec![(lease, failed)])
             .await
             .expect("report");
-        assert!(reported, "the report was accepted");
+        assert_eq!(reported, [true], "the report was accepted");
         assert_eq!(self.status(&id).await, JobStatus::Failed);
         id
     }
@@ -123,7 +122,13 @@ impl Dash {
             .expect("claim");
         assert_eq!(claimed.len(), 1);
         let lease = claimed[0].lease().expect("a lease");
-        assert!(self.store.report(&lease, Outcome::Completed).await.unwrap());
+        assert_eq!(
+            self.store
+                .report_batch(vec![(lease, Outcome::Completed)])
+                .await
+                .unwrap(),
+            [true]
+        );
         id
     }
 

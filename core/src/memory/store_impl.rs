@@ -1,4 +1,5 @@
-//! `impl Store for MemoryStore`: lock, apply, commit the count change, signal.
+//! The store traits for `MemoryStore`, one `impl` per trait: lock, apply,
+//! commit the count change, signal.
 
 use async_trait::async_trait;
 use serde_json::Value;
@@ -11,7 +12,7 @@ use crate::job::{Job, JobStatus, Lease};
 use crate::keys::{QueueName, ScheduleKey};
 use crate::options::NewJob;
 use crate::requests::*;
-use crate::store::Store;
+use crate::store::{Inspect, MailOperations, Operate, Producer, WorkerStore};
 use crate::workers::{DueJobGroup, WorkerInfo, WorkerRecord};
 
 fn operation_not_found(key: &str) -> Error {
@@ -44,7 +45,7 @@ impl MemoryStore {
 }
 
 #[async_trait]
-impl Store for MemoryStore {
+impl Producer for MemoryStore {
     async fn enqueue(&self, job: NewJob) -> Result<EnqueueOutcome> {
         let mut st = self.lock();
         let mut change = CountChange::default();
@@ -114,33 +115,16 @@ impl Store for MemoryStore {
         }
         Ok(outcome)
     }
+}
 
-    async fn get_scheduled(
-        &self,
-        key: &ScheduleKey,
-        include_latest_terminal: bool,
-    ) -> Result<ScheduledJobs> {
-        Ok(self.lock().get_scheduled(key, include_latest_terminal))
-    }
-
+#[async_trait]
+impl WorkerStore for MemoryStore {
     async fn claim(&self, req: &ClaimRequest) -> Result<Vec<Job>> {
         let mut st = self.lock();
         let mut change = CountChange::default();
         let claimed = st.claim(req, self.now(), &mut change);
         self.commit(&mut st, change);
         Ok(claimed)
-    }
-
-    async fn report(&self, lease: &Lease, outcome: Outcome) -> Result<bool> {
-        let mut st = self.lock();
-        let mut change = CountChange::default();
-        let applied = st.report(lease, &outcome, self.now(), &mut change);
-        self.commit(&mut st, change);
-        drop(st);
-        if applied {
-            self.signal_work();
-        }
-        Ok(applied)
     }
 
     async fn report_batch(&self, reports: Vec<(Lease, Outcome)>) -> Result<Vec<bool>> {
@@ -172,16 +156,6 @@ impl Store for MemoryStore {
         Ok(self.lock().remove_worker(worker_id))
     }
 
-    async fn list_workers(&self, stale_after_ms: i64) -> Result<Vec<WorkerRecord>> {
-        let now = self.now();
-        Ok(self.lock().list_workers(now, stale_after_ms))
-    }
-
-    async fn due_job_names(&self, limit: usize) -> Result<Vec<DueJobGroup>> {
-        let now = self.now();
-        Ok(self.lock().due_job_names(now, limit))
-    }
-
     async fn recover_stale(&self, stale_after_ms: i64) -> Result<Vec<String>> {
         let mut st = self.lock();
         let mut change = CountChange::default();
@@ -192,29 +166,6 @@ impl Store for MemoryStore {
             self.signal_work();
         }
         Ok(recovered)
-    }
-
-    async fn retry_job(&self, id: &str) -> Result<Job> {
-        let mut st = self.lock();
-        let mut change = CountChange::default();
-        let job = st.retry_job(id, self.now(), &mut change)?;
-        self.commit(&mut st, change);
-        drop(st);
-        self.signal_work();
-        Ok(job)
-    }
-
-    async fn cancel_job(&self, id: &str) -> Result<Job> {
-        let mut st = self.lock();
-        let mut change = CountChange::default();
-        let was_running = st.jobs.get(id).map(|j| j.status) == Some(JobStatus::HandedOff);
-        let job = st.cancel_job(id, self.now(), &mut change)?;
-        self.commit(&mut st, change);
-        drop(st);
-        if was_running {
-            let _ = self.cancels.send(job.id.clone());
-        }
-        Ok(job)
     }
 
     async fn lease_states(&self, job_ids: &[String]) -> Result<Vec<LeaseState>> {
@@ -234,6 +185,29 @@ impl Store for MemoryStore {
         self.cancels.subscribe()
     }
 
+    async fn next_scheduled_at(
+        &self,
+        job_names: &[String],
+        queues: Option<&[String]>,
+    ) -> Result<Option<i64>> {
+        let st = self.lock();
+        Ok(st
+            .jobs
+            .values()
+            .filter(|j| j.status == JobStatus::Queued && job_names.contains(&j.job_name))
+            .filter(|j| queues.is_none_or(|qs| qs.contains(&j.queue)))
+            .filter(|j| !st.paused.contains_key(&j.queue))
+            .map(|j| j.scheduled_at_ms)
+            .min())
+    }
+
+    fn work_signal(&self) -> watch::Receiver<u64> {
+        self.work.subscribe()
+    }
+}
+
+#[async_trait]
+impl Inspect for MemoryStore {
     async fn get_job(&self, id: &str) -> Result<Option<Job>> {
         Ok(self.lock().jobs.get(id).cloned())
     }
@@ -259,20 +233,12 @@ impl Store for MemoryStore {
         Ok(jobs)
     }
 
-    async fn next_scheduled_at(
+    async fn get_scheduled(
         &self,
-        job_names: &[String],
-        queues: Option<&[String]>,
-    ) -> Result<Option<i64>> {
-        let st = self.lock();
-        Ok(st
-            .jobs
-            .values()
-            .filter(|j| j.status == JobStatus::Queued && job_names.contains(&j.job_name))
-            .filter(|j| queues.is_none_or(|qs| qs.contains(&j.queue)))
-            .filter(|j| !st.paused.contains_key(&j.queue))
-            .map(|j| j.scheduled_at_ms)
-            .min())
+        key: &ScheduleKey,
+        include_latest_terminal: bool,
+    ) -> Result<ScheduledJobs> {
+        Ok(self.lock().get_scheduled(key, include_latest_terminal))
     }
 
     async fn count_snapshot(&self) -> Result<CountSnapshot> {
@@ -300,6 +266,54 @@ impl Store for MemoryStore {
             .with_paused(st.paused.keys().cloned()))
     }
 
+    fn subscribe_counts(&self) -> broadcast::Receiver<CountDelta> {
+        self.deltas.subscribe()
+    }
+
+    async fn list_workers(&self, stale_after_ms: i64) -> Result<Vec<WorkerRecord>> {
+        let now = self.now();
+        Ok(self.lock().list_workers(now, stale_after_ms))
+    }
+
+    async fn due_job_names(&self, limit: usize) -> Result<Vec<DueJobGroup>> {
+        let now = self.now();
+        Ok(self.lock().due_job_names(now, limit))
+    }
+
+    async fn health(&self) -> Result<Health> {
+        Ok(Health {
+            backend: "memory".into(),
+            schema_version: 1,
+            detail: "in-process reference model".into(),
+        })
+    }
+}
+
+#[async_trait]
+impl Operate for MemoryStore {
+    async fn retry_job(&self, id: &str) -> Result<Job> {
+        let mut st = self.lock();
+        let mut change = CountChange::default();
+        let job = st.retry_job(id, self.now(), &mut change)?;
+        self.commit(&mut st, change);
+        drop(st);
+        self.signal_work();
+        Ok(job)
+    }
+
+    async fn cancel_job(&self, id: &str) -> Result<Job> {
+        let mut st = self.lock();
+        let mut change = CountChange::default();
+        let was_running = st.jobs.get(id).map(|j| j.status) == Some(JobStatus::HandedOff);
+        let job = st.cancel_job(id, self.now(), &mut change)?;
+        self.commit(&mut st, change);
+        drop(st);
+        if was_running {
+            let _ = self.cancels.send(job.id.clone());
+        }
+        Ok(job)
+    }
+
     async fn pause_queue(&self, queue: &QueueName) -> Result<bool> {
         let now = self.now();
         let mut st = self.lock();
@@ -316,14 +330,6 @@ impl Store for MemoryStore {
             self.signal_work();
         }
         Ok(resumed)
-    }
-
-    fn subscribe_counts(&self) -> broadcast::Receiver<CountDelta> {
-        self.deltas.subscribe()
-    }
-
-    fn work_signal(&self) -> watch::Receiver<u64> {
-        self.work.subscribe()
     }
 
     async fn prune(&self, req: &PruneRequest) -> Result<PruneReport> {
@@ -343,7 +349,10 @@ impl Store for MemoryStore {
     async fn reconcile_reservations(&self) -> Result<u64> {
         Ok(self.lock().reconcile_reservations())
     }
+}
 
+#[async_trait]
+impl MailOperations for MemoryStore {
     async fn get_operation(&self, key: &str) -> Result<Option<Operation>> {
         Ok(self.lock().operations.get(key).cloned())
     }
@@ -367,13 +376,5 @@ impl Store for MemoryStore {
             .ok_or_else(|| operation_not_found(key))?;
         op.result = Some(result);
         Ok(())
-    }
-
-    async fn health(&self) -> Result<Health> {
-        Ok(Health {
-            backend: "memory".into(),
-            schema_version: 1,
-            detail: "in-process reference model".into(),
-        })
     }
 }

@@ -294,7 +294,7 @@ impl JobContext {
     }
 
     /// Whether this attempt was cancelled: an operator cancelled the running
-    /// job (`duraq jobs cancel`, [`Store::cancel_job`], a keyed cancel or replace
+    /// job (`duraq jobs cancel`, [`crate::Operate::cancel_job`], a keyed cancel or replace
     /// that stops the running owner), or the worker's lease on it was lost (a
     /// recovery by another process). Either way the attempt's outcome will not
     /// be recorded, so the handler should stop and return; if it does not, the

@@ -11,11 +11,15 @@ use tokio::time::{interval_at, Instant, MissedTickBehavior};
 
 use super::events::{Telemetry, WorkerEvent};
 use super::handler::duration_ms;
-use crate::store::Store;
+use crate::store::WorkerStore;
 
 /// Heartbeats every `every` until aborted (it runs through the drain, so the
 /// jobs being finished are not recovered from under the worker).
-pub(crate) async fn heartbeat_loop(store: Arc<dyn Store>, worker_id: String, every: Duration) {
+pub(crate) async fn heartbeat_loop(
+    store: Arc<dyn WorkerStore>,
+    worker_id: String,
+    every: Duration,
+) {
     let mut ticker = interval_at(Instant::now() + every, every);
     ticker.set_missed_tick_behavior(MissedTickBehavior::Delay);
     loop {
@@ -28,7 +32,7 @@ pub(crate) async fn heartbeat_loop(store: Arc<dyn Store>, worker_id: String, eve
 
 /// Recovers stale leases every `every` until aborted.
 pub(crate) async fn recovery_loop(
-    store: Arc<dyn Store>,
+    store: Arc<dyn WorkerStore>,
     stale_after: Duration,
     every: Duration,
     telemetry: Arc<Telemetry>,
@@ -42,7 +46,11 @@ pub(crate) async fn recovery_loop(
 }
 
 /// One recovery pass; errors are logged.
-pub(crate) async fn recover_once(store: &dyn Store, stale_after: Duration, telemetry: &Telemetry) {
+pub(crate) async fn recover_once(
+    store: &dyn WorkerStore,
+    stale_after: Duration,
+    telemetry: &Telemetry,
+) {
     match store.recover_stale(duration_ms(stale_after)).await {
         Ok(ids) if !ids.is_empty() => {
             Telemetry::add(&telemetry.recovered, ids.len() as u64);

@@ -22,7 +22,7 @@ use crate::error::ErrorCode;
 use crate::keys::JobName;
 use crate::options::{EnqueueOptions, NewJob};
 use crate::requests::EnqueueOutcome;
-use crate::store::Store;
+use crate::store::Producer;
 use crate::typed::{args_json, JobArgs};
 
 /// When a periodic job fires.
@@ -211,7 +211,7 @@ impl PeriodicJob {
 /// Keeps the next tick of `job` enqueued until `stopping` turns true.
 pub(crate) async fn run_periodic(
     job: PeriodicJob,
-    store: Arc<dyn Store>,
+    store: Arc<dyn Producer>,
     clock: Arc<dyn Clock>,
     telemetry: Arc<Telemetry>,
     mut stopping: watch::Receiver<bool>,
@@ -256,7 +256,7 @@ pub(crate) async fn run_periodic(
 async fn enqueue_tick(
     job: &PeriodicJob,
     tick: i64,
-    store: &dyn Store,
+    store: &dyn Producer,
     telemetry: &Telemetry,
 ) -> Result<(), WorkerError> {
     let outcome = store.enqueue(job.tick_job(tick)?).await?;

@@ -1,5 +1,5 @@
 //! Retention sweeps: terminal jobs are history, and history grows without bound
-//! unless something deletes it. Any worker may run the sweep; `Store::prune` works
+//! unless something deletes it. Any worker may run the sweep; `Operate::prune` works
 //! in batches (each its own transaction), so concurrent sweeps from several
 //! processes only share the work. Idempotency ownership, operation rows and
 //! schedule high-water marks are never pruned (the store guarantees it).
@@ -12,7 +12,7 @@ use tokio::sync::watch;
 use super::events::{Telemetry, WorkerEvent};
 use super::periodic::wait_or_stop;
 use crate::requests::PruneRequest;
-use crate::store::Store;
+use crate::store::Operate;
 
 /// How long terminal jobs are kept, and how often a worker sweeps.
 ///
@@ -76,7 +76,7 @@ impl RetentionPolicy {
         self.interval
     }
 
-    /// The request each sweep sends to [`Store::prune`].
+    /// The request each sweep sends to [`crate::Operate::prune`].
     pub fn prune_request(&self) -> PruneRequest {
         PruneRequest {
             completed_older_than: self.completed,
@@ -94,7 +94,7 @@ impl RetentionPolicy {
 /// Sweeps on `policy.interval` until `stopping` turns true.
 pub(crate) async fn run_retention(
     policy: RetentionPolicy,
-    store: Arc<dyn Store>,
+    store: Arc<dyn Operate>,
     telemetry: Arc<Telemetry>,
     mut stopping: watch::Receiver<bool>,
 ) {

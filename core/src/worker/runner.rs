@@ -2,7 +2,7 @@
 //! pass), the background duties (heartbeats, recovery, periodic schedules,
 //! retention), the dispatcher that owns the slots ([`super::dispatcher`]) and,
 //! once it has drained, their shutdown. The store itself is left open: it
-//! belongs to the caller, who closes it ([`crate::Store::close`]) when the
+//! belongs to the caller, who closes it ([`crate::Producer::close`]) when the
 //! process is done with it.
 
 use std::future::Future;

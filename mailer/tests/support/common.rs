@@ -1,5 +1,5 @@
 //! Shared test helpers: the store matrix and driving one attempt with a real
-//! lease obtained through `Store::claim`, reported exactly as the worker would.
+//! lease obtained through `WorkerStore::claim`, reported exactly as the worker would.
 
 use std::sync::Arc;
 
@@ -47,8 +47,12 @@ pub async fn run_attempt(
         }
     };
     let lease = job.lease().expect("claimed job has a lease");
-    assert!(
-        store.report(&lease, outcome).await.expect("report"),
+    assert_eq!(
+        store
+            .report_batch(vec![(lease, outcome)])
+            .await
+            .expect("report"),
+        [true],
         "lease still current"
     );
     Some((job, code))

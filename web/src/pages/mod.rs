@@ -4,9 +4,9 @@
 //! million jobs as on ten.
 //!
 //! [`queue_rows`] is the one place the per-queue numbers come from
-//! (`Store::queue_snapshot`: exact counters per queue, plus each queue's
+//! (`Inspect::queue_snapshot`: exact counters per queue, plus each queue's
 //! latency, one revision for all of them), with the due jobs no alive worker
-//! handles attached to their queue (`Store::unhandled_jobs`, a bounded read of
+//! handles attached to their queue (`Inspect::unhandled_jobs`, a bounded read of
 //! the oldest due jobs, judged by the default stale timeout).
 
 pub mod job;
@@ -16,7 +16,7 @@ pub mod overview;
 
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use duraq_core::{StatusCounts, Store};
+use duraq_core::{Inspect, StatusCounts};
 use maud::html;
 
 use crate::html::{notice, page};
@@ -47,7 +47,7 @@ pub fn stale_after_ms() -> i64 {
 /// global counts, and the count revision they are all exact for (the
 /// unhandled names are read just after).
 pub async fn queue_rows(
-    store: &dyn Store,
+    store: &dyn Inspect,
 ) -> duraq_core::Result<(Vec<QueueRow>, StatusCounts, i64)> {
     let snap = store.queue_snapshot().await?;
     let unhandled = store.unhandled_jobs(stale_after_ms()).await?;

@@ -1,6 +1,6 @@
 //! `GET /workers` and `GET /keys?key=`.
 //!
-//! Workers: the registered worker processes (`Store::list_workers`: two
+//! Workers: the registered worker processes (`Inspect::list_workers`: two
 //! reads, the worker rows and the handed-off jobs), each alive or stale by the
 //! default stale timeout, with what it handles and the jobs it is running, and
 //! a notice naming due jobs that no alive worker handles.

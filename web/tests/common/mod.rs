@@ -43,7 +43,13 @@ pub async fn hostile_store() -> (Arc<dyn Store>, String, String) {
     let job = claimed.iter().find(|j| j.id == hostile).unwrap();
     let lease = job.lease().unwrap();
     let error = format!("{SCRIPT} {ATTR} {ESC}");
-    assert!(store.report(&lease, Outcome::failed(error)).await.unwrap());
+    assert_eq!(
+        store
+            .report_batch(vec![(lease, Outcome::failed(error))])
+            .await
+            .unwrap(),
+        [true]
+    );
     let plain = enqueue_plain(&store, "default").await;
     (store, hostile, plain)
 }

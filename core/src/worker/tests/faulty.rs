@@ -12,11 +12,8 @@ use tokio::sync::{broadcast, watch, Notify};
 use super::running::fast;
 use super::*;
 use crate::requests::*;
-use crate::workers::{DueJobGroup, WorkerInfo, WorkerRecord};
-use crate::{
-    CountDelta, CountSnapshot, Error, Lease, NewJob, QueueName, QueueSnapshot, Registry, Result,
-    ScheduleKey, Store,
-};
+use crate::workers::WorkerInfo;
+use crate::{Error, Lease, Registry, Result, Store, WorkerStore};
 
 struct Faulty {
     inner: MemoryStore,
@@ -51,41 +48,13 @@ fn take_failure(counter: &AtomicUsize) -> Result<()> {
     }
 }
 
+crate::delegate_store!(impl Producer, Inspect, Operate, MailOperations for Faulty => inner);
+
 #[async_trait]
-impl Store for Faulty {
-    async fn enqueue(&self, job: NewJob) -> Result<EnqueueOutcome> {
-        self.inner.enqueue(job).await
-    }
-    async fn enqueue_batch(&self, jobs: Vec<NewJob>) -> Result<Vec<EnqueueOutcome>> {
-        self.inner.enqueue_batch(jobs).await
-    }
-    async fn replace_scheduled(
-        &self,
-        key: &ScheduleKey,
-        job: NewJob,
-        running: RunningOwner,
-    ) -> Result<ReplaceOutcome> {
-        self.inner.replace_scheduled(key, job, running).await
-    }
-    async fn cancel_scheduled(
-        &self,
-        key: &ScheduleKey,
-        running: RunningOwner,
-    ) -> Result<KeyedOutcome<CancelOutcome>> {
-        self.inner.cancel_scheduled(key, running).await
-    }
-    async fn wake_scheduled(&self, key: &ScheduleKey) -> Result<KeyedOutcome<WakeOutcome>> {
-        self.inner.wake_scheduled(key).await
-    }
-    async fn get_scheduled(&self, key: &ScheduleKey, latest: bool) -> Result<ScheduledJobs> {
-        self.inner.get_scheduled(key, latest).await
-    }
+impl WorkerStore for Faulty {
     async fn claim(&self, req: &ClaimRequest) -> Result<Vec<Job>> {
         take_failure(&self.failing_claims)?;
         self.inner.claim(req).await
-    }
-    async fn report(&self, lease: &Lease, outcome: Outcome) -> Result<bool> {
-        self.inner.report(lease, outcome).await
     }
     async fn report_batch(&self, reports: Vec<(Lease, Outcome)>) -> Result<Vec<bool>> {
         take_failure(&self.failing_reports)?;
@@ -111,32 +80,14 @@ impl Store for Faulty {
     async fn remove_worker(&self, worker_id: &str) -> Result<bool> {
         self.inner.remove_worker(worker_id).await
     }
-    async fn list_workers(&self, stale_after_ms: i64) -> Result<Vec<WorkerRecord>> {
-        self.inner.list_workers(stale_after_ms).await
-    }
-    async fn due_job_names(&self, limit: usize) -> Result<Vec<DueJobGroup>> {
-        self.inner.due_job_names(limit).await
-    }
     async fn recover_stale(&self, stale_after_ms: i64) -> Result<Vec<String>> {
         self.inner.recover_stale(stale_after_ms).await
-    }
-    async fn retry_job(&self, id: &str) -> Result<Job> {
-        self.inner.retry_job(id).await
-    }
-    async fn cancel_job(&self, id: &str) -> Result<Job> {
-        self.inner.cancel_job(id).await
-    }
-    async fn get_job(&self, id: &str) -> Result<Option<Job>> {
-        self.inner.get_job(id).await
     }
     async fn lease_states(&self, ids: &[String]) -> Result<Vec<LeaseState>> {
         self.inner.lease_states(ids).await
     }
     fn subscribe_cancellations(&self) -> broadcast::Receiver<String> {
         self.inner.subscribe_cancellations()
-    }
-    async fn list_jobs(&self, filter: &JobFilter) -> Result<Vec<Job>> {
-        self.inner.list_jobs(filter).await
     }
     async fn next_scheduled_at(
         &self,
@@ -145,41 +96,8 @@ impl Store for Faulty {
     ) -> Result<Option<i64>> {
         self.inner.next_scheduled_at(names, queues).await
     }
-    async fn pause_queue(&self, queue: &QueueName) -> Result<bool> {
-        self.inner.pause_queue(queue).await
-    }
-    async fn resume_queue(&self, queue: &QueueName) -> Result<bool> {
-        self.inner.resume_queue(queue).await
-    }
-    async fn count_snapshot(&self) -> Result<CountSnapshot> {
-        self.inner.count_snapshot().await
-    }
-    async fn queue_snapshot(&self) -> Result<QueueSnapshot> {
-        self.inner.queue_snapshot().await
-    }
-    fn subscribe_counts(&self) -> broadcast::Receiver<CountDelta> {
-        self.inner.subscribe_counts()
-    }
     fn work_signal(&self) -> watch::Receiver<u64> {
         self.inner.work_signal()
-    }
-    async fn prune(&self, req: &PruneRequest) -> Result<PruneReport> {
-        self.inner.prune(req).await
-    }
-    async fn reconcile_reservations(&self) -> Result<u64> {
-        self.inner.reconcile_reservations().await
-    }
-    async fn get_operation(&self, key: &str) -> Result<Option<Operation>> {
-        self.inner.get_operation(key).await
-    }
-    async fn start_operation_attempt(&self, key: &str) -> Result<Operation> {
-        self.inner.start_operation_attempt(key).await
-    }
-    async fn record_operation_result(&self, key: &str, result: serde_json::Value) -> Result<()> {
-        self.inner.record_operation_result(key, result).await
-    }
-    async fn health(&self) -> Result<Health> {
-        self.inner.health().await
     }
 }
 

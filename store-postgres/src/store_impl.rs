@@ -3,6 +3,7 @@
 //! reads run on a pooled connection without an explicit transaction.
 
 use async_trait::async_trait;
+use duraq_core::rules::PruneRun;
 use duraq_core::{
     CancelOutcome, ClaimRequest, CountDelta, CountSnapshot, DueJobGroup, EnqueueOutcome, Error,
     ErrorCode, Health, Inspect, Job, JobFilter, JobStatus, KeyedOutcome, Lease, LeaseState,
@@ -371,18 +372,13 @@ impl Operate for PostgresStore {
 
     async fn prune(&self, req: &PruneRequest) -> Result<PruneReport> {
         let now = self.now();
-        let mut report = PruneReport::default();
+        let mut run = PruneRun::new(req);
         loop {
             let deleted = write_tx!(self, now, |tx| {
                 lifecycle::prune_batch(&mut tx, req, now).await
             })?;
-            if deleted == 0 {
-                return Ok(report);
-            }
-            report.deleted += deleted;
-            report.batches += 1;
-            if deleted < req.batch_size.max(1) as u64 {
-                return Ok(report);
+            if !run.record(deleted) {
+                return Ok(run.report());
             }
         }
     }

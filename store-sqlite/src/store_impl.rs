@@ -3,6 +3,7 @@
 //! pooled read; the domain modules do the work.
 
 use async_trait::async_trait;
+use duraq_core::rules::PruneRun;
 use duraq_core::*;
 use serde_json::Value;
 use tokio::sync::{broadcast, watch};
@@ -239,19 +240,14 @@ impl Operate for SqliteStore {
 
     async fn prune(&self, req: &PruneRequest) -> Result<PruneReport> {
         let now = self.now();
-        let batch_size = req.batch_size.max(1) as u64;
-        let mut report = PruneReport::default();
+        let mut run = PruneRun::new(req);
         loop {
             let req = req.clone();
             let deleted = self
                 .write(move |tx| admin::prune_batch(tx, &req, now))
                 .await?;
-            if deleted > 0 {
-                report.deleted += deleted;
-                report.batches += 1;
-            }
-            if deleted < batch_size {
-                return Ok(report);
+            if !run.record(deleted) {
+                return Ok(run.report());
             }
         }
     }

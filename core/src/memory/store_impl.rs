@@ -12,6 +12,7 @@ use crate::job::{Job, JobStatus, Lease};
 use crate::keys::{QueueName, ScheduleKey};
 use crate::options::NewJob;
 use crate::requests::*;
+use crate::rules::PruneRun;
 use crate::store::{Inspect, MailOperations, Operate, Producer, WorkerStore};
 use crate::workers::{DueJobGroup, WorkerInfo, WorkerRecord};
 
@@ -335,15 +336,19 @@ impl Operate for MemoryStore {
     async fn prune(&self, req: &PruneRequest) -> Result<PruneReport> {
         let mut st = self.lock();
         let ids = st.prunable(req, self.now());
-        let mut report = PruneReport::default();
-        for batch in ids.chunks(req.batch_size.max(1)) {
-            let mut change = CountChange::default();
-            st.delete(batch, &mut change);
-            self.commit(&mut st, change);
-            report.deleted += batch.len() as u64;
-            report.batches += 1;
+        let mut run = PruneRun::new(req);
+        let mut batches = ids.chunks(run.batch_size());
+        loop {
+            let batch = batches.next().unwrap_or_default();
+            if !batch.is_empty() {
+                let mut change = CountChange::default();
+                st.delete(batch, &mut change);
+                self.commit(&mut st, change);
+            }
+            if !run.record(batch.len() as u64) {
+                return Ok(run.report());
+            }
         }
-        Ok(report)
     }
 
     async fn reconcile_reservations(&self) -> Result<u64> {

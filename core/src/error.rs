@@ -70,6 +70,14 @@ pub enum ErrorCode {
     DatabaseBusy,
     /// Anything else a backend reports (I/O, a broken connection, corruption).
     Backend,
+    /// Two handlers registered for one job name ([`crate::WorkerError`]).
+    DuplicateHandler,
+    /// A cron expression that does not parse or never fires.
+    InvalidCron,
+    /// An impossible worker, periodic or retention setting.
+    InvalidWorkerConfig,
+    /// The worker task itself failed: a bug.
+    WorkerInternal,
 }
 
 impl ErrorCode {
@@ -98,6 +106,10 @@ impl ErrorCode {
             Self::DatabaseNotFound => "database-not-found",
             Self::DatabaseBusy => "database-busy",
             Self::Backend => "backend-error",
+            Self::DuplicateHandler => "duplicate-handler",
+            Self::InvalidCron => "invalid-cron",
+            Self::InvalidWorkerConfig => "invalid-worker-config",
+            Self::WorkerInternal => "worker-internal",
         }
     }
 }

@@ -18,11 +18,11 @@ const SEARCH_DAYS: i64 = 366 * 28;
 /// A parsed cron schedule.
 ///
 /// ```
-/// use duraq_core::CronSchedule;
+/// use duraq_core::{CronSchedule, ErrorCode};
 /// let every_15 = CronSchedule::parse("*/15 * * * *").unwrap();
 /// // 2024-01-01T00:07:00Z → 00:15
 /// assert_eq!(every_15.next_after_ms(1_704_067_620_000), Some(1_704_068_100_000));
-/// assert_eq!(CronSchedule::parse("61 * * * *").unwrap_err().code(), "invalid-cron");
+/// assert_eq!(CronSchedule::parse("61 * * * *").unwrap_err().code(), ErrorCode::InvalidCron);
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CronSchedule {

@@ -53,7 +53,7 @@ pub use periodic::{PeriodicJob, PeriodicSchedule};
 pub use registry::Registry;
 pub use retention::RetentionPolicy;
 
-use crate::error::Error;
+use crate::error::{Error, ErrorCode};
 
 /// Why building or running a worker failed. Each variant has a stable
 /// [`WorkerError::code`].
@@ -83,14 +83,15 @@ pub enum WorkerError {
 }
 
 impl WorkerError {
-    /// The stable machine code, printed by the CLI as `error[<code>]`.
-    pub fn code(&self) -> &'static str {
+    /// The stable machine code, printed by the CLI as `error[<code>]`: one
+    /// [`ErrorCode`] for the runtime's errors and the stores' alike.
+    pub fn code(&self) -> ErrorCode {
         match self {
-            Self::DuplicateHandler(_) => "duplicate-handler",
-            Self::InvalidCron { .. } => "invalid-cron",
-            Self::InvalidConfig(_) => "invalid-worker-config",
-            Self::Core(e) => e.code().as_str(),
-            Self::Internal(_) => "worker-internal",
+            Self::DuplicateHandler(_) => ErrorCode::DuplicateHandler,
+            Self::InvalidCron { .. } => ErrorCode::InvalidCron,
+            Self::InvalidConfig(_) => ErrorCode::InvalidWorkerConfig,
+            Self::Core(e) => e.code(),
+            Self::Internal(_) => ErrorCode::WorkerInternal,
         }
     }
 }

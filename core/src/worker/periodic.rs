@@ -223,7 +223,7 @@ pub(crate) async fn run_periodic(
         loop {
             match enqueue_tick(&job, tick, store.as_ref(), &telemetry).await {
                 Ok(()) => break,
-                Err(e) if e.code() == ErrorCode::IdempotencyConflict.as_str() => {
+                Err(e) if e.code() == ErrorCode::IdempotencyConflict => {
                     tracing::warn!(periodic = %job.name, tick_ms = tick, "periodic tick conflicts with another process's definition: {e}");
                     break;
                 }

@@ -37,7 +37,7 @@ impl Entry {
 /// Job name → handler.
 ///
 /// ```
-/// use duraq_core::{JobResult, Registry};
+/// use duraq_core::{ErrorCode, JobResult, Registry};
 /// let registry = Registry::new()
 ///     .register_fn("duraq.noop", |_ctx, _args| async { Ok(()) })
 ///     .unwrap()
@@ -47,7 +47,7 @@ impl Entry {
 ///     .unwrap();
 /// assert_eq!(registry.names(), vec!["app.later".to_string(), "duraq.noop".to_string()]);
 /// let dup = registry.register_fn("duraq.noop", |_ctx, _args| async { Ok(JobResult::Completed) });
-/// assert_eq!(dup.unwrap_err().code(), "duplicate-handler");
+/// assert_eq!(dup.unwrap_err().code(), ErrorCode::DuplicateHandler);
 /// ```
 #[derive(Clone, Default)]
 pub struct Registry {

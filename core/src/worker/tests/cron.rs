@@ -1,7 +1,7 @@
 //! The five-field cron parser: syntax, matching rules, offsets, rejections.
 
 use crate::worker::cron::{civil_from_days, MINUTE_MS};
-use crate::CronSchedule;
+use crate::{CronSchedule, ErrorCode};
 
 /// Milliseconds of a UTC date-time (test helper, inverse of `civil_from_days`).
 fn at(y: i64, mo: u32, d: u32, h: i64, mi: i64) -> i64 {
@@ -121,6 +121,6 @@ fn rejects_bad_expressions() {
         "1,,2 * * * *",
     ] {
         let err = CronSchedule::parse(bad).unwrap_err();
-        assert_eq!(err.code(), "invalid-cron", "{bad:?}");
+        assert_eq!(err.code(), ErrorCode::InvalidCron, "{bad:?}");
     }
 }

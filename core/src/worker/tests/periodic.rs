@@ -27,13 +27,13 @@ fn every_ticks_are_aligned_to_the_epoch() {
     );
     assert_eq!(
         PeriodicJob::cron("x", "bad", "app").unwrap_err().code(),
-        "invalid-cron"
+        crate::ErrorCode::InvalidCron
     );
     assert_eq!(
         PeriodicJob::every("x", Duration::ZERO, "app")
             .unwrap_err()
             .code(),
-        "invalid-worker-config"
+        crate::ErrorCode::InvalidWorkerConfig
     );
 }
 

@@ -6,7 +6,9 @@ use crate::async_trait;
 use serde::{Deserialize, Serialize};
 
 use super::store;
-use crate::{JobArgs, JobContext, JobError, JobHandler, JobResult, QueueConfig, Registry, Worker};
+use crate::{
+    ErrorCode, JobArgs, JobContext, JobError, JobHandler, JobResult, QueueConfig, Registry, Worker,
+};
 
 #[derive(Serialize, Deserialize)]
 struct Greet {
@@ -37,14 +39,14 @@ impl JobHandler for GreetJob {
 fn duplicate_names_are_refused() {
     let registry = Registry::new().register(GreetJob).unwrap();
     let err = registry.clone().register(GreetJob).unwrap_err();
-    assert_eq!(err.code(), "duplicate-handler");
+    assert_eq!(err.code(), ErrorCode::DuplicateHandler);
     assert!(matches!(err, crate::WorkerError::DuplicateHandler(ref n) if n == "greet"));
     // The untyped forms share the namespace, and names are compared trimmed.
     let err = registry
         .clone()
         .register_fn(" greet ", |_c, _a| async { Ok(()) })
         .unwrap_err();
-    assert_eq!(err.code(), "duplicate-handler");
+    assert_eq!(err.code(), ErrorCode::DuplicateHandler);
     let ok = registry
         .register_fn("other", |_c, _a| async { Ok(()) })
         .unwrap();
@@ -57,9 +59,9 @@ fn bad_names_and_unknown_backoff_targets_are_refused() {
     let err = Registry::new()
         .register_fn("  ", |_c, _a| async { Ok(()) })
         .unwrap_err();
-    assert_eq!(err.code(), "invalid-job-name");
+    assert_eq!(err.code(), ErrorCode::InvalidJobName);
     let err = Registry::new().backoff("missing", |_| None).unwrap_err();
-    assert_eq!(err.code(), "invalid-worker-config");
+    assert_eq!(err.code(), ErrorCode::InvalidWorkerConfig);
 }
 
 #[test]
@@ -102,7 +104,7 @@ fn builder_rejects_impossible_settings() {
         let err = case(Worker::builder(store(), Registry::new()))
             .build()
             .unwrap_err();
-        assert_eq!(err.code(), "invalid-worker-config", "case {i}");
+        assert_eq!(err.code(), ErrorCode::InvalidWorkerConfig, "case {i}");
     }
     let worker = Worker::builder(store(), Registry::new()).build().unwrap();
     assert_eq!(worker.concurrency(), crate::DEFAULT_CONCURRENCY);

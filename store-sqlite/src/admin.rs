@@ -5,7 +5,7 @@ use duraq_core::transitions::{operator_cancel, operator_retry};
 use duraq_core::{Error, Job, JobFilter, JobStatus, LeaseState, PruneRequest, Result};
 use rusqlite::{params, Connection, OptionalExtension};
 
-use crate::error_map::SqlResult;
+use crate::error::SqlResult;
 use crate::lifecycle::{persist_transition, Reservation};
 use crate::rows::{json_text, query_jobs, require_job, JOB_COLUMNS};
 use crate::tx::Tx;

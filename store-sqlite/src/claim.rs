@@ -23,7 +23,7 @@ use duraq_core::transitions;
 use duraq_core::{new_job_id, ClaimRequest, Job, JobStatus, Result};
 use rusqlite::{params, OptionalExtension};
 
-use crate::error_map::SqlResult;
+use crate::error::SqlResult;
 use crate::lifecycle::take_reservation;
 use crate::rate;
 use crate::report::heartbeat;

@@ -19,7 +19,7 @@ use duraq_core::{
 };
 use rusqlite::Connection;
 
-use crate::error_map::SqlResult;
+use crate::error::SqlResult;
 
 /// Adds `change` to the counts and bumps the revision once; returns the delta to
 /// publish after commit. The caller only calls this for a non-zero change.
@@ -131,7 +131,7 @@ pub(crate) fn queue_snapshot(conn: &Connection, now: i64) -> Result<QueueSnapsho
 }
 
 /// Bumps the `work` epoch: other processes see it through
-/// [`crate::writer`]'s `data_version` poll and wake their workers. Claims and
+/// [`crate::backend::writer`]'s `data_version` poll and wake their workers. Claims and
 /// heartbeats never bump it, so idle workers in several processes do not wake
 /// each other in a loop.
 pub(crate) fn bump_work_epoch(conn: &Connection) -> Result<i64> {

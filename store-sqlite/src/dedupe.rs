@@ -32,7 +32,7 @@
 use duraq_core::{digest_hex, Error, NewJob, Result};
 use rusqlite::{params, Connection, OptionalExtension};
 
-use crate::error_map::SqlResult;
+use crate::error::SqlResult;
 use crate::tx::Tx;
 
 /// What `args_digest` holds on a row without a dedupe key (see the module docs).

@@ -11,7 +11,7 @@ use duraq_core::{
 use rusqlite::{params, Connection, OptionalExtension};
 
 use crate::dedupe;
-use crate::error_map::SqlResult;
+use crate::error::SqlResult;
 use crate::insert::{insert_job, insert_jobs, ArgsTexts, NewRow};
 use crate::rows::json_text;
 use crate::tx::Tx;

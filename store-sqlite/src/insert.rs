@@ -35,7 +35,7 @@ use duraq_core::{
 use rusqlite::{params_from_iter, Connection, ToSql};
 
 use crate::dedupe::{key_of, NO_DIGEST};
-use crate::error_map::{is_primary_key_violation, map_err};
+use crate::error::{is_primary_key_violation, map_err};
 use crate::tx::Tx;
 
 /// The columns a fresh row binds, in the order [`insert_sql`] names them.
@@ -190,7 +190,7 @@ pub(crate) fn insert_job(tx: &Tx<'_>, job: &Job, keyed: bool) -> Result<()> {
 }
 
 /// Inserts fresh rows, cut into [`CHUNKS`], through the writer's
-/// [`crate::static_bind`] statements when `tx` has them. An id already in use
+/// [`crate::backend::static_bind`] statements when `tx` has them. An id already in use
 /// is refused by the id's own index (no read first) as `idempotency-conflict`;
 /// the caller's transaction then rolls back whole.
 pub(crate) fn insert_jobs(tx: &Tx<'_>, rows: &[NewRow<'_>]) -> Result<()> {

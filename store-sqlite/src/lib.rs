@@ -36,32 +36,26 @@
 #![warn(missing_docs)]
 
 mod admin;
-mod checkpoint;
+mod backend;
 mod claim;
-mod connection;
 mod counts;
 mod dedupe;
 mod enqueue;
-mod error_map;
+mod error;
 mod insert;
 mod lifecycle;
-mod opening;
 mod operations;
 mod options;
 mod pause;
-mod poller;
 mod rate;
-mod reader;
 mod report;
 mod rows;
 mod schedule;
 mod schema;
 mod schema_def;
-mod static_bind;
 mod store_impl;
 mod tx;
 mod workers;
-mod writer;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -69,18 +63,18 @@ use std::sync::Arc;
 use duraq_core::{system_clock, Clock, Error, Result};
 use rusqlite::Connection;
 
-pub use connection::PragmaReport;
+pub use backend::connection::PragmaReport;
 pub use options::{SqliteOptions, Synchronous};
 pub use schema::{migrate, MigrationReport};
 pub use schema_def::{LEDGER_TABLE, MIGRATION_SCOPE, SCHEMA_VERSION};
 
-use checkpoint::Checkpoints;
-use connection::{enlarge_writer_cache, open_connection, read_pragmas};
-use error_map::opening_error;
-use opening::OpenMode;
-use reader::Readers;
+use backend::checkpoint::Checkpoints;
+use backend::connection::{enlarge_writer_cache, open_connection, read_pragmas};
+use backend::opening::OpenMode;
+use backend::reader::Readers;
+use backend::writer::{Signals, Writer};
+use error::opening_error;
 use tx::Tx;
-use writer::{Signals, Writer};
 
 /// A [`duraq_core::Store`] on one SQLite file. Cloning shares the same store.
 #[derive(Clone)]
@@ -187,7 +181,7 @@ impl SqliteStore {
         Self::open_inner(path, opts, clock, true, OpenMode::Create)
     }
 
-    /// Every open path: [`opening::preflight`] decides what `mode` allows, then the
+    /// Every open path: [`backend::opening::preflight`] decides what `mode` allows, then the
     /// write connection, the schema, and the writer thread; any failure names the
     /// file being opened.
     fn open_inner(
@@ -197,7 +191,7 @@ impl SqliteStore {
         temporary: bool,
         mode: OpenMode,
     ) -> Result<Self> {
-        let opened = opening::preflight(&path, mode).and_then(|()| {
+        let opened = backend::opening::preflight(&path, mode).and_then(|()| {
             let conn = open_connection(&path, &opts, mode)?;
             enlarge_writer_cache(&conn)?;
             let migration = schema::ensure_schema(&conn)?;

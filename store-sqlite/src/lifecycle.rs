@@ -6,7 +6,7 @@
 use duraq_core::{Job, JobStatus, Result};
 use rusqlite::{params, Connection, OptionalExtension};
 
-use crate::error_map::SqlResult;
+use crate::error::SqlResult;
 use crate::rows::save_job;
 use crate::tx::Tx;
 

@@ -5,7 +5,7 @@
 use duraq_core::{Error, ErrorCode, Operation, Result};
 use rusqlite::{params, Connection, OptionalExtension, Row};
 
-use crate::error_map::SqlResult;
+use crate::error::SqlResult;
 use crate::rows::json_text;
 use crate::tx::Tx;
 

@@ -8,7 +8,7 @@
 use duraq_core::Result;
 use rusqlite::{params, Connection};
 
-use crate::error_map::SqlResult;
+use crate::error::SqlResult;
 use crate::tx::Tx;
 
 /// Pauses `queue`; `true` if it was running.

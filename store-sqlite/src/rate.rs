@@ -7,7 +7,7 @@
 use duraq_core::{rate_log_horizon, RateLimit, RateWindow, Result};
 use rusqlite::{params, Connection};
 
-use crate::error_map::SqlResult;
+use crate::error::SqlResult;
 
 /// The newest `limit.max` logged starts of the limit's key.
 pub(crate) fn load_window(conn: &Connection, limit: &RateLimit) -> Result<RateWindow> {

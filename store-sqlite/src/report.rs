@@ -6,7 +6,7 @@ use duraq_core::transitions::{apply_outcome, recover_lost};
 use duraq_core::{JobStatus, Lease, Outcome, Result};
 use rusqlite::params;
 
-use crate::error_map::SqlResult;
+use crate::error::SqlResult;
 use crate::lifecycle::{persist_transition, Reservation};
 use crate::rows::{load_for_report, query_jobs, JOB_COLUMNS};
 use crate::tx::Tx;

@@ -13,7 +13,7 @@ use duraq_core::{Error, Job, JobStatus, Result};
 use rusqlite::types::Type;
 use rusqlite::{params, Connection, OptionalExtension, Params, Row};
 
-use crate::error_map::SqlResult;
+use crate::error::SqlResult;
 
 /// The columns [`job_from_row`] expects, in order.
 pub(crate) const JOB_COLUMNS: &str = "id, job_name, args, queue, status, attempts, max_retries, \

@@ -15,7 +15,7 @@ use duraq_core::{
 use rusqlite::{params, Connection, OptionalExtension};
 
 use crate::enqueue::{check_insert, insert_checked};
-use crate::error_map::SqlResult;
+use crate::error::SqlResult;
 use crate::lifecycle::{persist_transition, Reservation};
 use crate::rows::{load_job, query_jobs, JOB_COLUMNS};
 use crate::tx::Tx;

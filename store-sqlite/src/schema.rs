@@ -18,9 +18,9 @@ use std::collections::HashMap;
 use duraq_core::{Error, JobStatus, Result};
 use rusqlite::{params, Connection, OptionalExtension};
 
-use crate::connection::open_connection;
-use crate::error_map::{opening_error, retry_busy, SqlResult};
-use crate::opening::OpenMode;
+use crate::backend::connection::open_connection;
+use crate::backend::opening::OpenMode;
+use crate::error::{opening_error, retry_busy, SqlResult};
 use crate::schema_def::{
     Column, Table, INDEXES, LEDGER_TABLE, MIGRATION_SCOPE, QUEUE_COUNTS_TABLE, RETIRED_INDEXES,
     SCHEMA_VERSION, TABLES,
@@ -45,7 +45,7 @@ pub struct MigrationReport {
 /// ```
 pub fn migrate(path: impl AsRef<std::path::Path>) -> Result<MigrationReport> {
     let path = path.as_ref();
-    let opened = crate::opening::preflight(path, OpenMode::Create).and_then(|()| {
+    let opened = crate::backend::opening::preflight(path, OpenMode::Create).and_then(|()| {
         let conn = open_connection(path, &crate::SqliteOptions::default(), OpenMode::Create)?;
         ensure_schema(&conn)
     });

@@ -6,9 +6,9 @@
 use duraq_core::{CountChange, CountDelta, JobStatus, Result};
 use rusqlite::Connection;
 
+use crate::backend::static_bind::StaticStatements;
 use crate::counts::apply_change;
 use crate::dedupe::ScopeMemo;
-use crate::static_bind::StaticStatements;
 
 /// One logical mutation inside the writer's transaction (or a caller's).
 pub(crate) struct Tx<'c> {

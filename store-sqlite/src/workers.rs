@@ -10,7 +10,7 @@ use std::collections::{BTreeMap, HashMap};
 use duraq_core::{DueJobGroup, Error, Result, RunningJob, WorkerInfo, WorkerRecord};
 use rusqlite::{params, Connection};
 
-use crate::error_map::SqlResult;
+use crate::error::SqlResult;
 use crate::tx::Tx;
 
 fn to_json<T: serde::Serialize>(value: &T) -> Result<String> {

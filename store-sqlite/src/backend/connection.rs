@@ -8,8 +8,8 @@ use std::path::Path;
 use duraq_core::{Error, Result};
 use rusqlite::{Connection, OpenFlags};
 
-use crate::error_map::{retry_busy, SqlResult};
-use crate::opening::OpenMode;
+use crate::backend::opening::OpenMode;
+use crate::error::{retry_busy, SqlResult};
 use crate::options::SqliteOptions;
 
 /// What the pragmas read back as, for `health()`.

@@ -9,7 +9,7 @@
 //! replies. A failed `COMMIT` fails every request of the batch.
 //!
 //! Between batches the same thread polls for other connections' commits
-//! ([`crate::poller`]); it exits, ending the poll, when the store is dropped.
+//! ([`crate::backend::poller`]); it exits, ending the poll, when the store is dropped.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::{mpsc, Arc};
@@ -19,11 +19,11 @@ use duraq_core::{Clock, CountDelta, Error, Result};
 use rusqlite::Connection;
 use tokio::sync::{broadcast, oneshot, watch};
 
-use crate::checkpoint::{Checkpoints, WalFrames};
+use crate::backend::checkpoint::{Checkpoints, WalFrames};
+use crate::backend::poller::ForeignWatch;
+use crate::backend::static_bind::StaticStatements;
 use crate::counts::bump_work_epoch;
-use crate::error_map::{describe, is_busy, retry_busy};
-use crate::poller::ForeignWatch;
-use crate::static_bind::StaticStatements;
+use crate::error::{describe, is_busy, retry_busy};
 use crate::tx::Tx;
 
 /// In-process notification channels, shared by the writer, the poller and the store.
@@ -136,7 +136,7 @@ pub(crate) struct Writer {
 impl Writer {
     /// Starts the writer thread on `conn`; it also polls for foreign commits
     /// every `poll_interval`, and has the WAL checkpointed between batches
-    /// ([`crate::checkpoint`]).
+    /// ([`crate::backend::checkpoint`]).
     pub(crate) fn spawn(
         conn: Connection,
         mut checkpoints: Checkpoints,

@@ -41,8 +41,8 @@ use std::sync::mpsc;
 
 use rusqlite::{ffi, Connection};
 
-use crate::connection::open_connection;
-use crate::opening::OpenMode;
+use crate::backend::connection::open_connection;
+use crate::backend::opening::OpenMode;
 use crate::options::SqliteOptions;
 
 /// New WAL frames between two checkpoints (SQLite's default auto-checkpoint

@@ -25,7 +25,7 @@ use std::path::Path;
 use duraq_core::{Error, Result};
 use rusqlite::{Connection, OpenFlags};
 
-use crate::error_map::SqlResult;
+use crate::error::SqlResult;
 use crate::schema_def::LEDGER_TABLE;
 
 /// Whether an open may create the database.
@@ -40,7 +40,7 @@ pub(crate) enum OpenMode {
 /// Decides whether `path` may be opened in `mode`; `Ok` means the caller may go
 /// on with the read-write open (which creates the file only in `Create` mode).
 /// `database-not-found` names `path`; the caller adds it to other errors
-/// ([`crate::error_map::opening_error`]), once for the whole open.
+/// ([`crate::error::opening_error`]), once for the whole open.
 pub(crate) fn preflight(path: &Path, mode: OpenMode) -> Result<()> {
     match std::fs::metadata(path) {
         Ok(meta) if meta.is_dir() => Err(Error::backend(

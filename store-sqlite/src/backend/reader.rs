@@ -8,9 +8,9 @@ use std::sync::Mutex;
 use duraq_core::{ErrorCode, Result};
 use rusqlite::Connection;
 
-use crate::connection::open_connection;
-use crate::error_map::{busy_backoff, SqlResult, BUSY_RETRIES};
-use crate::opening::OpenMode;
+use crate::backend::connection::open_connection;
+use crate::backend::opening::OpenMode;
+use crate::error::{busy_backoff, SqlResult, BUSY_RETRIES};
 use crate::options::SqliteOptions;
 
 /// A pool of read connections on one file.

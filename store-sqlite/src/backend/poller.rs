@@ -13,9 +13,9 @@ use std::time::Instant;
 use duraq_core::Result;
 use rusqlite::Connection;
 
+use crate::backend::writer::Signals;
 use crate::counts::work_epoch;
-use crate::error_map::SqlResult;
-use crate::writer::Signals;
+use crate::error::SqlResult;
 
 /// What the writer last saw of other connections' commits.
 pub(crate) struct ForeignWatch {

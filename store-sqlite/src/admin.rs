@@ -1,13 +1,12 @@
-//! Operator actions and queries: retry, cancel, listing, the next due time,
-//! pruning in batches, and reservation reconciliation.
+//! Operator actions and queries: retry, cancel, listing, pruning in batches, and reservation reconciliation.
 
 use duraq_core::transitions::{operator_cancel, operator_retry};
-use duraq_core::{Error, Job, JobFilter, JobStatus, LeaseState, PruneRequest, Result};
-use rusqlite::{params, Connection, OptionalExtension};
+use duraq_core::{Job, JobFilter, JobStatus, PruneRequest, Result};
+use rusqlite::{params, Connection};
 
 use crate::error::SqlResult;
 use crate::lifecycle::{persist_transition, Reservation};
-use crate::rows::{json_text, query_jobs, require_job, JOB_COLUMNS};
+use crate::rows::{query_jobs, require_job, JOB_COLUMNS};
 use crate::tx::Tx;
 
 /// Operator retry of a terminal job; it takes its schedule key back if free.
@@ -34,36 +33,6 @@ pub(crate) fn cancel_job(tx: &mut Tx<'_>, id: &str) -> Result<(Job, JobStatus)> 
     operator_cancel(&mut job, tx.now)?;
     persist_transition(tx, from, &job, Reservation::Unknown)?;
     Ok((job, from))
-}
-
-/// The status and lease of each of `ids` that exists (the worker's lease check).
-pub(crate) fn lease_states(conn: &Connection, ids: &[String]) -> Result<Vec<LeaseState>> {
-    let list = serde_json::to_string(ids).map_err(|e| Error::backend("encoding job ids", e))?;
-    let mut stmt = conn
-        .prepare_cached(
-            "SELECT id, status, handoff_id FROM duraq_jobs \
-             WHERE id IN (SELECT value FROM json_each(?1))",
-        )
-        .db()?;
-    let rows = stmt
-        .query_map([list], |r| {
-            Ok((
-                r.get::<_, String>(0)?,
-                r.get::<_, String>(1)?,
-                r.get::<_, Option<String>>(2)?,
-            ))
-        })
-        .db()?;
-    let mut out = Vec::with_capacity(ids.len());
-    for row in rows {
-        let (job_id, status, handoff_id) = row.db()?;
-        out.push(LeaseState {
-            job_id,
-            status: status.parse()?,
-            handoff_id,
-        });
-    }
-    Ok(out)
 }
 
 /// Jobs matching `filter`, newest first.
@@ -94,40 +63,6 @@ pub(crate) fn list_jobs(conn: &Connection, filter: &JobFilter) -> Result<Vec<Job
             after_id
         ],
     )
-}
-
-/// The earliest `scheduledAtMs` among matching queued jobs (an index walk in
-/// `scheduled_at_ms` order that stops at the first match).
-pub(crate) fn next_scheduled_at(
-    conn: &Connection,
-    job_names: &[String],
-    queues: Option<&[String]>,
-) -> Result<Option<i64>> {
-    let queues = queues.map(json_text).transpose()?;
-    let names = json_text(&job_names)?;
-    // One claim-index range per priority that queued jobs hold.
-    let mut stmt = conn
-        .prepare_cached(
-            "SELECT scheduled_at_ms FROM duraq_jobs INDEXED BY duraq_jobs_claim \
-             WHERE status = 'queued' AND priority = ?3 \
-             AND job_name IN (SELECT value FROM json_each(?1)) \
-             AND (?2 IS NULL OR queue IN (SELECT value FROM json_each(?2))) \
-             AND queue NOT IN (SELECT queue FROM duraq_paused_queues) \
-             ORDER BY scheduled_at_ms LIMIT 1",
-        )
-        .db()?;
-    let mut earliest: Option<i64> = None;
-    for priority in crate::claim::queued_priorities(conn)? {
-        let next: Option<i64> = stmt
-            .query_row(params![names, queues, priority], |r| r.get(0))
-            .optional()
-            .db()?;
-        earliest = match (earliest, next) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        };
-    }
-    Ok(earliest)
 }
 
 /// The terminal time the per-status terminal indexes are built on.

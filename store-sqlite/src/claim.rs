@@ -21,7 +21,7 @@ use std::collections::BTreeMap;
 use duraq_core::rules::{Admission, AdmissionRead, ClaimAdmission};
 use duraq_core::transitions;
 use duraq_core::{new_job_id, ClaimRequest, Job, JobStatus, Result};
-use rusqlite::{params, OptionalExtension};
+use rusqlite::{params, Connection, OptionalExtension};
 
 use crate::error::SqlResult;
 use crate::lifecycle::take_reservation;
@@ -209,4 +209,38 @@ fn try_claim(
     }
     tx.moved(&job.queue, JobStatus::Queued, JobStatus::HandedOff);
     Ok(Some(job))
+}
+
+/// The earliest `scheduledAtMs` among matching queued jobs (an index walk in
+/// `scheduled_at_ms` order that stops at the first match).
+pub(crate) fn next_scheduled_at(
+    conn: &Connection,
+    job_names: &[String],
+    queues: Option<&[String]>,
+) -> Result<Option<i64>> {
+    let queues = queues.map(json_text).transpose()?;
+    let names = json_text(&job_names)?;
+    // One claim-index range per priority that queued jobs hold.
+    let mut stmt = conn
+        .prepare_cached(
+            "SELECT scheduled_at_ms FROM duraq_jobs INDEXED BY duraq_jobs_claim \
+             WHERE status = 'queued' AND priority = ?3 \
+             AND job_name IN (SELECT value FROM json_each(?1)) \
+             AND (?2 IS NULL OR queue IN (SELECT value FROM json_each(?2))) \
+             AND queue NOT IN (SELECT queue FROM duraq_paused_queues) \
+             ORDER BY scheduled_at_ms LIMIT 1",
+        )
+        .db()?;
+    let mut earliest: Option<i64> = None;
+    for priority in queued_priorities(conn)? {
+        let next: Option<i64> = stmt
+            .query_row(params![names, queues, priority], |r| r.get(0))
+            .optional()
+            .db()?;
+        earliest = match (earliest, next) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+    }
+    Ok(earliest)
 }

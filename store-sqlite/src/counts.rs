@@ -123,11 +123,12 @@ pub(crate) fn queue_snapshot(conn: &Connection, now: i64) -> Result<QueueSnapsho
         let (queue, per_status, oldest) = row.db()?;
         queues.extend(QueueCounts::new(queue, per_status, oldest, now));
     }
-    let paused = crate::pause::paused(conn)?;
-    Ok(
-        QueueSnapshot::new(global.counts.as_array(), global.revision, now, queues)
-            .with_paused(paused),
-    )
+    Ok(QueueSnapshot::new(
+        global.counts.as_array(),
+        global.revision,
+        now,
+        queues,
+    ))
 }
 
 /// Bumps the `work` epoch: other processes see it through

@@ -47,26 +47,6 @@ pub(crate) fn key_of(args_digest: &str) -> &str {
     args_digest.get(..16).unwrap_or(args_digest)
 }
 
-/// Which (job name, queue) scopes one write transaction found registered.
-#[derive(Default)]
-pub(crate) struct ScopeMemo(Vec<(String, String, bool)>);
-
-impl ScopeMemo {
-    fn get(&self, name: &str, queue: &str) -> Option<bool> {
-        self.0
-            .iter()
-            .find(|(n, q, _)| n == name && q == queue)
-            .map(|e| e.2)
-    }
-
-    fn set(&mut self, name: &str, queue: &str, registered: bool) {
-        match self.0.iter_mut().find(|(n, q, _)| n == name && q == queue) {
-            Some(entry) => entry.2 = registered,
-            None => self.0.push((name.to_owned(), queue.to_owned(), registered)),
-        }
-    }
-}
-
 /// Whether the scope of job `name` in `queue` is registered, so that a new row
 /// of it must carry its args digest and dedupe key.
 pub(crate) fn scope_registered(tx: &mut Tx<'_>, name: &str, queue: &str) -> Result<bool> {

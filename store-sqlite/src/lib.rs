@@ -72,7 +72,8 @@ use backend::checkpoint::Checkpoints;
 use backend::connection::{enlarge_writer_cache, open_connection, read_pragmas};
 use backend::opening::OpenMode;
 use backend::reader::Readers;
-use backend::writer::{Signals, Writer};
+use backend::signals::Signals;
+use backend::writer::Writer;
 use error::opening_error;
 use tx::Tx;
 

@@ -3,7 +3,7 @@
 //! revision stays); resuming signals work so that idle workers, in this process
 //! and (through the work epoch) in others, claim the queue's due jobs at once.
 //! The claim and the worker's timer query exclude the table's queues in their own
-//! statements ([`crate::claim`], [`crate::admin::next_scheduled_at`]).
+//! statements ([`crate::claim`], [`crate::claim::next_scheduled_at`]).
 
 use duraq_core::Result;
 use rusqlite::{params, Connection};

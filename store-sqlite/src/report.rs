@@ -1,10 +1,10 @@
-//! Fenced reports, heartbeats and lost-lease recovery (`docs/jobs.md`). A report changes
+//! Fenced reports, heartbeats, lease checks and lost-lease recovery (`docs/jobs.md`). A report changes
 //! a row only while the lease it names is current: the row is read, the lease
 //! compared, and the outcome applied with [`duraq_core::transitions::apply_outcome`].
 
 use duraq_core::transitions::{apply_outcome, recover_lost};
-use duraq_core::{JobStatus, Lease, Outcome, Result};
-use rusqlite::params;
+use duraq_core::{Error, JobStatus, Lease, LeaseState, Outcome, Result};
+use rusqlite::{params, Connection};
 
 use crate::error::SqlResult;
 use crate::lifecycle::{persist_transition, Reservation};
@@ -73,4 +73,34 @@ pub(crate) fn recover_stale(tx: &mut Tx<'_>, stale_after_ms: i64) -> Result<Vec<
         .execute([forget])
         .db()?;
     Ok(ids)
+}
+
+/// The status and lease of each of `ids` that exists (the worker's lease check).
+pub(crate) fn lease_states(conn: &Connection, ids: &[String]) -> Result<Vec<LeaseState>> {
+    let list = serde_json::to_string(ids).map_err(|e| Error::backend("encoding job ids", e))?;
+    let mut stmt = conn
+        .prepare_cached(
+            "SELECT id, status, handoff_id FROM duraq_jobs \
+             WHERE id IN (SELECT value FROM json_each(?1))",
+        )
+        .db()?;
+    let rows = stmt
+        .query_map([list], |r| {
+            Ok((
+                r.get::<_, String>(0)?,
+                r.get::<_, String>(1)?,
+                r.get::<_, Option<String>>(2)?,
+            ))
+        })
+        .db()?;
+    let mut out = Vec::with_capacity(ids.len());
+    for row in rows {
+        let (job_id, status, handoff_id) = row.db()?;
+        out.push(LeaseState {
+            job_id,
+            status: status.parse()?,
+            handoff_id,
+        });
+    }
+    Ok(out)
 }

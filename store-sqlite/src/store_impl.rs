@@ -119,7 +119,8 @@ impl WorkerStore for SqliteStore {
 
     async fn lease_states(&self, job_ids: &[String]) -> Result<Vec<LeaseState>> {
         let ids = job_ids.to_vec();
-        self.read(move |conn| admin::lease_states(conn, &ids)).await
+        self.read(move |conn| report::lease_states(conn, &ids))
+            .await
     }
 
     fn subscribe_cancellations(&self) -> broadcast::Receiver<String> {
@@ -133,7 +134,7 @@ impl WorkerStore for SqliteStore {
     ) -> Result<Option<i64>> {
         let names = job_names.to_vec();
         let queues = queues.map(<[String]>::to_vec);
-        self.read(move |conn| admin::next_scheduled_at(conn, &names, queues.as_deref()))
+        self.read(move |conn| claim::next_scheduled_at(conn, &names, queues.as_deref()))
             .await
     }
 
@@ -171,8 +172,11 @@ impl Inspect for SqliteStore {
 
     async fn queue_snapshot(&self) -> Result<QueueSnapshot> {
         let now = self.now();
-        self.read(move |conn| counts::queue_snapshot(conn, now))
-            .await
+        // Not a count: read after the counts, in the same read transaction.
+        self.read(move |conn| {
+            Ok(counts::queue_snapshot(conn, now)?.with_paused(pause::paused(conn)?))
+        })
+        .await
     }
 
     fn subscribe_counts(&self) -> broadcast::Receiver<CountDelta> {

@@ -8,7 +8,6 @@ use rusqlite::Connection;
 
 use crate::backend::static_bind::StaticStatements;
 use crate::counts::apply_change;
-use crate::dedupe::ScopeMemo;
 
 /// One logical mutation inside the writer's transaction (or a caller's).
 pub(crate) struct Tx<'c> {
@@ -24,6 +23,26 @@ pub(crate) struct Tx<'c> {
     /// The writer's statements that bind texts in place (none on a caller's
     /// connection).
     pub(crate) statements: Option<&'c StaticStatements<'c>>,
+}
+
+/// Which (job name, queue) scopes one write transaction found registered.
+#[derive(Default)]
+pub(crate) struct ScopeMemo(Vec<(String, String, bool)>);
+
+impl ScopeMemo {
+    pub(crate) fn get(&self, name: &str, queue: &str) -> Option<bool> {
+        self.0
+            .iter()
+            .find(|(n, q, _)| n == name && q == queue)
+            .map(|e| e.2)
+    }
+
+    pub(crate) fn set(&mut self, name: &str, queue: &str, registered: bool) {
+        match self.0.iter_mut().find(|(n, q, _)| n == name && q == queue) {
+            Some(entry) => entry.2 = registered,
+            None => self.0.push((name.to_owned(), queue.to_owned(), registered)),
+        }
+    }
 }
 
 /// A rollback point: deltas and work signal recorded before a request ran.

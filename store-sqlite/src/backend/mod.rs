@@ -5,5 +5,6 @@ pub(crate) mod connection;
 pub(crate) mod opening;
 pub(crate) mod poller;
 pub(crate) mod reader;
+pub(crate) mod signals;
 pub(crate) mod static_bind;
 pub(crate) mod writer;

@@ -13,7 +13,7 @@ use std::time::Instant;
 use duraq_core::Result;
 use rusqlite::Connection;
 
-use crate::backend::writer::Signals;
+use crate::backend::signals::Signals;
 use crate::counts::work_epoch;
 use crate::error::SqlResult;
 

@@ -15,46 +15,17 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
-use duraq_core::{Clock, CountDelta, Error, Result};
+use duraq_core::{Clock, Error, Result};
 use rusqlite::Connection;
-use tokio::sync::{broadcast, oneshot, watch};
+use tokio::sync::oneshot;
 
 use crate::backend::checkpoint::{Checkpoints, WalFrames};
 use crate::backend::poller::ForeignWatch;
+use crate::backend::signals::Signals;
 use crate::backend::static_bind::StaticStatements;
 use crate::counts::bump_work_epoch;
 use crate::error::{describe, is_busy, retry_busy};
 use crate::tx::Tx;
-
-/// In-process notification channels, shared by the writer, the poller and the store.
-pub(crate) struct Signals {
-    pub(crate) counts: broadcast::Sender<CountDelta>,
-    pub(crate) work: watch::Sender<u64>,
-}
-
-impl Signals {
-    pub(crate) fn new() -> Self {
-        Self {
-            counts: broadcast::channel(1024).0,
-            work: watch::channel(0).0,
-        }
-    }
-
-    /// Moves the work counter.
-    pub(crate) fn bump_work(&self) {
-        self.work.send_modify(|n| *n = n.wrapping_add(1));
-    }
-
-    /// Publishes committed effects.
-    pub(crate) fn publish(&self, deltas: Vec<CountDelta>, work: bool) {
-        for delta in deltas {
-            let _ = self.counts.send(delta);
-        }
-        if work {
-            self.bump_work();
-        }
-    }
-}
 
 /// Why a whole batch failed (cloneable into one error per request).
 struct Failure {

@@ -30,7 +30,7 @@ use duraq_core::transitions::claim as claim_row;
 
 use duraq_core::{new_job_id, ClaimRequest, Job, JobStatus, RateLimit, Result};
 
-use crate::db::{pooled, Conn, Db};
+use crate::backend::db::{pooled, Conn, Db};
 use crate::error::map_pg_error;
 use crate::rows::{loaded_from_row, save_jobs, JOB_COLUMNS};
 use crate::tx::Tx;

@@ -14,13 +14,13 @@
 //! lock, so every notifying commit in the cluster (and its WAL flush) would wait
 //! for the previous one. The statement returns an [`Entry`] (shard, the shard's
 //! new revision, the delta and the global revision as seen) and the store hands it
-//! to its notifier after commit ([`crate::notify`]). Only a caller's own
+//! to its notifier after commit ([`crate::backend::notify`]). Only a caller's own
 //! transaction ([`crate::PostgresStore::enqueue_in`]) notifies inside it, since
 //! the store cannot see that commit. A delta's global revision is the shard sum
 //! as the statement saw it: exact for one writer at a time; with concurrent
 //! writers on other shards it can be off by their in-flight commits. The
 //! per-shard revision is exact, which is what lets listeners find lost
-//! announcements ([`crate::mirror`]). Snapshots themselves are always exact.
+//! announcements ([`crate::backend::count_mirror`]). Snapshots themselves are always exact.
 
 use std::sync::{LazyLock, OnceLock};
 
@@ -29,7 +29,7 @@ use duraq_core::{
 };
 use tokio_postgres::types::ToSql;
 
-use crate::db::Db;
+use crate::backend::db::Db;
 
 /// Number of counter shards created by the schema.
 pub const SHARDS: i32 = 16;

@@ -27,20 +27,15 @@
 
 #![warn(missing_docs)]
 
+mod admin;
+mod backend;
 mod claim;
 mod complete;
-mod connect;
 mod counts;
-mod db;
 mod dedupe;
 mod enqueue;
+mod enqueue_plain;
 mod error;
-mod fast;
-mod group;
-mod lifecycle;
-mod listener;
-mod mirror;
-mod notify;
 mod ownership;
 mod pause;
 mod rate;
@@ -59,7 +54,7 @@ use std::sync::Arc;
 use duraq_core::{Clock, CountDelta};
 use tokio::sync::{broadcast, watch};
 
-pub use connect::{migrate, MigrationReport};
+pub use backend::connect::{migrate, MigrationReport};
 pub use counts::SHARDS;
 pub use error::{map_pg_error, map_pool_error};
 pub use schema::{LEDGER_TABLE, MIGRATION_SCOPE, SCHEMA_VERSION};
@@ -98,17 +93,17 @@ impl Default for PostgresOptions {
 
 /// State shared by the store and its listener task.
 pub(crate) struct Shared {
-    pub pool: db::Pool,
-    pub names: db::Names,
+    pub pool: backend::db::Pool,
+    pub names: backend::db::Names,
     pub deltas: broadcast::Sender<CountDelta>,
     pub work: watch::Sender<u64>,
     pub listening: std::sync::atomic::AtomicBool,
     /// How many times the LISTEN connection was re-established.
     pub reconnects: AtomicU64,
     /// Count changes announced in this process, per shard.
-    pub mirror: std::sync::Mutex<mirror::Mirror>,
+    pub mirror: std::sync::Mutex<backend::count_mirror::Mirror>,
     /// Hands committed announcements to the notifier task.
-    pub notifier: tokio::sync::mpsc::UnboundedSender<notify::Message>,
+    pub notifier: tokio::sync::mpsc::UnboundedSender<backend::notify::Message>,
     /// Running jobs cancelled (by this process at once, by others via NOTIFY).
     pub cancels: broadcast::Sender<String>,
 }
@@ -131,9 +126,9 @@ struct Inner {
     shared: Arc<Shared>,
     clock: Arc<dyn Clock>,
     shard_seq: AtomicU64,
-    migration: connect::MigrationReport,
+    migration: backend::connect::MigrationReport,
     pool_size: usize,
-    group: group::Group,
+    group: backend::enqueue_group::Group,
     listener: Option<tokio::task::JoinHandle<()>>,
 }
 
@@ -160,7 +155,7 @@ impl PostgresStore {
         self.inner.listener.is_some()
     }
 
-    pub(crate) fn group(&self) -> &group::Group {
+    pub(crate) fn group(&self) -> &backend::enqueue_group::Group {
         &self.inner.group
     }
 
@@ -186,13 +181,13 @@ impl PostgresStore {
             shared.work.send_modify(|n| *n = n.wrapping_add(1));
         }
         if effects.entry.is_some() || effects.work {
-            let _ = shared
-                .notifier
-                .send(notify::Message::Announce(notify::Announcement {
+            let _ = shared.notifier.send(backend::notify::Message::Announce(
+                backend::notify::Announcement {
                     entry: effects.entry,
                     work: effects.work,
                     cancelled: Vec::new(),
-                }));
+                },
+            ));
         }
     }
 
@@ -201,12 +196,12 @@ impl PostgresStore {
     pub(crate) fn announce_cancelled(&self, job_id: &str) {
         let shared = self.shared();
         let _ = shared.cancels.send(job_id.to_owned());
-        let _ = shared
-            .notifier
-            .send(notify::Message::Announce(notify::Announcement {
+        let _ = shared.notifier.send(backend::notify::Message::Announce(
+            backend::notify::Announcement {
                 cancelled: vec![job_id.to_owned()],
                 ..Default::default()
-            }));
+            },
+        ));
     }
 
     /// Sends what the notifier holds, then stops it, the listener and the pool;
@@ -216,7 +211,7 @@ impl PostgresStore {
         if self
             .shared()
             .notifier
-            .send(notify::Message::Close(done))
+            .send(backend::notify::Message::Close(done))
             .is_ok()
         {
             let _ = sent.await;

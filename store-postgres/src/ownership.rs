@@ -1,12 +1,12 @@
 //! The rows behind a schedule key's ownership (`duraq_schedule_owners`) and the
 //! per-key advisory lock: the primitives that both the keyed calls
 //! ([`crate::schedule`]) and every transition that ends a run
-//! ([`crate::lifecycle`]) need, kept apart so that those two modules depend on
+//! ([`crate::admin`]) need, kept apart so that those two modules depend on
 //! this one and not on each other.
 
 use duraq_core::Result;
 
-use crate::db::Db;
+use crate::backend::db::Db;
 
 /// Serializes every mutation of `key` in this schema until the transaction ends.
 pub(crate) async fn lock_key(db: &Db<'_>, key: &str) -> Result<()> {

@@ -8,7 +8,7 @@
 
 use duraq_core::Result;
 
-use crate::db::Db;
+use crate::backend::db::Db;
 use crate::tx::Tx;
 
 /// Pauses `queue`; `true` if it was running.

@@ -8,7 +8,7 @@
 
 use duraq_core::{rate_log_horizon, RateLimit, RateWindow, Result};
 
-use crate::db::Db;
+use crate::backend::db::Db;
 
 /// Takes the key's turn and reads the newest `limit.max` starts of its log, or
 /// `None` when another claim holds the key right now.

@@ -13,7 +13,7 @@ use duraq_core::{Job, JobStatus, Result};
 use tokio_postgres::types::ToSql;
 use tokio_postgres::Row;
 
-use crate::db::Db;
+use crate::backend::db::Db;
 use crate::dedupe::KEY_OF_DIGEST;
 use crate::error::corrupt;
 

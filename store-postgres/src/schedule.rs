@@ -17,7 +17,7 @@ use duraq_core::{
     ScheduleKey, ScheduledJobs, WakeOutcome,
 };
 
-use crate::db::Db;
+use crate::backend::db::Db;
 use crate::enqueue::register_limits;
 use crate::ownership::lock_key;
 use crate::rows::{insert_jobs, job_from_row, lock_job, Loaded, JOB_COLUMNS};
@@ -41,7 +41,7 @@ async fn locked_owner(db: &Db<'_>, key: &str) -> Result<Option<Loaded>> {
 /// back its reservation.
 async fn cancel_owner(tx: &mut Tx<'_>, owner: Loaded, fate: OwnerFate) -> Result<()> {
     if fate.cancels() {
-        crate::lifecycle::cancel_loaded(tx, owner).await?;
+        crate::admin::cancel_loaded(tx, owner).await?;
     }
     Ok(())
 }

@@ -32,8 +32,8 @@
 
 use duraq_core::{Error, Result};
 
+use crate::backend::db::Db;
 use crate::counts::SHARDS;
-use crate::db::Db;
 use crate::error::Target;
 use crate::schema_def::{ADDED_COLUMNS, INDEXES, QUEUE_COUNTS_TABLE, RETIRED_INDEXES, TABLES};
 pub use crate::schema_def::{LEDGER_TABLE, MIGRATION_SCOPE, SCHEMA_VERSION};

@@ -14,13 +14,13 @@ use duraq_core::{
 use tokio::sync::{broadcast, watch};
 use tokio_postgres::Row;
 
-use crate::db::{pooled, Conn, Db};
+use crate::backend::db::{pooled, Conn, Db};
+use crate::backend::enqueue_group;
 use crate::error::corrupt;
-use crate::group;
 use crate::rows::{job_from_row, jobs_from_rows, JOB_COLUMNS};
 use crate::tx::{pipelined_tx, write_tx};
 use crate::{
-    claim, complete, counts, enqueue, fast, lifecycle, pause, schedule, workers, PostgresStore,
+    admin, claim, complete, counts, enqueue, enqueue_plain, pause, schedule, workers, PostgresStore,
 };
 
 /// Runs `$body` with `$db` bound to a pooled connection.
@@ -65,7 +65,7 @@ const OPERATION_COLUMNS: &str =
 impl Producer for PostgresStore {
     async fn enqueue(&self, job: NewJob) -> Result<EnqueueOutcome> {
         if job.is_plain() {
-            return group::enqueue(self, job).await;
+            return enqueue_group::enqueue(self, job).await;
         }
         write_tx!(self, self.now(), |tx| {
             enqueue::enqueue_one(&mut tx, &job).await
@@ -77,7 +77,7 @@ impl Producer for PostgresStore {
             return Ok(Vec::new());
         }
         if jobs.iter().all(NewJob::is_plain) {
-            return fast::enqueue_plain(self, &jobs).await;
+            return enqueue_plain::enqueue_plain(self, &jobs).await;
         }
         write_tx!(self, self.now(), |tx| {
             enqueue::enqueue_many(&mut tx, &jobs).await
@@ -138,7 +138,7 @@ impl WorkerStore for PostgresStore {
             return Ok(Vec::new());
         }
         write_tx!(self, self.now(), |tx| {
-            lifecycle::report_many(&mut tx, &reports).await
+            admin::report_many(&mut tx, &reports).await
         })
     }
 
@@ -166,7 +166,7 @@ impl WorkerStore for PostgresStore {
                 return Ok(ReportedAndClaimed { reported, claimed });
             }
             tx.begin_statement().await?;
-            let reported = lifecycle::report_many(&mut tx, &reports).await?;
+            let reported = admin::report_many(&mut tx, &reports).await?;
             let claimed = claim::claim(&mut tx, req).await?;
             Ok(ReportedAndClaimed { reported, claimed })
         })
@@ -188,7 +188,7 @@ impl WorkerStore for PostgresStore {
 
     async fn recover_stale(&self, stale_after_ms: i64) -> Result<Vec<String>> {
         write_tx!(self, self.now(), |tx| {
-            lifecycle::recover_stale(&mut tx, stale_after_ms).await
+            admin::recover_stale(&mut tx, stale_after_ms).await
         })
     }
 
@@ -344,13 +344,13 @@ impl Inspect for PostgresStore {
 impl Operate for PostgresStore {
     async fn retry_job(&self, id: &str) -> Result<Job> {
         write_tx!(self, self.now(), |tx| {
-            lifecycle::retry_job(&mut tx, id).await
+            admin::retry_job(&mut tx, id).await
         })
     }
 
     async fn cancel_job(&self, id: &str) -> Result<Job> {
         let (job, from): (Job, JobStatus) = write_tx!(self, self.now(), |tx| {
-            lifecycle::cancel_job(&mut tx, id).await
+            admin::cancel_job(&mut tx, id).await
         })?;
         if from == JobStatus::HandedOff {
             self.announce_cancelled(&job.id);
@@ -375,7 +375,7 @@ impl Operate for PostgresStore {
         let mut run = PruneRun::new(req);
         loop {
             let deleted = write_tx!(self, now, |tx| {
-                lifecycle::prune_batch(&mut tx, req, now).await
+                admin::prune_batch(&mut tx, req, now).await
             })?;
             if !run.record(deleted) {
                 return Ok(run.report());
@@ -384,9 +384,7 @@ impl Operate for PostgresStore {
     }
 
     async fn reconcile_reservations(&self) -> Result<u64> {
-        write_tx!(self, self.now(), |tx| {
-            lifecycle::reconcile(&mut tx).await
-        })
+        write_tx!(self, self.now(), |tx| { admin::reconcile(&mut tx).await })
     }
 }
 

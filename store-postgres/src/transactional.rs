@@ -9,7 +9,7 @@
 
 use duraq_core::{EnqueueOutcome, NewJob, Result};
 
-use crate::db::{Conn, Db};
+use crate::backend::db::{Conn, Db};
 use crate::enqueue::enqueue_one;
 use crate::tx::Tx;
 

@@ -26,8 +26,8 @@ use std::time::Duration;
 
 use duraq_core::{CountChange, Result};
 
+use crate::backend::db::{Conn, Db, Names};
 use crate::counts::{record, Effects};
-use crate::db::{Conn, Db, Names};
 use crate::error::{is_retryable, map_pg_error};
 use crate::PostgresStore;
 
@@ -250,7 +250,7 @@ macro_rules! write_tx {
         let now: i64 = $now;
         $crate::tx::retry_tx!(store, {
             let shared = store.shared();
-            let mut client = $crate::db::pooled(&shared.pool).await?;
+            let mut client = $crate::backend::db::pooled(&shared.pool).await?;
             #[allow(unused_mut)]
             let mut $tx =
                 $crate::tx::Tx::begin(&mut client, &shared.names, now, store.next_shard()).await?;
@@ -271,7 +271,7 @@ macro_rules! pipelined_tx {
         let now: i64 = $now;
         $crate::tx::retry_tx!(store, {
             let shared = store.shared();
-            let client = $crate::db::pooled(&shared.pool).await?;
+            let client = $crate::backend::db::pooled(&shared.pool).await?;
             let open = $crate::tx::OpenTx::new(&client);
             let mut $tx =
                 $crate::tx::Tx::pipelined(&client, &shared.names, now, store.next_shard());

@@ -8,8 +8,8 @@
 
 use duraq_core::{DueJobGroup, Result, RunningJob, WorkerInfo, WorkerRecord};
 
+use crate::backend::db::Db;
 use crate::claim::QUEUED_PRIORITIES;
-use crate::db::Db;
 use crate::error::corrupt;
 
 fn to_json(value: &[String]) -> String {

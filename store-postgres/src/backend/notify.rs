@@ -14,7 +14,7 @@
 //! The notifying connection keeps the server's settings (`synchronous_commit`
 //! included: turning it off for this connection alone was measured and gained
 //! nothing here). An announcement lost to a crash or a broken connection is made
-//! good by the listeners ([`crate::mirror`], and their periodic check bumps the
+//! good by the listeners ([`crate::backend::count_mirror`], and their periodic check bumps the
 //! work signal).
 
 use std::time::Duration;

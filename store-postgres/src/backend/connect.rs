@@ -18,10 +18,11 @@ use duraq_core::{system_clock, Clock, Error, Result};
 use tokio::sync::{broadcast, watch};
 use tokio_postgres::NoTls;
 
-use crate::db::{pooled, Conn, Db, Names, Pool};
+use crate::backend::db::{pooled, Conn, Db, Names, Pool};
+use crate::backend::{listener, notify};
 use crate::error::{map_pg_error, Target};
 use crate::schema::{OpenMode, SCHEMA_VERSION};
-use crate::{listener, notify, Inner, PostgresOptions, PostgresStore, Shared};
+use crate::{Inner, PostgresOptions, PostgresStore, Shared};
 
 /// What [`migrate`] (or opening a store) did.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

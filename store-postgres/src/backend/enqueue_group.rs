@@ -1,6 +1,6 @@
 //! Group commit for plain enqueues made concurrently in one process.
 //!
-//! A plain one-by-one enqueue ([`crate::fast`]) is one statement whose cost is
+//! A plain one-by-one enqueue ([`crate::enqueue_plain`]) is one statement whose cost is
 //! mostly fixed: a round trip, a commit with its WAL flush, a NOTIFY. When many
 //! tasks of one process enqueue at once (a web server's request handlers), paying
 //! that per job wastes both the server's CPU and the flushes. So at most
@@ -21,7 +21,7 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 use duraq_core::{EnqueueOutcome, Error, NewJob, Result};
 use tokio::sync::oneshot;
 
-use crate::fast::enqueue_plain;
+use crate::enqueue_plain::enqueue_plain;
 use crate::PostgresStore;
 
 /// How many plain-enqueue statements one store runs at once. Two keep the

@@ -14,8 +14,8 @@ use duraq_core::transitions::new_job_row;
 use duraq_core::{CountChange, EnqueueOutcome, JobStatus, NewJob, Result};
 use tokio_postgres::types::ToSql;
 
+use crate::backend::db::{pooled, Conn, Db};
 use crate::counts::{update_sql, Effects, Entry, QueueDeltas, SHARDS, SHARD_CTE};
-use crate::db::{pooled, Conn, Db};
 use crate::rows::{insert_jobs_sql, NewRows};
 use crate::PostgresStore;
 

@@ -11,8 +11,8 @@ use std::collections::HashMap;
 use duraq_core::transitions::{apply_outcome, operator_cancel, operator_retry, recover_lost};
 use duraq_core::{Error, Job, JobStatus, Lease, Outcome, PruneRequest, Result};
 
+use crate::backend::db::Db;
 use crate::claim::{release_reservation, release_reservations, BY_KEY_ONLY};
-use crate::db::Db;
 use crate::ownership::{claim_ownership_if_free, lock_key, release_owner, release_owners};
 use crate::rows::{loaded_from_row, lock_job, save_jobs, Loaded, JOB_COLUMNS};
 use crate::tx::Tx;

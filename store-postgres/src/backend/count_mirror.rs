@@ -1,7 +1,7 @@
 //! Which count changes this process has announced, per counter shard, so that a
 //! lost announcement is noticed and made good from the shard rows.
 //!
-//! Announcements travel after commit ([`crate::notify`]), so one can be lost: the
+//! Announcements travel after commit ([`crate::backend::notify`]), so one can be lost: the
 //! process dies between its commit and its NOTIFY, or the LISTEN connection is
 //! down. Every shard's revision grows by exactly one per committed change on it,
 //! which makes a loss visible: the mirror remembers, per shard, the revision up to

@@ -1,9 +1,9 @@
 //! The one LISTEN connection per store: other processes' committed changes.
 //!
 //! Every store announces its committed changes on the schema's channel after
-//! commit ([`crate::notify`]): entries (shard, shard revision, delta, revision)
+//! commit ([`crate::backend::notify`]): entries (shard, shard revision, delta, revision)
 //! and whether work may be available. This task turns other stores' entries into
-//! [`duraq_core::CountDelta`]s (through the [`crate::mirror`], so none is counted
+//! [`duraq_core::CountDelta`]s (through the [`crate::backend::count_mirror`], so none is counted
 //! twice), work-signal bumps and cancellations of running jobs (for the
 //! workers running them); its own store's were published in-process right
 //! after commit. Every [`CHECK_INTERVAL`] it reads the counter rows, so that an
@@ -22,8 +22,8 @@ use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tokio_postgres::{AsyncMessage, Client, Config, NoTls, Notification};
 
+use crate::backend::db::{pooled, quote_identifier, Conn, Db};
 use crate::counts::{shard_rows, Entry};
-use crate::db::{pooled, quote_identifier, Conn, Db};
 use crate::error::map_pg_error_at;
 use crate::Shared;
 
@@ -99,7 +99,7 @@ pub(crate) async fn start(
     Ok(tokio::spawn(run(config, shared, poll_ms, first)))
 }
 
-fn lock_mirror(shared: &Shared) -> std::sync::MutexGuard<'_, crate::mirror::Mirror> {
+fn lock_mirror(shared: &Shared) -> std::sync::MutexGuard<'_, crate::backend::count_mirror::Mirror> {
     shared
         .mirror
         .lock()
@@ -180,7 +180,7 @@ fn bump_work(shared: &Shared) {
     shared.work.send_modify(|n| *n = n.wrapping_add(1));
 }
 
-/// Applies one NOTIFY payload (see [`crate::notify::payloads`]).
+/// Applies one NOTIFY payload (see [`crate::backend::notify::payloads`]).
 fn handle(shared: &Shared, payload: &str) {
     let Ok(value) = serde_json::from_str::<serde_json::Value>(payload) else {
         return;

@@ -61,6 +61,23 @@ fn row_without_identity(job: &NewJob, now_ms: i64) -> Job {
     }
 }
 
+/// The fields (wire names) [`claim`] changes, and nothing else: a store may
+/// write back a claimed row by these columns alone (PostgreSQL's claim does,
+/// instead of every mutable column). Tested against [`claim`] below.
+pub const CLAIM_CHANGES: &[&str] = &[
+    "status",
+    "attempts",
+    "handoffId",
+    "workerId",
+    "handedOffAtMs",
+];
+
+/// The fields (wire names) a completion ([`apply_outcome`] with
+/// [`Outcome::Completed`]) changes, and nothing else: a store may complete a
+/// fenced row with one `UPDATE` of these columns, without loading it first
+/// (PostgreSQL's completion statement does). Tested against [`apply_outcome`].
+pub const COMPLETION_CHANGES: &[&str] = &["status", "completedAtMs"];
+
 /// `queued` → `handed_off` under a fresh lease.
 pub fn claim(job: &mut Job, worker_id: &str, handoff_id: String, now_ms: i64) {
     job.status = JobStatus::HandedOff;
@@ -266,6 +283,39 @@ pub fn lost_leases(held: &[crate::Lease], states: &[crate::LeaseState]) -> Vec<c
 mod tests {
     use super::*;
     use crate::EnqueueOptions;
+
+    /// The wire names of the fields that differ between two rows.
+    fn changed_fields(before: &Job, after: &Job) -> Vec<String> {
+        let (a, b) = (
+            serde_json::to_value(before).unwrap(),
+            serde_json::to_value(after).unwrap(),
+        );
+        let (a, b) = (a.as_object().unwrap(), b.as_object().unwrap());
+        let mut keys: Vec<String> = a.keys().chain(b.keys()).cloned().collect();
+        keys.sort();
+        keys.dedup();
+        keys.retain(|k| a.get(k) != b.get(k));
+        keys
+    }
+
+    #[test]
+    fn the_store_shortcuts_change_what_the_transitions_change() {
+        let mut queued = claimed(3);
+        queued.status = JobStatus::Queued;
+        (queued.handoff_id, queued.worker_id, queued.handed_off_at_ms) = (None, None, None);
+        let mut after_claim = queued.clone();
+        claim(&mut after_claim, "w2", "h2".into(), 77);
+        let mut declared: Vec<String> = CLAIM_CHANGES.iter().map(|s| s.to_string()).collect();
+        declared.sort();
+        assert_eq!(changed_fields(&queued, &after_claim), declared);
+
+        let running = claimed(3);
+        let mut completed = running.clone();
+        apply_outcome(&mut completed, &Outcome::Completed, 99);
+        let mut declared: Vec<String> = COMPLETION_CHANGES.iter().map(|s| s.to_string()).collect();
+        declared.sort();
+        assert_eq!(changed_fields(&running, &completed), declared);
+    }
 
     fn claimed(max_retries: u32) -> Job {
         let new = NewJob::new(

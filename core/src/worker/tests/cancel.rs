@@ -265,7 +265,10 @@ async fn a_cancel_grace_of_zero_and_a_zero_lease_check_are_checked() {
     let zero_check = fast(store.clone(), Registry::new())
         .lease_check_interval(Duration::ZERO)
         .build();
-    assert_eq!(zero_check.unwrap_err().code(), crate::ErrorCode::InvalidWorkerConfig);
+    assert_eq!(
+        zero_check.unwrap_err().code(),
+        crate::ErrorCode::InvalidWorkerConfig
+    );
     assert!(fast(store, Registry::new())
         .cancel_grace(Duration::ZERO)
         .build()

@@ -31,21 +31,13 @@ use duraq_core::transitions::claim as claim_row;
 use duraq_core::{new_job_id, ClaimRequest, Job, JobStatus, RateLimit, Result};
 
 use crate::backend::db::{pooled, Conn, Db};
+use crate::backend::plans::{by_key_only, walk_due_index, WALK_DUE_INDEX};
 use crate::error::map_pg_error;
+use crate::report::{heartbeat, HEARTBEAT};
 use crate::rows::{loaded_from_row, save_jobs, JOB_COLUMNS};
 use crate::tx::Tx;
 use crate::Shared;
 use crate::{counts, rate};
-
-/// Records that `worker_id` is alive at `now`.
-pub(crate) async fn heartbeat(db: &Db<'_>, worker_id: &str, now: i64) -> Result<()> {
-    db.execute(HEARTBEAT, &[&worker_id, &now]).await?;
-    Ok(())
-}
-
-const HEARTBEAT: &str =
-    "INSERT INTO {s}.duraq_workers (worker_id, last_heartbeat_ms) VALUES ($1, $2) \
-     ON CONFLICT (worker_id) DO UPDATE SET last_heartbeat_ms = $2";
 
 /// The reservations `key` holds now, its row locked until the claim commits
 /// (created with none when missing), so that the count the claim's admission
@@ -80,82 +72,6 @@ const TAKE_RESERVATIONS: &str =
     "UPDATE {s}.duraq_concurrency AS c SET active = c.active + v.n, max_concurrency = v.max \
      FROM (SELECT k, count(*) AS n, max(m) AS max FROM unnest($1::text[], $2::int8[]) AS t(k, m) \
      GROUP BY k) AS v WHERE c.concurrency_key = v.k";
-
-/// Gives back one reservation of `key`.
-pub(crate) async fn release_reservation(db: &Db<'_>, key: Option<&str>) -> Result<()> {
-    if let Some(key) = key {
-        db.execute(
-            "UPDATE {s}.duraq_concurrency SET active = GREATEST(active - 1, 0) WHERE concurrency_key = $1",
-            &[&key],
-        )
-        .await?;
-    }
-    Ok(())
-}
-
-/// Gives back one reservation per entry of `keys` (a key may repeat).
-pub(crate) async fn release_reservations(db: &Db<'_>, keys: &[String]) -> Result<()> {
-    match keys {
-        [] => Ok(()),
-        [key] => release_reservation(db, Some(key)).await,
-        _ => {
-            db.execute(
-                "UPDATE {s}.duraq_concurrency AS c SET active = GREATEST(c.active - v.n, 0) \
-                 FROM (SELECT k, count(*) AS n FROM unnest($1::text[]) AS k GROUP BY k) AS v \
-                 WHERE c.concurrency_key = v.k",
-                &[&keys],
-            )
-            .await?;
-            Ok(())
-        }
-    }
-}
-
-/// The setting of [`WALK_DUE_INDEX`] as a select item (the claim sends it
-/// inside its first statement).
-macro_rules! walk_due_index {
-    () => {
-        "set_config('enable_sort', 'off', true)"
-    };
-}
-
-/// Makes the rest of the transaction plan without explicit sorts, so a query
-/// ordered like `duraq_jobs_claim` can only walk that index. Without it, before
-/// ANALYZE has seen the table (or with stale statistics) the planner may read
-/// every queued row of a name through another index and sort them (schema v1's
-/// dedupe index did: about 90 ms per claim at 50,000 queued jobs), instead of
-/// reading a few rows in claim order. Queries that need a sort anyway (queue priorities) still get one.
-pub(crate) const WALK_DUE_INDEX: &str = concat!("SELECT ", walk_due_index!());
-
-/// The settings of [`BY_KEY_ONLY`] as select items (the claim sends them
-/// inside its first statement).
-macro_rules! by_key_only {
-    () => {
-        "set_config('enable_seqscan', 'off', true), \
-         set_config('plan_cache_mode', 'force_generic_plan', true)"
-    };
-}
-
-/// Makes the rest of the transaction reach rows through indexes, and plan
-/// each statement once.
-///
-/// Reports and claims touch their rows by primary key. On a table whose
-/// statistics are young or small the planner prefers to read the whole table
-/// and hash-join it against the ids (measured: a 10,000-row table read twice
-/// per report batch, most of a drain's database time).
-///
-/// Every statement of a claim or report transaction has one right plan
-/// whatever its parameters (rows by key through `unnest`, the claim index
-/// walked in order, counter rows by key), and the settings here and in
-/// [`WALK_DUE_INDEX`] rule out the others. Left to PostgreSQL's default
-/// (`plan_cache_mode = auto`), a cached statement is planned again on each of
-/// its first five executions and after that whenever custom plans looked
-/// cheaper, so a worker's statements were re-planned every round: a sixth of
-/// a drain's database time (binds took 238 ms of 1,584 ms for 10,000 jobs,
-/// measured with `log_min_duration_statement = 0`), and the in-process drain
-/// with prefetch ran 1.11× faster without it. A plan cached on a connection is
-/// still invalidated as usual (schema changes, ANALYZE).
-pub(crate) const BY_KEY_ONLY: &str = concat!("SELECT ", by_key_only!());
 
 /// The earliest `scheduledAtMs` among queued jobs of `job_names` (in `queues`):
 /// the first entry of each priority's range of the claim index (see

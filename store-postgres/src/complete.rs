@@ -1,6 +1,6 @@
 //! Completions, the report almost every attempt makes, in one statement.
 //!
-//! A general report ([`crate::admin::report_many`]) locks and loads each row,
+//! A general report ([`crate::report::report_many`]) locks and loads each row,
 //! applies the outcome in Rust and writes every mutable column back: three
 //! statements and a row lock per job. A completion needs none of that: the
 //! transition (`duraq_core::transitions::apply_outcome` with
@@ -16,8 +16,8 @@
 use duraq_core::{JobStatus, Lease, Outcome, Result};
 
 use crate::backend::db::Db;
-use crate::claim::{release_reservations, BY_KEY_ONLY};
-use crate::ownership::release_owners;
+use crate::backend::plans::BY_KEY_ONLY;
+use crate::ownership::{release_owners, release_reservations};
 use crate::tx::Tx;
 use tokio_postgres::Row;
 

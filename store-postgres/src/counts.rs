@@ -343,7 +343,5 @@ pub(crate) async fn queue_snapshot(db: &Db<'_>, now: i64) -> Result<QueueSnapsho
             Some(queue) => queues.extend(QueueCounts::new(queue, per_status, row.get(7), now)),
         }
     }
-    // Not a count: read after the counts (the paused state has no revision).
-    let paused = crate::pause::paused(db).await?;
-    Ok(QueueSnapshot::new(global.0, global.1, now, queues).with_paused(paused))
+    Ok(QueueSnapshot::new(global.0, global.1, now, queues))
 }

@@ -1,10 +1,13 @@
-//! The rows behind a schedule key's ownership (`duraq_schedule_owners`) and the
-//! per-key advisory lock: the primitives that both the keyed calls
-//! ([`crate::schedule`]) and every transition that ends a run
-//! ([`crate::admin`]) need, kept apart so that those two modules depend on
-//! this one and not on each other.
+//! What a job holds besides its row, given back around its transitions: its
+//! concurrency reservation (taken by the claim, given back whenever the job
+//! leaves `handed_off`) and its schedule key's ownership
+//! (`duraq_schedule_owners`, released only by the job the key points at), plus
+//! the per-key advisory lock. The keyed calls ([`crate::schedule`]), reports
+//! ([`crate::report`], [`crate::complete`]) and operator actions
+//! ([`crate::admin`]) all need these primitives, kept apart so that those
+//! modules depend on this one and not on each other.
 
-use duraq_core::Result;
+use duraq_core::{Job, Result};
 
 use crate::backend::db::Db;
 
@@ -52,5 +55,48 @@ pub(crate) async fn claim_ownership_if_free(db: &Db<'_>, key: &str, job_id: &str
         &[&key, &job_id],
     )
     .await?;
+    Ok(())
+}
+
+/// Gives back one reservation of `key`.
+pub(crate) async fn release_reservation(db: &Db<'_>, key: Option<&str>) -> Result<()> {
+    if let Some(key) = key {
+        db.execute(
+            "UPDATE {s}.duraq_concurrency SET active = GREATEST(active - 1, 0) WHERE concurrency_key = $1",
+            &[&key],
+        )
+        .await?;
+    }
+    Ok(())
+}
+
+/// Gives back one reservation per entry of `keys` (a key may repeat).
+pub(crate) async fn release_reservations(db: &Db<'_>, keys: &[String]) -> Result<()> {
+    match keys {
+        [] => Ok(()),
+        [key] => release_reservation(db, Some(key)).await,
+        _ => {
+            db.execute(
+                "UPDATE {s}.duraq_concurrency AS c SET active = GREATEST(c.active - v.n, 0) \
+                 FROM (SELECT k, count(*) AS n FROM unnest($1::text[]) AS k GROUP BY k) AS v \
+                 WHERE c.concurrency_key = v.k",
+                &[&keys],
+            )
+            .await?;
+            Ok(())
+        }
+    }
+}
+
+/// Gives back what a job that just left `handed_off` (or became terminal) held.
+pub(crate) async fn after_leaving_handoff(
+    db: &Db<'_>,
+    job: &Job,
+    reservation: Option<&str>,
+) -> Result<()> {
+    release_reservation(db, reservation).await?;
+    if job.status.is_terminal() {
+        release_owner(db, job.schedule_key.as_deref(), &job.id).await?;
+    }
     Ok(())
 }

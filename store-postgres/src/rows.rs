@@ -234,3 +234,13 @@ pub(crate) async fn save_jobs(db: &Db<'_>, rows: &[(&Job, Option<&str>)]) -> Res
     .await?;
     Ok(())
 }
+
+/// The job `id`, if it exists.
+pub(crate) async fn load_job(db: &Db<'_>, id: &str) -> Result<Option<Job>> {
+    let sql = format!("SELECT {JOB_COLUMNS} FROM {{s}}.duraq_jobs WHERE id = $1");
+    db.query_opt(&sql, &[&id])
+        .await?
+        .as_ref()
+        .map(job_from_row)
+        .transpose()
+}

@@ -235,3 +235,13 @@ async fn check_columns(db: &Db<'_>, recorded: i64) -> Result<()> {
     }
     Ok(())
 }
+
+/// The newest schema version the ledger records (0 for none).
+pub(crate) async fn current_version(db: &Db<'_>) -> Result<i64> {
+    let sql = format!(
+        "SELECT max(version) FROM {{s}}.{} WHERE scope = $1",
+        crate::LEDGER_TABLE
+    );
+    let version: Option<i64> = db.query_one(&sql, &[&crate::MIGRATION_SCOPE]).await?.get(0);
+    Ok(version.unwrap_or(0))
+}

@@ -5,22 +5,20 @@
 use async_trait::async_trait;
 use duraq_core::rules::PruneRun;
 use duraq_core::{
-    CancelOutcome, ClaimRequest, CountDelta, CountSnapshot, DueJobGroup, EnqueueOutcome, Error,
-    ErrorCode, Health, Inspect, Job, JobFilter, JobStatus, KeyedOutcome, Lease, LeaseState,
-    MailOperations, NewJob, Operate, Operation, Outcome, Producer, PruneReport, PruneRequest,
-    QueueName, QueueSnapshot, ReplaceOutcome, ReportedAndClaimed, Result, RunningOwner,
-    ScheduleKey, ScheduledJobs, WakeOutcome, WorkerInfo, WorkerRecord, WorkerStore,
+    CancelOutcome, ClaimRequest, CountDelta, CountSnapshot, DueJobGroup, EnqueueOutcome, Health,
+    Inspect, Job, JobFilter, JobStatus, KeyedOutcome, Lease, LeaseState, MailOperations, NewJob,
+    Operate, Operation, Outcome, Producer, PruneReport, PruneRequest, QueueName, QueueSnapshot,
+    ReplaceOutcome, ReportedAndClaimed, Result, RunningOwner, ScheduleKey, ScheduledJobs,
+    WakeOutcome, WorkerInfo, WorkerRecord, WorkerStore,
 };
 use tokio::sync::{broadcast, watch};
-use tokio_postgres::Row;
 
 use crate::backend::db::{pooled, Conn, Db};
 use crate::backend::enqueue_group;
-use crate::error::corrupt;
-use crate::rows::{job_from_row, jobs_from_rows, JOB_COLUMNS};
 use crate::tx::{pipelined_tx, write_tx};
 use crate::{
-    admin, claim, complete, counts, enqueue, enqueue_plain, pause, schedule, workers, PostgresStore,
+    admin, claim, complete, counts, enqueue, enqueue_plain, operations, pause, report, rows,
+    schedule, schema, workers, PostgresStore,
 };
 
 /// Runs `$body` with `$db` bound to a pooled connection.
@@ -34,32 +32,6 @@ macro_rules! read {
         $body
     }};
 }
-
-fn operation_from_row(row: &Row) -> Result<Operation> {
-    let data: String = row.get(1);
-    let result: Option<String> = row.get(5);
-    Ok(Operation {
-        key: row.get(0),
-        data: serde_json::from_str(&data).map_err(|e| corrupt(format!("operation data: {e}")))?,
-        job_id: row.get(2),
-        created_at_ms: row.get(3),
-        first_attempt_started_at_ms: row.get(4),
-        result: result
-            .map(|r| serde_json::from_str(&r))
-            .transpose()
-            .map_err(|e| corrupt(format!("operation result: {e}")))?,
-    })
-}
-
-fn operation_not_found(key: &str) -> Error {
-    Error::NotFound {
-        code: ErrorCode::OperationNotFound,
-        message: format!("no operation {key:?}"),
-    }
-}
-
-const OPERATION_COLUMNS: &str =
-    "op_key, data, job_id, created_at_ms, first_attempt_started_at_ms, result";
 
 #[async_trait]
 impl Producer for PostgresStore {
@@ -138,7 +110,7 @@ impl WorkerStore for PostgresStore {
             return Ok(Vec::new());
         }
         write_tx!(self, self.now(), |tx| {
-            admin::report_many(&mut tx, &reports).await
+            report::report_many(&mut tx, &reports).await
         })
     }
 
@@ -166,7 +138,7 @@ impl WorkerStore for PostgresStore {
                 return Ok(ReportedAndClaimed { reported, claimed });
             }
             tx.begin_statement().await?;
-            let reported = admin::report_many(&mut tx, &reports).await?;
+            let reported = report::report_many(&mut tx, &reports).await?;
             let claimed = claim::claim(&mut tx, req).await?;
             Ok(ReportedAndClaimed { reported, claimed })
         })
@@ -174,7 +146,7 @@ impl WorkerStore for PostgresStore {
 
     async fn heartbeat(&self, worker_id: &str) -> Result<()> {
         let now = self.now();
-        read!(self, |db| claim::heartbeat(&db, worker_id, now).await)
+        read!(self, |db| report::heartbeat(&db, worker_id, now).await)
     }
 
     async fn register_worker(&self, info: &WorkerInfo) -> Result<()> {
@@ -188,7 +160,7 @@ impl WorkerStore for PostgresStore {
 
     async fn recover_stale(&self, stale_after_ms: i64) -> Result<Vec<String>> {
         write_tx!(self, self.now(), |tx| {
-            admin::recover_stale(&mut tx, stale_after_ms).await
+            report::recover_stale(&mut tx, stale_after_ms).await
         })
     }
 
@@ -196,22 +168,7 @@ impl WorkerStore for PostgresStore {
         if job_ids.is_empty() {
             return Ok(Vec::new());
         }
-        let rows = read!(self, |db| db
-            .query(
-                "SELECT id, status, handoff_id FROM {s}.duraq_jobs WHERE id = ANY($1)",
-                &[&job_ids],
-            )
-            .await?);
-        rows.iter()
-            .map(|r| {
-                let status: String = r.get(1);
-                Ok(LeaseState {
-                    job_id: r.get(0),
-                    status: status.parse()?,
-                    handoff_id: r.get(2),
-                })
-            })
-            .collect()
+        read!(self, |db| report::lease_states(&db, job_ids).await)
     }
 
     fn subscribe_cancellations(&self) -> broadcast::Receiver<String> {
@@ -234,42 +191,11 @@ impl WorkerStore for PostgresStore {
 #[async_trait]
 impl Inspect for PostgresStore {
     async fn get_job(&self, id: &str) -> Result<Option<Job>> {
-        let sql = format!("SELECT {JOB_COLUMNS} FROM {{s}}.duraq_jobs WHERE id = $1");
-        read!(self, |db| db
-            .query_opt(&sql, &[&id])
-            .await?
-            .as_ref()
-            .map(job_from_row)
-            .transpose())
+        read!(self, |db| rows::load_job(&db, id).await)
     }
 
     async fn list_jobs(&self, filter: &JobFilter) -> Result<Vec<Job>> {
-        let sql = format!(
-            "SELECT {JOB_COLUMNS} FROM {{s}}.duraq_jobs WHERE ($1::text IS NULL OR status = $1) \
-             AND ($2::text IS NULL OR job_name = $2) AND ($3::text IS NULL OR queue = $3) \
-             AND ($5::text IS NULL OR schedule_key = $5) \
-             AND ($6::bigint IS NULL OR (created_at_ms, id COLLATE \"C\") < ($6, $7::text COLLATE \"C\")) \
-             ORDER BY created_at_ms DESC, id COLLATE \"C\" DESC LIMIT $4"
-        );
-        let status = filter.status.map(|s| s.as_str());
-        let limit = filter.limit.map(|l| i64::try_from(l).unwrap_or(i64::MAX));
-        let after_ms = filter.after.as_ref().map(|c| c.created_at_ms);
-        let after_id = filter.after.as_ref().map(|c| c.id.as_str());
-        read!(self, |db| jobs_from_rows(
-            &db.query(
-                &sql,
-                &[
-                    &status,
-                    &filter.job_name,
-                    &filter.queue,
-                    &limit,
-                    &filter.schedule_key,
-                    &after_ms,
-                    &after_id
-                ]
-            )
-            .await?
-        ))
+        read!(self, |db| admin::list_jobs(&db, filter).await)
     }
 
     async fn get_scheduled(
@@ -287,7 +213,11 @@ impl Inspect for PostgresStore {
 
     async fn queue_snapshot(&self) -> Result<QueueSnapshot> {
         let now = self.now();
-        read!(self, |db| counts::queue_snapshot(&db, now).await)
+        read!(self, |db| {
+            let snapshot = counts::queue_snapshot(&db, now).await?;
+            // Not a count: read after the counts (the paused state has no revision).
+            Ok(snapshot.with_paused(pause::paused(&db).await?))
+        })
     }
 
     fn subscribe_counts(&self) -> broadcast::Receiver<CountDelta> {
@@ -305,21 +235,14 @@ impl Inspect for PostgresStore {
     }
 
     async fn health(&self) -> Result<Health> {
-        let sql = format!(
-            "SELECT max(version) FROM {{s}}.{} WHERE scope = $1",
-            crate::LEDGER_TABLE
-        );
-        let version: Option<i64> = read!(self, |db| db
-            .query_one(&sql, &[&crate::MIGRATION_SCOPE])
-            .await?
-            .get(0));
+        let version = read!(self, |db| schema::current_version(&db).await)?;
         let listening = self
             .shared()
             .listening
             .load(std::sync::atomic::Ordering::Relaxed);
         Ok(Health {
             backend: "postgres".into(),
-            schema_version: version.unwrap_or(0),
+            schema_version: version,
             detail: format!(
                 "schema {}, pool of {}, {} counter shards, LISTEN {} ({} reconnects)",
                 self.schema(),
@@ -391,34 +314,16 @@ impl Operate for PostgresStore {
 #[async_trait]
 impl MailOperations for PostgresStore {
     async fn get_operation(&self, key: &str) -> Result<Option<Operation>> {
-        let sql =
-            format!("SELECT {OPERATION_COLUMNS} FROM {{s}}.duraq_operations WHERE op_key = $1");
-        read!(self, |db| db
-            .query_opt(&sql, &[&key])
-            .await?
-            .as_ref()
-            .map(operation_from_row)
-            .transpose())
+        read!(self, |db| operations::get(&db, key).await)
     }
 
     async fn start_operation_attempt(&self, key: &str) -> Result<Operation> {
         let now = self.now();
-        let sql = format!(
-            "UPDATE {{s}}.duraq_operations SET first_attempt_started_at_ms = \
-             COALESCE(first_attempt_started_at_ms, $2) WHERE op_key = $1 RETURNING {OPERATION_COLUMNS}"
-        );
-        let row = read!(self, |db| db.query_opt(&sql, &[&key, &now]).await?);
-        operation_from_row(&row.ok_or_else(|| operation_not_found(key))?)
+        read!(self, |db| operations::start_attempt(&db, key, now).await)
     }
 
     async fn record_operation_result(&self, key: &str, result: serde_json::Value) -> Result<()> {
-        let sql = "UPDATE {s}.duraq_operations SET result = $2 WHERE op_key = $1";
-        let updated = read!(self, |db| db
-            .execute(sql, &[&key, &result.to_string()])
-            .await?);
-        if updated == 0 {
-            return Err(operation_not_found(key));
-        }
-        Ok(())
+        read!(self, |db| operations::record_result(&db, key, &result)
+            .await)
     }
 }

@@ -6,3 +6,4 @@ pub(crate) mod db;
 pub(crate) mod enqueue_group;
 pub(crate) mod listener;
 pub(crate) mod notify;
+pub(crate) mod plans;

@@ -1,0 +1,161 @@
+//! Fenced reports, heartbeats, lease checks and lost-lease recovery
+//! (`docs/jobs.md`).
+//!
+//! A report loads the row `FOR UPDATE`, checks its lease, applies the shared
+//! transition from `duraq_core::transitions`, and then gives back what the job
+//! held ([`crate::ownership`]): its concurrency reservation when it leaves
+//! `handed_off`, and its schedule key when it becomes terminal (only if the key
+//! still points at it). A batch of completions takes the one-statement path of
+//! [`crate::complete`].
+
+use std::collections::HashMap;
+
+use duraq_core::transitions::{apply_outcome, recover_lost};
+use duraq_core::{Job, JobStatus, Lease, LeaseState, Outcome, Result};
+
+use crate::backend::db::Db;
+use crate::backend::plans::BY_KEY_ONLY;
+use crate::ownership::{after_leaving_handoff, release_owners, release_reservations};
+use crate::rows::{loaded_from_row, save_jobs, Loaded, JOB_COLUMNS};
+use crate::tx::Tx;
+
+/// Records that `worker_id` is alive at `now`.
+pub(crate) async fn heartbeat(db: &Db<'_>, worker_id: &str, now: i64) -> Result<()> {
+    db.execute(HEARTBEAT, &[&worker_id, &now]).await?;
+    Ok(())
+}
+
+pub(crate) const HEARTBEAT: &str =
+    "INSERT INTO {s}.duraq_workers (worker_id, last_heartbeat_ms) VALUES ($1, $2) \
+     ON CONFLICT (worker_id) DO UPDATE SET last_heartbeat_ms = $2";
+
+/// Fenced reports, in order: each `false`, changing nothing, unless its lease
+/// is current when its turn comes. All rows are locked in one statement (in id
+/// order, so concurrent batches cannot deadlock on them), the transitions run in
+/// memory, and reservations, schedule keys and rows are written back with one
+/// statement each.
+pub(crate) async fn report_many(
+    tx: &mut Tx<'_>,
+    reports: &[(Lease, Outcome)],
+) -> Result<Vec<bool>> {
+    if crate::complete::all_completions(reports) {
+        return crate::complete::complete_many(tx, reports).await;
+    }
+    let mut ids: Vec<&str> = reports.iter().map(|(l, _)| l.job_id.as_str()).collect();
+    ids.sort_unstable();
+    ids.dedup();
+    // A report never reads `args`: they load as JSON null, not sent and parsed.
+    static SQL: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    let sql = SQL.get_or_init(|| {
+        let columns = JOB_COLUMNS.replacen(", args,", ", 'null'::text,", 1);
+        format!(
+            "SELECT {columns} FROM {{s}}.duraq_jobs WHERE id = ANY($1) ORDER BY id COLLATE \"C\" FOR UPDATE"
+        )
+    });
+    let mut loaded: HashMap<String, Loaded> = HashMap::with_capacity(ids.len());
+    // Sent together (one round trip), the setting first (`biased`: polled in
+    // this order), so it applies to the lookup.
+    let params: [&(dyn tokio_postgres::types::ToSql + Sync); 1] = [&ids];
+    let (_, rows) = tokio::try_join!(
+        biased;
+        tx.db.execute(BY_KEY_ONLY, &[]),
+        tx.db.query(sql, &params)
+    )?;
+    for row in rows {
+        let l = loaded_from_row(&row)?;
+        loaded.insert(l.job.id.clone(), l);
+    }
+    let mut applied = Vec::with_capacity(reports.len());
+    let mut changed: Vec<&str> = Vec::new();
+    let mut released: Vec<String> = Vec::new();
+    let mut keys: (Vec<String>, Vec<String>) = (Vec::new(), Vec::new());
+    for (lease, outcome) in reports {
+        let current = loaded.get_mut(&lease.job_id).filter(|l| {
+            l.job.status == JobStatus::HandedOff
+                && l.job.handoff_id.as_deref() == Some(lease.handoff_id.as_str())
+        });
+        let Some(Loaded { job, reservation }) = current else {
+            applied.push(false);
+            continue;
+        };
+        apply_outcome(job, outcome, tx.now);
+        tx.change
+            .moved(&job.queue, JobStatus::HandedOff, job.status);
+        released.extend(reservation.take());
+        if let (true, Some(key)) = (job.status.is_terminal(), &job.schedule_key) {
+            keys.0.push(key.clone());
+            keys.1.push(job.id.clone());
+        }
+        changed.push(lease.job_id.as_str());
+        applied.push(true);
+    }
+    if changed.is_empty() {
+        return Ok(applied);
+    }
+    release_reservations(&tx.db, &released).await?;
+    release_owners(&tx.db, &keys.0, &keys.1).await?;
+    changed.sort_unstable();
+    changed.dedup();
+    let rows: Vec<(&Job, Option<&str>)> =
+        changed.iter().map(|id| (&loaded[*id].job, None)).collect();
+    save_jobs(&tx.db, &rows).await?;
+    tx.work = true;
+    Ok(applied)
+}
+
+/// Recovers the leases of workers not heard from since `now - stale_after_ms`.
+pub(crate) async fn recover_stale(tx: &mut Tx<'_>, stale_after_ms: i64) -> Result<Vec<String>> {
+    let cutoff = tx.now.saturating_sub(stale_after_ms);
+    let sql = format!(
+        "SELECT {JOB_COLUMNS} FROM {{s}}.duraq_jobs AS j WHERE j.status = 'handed_off' AND NOT EXISTS \
+         (SELECT 1 FROM {{s}}.duraq_workers AS w WHERE w.worker_id = j.worker_id AND w.last_heartbeat_ms >= $1) \
+         ORDER BY j.id COLLATE \"C\" FOR UPDATE OF j SKIP LOCKED"
+    );
+    let rows = tx.db.query(&sql, &[&cutoff]).await?;
+    let mut lost = rows
+        .iter()
+        .map(loaded_from_row)
+        .collect::<Result<Vec<_>>>()?;
+    for Loaded { job, reservation } in &mut lost {
+        recover_lost(job, tx.now);
+        tx.change
+            .moved(&job.queue, JobStatus::HandedOff, job.status);
+        after_leaving_handoff(&tx.db, job, reservation.as_deref()).await?;
+    }
+    let saved: Vec<(&Job, Option<&str>)> = lost.iter().map(|l| (&l.job, None)).collect();
+    save_jobs(&tx.db, &saved).await?;
+    if !lost.is_empty() {
+        tx.work = true;
+    }
+    let forget = duraq_core::worker_forget_cutoff_ms(tx.now, stale_after_ms);
+    tx.db
+        .execute(
+            "DELETE FROM {s}.duraq_workers WHERE last_heartbeat_ms < $1",
+            &[&forget],
+        )
+        .await?;
+    let mut ids: Vec<String> = lost.into_iter().map(|l| l.job.id).collect();
+    ids.sort_unstable();
+    Ok(ids)
+}
+
+/// The status and lease of each of `job_ids` that exists (the worker's lease
+/// check).
+pub(crate) async fn lease_states(db: &Db<'_>, job_ids: &[String]) -> Result<Vec<LeaseState>> {
+    let rows = db
+        .query(
+            "SELECT id, status, handoff_id FROM {s}.duraq_jobs WHERE id = ANY($1)",
+            &[&job_ids],
+        )
+        .await?;
+    rows.iter()
+        .map(|r| {
+            let status: String = r.get(1);
+            Ok(LeaseState {
+                job_id: r.get(0),
+                status: status.parse()?,
+                handoff_id: r.get(2),
+            })
+        })
+        .collect()
+}

@@ -5,7 +5,7 @@ use duraq_core::{Job, JobFilter, JobStatus, PruneRequest, Result};
 use rusqlite::{params, Connection};
 
 use crate::error::SqlResult;
-use crate::lifecycle::{persist_transition, Reservation};
+use crate::ownership::{persist_transition, Reservation};
 use crate::rows::{query_jobs, require_job, JOB_COLUMNS};
 use crate::tx::Tx;
 

@@ -24,7 +24,7 @@ use duraq_core::{new_job_id, ClaimRequest, Job, JobStatus, Result};
 use rusqlite::{params, Connection, OptionalExtension};
 
 use crate::error::SqlResult;
-use crate::lifecycle::take_reservation;
+use crate::ownership::take_reservation;
 use crate::rate;
 use crate::report::heartbeat;
 use crate::rows::{json_text, query_jobs, save_job, JOB_COLUMNS};

@@ -7,7 +7,7 @@ use duraq_core::{Error, JobStatus, Lease, LeaseState, Outcome, Result};
 use rusqlite::{params, Connection};
 
 use crate::error::SqlResult;
-use crate::lifecycle::{persist_transition, Reservation};
+use crate::ownership::{persist_transition, Reservation};
 use crate::rows::{load_for_report, query_jobs, JOB_COLUMNS};
 use crate::tx::Tx;
 

@@ -16,7 +16,7 @@ use rusqlite::{params, Connection, OptionalExtension};
 
 use crate::enqueue::{check_insert, insert_checked};
 use crate::error::SqlResult;
-use crate::lifecycle::{persist_transition, Reservation};
+use crate::ownership::{persist_transition, Reservation};
 use crate::rows::{load_job, query_jobs, JOB_COLUMNS};
 use crate::tx::Tx;
 

@@ -6,7 +6,7 @@
 //! of what inserting a job cost, on queues that never dedupe. Since v2 (as in the
 //! SQLite store) only jobs with a `dedupe_key` are indexed, and a job gets one when
 //! its (job name, queue) scope is registered in `duraq_dedupe_scopes`: the insert
-//! itself reads the registration (see [`crate::rows::insert_jobs_sql`]).
+//! itself reads the registration (see [`crate::insert::insert_jobs_sql`]).
 //!
 //! The first dedupe request of a scope registers it and gives every existing job
 //! of the scope its key, whatever its status (a running or failed job may come

@@ -13,7 +13,7 @@ use duraq_core::transitions::new_job_row;
 use duraq_core::{EnqueueOutcome, Error, JobStatus, NewJob, Result};
 
 use crate::dedupe;
-use crate::rows::insert_jobs;
+use crate::insert::insert_jobs;
 use crate::tx::Tx;
 
 /// One enqueue inside `tx`, following [`duraq_core::Store::enqueue`].

@@ -16,7 +16,7 @@ use tokio_postgres::types::ToSql;
 
 use crate::backend::db::{pooled, Conn, Db};
 use crate::counts::{update_sql, Effects, Entry, QueueDeltas, SHARDS, SHARD_CTE};
-use crate::rows::{insert_jobs_sql, NewRows};
+use crate::insert::{insert_jobs_sql, NewRows};
 use crate::PostgresStore;
 
 /// Shard parameters `$1`..`$8` (as in [`crate::counts`]), rows from `$9`

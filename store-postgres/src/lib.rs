@@ -36,6 +36,7 @@ mod dedupe;
 mod enqueue;
 mod enqueue_plain;
 mod error;
+mod insert;
 mod operations;
 mod ownership;
 mod pause;

@@ -10,11 +10,9 @@
 //! queries inside it; rows from before version 5 read the default `[]`.
 
 use duraq_core::{Job, JobStatus, Result};
-use tokio_postgres::types::ToSql;
 use tokio_postgres::Row;
 
 use crate::backend::db::Db;
-use crate::dedupe::KEY_OF_DIGEST;
 use crate::error::corrupt;
 
 /// Every column of `duraq_jobs` that maps to [`Job`], in [`job_from_row`] order,
@@ -93,98 +91,6 @@ pub(crate) async fn lock_job(db: &Db<'_>, id: &str) -> Result<Option<Loaded>> {
         .as_ref()
         .map(loaded_from_row)
         .transpose()
-}
-
-/// The columns of fresh rows as arrays, one bound parameter each (see
-/// [`insert_jobs_sql`]).
-pub(crate) struct NewRows {
-    texts: [Vec<Option<String>>; 10],
-    numbers: [Vec<Option<i64>>; 10],
-}
-
-/// Inserts [`NewRows`], whose parameters start at `$first`.
-pub(crate) fn insert_jobs_sql(first: usize) -> String {
-    const TYPES: [&str; NewRows::COUNT] = [
-        "text", "text", "text", "text", "text", "text", "int8", "int8", "int8", "int8", "text",
-        "int8", "text", "int8", "text", "int8", "int8", "text", "int8", "int8",
-    ];
-    let arrays: Vec<String> = TYPES
-        .iter()
-        .enumerate()
-        .map(|(i, t)| format!("${}::{t}[]", first + i))
-        .collect();
-    // A row of a registered dedupe scope gets its key (see `crate::dedupe`). The
-    // registered scopes are read once per statement (an InitPlan), not probed
-    // per row: with a per-row probe the generic plan looked costlier than a
-    // one-row custom plan, so PostgreSQL re-planned every single-job enqueue
-    // (measured: a third of the one-by-one enqueue rate).
-    format!(
-        "INSERT INTO {{s}}.duraq_jobs (id, job_name, args, args_digest, queue, status, attempts, \
-         max_retries, scheduled_at_ms, created_at_ms, schedule_key, schedule_order, concurrency_key, \
-         max_concurrency, idempotency_key, timeout_ms, priority, rate_key, rate_max, rate_period_ms, \
-         dedupe_key) \
-         SELECT v.*, CASE WHEN (v.job_name, v.queue) = ANY (ARRAY(SELECT (d.job_name, d.queue) \
-         FROM {{s}}.duraq_dedupe_scopes AS d)) THEN {KEY_OF_DIGEST} END \
-         FROM unnest({}) AS v(id, job_name, args, args_digest, queue, status, attempts, max_retries, \
-         scheduled_at_ms, created_at_ms, schedule_key, schedule_order, concurrency_key, \
-         max_concurrency, idempotency_key, timeout_ms, priority, rate_key, rate_max, rate_period_ms)",
-        arrays.join(", ")
-    )
-}
-
-impl NewRows {
-    /// `digests[i]` is the args digest of `jobs[i]`.
-    pub fn new(jobs: &[Job], digests: &[String]) -> Self {
-        let col = |f: fn(&Job) -> Option<String>| jobs.iter().map(f).collect::<Vec<_>>();
-        let num = |f: fn(&Job) -> Option<i64>| jobs.iter().map(f).collect::<Vec<_>>();
-        Self {
-            texts: [
-                col(|j| Some(j.id.clone())),
-                col(|j| Some(j.job_name.clone())),
-                col(|j| Some(j.args.to_string())),
-                digests.iter().cloned().map(Some).collect(),
-                col(|j| Some(j.queue.clone())),
-                col(|j| Some(j.status.as_str().to_owned())),
-                col(|j| j.schedule_key.clone()),
-                col(|j| j.concurrency_key.clone()),
-                col(|j| j.idempotency_key.clone()),
-                col(|j| j.rate_key.clone()),
-            ],
-            numbers: [
-                num(|j| Some(j.attempts)),
-                num(|j| Some(j.max_retries)),
-                num(|j| Some(j.scheduled_at_ms)),
-                num(|j| Some(j.created_at_ms)),
-                num(|j| j.schedule_order),
-                num(|j| j.max_concurrency),
-                num(|j| j.timeout_ms),
-                num(|j| Some(j.priority)),
-                num(|j| j.rate_max),
-                num(|j| j.rate_period_ms),
-            ],
-        }
-    }
-
-    /// How many parameters [`NewRows::params`] binds (those of [`insert_jobs_sql`]).
-    pub const COUNT: usize = 20;
-
-    /// The parameters of [`insert_jobs_sql`], in order.
-    pub fn params(&self) -> Vec<&(dyn ToSql + Sync)> {
-        let [id, name, args, digest, queue, status, key, ckey, ikey, rkey] = &self.texts;
-        let [attempts, retries, scheduled, created, order, cmax, timeout, priority, rmax, rperiod] =
-            &self.numbers;
-        vec![
-            id, name, args, digest, queue, status, attempts, retries, scheduled, created, key,
-            order, ckey, cmax, ikey, timeout, priority, rkey, rmax, rperiod,
-        ]
-    }
-}
-
-/// Inserts fresh rows; `digests[i]` is the args digest of `jobs[i]`.
-pub(crate) async fn insert_jobs(db: &Db<'_>, jobs: &[Job], digests: &[String]) -> Result<()> {
-    let rows = NewRows::new(jobs, digests);
-    db.execute(&insert_jobs_sql(1), &rows.params()).await?;
-    Ok(())
 }
 
 /// Writes back the mutable columns of `rows` (job, reservation key it now holds).

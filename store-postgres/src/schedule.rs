@@ -19,8 +19,9 @@ use duraq_core::{
 
 use crate::backend::db::Db;
 use crate::enqueue::register_limits;
+use crate::insert::insert_jobs;
 use crate::ownership::lock_key;
-use crate::rows::{insert_jobs, job_from_row, lock_job, Loaded, JOB_COLUMNS};
+use crate::rows::{job_from_row, lock_job, Loaded, JOB_COLUMNS};
 use crate::tx::Tx;
 
 /// The key's current owner, its row locked. Call with the key lock held.

@@ -54,6 +54,7 @@ mod schedule;
 mod schema;
 mod schema_def;
 mod store_impl;
+mod transactional;
 mod tx;
 mod workers;
 

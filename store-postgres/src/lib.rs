@@ -24,6 +24,47 @@
 //! let store = PostgresStore::connect("postgres://app@db/app", options).await?;
 //! # let _ = store; Ok(()) }
 //! ```
+//!
+//! ## Module map
+//!
+//! Both database crates use the same file for the same role; mechanics of the
+//! database itself live under `backend/`. The modules' `use crate::…` imports
+//! form no cycle. SQL lives in the role modules, none in `store_impl.rs`.
+//!
+//! - `lib.rs`: [`PostgresStore`], [`PostgresOptions`], publishing committed effects.
+//! - `store_impl.rs`: the store traits, one `impl` per trait; each call is one
+//!   transaction or one pooled read handed to a role module (no SQL).
+//! - `error.rs`: PostgreSQL failures to duraq errors ([`map_pg_error`]).
+//! - `tx.rs`: one call as one retried transaction (`write_tx!`, `pipelined_tx!`).
+//! - `rows.rs`: job rows read into `Job` and written back.
+//! - `insert.rs`: fresh job rows, many per statement.
+//! - `enqueue.rs`: enqueue and batches (replay, dedupe, checks, insert).
+//! - `enqueue_plain.rs`: plain enqueues (nothing to check) in one statement.
+//! - `transactional.rs`: [`PostgresStore::enqueue_in`].
+//! - `dedupe.rs`: dedupe scopes and the duplicate lookup.
+//! - `schedule.rs`: schedule keys (replace, cancel, wake, get).
+//! - `claim.rs`: claiming, and the next due time for the worker's timer.
+//! - `rate.rs`: the rate-limit windows and start log.
+//! - `report.rs`: fenced reports, heartbeats, lease checks, lost-lease recovery.
+//! - `complete.rs`: a batch of completions in one statement.
+//! - `ownership.rs`: what a job holds besides its row (concurrency
+//!   reservation, schedule-key ownership, the key lock), given back around
+//!   transitions.
+//! - `admin.rs`: operator retry and cancel, listing, pruning, reconciliation.
+//! - `pause.rs`: paused queues.
+//! - `counts.rs`: sharded counter rows and snapshots.
+//! - `operations.rs`: the mailer's durable operation records.
+//! - `workers.rs`: visible workers and due-job groups.
+//! - `schema.rs`: migrations and the ledger; `schema_def.rs`: the declared schema.
+//! - `backend/connect.rs`: opening a store (pool, schema, listener, notifier).
+//! - `backend/db.rs`: the pool and one way to run a statement (`{s}` templates).
+//! - `backend/plans.rs`: planner settings the claim and reports send.
+//! - `backend/listener.rs`: the LISTEN connection for other processes' changes.
+//! - `backend/notify.rs`: the notifier task, NOTIFY after commit, coalesced.
+//! - `backend/count_mirror.rs`: count changes announced here, per shard, so a
+//!   lost announcement is made good.
+//! - `backend/enqueue_group.rs`: concurrent plain enqueues grouped into one
+//!   statement.
 
 #![warn(missing_docs)]
 

@@ -32,6 +32,45 @@
 //! store.enqueue(job).await?;
 //! # Ok(()) }
 //! ```
+//!
+//! ## Module map
+//!
+//! Both database crates use the same file for the same role; mechanics of the
+//! database itself live under `backend/`. The modules' `use crate::…` imports
+//! form no cycle. SQL lives in the role modules, none in `store_impl.rs`.
+//!
+//! - `lib.rs`: [`SqliteStore`], opening a file, the write and read entry points.
+//! - `store_impl.rs`: the store traits, one `impl` per trait; each call is one
+//!   writer request or one pooled read handed to a role module (no SQL).
+//! - `options.rs`: [`SqliteOptions`] and [`Synchronous`].
+//! - `error.rs`: rusqlite errors to duraq errors, the bounded busy retry.
+//! - `tx.rs`: `Tx`, what one logical write sees (connection, clock reading,
+//!   count change, work signal, dedupe scopes looked up).
+//! - `rows.rs`: job rows read into `Job` and written back.
+//! - `insert.rs`: fresh job rows, many per statement.
+//! - `enqueue.rs`: enqueue and batches (replay, dedupe, checks, insert).
+//! - `transactional.rs`: [`SqliteStore::enqueue_in_transaction`].
+//! - `dedupe.rs`: dedupe scopes and the duplicate lookup.
+//! - `schedule.rs`: schedule keys (replace, cancel, wake, get).
+//! - `claim.rs`: claiming, and the next due time for the worker's timer.
+//! - `rate.rs`: the rate-limit start log.
+//! - `report.rs`: fenced reports, heartbeats, lease checks, lost-lease recovery.
+//! - `ownership.rs`: what a job holds besides its row (concurrency
+//!   reservation, schedule-key ownership), given back around transitions.
+//! - `admin.rs`: operator retry and cancel, listing, pruning, reconciliation.
+//! - `pause.rs`: paused queues.
+//! - `counts.rs`: counts, revision, work epoch, per-queue counters.
+//! - `operations.rs`: the mailer's durable operation records.
+//! - `workers.rs`: visible workers and due-job groups.
+//! - `schema.rs`: migrations and the ledger; `schema_def.rs`: the declared schema.
+//! - `backend/writer.rs`: the single writer thread and its group commit.
+//! - `backend/reader.rs`: the pool of read connections.
+//! - `backend/opening.rs`: what opening a path may do, decided before connecting.
+//! - `backend/connection.rs`: connections with the durability pragmas, checked.
+//! - `backend/poller.rs`: other processes' commits, seen through `data_version`.
+//! - `backend/checkpoint.rs`: WAL checkpoints off the commit path.
+//! - `backend/signals.rs`: in-process count deltas and the work signal.
+//! - `backend/static_bind.rs`: the writer's statements that bind texts in place.
 
 #![warn(missing_docs)]
 

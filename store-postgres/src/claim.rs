@@ -119,8 +119,9 @@ pub(crate) const QUEUED_PRIORITIES: &str = "levels AS (\
 const TOP_PRIORITY: &str =
     "SELECT priority FROM {s}.duraq_jobs WHERE status = 'queued' ORDER BY priority DESC LIMIT 1";
 
-/// Writes claimed rows back: only the columns [`claim_row`] sets (status,
-/// attempts, lease, worker, hand-off time) and the reservation taken, not every
+/// Writes claimed rows back: only the columns [`claim_row`] sets
+/// ([`duraq_core::transitions::CLAIM_CHANGES`], declared and tested in core)
+/// and the reservation taken, not every
 /// mutable column as [`save_jobs`] does (a claim's rows carry arguments and
 /// error histories that it never changes). The conformance and model suites
 /// read claimed rows back, so a transition that set more would be caught.

@@ -4,8 +4,10 @@
 //! applies the outcome in Rust and writes every mutable column back: three
 //! statements and a row lock per job. A completion needs none of that: the
 //! transition (`duraq_core::transitions::apply_outcome` with
-//! `Outcome::Completed`) sets `status` and `completed_at_ms` and nothing else,
-//! and the lease check is a comparison. So a batch of completions is one
+//! `Outcome::Completed`) sets `status` and `completed_at_ms` and nothing else
+//! (core declares and tests this shortcut:
+//! [`duraq_core::transitions::COMPLETION_CHANGES`]), and the lease check is a
+//! comparison. So a batch of completions is one
 //! `UPDATE … RETURNING`, fenced in its `WHERE` (still `handed_off`, same
 //! handoff id); under READ COMMITTED a row changed by a concurrent cancel or
 //! recovery is re-checked against that `WHERE` after the other transaction

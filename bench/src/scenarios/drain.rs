@@ -1,7 +1,8 @@
 //! Worker-side throughput: (4) drain a table of no-op jobs with 1 or 4 worker
 //! processes (C = 64 each), the same with a saturated rate key's backlog in the
 //! way, an in-process worker with 10 or 64 slots (the shape of issue 18's peer
-//! comparison), and live end-to-end with a worker already running
+//! comparison), the 10-slot one behind a retained history of completed jobs
+//! (`drain-retained`: a store that has lived), and live end-to-end with a worker already running
 //! while 8 producers enqueue one by one; (8) the worker processes' peak RSS.
 //!
 //! Workers are real processes running duraq's runtime ([`crate::worker`]). The
@@ -135,8 +136,38 @@ pub async fn drain_in_process(
     prefetch: usize,
 ) -> Result<Vec<Figure>> {
     let jobs = sizes.drain_in_process;
+    let timed = enqueue_and_drain_in_process(target, jobs, slots, prefetch, 0).await?;
+    let name = match prefetch {
+        0 => format!("drain_inproc_{slots}slots"),
+        p => format!("drain_inproc_{slots}slots_prefetch{p}"),
+    };
+    Ok(vec![Figure::new(name, rate(jobs, timed.drain), "jobs/s")])
+}
+
+/// How long the two halves of [`enqueue_and_drain_in_process`] took.
+pub struct InProcessDrain {
+    /// The batched enqueue.
+    pub enqueue: Duration,
+    /// The worker's start to the count snapshot showing every job completed.
+    pub drain: Duration,
+}
+
+/// The body of the in-process drains: opens `target`, enqueues `jobs` no-op jobs
+/// in batches of 1,000, runs one in-process `Worker` (`slots`, `prefetch`) until
+/// the count snapshot shows them all completed, stops it and closes the store.
+/// `history` is how many completed jobs the store already holds (the snapshot
+/// counts them too); the worker must complete exactly `jobs`.
+pub async fn enqueue_and_drain_in_process(
+    target: &Target,
+    jobs: usize,
+    slots: usize,
+    prefetch: usize,
+    history: usize,
+) -> Result<InProcessDrain> {
     let store = target.open().await?;
+    let enqueue_started = Instant::now();
     enqueue_batched(&store, jobs, 1_000).await?;
+    let enqueue = enqueue_started.elapsed();
     let registry = Registry::new()
         .register_fn(crate::JOB, |_ctx, _args: serde_json::Value| async {
             Ok::<(), JobError>(())
@@ -150,8 +181,8 @@ pub async fn drain_in_process(
     let running = tokio::spawn(worker.run(async {
         let _ = stop_rx.await;
     }));
-    let done = wait_completed(&store, jobs as i64, LIMIT).await?;
-    let elapsed = done - started;
+    let done = wait_completed(&store, (history + jobs) as i64, LIMIT).await?;
+    let drain = done - started;
     let _ = stop_tx.send(());
     let report = running.await??;
     store.close().await?;
@@ -160,11 +191,33 @@ pub async fn drain_in_process(
         "the worker completed {} of {jobs} jobs",
         report.completed
     );
-    let name = match prefetch {
-        0 => format!("drain_inproc_{slots}slots"),
-        p => format!("drain_inproc_{slots}slots_prefetch{p}"),
-    };
-    Ok(vec![Figure::new(name, rate(jobs, elapsed), "jobs/s")])
+    Ok(InProcessDrain { enqueue, drain })
+}
+
+/// `drain-inproc-10` on a store that has lived: first a history of `retained`
+/// no-op jobs (200,000; 2,000 with `--quick`) enqueued in batches and drained by
+/// an in-process worker (10 slots, prefetch [`PREFETCH`]) which is then shut
+/// down and its store closed; the completed jobs stay (no retention policy), and
+/// the database rests 5 seconds, with no manual VACUUM — autovacuum catches up
+/// or not, as in a real queue. Then exactly `drain-inproc-10` on the same
+/// database. Figures: the drain rate, and the fill's enqueue + drain time.
+pub async fn drain_retained(target: &Target, sizes: Sizes) -> Result<Vec<Figure>> {
+    let fill = enqueue_and_drain_in_process(target, sizes.retained, 10, PREFETCH, 0).await?;
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    let jobs = sizes.drain_in_process;
+    let timed = enqueue_and_drain_in_process(target, jobs, 10, 0, sizes.retained).await?;
+    Ok(vec![
+        Figure::new(
+            "drain_inproc_10_retained",
+            rate(jobs, timed.drain),
+            "jobs/s",
+        ),
+        Figure::new(
+            "retained_fill_s",
+            (fill.enqueue + fill.drain).as_secs_f64(),
+            "s",
+        ),
+    ])
 }
 
 pub async fn end_to_end(target: &Target, sizes: Sizes) -> Result<Vec<Figure>> {

@@ -7,7 +7,8 @@
 //!
 //! Layout: `enqueue` (one by one, batched, 8 producers, replay, hot-key
 //! replace), `drain` (worker processes draining a table, live end-to-end, peak
-//! RSS), `wakeup` (idle wake-up latency), `counts` (snapshot time vs table size),
+//! RSS, and `drain-retained`: the in-process drain behind a retained history of
+//! completed jobs, a store that has lived instead of an empty one), `wakeup` (idle wake-up latency), `counts` (snapshot time vs table size),
 //! `raw` and `raw_pg` (the bare driver's ceiling on duraq's schema, for
 //! `enqueue-one`, `enqueue-batch`, the 8-producer enqueues and the drains:
 //! `raw-one`, `raw-batch`, `raw-8conn`, `raw-drain`), `dashboard` (server time
@@ -62,6 +63,8 @@ pub struct Sizes {
     pub count_small: usize,
     pub count_large: usize,
     pub key_ops: usize,
+    /// Completed jobs `drain-retained` leaves in the store before it measures.
+    pub retained: usize,
 }
 
 impl Sizes {
@@ -79,6 +82,7 @@ impl Sizes {
                 count_small: 1_000,
                 count_large: 10_000,
                 key_ops: 200,
+                retained: 2_000,
             }
         } else {
             Self {
@@ -93,6 +97,7 @@ impl Sizes {
                 count_small: 10_000,
                 count_large: 1_000_000,
                 key_ops: 5_000,
+                retained: 200_000,
             }
         }
     }
@@ -110,6 +115,7 @@ const ALL: &[&str] = &[
     "drain-inproc-64",
     "drain-inproc-10-prefetch",
     "drain-inproc-64-prefetch",
+    "drain-retained",
     "e2e",
     "wakeup",
     "counts",
@@ -178,6 +184,7 @@ async fn run_one(scenario: &str, target: &Target, sizes: Sizes) -> Result<Vec<Fi
         "drain-inproc-64-prefetch" => {
             drain::drain_in_process(target, sizes, 64, drain::PREFETCH).await
         }
+        "drain-retained" => drain::drain_retained(target, sizes).await,
         "e2e" => drain::end_to_end(target, sizes).await,
         "wakeup" => wakeup::wakeup(target, sizes).await,
         "counts" => counts::counts(target, sizes).await,

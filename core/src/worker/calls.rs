@@ -1,9 +1,10 @@
-//! The store calls the dispatcher makes, each run on a task of its own so that
-//! the dispatcher can have more than one in flight (with prefetch: a report
-//! batch commits while the next one runs its statements) and keeps handling
-//! reports, signals and shutdown while they run. Each call owns its inputs and
-//! returns them with its result: the dispatcher alone decides what the result
-//! means for the jobs it holds.
+//! The store calls the dispatcher makes. Each owns its inputs and returns them
+//! with its result, so it can be awaited in the dispatcher's loop
+//! ([`super::ledger::CallMode::Inline`], without prefetch) or run on a task of
+//! its own ([`super::ledger::CallMode::Overlapped`], with prefetch: a report
+//! batch commits while the next one runs its statements, and the dispatcher
+//! keeps handling reports, signals and shutdown meanwhile). The dispatcher
+//! alone decides what a result means for the jobs it holds.
 
 use std::sync::Arc;
 use std::time::Duration;

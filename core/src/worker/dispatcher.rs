@@ -21,24 +21,27 @@
 //!
 //! A job is held from its claim until its report is made, and the worker never
 //! holds more jobs than its slots plus its prefetch (default 0), whatever wakes
-//! it. Claimed jobs start through the local queue ([`super::local_queue`]),
-//! which runs at most `slots` at once; with prefetch the rest wait there, and an
-//! attempt that ends hands its slot to the next one itself. Store calls are
-//! made on tasks of their own ([`super::calls`]), one at a time without
-//! prefetch and up to [`MAX_CALLS_WITH_PREFETCH`] with it: attempts go on
-//! running meanwhile and their reports queue up for the next batch, so under a
-//! backlog the batches (and their refills) grow with the store's commit time by
-//! themselves; with no backlog a claim is made at once, so latency is untouched. At shutdown the jobs still
+//! it. What it holds, what its calls in flight carry and whether it is running,
+//! draining or abandoning is kept in the ledger ([`super::ledger`]), plain data
+//! with the counting rules; this loop decides when to act. Claimed jobs start
+//! through the local queue ([`super::local_queue`]), which runs at most `slots`
+//! at once; with prefetch the rest wait there, and an attempt that ends hands
+//! its slot to the next one itself.
+//!
+//! Store calls follow the ledger's [`CallMode`]: without prefetch one at a
+//! time, awaited in this loop; with prefetch up to two, each on a task of its
+//! own ([`super::calls`]), while attempts go on running and their reports
+//! queue up for the next batch, so under a backlog the batches (and their
+//! refills) grow with the store's commit time by themselves; with no backlog a
+//! claim is made at once, so latency is untouched. At shutdown the jobs still
 //! waiting go back to the queue unstarted, their attempt not counted.
 //!
 //! [`Store::report_and_claim`]: crate::Store::report_and_claim
 //! [`Store::lost_leases`]: crate::Store::lost_leases
 //! [`Store::subscribe_cancellations`]: crate::Store::subscribe_cancellations
 
-use std::collections::HashMap;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -49,33 +52,14 @@ use tokio::time::Instant;
 use super::calls::{self, Done};
 use super::events::{JobFinished, Telemetry, WorkerEvent};
 use super::execute::{spawn_attempt, Report, Shared};
-use super::local_queue::Waiting;
+use super::ledger::{CallMode, Expiry, Ledger, Lost, Settled};
 use crate::job::{Job, Lease};
 use crate::requests::{ClaimRequest, LeaseLoss, LostLease};
 
-/// The most jobs asked for in one claim.
-const MAX_CLAIM_BATCH: usize = 256;
-/// The most reports sent in one batch.
-const MAX_REPORT_BATCH: usize = 256;
 /// How long a batch waits for attempts still running to join it.
 const REPORT_GATHER: Duration = Duration::from_millis(1);
 /// How long reports may take after the drain deadline before they are abandoned.
 const REPORT_GRACE: Duration = Duration::from_secs(5);
-/// Store calls in flight at once when the worker prefetches (without prefetch,
-/// one: a second call would only split the batch the first one makes).
-const MAX_CALLS_WITH_PREFETCH: usize = 2;
-
-/// A job this worker holds (claimed, report not yet made).
-struct Held {
-    lease: Lease,
-    /// Tells the attempt its lease is gone.
-    cancel: watch::Sender<bool>,
-    /// Set once the worker learned the lease is gone.
-    loss: Option<LeaseLoss>,
-    /// The attempt ended (its report is pending or being made): its lease is
-    /// no longer checked.
-    ended: bool,
-}
 
 /// The dispatcher's settings.
 pub(crate) struct Settings {
@@ -92,32 +76,21 @@ pub(crate) struct Dispatcher {
     /// `None` when the worker has no handlers (it never claims).
     claim: Option<ClaimRequest>,
     settings: Settings,
-    held: HashMap<String, Held>,
+    /// The jobs held, the calls in flight and the phase.
+    ledger: Ledger<watch::Sender<bool>>,
     reports: mpsc::UnboundedReceiver<Report>,
-    /// Finished attempts whose report is not yet sent.
-    pending: Vec<Report>,
-    /// Store calls in flight.
+    /// Store calls on tasks of their own ([`CallMode::Overlapped`]).
     calls: JoinSet<Done>,
-    /// Of those, the reports and claims (a read of the next due time is not
-    /// counted: it never holds up a report).
-    busy: usize,
     /// A short claim asked for the next due time to be read.
     read_next_due: bool,
-    /// Reports in the batches in flight (their jobs are still held).
-    reporting: usize,
-    /// Jobs asked for by the claims in flight.
-    claiming: usize,
     /// After a failed report: not before this instant, and the next backoff.
     report_retry: Option<(Instant, Duration)>,
-    /// Whether the last claim filled every slot it asked for (more is likely due).
-    backlog: bool,
     /// Whether there is a reason to claim now.
     want_claim: bool,
     /// When to claim again without any other reason (timer or poll).
     next_claim_at: Instant,
     claim_backoff: Duration,
     next_lease_check: Instant,
-    stopping: bool,
 }
 
 impl Dispatcher {
@@ -133,62 +106,15 @@ impl Dispatcher {
             claim,
             claim_backoff: settings.poll,
             next_lease_check: now + settings.lease_check,
+            ledger: Ledger::new(settings.concurrency, settings.prefetch),
             settings,
-            held: HashMap::new(),
             reports,
-            pending: Vec::new(),
             calls: JoinSet::new(),
-            busy: 0,
             read_next_due: false,
-            reporting: 0,
-            claiming: 0,
             report_retry: None,
-            backlog: false,
             want_claim: true,
             next_claim_at: now,
-            stopping: false,
         }
-    }
-
-    /// The most jobs held at once: slots plus prefetch.
-    fn capacity(&self) -> usize {
-        self.settings
-            .concurrency
-            .saturating_add(self.settings.prefetch)
-    }
-
-    /// How many more jobs may be claimed now: the capacity less the jobs held
-    /// (those of report batches in flight count as already given back: a
-    /// refill commits with their reports) and those asked for in flight.
-    fn free(&self) -> usize {
-        let after = self.held.len().saturating_sub(self.reporting) + self.claiming;
-        self.capacity().saturating_sub(after)
-    }
-
-    /// Whether another store call may be sent now.
-    fn may_call(&self) -> bool {
-        let max = if self.settings.prefetch > 0 {
-            MAX_CALLS_WITH_PREFETCH
-        } else {
-            1
-        };
-        self.busy < max
-    }
-
-    /// Whether the pending reports make a batch worth a call now: always when
-    /// no call is in flight (latency), otherwise once they are a good part
-    /// of the capacity: a second call in flight pays for itself only when it
-    /// carries enough jobs (a call's fixed cost is most of a small batch's).
-    fn batch_ready(&self) -> bool {
-        self.busy == 0 || self.pending.len() >= (self.capacity() / 2).min(MAX_REPORT_BATCH)
-    }
-
-    /// Takes a finished attempt's report.
-    fn received(&mut self, report: Report) {
-        if let Some(held) = self.held.get_mut(&report.lease.job_id) {
-            held.ended = true;
-        }
-        self.pending.push(report);
     }
 
     /// Runs until `shutdown` resolves, then drains: no more claims, running
@@ -207,13 +133,13 @@ impl Dispatcher {
         let mut cancels_alive = true;
         let mut shutdown: Pin<&mut F> = std::pin::pin!(shutdown);
         let far = Duration::from_secs(86_400 * 365);
-        let mut drain_deadline: Option<Instant> = None;
-        let mut aborted = false;
         if self.claim.is_none() {
             tracing::info!("no handlers registered; this worker only runs background duties");
         }
         loop {
-            if self.stopping && self.held.is_empty() && self.calls.is_empty() {
+            // Calls still on tasks are only next-due reads once the ledger
+            // is finished (reports and claims are counted there).
+            if self.ledger.is_finished() {
                 break;
             }
             if !self.want_claim && Instant::now() >= self.next_claim_at {
@@ -221,54 +147,53 @@ impl Dispatcher {
             }
             // 1. Reports waiting (and not backing off after an error).
             while let Ok(report) = self.reports.try_recv() {
-                self.received(report);
+                self.ledger.received(report);
             }
             let retry_ok = self.report_retry.is_none_or(|(at, _)| Instant::now() >= at);
-            if !self.pending.is_empty() && retry_ok && self.may_call() && self.batch_ready() {
+            if retry_ok && self.ledger.may_call() && self.ledger.batch_ready() {
                 self.gather().await;
                 self.send_reports().await;
                 continue;
             }
             // 2. A lease check that is due.
-            if !self.held.is_empty() && Instant::now() >= self.next_lease_check {
+            if self.ledger.held() > 0 && Instant::now() >= self.next_lease_check {
                 self.check_leases().await;
                 continue;
             }
             // 3. A claim that is wanted.
-            if self.should_claim() && self.may_call() {
+            if self.should_claim() && self.ledger.may_call() {
                 self.send_claim().await;
                 continue;
             }
             // 4. Wait for a reason.
             let now = Instant::now();
-            let claim_at = if self.stopping || self.claim.is_none() || self.want_claim {
+            let claim_at = if !self.ledger.is_running() || self.claim.is_none() || self.want_claim {
                 now + far
             } else {
                 self.next_claim_at
             };
-            let check_at = if self.held.is_empty() {
+            let check_at = if self.ledger.held() == 0 {
                 now + far
             } else {
                 self.next_lease_check
             };
-            let retry_at = match (self.pending.is_empty(), self.report_retry) {
-                (false, Some((at, _))) if self.may_call() => at,
+            let retry_at = match (self.ledger.has_pending(), self.report_retry) {
+                (true, Some((at, _))) if self.ledger.may_call() => at,
                 _ => now + far,
             };
-            let drain_at = drain_deadline.unwrap_or(now + far);
+            let deadline = self.ledger.deadline().unwrap_or(now + far);
             let wake_at = claim_at.min(check_at).min(retry_at);
             tokio::select! {
                 biased;
-                _ = shutdown.as_mut(), if !self.stopping => {
-                    self.stopping = true;
-                    self.backlog = false;
+                _ = shutdown.as_mut(), if self.ledger.is_running() => {
                     // Before handlers hear of the shutdown: one that returns
                     // at once must not hand its slot to a waiting job.
-                    self.give_back_waiting();
+                    let unstarted = self.take_waiting();
+                    let until = Instant::now() + self.settings.drain_timeout;
+                    self.ledger.begin_shutdown(until, unstarted);
                     stopping_tx.send_replace(true);
-                    drain_deadline = Some(Instant::now() + self.settings.drain_timeout);
                     tracing::info!(
-                        running = self.held.len(),
+                        running = self.ledger.held(),
                         deadline = ?self.settings.drain_timeout,
                         "shutting down: draining"
                     );
@@ -282,12 +207,12 @@ impl Dispatcher {
                 },
                 report = self.reports.recv() => {
                     if let Some(report) = report {
-                        self.received(report);
+                        self.ledger.received(report);
                     }
                 }
                 id = cancels.recv(), if cancels_alive => match id {
                     Ok(id) => {
-                        if self.held.get(&id).is_some_and(|h| h.loss.is_none()) {
+                        if self.ledger.is_live(&id) {
                             self.next_lease_check = Instant::now();
                         }
                     }
@@ -296,30 +221,32 @@ impl Dispatcher {
                     }
                     Err(broadcast::error::RecvError::Closed) => cancels_alive = false,
                 },
-                changed = signal.changed(), if signal_alive && !self.stopping => {
+                changed = signal.changed(), if signal_alive && self.ledger.is_running() => {
                     if changed.is_err() {
                         signal_alive = false;
                     } else {
                         self.want_claim = true;
                     }
                 }
-                _ = tokio::time::sleep_until(drain_at) => {
-                    if aborted {
-                        let outstanding = self.held.len() as u64;
-                        Telemetry::add(&self.shared.telemetry.unreported, outstanding);
-                        tracing::error!(
-                            outstanding,
-                            "reports could not be made; stale recovery will return those jobs"
-                        );
-                        break;
+                _ = tokio::time::sleep_until(deadline) => {
+                    match self.ledger.deadline_passed(Instant::now(), REPORT_GRACE) {
+                        Some(Expiry::AbortAttempts) => {
+                            tracing::warn!(
+                                running = self.ledger.held(),
+                                "drain deadline passed; returning running jobs to the queue"
+                            );
+                            abort_tx.send_replace(true);
+                        }
+                        Some(Expiry::GiveUp { outstanding }) => {
+                            Telemetry::add(&self.shared.telemetry.unreported, outstanding as u64);
+                            tracing::error!(
+                                outstanding,
+                                "reports could not be made; stale recovery will return those jobs"
+                            );
+                            break;
+                        }
+                        None => {}
                     }
-                    tracing::warn!(
-                        running = self.held.len(),
-                        "drain deadline passed; returning running jobs to the queue"
-                    );
-                    abort_tx.send_replace(true);
-                    aborted = true;
-                    drain_deadline = Some(Instant::now() + REPORT_GRACE);
                 }
                 _ = tokio::time::sleep_until(wake_at) => {}
             }
@@ -331,24 +258,24 @@ impl Dispatcher {
     /// that no batch refilled: the first claim, a claim that found less than it
     /// asked for, slots beyond one claim's maximum.)
     fn should_claim(&self) -> bool {
-        !self.stopping && self.claim.is_some() && self.want_claim && self.free() > 0
+        self.claim.is_some() && self.want_claim && self.ledger.may_claim()
     }
 
-    /// Takes the reports already waiting; attempts still running (short jobs of
-    /// the same claim, typically) join if they end within [`REPORT_GATHER`].
+    /// Takes the reports already waiting; inline, attempts still running
+    /// (short jobs of the same claim, typically) join if they end within
+    /// [`REPORT_GATHER`]. (Overlapped, attempts run all the time and the
+    /// batches form by themselves while the calls in flight commit.)
     async fn gather(&mut self) {
         let deadline = Instant::now() + REPORT_GATHER;
-        while self.pending.len() < MAX_REPORT_BATCH {
+        while !self.ledger.batch_full() {
             match self.reports.try_recv() {
-                Ok(r) => self.received(r),
-                // With prefetch attempts run all the time, and the batches
-                // form by themselves while the calls in flight commit.
+                Ok(r) => self.ledger.received(r),
                 Err(_)
-                    if self.settings.prefetch == 0
-                        && self.shared.running.load(Ordering::SeqCst) > 0 =>
+                    if self.ledger.mode() == CallMode::Inline
+                        && self.shared.local.executing() > 0 =>
                 {
                     match tokio::time::timeout_at(deadline, self.reports.recv()).await {
-                        Ok(Some(r)) => self.received(r),
+                        Ok(Some(r)) => self.ledger.received(r),
                         _ => break,
                     }
                 }
@@ -360,20 +287,14 @@ impl Dispatcher {
     /// Sends one report batch; with a backlog, it refills the slots in the
     /// same transaction.
     async fn send_reports(&mut self) {
-        let take = self.pending.len().min(MAX_REPORT_BATCH);
-        let batch: Vec<Report> = self.pending.drain(..take).collect();
-        self.reporting += take;
-        // The claim that refills the slots this batch frees (and any free ones).
+        let (batch, refill) = self.ledger.begin_report(self.claim.is_some());
         let refill = match &self.claim {
-            Some(template) if self.backlog && !self.stopping && self.free() > 0 => {
-                Some(ClaimRequest {
-                    limit: self.free().min(MAX_CLAIM_BATCH),
-                    ..template.clone()
-                })
-            }
+            Some(template) if refill > 0 => Some(ClaimRequest {
+                limit: refill,
+                ..template.clone()
+            }),
             _ => None,
         };
-        self.claiming += refill.as_ref().map_or(0, |r| r.limit);
         let store = self.shared.store.clone();
         self.make(calls::report(store, batch, refill)).await;
     }
@@ -384,29 +305,29 @@ impl Dispatcher {
             return;
         };
         let req = ClaimRequest {
-            limit: self.free().min(MAX_CLAIM_BATCH),
+            limit: self.ledger.begin_claim(),
             ..template.clone()
         };
-        self.claiming += req.limit;
         self.make(calls::claim(self.shared.store.clone(), req))
             .await;
     }
 
-    /// Makes a report or claim call: awaited here without prefetch (one call
-    /// at a time, and no task hop between a claim and its jobs' start), on a
-    /// task of its own with prefetch (its result comes back through `calls`).
+    /// Makes a store call the way the call mode says: awaited here inline, on
+    /// a task of its own overlapped (its result comes back through `calls`).
     async fn make(&mut self, call: impl Future<Output = Done> + Send + 'static) {
-        self.busy += 1;
-        if self.settings.prefetch == 0 {
-            let done = call.await;
-            self.finish_call(done);
-            self.next_due().await;
-        } else {
-            self.calls.spawn(call);
+        match self.ledger.mode() {
+            CallMode::Inline => {
+                let done = call.await;
+                self.finish_call(done);
+                self.next_due().await;
+            }
+            CallMode::Overlapped => {
+                self.calls.spawn(call);
+            }
         }
     }
 
-    /// Applies a finished store call to the jobs held.
+    /// Applies a finished store call to the ledger and starts what it claimed.
     fn finish_call(&mut self, done: Done) {
         match done {
             Done::Reported {
@@ -415,20 +336,37 @@ impl Dispatcher {
                 results,
                 claimed,
             } => {
-                self.busy -= 1;
-                self.reporting -= batch.len();
-                self.claiming -= asked;
-                self.reported(batch, results);
+                match results {
+                    Ok(results) => {
+                        self.report_retry = None;
+                        let lost = results.iter().filter(|ok| !**ok).count();
+                        tracing::debug!(count = batch.len(), lost, "reported");
+                        for settled in self.ledger.report_done(batch, asked, &results) {
+                            finished(&self.shared.telemetry, settled);
+                        }
+                    }
+                    Err(e) => {
+                        let backoff = self
+                            .report_retry
+                            .map_or(Duration::from_millis(100), |(_, b)| {
+                                (b * 2).min(Duration::from_secs(5))
+                            });
+                        tracing::warn!(
+                            count = batch.len(),
+                            "reporting failed, retrying in {backoff:?}: {e}"
+                        );
+                        self.report_retry = Some((Instant::now() + backoff, backoff));
+                        self.ledger.report_failed(batch, asked);
+                    }
+                }
                 if let Some(jobs) = claimed {
-                    self.backlog = jobs.len() == asked;
                     self.start(jobs, asked);
                 }
                 // Slots freed: they may release a queue cap, so claim again.
                 self.want_claim = true;
             }
             Done::Claimed { asked, result } => {
-                self.busy -= 1;
-                self.claiming -= asked;
+                self.ledger.claim_done(asked);
                 self.claimed(asked, result);
             }
             Done::NextDue(wait) => {
@@ -437,37 +375,6 @@ impl Dispatcher {
                     self.next_claim_at = self.next_claim_at.min(Instant::now() + wait);
                 }
             }
-        }
-    }
-
-    /// The results of a report batch.
-    fn reported(&mut self, mut batch: Vec<Report>, results: crate::Result<Vec<bool>>) {
-        let results = match results {
-            Ok(results) => results,
-            Err(e) => {
-                let backoff = self
-                    .report_retry
-                    .map_or(Duration::from_millis(100), |(_, b)| {
-                        (b * 2).min(Duration::from_secs(5))
-                    });
-                tracing::warn!(
-                    count = batch.len(),
-                    "reporting failed, retrying in {backoff:?}: {e}"
-                );
-                self.report_retry = Some((Instant::now() + backoff, backoff));
-                // Back to the front, in their order, for the retry.
-                batch.append(&mut self.pending);
-                self.pending = batch;
-                return;
-            }
-        };
-        self.report_retry = None;
-        let lost = results.iter().filter(|ok| !**ok).count();
-        tracing::debug!(count = batch.len(), lost, "reported");
-        for (i, report) in batch.into_iter().enumerate() {
-            let accepted = results.get(i).copied().unwrap_or(false);
-            let loss = self.held.remove(&report.lease.job_id).and_then(|h| h.loss);
-            finished(&self.shared.telemetry, &report, accepted, loss);
         }
     }
 
@@ -488,7 +395,6 @@ impl Dispatcher {
             }
         };
         let got = jobs.len();
-        self.backlog = got == asked;
         self.start(jobs, asked);
         if got == asked {
             return; // maybe more is due: want_claim stays
@@ -501,8 +407,8 @@ impl Dispatcher {
     }
 
     /// Reads when the earliest future job is due, if a short claim asked for
-    /// it: awaited here without prefetch (so the loop claims no faster than it
-    /// did before prefetch existed), on a task with prefetch.
+    /// it: awaited here inline (so the loop claims no faster than it did
+    /// before prefetch existed), on a task overlapped.
     async fn next_due(&mut self) {
         if !std::mem::take(&mut self.read_next_due) {
             return;
@@ -512,43 +418,36 @@ impl Dispatcher {
         };
         let (store, clock) = (self.shared.store.clone(), self.shared.clock.clone());
         let call = calls::next_due(store, clock, template.clone());
-        if self.settings.prefetch == 0 {
-            let done = call.await;
-            self.finish_call(done);
-        } else {
-            self.calls.spawn(call);
+        match self.ledger.mode() {
+            CallMode::Inline => {
+                let done = call.await;
+                self.finish_call(done);
+            }
+            CallMode::Overlapped => {
+                self.calls.spawn(call);
+            }
         }
     }
 
-    /// Shutdown: the jobs claimed ahead that have not started go back to the
-    /// queue unstarted (reported with the next batch).
-    fn give_back_waiting(&mut self) {
+    /// Shutdown: the jobs claimed ahead that have not started, as the reports
+    /// that give them back to the queue unstarted (sent with the next batch).
+    fn take_waiting(&mut self) -> Vec<Report> {
         let waiting = self.shared.local.take_waiting();
-        if waiting.is_empty() {
-            return;
+        if !waiting.is_empty() {
+            tracing::info!(
+                count = waiting.len(),
+                "giving back jobs claimed ahead that did not start"
+            );
         }
-        tracing::info!(
-            count = waiting.len(),
-            "giving back jobs claimed ahead that did not start"
-        );
-        self.pending
-            .extend(waiting.iter().filter_map(Report::unstarted));
+        waiting.iter().filter_map(Report::unstarted).collect()
     }
 
     /// Holds claimed `jobs` (of a claim that asked for `asked`) and hands them
-    /// to the local queue, which starts those that have a slot. (While another
-    /// call reports, the jobs held may exceed the capacity by the jobs of that
-    /// report: the claim counted them as given back, see [`Self::free`].)
-    fn start(&mut self, mut jobs: Vec<Job>, asked: usize) {
-        if jobs.len() > asked {
-            tracing::error!(
-                asked,
-                got = jobs.len(),
-                "the store returned more jobs than asked for; ignoring the rest"
-            );
-            jobs.truncate(asked);
-        }
-        let got = jobs.len();
+    /// to the local queue, which starts those that have a slot.
+    fn start(&mut self, jobs: Vec<Job>, asked: usize) {
+        let first = self.ledger.held() == 0;
+        let admitted = self.ledger.hold(jobs, asked, || watch::channel(false));
+        let got = admitted.len();
         if got == 0 {
             return;
         }
@@ -557,28 +456,10 @@ impl Dispatcher {
         self.shared
             .telemetry
             .emit(WorkerEvent::Claimed { count: got });
-        let mut admitted: Vec<Waiting> = Vec::with_capacity(got);
-        for job in jobs {
-            let Some(lease) = job.lease() else {
-                tracing::error!(job_id = %job.id, "claimed job has no lease; skipping it");
-                continue;
-            };
-            let (cancel, cancel_rx) = watch::channel(false);
-            self.held.insert(
-                lease.job_id.clone(),
-                Held {
-                    lease,
-                    cancel,
-                    loss: None,
-                    ended: false,
-                },
-            );
-            admitted.push((job, cancel_rx));
-        }
         for (job, cancel) in self.shared.local.push(admitted) {
             spawn_attempt(self.shared.clone(), job, cancel);
         }
-        if self.held.len() == got {
+        if first {
             // The first jobs held: the lease check starts one interval from now.
             self.next_lease_check = Instant::now() + self.settings.lease_check;
         }
@@ -587,12 +468,7 @@ impl Dispatcher {
     /// Asks the store which held leases are gone and tells their attempts.
     async fn check_leases(&mut self) {
         self.next_lease_check = Instant::now() + self.settings.lease_check;
-        let leases: Vec<Lease> = self
-            .held
-            .values()
-            .filter(|h| h.loss.is_none() && !h.ended)
-            .map(|h| h.lease.clone())
-            .collect();
+        let leases: Vec<Lease> = self.ledger.live_leases();
         if leases.is_empty() {
             return;
         }
@@ -603,38 +479,29 @@ impl Dispatcher {
                 return;
             }
         };
+        let local = &self.shared.local;
         for LostLease { lease, loss } in lost {
-            let Some(held) = self.held.get_mut(&lease.job_id) else {
-                continue;
-            };
-            if held.lease != lease || held.loss.is_some() {
-                continue;
-            }
-            if self.shared.local.remove(&lease.job_id) {
+            match self.ledger.lose(&lease, loss, |id| local.remove(id)) {
+                Lost::Known => continue,
                 // Claimed ahead and not started: nothing runs, nothing to report.
-                self.held.remove(&lease.job_id);
-                tracing::info!(
+                Lost::Unstarted => tracing::info!(
                     job_id = %lease.job_id,
                     ?loss,
                     "the lease of a job waiting for a slot is gone; it will not start"
-                );
-                self.shared.telemetry.emit(WorkerEvent::LeaseLost {
-                    job_id: lease.job_id.clone(),
-                    loss,
-                });
-                continue;
-            }
-            held.loss = Some(loss);
-            held.cancel.send_replace(true);
-            match loss {
-                LeaseLoss::Cancelled => tracing::info!(
-                    job_id = %lease.job_id,
-                    "job cancelled while running; telling its handler to stop"
                 ),
-                LeaseLoss::Lost => tracing::warn!(
-                    job_id = %lease.job_id,
-                    "lease lost (recovered by another process); telling the handler to stop"
-                ),
+                Lost::Running(cancel) => {
+                    cancel.send_replace(true);
+                    match loss {
+                        LeaseLoss::Cancelled => tracing::info!(
+                            job_id = %lease.job_id,
+                            "job cancelled while running; telling its handler to stop"
+                        ),
+                        LeaseLoss::Lost => tracing::warn!(
+                            job_id = %lease.job_id,
+                            "lease lost (recovered by another process); telling the handler to stop"
+                        ),
+                    }
+                }
             }
             self.shared.telemetry.emit(WorkerEvent::LeaseLost {
                 job_id: lease.job_id.clone(),
@@ -645,7 +512,12 @@ impl Dispatcher {
 }
 
 /// Counts and announces one reported attempt.
-fn finished(telemetry: &Telemetry, report: &Report, accepted: bool, loss: Option<LeaseLoss>) {
+fn finished(telemetry: &Telemetry, settled: Settled) {
+    let Settled {
+        report,
+        accepted,
+        loss,
+    } = settled;
     if !report.started {
         if accepted {
             Telemetry::add(&telemetry.returned_unstarted, 1);

@@ -7,7 +7,6 @@
 //! ([`super::local_queue`]) never runs more attempts at once than its slots.
 
 use std::any::Any;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -38,10 +37,8 @@ pub(crate) struct Shared {
     /// Turns true at the drain deadline: running attempts are given back.
     pub(crate) abort: watch::Receiver<bool>,
     pub(crate) reports: mpsc::UnboundedSender<Report>,
-    /// Attempts started whose outcome is not yet with the dispatcher (for
-    /// batching decisions only; the dispatcher's slots bound what it holds).
-    pub(crate) running: AtomicUsize,
-    /// Claimed jobs waiting for a slot, and the slots executing.
+    /// Claimed jobs waiting for a slot, and the attempts executing (the one
+    /// count of what is running).
     pub(crate) local: LocalQueue,
 }
 
@@ -86,10 +83,10 @@ impl Report {
 /// `cancel` turns true when the dispatcher learns the job's lease is gone
 /// (cancelled or lost). When it ends, the same task runs the next job waiting
 /// in the local queue, if any, so the slot passes on without the dispatcher.
+/// The slot is passed on (or freed) before the report is sent, so the local
+/// queue's executing count never includes an attempt whose report the
+/// dispatcher may already have.
 pub(crate) fn spawn_attempt(shared: Arc<Shared>, job: Job, cancel: watch::Receiver<bool>) {
-    // Counted before the task first runs: the dispatcher's gathering of a
-    // batch must see every attempt of the claim it just started as running.
-    shared.running.fetch_add(1, Ordering::SeqCst);
     tokio::spawn(async move {
         let mut next = Some((job, cancel));
         while let Some((job, cancel)) = next {
@@ -100,18 +97,19 @@ pub(crate) fn spawn_attempt(shared: Arc<Shared>, job: Job, cancel: watch::Receiv
                 attempt = job.attempts,
                 queue = %job.queue,
             );
-            supervise(shared.clone(), job, cancel)
+            let report = supervise(shared.clone(), job, cancel)
                 .instrument(span)
                 .await;
             next = shared.local.next_after();
-            if next.is_some() {
-                shared.running.fetch_add(1, Ordering::SeqCst);
+            if shared.reports.send(report).is_err() {
+                tracing::error!("the dispatcher is gone; the attempt's report is dropped");
             }
         }
     });
 }
 
-async fn supervise(shared: Arc<Shared>, job: Job, cancel: watch::Receiver<bool>) {
+/// Runs one attempt to its end; returns its report.
+async fn supervise(shared: Arc<Shared>, job: Job, cancel: watch::Receiver<bool>) -> Report {
     let lease = job.lease().unwrap_or_else(|| crate::job::Lease {
         // The dispatcher admits only leased jobs; an unleased one reports
         // under an empty lease, which the store refuses.
@@ -212,7 +210,7 @@ async fn supervise(shared: Arc<Shared>, job: Job, cancel: watch::Receiver<bool>)
         ),
         other => tracing::debug!(?duration, outcome = ?other, "attempt ended"),
     }
-    let report = Report {
+    Report {
         lease,
         outcome,
         job_name,
@@ -222,10 +220,6 @@ async fn supervise(shared: Arc<Shared>, job: Job, cancel: watch::Receiver<bool>)
         duration,
         aborted_after_cancel,
         started: true,
-    };
-    shared.running.fetch_sub(1, Ordering::SeqCst);
-    if shared.reports.send(report).is_err() {
-        tracing::error!("the dispatcher is gone; the attempt's report is dropped");
     }
 }
 

@@ -3,14 +3,17 @@
 //! slots ([`crate::WorkerBuilder::prefetch`]) without running more than its
 //! slots at once.
 //!
-//! Why it is shared rather than owned by the dispatcher: the dispatcher makes
-//! one store call at a time, and a report or a claim may take milliseconds. An
-//! attempt that ends while a call is in flight takes the next waiting job
-//! itself (in [`LocalQueue::next_after`]), so the slots keep running from the
-//! local queue while the store is busy: claims and reports overlap the work
-//! instead of alternating with it. Without prefetch the dispatcher never holds
-//! more jobs than slots, so nothing ever waits here and the behaviour is the
-//! one a worker always had.
+//! Why it is shared rather than owned by the dispatcher: a report or a claim
+//! may take milliseconds, and while the dispatcher waits for one an attempt
+//! that ends takes the next waiting job itself (in [`LocalQueue::next_after`]),
+//! so the slots keep running from the local queue while the store is busy:
+//! claims and reports overlap the work instead of alternating with it. Without
+//! prefetch the dispatcher never holds more jobs than slots, so nothing ever
+//! waits here and the behaviour is the one a worker always had.
+//!
+//! Its executing count is the worker's one count of attempts running (the
+//! dispatcher's ledger counts jobs held, which includes those whose report is
+//! on its way).
 
 use std::collections::VecDeque;
 use std::sync::Mutex;
@@ -88,6 +91,11 @@ impl LocalQueue {
         let before = inner.waiting.len();
         inner.waiting.retain(|(job, _)| job.id != id);
         inner.waiting.len() != before
+    }
+
+    /// Attempts executing (each holds a slot).
+    pub(crate) fn executing(&self) -> usize {
+        self.lock().executing
     }
 
     /// Jobs waiting for a slot.

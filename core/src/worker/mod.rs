@@ -16,6 +16,10 @@
 //! - `dispatcher`: the one loop that owns the slots: claims, batched reports
 //!   (with a refill claim under a backlog), wake-ups, the lease check and
 //!   cancellation notices.
+//! - `ledger`: what the dispatcher holds and has in flight, the call modes and
+//!   the shutdown phases, as plain data with its counting rules.
+//! - `local_queue`: jobs claimed ahead waiting for a slot; the attempts executing.
+//! - `calls`: the store calls the dispatcher makes, inline or on tasks.
 //! - `execute`: one attempt (timeout, cancel grace, panic isolation).
 //! - `maintenance`: heartbeats and stale-lease recovery.
 //! - `periodic` / `cron`: leaderless periodic enqueue; the five-field cron parser.
@@ -30,6 +34,7 @@ mod events;
 mod execute;
 mod handle;
 mod handler;
+mod ledger;
 mod local_queue;
 mod maintenance;
 mod periodic;

@@ -6,7 +6,6 @@
 //! process is done with it.
 
 use std::future::Future;
-use std::sync::atomic::AtomicUsize;
 use std::sync::Arc;
 
 use tokio::sync::{mpsc, watch};
@@ -120,7 +119,6 @@ where
         stopping,
         abort,
         reports,
-        running: AtomicUsize::new(0),
         local: LocalQueue::new(config.concurrency),
     });
     tracing::info!(

@@ -157,14 +157,7 @@ impl State {
         now: i64,
         change: &mut CountChange,
     ) -> Result<Job> {
-        let job = self
-            .jobs
-            .get_mut(id)
-            .ok_or_else(|| Error::job_not_found(id))?;
-        let from = job.status;
-        transitions::operator_retry(job, now)?;
-        change.moved(&job.queue, from, JobStatus::Queued);
-        let job = job.clone();
+        let job = self.operate(id, now, change, transitions::operator_retry)?;
         if let Some(key) = &job.schedule_key {
             self.owners
                 .entry(key.clone())
@@ -179,15 +172,27 @@ impl State {
         now: i64,
         change: &mut CountChange,
     ) -> Result<Job> {
+        self.operate(id, now, change, transitions::operator_cancel)?;
+        self.after_leaving_handoff(id);
+        Ok(self.jobs[id].clone())
+    }
+
+    /// An operator's action on job `id`: the transition, counted.
+    fn operate(
+        &mut self,
+        id: &str,
+        now: i64,
+        change: &mut CountChange,
+        transition: fn(&mut Job, i64) -> Result<()>,
+    ) -> Result<Job> {
         let job = self
             .jobs
             .get_mut(id)
             .ok_or_else(|| Error::job_not_found(id))?;
         let from = job.status;
-        transitions::operator_cancel(job, now)?;
-        change.moved(&job.queue, from, JobStatus::Cancelled);
-        self.after_leaving_handoff(id);
-        Ok(self.jobs[id].clone())
+        transition(job, now)?;
+        change.moved(&job.queue, from, job.status);
+        Ok(job.clone())
     }
 
     /// Terminal jobs old enough to prune, oldest first.

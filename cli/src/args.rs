@@ -285,19 +285,18 @@ pub enum JobsCommand {
         /// The job id, as printed by `enqueue` or `jobs list`.
         id: String,
     },
-    /// Re-queue a terminal job (operator retry): due now, attempts reset.
+    /// Re-queue finished jobs (operator retry): due now, attempts reset. One
+    /// id, several, or a filter.
     #[command(after_long_help = crate::examples::JOBS_RETRY)]
-    Retry {
-        /// The id of a completed, failed, cancelled or orphaned job.
-        id: String,
-    },
-    /// Cancel a queued or running job (a running one is stopped: its worker is
-    /// told and its handler ends).
+    Retry(crate::bulk::BulkArgs),
+    /// Cancel queued or running jobs (a running one is stopped: its worker is
+    /// told and its handler ends). One id, several, or a filter.
     #[command(after_long_help = crate::examples::JOBS_CANCEL)]
-    Cancel {
-        /// The id of a queued or running job.
-        id: String,
-    },
+    Cancel(crate::bulk::BulkArgs),
+    /// Delete finished jobs (completed, failed, cancelled, orphaned). One id,
+    /// several, or a filter.
+    #[command(after_long_help = crate::examples::JOBS_DELETE)]
+    Delete(crate::bulk::BulkArgs),
     /// Delete old terminal jobs.
     #[command(after_long_help = crate::examples::JOBS_PRUNE)]
     Prune(PruneArgs),

@@ -116,8 +116,21 @@ Examples:
   duraq jobs show 0191d2b4-7c1e-7a3b-9f2e-3c4d5e6f7a8b --json";
 
 pub const JOBS_RETRY: &str = "\
+With several ids or a filter the jobs go in batches of --batch-size, one
+transaction each; jobs that are not finished are skipped and counted.
+
 Examples:
-  duraq jobs retry 0191d2b4-7c1e-7a3b-9f2e-3c4d5e6f7a8b";
+  duraq jobs retry 0191d2b4-7c1e-7a3b-9f2e-3c4d5e6f7a8b
+  duraq jobs retry --status failed --queue mail --dry-run
+  duraq jobs retry --status failed,cancelled --name duraq.http";
+
+pub const JOBS_DELETE: &str = "\
+Only finished jobs are deleted; queued and running ones are skipped and
+counted (one named job that is not finished is an error).
+
+Examples:
+  duraq jobs delete 0191d2b4-7c1e-7a3b-9f2e-3c4d5e6f7a8b
+  duraq jobs delete --status cancelled --queue reports --dry-run";
 
 pub const JOBS_CANCEL: &str = "\
 A running job is stopped: its lease is voided at once (whatever its worker
@@ -126,7 +139,8 @@ about a second (at once on PostgreSQL), tells the handler and aborts it after
 its --cancel-grace.
 
 Examples:
-  duraq jobs cancel 0191d2b4-7c1e-7a3b-9f2e-3c4d5e6f7a8b";
+  duraq jobs cancel 0191d2b4-7c1e-7a3b-9f2e-3c4d5e6f7a8b
+  duraq jobs cancel --status queued --queue imports";
 
 pub const JOBS_PRUNE: &str = "\
 At least one of the three flags is required; queued and running jobs are never

@@ -1,5 +1,5 @@
-//! `duraq jobs list|show|retry|cancel|prune`: operator views and actions on single
-//! jobs. Tables by default, one JSON object with `--json`: `{"jobs":[…],"total",
+//! `duraq jobs list|show|retry|cancel|delete|prune`: operator views and actions
+//! (several ids or a filter go to [`crate::bulk`]). Tables by default, one JSON object with `--json`: `{"jobs":[…],"total",
 //! "nextAfter"}`, `{"job":{…}}` (every field of the row) and
 //! `{"deleted":N,"batches":M}`.
 //!
@@ -13,10 +13,11 @@
 //! error (exit 1). `jobs retry` of a job that is not terminal is an error.
 
 use anyhow::Result;
-use duraq_core::{Error, ErrorCode, Job, JobCursor, JobFilter, JobStatus, PruneRequest};
+use duraq_core::{BulkAction, Error, ErrorCode, Job, JobCursor, JobFilter, JobStatus, PruneRequest};
 use serde_json::json;
 
 use crate::args::{JobsCommand, PruneArgs};
+use crate::bulk;
 use crate::db::{closing, Database};
 use crate::display::{count, thousands};
 use crate::output::{job_detail, jobs_table, print_json, to_json, CliError};
@@ -52,14 +53,20 @@ pub async fn run(db: &Database, cmd: JobsCommand, json: bool) -> Result<()> {
                 .ok_or_else(|| Error::job_not_found(&id))?;
             show(&job, json);
         }
-        JobsCommand::Retry { id } => {
+        JobsCommand::Retry(args) => {
+            let Some(id) = args.single().map(str::to_owned) else {
+                return bulk::run(db, BulkAction::Retry, args, json).await;
+            };
             let store = db.open_existing(false).await?;
             show(
                 &closing(&store, async { Ok(store.retry_job(&id).await?) }).await?,
                 json,
             )
         }
-        JobsCommand::Cancel { id } => {
+        JobsCommand::Cancel(args) => {
+            let Some(id) = args.single().map(str::to_owned) else {
+                return bulk::run(db, BulkAction::Cancel, args, json).await;
+            };
             // A running job is cancelled too: its worker is told and stops it.
             let store = db.open_existing(false).await?;
             let job = closing(&store, async {
@@ -78,6 +85,7 @@ pub async fn run(db: &Database, cmd: JobsCommand, json: bool) -> Result<()> {
             .await?;
             show(&job, json);
         }
+        JobsCommand::Delete(args) => bulk::run(db, BulkAction::Delete, args, json).await?,
         JobsCommand::Prune(p) => prune(db, p, json).await?,
     }
     Ok(())

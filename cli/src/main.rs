@@ -10,6 +10,7 @@
 
 mod args;
 mod builtin;
+mod bulk;
 mod counts;
 mod db;
 mod demo;

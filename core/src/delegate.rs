@@ -34,6 +34,13 @@
 ///     async fn cancel_job(&self, id: &str) -> Result<duraq_core::Job> {
 ///         self.inner.cancel_job(id).await
 ///     }
+///     async fn act_on_jobs(
+///         &self,
+///         action: duraq_core::BulkAction,
+///         ids: &[String],
+///     ) -> Result<duraq_core::BulkBatch> {
+///         self.inner.act_on_jobs(action, ids).await
+///     }
 ///     async fn pause_queue(&self, queue: &duraq_core::QueueName) -> Result<bool> {
 ///         self.inner.pause_queue(queue).await
 ///     }
@@ -240,6 +247,13 @@ macro_rules! delegate_store {
                 }
                 async fn cancel_job(&self, id: &str) -> $crate::Result<$crate::Job> {
                     self.$field.cancel_job(id).await
+                }
+                async fn act_on_jobs(
+                    &self,
+                    action: $crate::BulkAction,
+                    ids: &[::std::string::String],
+                ) -> $crate::Result<$crate::BulkBatch> {
+                    self.$field.act_on_jobs(action, ids).await
                 }
                 async fn pause_queue(&self, queue: &$crate::QueueName) -> $crate::Result<bool> {
                     self.$field.pause_queue(queue).await

@@ -44,6 +44,7 @@
 #![warn(missing_docs)]
 
 mod backoff;
+mod bulk;
 mod clock;
 mod counts;
 mod delegate;
@@ -83,6 +84,7 @@ pub mod __private {
 }
 
 pub use backoff::{retry_backoff, retry_backoff_ms};
+pub use bulk::{run_bulk, BulkAction, BulkBatch, BulkReport, BulkRequest, BulkSelection};
 pub use clock::{system_clock, Clock, ManualClock, SystemClock};
 pub use counts::{
     CountChange, CountDelta, CountSnapshot, QueueCounts, QueueSnapshot, StatusCounts,

@@ -36,6 +36,7 @@
 use async_trait::async_trait;
 use tokio::sync::{broadcast, watch};
 
+use crate::bulk::{BulkAction, BulkBatch};
 use crate::counts::{CountDelta, CountSnapshot, QueueSnapshot};
 use crate::error::Result;
 use crate::job::{Job, Lease};
@@ -334,6 +335,16 @@ pub trait Operate: Inspect {
     /// A running job's worker learns of it (see [`WorkerStore::subscribe_cancellations`]
     /// and [`WorkerStore::lost_leases`]) and stops the attempt.
     async fn cancel_job(&self, id: &str) -> Result<Job>;
+
+    /// Applies `action` to each of `ids` that it applies to
+    /// ([`BulkAction::applies_to`]), in one transaction: a retry or cancel as
+    /// [`Operate::retry_job`] / [`Operate::cancel_job`] would (running jobs'
+    /// workers are told of a cancel), a delete as a prune of exactly those
+    /// jobs. Ids with no job are counted as missing, jobs whose status forbids
+    /// the action as skipped; neither is an error. One count mutation (one
+    /// revision) when anything changed. [`crate::run_bulk`] drives it in
+    /// batches.
+    async fn act_on_jobs(&self, action: BulkAction, ids: &[String]) -> Result<BulkBatch>;
 
     /// Pauses `queue` (SPEC §15): from the next claim on, no worker claims its
     /// jobs (a durable row, seen by every process within a poll). Jobs already

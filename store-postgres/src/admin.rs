@@ -1,12 +1,14 @@
-//! Operator actions and queries: retry, cancel, listing, pruning in batches,
-//! and reservation reconciliation.
+//! Operator actions and queries: retry, cancel, bulk actions, listing,
+//! pruning in batches, and reservation reconciliation.
 //!
 //! Retry and cancel load the row `FOR UPDATE`, apply the shared transition from
 //! `duraq_core::transitions`, and then give back what the job held
 //! ([`crate::ownership`]).
 
 use duraq_core::transitions::{operator_cancel, operator_retry};
-use duraq_core::{Error, Job, JobFilter, JobStatus, PruneRequest, Result};
+use duraq_core::{
+    BulkAction, BulkBatch, Error, ErrorCode, Job, JobFilter, JobStatus, PruneRequest, Result,
+};
 
 use crate::backend::db::Db;
 use crate::ownership::{after_leaving_handoff, claim_ownership_if_free, lock_key};
@@ -62,6 +64,86 @@ pub(crate) async fn cancel_loaded(tx: &mut Tx<'_>, loaded: Loaded) -> Result<(Jo
     after_leaving_handoff(&tx.db, &job, reservation.as_deref()).await?;
     save_jobs(&tx.db, &[(&job, None)]).await?;
     Ok((job, from))
+}
+
+/// `action` on each of `ids` it applies to; returns the tally and the ids of
+/// running jobs it cancelled (their workers are told after the commit). Each
+/// job is changed through the single-job path, which locks it in the usual
+/// order; a job whose status changed since it was read is skipped.
+pub(crate) async fn act_on_jobs(
+    tx: &mut Tx<'_>,
+    action: BulkAction,
+    ids: &[String],
+) -> Result<(BulkBatch, Vec<String>)> {
+    let mut batch = BulkBatch::default();
+    let mut stopped = Vec::new();
+    for id in ids {
+        let row = tx
+            .db
+            .query_opt("SELECT status FROM {s}.duraq_jobs WHERE id = $1", &[id])
+            .await?;
+        let Some(row) = row else {
+            batch.missing += 1;
+            continue;
+        };
+        let status: JobStatus = row.get::<_, String>(0).parse()?;
+        if !action.applies_to(status) {
+            batch.skipped += 1;
+            continue;
+        }
+        let changed = match action {
+            BulkAction::Retry => moved_on(retry_job(tx, id).await.map(|_| ()))?,
+            BulkAction::Cancel => match cancel_job(tx, id).await {
+                Ok((_, JobStatus::HandedOff)) => {
+                    stopped.push(id.clone());
+                    true
+                }
+                other => moved_on(other.map(|_| ()))?,
+            },
+            BulkAction::Delete => {
+                let deleted = tx
+                    .db
+                    .query_opt(
+                        "DELETE FROM {s}.duraq_jobs WHERE id = $1 \
+                         AND status IN ('completed', 'failed', 'cancelled', 'orphaned') \
+                         RETURNING status, queue",
+                        &[id],
+                    )
+                    .await?;
+                match deleted {
+                    Some(row) => {
+                        let queue: String = row.get(1);
+                        tx.change.removed(&queue, row.get::<_, String>(0).parse()?);
+                        true
+                    }
+                    None => false,
+                }
+            }
+        };
+        if changed {
+            batch.changed += 1;
+        } else {
+            batch.skipped += 1;
+        }
+    }
+    Ok((batch, stopped))
+}
+
+/// A single-job action's result in a batch: `false` when the job moved on
+/// (gone, or its status now forbids the action) since it was read.
+fn moved_on(result: Result<()>) -> Result<bool> {
+    match result {
+        Ok(()) => Ok(true),
+        Err(e)
+            if matches!(
+                e.code(),
+                ErrorCode::JobNotFound | ErrorCode::InvalidJobState
+            ) =>
+        {
+            Ok(false)
+        }
+        Err(e) => Err(e),
+    }
 }
 
 /// Deletes one batch of prunable jobs, oldest first; returns how many.

@@ -5,7 +5,7 @@
 use async_trait::async_trait;
 use duraq_core::rules::PruneRun;
 use duraq_core::{
-    CancelOutcome, ClaimRequest, CountDelta, CountSnapshot, DueJobGroup, EnqueueOutcome, Health,
+    BulkAction, BulkBatch, CancelOutcome, ClaimRequest, CountDelta, CountSnapshot, DueJobGroup, EnqueueOutcome, Health,
     Inspect, Job, JobFilter, JobStatus, KeyedOutcome, Lease, LeaseState, MailOperations, NewJob,
     Operate, Operation, Outcome, Producer, PruneReport, PruneRequest, QueueName, QueueSnapshot,
     ReplaceOutcome, ReportedAndClaimed, Result, RunningOwner, ScheduleKey, ScheduledJobs,
@@ -279,6 +279,16 @@ impl Operate for PostgresStore {
             self.announce_cancelled(&job.id);
         }
         Ok(job)
+    }
+
+    async fn act_on_jobs(&self, action: BulkAction, ids: &[String]) -> Result<BulkBatch> {
+        let (batch, stopped): (BulkBatch, Vec<String>) = write_tx!(self, self.now(), |tx| {
+            admin::act_on_jobs(&mut tx, action, ids).await
+        })?;
+        for id in &stopped {
+            self.announce_cancelled(id);
+        }
+        Ok(batch)
     }
 
     async fn pause_queue(&self, queue: &QueueName) -> Result<bool> {

@@ -1,12 +1,13 @@
-//! Operator actions and queries: retry, cancel, listing, pruning in batches, and reservation reconciliation.
+//! Operator actions and queries: retry, cancel, bulk actions, listing, pruning
+//! in batches, and reservation reconciliation.
 
 use duraq_core::transitions::{operator_cancel, operator_retry};
-use duraq_core::{Job, JobFilter, JobStatus, PruneRequest, Result};
+use duraq_core::{BulkAction, BulkBatch, Job, JobFilter, JobStatus, PruneRequest, Result};
 use rusqlite::{params, Connection};
 
 use crate::error::SqlResult;
 use crate::ownership::{persist_transition, Reservation};
-use crate::rows::{query_jobs, require_job, JOB_COLUMNS};
+use crate::rows::{load_job, query_jobs, require_job, JOB_COLUMNS};
 use crate::tx::Tx;
 
 /// Operator retry of a terminal job; it takes its schedule key back if free.
@@ -33,6 +34,47 @@ pub(crate) fn cancel_job(tx: &mut Tx<'_>, id: &str) -> Result<(Job, JobStatus)> 
     operator_cancel(&mut job, tx.now)?;
     persist_transition(tx, from, &job, Reservation::Unknown)?;
     Ok((job, from))
+}
+
+/// `action` on each of `ids` it applies to; returns the tally and the ids of
+/// running jobs it cancelled (their workers are told after the commit).
+pub(crate) fn act_on_jobs(
+    tx: &mut Tx<'_>,
+    action: BulkAction,
+    ids: &[String],
+) -> Result<(BulkBatch, Vec<String>)> {
+    let mut batch = BulkBatch::default();
+    let mut stopped = Vec::new();
+    for id in ids {
+        let Some(job) = load_job(tx.conn, id)? else {
+            batch.missing += 1;
+            continue;
+        };
+        if !action.applies_to(job.status) {
+            batch.skipped += 1;
+            continue;
+        }
+        match action {
+            BulkAction::Retry => {
+                retry_job(tx, id)?;
+            }
+            BulkAction::Cancel => {
+                if cancel_job(tx, id)?.1 == JobStatus::HandedOff {
+                    stopped.push(id.clone());
+                }
+            }
+            BulkAction::Delete => {
+                tx.conn
+                    .prepare_cached("DELETE FROM duraq_jobs WHERE id = ?1")
+                    .db()?
+                    .execute([id])
+                    .db()?;
+                tx.removed(&job.queue, job.status);
+            }
+        }
+        batch.changed += 1;
+    }
+    Ok((batch, stopped))
 }
 
 /// Jobs matching `filter`, newest first.

@@ -231,6 +231,17 @@ impl Operate for SqliteStore {
         Ok(job)
     }
 
+    async fn act_on_jobs(&self, action: BulkAction, ids: &[String]) -> Result<BulkBatch> {
+        let ids = ids.to_vec();
+        let (batch, stopped) = self
+            .write(move |tx| admin::act_on_jobs(tx, action, &ids))
+            .await?;
+        for id in &stopped {
+            self.announce_cancelled(id);
+        }
+        Ok(batch)
+    }
+
     async fn pause_queue(&self, queue: &QueueName) -> Result<bool> {
         let queue = queue.clone();
         self.write(move |tx| pause::pause(tx, queue.as_str())).await

@@ -144,6 +144,12 @@ macro_rules! store_suite {
                     cancel_rejects_terminal_and_missing, get_job_in_every_status,
                     retry_takes_free_key_back, retry_leaves_taken_key_alone,
                 ],
+                bulk: [
+                    each_action_changes_what_it_may_and_skips_the_rest,
+                    nothing_changed_is_no_mutation, a_bulk_cancel_tells_the_running_jobs_worker,
+                    a_filter_is_walked_in_bounded_batches, a_dry_run_counts_and_changes_nothing,
+                    an_unknown_id_changes_nothing,
+                ],
             }
         }
     };

@@ -127,6 +127,9 @@ impl Operate for Buggy {
     async fn cancel_job(&self, id: &str) -> Result<Job> {
         self.inner.cancel_job(id).await
     }
+    async fn act_on_jobs(&self, action: BulkAction, ids: &[String]) -> Result<BulkBatch> {
+        self.inner.act_on_jobs(action, ids).await
+    }
     async fn pause_queue(&self, queue: &QueueName) -> Result<bool> {
         self.inner.pause_queue(queue).await
     }

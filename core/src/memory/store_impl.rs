@@ -6,6 +6,7 @@ use serde_json::Value;
 use tokio::sync::{broadcast, watch};
 
 use super::MemoryStore;
+use crate::bulk::{BulkAction, BulkBatch};
 use crate::counts::{CountChange, CountDelta, CountSnapshot, QueueCounts, QueueSnapshot};
 use crate::error::{Error, ErrorCode, Result};
 use crate::job::{Job, JobStatus, Lease};
@@ -313,6 +314,46 @@ impl Operate for MemoryStore {
             let _ = self.cancels.send(job.id.clone());
         }
         Ok(job)
+    }
+
+    async fn act_on_jobs(&self, action: BulkAction, ids: &[String]) -> Result<BulkBatch> {
+        let now = self.now();
+        let mut st = self.lock();
+        let mut change = CountChange::default();
+        let mut batch = BulkBatch::default();
+        let mut stopped = Vec::new();
+        for id in ids {
+            let Some(status) = st.jobs.get(id).map(|j| j.status) else {
+                batch.missing += 1;
+                continue;
+            };
+            if !action.applies_to(status) {
+                batch.skipped += 1;
+                continue;
+            }
+            match action {
+                BulkAction::Retry => {
+                    st.retry_job(id, now, &mut change)?;
+                }
+                BulkAction::Cancel => {
+                    st.cancel_job(id, now, &mut change)?;
+                    if status == JobStatus::HandedOff {
+                        stopped.push(id.clone());
+                    }
+                }
+                BulkAction::Delete => st.delete(std::slice::from_ref(id), &mut change),
+            }
+            batch.changed += 1;
+        }
+        self.commit(&mut st, change);
+        drop(st);
+        for id in stopped {
+            let _ = self.cancels.send(id);
+        }
+        if action == BulkAction::Retry && batch.changed > 0 {
+            self.signal_work();
+        }
+        Ok(batch)
     }
 
     async fn pause_queue(&self, queue: &QueueName) -> Result<bool> {

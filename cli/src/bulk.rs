@@ -1,0 +1,219 @@
+//! `duraq jobs retry|cancel|delete` with several ids or a filter: the bulk
+//! actions ([`duraq_core::run_bulk`]). One id and no filter keeps the
+//! single-job answer of `retry` and `cancel` (`{"job":{…}}`, and an error when
+//! the job's status forbids the action); anything else answers
+//! `{"action","dryRun","matched","changed","skipped","batches","sample"}`,
+//! where `skipped` counts the jobs whose status forbids the action. A real run
+//! works in batches of `--batch-size` jobs, one transaction each, and shows
+//! its progress on a terminal.
+
+use std::io::{IsTerminal, Write};
+
+use anyhow::Result;
+use clap::Args;
+use duraq_core::{
+    run_bulk, BulkAction, BulkReport, BulkRequest, BulkSelection, Error, ErrorCode, JobFilter,
+    JobStatus,
+};
+use serde_json::json;
+
+use crate::db::{closing, Database};
+use crate::display::thousands;
+use crate::output::{print_json, CliError};
+
+/// Which jobs: ids, or a filter (at least one of them).
+#[derive(Debug, Args)]
+#[group(required = true, multiple = true)]
+pub struct BulkTarget {
+    /// Job ids (one or more).
+    #[arg(value_name = "ID", conflicts_with_all = ["status", "queue", "name", "key"])]
+    pub ids: Vec<String>,
+    /// Every job in these statuses (comma-separated: `failed,cancelled`;
+    /// `running` is `handed_off`).
+    #[arg(long, value_name = "STATUSES", value_delimiter = ',')]
+    pub status: Vec<String>,
+    /// Every job in this queue (with the other filters).
+    #[arg(long)]
+    pub queue: Option<String>,
+    /// Every job with this job name (with the other filters).
+    #[arg(long)]
+    pub name: Option<String>,
+    /// Every job that carries this schedule key (with the other filters).
+    #[arg(long)]
+    pub key: Option<String>,
+}
+
+/// A bulk action's flags.
+#[derive(Debug, Args)]
+pub struct BulkArgs {
+    #[command(flatten)]
+    pub target: BulkTarget,
+    /// Print how many jobs match and a few of them; change nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Jobs per transaction.
+    #[arg(long, value_name = "N", default_value_t = BulkRequest::DEFAULT_BATCH)]
+    pub batch_size: usize,
+}
+
+impl BulkArgs {
+    /// The one id of a plain single-job action (no filter, no dry run).
+    pub fn single(&self) -> Option<&str> {
+        match self.target.ids.as_slice() {
+            [id] if !self.dry_run => Some(id),
+            _ => None,
+        }
+    }
+}
+
+/// Runs `action` over the selection and prints the answer.
+pub async fn run(db: &Database, action: BulkAction, args: BulkArgs, json: bool) -> Result<()> {
+    if args.batch_size == 0 {
+        return Err(CliError::new("invalid-batch-size", "--batch-size must be at least 1").into());
+    }
+    let selection = selection(args.target)?;
+    let single = matches!(&selection, BulkSelection::Ids(ids) if ids.len() == 1);
+    let req = BulkRequest {
+        action,
+        selection,
+        dry_run: args.dry_run,
+        batch_size: args.batch_size,
+    };
+    let store = db.open_existing(false).await?;
+    let live = !json && std::io::stderr().is_terminal();
+    let report = closing(&store, async {
+        if let (true, false, BulkSelection::Ids(ids)) = (single, req.dry_run, &req.selection) {
+            refuse_forbidden(store.as_ref(), action, &ids[0]).await?;
+        }
+        let mut progress = |r: &BulkReport| {
+            if live {
+                let mut err = std::io::stderr();
+                let _ = write!(
+                    err,
+                    "\r{}: {} changed, {} skipped of {} matched",
+                    action.as_str(),
+                    thousands(r.changed as i64),
+                    thousands(r.skipped as i64),
+                    thousands(r.matched as i64)
+                );
+                let _ = err.flush();
+            }
+        };
+        Ok(run_bulk(store.as_ref(), &req, &mut progress).await?)
+    })
+    .await?;
+    if live && report.matched > 0 && !req.dry_run {
+        eprintln!();
+    }
+    print(action, req.dry_run, &report, json);
+    Ok(())
+}
+
+/// A single named job whose status forbids the action is an error, as for
+/// `jobs retry ID` (`invalid-job-state`); nothing is changed.
+async fn refuse_forbidden(
+    store: &dyn duraq_core::Store,
+    action: BulkAction,
+    id: &str,
+) -> Result<()> {
+    let job = store
+        .get_job(id)
+        .await?
+        .ok_or_else(|| Error::job_not_found(id))?;
+    if action.applies_to(job.status) {
+        return Ok(());
+    }
+    let allowed = match action {
+        BulkAction::Cancel => "queued and running jobs",
+        BulkAction::Retry | BulkAction::Delete => "finished jobs",
+    };
+    Err(Error::invalid(
+        ErrorCode::InvalidJobState,
+        format!(
+            "job {id} is {}; only {allowed} can be {}",
+            job.status,
+            past(action)
+        ),
+    )
+    .into())
+}
+
+fn selection(target: BulkTarget) -> Result<BulkSelection, CliError> {
+    if !target.ids.is_empty() {
+        return Ok(BulkSelection::Ids(target.ids));
+    }
+    let statuses = target
+        .status
+        .iter()
+        .map(|s| parse_status(s))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(BulkSelection::Matching {
+        statuses,
+        filter: JobFilter {
+            job_name: target.name,
+            queue: target.queue,
+            schedule_key: target.key,
+            ..JobFilter::default()
+        },
+    })
+}
+
+fn parse_status(s: &str) -> Result<JobStatus, CliError> {
+    let s = s.trim();
+    let parsed = if s == "running" {
+        Ok(JobStatus::HandedOff)
+    } else {
+        s.parse::<JobStatus>()
+    };
+    parsed.map_err(|_| {
+        CliError::new(
+            "invalid-status",
+            format!(
+                "--status {s:?} is not a status; expected one of queued, running (handed_off), \
+                 completed, failed, cancelled, orphaned"
+            ),
+        )
+    })
+}
+
+fn past(action: BulkAction) -> &'static str {
+    match action {
+        BulkAction::Retry => "retried",
+        BulkAction::Cancel => "cancelled",
+        BulkAction::Delete => "deleted",
+    }
+}
+
+fn print(action: BulkAction, dry_run: bool, r: &BulkReport, json: bool) {
+    if json {
+        print_json(&json!({
+            "action": action.as_str(),
+            "dryRun": dry_run,
+            "matched": r.matched,
+            "changed": r.changed,
+            "skipped": r.skipped,
+            "batches": r.batches,
+            "sample": r.sample,
+        }));
+        return;
+    }
+    let verb = if dry_run {
+        format!("would be {}", past(action))
+    } else {
+        past(action).to_owned()
+    };
+    println!(
+        "{} matched, {} {verb}, {} skipped (their status forbids it){}",
+        thousands(r.matched as i64),
+        thousands(r.changed as i64),
+        thousands(r.skipped as i64),
+        if dry_run {
+            String::new()
+        } else {
+            format!(", in {} batches", thousands(r.batches as i64))
+        }
+    );
+    if dry_run && !r.sample.is_empty() {
+        println!("for example: {}", r.sample.join(", "));
+    }
+}

@@ -1,0 +1,240 @@
+//! Operator actions on many jobs at once: retry, cancel or delete a list of
+//! ids or every job matching a filter, in bounded batches.
+//!
+//! The rule of which job an action applies to is [`BulkAction::applies_to`],
+//! once; a store applies an action to one batch of ids in one transaction
+//! ([`Operate::act_on_jobs`]), and [`run_bulk`] walks the selection in keyset
+//! order, one batch at a time, so no transaction ever spans the whole set and
+//! jobs enqueued meanwhile (newer than where the walk began) are not visited.
+//! A job whose status forbids the action is skipped, never an error: under a
+//! filter, what matched may have moved on by the time its batch is acted on.
+
+use crate::error::{Error, Result};
+use crate::job::JobStatus;
+use crate::requests::{JobCursor, JobFilter};
+use crate::store::Operate;
+
+/// What an operator does to many jobs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum BulkAction {
+    /// Terminal jobs back to `queued` (as [`Operate::retry_job`]).
+    Retry,
+    /// `queued` and running jobs to `cancelled` (as [`Operate::cancel_job`]).
+    Cancel,
+    /// Terminal jobs deleted (as a prune of exactly these jobs).
+    Delete,
+}
+
+impl BulkAction {
+    /// Whether the action changes a job in `status`.
+    ///
+    /// ```
+    /// use duraq_core::{BulkAction, JobStatus};
+    /// assert!(BulkAction::Retry.applies_to(JobStatus::Failed));
+    /// assert!(!BulkAction::Retry.applies_to(JobStatus::HandedOff));
+    /// assert!(BulkAction::Cancel.applies_to(JobStatus::HandedOff));
+    /// assert!(!BulkAction::Cancel.applies_to(JobStatus::Cancelled));
+    /// assert!(!BulkAction::Delete.applies_to(JobStatus::Queued));
+    /// ```
+    pub fn applies_to(self, status: JobStatus) -> bool {
+        match self {
+            Self::Retry | Self::Delete => status.is_terminal(),
+            Self::Cancel => !status.is_terminal(),
+        }
+    }
+
+    /// The verb, for people (`retry`, `cancel`, `delete`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Retry => "retry",
+            Self::Cancel => "cancel",
+            Self::Delete => "delete",
+        }
+    }
+}
+
+/// What one [`Operate::act_on_jobs`] call did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct BulkBatch {
+    /// Jobs the action changed.
+    pub changed: u64,
+    /// Jobs whose status forbids the action.
+    pub skipped: u64,
+    /// Ids with no job.
+    pub missing: u64,
+}
+
+/// Which jobs a bulk action is for.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum BulkSelection {
+    /// These jobs; every id must exist ([`run_bulk`] checks before it acts).
+    Ids(Vec<String>),
+    /// Every job matching `filter` in any of `statuses` (all statuses when
+    /// empty; `filter.status`, `after` and `limit` are ignored).
+    Matching {
+        /// The statuses to walk, one after the other.
+        statuses: Vec<JobStatus>,
+        /// Name, queue and key conditions.
+        filter: JobFilter,
+    },
+}
+
+/// A bulk action to run.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BulkRequest {
+    /// What to do.
+    pub action: BulkAction,
+    /// To which jobs.
+    pub selection: BulkSelection,
+    /// Count what would change and change nothing.
+    pub dry_run: bool,
+    /// Jobs per transaction (min 1).
+    pub batch_size: usize,
+}
+
+impl BulkRequest {
+    /// The default batch: 500 jobs per transaction.
+    pub const DEFAULT_BATCH: usize = 500;
+
+    /// `action` on `selection`, not a dry run, default batches.
+    pub fn new(action: BulkAction, selection: BulkSelection) -> Self {
+        Self {
+            action,
+            selection,
+            dry_run: false,
+            batch_size: Self::DEFAULT_BATCH,
+        }
+    }
+}
+
+/// How a bulk action went (so far, when given to the progress callback).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct BulkReport {
+    /// Jobs selected.
+    pub matched: u64,
+    /// Jobs changed (in a dry run: that would change).
+    pub changed: u64,
+    /// Jobs left alone: their status forbids the action, or they were gone
+    /// when their batch was acted on.
+    pub skipped: u64,
+    /// Transactions made (0 in a dry run).
+    pub batches: u64,
+    /// The first few matched ids, in walk order (at most [`BulkReport::SAMPLE`]).
+    pub sample: Vec<String>,
+}
+
+impl BulkReport {
+    /// How many ids [`BulkReport::sample`] keeps.
+    pub const SAMPLE: usize = 5;
+
+    fn saw(&mut self, ids: &[String]) {
+        self.matched += ids.len() as u64;
+        let room = Self::SAMPLE.saturating_sub(self.sample.len());
+        self.sample.extend(ids.iter().take(room).cloned());
+    }
+
+    fn add(&mut self, batch: BulkBatch) {
+        self.changed += batch.changed;
+        self.skipped += batch.skipped + batch.missing;
+        self.batches += 1;
+    }
+}
+
+/// Runs `req` against `store`, calling `progress` after every batch.
+///
+/// Errors: `job-not-found` for an id of [`BulkSelection::Ids`] with no job
+/// (nothing is changed then); a store error stops the walk (the batches before
+/// it stay done, each was its own transaction).
+///
+/// ```
+/// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+/// use duraq_core::prelude::*;
+/// use duraq_core::{run_bulk, BulkAction, BulkRequest, BulkSelection, JobFilter, JobStatus};
+/// let store = duraq_core::MemoryStore::new();
+/// let job = NewJob::new("report", serde_json::json!([]), EnqueueOptions::new()).unwrap();
+/// store.enqueue(job).await.unwrap();
+/// let req = BulkRequest::new(
+///     BulkAction::Cancel,
+///     BulkSelection::Matching { statuses: vec![JobStatus::Queued], filter: JobFilter::default() },
+/// );
+/// let report = run_bulk(&store, &req, &mut |_| {}).await.unwrap();
+/// assert_eq!((report.matched, report.changed, report.skipped), (1, 1, 0));
+/// # });
+/// ```
+pub async fn run_bulk<S: Operate + ?Sized>(
+    store: &S,
+    req: &BulkRequest,
+    progress: &mut (dyn FnMut(&BulkReport) + Send),
+) -> Result<BulkReport> {
+    let batch = req.batch_size.max(1);
+    let mut report = BulkReport::default();
+    match &req.selection {
+        BulkSelection::Ids(ids) => {
+            let mut unique: Vec<String> = Vec::with_capacity(ids.len());
+            let mut statuses = Vec::with_capacity(ids.len());
+            for id in ids {
+                if unique.contains(id) {
+                    continue;
+                }
+                let job = store
+                    .get_job(id)
+                    .await?
+                    .ok_or_else(|| Error::job_not_found(id))?;
+                statuses.push(job.status);
+                unique.push(job.id);
+            }
+            if req.dry_run {
+                report.saw(&unique);
+                tally_dry(&mut report, req.action, &statuses);
+                progress(&report);
+                return Ok(report);
+            }
+            for chunk in unique.chunks(batch) {
+                report.saw(chunk);
+                report.add(store.act_on_jobs(req.action, chunk).await?);
+                progress(&report);
+            }
+        }
+        BulkSelection::Matching { statuses, filter } => {
+            let passes: Vec<Option<JobStatus>> = if statuses.is_empty() {
+                vec![None]
+            } else {
+                statuses.iter().copied().map(Some).collect()
+            };
+            for status in passes {
+                let mut after: Option<JobCursor> = None;
+                loop {
+                    let page = store
+                        .list_jobs(&JobFilter {
+                            status,
+                            after: after.clone(),
+                            limit: Some(batch),
+                            ..filter.clone()
+                        })
+                        .await?;
+                    let Some(last) = page.last() else { break };
+                    after = Some(JobCursor::after(last));
+                    let ids: Vec<String> = page.iter().map(|j| j.id.clone()).collect();
+                    report.saw(&ids);
+                    if req.dry_run {
+                        let statuses: Vec<JobStatus> = page.iter().map(|j| j.status).collect();
+                        tally_dry(&mut report, req.action, &statuses);
+                    } else {
+                        report.add(store.act_on_jobs(req.action, &ids).await?);
+                    }
+                    progress(&report);
+                    if page.len() < batch {
+                        break;
+                    }
+                }
+            }
+        }
+    }
+    Ok(report)
+}
+
+fn tally_dry(report: &mut BulkReport, action: BulkAction, statuses: &[JobStatus]) {
+    let applies = statuses.iter().filter(|s| action.applies_to(**s)).count() as u64;
+    report.changed += applies;
+    report.skipped += statuses.len() as u64 - applies;
+}

@@ -178,7 +178,7 @@ fn a_worker_serves_its_metrics_and_refuses_a_public_address_without_a_token() {
     assert_eq!(status, 200);
     assert!(metrics.contains("duraq_worker_slots 3"), "{metrics}");
     assert!(
-        metrics.contains("duraq_jobs{queue=\"default\",status=\"completed\"} 1"),
+        metrics.contains("duraq_queue_jobs{queue=\"default\",status=\"completed\"} 1"),
         "{metrics}"
     );
     signal(&child, libc::SIGTERM);

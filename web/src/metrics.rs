@@ -4,98 +4,206 @@
 //! The gauges are read at scrape time from the O(1) count snapshot, so a scrape
 //! costs one cheap read whatever the table size, and the numbers are exact for
 //! one count revision. The text is OpenMetrics (`prometheus-client`, the
-//! Prometheus project's Rust client), which Prometheus scrapes as is.
+//! Prometheus project's Rust client) for a scraper that asks for it, as
+//! Prometheus does, else the classic text format 0.0.4 (what `curl` gets), which
+//! passes `promtool check metrics` (`web/tests/promtool.rs`): promtool reads
+//! only the classic format, where a counter's metadata carries the `_total` name.
+//!
+//! The conventions the names keep (`docs/dashboard.md` lists them):
+//! - One aggregation level per name, so a `sum()` never counts twice: the jobs
+//!   over all queues are `duraq_jobs{status}`, per queue `duraq_queue_jobs{queue,status}`.
+//! - Every queue the snapshot knows has each `duraq_queue_*` series, at 0 when
+//!   there is nothing to count, so a queue's series never vanish and come back.
+//! - Series come in label order (`Sorted`), the same from one scrape to the next
+//!   (prometheus-client's `Family` is a `HashMap`, whose order is not).
 
-use std::sync::Arc;
+use std::collections::{BTreeMap, HashSet};
+use std::sync::atomic::AtomicU64;
+use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard};
 
 use axum::extract::{Request, State as AxumState};
-use axum::http::{header, StatusCode};
+use axum::http::{header, HeaderMap, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
 use duraq_core::{Inspect, JobStatus};
-use prometheus_client::metrics::family::Family;
+use prometheus_client::encoding::{EncodeLabelSet, EncodeMetric, MetricEncoder};
 use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::{MetricType, TypedMetric};
 use prometheus_client::registry::Registry;
 
 use crate::pages::queue_rows;
 use crate::worker_metrics::WorkerMetrics;
 use crate::State;
 
-const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+const OPENMETRICS: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+const CLASSIC: &str = "text/plain; version=0.0.4; charset=utf-8";
 
-/// The exposition text: `duraq_jobs{queue,status}` per queue and
-/// `duraq_jobs{status}` over all queues, `duraq_jobs_revision`,
-/// `duraq_queue_latency_seconds{queue}` for queues with a due job, then
-/// `worker`'s series; ends with `# EOF`.
+/// One label: its name and value.
+type Label = (&'static str, String);
+
+/// A metric family whose series are encoded in the order of their label sets,
+/// so the exposition is the same from one scrape to the next. Cheap to clone
+/// (shared); each series is made on first use by `make`.
+pub(crate) struct Sorted<S, M> {
+    series: Arc<RwLock<BTreeMap<S, M>>>,
+    make: fn() -> M,
+}
+
+impl<S, M> Clone for Sorted<S, M> {
+    fn clone(&self) -> Self {
+        Self {
+            series: self.series.clone(),
+            make: self.make,
+        }
+    }
+}
+
+impl<S: Ord, M: Default> Default for Sorted<S, M> {
+    fn default() -> Self {
+        Self::new(M::default)
+    }
+}
+
+impl<S: Ord, M> Sorted<S, M> {
+    /// An empty family whose series start as `make()`.
+    pub(crate) fn new(make: fn() -> M) -> Self {
+        Self {
+            series: Arc::default(),
+            make,
+        }
+    }
+
+    /// Runs `f` on the series of `labels`, made first if it is new.
+    pub(crate) fn with<R>(&self, labels: S, f: impl FnOnce(&M) -> R) -> R {
+        if let Some(series) = self.read().get(&labels) {
+            return f(series);
+        }
+        let mut all = self.series.write().unwrap_or_else(PoisonError::into_inner);
+        f(all.entry(labels).or_insert_with(self.make))
+    }
+
+    fn read(&self) -> RwLockReadGuard<'_, BTreeMap<S, M>> {
+        self.series.read().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+impl<S, M> EncodeMetric for Sorted<S, M>
+where
+    S: Ord + EncodeLabelSet,
+    M: EncodeMetric + TypedMetric,
+{
+    fn encode(&self, mut encoder: MetricEncoder) -> Result<(), std::fmt::Error> {
+        for (labels, series) in self.read().iter() {
+            series.encode(encoder.encode_family(labels)?)?;
+        }
+        Ok(())
+    }
+
+    fn metric_type(&self) -> MetricType {
+        M::TYPE
+    }
+
+    fn is_empty(&self) -> bool {
+        self.read().is_empty()
+    }
+}
+
+impl<S: Ord, M> std::fmt::Debug for Sorted<S, M> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Sorted")
+            .field("series", &self.read().len())
+            .finish()
+    }
+}
+
+type IntGauges<const N: usize> = Sorted<[Label; N], Gauge>;
+type FloatGauges<const N: usize> = Sorted<[Label; N], Gauge<f64, AtomicU64>>;
+
+/// The exposition text, in this order: `duraq_build_info{version}`; when
+/// `store` is given, its gauges: `duraq_jobs{status}` over all queues,
+/// `duraq_queue_jobs{queue,status}`, `duraq_jobs_revision`,
+/// `duraq_queue_latency_seconds{queue}` and `duraq_queue_unhandled_due_jobs{queue}`
+/// for every queue the snapshot knows (0 when there is none),
+/// `duraq_unhandled_due_jobs{queue,job_name}` for the job names that have such
+/// jobs; then `worker`'s series. Each family's series are in label order; the
+/// text ends with `# EOF`.
 pub async fn render_metrics(
     store: Option<&dyn Inspect>,
     worker: Option<&WorkerMetrics>,
 ) -> crate::Result<String> {
-    let mut out = String::new();
+    let mut registry = Registry::default();
+    let build = IntGauges::<1>::default();
+    build.with([("version", env!("CARGO_PKG_VERSION").to_owned())], |g| {
+        g.set(1)
+    });
+    registry.register(
+        "duraq_build_info",
+        "The duraq version serving these metrics (always 1)",
+        build,
+    );
     if let Some(store) = store {
         let (rows, total, revision) = queue_rows(store).await?;
-        let mut registry = Registry::default();
-        let jobs = Family::<Vec<(&'static str, String)>, Gauge>::default();
-        let latency = Family::<Vec<(&'static str, String)>, Gauge<f64, std::sync::atomic::AtomicU64>>::default();
+        let jobs = IntGauges::<1>::default();
+        let queue_jobs = IntGauges::<2>::default();
+        let latency = FloatGauges::<1>::default();
+        let queue_unhandled = IntGauges::<1>::default();
+        let unhandled = IntGauges::<2>::default();
         let rev = Gauge::<i64>::default();
+        rev.set(revision);
+        for status in JobStatus::ALL {
+            let labels = [("status", status.as_str().to_owned())];
+            jobs.with(labels, |g| g.set(total.get(status)));
+        }
+        for row in &rows {
+            let Some(queue) = &row.queue else { continue };
+            let q = || ("queue", queue.clone());
+            for status in JobStatus::ALL {
+                let labels = [q(), ("status", status.as_str().to_owned())];
+                queue_jobs.with(labels, |g| g.set(row.counts.get(status)));
+            }
+            let seconds = row.latency_ms.unwrap_or(0).max(0) as f64 / 1000.0;
+            latency.with([q()], |g| g.set(seconds));
+            let mut due_in_queue = 0_i64;
+            for (name, due) in &row.unhandled {
+                let due = i64::try_from(*due).unwrap_or(i64::MAX);
+                due_in_queue = due_in_queue.saturating_add(due);
+                unhandled.with([q(), ("job_name", name.clone())], |g| g.set(due));
+            }
+            queue_unhandled.with([q()], |g| g.set(due_in_queue));
+        }
         registry.register(
             "duraq_jobs",
-            "Jobs per queue and status; without `queue`, over all queues",
-            jobs.clone(),
+            "Jobs per status, over all queues (per queue: duraq_queue_jobs)",
+            jobs,
         );
+        registry.register("duraq_queue_jobs", "Jobs per queue and status", queue_jobs);
         registry.register(
             "duraq_jobs_revision",
             "The count revision the job gauges are exact for",
-            rev.clone(),
+            rev,
         );
         registry.register(
             "duraq_queue_latency_seconds",
-            "Age of the queue's oldest due queued job",
-            latency.clone(),
+            "Age of the queue's oldest due queued job (0 when none is due)",
+            latency,
         );
-        let unhandled = Family::<Vec<(&'static str, String)>, Gauge>::default();
+        registry.register(
+            "duraq_queue_unhandled_due_jobs",
+            "Due jobs of the queue that no alive worker handles \
+             (among the oldest 10,000 due jobs)",
+            queue_unhandled,
+        );
         registry.register(
             "duraq_unhandled_due_jobs",
             "Due jobs that no alive worker handles, per queue and job name \
-             (among the oldest 10,000 due jobs)",
-            unhandled.clone(),
+             (among the oldest 10,000 due jobs; only job names that have some)",
+            unhandled,
         );
-        rev.set(revision);
-        let all = crate::pages::QueueRow {
-            queue: None,
-            counts: total,
-            latency_ms: None,
-            paused: false,
-            unhandled: Vec::new(),
-        };
-        for row in rows.iter().chain([&all]) {
-            for status in JobStatus::ALL {
-                let mut labels = Vec::with_capacity(2);
-                if let Some(q) = &row.queue {
-                    labels.push(("queue", q.clone()));
-                }
-                labels.push(("status", status.as_str().to_string()));
-                jobs.get_or_create(&labels).set(row.counts.get(status));
-            }
-            for (name, due) in &row.unhandled {
-                let labels = vec![
-                    ("queue", row.queue.clone().unwrap_or_default()),
-                    ("job_name", name.clone()),
-                ];
-                unhandled
-                    .get_or_create(&labels)
-                    .set(i64::try_from(*due).unwrap_or(i64::MAX));
-            }
-            if let (Some(q), Some(ms)) = (&row.queue, row.latency_ms) {
-                latency
-                    .get_or_create(&vec![("queue", q.clone())])
-                    .set(ms as f64 / 1000.0);
-            }
-        }
-        let _ = prometheus_client::encoding::text::encode_registry(&mut out, &registry);
     }
+    let mut out = String::new();
+    let _ = prometheus_client::encoding::text::encode_registry(&mut out, &registry);
     if let Some(worker) = worker {
         worker.encode_into(&mut out);
     }
@@ -103,9 +211,18 @@ pub async fn render_metrics(
     Ok(out)
 }
 
-fn exposition(result: crate::Result<String>) -> Response {
+/// The response to a scrape: OpenMetrics when the scraper's `Accept` names it
+/// (Prometheus does), else the classic text format 0.0.4, which `curl` gets and
+/// `promtool check metrics` reads (as the Go client answers too).
+fn exposition(headers: &HeaderMap, result: crate::Result<String>) -> Response {
+    let openmetrics = headers
+        .get_all(header::ACCEPT)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .any(|v| v.contains("application/openmetrics-text"));
     match result {
-        Ok(text) => ([(header::CONTENT_TYPE, CONTENT_TYPE)], text).into_response(),
+        Ok(text) if openmetrics => ([(header::CONTENT_TYPE, OPENMETRICS)], text).into_response(),
+        Ok(text) => ([(header::CONTENT_TYPE, CLASSIC)], classic_text(&text)).into_response(),
         Err(e) => {
             tracing::warn!("metrics: {e}");
             (
@@ -117,9 +234,42 @@ fn exposition(result: crate::Result<String>) -> Response {
     }
 }
 
+/// The classic text format 0.0.4 of an OpenMetrics text: the same samples, a
+/// counter's `# HELP` and `# TYPE` named after its `_total` samples, `unknown`
+/// written `untyped`, and no `# UNIT` or `# EOF` lines.
+fn classic_text(openmetrics: &str) -> String {
+    let counters: HashSet<&str> = openmetrics
+        .lines()
+        .filter_map(|l| l.strip_prefix("# TYPE ")?.strip_suffix(" counter"))
+        .collect();
+    let mut out = String::with_capacity(openmetrics.len());
+    for line in openmetrics.lines() {
+        if line == "# EOF" || line.starts_with("# UNIT ") {
+            continue;
+        }
+        let meta = ["# HELP ", "# TYPE "]
+            .into_iter()
+            .find_map(|p| Some((p, line.strip_prefix(p)?.split_once(' ')?)));
+        match meta {
+            Some((prefix, (name, rest))) if counters.contains(name) => {
+                out.push_str(&format!("{prefix}{name}_total {rest}"));
+            }
+            Some(("# TYPE ", (name, "unknown"))) => {
+                out.push_str(&format!("# TYPE {name} untyped"));
+            }
+            _ => out.push_str(line),
+        }
+        out.push('\n');
+    }
+    out
+}
+
 /// `GET /metrics` of the dashboard router.
-pub async fn dashboard_metrics(AxumState(state): AxumState<State>) -> Response {
-    exposition(render_metrics(Some(state.store.as_ref()), None).await)
+pub async fn dashboard_metrics(AxumState(state): AxumState<State>, headers: HeaderMap) -> Response {
+    exposition(
+        &headers,
+        render_metrics(Some(state.store.as_ref()), None).await,
+    )
 }
 
 #[derive(Clone)]
@@ -148,8 +298,11 @@ pub fn metrics_router(
         .with_state(state)
 }
 
-async fn scrape(AxumState(state): AxumState<MetricsState>) -> Response {
-    exposition(render_metrics(state.store.as_deref(), state.worker.as_ref()).await)
+async fn scrape(AxumState(state): AxumState<MetricsState>, headers: HeaderMap) -> Response {
+    exposition(
+        &headers,
+        render_metrics(state.store.as_deref(), state.worker.as_ref()).await,
+    )
 }
 
 async fn bearer(

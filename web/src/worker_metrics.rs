@@ -4,24 +4,27 @@
 //! collector turns those events into the usual series, so the runtime itself
 //! stays free of any metrics crate. Events are best-effort (a subscriber that
 //! falls 4,096 events behind misses some); the running gauge is clamped to
-//! `0..=slots` so a missed event cannot make it absurd.
+//! `0..=slots` so a missed event cannot make it absurd. Each family's series
+//! come in label order (`Sorted`), the same at every scrape.
 
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 
 use duraq_core::{LeaseLoss, Outcome, WorkerEvent};
 use prometheus_client::metrics::counter::Counter;
-use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use prometheus_client::registry::Registry;
 use tokio::sync::broadcast;
 
+use crate::metrics::Sorted;
+
 type Name = [(&'static str, String); 1];
 type NameOutcome = [(&'static str, String); 2];
 
 /// A worker's metrics: attempts by job name and outcome, run time and wait time
-/// histograms, slot utilization. Cheap to clone (shared).
+/// histograms, slot utilization (`duraq_worker_slot_utilization_ratio`). Cheap
+/// to clone (shared).
 ///
 /// ```
 /// use duraq_web::WorkerMetrics;
@@ -36,9 +39,9 @@ pub struct WorkerMetrics {
 
 struct Inner {
     registry: Registry,
-    attempts: Family<NameOutcome, Counter>,
-    run_time: Family<Name, Histogram, fn() -> Histogram>,
-    wait_time: Family<Name, Histogram, fn() -> Histogram>,
+    attempts: Sorted<NameOutcome, Counter>,
+    run_time: Sorted<Name, Histogram>,
+    wait_time: Sorted<Name, Histogram>,
     running: Gauge,
     slots: i64,
     utilization: Gauge<f64, AtomicU64>,
@@ -60,9 +63,9 @@ impl WorkerMetrics {
     /// Metrics for a worker with `slots` slots (its concurrency).
     pub fn new(slots: usize) -> Self {
         let mut registry = Registry::default();
-        let attempts = Family::<NameOutcome, Counter>::default();
-        let run_time = Family::new_with_constructor(run_buckets as fn() -> Histogram);
-        let wait_time = Family::new_with_constructor(wait_buckets as fn() -> Histogram);
+        let attempts = Sorted::<NameOutcome, Counter>::default();
+        let run_time = Sorted::new(run_buckets);
+        let wait_time = Sorted::new(wait_buckets);
         let running = Gauge::default();
         let slots_gauge = Gauge::<i64>::default();
         let utilization = Gauge::<f64, AtomicU64>::default();
@@ -90,7 +93,7 @@ impl WorkerMetrics {
             slots_gauge,
         );
         registry.register(
-            "duraq_worker_slot_utilization",
+            "duraq_worker_slot_utilization_ratio",
             "Running jobs divided by slots (0 to 1)",
             utilization.clone(),
         );
@@ -115,8 +118,9 @@ impl WorkerMetrics {
             WorkerEvent::Started(started) => {
                 let wait = started.latency_ms.max(0) as f64 / 1000.0;
                 m.wait_time
-                    .get_or_create(&[("job_name", started.job_name.clone())])
-                    .observe(wait);
+                    .with([("job_name", started.job_name.clone())], |h| {
+                        h.observe(wait)
+                    });
                 self.set_running(m.running.get() + 1);
             }
             WorkerEvent::LeaseLost {
@@ -136,12 +140,15 @@ impl WorkerMetrics {
                     (Outcome::ReturnToQueue, true) => "returned_to_queue",
                 };
                 let name = finished.job_name.clone();
-                m.attempts
-                    .get_or_create(&[("job_name", name.clone()), ("outcome", outcome.into())])
-                    .inc();
-                m.run_time
-                    .get_or_create(&[("job_name", name)])
-                    .observe(finished.duration.as_secs_f64());
+                m.attempts.with(
+                    [("job_name", name.clone()), ("outcome", outcome.into())],
+                    |c| {
+                        c.inc();
+                    },
+                );
+                m.run_time.with([("job_name", name)], |h| {
+                    h.observe(finished.duration.as_secs_f64())
+                });
                 self.set_running(m.running.get() - 1);
             }
             _ => {}

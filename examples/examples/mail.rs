@@ -9,6 +9,7 @@
 //!
 //! Run: `cargo run -p duraq-examples --example mail`
 
+use std::io::IsTerminal;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -22,9 +23,16 @@ use duraq_mailer_resend::ResendSmtpBackend;
 use duraq_store_sqlite::{SqliteOptions, SqliteStore};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::net::TcpListener;
+use tracing_subscriber::EnvFilter;
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    // Logs on stderr (`RUST_LOG` filters, `info` by default): a failed delivery is a warning with the job, the attempt and the error.
+    tracing_subscriber::fmt()
+        .with_env_filter(EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()))
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
+        .init();
     let dir = tempfile::tempdir()?;
     let store: Arc<dyn Store> = Arc::new(SqliteStore::open(
         dir.path().join("jobs.db"),

@@ -11,12 +11,14 @@
 //! Run: `cargo run -p duraq-examples --example tenant_preflight`
 
 use std::fs;
+use std::io::IsTerminal;
 use std::path::Path;
 
 use duraq_tenants::{
     migrate, pending, pending_command, CatalogSource, TenantSource, TenantsRequest, EXIT_ERROR,
     EXIT_OK, EXIT_PENDING,
 };
+use tracing_subscriber::EnvFilter;
 
 /// The deploy step: print what `duraq tenants pending` prints and return its exit
 /// code. A real deploy script ends with `std::process::exit(code)`.
@@ -43,6 +45,12 @@ async fn preflight(request: &TenantsRequest, fail_on_pending: bool) -> i32 {
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    // Logs on stderr (`RUST_LOG` filters, `info` by default), as in every example.
+    tracing_subscriber::fmt()
+        .with_env_filter(EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()))
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
+        .init();
     let dir = tempfile::tempdir()?;
     let root = dir.path();
     fs::create_dir_all(root.join("migrations"))?;

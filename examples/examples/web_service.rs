@@ -10,6 +10,7 @@
 //! Run: `cargo run -p duraq-examples --example web_service`
 
 use std::future::IntoFuture;
+use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -25,6 +26,7 @@ use duraq_store_sqlite::{SqliteOptions, SqliteStore};
 use rusqlite::{Connection, TransactionBehavior};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
+use tracing_subscriber::EnvFilter;
 
 #[derive(Serialize, Deserialize)]
 struct SendWelcome {
@@ -98,6 +100,12 @@ async fn signup(State(app): State<App>, Json(form): Json<Signup>) -> (StatusCode
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    // Logs on stderr (`RUST_LOG` filters, `info` by default): a failed attempt is a warning with the job, the attempt and the error.
+    tracing_subscriber::fmt()
+        .with_env_filter(EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()))
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
+        .init();
     let dir = tempfile::tempdir()?;
     let db = dir.path().join("app.db");
     let store = SqliteStore::open(&db, SqliteOptions::default())?; // creates duraq's tables

@@ -5,6 +5,7 @@
 //! Run: `cargo run -p duraq-examples --example worker`
 
 use std::collections::HashMap;
+use std::io::IsTerminal;
 use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
@@ -17,6 +18,7 @@ use duraq_core::{
 use duraq_store_sqlite::{SqliteOptions, SqliteStore};
 use serde::{Deserialize, Serialize};
 use tokio::sync::broadcast::error::RecvError;
+use tracing_subscriber::EnvFilter;
 
 /// Runs on the `images` queue, which this worker caps at two running jobs.
 #[derive(Serialize, Deserialize)]
@@ -142,6 +144,12 @@ impl JobHandler for Cleaner {
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    // Logs on stderr (`RUST_LOG` filters, `info` by default): each failed attempt is a warning with the job, the attempt and the error.
+    tracing_subscriber::fmt()
+        .with_env_filter(EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()))
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
+        .init();
     let dir = tempfile::tempdir()?;
     let store: Arc<dyn Store> = Arc::new(SqliteStore::open(
         dir.path().join("jobs.db"),

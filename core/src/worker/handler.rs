@@ -138,7 +138,12 @@ impl From<()> for JobResult {
 
 /// A failed attempt: the message becomes `lastError`.
 ///
-/// Any `std::error::Error` converts into it, so `?` works in handlers.
+/// Any `std::error::Error` converts into it, so `?` works in handlers, and the
+/// message keeps the error's whole source chain ([`crate::error_chain`]:
+/// `outer: cause: root cause`), so that `lastError` says what failed and why.
+/// [`JobError::new`] formats its message in the alternate form (`{:#}`), in
+/// which an `anyhow::Error` prints its chain of contexts too:
+/// `.map_err(JobError::new)?`.
 ///
 /// ```
 /// use duraq_core::JobError;
@@ -148,6 +153,22 @@ impl From<()> for JobResult {
 /// assert_eq!(err.retry_delay(), Some(Duration::from_secs(5)));
 /// let parse: JobError = "x".parse::<u32>().unwrap_err().into();
 /// assert!(!parse.is_discard());
+///
+/// // An error and its source, as `thiserror`'s `#[source]` or `#[from]` make them.
+/// #[derive(Debug)]
+/// struct BadOrderId(std::num::ParseIntError);
+/// impl std::fmt::Display for BadOrderId {
+///     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+///         f.write_str("parsing the order id")
+///     }
+/// }
+/// impl std::error::Error for BadOrderId {
+///     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+///         Some(&self.0)
+///     }
+/// }
+/// let err: JobError = BadOrderId("x".parse::<u64>().unwrap_err()).into();
+/// assert_eq!(err.message(), "parsing the order id: invalid digit found in string");
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct JobError {
@@ -158,9 +179,15 @@ pub struct JobError {
 
 impl JobError {
     /// A failed attempt with `message`, retried by the normal policy.
+    ///
+    /// `message` is formatted with `{:#}`: plain text and `std` errors read the
+    /// same as with `to_string()`, and an `anyhow::Error` keeps its chain of
+    /// contexts (`parsing the order id: invalid digit found in string`). To keep
+    /// a `std` error's source chain, convert it instead (`JobError::from(err)`,
+    /// which is what `?` does).
     pub fn new(message: impl fmt::Display) -> Self {
         Self {
-            message: message.to_string(),
+            message: format!("{message:#}"),
             retry_in: None,
             discard: false,
         }
@@ -201,8 +228,9 @@ impl fmt::Display for JobError {
 }
 
 impl<E: std::error::Error + Send + Sync + 'static> From<E> for JobError {
+    /// The error with its whole source chain ([`crate::error_chain`]).
     fn from(err: E) -> Self {
-        Self::new(err)
+        Self::new(crate::error::error_chain(&err))
     }
 }
 

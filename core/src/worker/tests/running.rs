@@ -292,3 +292,60 @@ async fn a_panicking_handler_is_a_failed_attempt() {
     assert_eq!(row.last_error.as_deref(), Some("panic: handler exploded"));
     assert_eq!(job(&store, &good).await.status, JobStatus::Completed);
 }
+
+/// An error with a cause, as `thiserror`'s `#[source]` makes it.
+#[derive(Debug, thiserror::Error)]
+#[error("parsing the order id")]
+struct BadOrderId(#[source] std::num::ParseIntError);
+
+/// Displays only its context, and its whole chain in the alternate form
+/// (`{:#}`), as `anyhow::Error` does.
+struct WithContext(&'static str, String);
+
+impl std::fmt::Display for WithContext {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if f.alternate() {
+            write!(f, "{}: {}", self.0, self.1)
+        } else {
+            f.write_str(self.0)
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_handler_error_keeps_its_source_chain_in_last_error() {
+    let store = store();
+    let registry = Registry::new()
+        .register_fn("charge", |_c, args| async move {
+            let raw = args["order_id"].as_str().unwrap_or_default().to_owned();
+            let _order_id: u64 = raw.parse().map_err(BadOrderId)?;
+            Ok::<(), JobError>(())
+        })
+        .unwrap()
+        .register_fn("ship", |_c, args| async move {
+            let raw = args["order_id"].as_str().unwrap_or_default();
+            let cause = raw.parse::<u64>().unwrap_err().to_string();
+            Err::<(), _>(JobError::new(WithContext("parsing the order id", cause)))
+        })
+        .unwrap();
+    let once = || EnqueueOptions::new().max_retries(0);
+    let charge = enqueue(&store, "charge", json!({ "order_id": "4x2" }), once()).await;
+    let ship = enqueue(&store, "ship", json!({ "order_id": "4x2" }), once()).await;
+    let worker = fast(store.clone(), registry).build().unwrap();
+    let mut events = worker.subscribe();
+    let handle = worker.spawn();
+    finished(&mut events, 2).await;
+    handle.shutdown_and_join().await.unwrap();
+    // `?` on a std error keeps its source; `JobError::new` keeps an
+    // anyhow-like chain of contexts.
+    for id in [&charge, &ship] {
+        let row = job(&store, id).await;
+        assert_eq!(row.status, JobStatus::Failed);
+        assert_eq!(
+            row.last_error.as_deref(),
+            Some("parsing the order id: invalid digit found in string"),
+            "{}",
+            row.job_name
+        );
+    }
+}

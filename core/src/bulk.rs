@@ -150,6 +150,7 @@ impl BulkReport {
 /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
 /// use duraq_core::prelude::*;
 /// use duraq_core::{run_bulk, BulkAction, BulkRequest, BulkSelection, JobFilter, JobStatus};
+/// use duraq_core::{EnqueueOptions, NewJob};
 /// let store = duraq_core::MemoryStore::new();
 /// let job = NewJob::new("report", serde_json::json!([]), EnqueueOptions::new()).unwrap();
 /// store.enqueue(job).await.unwrap();

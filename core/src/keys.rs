@@ -9,6 +9,10 @@ use crate::error::{Error, ErrorCode, Result};
 /// Reserved prefix of the concurrency keys that capped queues use.
 pub const QUEUE_CONCURRENCY_PREFIX: &str = "queue:";
 
+/// What separates the queues of a list (`--queues mail,sms`), and so the one
+/// character a queue name may not hold.
+const QUEUE_LIST_SEPARATOR: char = ',';
+
 macro_rules! string_newtype {
     ($(#[$doc:meta])* $name:ident) => {
         $(#[$doc])*
@@ -95,13 +99,15 @@ impl IdempotencyKey {
 
 string_newtype!(
     /// A queue name: trimmed; empty means `default`; otherwise 1–255 characters
-    /// without control characters, like a job name (`SECURITY.md`).
+    /// without control characters, like a job name (`SECURITY.md`), and without
+    /// a comma, so that every queue can be named in a list (`--queues a,b`).
     ///
     /// ```
     /// use duraq_core::QueueName;
     /// assert_eq!(QueueName::new("  mail ").unwrap().as_str(), "mail");
     /// assert_eq!(QueueName::new("").unwrap().as_str(), "default");
     /// assert_eq!(QueueName::new("a\x1b[2J").unwrap_err().code().as_str(), "invalid-queue");
+    /// assert_eq!(QueueName::new("mail,sms").unwrap_err().code().as_str(), "invalid-queue");
     /// ```
     QueueName
 );
@@ -110,14 +116,43 @@ impl QueueName {
     /// The queue used when none is given.
     pub const DEFAULT: &'static str = "default";
 
-    /// Normalizes and validates `name`.
+    /// Normalizes and validates `name`; an empty (or blank) name means
+    /// [`QueueName::DEFAULT`], as an unset option does.
     pub fn new(name: impl AsRef<str>) -> Result<Self> {
         let trimmed = name.as_ref().trim();
         if trimmed.is_empty() {
             return Ok(Self::default());
         }
         check_name(trimmed, ErrorCode::InvalidQueue, "a queue name")?;
+        if trimmed.contains(QUEUE_LIST_SEPARATOR) {
+            return Err(Error::invalid(
+                ErrorCode::InvalidQueue,
+                "a queue name must not contain a comma (a list of queues could not name it)",
+            ));
+        }
         Ok(Self(trimmed.to_owned()))
+    }
+
+    /// A queue someone named on purpose (a command-line value, a path): like
+    /// [`QueueName::new`], except that an empty or blank name is
+    /// `invalid-queue` instead of `default`, so that a mistyped or
+    /// unexpanded name (`duraq queues pause "$Q"`) never reaches the real
+    /// default queue.
+    ///
+    /// ```
+    /// use duraq_core::QueueName;
+    /// assert_eq!(QueueName::named(" mail ").unwrap().as_str(), "mail");
+    /// assert_eq!(QueueName::named("default").unwrap().as_str(), "default");
+    /// assert_eq!(QueueName::named(" ").unwrap_err().code().as_str(), "invalid-queue");
+    /// ```
+    pub fn named(name: impl AsRef<str>) -> Result<Self> {
+        if name.as_ref().trim().is_empty() {
+            return Err(Error::invalid(
+                ErrorCode::InvalidQueue,
+                "a queue name must not be empty",
+            ));
+        }
+        Self::new(name)
     }
 
     /// The reserved concurrency key a capped queue gives its jobs.
@@ -171,5 +206,50 @@ impl JobName {
         let name = name.as_ref().trim();
         check_name(name, ErrorCode::InvalidJobName, "a job name")?;
         Ok(Self(name.to_owned()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The queue name rule as a table: what each way of naming a queue
+    /// accepts (the normalized name) or refuses (`invalid-queue`), for every
+    /// store and every caller, since stores take only a [`QueueName`].
+    #[test]
+    fn the_queue_name_rule() {
+        let longest = "🦀".repeat(MAX_NAME_CHARS);
+        let too_long = "q".repeat(MAX_NAME_CHARS + 1);
+        // (name, by `new` (unset or empty means default), by `named`)
+        let cases: [(&str, Option<&str>, Option<&str>); 14] = [
+            ("mail", Some("mail"), Some("mail")),
+            ("  mail\t", Some("mail"), Some("mail")),
+            ("default", Some("default"), Some("default")),
+            ("a b", Some("a b"), Some("a b")),
+            ("mail:eu/1", Some("mail:eu/1"), Some("mail:eu/1")),
+            (&longest, Some(&longest), Some(&longest)),
+            ("", Some("default"), None),
+            ("   ", Some("default"), None),
+            ("a,b", None, None),
+            (",", None, None),
+            (" mail, ", None, None),
+            ("a\u{1b}[2J", None, None),
+            ("line\nbreak", None, None),
+            (&too_long, None, None),
+        ];
+        for (name, by_new, by_named) in cases {
+            for (how, got, want) in [
+                ("new", QueueName::new(name), by_new),
+                ("named", QueueName::named(name), by_named),
+            ] {
+                match (got, want) {
+                    (Ok(q), Some(want)) => assert_eq!(q.as_str(), want, "{how}({name:?})"),
+                    (Err(e), None) => {
+                        assert_eq!(e.code(), ErrorCode::InvalidQueue, "{how}({name:?})")
+                    }
+                    (got, want) => panic!("{how}({name:?}) gave {got:?}, expected {want:?}"),
+                }
+            }
+        }
     }
 }

@@ -59,6 +59,9 @@ pub enum ErrorCode {
     /// An operator action on a job whose status does not allow it (retrying a
     /// queued job, cancelling a completed one).
     InvalidJobState,
+    /// A word that names no job status (a `--status` or `?status=` filter;
+    /// see [`crate::JobStatus`]'s `FromStr`).
+    InvalidStatus,
     /// No operation record has the given key.
     OperationNotFound,
     /// The database's schema is newer than this binary, or not duraq's.
@@ -101,6 +104,7 @@ impl ErrorCode {
             Self::IdempotencyConflict => "idempotency-conflict",
             Self::JobNotFound => "job-not-found",
             Self::InvalidJobState => "invalid-job-state",
+            Self::InvalidStatus => "invalid-status",
             Self::OperationNotFound => "operation-not-found",
             Self::SchemaIncompatible => "schema-incompatible",
             Self::DatabaseNotFound => "database-not-found",

@@ -15,7 +15,10 @@ use crate::time::{ms_to_duration, ms_to_system_time};
 pub enum JobStatus {
     /// Waiting to be claimed (due now or later).
     Queued,
-    /// Claimed by a worker under a lease.
+    /// Claimed by a worker under a lease: what people read as "running"
+    /// ([`JobStatus::label`]); `running` is accepted wherever a status is
+    /// parsed, while JSON and the database keep `handed_off`.
+    #[serde(alias = "running")]
     HandedOff,
     /// Succeeded (terminal).
     Completed,
@@ -50,6 +53,21 @@ impl JobStatus {
         }
     }
 
+    /// The word people read (tables, the dashboard, the docs): the stable
+    /// string, except `running` for `handed_off`.
+    ///
+    /// ```
+    /// use duraq_core::JobStatus;
+    /// assert_eq!(JobStatus::HandedOff.label(), "running");
+    /// assert_eq!(JobStatus::Failed.label(), "failed");
+    /// ```
+    pub fn label(self) -> &'static str {
+        match self {
+            Self::HandedOff => "running",
+            other => other.as_str(),
+        }
+    }
+
     /// `completed`, `failed`, `cancelled` and `orphaned` are terminal.
     pub fn is_terminal(self) -> bool {
         !matches!(self, Self::Queued | Self::HandedOff)
@@ -67,16 +85,28 @@ impl fmt::Display for JobStatus {
     }
 }
 
+/// Parses a status by its stable string or its label: `running` and
+/// `handed_off` are one status. Anything else is `invalid-status`.
+///
+/// ```
+/// use duraq_core::JobStatus;
+/// assert_eq!("running".parse::<JobStatus>().unwrap(), JobStatus::HandedOff);
+/// assert_eq!("handed_off".parse::<JobStatus>().unwrap(), JobStatus::HandedOff);
+/// assert_eq!("done".parse::<JobStatus>().unwrap_err().code().as_str(), "invalid-status");
+/// ```
 impl FromStr for JobStatus {
     type Err = Error;
     fn from_str(s: &str) -> Result<Self, Error> {
         Self::ALL
             .into_iter()
-            .find(|st| st.as_str() == s)
+            .find(|st| st.as_str() == s || st.label() == s)
             .ok_or_else(|| {
                 Error::invalid(
-                    ErrorCode::InvalidJobState,
-                    format!("unknown job status {s:?}"),
+                    ErrorCode::InvalidStatus,
+                    format!(
+                        "{s:?} is not a job status: expected queued, running (or handed_off), \
+                         completed, failed, cancelled or orphaned"
+                    ),
                 )
             })
     }
@@ -248,4 +278,25 @@ pub struct Lease {
     pub job_id: String,
     /// The claim's fencing token.
     pub handoff_id: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_status_parses_by_its_string_and_its_label() {
+        for status in JobStatus::ALL {
+            assert_eq!(status.as_str().parse::<JobStatus>().unwrap(), status);
+            assert_eq!(status.label().parse::<JobStatus>().unwrap(), status);
+            let json = serde_json::to_value(status).unwrap();
+            assert_eq!(json, status.as_str(), "JSON keeps the stable string");
+            let label: JobStatus = serde_json::from_value(status.label().into()).unwrap();
+            assert_eq!(label, status);
+        }
+        for bad in ["", "Running", "handed-off", "done", " queued"] {
+            let err = bad.parse::<JobStatus>().unwrap_err();
+            assert_eq!(err.code(), ErrorCode::InvalidStatus, "{bad:?}");
+        }
+    }
 }

@@ -322,6 +322,57 @@ impl PruneRequest {
         let age = self.older_than(status)?;
         Some(now_ms.saturating_sub(i64::try_from(age.as_millis()).unwrap_or(i64::MAX)))
     }
+
+    /// How many jobs [`crate::Operate::prune`] of this request would delete at
+    /// `now_ms` (the store's clock), deleting nothing: a dry run
+    /// (`duraq jobs prune --dry-run`). Reads only: one count snapshot, then
+    /// the jobs of each status the request gives an age to (and that holds any
+    /// job), in `list_jobs` pages of `batch_size`, judged by the same rule the
+    /// stores delete by ([`crate::rules::is_prunable`]). Its cost grows with
+    /// the jobs of those statuses, not with what would go; each page is its own
+    /// read, so jobs that change meanwhile may be counted as they were.
+    ///
+    /// ```
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// use std::time::Duration;
+    /// use duraq_core::{MemoryStore, PruneRequest};
+    /// let store = MemoryStore::new();
+    /// let req = PruneRequest { completed_older_than: Some(Duration::ZERO), ..PruneRequest::default() };
+    /// assert_eq!(req.count_prunable(&store, 0).await.unwrap(), 0);
+    /// # });
+    /// ```
+    pub async fn count_prunable<S>(&self, store: &S, now_ms: i64) -> crate::Result<u64>
+    where
+        S: crate::Inspect + ?Sized,
+    {
+        let snapshot = store.count_snapshot().await?;
+        let page_size = self.batch_size.max(1);
+        let mut prunable = 0;
+        for status in JobStatus::ALL {
+            if self.older_than(status).is_none() || snapshot.counts.get(status) == 0 {
+                continue;
+            }
+            let mut filter = JobFilter {
+                status: Some(status),
+                limit: Some(page_size),
+                ..JobFilter::default()
+            };
+            loop {
+                let page = store.list_jobs(&filter).await?;
+                prunable += page
+                    .iter()
+                    .filter(|job| crate::rules::is_prunable(job, self, now_ms))
+                    .count() as u64;
+                match page.last() {
+                    Some(last) if page.len() >= page_size => {
+                        filter.after = Some(JobCursor::after(last));
+                    }
+                    _ => break,
+                }
+            }
+        }
+        Ok(prunable)
+    }
 }
 
 impl Default for PruneRequest {
@@ -382,4 +433,49 @@ pub struct ReportedAndClaimed {
     pub reported: Vec<bool>,
     /// The claimed jobs, as [`crate::WorkerStore::claim`] returns them.
     pub claimed: Vec<Job>,
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use super::*;
+    use crate::{EnqueueOptions, Inspect, ManualClock, MemoryStore, NewJob, Operate, Producer};
+
+    /// A dry run counts exactly what the prune then deletes, across pages, and
+    /// changes nothing itself.
+    #[tokio::test]
+    async fn count_prunable_predicts_the_prune() {
+        let clock = ManualClock::new(0);
+        let store = MemoryStore::with_clock(Arc::new(clock.clone()));
+        let mut ids = Vec::new();
+        for _ in 0..5 {
+            let job = NewJob::new("j", serde_json::json!([]), EnqueueOptions::new()).unwrap();
+            ids.push(store.enqueue(job).await.unwrap().job_id().to_owned());
+        }
+        // Cancelled at 1000, 2000, 3000 and 5000; the last job stays queued.
+        for (id, at) in ids.iter().zip([1_000, 2_000, 3_000, 5_000]) {
+            clock.set(at);
+            store.cancel_job(id).await.unwrap();
+        }
+        clock.set(6_000);
+        let req = |age_ms: u64| PruneRequest {
+            cancelled_older_than: Some(Duration::from_millis(age_ms)),
+            batch_size: 2,
+            ..PruneRequest::default()
+        };
+        assert_eq!(req(0).count_prunable(&store, 6_000).await.unwrap(), 4);
+        assert_eq!(req(3_500).count_prunable(&store, 6_000).await.unwrap(), 2);
+        let nothing = PruneRequest {
+            completed_older_than: Some(Duration::ZERO),
+            ..PruneRequest::default()
+        };
+        assert_eq!(nothing.count_prunable(&store, 6_000).await.unwrap(), 0);
+        let before = store.count_snapshot().await.unwrap();
+        assert_eq!(before.total, 5, "a dry run deletes nothing");
+        assert_eq!(store.prune(&req(3_500)).await.unwrap().deleted, 2);
+        assert_eq!(req(0).count_prunable(&store, 6_000).await.unwrap(), 2);
+        assert_eq!(store.prune(&req(0)).await.unwrap().deleted, 2);
+    }
 }

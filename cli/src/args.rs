@@ -131,14 +131,16 @@ pub enum QueuesCommand {
     /// jobs finish and report; enqueueing into it still works.
     #[command(after_long_help = crate::examples::QUEUES_PAUSE)]
     Pause {
-        /// The queue's name (blank means `default`).
+        /// The queue's name (`default` holds the jobs enqueued without
+        /// --queue); an empty name is `invalid-queue`.
         queue: String,
     },
     /// Resume a paused queue: its due jobs are claimable again and idle workers
     /// are woken.
     #[command(after_long_help = crate::examples::QUEUES_RESUME)]
     Resume {
-        /// The queue's name (blank means `default`).
+        /// The queue's name (`default` holds the jobs enqueued without
+        /// --queue); an empty name is `invalid-queue`.
         queue: String,
     },
 }
@@ -162,7 +164,8 @@ pub struct JobArgs {
     /// Job arguments as JSON, handed to the handler (default `[]`).
     #[arg(long, value_name = "JSON")]
     pub args: Option<String>,
-    /// Queue name (default `default`); workers choose queues with `--queues`.
+    /// Queue name (default `default`; no commas, since workers choose queues
+    /// with `--queues a,b`).
     #[arg(long, value_name = "QUEUE")]
     pub queue: Option<String>,
     /// Run no earlier than this RFC 3339 time (`2030-01-01T09:00:00Z`).
@@ -189,7 +192,8 @@ pub struct JobArgs {
     /// Rate key shared by jobs whose starts are limited together (with `--rate`).
     #[arg(long, value_name = "KEY", requires = "rate")]
     pub rate_key: Option<String>,
-    /// At most N starts per period for `--rate-key`, across every worker (`100/1s`, `5/1m`).
+    /// At most N starts per period for `--rate-key`, across every worker
+    /// (`100/1s`, `5/10m`; a unit alone is one of it: `100/s`, `5/m`).
     #[arg(long, value_name = "N/PERIOD", requires = "rate_key")]
     pub rate: Option<String>,
 }
@@ -325,7 +329,8 @@ pub struct CountsArgs {
 
 #[derive(Debug, Args)]
 pub struct WorkerArgs {
-    /// Only these queues (comma-separated); default every queue.
+    /// Only these queues (comma-separated; an empty entry is `invalid-queue`);
+    /// default every queue.
     #[arg(long, value_name = "QUEUES", value_delimiter = ',')]
     pub queues: Vec<String>,
     /// Cap a queue: at most N of its jobs run at once across every worker (`mail=2`).

@@ -33,10 +33,14 @@ pub async fn run(db: &Database, cmd: JobsCommand, json: bool) -> Result<()> {
             limit,
             after,
         } => {
+            let queue = queue
+                .as_deref()
+                .map(|q| crate::parse::queue_name("--queue", q))
+                .transpose()?;
             let filter = JobFilter {
                 status: status.as_deref().map(parse_status).transpose()?,
                 job_name: name,
-                queue,
+                queue: queue.map(String::from),
                 schedule_key: key,
                 after: None,
                 limit: Some(limit),

@@ -4,7 +4,7 @@
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use duraq_core::EnqueueOptions;
+use duraq_core::{EnqueueOptions, QueueName};
 use serde_json::Value;
 
 use crate::args::JobArgs;
@@ -31,19 +31,46 @@ pub fn duration_ms(flag: &str, raw: &str) -> Result<i64, CliError> {
         .map_err(|_| CliError::new("invalid-duration", format!("{flag} {raw:?} is too long")))
 }
 
-/// Parses `--rate N/PERIOD` (`100/1s`, `5/1m`) into (max starts, period in ms).
-/// Bounds (N >= 1, period >= 1 ms) are core's, checked by `NewJob::new`.
+/// Parses `--rate N/PERIOD` (`100/1s`, `5/1m`, or a bare unit for one of it:
+/// `100/s`, `5/m`, `1/h`) into (max starts, period in ms). Bounds (N >= 1,
+/// period >= 1 ms) are core's, checked by `NewJob::new`.
 pub fn rate_ms(raw: &str) -> Result<(i64, i64), CliError> {
     let bad = |why: String| CliError::new("invalid-rate-limit", format!("--rate {raw:?} {why}"));
     let (n, period) = raw
         .split_once('/')
-        .ok_or_else(|| bad("is not N/PERIOD like 100/1s".into()))?;
+        .ok_or_else(|| bad("is not N/PERIOD like 100/1s or 100/s".into()))?;
     let n: i64 = n
         .trim()
         .parse()
         .map_err(|_| bad("does not start with a whole number of starts".into()))?;
-    let period_ms = duration_ms("--rate", period).map_err(|e| bad(e.message))?;
+    let period = period.trim();
+    // A bare unit is one of it: `100/s` is `100/1s`.
+    let period = if period.starts_with(|c: char| c.is_ascii_alphabetic()) {
+        format!("1{period}")
+    } else {
+        period.to_owned()
+    };
+    let period_ms = humantime::parse_duration(&period)
+        .ok()
+        .and_then(|d| i64::try_from(d.as_millis()).ok())
+        .ok_or_else(|| {
+            bad("does not end with a period like 1s, 5m, 1h or a unit alone (s, m, h)".into())
+        })?;
     Ok((n, period_ms))
+}
+
+/// Validates a queue name given on the command line (`what` is the flag or
+/// argument, e.g. `--queue`): the queue name rule, and a blank name is
+/// `invalid-queue` too, never the `default` queue (`QueueName::named`).
+pub fn queue_name(what: &str, raw: &str) -> Result<QueueName, CliError> {
+    QueueName::named(raw).map_err(|_| {
+        let why = if raw.trim().is_empty() {
+            "must not be empty (leave it out for the default queue)"
+        } else {
+            "must be 1 to 255 characters without control characters or commas"
+        };
+        CliError::new("invalid-queue", format!("{what} {raw:?} {why}"))
+    })
 }
 
 /// Parses a delay from now (`--run-in`): a duration no longer than
@@ -105,7 +132,9 @@ pub fn flag_error(err: duraq_core::Error) -> anyhow::Error {
     let code = err.code();
     let message = match code {
         C::InvalidJobName => "<NAME> must be 1 to 255 characters without control characters",
-        C::InvalidQueue => "--queue must be 1 to 255 characters without control characters",
+        C::InvalidQueue => {
+            "--queue must be 1 to 255 characters without control characters or commas"
+        }
         C::InvalidMaxRetries => "--max-retries must be 0 or more",
         C::InvalidTimeout => "--timeout must be at least 1ms",
         C::InvalidScheduledAt => {
@@ -152,11 +181,36 @@ pub fn job_options(a: &JobArgs) -> Result<(Value, EnqueueOptions), CliError> {
         .map(|t| duration_ms("--timeout", t))
         .transpose()?;
     let (rate_max, rate_period_ms) = match a.rate.as_deref().map(rate_ms).transpose()? {
+        Some((n, _)) if n < 1 => {
+            return Err(CliError::new(
+                "invalid-rate-limit",
+                "--rate must allow at least 1 start per period",
+            ))
+        }
+        Some((_, 0)) => {
+            return Err(CliError::new(
+                "invalid-rate-limit",
+                "--rate needs a period of at least 1ms",
+            ))
+        }
         Some((n, ms)) => (Some(n), Some(ms)),
         None => (None, None),
     };
+    let queue = a
+        .queue
+        .as_deref()
+        .map(|q| queue_name("--queue", q))
+        .transpose()?;
+    // Core's message for a cap below 1 names both flags of the pair; only
+    // this one is wrong.
+    if matches!(a.max_concurrency, Some(n) if n < 1) {
+        return Err(CliError::new(
+            "invalid-concurrency",
+            "--max-concurrency must be at least 1",
+        ));
+    }
     let opts = EnqueueOptions {
-        queue: a.queue.clone(),
+        queue: queue.map(String::from),
         max_retries: a.max_retries,
         scheduled_at_ms,
         run_in_ms,
@@ -181,7 +235,13 @@ mod tests {
     fn parses_rates() {
         assert_eq!(rate_ms("100/1s").unwrap(), (100, 1_000));
         assert_eq!(rate_ms("5 / 1m").unwrap(), (5, 60_000));
-        for bad in ["100", "x/1s", "5/soon", "/1s", "5/"] {
+        assert_eq!(rate_ms("100/s").unwrap(), (100, 1_000));
+        assert_eq!(rate_ms("5/m").unwrap(), (5, 60_000));
+        assert_eq!(rate_ms("5/ min").unwrap(), (5, 60_000));
+        assert_eq!(rate_ms("1/h").unwrap(), (1, 3_600_000));
+        assert_eq!(rate_ms("10/ms").unwrap(), (10, 1));
+        assert_eq!(rate_ms("2/d").unwrap(), (2, 86_400_000));
+        for bad in ["100", "x/1s", "5/soon", "/1s", "5/", "5/ss", "5/-1s"] {
             assert_eq!(
                 rate_ms(bad).unwrap_err().code,
                 "invalid-rate-limit",

@@ -8,13 +8,13 @@
 //! `--stale-after` like `duraq workers`.
 
 use anyhow::Result;
-use duraq_core::{DueJobGroup, QueueCounts, QueueName, QueueSnapshot};
+use duraq_core::{DueJobGroup, QueueCounts, QueueSnapshot};
 
 use crate::args::QueuesCommand;
 use crate::db::Database;
 use crate::display::{count, terminal_safe, thousands};
 use crate::output::{print_json, table};
-use crate::parse::duration_ms;
+use crate::parse::{duration_ms, queue_name};
 
 pub async fn run(
     db: &Database,
@@ -29,9 +29,10 @@ pub async fn run(
     }
 }
 
-/// Pauses or resumes `queue` (validated first: `invalid-queue` opens nothing).
+/// Pauses or resumes `queue` (validated first: `invalid-queue` opens nothing;
+/// an empty name too, which must never mean the `default` queue here).
 async fn set_paused(db: &Database, queue: &str, pause: bool) -> Result<()> {
-    let queue = QueueName::new(queue)?;
+    let queue = queue_name("<QUEUE>", queue)?;
     let store = db.open_existing(false).await?;
     let changed = crate::db::closing(&store, async {
         Ok(if pause {

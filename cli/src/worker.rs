@@ -34,6 +34,9 @@ async fn first_signal_then_force(mut signals: Signals, json: bool) {
     });
 }
 
+/// The most slots a worker may have (the runtime's bound).
+const MAX_CONCURRENCY: usize = (u32::MAX >> 4) as usize;
+
 /// Parses `--queue-cap name=N`.
 fn queue_cap(raw: &str) -> Result<(String, i64), CliError> {
     let bad = || {
@@ -59,19 +62,24 @@ pub async fn run(db: &Database, a: WorkerArgs, json: bool) -> Result<()> {
         .iter()
         .map(|c| queue_cap(c))
         .collect::<Result<Vec<_>, _>>()?;
-    if a.concurrency == 0 || stale_after == 0 {
-        return Err(CliError::new(
-            "invalid-worker-config",
-            "--concurrency and --stale-after must be greater than zero",
-        )
-        .into());
+    // Each message names the one flag that is wrong.
+    let bad_config = |message: &str| CliError::new("invalid-worker-config", message);
+    if a.concurrency == 0 || a.concurrency > MAX_CONCURRENCY {
+        return Err(bad_config("--concurrency must be from 1 to 268,435,455").into());
     }
+    if a.prefetch > duraq_core::MAX_PREFETCH {
+        return Err(bad_config("--prefetch must be from 0 to 10,000").into());
+    }
+    if ms(stale_after) < duraq_core::MIN_STALE_AFTER {
+        return Err(bad_config("--stale-after must be at least 1s").into());
+    }
+    // Every entry names a queue: `--queues mail,` or `--queues ''` is a
+    // mistake, not "every queue" or `default`.
     let queues: Vec<String> = a
         .queues
         .iter()
-        .map(|q| q.trim().to_string())
-        .filter(|q| !q.is_empty())
-        .collect();
+        .map(|q| crate::parse::queue_name("--queues", q).map(String::from))
+        .collect::<Result<_, _>>()?;
 
     let signals = Signals::new()?;
     // Bind before opening the store: a refused address leaves nothing behind.

@@ -1,0 +1,193 @@
+//! What a new user ran into (SPEC §19, "Found when tried as a new user
+//! would"), each through the real `duraq` binary on a real SQLite file,
+//! judged by exit codes, error codes and JSON answers: an empty queue name
+//! that paused `default`, queue names `--queues a,b` cannot express, `--rate
+//! 100/s`, and a message that named two flags for one mistake.
+
+mod common;
+
+use common::{parse_one, Db};
+use serde_json::Value;
+
+/// A database with one job in `default` and one in `mail`.
+fn seeded() -> Db {
+    let db = Db::new();
+    db.enqueue(&["duraq.noop"]);
+    db.enqueue(&["duraq.noop", "--queue", "mail"]);
+    db
+}
+
+/// The `paused` flag of every queue `duraq queues` lists.
+fn paused(db: &Db) -> Vec<(String, bool)> {
+    db.json(&["queues"])["queues"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|q| {
+            (
+                q["queue"].as_str().unwrap().to_owned(),
+                q["paused"].as_bool().unwrap(),
+            )
+        })
+        .collect()
+}
+
+/// The error object of a command that must fail with exit 1 (`--json` form).
+fn error_of(db: &Db, args: &[&str]) -> Value {
+    let mut all = args.to_vec();
+    all.push("--json");
+    let out = db.run(&all);
+    assert_eq!(out.status.code(), Some(1), "duraq {args:?}: {out:?}");
+    parse_one(&out.stderr)["error"].clone()
+}
+
+#[test]
+fn an_empty_queue_name_given_explicitly_is_invalid_queue() {
+    let db = seeded();
+    let before = paused(&db);
+    for blank in ["", "  "] {
+        db.fails(&["queues", "pause", blank], "invalid-queue");
+        db.fails(&["queues", "resume", blank], "invalid-queue");
+        db.fails(
+            &["enqueue", "duraq.noop", "--queue", blank],
+            "invalid-queue",
+        );
+        db.fails(
+            &["schedule", "replace", "k", "duraq.noop", "--queue", blank],
+            "invalid-queue",
+        );
+        db.fails(&["jobs", "list", "--queue", blank], "invalid-queue");
+        db.fails(&["worker", "--queues", blank], "invalid-queue");
+    }
+    for list in ["mail,", ",mail", "mail,,default"] {
+        db.fails(&["worker", "--queues", list], "invalid-queue");
+    }
+    assert_eq!(paused(&db), before, "no queue was paused");
+    assert!(before.iter().all(|(_, p)| !p), "{before:?}");
+    // `default` is paused only when named.
+    let named = db.json(&["queues", "pause", "default"]);
+    assert_eq!(
+        (&named["queue"], &named["changed"]),
+        (&"default".into(), &true.into())
+    );
+    let jobs = db.json(&["jobs", "list", "--queue", " default "]);
+    assert_eq!(jobs["jobs"].as_array().unwrap().len(), 1, "{jobs}");
+}
+
+#[test]
+fn queue_names_with_a_comma_are_refused_everywhere() {
+    let db = seeded();
+    let before = paused(&db);
+    for name in ["a,b", "mail,", " ,"] {
+        db.fails(&["enqueue", "duraq.noop", "--queue", name], "invalid-queue");
+        db.fails(
+            &["schedule", "replace", "k", "duraq.noop", "--queue", name],
+            "invalid-queue",
+        );
+        db.fails(&["queues", "pause", name], "invalid-queue");
+        db.fails(&["queues", "resume", name], "invalid-queue");
+        db.fails(&["jobs", "list", "--queue", name], "invalid-queue");
+    }
+    // A cap names a queue too (`--queue-cap` is not a list, the rule holds).
+    db.fails(&["worker", "--queue-cap", "a,b=1"], "invalid-queue");
+    assert_eq!(paused(&db), before);
+    // Names that `--queues` can list are fine.
+    db.enqueue(&["duraq.noop", "--queue", "mail:eu/1 b"]);
+}
+
+#[test]
+fn a_rate_period_may_be_a_bare_unit() {
+    let db = Db::new();
+    for (i, (rate, max, period_ms)) in [
+        ("100/s", 100, 1_000),
+        ("100/1s", 100, 1_000),
+        ("5/m", 5, 60_000),
+        ("5 / min", 5, 60_000),
+        ("1/h", 1, 3_600_000),
+        ("2/d", 2, 86_400_000),
+        ("7/10m", 7, 600_000),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let key = format!("key-{i}");
+        let id = db.enqueue(&["duraq.noop", "--rate-key", &key, "--rate", rate]);
+        let job = db.job(&id);
+        assert_eq!(job["rateMax"], max, "{rate}: {job}");
+        assert_eq!(job["ratePeriodMs"], period_ms, "{rate}: {job}");
+    }
+    for bad in ["100/soon", "100/", "100", "x/s", "0/s", "5/0s"] {
+        db.fails(
+            &["enqueue", "duraq.noop", "--rate-key", "k", "--rate", bad],
+            "invalid-rate-limit",
+        );
+    }
+}
+
+/// The flags (`--name`) a message mentions, in order.
+fn flags_in(message: &str) -> Vec<String> {
+    let mut flags = Vec::new();
+    let mut rest = message;
+    while let Some(at) = rest.find("--") {
+        let flag: String = rest[at + 2..]
+            .chars()
+            .take_while(|c| c.is_ascii_lowercase() || *c == '-')
+            .collect();
+        if !flag.is_empty() {
+            flags.push(format!("--{flag}"));
+        }
+        rest = &rest[at + 2 + flag.len()..];
+    }
+    flags
+}
+
+#[test]
+fn a_validation_message_names_only_the_flag_that_is_wrong() {
+    let db = seeded();
+    let cases: [(&[&str], &str, &str); 6] = [
+        (
+            &["worker", "--concurrency", "0"],
+            "invalid-worker-config",
+            "--concurrency",
+        ),
+        (
+            &["worker", "--concurrency", "999999999999"],
+            "invalid-worker-config",
+            "--concurrency",
+        ),
+        (
+            &["worker", "--stale-after", "0s"],
+            "invalid-worker-config",
+            "--stale-after",
+        ),
+        (
+            &["worker", "--prefetch", "10001"],
+            "invalid-worker-config",
+            "--prefetch",
+        ),
+        (
+            &[
+                "enqueue",
+                "duraq.noop",
+                "--concurrency-key",
+                "k",
+                "--max-concurrency",
+                "0",
+            ],
+            "invalid-concurrency",
+            "--max-concurrency",
+        ),
+        (
+            &["enqueue", "duraq.noop", "--rate-key", "k", "--rate", "0/s"],
+            "invalid-rate-limit",
+            "--rate",
+        ),
+    ];
+    for (args, code, flag) in cases {
+        db.fails(args, code);
+        let err = error_of(&db, args);
+        assert_eq!(err["code"], code, "{args:?}: {err}");
+        let message = err["message"].as_str().unwrap();
+        assert_eq!(flags_in(message), [flag], "{args:?}: {message}");
+    }
+}

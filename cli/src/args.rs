@@ -262,8 +262,8 @@ pub enum JobsCommand {
     /// Jobs, newest first.
     #[command(after_long_help = crate::examples::JOBS_LIST)]
     List {
-        /// Only jobs in this status: queued, handed_off (running), completed,
-        /// failed, cancelled or orphaned.
+        /// Only jobs in this status: queued, running (or handed_off, as JSON
+        /// says), completed, failed, cancelled or orphaned.
         #[arg(long)]
         status: Option<String>,
         /// Only jobs with this job name, e.g. `duraq.http`.
@@ -341,8 +341,8 @@ pub struct WorkerArgs {
     pub concurrency: usize,
     /// Claim up to N jobs more than `--concurrency`, to wait in this worker for
     /// a free slot (0 to 10000; default 0). Faster drains of many short jobs,
-    /// at a price: a waiting job is `handed_off` to this worker. At shutdown the
-    /// waiting jobs go back to the queue unstarted.
+    /// at a price: a waiting job counts as running (`handed_off`) on this
+    /// worker. At shutdown the waiting jobs go back to the queue unstarted.
     #[arg(long, value_name = "N", default_value_t = 0)]
     pub prefetch: usize,
     /// Recover the leases of workers silent for this long (their jobs run again).

@@ -62,7 +62,8 @@ fn emit(snap: &CountSnapshot, json: bool) {
         print_json(&snapshot_json(snap));
         return;
     }
-    let mut header: Vec<&str> = JobStatus::ALL.iter().map(|s| s.as_str()).collect();
+    // People read `running`; the JSON keeps `handedOff`.
+    let mut header: Vec<&str> = JobStatus::ALL.iter().map(|s| s.label()).collect();
     header.extend(["total", "revision"]);
     let mut row: Vec<String> = snap
         .counts

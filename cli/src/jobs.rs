@@ -95,13 +95,15 @@ pub async fn run(db: &Database, cmd: JobsCommand, json: bool) -> Result<()> {
     Ok(())
 }
 
+/// `--status`: a status by its JSON name or the word tables show (`running`
+/// is `handed_off`), core's one parser; anything else is `invalid-status`.
 fn parse_status(s: &str) -> Result<JobStatus, CliError> {
-    s.parse::<JobStatus>().map_err(|_| {
+    s.trim().parse::<JobStatus>().map_err(|e| {
         CliError::new(
-            "invalid-status",
+            e.code().as_str(),
             format!(
-                "--status {s:?} is not a status; expected one of queued, handed_off, \
-                 completed, failed, cancelled, orphaned"
+                "--status {s:?} is not a status; expected one of queued, running (or \
+                 handed_off), completed, failed, cancelled, orphaned"
             ),
         )
     })

@@ -137,6 +137,7 @@ pub fn table(header: &[&str], rows: &[Vec<String>]) -> String {
 }
 
 /// A one-line-per-job table for `jobs list`; times are relative to `now_ms`.
+/// Statuses read as people say them (`running`, not `handed_off`).
 pub fn jobs_table(jobs: &[Job], now_ms: i64) -> String {
     let rows: Vec<Vec<String>> = jobs
         .iter()
@@ -145,7 +146,7 @@ pub fn jobs_table(jobs: &[Job], now_ms: i64) -> String {
                 j.id.clone(),
                 j.job_name.clone(),
                 j.queue.clone(),
-                j.status.to_string(),
+                j.status.label().to_owned(),
                 format!("{}/{}", j.attempts, j.max_retries.saturating_add(1)),
                 status_time(j, now_ms),
                 opt(&j.last_error).chars().take(60).collect(),
@@ -176,7 +177,7 @@ pub fn status_time(j: &Job, now_ms: i64) -> String {
         JobStatus::Queued => ("due", j.scheduled_at_ms),
         JobStatus::HandedOff => ("started", j.handed_off_at_ms.unwrap_or(j.scheduled_at_ms)),
         status => (
-            status.as_str(),
+            status.label(),
             j.terminal_at_ms().unwrap_or(j.created_at_ms),
         ),
     };
@@ -195,7 +196,7 @@ pub fn job_detail(j: &Job, now_ms: i64) -> String {
         ("jobName", j.job_name.clone()),
         ("args", j.args.to_string()),
         ("queue", j.queue.clone()),
-        ("status", j.status.to_string()),
+        ("status", j.status.label().to_owned()),
         ("attempts", j.attempts.to_string()),
         ("maxRetries", j.max_retries.to_string()),
         ("scheduledAt", at(j.scheduled_at_ms)),
@@ -287,6 +288,18 @@ mod tests {
         assert_eq!(lines[1], "2        10 s ago  -       second");
         assert_eq!(lines[2], "1        59 s ago  w-1     first\\u{a}line");
         assert!(shown.contains("errors          2\n"), "{shown}");
+    }
+
+    #[test]
+    fn tables_say_running_for_handed_off() {
+        let new = duraq_core::NewJob::new("j", json!([]), Default::default()).unwrap();
+        let mut job = duraq_core::transitions::new_job_row(&new, 0);
+        job.status = JobStatus::HandedOff;
+        job.handed_off_at_ms = Some(0);
+        for shown in [jobs_table(&[job.clone()], 0), job_detail(&job, 0)] {
+            assert!(shown.contains("running"), "{shown}");
+            assert!(!shown.contains("handed_off"), "{shown}");
+        }
     }
 
     #[test]

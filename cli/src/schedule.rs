@@ -89,7 +89,7 @@ fn scheduled_table(jobs: &ScheduledJobs, with_terminal: bool) -> String {
             role.to_string(),
             j.id.clone(),
             j.job_name.clone(),
-            j.status.to_string(),
+            j.status.label().to_owned(),
             j.schedule_order
                 .map_or_else(|| "-".into(), |o| o.to_string()),
             status_time(j, now),

@@ -2,12 +2,17 @@
 //! would"), each through the real `duraq` binary on a real SQLite file,
 //! judged by exit codes, error codes and JSON answers: an empty queue name
 //! that paused `default`, queue names `--queues a,b` cannot express, `--rate
-//! 100/s`, and a message that named two flags for one mistake.
+//! 100/s`, a message that named two flags for one mistake, and `running`
+//! and `handed_off` as one status.
 
 mod common;
 
-use common::{parse_one, Db};
+use std::time::Duration;
+
+use common::{parse_one, signal, wait_exit, Db};
 use serde_json::Value;
+
+const LONG: Duration = Duration::from_secs(60);
 
 /// A database with one job in `default` and one in `mail`.
 fn seeded() -> Db {
@@ -190,4 +195,48 @@ fn a_validation_message_names_only_the_flag_that_is_wrong() {
         let message = err["message"].as_str().unwrap();
         assert_eq!(flags_in(message), [flag], "{args:?}: {message}");
     }
+}
+
+#[test]
+fn running_and_handed_off_are_one_status() {
+    let db = Db::new();
+    let id = db.enqueue(&["duraq.sleep", "--args", r#"{"ms":600000}"#]);
+    let queued = db.enqueue(&["duraq.noop", "--run-in", "1h"]);
+    let mut worker = db.spawn_worker(&["--concurrency", "1"]);
+    db.wait_job(&id, LONG, |j| j["status"] == "handed_off");
+    let ids = |status: &str| -> Vec<String> {
+        db.json(&["jobs", "list", "--status", status])["jobs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|j| j["id"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    assert_eq!(ids("running"), std::slice::from_ref(&id));
+    assert_eq!(ids("handed_off"), std::slice::from_ref(&id));
+    assert_eq!(ids("queued"), std::slice::from_ref(&queued));
+    // JSON keeps `handed_off`.
+    let listed = db.json(&["jobs", "list", "--status", "running"]);
+    assert_eq!(listed["jobs"][0]["status"], "handed_off", "{listed}");
+    assert_eq!(listed["total"], 1, "{listed}");
+    // Tables say `running`: the STATUS column, and the counts header.
+    let table = db.run(&["jobs", "list", "--status", "running"]);
+    assert!(table.status.success(), "{table:?}");
+    let table = String::from_utf8_lossy(&table.stdout).into_owned();
+    let status_column = |line: &str| line.split_whitespace().nth(3).map(str::to_owned);
+    let row = table
+        .lines()
+        .find(|l| l.starts_with(&id))
+        .unwrap_or_else(|| panic!("{table}"));
+    assert_eq!(status_column(row).as_deref(), Some("running"), "{table}");
+    let counts = db.run(&["counts"]);
+    let counts = String::from_utf8_lossy(&counts.stdout).into_owned();
+    let header: Vec<&str> = counts.lines().next().unwrap().split_whitespace().collect();
+    assert_eq!(header[1], "running", "{counts}");
+    assert!(!counts.contains("handed_off"), "{counts}");
+    for bogus in ["bogus", "Running", "handed-off", ""] {
+        db.fails(&["jobs", "list", "--status", bogus], "invalid-status");
+    }
+    signal(&worker, libc::SIGKILL);
+    wait_exit(&mut worker, LONG);
 }

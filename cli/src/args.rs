@@ -307,8 +307,18 @@ pub enum JobsCommand {
 }
 
 #[derive(Debug, Args)]
-#[group(required = true, multiple = true)]
 pub struct PruneArgs {
+    #[command(flatten)]
+    pub ages: PruneAges,
+    /// Print how many jobs would be deleted and delete nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+}
+
+/// The ages of `jobs prune`: at least one is required.
+#[derive(Debug, Args)]
+#[group(required = true, multiple = true)]
+pub struct PruneAges {
     /// Delete completed jobs finished longer ago than this (`7d`).
     #[arg(long, value_name = "DURATION")]
     pub completed_older_than: Option<String>,

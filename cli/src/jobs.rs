@@ -1,7 +1,8 @@
 //! `duraq jobs list|show|retry|cancel|delete|prune`: operator views and actions
 //! (several ids or a filter go to [`crate::bulk`]). Tables by default, one JSON object with `--json`: `{"jobs":[…],"total",
 //! "nextAfter"}`, `{"job":{…}}` (every field of the row) and
-//! `{"deleted":N,"batches":M}`.
+//! `{"deleted":N,"batches":M}` (`prune --dry-run`: `{"wouldDelete":N,"dryRun":true}`,
+//! counted by `PruneRequest::count_prunable`, a read that deletes nothing).
 //!
 //! `jobs list` pages by keyset (`--after <id>`: the jobs strictly older than that
 //! one in list order), so a page never shifts while producers add jobs. The
@@ -181,12 +182,29 @@ async fn prune(db: &Database, p: PruneArgs, json: bool) -> Result<()> {
             .transpose()
     };
     let req = PruneRequest {
-        completed_older_than: age("--completed-older-than", &p.completed_older_than)?,
-        failed_older_than: age("--failed-older-than", &p.failed_older_than)?,
-        cancelled_older_than: age("--cancelled-older-than", &p.cancelled_older_than)?,
+        completed_older_than: age("--completed-older-than", &p.ages.completed_older_than)?,
+        failed_older_than: age("--failed-older-than", &p.ages.failed_older_than)?,
+        cancelled_older_than: age("--cancelled-older-than", &p.ages.cancelled_older_than)?,
         ..PruneRequest::default()
     };
     let store = db.open_existing(false).await?;
+    if p.dry_run {
+        // A read, never a delete: what `prune` would remove as of now.
+        let now = crate::parse::now_ms();
+        let matched = closing(&store, async {
+            Ok(req.count_prunable(&*store, now).await?)
+        })
+        .await?;
+        if json {
+            print_json(&prune_dry_run_json(matched));
+        } else {
+            println!(
+                "would delete {} (dry run: nothing was deleted)",
+                count(matched as i64, "job")
+            );
+        }
+        return Ok(());
+    }
     let report = closing(&store, async { Ok(store.prune(&req).await?) }).await?;
     if json {
         print_json(&to_json(&report));
@@ -198,4 +216,9 @@ async fn prune(db: &Database, p: PruneArgs, json: bool) -> Result<()> {
         );
     }
     Ok(())
+}
+
+/// `{"wouldDelete":N,"dryRun":true}`: the answer of `jobs prune --dry-run`.
+fn prune_dry_run_json(would_delete: u64) -> serde_json::Value {
+    json!({ "wouldDelete": would_delete, "dryRun": true })
 }

@@ -2,14 +2,14 @@
 //! would"), each through the real `duraq` binary on a real SQLite file,
 //! judged by exit codes, error codes and JSON answers: an empty queue name
 //! that paused `default`, queue names `--queues a,b` cannot express, `--rate
-//! 100/s`, a message that named two flags for one mistake, and `running`
-//! and `handed_off` as one status.
+//! 100/s`, a message that named two flags for one mistake, `running` and
+//! `handed_off` as one status, and `jobs prune --dry-run`.
 
 mod common;
 
 use std::time::Duration;
 
-use common::{parse_one, signal, wait_exit, Db};
+use common::{parse_one, signal, wait_exit, wait_for, Db};
 use serde_json::Value;
 
 const LONG: Duration = Duration::from_secs(60);
@@ -239,4 +239,46 @@ fn running_and_handed_off_are_one_status() {
     }
     signal(&worker, libc::SIGKILL);
     wait_exit(&mut worker, LONG);
+}
+
+#[test]
+fn prune_dry_run_counts_and_deletes_nothing() {
+    let db = Db::new();
+    db.enqueue(&["duraq.noop"]);
+    for key in ["a", "b"] {
+        db.json(&["schedule", "replace", key, "duraq.noop", "--run-in", "1h"]);
+        let cancelled = db.json(&["schedule", "cancel", key]);
+        assert_eq!(cancelled["outcome"], "cancelled", "{cancelled}");
+    }
+    let before = db.counts();
+    assert_eq!(before["counts"]["cancelled"], 2, "{before}");
+    let dry = |args: &[&str]| {
+        let mut all = vec!["jobs", "prune", "--dry-run"];
+        all.extend_from_slice(args);
+        db.json(&all)
+    };
+    // Cancelled before "now" by the clock: wait until the store's ms moved on.
+    let answer = wait_for(Duration::from_secs(10), "the cancels to age", || {
+        let a = dry(&["--cancelled-older-than", "0s"]);
+        (a["wouldDelete"] == 2).then_some(a)
+    });
+    assert_eq!(answer["dryRun"], true, "{answer}");
+    assert_eq!(dry(&["--cancelled-older-than", "1d"])["wouldDelete"], 0);
+    assert_eq!(dry(&["--completed-older-than", "0s"])["wouldDelete"], 0);
+    let text = db.run(&["jobs", "prune", "--dry-run", "--cancelled-older-than", "0s"]);
+    assert_eq!(text.status.code(), Some(0), "{text:?}");
+    assert_eq!(
+        db.counts(),
+        before,
+        "a dry run changes nothing, not even the revision"
+    );
+    // Without an age it is a usage error, as without --dry-run.
+    assert_eq!(
+        db.run(&["jobs", "prune", "--dry-run"]).status.code(),
+        Some(2)
+    );
+    // The real prune deletes what the dry run counted.
+    let done = db.json(&["jobs", "prune", "--cancelled-older-than", "0s"]);
+    assert_eq!(done["deleted"], 2, "{done}");
+    assert_eq!(db.counts()["total"], 1);
 }

@@ -376,7 +376,7 @@ pub struct WebArgs {
     /// Address to serve on; beyond the loopback interface DURAQ_WEB_TOKEN is required.
     #[arg(long, value_name = "HOST:PORT", default_value = "127.0.0.1:8080")]
     pub listen: String,
-    /// Hide retry and cancel; every POST is refused.
+    /// Hide retry, cancel, pause and resume; every POST is refused.
     #[arg(long)]
     pub read_only: bool,
 }

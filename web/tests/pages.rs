@@ -315,3 +315,40 @@ async fn workers_page_lists_registered_workers_and_jobs_nobody_handles() {
     assert!(body.contains("data-empty"), "{body}");
     assert!(store.get_job(&typo).await.unwrap().is_some());
 }
+
+/// One vocabulary (SPEC §19): the jobs page filters by `running` as by
+/// `handed_off`, and a word that is no status is `invalid-status`, the code
+/// `duraq jobs list --status` gives.
+#[tokio::test]
+async fn the_status_filter_speaks_running_and_says_invalid_status() {
+    let store: std::sync::Arc<dyn duraq_core::Store> =
+        std::sync::Arc::new(duraq_core::MemoryStore::new());
+    let first = enqueue_plain(&store, "default").await;
+    let running = claim(&store, 1).await;
+    assert_eq!(running.len(), 1);
+    assert_eq!(running[0].id, first);
+    let queued = enqueue_plain(&store, "default").await;
+    let app = router(store, WebOptions::new());
+    for status in ["running", "handed_off"] {
+        let (code, _, page) = get(&app, &format!("/jobs?status={status}")).await;
+        assert_eq!(code, StatusCode::OK, "{status}: {page}");
+        assert!(
+            page.contains(&format!("data-job-id=\"{first}\"")),
+            "{status}"
+        );
+        assert!(
+            !page.contains(&format!("data-job-id=\"{queued}\"")),
+            "{status}"
+        );
+        assert!(
+            page.contains("value=\"handed_off\" selected"),
+            "{status} selects the running option"
+        );
+    }
+    for bogus in ["bogus", "Running", "handed-off"] {
+        let (code, _, page) = get(&app, &format!("/jobs?status={bogus}")).await;
+        assert_eq!(code, StatusCode::BAD_REQUEST, "{bogus}");
+        assert!(page.contains("error[invalid-status]"), "{bogus}: {page}");
+        assert!(!page.contains("invalid-job-state"), "{bogus}");
+    }
+}

@@ -53,6 +53,8 @@ pub async fn list(AxumState(state): AxumState<State>, Query(q): Query<ListQuery>
         let body = html! { h1 { "Jobs" } (filters(&state, &q)) (notice("error", &text)) };
         (StatusCode::BAD_REQUEST, page(&state, "jobs", "Jobs", body)).into_response()
     };
+    // Core's one parser: `running` or `handed_off`, else `invalid-status`,
+    // the code `duraq jobs list --status` gives.
     let status = match set(&q.status).map(|s| s.parse::<JobStatus>()).transpose() {
         Ok(s) => s,
         Err(e) => return bad(format!("error[{}]: {e}", e.code().as_str())),
@@ -108,14 +110,15 @@ pub async fn list(AxumState(state): AxumState<State>, Query(q): Query<ListQuery>
 }
 
 fn filters(state: &AppState, q: &ListQuery) -> Markup {
-    let current = set(&q.status).unwrap_or_default();
+    // `?status=running` selects the same option as `?status=handed_off`.
+    let current = set(&q.status).and_then(|s| s.parse::<JobStatus>().ok());
     html! {
         form.filters data-filters method="get" action=(link(state, "/jobs")) {
             label { "Status "
                 select name="status" {
                     option value="" { "any" }
                     @for s in JobStatus::ALL {
-                        option value=(s.as_str()) selected[current == s.as_str()] { (label(s)) }
+                        option value=(s.as_str()) selected[current == Some(s)] { (label(s)) }
                     }
                 }
             }

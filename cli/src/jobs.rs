@@ -14,7 +14,9 @@
 //! error (exit 1). `jobs retry` of a job that is not terminal is an error.
 
 use anyhow::Result;
-use duraq_core::{BulkAction, Error, ErrorCode, Job, JobCursor, JobFilter, JobStatus, PruneRequest};
+use duraq_core::{
+    BulkAction, Error, ErrorCode, Job, JobCursor, JobFilter, JobStatus, PruneRequest,
+};
 use serde_json::json;
 
 use crate::args::{JobsCommand, PruneArgs};

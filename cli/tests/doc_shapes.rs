@@ -180,6 +180,14 @@ fn answers(db: &Db, command: &str) -> Vec<Value> {
                 db.json(&["jobs", "retry", &job]),
             ]
         }
+        "jobs retry / cancel / delete (several ids or a filter)" => {
+            let (a, b) = (id(), id());
+            vec![
+                db.json(&["jobs", "cancel", &a, &b]),
+                db.json(&["jobs", "retry", "--status", "cancelled", "--dry-run"]),
+                db.json(&["jobs", "delete", "--status", "cancelled,queued"]),
+            ]
+        }
         "jobs prune" => vec![db.json(&["jobs", "prune", "--completed-older-than", "1d"])],
         "jobs prune --dry-run" => {
             vec![db.json(&["jobs", "prune", "--dry-run", "--cancelled-older-than", "0s"])]

@@ -5,11 +5,11 @@
 use async_trait::async_trait;
 use duraq_core::rules::PruneRun;
 use duraq_core::{
-    BulkAction, BulkBatch, CancelOutcome, ClaimRequest, CountDelta, CountSnapshot, DueJobGroup, EnqueueOutcome, Health,
-    Inspect, Job, JobFilter, JobStatus, KeyedOutcome, Lease, LeaseState, MailOperations, NewJob,
-    Operate, Operation, Outcome, Producer, PruneReport, PruneRequest, QueueName, QueueSnapshot,
-    ReplaceOutcome, ReportedAndClaimed, Result, RunningOwner, ScheduleKey, ScheduledJobs,
-    WakeOutcome, WorkerInfo, WorkerRecord, WorkerStore,
+    BulkAction, BulkBatch, CancelOutcome, ClaimRequest, CountDelta, CountSnapshot, DueJobGroup,
+    EnqueueOutcome, Health, Inspect, Job, JobFilter, JobStatus, KeyedOutcome, Lease, LeaseState,
+    MailOperations, NewJob, Operate, Operation, Outcome, Producer, PruneReport, PruneRequest,
+    QueueName, QueueSnapshot, ReplaceOutcome, ReportedAndClaimed, Result, RunningOwner,
+    ScheduleKey, ScheduledJobs, WakeOutcome, WorkerInfo, WorkerRecord, WorkerStore,
 };
 use tokio::sync::{broadcast, watch};
 

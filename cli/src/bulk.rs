@@ -13,7 +13,6 @@ use anyhow::Result;
 use clap::Args;
 use duraq_core::{
     run_bulk, BulkAction, BulkReport, BulkRequest, BulkSelection, Error, ErrorCode, JobFilter,
-    JobStatus,
 };
 use serde_json::json;
 
@@ -145,7 +144,7 @@ fn selection(target: BulkTarget) -> Result<BulkSelection, CliError> {
     let statuses = target
         .status
         .iter()
-        .map(|s| parse_status(s))
+        .map(|s| crate::jobs::parse_status(s))
         .collect::<Result<Vec<_>, _>>()?;
     Ok(BulkSelection::Matching {
         statuses,
@@ -155,24 +154,6 @@ fn selection(target: BulkTarget) -> Result<BulkSelection, CliError> {
             schedule_key: target.key,
             ..JobFilter::default()
         },
-    })
-}
-
-fn parse_status(s: &str) -> Result<JobStatus, CliError> {
-    let s = s.trim();
-    let parsed = if s == "running" {
-        Ok(JobStatus::HandedOff)
-    } else {
-        s.parse::<JobStatus>()
-    };
-    parsed.map_err(|_| {
-        CliError::new(
-            "invalid-status",
-            format!(
-                "--status {s:?} is not a status; expected one of queued, running (handed_off), \
-                 completed, failed, cancelled, orphaned"
-            ),
-        )
     })
 }
 

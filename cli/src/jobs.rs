@@ -100,7 +100,8 @@ pub async fn run(db: &Database, cmd: JobsCommand, json: bool) -> Result<()> {
 
 /// `--status`: a status by its JSON name or the word tables show (`running`
 /// is `handed_off`), core's one parser; anything else is `invalid-status`.
-fn parse_status(s: &str) -> Result<JobStatus, CliError> {
+/// `--status` of `jobs list` and the bulk actions (`running` is `handed_off`).
+pub(crate) fn parse_status(s: &str) -> Result<JobStatus, CliError> {
     s.trim().parse::<JobStatus>().map_err(|e| {
         CliError::new(
             e.code().as_str(),

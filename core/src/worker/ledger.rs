@@ -13,8 +13,8 @@
 //!   by claims in flight, never exceed the capacity (slots plus prefetch): a
 //!   claim counts the jobs of report batches in flight as given back (a refill
 //!   commits with its batch). The one exception is a report batch that fails
-//!   while another call is in flight ([`CallMode::Overlapped`] only): a claim
-//!   that counted its jobs as given back may still bring jobs, so the worker
+//!   while another call is made ([`CallMode::Overlapped`] only): a claim made
+//!   meanwhile counted its jobs as given back and may bring jobs, so the worker
 //!   holds up to that batch more than its capacity, claims nothing more, and
 //!   is back within it as its reports are made. The ledger keeps that excess
 //!   as an overdraft;
@@ -258,10 +258,11 @@ impl<S> Ledger<S> {
     /// A report call failed: its batch goes back to the front, in order, for
     /// the retry; its refill (`asked`) claimed nothing.
     pub(crate) fn report_failed(&mut self, mut batch: Vec<Report>, asked: usize) {
-        if self.claiming > asked {
-            self.overdraft += batch.len();
-        }
         self.end_call(batch.len(), asked);
+        // Claims made while the batch was in flight (returned or not) counted
+        // its jobs as given back: what exceeds the capacity now is overdrawn.
+        let over = (self.held.len() - self.reporting + self.claiming).saturating_sub(self.capacity);
+        self.overdraft = self.overdraft.max(over);
         batch.append(&mut self.pending);
         self.pending = batch;
     }

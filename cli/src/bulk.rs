@@ -13,6 +13,7 @@ use anyhow::Result;
 use clap::Args;
 use duraq_core::{
     run_bulk, BulkAction, BulkReport, BulkRequest, BulkSelection, Error, ErrorCode, JobFilter,
+    JobStatus,
 };
 use serde_json::json;
 
@@ -144,7 +145,7 @@ fn selection(target: BulkTarget) -> Result<BulkSelection, CliError> {
     let statuses = target
         .status
         .iter()
-        .map(|s| crate::jobs::parse_status(s))
+        .map(|s| parse_status(s))
         .collect::<Result<Vec<_>, _>>()?;
     Ok(BulkSelection::Matching {
         statuses,
@@ -154,6 +155,19 @@ fn selection(target: BulkTarget) -> Result<BulkSelection, CliError> {
             schedule_key: target.key,
             ..JobFilter::default()
         },
+    })
+}
+
+/// `--status` of `jobs list` and the bulk actions (`running` is `handed_off`).
+pub(crate) fn parse_status(s: &str) -> Result<JobStatus, CliError> {
+    s.trim().parse::<JobStatus>().map_err(|e| {
+        CliError::new(
+            e.code().as_str(),
+            format!(
+                "--status {s:?} is not a status; expected one of queued, running (or \
+                 handed_off), completed, failed, cancelled, orphaned"
+            ),
+        )
     })
 }
 

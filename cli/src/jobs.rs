@@ -41,7 +41,7 @@ pub async fn run(db: &Database, cmd: JobsCommand, json: bool) -> Result<()> {
                 .map(|q| crate::parse::queue_name("--queue", q))
                 .transpose()?;
             let filter = JobFilter {
-                status: status.as_deref().map(parse_status).transpose()?,
+                status: status.as_deref().map(bulk::parse_status).transpose()?,
                 job_name: name,
                 queue: queue.map(String::from),
                 schedule_key: key,
@@ -100,19 +100,6 @@ pub async fn run(db: &Database, cmd: JobsCommand, json: bool) -> Result<()> {
 
 /// `--status`: a status by its JSON name or the word tables show (`running`
 /// is `handed_off`), core's one parser; anything else is `invalid-status`.
-/// `--status` of `jobs list` and the bulk actions (`running` is `handed_off`).
-pub(crate) fn parse_status(s: &str) -> Result<JobStatus, CliError> {
-    s.trim().parse::<JobStatus>().map_err(|e| {
-        CliError::new(
-            e.code().as_str(),
-            format!(
-                "--status {s:?} is not a status; expected one of queued, running (or \
-                 handed_off), completed, failed, cancelled, orphaned"
-            ),
-        )
-    })
-}
-
 async fn list(db: &Database, filter: JobFilter, after: Option<String>, json: bool) -> Result<()> {
     let store = db.open_existing(false).await?;
     closing(&store, list_on(&store, filter, after, json)).await

@@ -1,7 +1,8 @@
 //! Operator actions on many jobs at once: retry, cancel or delete a list of
 //! ids or every job matching a filter, in bounded batches.
 //!
-//! The rule of which job an action applies to is [`BulkAction::applies_to`],
+//! The rule of which job an action applies to is [`BulkAction::applies_to`]
+//! (beside the store's other request types, in `requests`),
 //! once; a store applies an action to one batch of ids in one transaction
 //! ([`Operate::act_on_jobs`]), and [`run_bulk`] walks the selection in keyset
 //! order, one batch at a time, so no transaction ever spans the whole set and
@@ -11,58 +12,8 @@
 
 use crate::error::{Error, Result};
 use crate::job::JobStatus;
-use crate::requests::{JobCursor, JobFilter};
+use crate::requests::{BulkAction, BulkBatch, JobCursor, JobFilter};
 use crate::store::Operate;
-
-/// What an operator does to many jobs.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum BulkAction {
-    /// Terminal jobs back to `queued` (as [`Operate::retry_job`]).
-    Retry,
-    /// `queued` and running jobs to `cancelled` (as [`Operate::cancel_job`]).
-    Cancel,
-    /// Terminal jobs deleted (as a prune of exactly these jobs).
-    Delete,
-}
-
-impl BulkAction {
-    /// Whether the action changes a job in `status`.
-    ///
-    /// ```
-    /// use duraq_core::{BulkAction, JobStatus};
-    /// assert!(BulkAction::Retry.applies_to(JobStatus::Failed));
-    /// assert!(!BulkAction::Retry.applies_to(JobStatus::HandedOff));
-    /// assert!(BulkAction::Cancel.applies_to(JobStatus::HandedOff));
-    /// assert!(!BulkAction::Cancel.applies_to(JobStatus::Cancelled));
-    /// assert!(!BulkAction::Delete.applies_to(JobStatus::Queued));
-    /// ```
-    pub fn applies_to(self, status: JobStatus) -> bool {
-        match self {
-            Self::Retry | Self::Delete => status.is_terminal(),
-            Self::Cancel => !status.is_terminal(),
-        }
-    }
-
-    /// The verb, for people (`retry`, `cancel`, `delete`).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Retry => "retry",
-            Self::Cancel => "cancel",
-            Self::Delete => "delete",
-        }
-    }
-}
-
-/// What one [`Operate::act_on_jobs`] call did.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct BulkBatch {
-    /// Jobs the action changed.
-    pub changed: u64,
-    /// Jobs whose status forbids the action.
-    pub skipped: u64,
-    /// Ids with no job.
-    pub missing: u64,
-}
 
 /// Which jobs a bulk action is for.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -84,7 +84,7 @@ pub mod __private {
 }
 
 pub use backoff::{retry_backoff, retry_backoff_ms};
-pub use bulk::{run_bulk, BulkAction, BulkBatch, BulkReport, BulkRequest, BulkSelection};
+pub use bulk::{run_bulk, BulkReport, BulkRequest, BulkSelection};
 pub use clock::{system_clock, Clock, ManualClock, SystemClock};
 pub use counts::{
     CountChange, CountDelta, CountSnapshot, QueueCounts, QueueSnapshot, StatusCounts,
@@ -104,9 +104,10 @@ pub use options::{
 };
 pub use rate::{rate_log_horizon, RateLimit, RateWindow};
 pub use requests::{
-    CancelOutcome, ClaimRequest, EnqueueOutcome, Health, JobCursor, JobFilter, KeyedOutcome,
-    LeaseLoss, LeaseState, LostLease, Operation, Outcome, PruneReport, PruneRequest, QueueConfig,
-    ReplaceOutcome, ReportedAndClaimed, RunningOwner, ScheduledJobs, WakeOutcome,
+    BulkAction, BulkBatch, CancelOutcome, ClaimRequest, EnqueueOutcome, Health, JobCursor,
+    JobFilter, KeyedOutcome, LeaseLoss, LeaseState, LostLease, Operation, Outcome, PruneReport,
+    PruneRequest, QueueConfig, ReplaceOutcome, ReportedAndClaimed, RunningOwner, ScheduledJobs,
+    WakeOutcome,
 };
 pub use store::{Inspect, MailOperations, Operate, Producer, Store, WorkerStore};
 pub use typed::JobArgs;

@@ -479,3 +479,53 @@ mod tests {
         assert_eq!(store.prune(&req(0)).await.unwrap().deleted, 2);
     }
 }
+
+/// What an operator does to many jobs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum BulkAction {
+    /// Terminal jobs back to `queued` (as [`crate::Operate::retry_job`]).
+    Retry,
+    /// `queued` and running jobs to `cancelled` (as [`crate::Operate::cancel_job`]).
+    Cancel,
+    /// Terminal jobs deleted (as a prune of exactly these jobs).
+    Delete,
+}
+
+impl BulkAction {
+    /// Whether the action changes a job in `status`.
+    ///
+    /// ```
+    /// use duraq_core::{BulkAction, JobStatus};
+    /// assert!(BulkAction::Retry.applies_to(JobStatus::Failed));
+    /// assert!(!BulkAction::Retry.applies_to(JobStatus::HandedOff));
+    /// assert!(BulkAction::Cancel.applies_to(JobStatus::HandedOff));
+    /// assert!(!BulkAction::Cancel.applies_to(JobStatus::Cancelled));
+    /// assert!(!BulkAction::Delete.applies_to(JobStatus::Queued));
+    /// ```
+    pub fn applies_to(self, status: JobStatus) -> bool {
+        match self {
+            Self::Retry | Self::Delete => status.is_terminal(),
+            Self::Cancel => !status.is_terminal(),
+        }
+    }
+
+    /// The verb, for people (`retry`, `cancel`, `delete`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Retry => "retry",
+            Self::Cancel => "cancel",
+            Self::Delete => "delete",
+        }
+    }
+}
+
+/// What one [`crate::Operate::act_on_jobs`] call did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct BulkBatch {
+    /// Jobs the action changed.
+    pub changed: u64,
+    /// Jobs whose status forbids the action.
+    pub skipped: u64,
+    /// Ids with no job.
+    pub missing: u64,
+}

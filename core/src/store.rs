@@ -36,7 +36,6 @@
 use async_trait::async_trait;
 use tokio::sync::{broadcast, watch};
 
-use crate::bulk::{BulkAction, BulkBatch};
 use crate::counts::{CountDelta, CountSnapshot, QueueSnapshot};
 use crate::error::Result;
 use crate::job::{Job, Lease};

@@ -6,7 +6,6 @@ use serde_json::Value;
 use tokio::sync::{broadcast, watch};
 
 use super::MemoryStore;
-use crate::bulk::{BulkAction, BulkBatch};
 use crate::counts::{CountChange, CountDelta, CountSnapshot, QueueCounts, QueueSnapshot};
 use crate::error::{Error, ErrorCode, Result};
 use crate::job::{Job, JobStatus, Lease};

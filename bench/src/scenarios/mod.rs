@@ -8,12 +8,14 @@
 //! Layout: `enqueue` (one by one, batched, 8 producers, replay, hot-key
 //! replace), `drain` (worker processes draining a table, live end-to-end, peak
 //! RSS, and `drain-retained`: the in-process drain behind a retained history of
-//! completed jobs, a store that has lived instead of an empty one), `wakeup` (idle wake-up latency), `counts` (snapshot time vs table size),
+//! completed jobs, a store that has lived instead of an empty one), `bulk`
+//! (`bulk-retry`: 100,000 failed jobs retried at once, timed per batch), `wakeup` (idle wake-up latency), `counts` (snapshot time vs table size),
 //! `raw` and `raw_pg` (the bare driver's ceiling on duraq's schema, for
 //! `enqueue-one`, `enqueue-batch`, the 8-producer enqueues and the drains:
 //! `raw-one`, `raw-batch`, `raw-8conn`, `raw-drain`), `dashboard` (server time
 //! of the dashboard's overview and jobs pages on the `counts` table size).
 
+mod bulk;
 mod counts;
 mod dashboard;
 mod drain;
@@ -65,6 +67,8 @@ pub struct Sizes {
     pub key_ops: usize,
     /// Completed jobs `drain-retained` leaves in the store before it measures.
     pub retained: usize,
+    /// Failed jobs `bulk-retry` retries at once.
+    pub bulk: usize,
 }
 
 impl Sizes {
@@ -83,6 +87,7 @@ impl Sizes {
                 count_large: 10_000,
                 key_ops: 200,
                 retained: 2_000,
+                bulk: 2_000,
             }
         } else {
             Self {
@@ -98,6 +103,7 @@ impl Sizes {
                 count_large: 1_000_000,
                 key_ops: 5_000,
                 retained: 200_000,
+                bulk: 100_000,
             }
         }
     }
@@ -116,6 +122,7 @@ const ALL: &[&str] = &[
     "drain-inproc-10-prefetch",
     "drain-inproc-64-prefetch",
     "drain-retained",
+    "bulk-retry",
     "e2e",
     "wakeup",
     "counts",
@@ -185,6 +192,7 @@ async fn run_one(scenario: &str, target: &Target, sizes: Sizes) -> Result<Vec<Fi
             drain::drain_in_process(target, sizes, 64, drain::PREFETCH).await
         }
         "drain-retained" => drain::drain_retained(target, sizes).await,
+        "bulk-retry" => bulk::bulk_retry(target, sizes).await,
         "e2e" => drain::end_to_end(target, sizes).await,
         "wakeup" => wakeup::wakeup(target, sizes).await,
         "counts" => counts::counts(target, sizes).await,

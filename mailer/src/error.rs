@@ -137,10 +137,15 @@ impl MailError {
     }
 
     /// The attempt's failure as the worker records it: `lastError` is
-    /// `<code>: <message>`, permanent errors discard the job, and a provider's
-    /// `retry-after` becomes the retry delay.
+    /// `<code>: <message>` with the error's source chain after the message
+    /// ([`duraq_core::error_chain`]), permanent errors discard the job, and a
+    /// provider's `retry-after` becomes the retry delay.
     pub fn into_job_error(self) -> JobError {
-        let err = JobError::new(format!("{}: {self}", self.code()));
+        let err = JobError::new(format!(
+            "{}: {}",
+            self.code(),
+            duraq_core::error_chain(&self)
+        ));
         match &self {
             Self::Transient {
                 retry_after: Some(delay),
@@ -166,5 +171,23 @@ pub(crate) fn from_enqueue_error(err: duraq_core::Error) -> MailError {
             message: err.to_string(),
         },
         _ => MailError::Store(err),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_job_error_keeps_the_source_chain() {
+        let root = std::io::Error::other("connection reset by peer");
+        let err = MailError::Store(duraq_core::Error::backend("writing the outbox row", root));
+        let job = err.into_job_error();
+        assert!(
+            job.message().ends_with("connection reset by peer"),
+            "{}",
+            job.message()
+        );
+        assert!(job.message().contains("writing the outbox row"));
     }
 }

@@ -4,7 +4,9 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use crate::history::OutcomeTotals;
 use crate::job::JobStatus;
+use crate::requests::Outcome;
 
 /// Jobs per status; `all` is their sum.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -111,10 +113,29 @@ pub struct CountDelta {
 /// assert_eq!(change.per_status(), [0, 1, 0, 0, 0, 0]);
 /// assert_eq!(change.per_queue().collect::<Vec<_>>(), [("mail", [0, 1, 0, 0, 0, 0])]);
 /// ```
+///
+/// It also accumulates each queue's monotonic [`OutcomeTotals`] (what entered
+/// each outcome; the table of which transition counts as what is on that type):
+/// [`CountChange::added`] counts an enqueue, [`CountChange::moved`] into a
+/// terminal status counts that outcome, and the one move the statuses cannot
+/// tell apart (an attempt back to `queued` because it failed or its worker was
+/// lost, versus a reschedule or a shutdown return) is counted by
+/// [`CountChange::reported`] and [`CountChange::recovered`]. Deleting a row and
+/// an operator's retry count nothing.
+///
+/// ```
+/// use duraq_core::{CountChange, JobStatus, Outcome};
+/// let mut change = CountChange::default();
+/// change.added("mail", JobStatus::Queued);
+/// change.reported("mail", &Outcome::failed("smtp down"), JobStatus::Queued);
+/// let (_, totals) = change.totals().next().unwrap();
+/// assert_eq!((totals.enqueued, totals.retried), (1, 1));
+/// ```
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct CountChange {
     per_status: [i64; 6],
     queues: BTreeMap<String, [i64; 6]>,
+    totals: BTreeMap<String, OutcomeTotals>,
 }
 
 impl CountChange {
@@ -129,20 +150,105 @@ impl CountChange {
             }
         }
     }
-    /// A new row of `queue` in `status`.
+    fn total(&mut self, queue: &str) -> &mut OutcomeTotals {
+        if !self.totals.contains_key(queue) {
+            self.totals
+                .insert(queue.to_owned(), OutcomeTotals::default());
+        }
+        self.totals.get_mut(queue).expect("inserted above")
+    }
+    /// A new row of `queue` in `status` (an enqueue).
     pub fn added(&mut self, queue: &str, status: JobStatus) {
         self.bump(queue, status, 1);
+        self.total(queue).enqueued += 1;
     }
     /// A deleted row of `queue` that was in `status`.
     pub fn removed(&mut self, queue: &str, status: JobStatus) {
         self.bump(queue, status, -1);
     }
     /// A row of `queue` moved between statuses (nothing when `from == to`).
+    /// A move into `completed`, `failed`, `cancelled` or `orphaned` counts that
+    /// outcome in the queue's totals.
     pub fn moved(&mut self, queue: &str, from: JobStatus, to: JobStatus) {
-        if from != to {
-            self.removed(queue, from);
-            self.added(queue, to);
+        if from == to {
+            return;
         }
+        self.bump(queue, from, -1);
+        self.bump(queue, to, 1);
+        let total = self.total(queue);
+        match to {
+            JobStatus::Completed => total.completed += 1,
+            JobStatus::Failed => total.failed += 1,
+            JobStatus::Cancelled => total.cancelled += 1,
+            JobStatus::Orphaned => total.orphaned += 1,
+            JobStatus::Queued | JobStatus::HandedOff => {}
+        }
+    }
+    /// A reported attempt of a `handed_off` row of `queue` that left it in `to`
+    /// (after [`crate::transitions::apply_outcome`]): [`CountChange::moved`],
+    /// and a retry when a failed attempt went back to `queued`.
+    pub fn reported(&mut self, queue: &str, outcome: &Outcome, to: JobStatus) {
+        self.moved(queue, JobStatus::HandedOff, to);
+        if Self::is_retry(Some(outcome), to) {
+            self.retried(queue);
+        }
+    }
+    /// A `handed_off` row of `queue` whose worker was lost, left in `to` (after
+    /// [`crate::transitions::recover_lost`]): back in `queued` is a retry.
+    pub fn recovered(&mut self, queue: &str, to: JobStatus) {
+        self.moved(queue, JobStatus::HandedOff, to);
+        if Self::is_retry(None, to) {
+            self.retried(queue);
+        }
+    }
+    /// The retry rule: a `handed_off` row that went to `to` after `outcome`
+    /// (`None`: its worker was lost) is a retry when it is back in `queued`
+    /// because the attempt failed or was lost; a reschedule or a shutdown
+    /// return is not.
+    ///
+    /// ```
+    /// use duraq_core::{CountChange, JobStatus, Outcome};
+    /// assert!(CountChange::is_retry(None, JobStatus::Queued));
+    /// assert!(!CountChange::is_retry(Some(&Outcome::ReturnToQueue), JobStatus::Queued));
+    /// assert!(!CountChange::is_retry(Some(&Outcome::failed("x")), JobStatus::Failed));
+    /// ```
+    pub fn is_retry(outcome: Option<&Outcome>, to: JobStatus) -> bool {
+        to == JobStatus::Queued && outcome.is_none_or(|o| matches!(o, Outcome::Failed { .. }))
+    }
+    /// Counts one retry of `queue` (for a store that counts the move itself,
+    /// when [`CountChange::is_retry`] says so).
+    pub fn retried(&mut self, queue: &str) {
+        self.total(queue).retried += 1;
+    }
+    /// Each queue's outcome totals added by this mutation (only queues with a
+    /// non-zero one), by queue name.
+    pub fn totals(&self) -> impl Iterator<Item = (&str, OutcomeTotals)> + '_ {
+        self.totals
+            .iter()
+            .filter(|(_, t)| !t.is_zero())
+            .map(|(q, t)| (q.as_str(), *t))
+    }
+    /// Each queue whose counts or totals changed, with both: what a store adds to
+    /// its per-queue counter row (one row write per queue, totals in the same
+    /// statement).
+    pub fn per_queue_with_totals(
+        &self,
+    ) -> impl Iterator<Item = (&str, [i64; 6], OutcomeTotals)> + '_ {
+        let zero = [0; 6];
+        let mut names: Vec<&str> = self
+            .per_queue()
+            .map(|(q, _)| q)
+            .chain(self.totals().map(|(q, _)| q))
+            .collect();
+        names.sort_unstable();
+        names.dedup();
+        names.into_iter().map(move |q| {
+            (
+                q,
+                self.queues.get(q).copied().unwrap_or(zero),
+                self.totals.get(q).copied().unwrap_or_default(),
+            )
+        })
     }
     /// Net change per status, over every queue.
     pub fn per_status(&self) -> [i64; 6] {
@@ -159,8 +265,13 @@ impl CountChange {
     /// (then the revision stays). A report that requeues a job of one queue and a
     /// claim of another queue's job in the same mutation leave the global counts
     /// as they were but not the per-queue ones: that is a change.
+    ///
+    /// A change of the outcome totals alone is a change too (a failed attempt of
+    /// queue A requeued and another job of A claimed in one `report_and_claim`
+    /// leave A's counts as they were, but count a retry).
     pub fn is_zero(&self) -> bool {
         self.queues.values().all(|d| d.iter().all(|n| *n == 0))
+            && self.totals.values().all(OutcomeTotals::is_zero)
     }
     /// The delta to publish for `revision`.
     pub fn to_delta(&self, revision: i64) -> CountDelta {

@@ -233,6 +233,20 @@ macro_rules! delegate_store {
                 async fn health(&self) -> $crate::Result<$crate::Health> {
                     self.$field.health().await
                 }
+                async fn outcome_totals(
+                    &self,
+                ) -> $crate::Result<::std::vec::Vec<$crate::QueueTotals>> {
+                    self.$field.outcome_totals().await
+                }
+                async fn record_history(&self) -> $crate::Result<bool> {
+                    self.$field.record_history().await
+                }
+                async fn history(
+                    &self,
+                    since_ms: i64,
+                ) -> $crate::Result<::std::vec::Vec<$crate::HistorySample>> {
+                    self.$field.history(since_ms).await
+                }
             }
         };
     };

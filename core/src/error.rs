@@ -62,6 +62,9 @@ pub enum ErrorCode {
     /// A word that names no job status (a `--status` or `?status=` filter;
     /// see [`crate::JobStatus`]'s `FromStr`).
     InvalidStatus,
+    /// A history range that is not one of `1h`, `24h`, `7d` (`duraq stats
+    /// --since`, the dashboard's `?range=`; see [`crate::HistoryRange`]).
+    InvalidRange,
     /// No operation record has the given key.
     OperationNotFound,
     /// The database's schema is newer than this binary, or not duraq's.
@@ -105,6 +108,7 @@ impl ErrorCode {
             Self::JobNotFound => "job-not-found",
             Self::InvalidJobState => "invalid-job-state",
             Self::InvalidStatus => "invalid-status",
+            Self::InvalidRange => "invalid-range",
             Self::OperationNotFound => "operation-not-found",
             Self::SchemaIncompatible => "schema-incompatible",
             Self::DatabaseNotFound => "database-not-found",

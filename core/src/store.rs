@@ -38,6 +38,7 @@ use tokio::sync::{broadcast, watch};
 
 use crate::counts::{CountDelta, CountSnapshot, QueueSnapshot};
 use crate::error::Result;
+use crate::history::{HistorySample, QueueTotals};
 use crate::job::{Job, Lease};
 use crate::keys::{QueueName, ScheduleKey};
 use crate::options::NewJob;
@@ -315,6 +316,24 @@ pub trait Inspect: Send + Sync + 'static {
 
     /// Backend, schema version and detail.
     async fn health(&self) -> Result<Health>;
+
+    /// Every queue's monotonic [`OutcomeTotals`] (`docs/history.md`), by name
+    /// (byte order), including queues whose jobs were all pruned. Read from the
+    /// per-queue counter rows: constant cost in the number of jobs.
+    async fn outcome_totals(&self) -> Result<Vec<QueueTotals>>;
+
+    /// The history sampler: stores every queue's current totals as the sample of
+    /// the current minute ([`crate::history_minute`] of the store's clock),
+    /// unless that minute already has samples (the first sampler of a minute
+    /// wins, so any number of processes may call it), and deletes samples older
+    /// than [`crate::HISTORY_RETENTION_MS`]. Returns whether this call wrote the
+    /// minute's samples. Changes no job and no count, and moves no revision.
+    async fn record_history(&self) -> Result<bool>;
+
+    /// The stored samples of minutes from `since_ms` on, ordered by minute then
+    /// queue (byte order). Read by the primary key: cost grows with the
+    /// minutes asked for (times the queues), not with the jobs.
+    async fn history(&self, since_ms: i64) -> Result<Vec<HistorySample>>;
 }
 
 /// Operator actions: retry and cancel a job, pause and resume a queue, prune and

@@ -47,29 +47,37 @@ macro_rules! shard_update {
     };
 }
 
-/// The CTE `q`, after `u`: adds each queue's deltas (arrays `$first`..`$first + 6`,
-/// see [`QueueDeltas`]) to that queue's row of the shard `u` updated, creating it
-/// when missing. It reads `u`, so the shard row is locked before any queue row:
-/// every writer takes the rows of one shard in the same order (shard, then queues
-/// by name), and the shard row serializes them, so they cannot deadlock.
+/// The CTE `q`, after `u`: adds each queue's deltas and outcome totals (arrays
+/// `$first`..`$first + 12`, see [`QueueDeltas`]) to that queue's row of the
+/// shard `u` updated, creating it when missing. It reads `u`, so the shard row
+/// is locked before any queue row: every writer takes the rows of one shard in
+/// the same order (shard, then queues by name), and the shard row serializes
+/// them, so they cannot deadlock. The totals (schema version 7,
+/// `docs/history.md`) ride in the same upsert: no new row, no new statement.
 fn queue_cte(first: usize) -> String {
-    let p = |i: usize| first + i;
+    let arrays: Vec<String> = (0..QueueDeltas::ARRAYS)
+        .map(|i| {
+            let ty = if i == 0 { "text" } else { "int8" };
+            format!("${}::{ty}[]", first + i)
+        })
+        .collect();
     format!(
         "q AS (INSERT INTO {{s}}.duraq_queue_count_shards AS c (queue, shard, queued, handed_off, \
-         completed, failed, cancelled, orphaned) SELECT v.queue, u.shard, v.d0, v.d1, v.d2, v.d3, \
-         v.d4, v.d5 FROM u, unnest(${}::text[], ${}::int8[], ${}::int8[], ${}::int8[], ${}::int8[], \
-         ${}::int8[], ${}::int8[]) AS v (queue, d0, d1, d2, d3, d4, d5) ORDER BY v.queue COLLATE \"C\" \
+         completed, failed, cancelled, orphaned, enqueued_total, completed_total, failed_total, \
+         retried_total, cancelled_total, orphaned_total) SELECT v.queue, u.shard, v.d0, v.d1, \
+         v.d2, v.d3, v.d4, v.d5, v.t0, v.t1, v.t2, v.t3, v.t4, v.t5 FROM u, unnest({}) \
+         AS v (queue, d0, d1, d2, d3, d4, d5, t0, t1, t2, t3, t4, t5) ORDER BY v.queue COLLATE \"C\" \
          ON CONFLICT (queue, shard) DO UPDATE SET queued = c.queued + excluded.queued, \
          handed_off = c.handed_off + excluded.handed_off, completed = c.completed + excluded.completed, \
          failed = c.failed + excluded.failed, cancelled = c.cancelled + excluded.cancelled, \
-         orphaned = c.orphaned + excluded.orphaned) ",
-        p(0),
-        p(1),
-        p(2),
-        p(3),
-        p(4),
-        p(5),
-        p(6)
+         orphaned = c.orphaned + excluded.orphaned, \
+         enqueued_total = c.enqueued_total + excluded.enqueued_total, \
+         completed_total = c.completed_total + excluded.completed_total, \
+         failed_total = c.failed_total + excluded.failed_total, \
+         retried_total = c.retried_total + excluded.retried_total, \
+         cancelled_total = c.cancelled_total + excluded.cancelled_total, \
+         orphaned_total = c.orphaned_total + excluded.orphaned_total) ",
+        arrays.join(", ")
     )
 }
 
@@ -103,30 +111,36 @@ fn update_notify_sql() -> String {
     )
 }
 
-/// A change's per-queue deltas as the seven arrays [`queue_cte`] unnests.
+/// A change's per-queue deltas and outcome totals as the thirteen arrays
+/// [`queue_cte`] unnests.
 pub(crate) struct QueueDeltas {
     queues: Vec<String>,
-    deltas: [Vec<i64>; 6],
+    deltas: [Vec<i64>; 12],
 }
 
 impl QueueDeltas {
+    /// The number of arrays (queue names, six deltas, six totals).
+    pub(crate) const ARRAYS: usize = 13;
+
     pub(crate) fn new(change: &CountChange) -> Self {
         let mut out = Self {
             queues: Vec::new(),
             deltas: Default::default(),
         };
-        for (queue, d) in change.per_queue() {
+        for (queue, d, totals) in change.per_queue_with_totals() {
             out.queues.push(queue.to_owned());
-            for (column, delta) in out.deltas.iter_mut().zip(d) {
-                column.push(delta);
+            let values = d.into_iter().chain(totals.as_array());
+            for (column, value) in out.deltas.iter_mut().zip(values) {
+                column.push(value);
             }
         }
         out
     }
 
-    pub(crate) fn params(&self) -> [&(dyn ToSql + Sync); 7] {
-        let [d0, d1, d2, d3, d4, d5] = &self.deltas;
-        [&self.queues, d0, d1, d2, d3, d4, d5]
+    pub(crate) fn params(&self) -> Vec<&(dyn ToSql + Sync)> {
+        let mut out: Vec<&(dyn ToSql + Sync)> = vec![&self.queues];
+        out.extend(self.deltas.iter().map(|d| d as &(dyn ToSql + Sync)));
+        out
     }
 }
 

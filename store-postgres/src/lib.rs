@@ -77,6 +77,7 @@ mod dedupe;
 mod enqueue;
 mod enqueue_plain;
 mod error;
+mod history;
 mod insert;
 mod operations;
 mod ownership;

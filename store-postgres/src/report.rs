@@ -79,8 +79,7 @@ pub(crate) async fn report_many(
             continue;
         };
         apply_outcome(job, outcome, tx.now);
-        tx.change
-            .moved(&job.queue, JobStatus::HandedOff, job.status);
+        tx.change.reported(&job.queue, outcome, job.status);
         released.extend(reservation.take());
         if let (true, Some(key)) = (job.status.is_terminal(), &job.schedule_key) {
             keys.0.push(key.clone());
@@ -118,8 +117,7 @@ pub(crate) async fn recover_stale(tx: &mut Tx<'_>, stale_after_ms: i64) -> Resul
         .collect::<Result<Vec<_>>>()?;
     for Loaded { job, reservation } in &mut lost {
         recover_lost(job, tx.now);
-        tx.change
-            .moved(&job.queue, JobStatus::HandedOff, job.status);
+        tx.change.recovered(&job.queue, job.status);
         after_leaving_handoff(&tx.db, job, reservation.as_deref()).await?;
     }
     let saved: Vec<(&Job, Option<&str>)> = lost.iter().map(|l| (&l.job, None)).collect();

@@ -28,7 +28,8 @@
 //! table once when the table is created, and the index queue latency reads; 4,
 //! paused queues; 5, the error history (`duraq_jobs.errors`, JSON text, default
 //! `'[]'`); 6, what a worker registers (nullable `duraq_workers` columns, see
-//! [`crate::workers`]).
+//! [`crate::workers`]); 7, throughput history (outcome totals on the queue
+//! counter rows, `duraq_history`; see [`crate::history`]).
 
 use duraq_core::{Error, Result};
 

@@ -17,10 +17,14 @@
 //! key's limit and `duraq_rate_starts` logs recent starts per key), and visible
 //! workers (`duraq_workers` gains what a worker registers: `host`, `pid`,
 //! `queues` and `job_names` as JSON text, `slots`, `started_at_ms`; nullable,
-//! added in place).
+//! added in place); 7, throughput history (`docs/history.md`):
+//! `duraq_queue_count_shards` gains the monotonic outcome totals
+//! (`enqueued_total` … `orphaned_total`, `bigint NOT NULL DEFAULT 0`: a constant
+//! default, added in place without a table rewrite, so an upgraded database's
+//! totals start at 0) and `duraq_history` holds one sample per (minute, queue).
 
 /// The newest schema version this binary knows.
-pub const SCHEMA_VERSION: i64 = 6;
+pub const SCHEMA_VERSION: i64 = 7;
 /// The per-queue counter table (version 3), filled from the jobs when created.
 pub(crate) const QUEUE_COUNTS_TABLE: &str = "duraq_queue_count_shards";
 /// The ledger table recording applied versions.
@@ -180,8 +184,28 @@ pub(crate) const TABLES: &[Table] = &[
             ("failed", I, "bigint NOT NULL"),
             ("cancelled", I, "bigint NOT NULL"),
             ("orphaned", I, "bigint NOT NULL"),
+            ("enqueued_total", I, "bigint NOT NULL DEFAULT 0"),
+            ("completed_total", I, "bigint NOT NULL DEFAULT 0"),
+            ("failed_total", I, "bigint NOT NULL DEFAULT 0"),
+            ("retried_total", I, "bigint NOT NULL DEFAULT 0"),
+            ("cancelled_total", I, "bigint NOT NULL DEFAULT 0"),
+            ("orphaned_total", I, "bigint NOT NULL DEFAULT 0"),
         ],
         constraints: "PRIMARY KEY (queue, shard)",
+    },
+    Table {
+        name: "duraq_history",
+        columns: &[
+            ("minute_ms", I, "bigint NOT NULL"),
+            ("queue", T, "text NOT NULL"),
+            ("enqueued", I, "bigint NOT NULL"),
+            ("completed", I, "bigint NOT NULL"),
+            ("failed", I, "bigint NOT NULL"),
+            ("retried", I, "bigint NOT NULL"),
+            ("cancelled", I, "bigint NOT NULL"),
+            ("orphaned", I, "bigint NOT NULL"),
+        ],
+        constraints: "PRIMARY KEY (minute_ms, queue)",
     },
     Table {
         name: "duraq_rate_limits",
@@ -241,6 +265,12 @@ pub(crate) const ADDED_COLUMNS: &[(&str, &str, i64)] = &[
     ("duraq_workers", "job_names", 6),
     ("duraq_workers", "slots", 6),
     ("duraq_workers", "started_at_ms", 6),
+    (QUEUE_COUNTS_TABLE, "enqueued_total", 7),
+    (QUEUE_COUNTS_TABLE, "completed_total", 7),
+    (QUEUE_COUNTS_TABLE, "failed_total", 7),
+    (QUEUE_COUNTS_TABLE, "retried_total", 7),
+    (QUEUE_COUNTS_TABLE, "cancelled_total", 7),
+    (QUEUE_COUNTS_TABLE, "orphaned_total", 7),
 ];
 
 /// Indexes a later version replaced, dropped when upgrading.

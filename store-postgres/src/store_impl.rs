@@ -261,6 +261,20 @@ impl Inspect for PostgresStore {
             ),
         })
     }
+
+    async fn outcome_totals(&self) -> Result<Vec<duraq_core::QueueTotals>> {
+        read!(self, |db| crate::history::outcome_totals(&db).await)
+    }
+
+    async fn record_history(&self) -> Result<bool> {
+        write_tx!(self, self.now(), |tx| {
+            crate::history::record(&mut tx).await
+        })
+    }
+
+    async fn history(&self, since_ms: i64) -> Result<Vec<duraq_core::HistorySample>> {
+        read!(self, |db| crate::history::since(&db, since_ms).await)
+    }
 }
 
 #[async_trait]

@@ -13,6 +13,10 @@
 //! [`queue_snapshot`] reads the seven global rows, the queue rows, and per queue
 //! with queued jobs the first entry of the `(queue, scheduled_at_ms)` index of
 //! queued jobs (its latency), all in the reader's one transaction.
+//!
+//! The same upsert adds the change's outcome totals (schema version 9,
+//! `docs/history.md`) to six more columns of the queue row: no extra row and no
+//! extra statement per commit.
 
 use duraq_core::{
     CountChange, CountDelta, CountSnapshot, Error, JobStatus, QueueCounts, QueueSnapshot, Result,
@@ -32,16 +36,27 @@ pub(crate) fn apply_change(conn: &Connection, change: &CountChange) -> Result<Co
     let mut upsert = conn
         .prepare_cached(
             "INSERT INTO duraq_queue_counts \
-             (queue, queued, handed_off, completed, failed, cancelled, orphaned) \
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) ON CONFLICT (queue) DO UPDATE SET \
+             (queue, queued, handed_off, completed, failed, cancelled, orphaned, enqueued_total, \
+             completed_total, failed_total, retried_total, cancelled_total, orphaned_total) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13) \
+             ON CONFLICT (queue) DO UPDATE SET \
              queued = queued + excluded.queued, handed_off = handed_off + excluded.handed_off, \
              completed = completed + excluded.completed, failed = failed + excluded.failed, \
-             cancelled = cancelled + excluded.cancelled, orphaned = orphaned + excluded.orphaned",
+             cancelled = cancelled + excluded.cancelled, orphaned = orphaned + excluded.orphaned, \
+             enqueued_total = enqueued_total + excluded.enqueued_total, \
+             completed_total = completed_total + excluded.completed_total, \
+             failed_total = failed_total + excluded.failed_total, \
+             retried_total = retried_total + excluded.retried_total, \
+             cancelled_total = cancelled_total + excluded.cancelled_total, \
+             orphaned_total = orphaned_total + excluded.orphaned_total",
         )
         .db()?;
-    for (queue, d) in change.per_queue() {
+    for (queue, d, totals) in change.per_queue_with_totals() {
+        let t = totals.as_array();
         upsert
-            .execute(rusqlite::params![queue, d[0], d[1], d[2], d[3], d[4], d[5]])
+            .execute(rusqlite::params![
+                queue, d[0], d[1], d[2], d[3], d[4], d[5], t[0], t[1], t[2], t[3], t[4], t[5]
+            ])
             .db()?;
     }
     add_to(conn, "revision", 1)?;

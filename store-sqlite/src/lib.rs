@@ -81,6 +81,7 @@ mod counts;
 mod dedupe;
 mod enqueue;
 mod error;
+mod history;
 mod insert;
 mod operations;
 mod options;

@@ -3,7 +3,7 @@
 //! compared, and the outcome applied with [`duraq_core::transitions::apply_outcome`].
 
 use duraq_core::transitions::{apply_outcome, recover_lost};
-use duraq_core::{Error, JobStatus, Lease, LeaseState, Outcome, Result};
+use duraq_core::{CountChange, Error, JobStatus, Lease, LeaseState, Outcome, Result};
 use rusqlite::{params, Connection};
 
 use crate::error::SqlResult;
@@ -24,6 +24,9 @@ pub(crate) fn report(tx: &mut Tx<'_>, lease: &Lease, outcome: &Outcome) -> Resul
     apply_outcome(&mut job, outcome, tx.now);
     let reservation = Reservation::Known(reservation.as_deref());
     persist_transition(tx, JobStatus::HandedOff, &job, reservation)?;
+    if CountChange::is_retry(Some(outcome), job.status) {
+        tx.retried(&job.queue);
+    }
     Ok(true)
 }
 
@@ -64,6 +67,9 @@ pub(crate) fn recover_stale(tx: &mut Tx<'_>, stale_after_ms: i64) -> Result<Vec<
     for mut job in lost {
         recover_lost(&mut job, tx.now);
         persist_transition(tx, JobStatus::HandedOff, &job, Reservation::Unknown)?;
+        if CountChange::is_retry(None, job.status) {
+            tx.retried(&job.queue);
+        }
         ids.push(job.id);
     }
     let forget = duraq_core::worker_forget_cutoff_ms(tx.now, stale_after_ms);

@@ -23,9 +23,13 @@
 //! listed). Version 8: no new table or column; a job row keeps its args digest
 //! only while it has a dedupe key (`''` otherwise, see [`crate::dedupe`]), which
 //! a binary of version 7 would misread, so it must refuse such a file.
+//! Version 9: throughput history (`docs/history.md`): `duraq_queue_counts` gains
+//! the monotonic outcome totals (`enqueued_total` … `orphaned_total`, added in
+//! place as `NOT NULL DEFAULT 0`, so an upgraded file's totals start at 0), and
+//! `duraq_history` holds one sample per (minute, queue), keyed by both.
 
 /// The newest schema version this binary knows.
-pub const SCHEMA_VERSION: i64 = 8;
+pub const SCHEMA_VERSION: i64 = 9;
 /// The ledger table recording applied versions.
 pub const LEDGER_TABLE: &str = "duraq_migrations";
 /// The ledger scope of the job store's own schema.
@@ -203,8 +207,29 @@ pub(crate) const TABLES: &[Table] = &[
             col("failed", "INTEGER", "NOT NULL", 4),
             col("cancelled", "INTEGER", "NOT NULL", 4),
             col("orphaned", "INTEGER", "NOT NULL", 4),
+            col("enqueued_total", "INTEGER", "NOT NULL DEFAULT 0", 9),
+            col("completed_total", "INTEGER", "NOT NULL DEFAULT 0", 9),
+            col("failed_total", "INTEGER", "NOT NULL DEFAULT 0", 9),
+            col("retried_total", "INTEGER", "NOT NULL DEFAULT 0", 9),
+            col("cancelled_total", "INTEGER", "NOT NULL DEFAULT 0", 9),
+            col("orphaned_total", "INTEGER", "NOT NULL DEFAULT 0", 9),
         ],
         constraints: "",
+    },
+    Table {
+        name: HISTORY_TABLE,
+        since: 9,
+        columns: &[
+            col("minute_ms", "INTEGER", "NOT NULL", 9),
+            col("queue", "TEXT", "NOT NULL", 9),
+            col("enqueued", "INTEGER", "NOT NULL", 9),
+            col("completed", "INTEGER", "NOT NULL", 9),
+            col("failed", "INTEGER", "NOT NULL", 9),
+            col("retried", "INTEGER", "NOT NULL", 9),
+            col("cancelled", "INTEGER", "NOT NULL", 9),
+            col("orphaned", "INTEGER", "NOT NULL", 9),
+        ],
+        constraints: ", PRIMARY KEY (minute_ms, queue)",
     },
     Table {
         name: PAUSED_QUEUES_TABLE,
@@ -235,6 +260,9 @@ pub(crate) const TABLES: &[Table] = &[
         constraints: "",
     },
 ];
+
+/// The throughput history samples (see [`crate::history`]).
+pub(crate) const HISTORY_TABLE: &str = "duraq_history";
 
 /// The paused queues (see [`crate::pause`]): a row per paused queue.
 pub(crate) const PAUSED_QUEUES_TABLE: &str = "duraq_paused_queues";

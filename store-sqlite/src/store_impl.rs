@@ -213,6 +213,19 @@ impl Inspect for SqliteStore {
             ),
         })
     }
+
+    async fn outcome_totals(&self) -> Result<Vec<duraq_core::QueueTotals>> {
+        self.read(crate::history::outcome_totals).await
+    }
+
+    async fn record_history(&self) -> Result<bool> {
+        self.write(crate::history::record).await
+    }
+
+    async fn history(&self, since_ms: i64) -> Result<Vec<duraq_core::HistorySample>> {
+        self.read(move |conn| crate::history::since(conn, since_ms))
+            .await
+    }
 }
 
 #[async_trait]

@@ -82,6 +82,12 @@ impl<'c> Tx<'c> {
         self.change.removed(queue, status);
     }
 
+    /// A retry of a row of `queue` (see [`CountChange::is_retry`]), counted
+    /// after its move.
+    pub(crate) fn retried(&mut self, queue: &str) {
+        self.change.retried(queue);
+    }
+
     /// A row of `queue` moved between statuses (no-op when equal).
     pub(crate) fn moved(&mut self, queue: &str, from: JobStatus, to: JobStatus) {
         self.change.moved(queue, from, to);

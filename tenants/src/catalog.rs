@@ -31,7 +31,8 @@ pub const JOB_STORE_SCOPE: &str = "duraq.jobs";
 /// stores to answer a preflight; a `duraq-cli` test checks it): 1 = jobs, keys,
 /// counts; 2 = schedule keys; 3 = partial job indexes; 4 = counts per queue;
 /// 5 = paused queues; 6 = error history; 7 = priorities, rate limits and
-/// visible workers; 8 = args digests kept only for dedupe scopes.
+/// visible workers; 8 = args digests kept only for dedupe scopes; 9 =
+/// throughput history.
 pub const JOB_STORE_VERSIONS: &[(i64, &str)] = &[
     (1, "job_store"),
     (2, "schedule_keys"),
@@ -41,13 +42,14 @@ pub const JOB_STORE_VERSIONS: &[(i64, &str)] = &[
     (6, "error_history"),
     (7, "priorities_rate_limits_workers"),
     (8, "dedupe_scope_digests"),
+    (9, "throughput_history"),
 ];
 
 /// The PostgreSQL job store's schema versions (its own numbering, checked
 /// against `duraq-store-postgres`'s `SCHEMA_VERSION` the same way): 1 = jobs,
 /// keys, counts, schedule keys; 2 = dedupe keys for dedupe scopes only; 3 =
 /// counts per queue; 4 = paused queues; 5 = error history; 6 = visible
-/// workers.
+/// workers; 7 = throughput history.
 pub const POSTGRES_JOB_STORE_VERSIONS: &[(i64, &str)] = &[
     (1, "job_store"),
     (2, "dedupe_scopes"),
@@ -55,6 +57,7 @@ pub const POSTGRES_JOB_STORE_VERSIONS: &[(i64, &str)] = &[
     (4, "paused_queues"),
     (5, "error_history"),
     (6, "priorities_rate_limits_workers"),
+    (7, "throughput_history"),
 ];
 
 /// Where a database records the migrations it has.
@@ -186,8 +189,8 @@ impl Catalog {
     /// ```
     /// use duraq_tenants::Catalog;
     /// let catalog = Catalog::job_store();
-    /// assert_eq!(catalog.for_backend(false).versions(), [1, 2, 3, 4, 5, 6, 7, 8]);
-    /// assert_eq!(catalog.for_backend(true).versions(), [1, 2, 3, 4, 5, 6]);
+    /// assert_eq!(catalog.for_backend(false).versions(), [1, 2, 3, 4, 5, 6, 7, 8, 9]);
+    /// assert_eq!(catalog.for_backend(true).versions(), [1, 2, 3, 4, 5, 6, 7]);
     /// ```
     pub fn job_store() -> Self {
         let postgres = Self::job_store_of(POSTGRES_JOB_STORE_VERSIONS, None);

@@ -119,7 +119,7 @@ impl State {
             return false;
         }
         transitions::apply_outcome(job, outcome, now);
-        change.moved(&job.queue, JobStatus::HandedOff, job.status);
+        change.reported(&job.queue, outcome, job.status);
         self.after_leaving_handoff(&lease.job_id);
         true
     }
@@ -144,7 +144,7 @@ impl State {
         for id in &lost {
             let job = self.jobs.get_mut(id).expect("listed job exists");
             transitions::recover_lost(job, now);
-            change.moved(&job.queue, JobStatus::HandedOff, job.status);
+            change.recovered(&job.queue, job.status);
             self.after_leaving_handoff(id);
         }
         self.forget_workers(crate::workers::worker_forget_cutoff_ms(now, stale_after_ms));

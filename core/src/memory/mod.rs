@@ -6,6 +6,7 @@
 //! same operations here and on a real store and demands identical answers.
 
 mod enqueue;
+mod history;
 mod keys;
 mod lifecycle;
 mod store_impl;
@@ -55,6 +56,11 @@ struct State {
     rate_starts: HashMap<String, Vec<i64>>,
     /// Paused queue → when it was paused (`duraq_paused_queues` in the stores).
     paused: BTreeMap<String, i64>,
+    /// queue → monotonic outcome totals (extra columns of the stores' per-queue
+    /// counter rows).
+    queue_totals: BTreeMap<String, crate::history::OutcomeTotals>,
+    /// (minute, queue) → sampled totals (`duraq_history` in the stores).
+    history: BTreeMap<(i64, String), crate::history::OutcomeTotals>,
     revision: i64,
 }
 
@@ -137,11 +143,13 @@ impl MemoryStore {
         for (count, delta) in st.counts.iter_mut().zip(change.per_status()) {
             *count += delta;
         }
-        for (queue, deltas) in change.per_queue() {
+        for (queue, deltas, totals) in change.per_queue_with_totals() {
             let counts = st.queue_counts.entry(queue.to_owned()).or_default();
             for (count, delta) in counts.iter_mut().zip(deltas) {
                 *count += delta;
             }
+            let sum = st.queue_totals.entry(queue.to_owned()).or_default();
+            *sum = *sum + totals;
         }
         let _ = self.deltas.send(change.to_delta(st.revision));
     }

@@ -6,6 +6,7 @@ use serde_json::Value;
 use tokio::sync::{broadcast, watch};
 
 use super::MemoryStore;
+use crate::history::{HistorySample, QueueTotals};
 use crate::counts::{CountChange, CountDelta, CountSnapshot, QueueCounts, QueueSnapshot};
 use crate::error::{Error, ErrorCode, Result};
 use crate::job::{Job, JobStatus, Lease};
@@ -287,6 +288,19 @@ impl Inspect for MemoryStore {
             schema_version: 1,
             detail: "in-process reference model".into(),
         })
+    }
+
+    async fn outcome_totals(&self) -> Result<Vec<QueueTotals>> {
+        Ok(self.lock().outcome_totals())
+    }
+
+    async fn record_history(&self) -> Result<bool> {
+        let now = self.now();
+        Ok(self.lock().record_history(now))
+    }
+
+    async fn history(&self, since_ms: i64) -> Result<Vec<HistorySample>> {
+        Ok(self.lock().history_since(since_ms))
     }
 }
 

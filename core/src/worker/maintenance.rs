@@ -3,6 +3,11 @@
 //! (`docs/jobs.md`) — there is no leader, and recovery is one idempotent store call, so
 //! several processes doing it at once is harmless. Both loops start one interval
 //! after startup, which heartbeats and recovers once itself before claiming.
+//!
+//! The history sampler ([`history_loop`]) is a liveness duty of the same kind:
+//! every worker calls [`Inspect::record_history`] once a minute, and the store
+//! keeps the first sample of each minute, so the throughput history
+//! (`docs/history.md`) has a sample per minute while any worker runs.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -11,7 +16,8 @@ use tokio::time::{interval_at, Instant, MissedTickBehavior};
 
 use super::events::{Telemetry, WorkerEvent};
 use super::handler::duration_ms;
-use crate::store::WorkerStore;
+use crate::history::MINUTE_MS;
+use crate::store::{Inspect, WorkerStore};
 
 /// Heartbeats every `every` until aborted (it runs through the drain, so the
 /// jobs being finished are not recovered from under the worker).
@@ -59,5 +65,19 @@ pub(crate) async fn recover_once(
         }
         Ok(_) => {}
         Err(e) => tracing::warn!("recovering stale leases failed: {e}"),
+    }
+}
+
+/// Samples the throughput history now and then once a minute until aborted;
+/// errors are logged (a missed minute is a gap in the charts, nothing more).
+pub(crate) async fn history_loop(store: Arc<dyn Inspect>) {
+    let every = Duration::from_millis(MINUTE_MS as u64);
+    let mut ticker = interval_at(Instant::now(), every);
+    ticker.set_missed_tick_behavior(MissedTickBehavior::Delay);
+    loop {
+        ticker.tick().await;
+        if let Err(e) = store.record_history().await {
+            tracing::warn!("sampling the throughput history failed: {e}");
+        }
     }
 }

@@ -147,15 +147,13 @@ fn selection(target: BulkTarget) -> Result<BulkSelection, CliError> {
         .iter()
         .map(|s| parse_status(s))
         .collect::<Result<Vec<_>, _>>()?;
-    Ok(BulkSelection::Matching {
+    Ok(BulkSelection::Matching(JobFilter {
         statuses,
-        filter: JobFilter {
-            job_name: target.name,
-            queue: target.queue,
-            schedule_key: target.key,
-            ..JobFilter::default()
-        },
-    })
+        job_name: target.name,
+        queue: target.queue,
+        schedule_key: target.key,
+        ..JobFilter::default()
+    }))
 }
 
 /// `--status` of `jobs list` and the bulk actions (`running` is `handed_off`).

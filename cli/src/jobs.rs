@@ -41,12 +41,17 @@ pub async fn run(db: &Database, cmd: JobsCommand, json: bool) -> Result<()> {
                 .map(|q| crate::parse::queue_name("--queue", q))
                 .transpose()?;
             let filter = JobFilter {
-                status: status.as_deref().map(bulk::parse_status).transpose()?,
+                statuses: status
+                    .as_deref()
+                    .map(bulk::parse_status)
+                    .transpose()?
+                    .into_iter()
+                    .collect(),
                 job_name: name,
                 queue: queue.map(String::from),
                 schedule_key: key,
-                after: None,
                 limit: Some(limit),
+                ..JobFilter::default()
             };
             if limit == 0 {
                 return Err(CliError::new("invalid-limit", "--limit must be at least 1").into());
@@ -120,12 +125,15 @@ async fn list_on(
         })?;
         filter.after = Some(JobCursor::after(&last));
     }
-    let jobs = store.list_jobs(&filter).await?;
+    let jobs = store.search_jobs(&filter).await?.jobs;
     let exact_total =
         filter.job_name.is_none() && filter.queue.is_none() && filter.schedule_key.is_none();
     let total = if exact_total {
         let snap = store.count_snapshot().await?;
-        Some(filter.status.map_or(snap.total, |s| snap.counts.get(s)))
+        Some(match filter.statuses.as_slice() {
+            [] => snap.total,
+            many => many.iter().map(|s| snap.counts.get(*s)).sum(),
+        })
     } else {
         None
     };

@@ -13,6 +13,7 @@
 use crate::error::{Error, Result};
 use crate::job::JobStatus;
 use crate::requests::{BulkAction, BulkBatch, JobCursor, JobFilter};
+use crate::rules::SEARCH_CHUNK;
 use crate::store::Operate;
 
 /// Which jobs a bulk action is for.
@@ -20,14 +21,9 @@ use crate::store::Operate;
 pub enum BulkSelection {
     /// These jobs; every id must exist ([`run_bulk`] checks before it acts).
     Ids(Vec<String>),
-    /// Every job matching `filter` in any of `statuses` (all statuses when
-    /// empty; `filter.status`, `after` and `limit` are ignored).
-    Matching {
-        /// The statuses to walk, one after the other.
-        statuses: Vec<JobStatus>,
-        /// Name, queue and key conditions.
-        filter: JobFilter,
-    },
+    /// Every job matching the filter (its `after`, `limit` and `scan_limit`
+    /// are ignored: the walk covers every match, a batch at a time).
+    Matching(JobFilter),
 }
 
 /// A bulk action to run.
@@ -107,7 +103,7 @@ impl BulkReport {
 /// store.enqueue(job).await.unwrap();
 /// let req = BulkRequest::new(
 ///     BulkAction::Cancel,
-///     BulkSelection::Matching { statuses: vec![JobStatus::Queued], filter: JobFilter::default() },
+///     BulkSelection::Matching(JobFilter { statuses: vec![JobStatus::Queued], ..JobFilter::default() }),
 /// );
 /// let report = run_bulk(&store, &req, &mut |_| {}).await.unwrap();
 /// assert_eq!((report.matched, report.changed, report.skipped), (1, 1, 0));
@@ -147,37 +143,34 @@ pub async fn run_bulk<S: Operate + ?Sized>(
                 progress(&report);
             }
         }
-        BulkSelection::Matching { statuses, filter } => {
-            let passes: Vec<Option<JobStatus>> = if statuses.is_empty() {
-                vec![None]
-            } else {
-                statuses.iter().copied().map(Some).collect()
+        BulkSelection::Matching(filter) => {
+            let mut walk = JobFilter {
+                after: None,
+                limit: Some(batch),
+                scan_limit: Some(batch.max(SEARCH_CHUNK)),
+                ..filter.clone()
             };
-            for status in passes {
-                let mut after: Option<JobCursor> = None;
-                loop {
-                    let page = store
-                        .list_jobs(&JobFilter {
-                            status,
-                            after: after.clone(),
-                            limit: Some(batch),
-                            ..filter.clone()
-                        })
-                        .await?;
-                    let Some(last) = page.last() else { break };
-                    after = Some(JobCursor::after(last));
-                    let ids: Vec<String> = page.iter().map(|j| j.id.clone()).collect();
+            loop {
+                let page = store.search_jobs(&walk).await?;
+                let more = page.jobs.len() >= batch || page.resume.is_some();
+                walk.after = match (page.jobs.last(), page.resume) {
+                    (_, Some(resume)) => Some(resume),
+                    (Some(last), None) => Some(JobCursor::after(last)),
+                    (None, None) => None,
+                };
+                if !page.jobs.is_empty() {
+                    let ids: Vec<String> = page.jobs.iter().map(|j| j.id.clone()).collect();
                     report.saw(&ids);
                     if req.dry_run {
-                        let statuses: Vec<JobStatus> = page.iter().map(|j| j.status).collect();
+                        let statuses: Vec<JobStatus> = page.jobs.iter().map(|j| j.status).collect();
                         tally_dry(&mut report, req.action, &statuses);
                     } else {
                         report.add(store.act_on_jobs(req.action, &ids).await?);
                     }
                     progress(&report);
-                    if page.len() < batch {
-                        break;
-                    }
+                }
+                if !more {
+                    break;
                 }
             }
         }

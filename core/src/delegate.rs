@@ -190,11 +190,18 @@ macro_rules! delegate_store {
                 ) -> $crate::Result<::std::option::Option<$crate::Job>> {
                     self.$field.get_job(id).await
                 }
-                async fn list_jobs(
+                async fn search_jobs(
                     &self,
                     filter: &$crate::JobFilter,
+                ) -> $crate::Result<$crate::JobPage> {
+                    self.$field.search_jobs(filter).await
+                }
+                async fn jobs_with_id_prefix(
+                    &self,
+                    prefix: &str,
+                    limit: usize,
                 ) -> $crate::Result<::std::vec::Vec<$crate::Job>> {
-                    self.$field.list_jobs(filter).await
+                    self.$field.jobs_with_id_prefix(prefix, limit).await
                 }
                 async fn get_scheduled(
                     &self,

@@ -56,6 +56,11 @@ pub enum ErrorCode {
     IdempotencyConflict,
     /// No job has the given id.
     JobNotFound,
+    /// Text given as a job id or id prefix that no id could start with (empty,
+    /// too long, spaces or control characters; see [`crate::resolve_job`]).
+    InvalidId,
+    /// An id prefix that several jobs' ids start with ([`crate::resolve_job`]).
+    AmbiguousId,
     /// An operator action on a job whose status does not allow it (retrying a
     /// queued job, cancelling a completed one).
     InvalidJobState,
@@ -80,6 +85,9 @@ pub enum ErrorCode {
     DuplicateHandler,
     /// A cron expression that does not parse or never fires.
     InvalidCron,
+    /// A time zone name that the bundled IANA database does not know
+    /// (`CRON_TZ=`, [`crate::CronSchedule::in_time_zone`]).
+    InvalidTimeZone,
     /// An impossible worker, periodic or retention setting.
     InvalidWorkerConfig,
     /// The worker task itself failed: a bug.
@@ -106,6 +114,8 @@ impl ErrorCode {
             Self::UnsupportedOption => "unsupported-option",
             Self::IdempotencyConflict => "idempotency-conflict",
             Self::JobNotFound => "job-not-found",
+            Self::InvalidId => "invalid-id",
+            Self::AmbiguousId => "ambiguous-id",
             Self::InvalidJobState => "invalid-job-state",
             Self::InvalidStatus => "invalid-status",
             Self::InvalidRange => "invalid-range",
@@ -116,6 +126,7 @@ impl ErrorCode {
             Self::Backend => "backend-error",
             Self::DuplicateHandler => "duplicate-handler",
             Self::InvalidCron => "invalid-cron",
+            Self::InvalidTimeZone => "invalid-time-zone",
             Self::InvalidWorkerConfig => "invalid-worker-config",
             Self::WorkerInternal => "worker-internal",
         }

@@ -58,7 +58,9 @@ mod memory;
 mod options;
 mod rate;
 mod requests;
+mod resolve;
 pub mod rules;
+mod search;
 mod store;
 mod time;
 pub mod transitions;
@@ -114,6 +116,8 @@ pub use requests::{
     PruneRequest, QueueConfig, ReplaceOutcome, ReportedAndClaimed, RunningOwner, ScheduledJobs,
     WakeOutcome,
 };
+pub use resolve::{check_id_prefix, id_prefix_bound, resolve_job, MAX_ID_BYTES};
+pub use search::{contains_ignoring_case, json_contains, JobPage, DEFAULT_SCAN_LIMIT};
 pub use store::{Inspect, MailOperations, Operate, Producer, Store, WorkerStore};
 pub use typed::JobArgs;
 pub use worker::{

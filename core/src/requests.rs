@@ -222,61 +222,7 @@ impl Outcome {
     }
 }
 
-/// Filter for `list_jobs`; results are newest first (`createdAtMs`, then `id`, desc).
-/// Every set field must match (they combine with AND).
-///
-/// ```
-/// use duraq_core::{JobCursor, JobFilter, JobStatus};
-/// let page = JobFilter {
-///     status: Some(JobStatus::Failed),
-///     queue: Some("mail".into()),
-///     limit: Some(50),
-///     // the next page starts after the last job of the previous one
-///     after: Some(JobCursor { created_at_ms: 1_700_000_000_000, id: "01a2…".into() }),
-///     ..JobFilter::default()
-/// };
-/// assert_eq!(page.limit, Some(50));
-/// ```
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct JobFilter {
-    /// Only jobs in this status.
-    pub status: Option<JobStatus>,
-    /// Only jobs of this name.
-    pub job_name: Option<String>,
-    /// Only jobs in this queue.
-    pub queue: Option<String>,
-    /// Only jobs that carry this schedule key (owners and history alike).
-    pub schedule_key: Option<String>,
-    /// Only jobs after this one in list order (strictly older): keyset paging,
-    /// stable while jobs are added or change status.
-    pub after: Option<JobCursor>,
-    /// At most this many jobs.
-    pub limit: Option<usize>,
-}
-
-/// A position in `list_jobs` order: the last job of the previous page.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct JobCursor {
-    /// That job's `createdAtMs`.
-    pub created_at_ms: i64,
-    /// That job's id.
-    pub id: String,
-}
-
-impl JobCursor {
-    /// The cursor just past `job`.
-    pub fn after(job: &crate::Job) -> Self {
-        Self {
-            created_at_ms: job.created_at_ms,
-            id: job.id.clone(),
-        }
-    }
-
-    /// Whether `job` comes after this cursor in list order.
-    pub fn precedes(&self, job: &crate::Job) -> bool {
-        (job.created_at_ms, job.id.as_bytes()) < (self.created_at_ms, self.id.as_bytes())
-    }
-}
+pub use crate::search::{JobCursor, JobFilter};
 
 /// Which terminal jobs to delete. A job goes when its terminal timestamp is
 /// strictly older than `now - age` for its status's age; a status without an age
@@ -327,7 +273,7 @@ impl PruneRequest {
     /// `now_ms` (the store's clock), deleting nothing: a dry run
     /// (`duraq jobs prune --dry-run`). Reads only: one count snapshot, then
     /// the jobs of each status the request gives an age to (and that holds any
-    /// job), in `list_jobs` pages of `batch_size`, judged by the same rule the
+    /// job), in `search_jobs` pages of `batch_size`, judged by the same rule the
     /// stores delete by ([`crate::rules::is_prunable`]). Its cost grows with
     /// the jobs of those statuses, not with what would go; each page is its own
     /// read, so jobs that change meanwhile may be counted as they were.
@@ -353,12 +299,13 @@ impl PruneRequest {
                 continue;
             }
             let mut filter = JobFilter {
-                status: Some(status),
+                statuses: vec![status],
                 limit: Some(page_size),
+                scan_limit: Some(page_size),
                 ..JobFilter::default()
             };
             loop {
-                let page = store.list_jobs(&filter).await?;
+                let page = store.search_jobs(&filter).await?.jobs;
                 prunable += page
                     .iter()
                     .filter(|job| crate::rules::is_prunable(job, self, now_ms))

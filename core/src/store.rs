@@ -43,6 +43,7 @@ use crate::job::{Job, Lease};
 use crate::keys::{QueueName, ScheduleKey};
 use crate::options::NewJob;
 use crate::requests::*;
+use crate::search::JobPage;
 use crate::workers::{
     unhandled_groups, DueJobGroup, WorkerInfo, WorkerRecord, UNHANDLED_SCAN_LIMIT,
 };
@@ -263,8 +264,16 @@ pub trait Inspect: Send + Sync + 'static {
     /// One job by id.
     async fn get_job(&self, id: &str) -> Result<Option<Job>>;
 
-    /// Jobs matching `filter`, newest first.
-    async fn list_jobs(&self, filter: &JobFilter) -> Result<Vec<Job>>;
+    /// Jobs matching `filter`, newest first, reading at most the filter's scan
+    /// budget of candidate rows ([`JobFilter::scan_budget`]): the indexed
+    /// conditions narrow in the database, [`JobFilter::matches`] judges the
+    /// rest ([`crate::rules::SearchScan`]). When the budget runs out before
+    /// `limit` matches, [`JobPage::resume`] says where to go on.
+    async fn search_jobs(&self, filter: &JobFilter) -> Result<JobPage>;
+
+    /// At most `limit` jobs whose id starts with `prefix`, in id order (byte
+    /// order), read through the primary key. See [`crate::resolve_job`].
+    async fn jobs_with_id_prefix(&self, prefix: &str, limit: usize) -> Result<Vec<Job>>;
 
     /// The current owner and, when asked, the newest terminal job that carries the
     /// key (by `scheduleOrder`, then `createdAtMs`, then `id`).

@@ -188,7 +188,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         job_name: Some("send_welcome".into()),
         ..JobFilter::default()
     };
-    let welcome_jobs = jobs.list_jobs(&filter).await?.len();
+    let welcome_jobs = jobs.search_jobs(&filter).await?.jobs.len();
     assert_eq!((users, welcome_jobs), (1, 1));
     println!("after both requests: {users} user, {welcome_jobs} send_welcome job (the rollback took its job with it)");
 

@@ -35,9 +35,10 @@ fn required(id: &str) -> Option<DeliveryOperation> {
 
 async fn no_jobs(store: &Arc<dyn Store>) -> bool {
     store
-        .list_jobs(&JobFilter::default())
+        .search_jobs(&JobFilter::default())
         .await
         .unwrap()
+        .jobs
         .is_empty()
 }
 

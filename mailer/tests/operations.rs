@@ -39,9 +39,10 @@ fn required(id: &str) -> Option<DeliveryOperation> {
 
 async fn no_jobs(store: &Arc<dyn Store>) -> bool {
     store
-        .list_jobs(&JobFilter::default())
+        .search_jobs(&JobFilter::default())
         .await
         .unwrap()
+        .jobs
         .is_empty()
 }
 
@@ -227,7 +228,7 @@ async fn same_id_with_other_content_conflicts(store: Arc<dyn Store>, _clock: Man
         err.unwrap_err().code(),
         "mail-delivery-idempotency-conflict"
     );
-    let jobs = store.list_jobs(&JobFilter::default()).await.unwrap();
+    let jobs = store.search_jobs(&JobFilter::default()).await.unwrap().jobs;
     assert_eq!(
         jobs.iter().map(|j| j.id.as_str()).collect::<Vec<_>>(),
         vec![first.job_id()]

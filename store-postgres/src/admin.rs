@@ -1,20 +1,17 @@
-//! Operator actions and queries: retry, cancel, bulk actions, listing,
-//! pruning in batches, and reservation reconciliation.
+//! Operator actions and queries: retry, cancel, bulk actions, pruning in
+//! batches, and reservation reconciliation (searching is `search.rs`).
 //!
 //! Retry and cancel load the row `FOR UPDATE`, apply the shared transition from
 //! `duraq_core::transitions`, and then give back what the job held
 //! ([`crate::ownership`]).
 
 use duraq_core::transitions::{operator_cancel, operator_retry};
-use duraq_core::{
-    BulkAction, BulkBatch, Error, ErrorCode, Job, JobFilter, JobStatus, PruneRequest, Result,
-};
+use duraq_core::{BulkAction, BulkBatch, Error, ErrorCode, Job, JobStatus, PruneRequest, Result};
 
-use crate::backend::db::Db;
 use crate::ownership::{
     after_leaving_handoff, claim_ownership_if_free, lock_key, release_owners, release_reservations,
 };
-use crate::rows::{jobs_from_rows, loaded_from_row, lock_job, save_jobs, Loaded, JOB_COLUMNS};
+use crate::rows::{loaded_from_row, lock_job, save_jobs, Loaded, JOB_COLUMNS};
 use crate::tx::Tx;
 
 /// Operator retry of a terminal job; it takes its key back if the key is free.
@@ -260,34 +257,4 @@ pub(crate) async fn reconcile(tx: &mut Tx<'_>) -> Result<u64> {
             &[],
         )
         .await
-}
-
-/// Jobs matching `filter`, newest first.
-pub(crate) async fn list_jobs(db: &Db<'_>, filter: &JobFilter) -> Result<Vec<Job>> {
-    let sql = format!(
-        "SELECT {JOB_COLUMNS} FROM {{s}}.duraq_jobs WHERE ($1::text IS NULL OR status = $1) \
-         AND ($2::text IS NULL OR job_name = $2) AND ($3::text IS NULL OR queue = $3) \
-         AND ($5::text IS NULL OR schedule_key = $5) \
-         AND ($6::bigint IS NULL OR (created_at_ms, id COLLATE \"C\") < ($6, $7::text COLLATE \"C\")) \
-         ORDER BY created_at_ms DESC, id COLLATE \"C\" DESC LIMIT $4"
-    );
-    let status = filter.status.map(|s| s.as_str());
-    let limit = filter.limit.map(|l| i64::try_from(l).unwrap_or(i64::MAX));
-    let after_ms = filter.after.as_ref().map(|c| c.created_at_ms);
-    let after_id = filter.after.as_ref().map(|c| c.id.as_str());
-    jobs_from_rows(
-        &db.query(
-            &sql,
-            &[
-                &status,
-                &filter.job_name,
-                &filter.queue,
-                &limit,
-                &filter.schedule_key,
-                &after_ms,
-                &after_id,
-            ],
-        )
-        .await?,
-    )
 }

@@ -88,6 +88,7 @@ mod rows;
 mod schedule;
 mod schema;
 mod schema_def;
+mod search;
 mod store_impl;
 mod transactional;
 mod tx;

@@ -6,10 +6,10 @@ use async_trait::async_trait;
 use duraq_core::rules::PruneRun;
 use duraq_core::{
     BulkAction, BulkBatch, CancelOutcome, ClaimRequest, CountDelta, CountSnapshot, DueJobGroup,
-    EnqueueOutcome, Health, Inspect, Job, JobFilter, JobStatus, KeyedOutcome, Lease, LeaseState,
-    MailOperations, NewJob, Operate, Operation, Outcome, Producer, PruneReport, PruneRequest,
-    QueueName, QueueSnapshot, ReplaceOutcome, ReportedAndClaimed, Result, RunningOwner,
-    ScheduleKey, ScheduledJobs, WakeOutcome, WorkerInfo, WorkerRecord, WorkerStore,
+    EnqueueOutcome, Health, Inspect, Job, JobFilter, JobPage, JobStatus, KeyedOutcome, Lease,
+    LeaseState, MailOperations, NewJob, Operate, Operation, Outcome, Producer, PruneReport,
+    PruneRequest, QueueName, QueueSnapshot, ReplaceOutcome, ReportedAndClaimed, Result,
+    RunningOwner, ScheduleKey, ScheduledJobs, WakeOutcome, WorkerInfo, WorkerRecord, WorkerStore,
 };
 use tokio::sync::{broadcast, watch};
 
@@ -194,8 +194,15 @@ impl Inspect for PostgresStore {
         read!(self, |db| rows::load_job(&db, id).await)
     }
 
-    async fn list_jobs(&self, filter: &JobFilter) -> Result<Vec<Job>> {
-        read!(self, |db| admin::list_jobs(&db, filter).await)
+    async fn search_jobs(&self, filter: &JobFilter) -> Result<JobPage> {
+        read!(self, |db| crate::search::search_jobs(&db, filter).await)
+    }
+
+    async fn jobs_with_id_prefix(&self, prefix: &str, limit: usize) -> Result<Vec<Job>> {
+        read!(self, |db| crate::search::jobs_with_id_prefix(
+            &db, prefix, limit
+        )
+        .await)
     }
 
     async fn get_scheduled(

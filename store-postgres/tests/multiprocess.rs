@@ -207,7 +207,7 @@ mod postgres {
         let store = PostgresStore::connect(&url(), options(&schema))
             .await
             .unwrap();
-        let jobs = store.list_jobs(&JobFilter::default()).await.unwrap();
+        let jobs = store.search_jobs(&JobFilter::default()).await.unwrap().jobs;
         assert_eq!(jobs.len(), PROCESSES);
         assert_eq!(
             jobs.iter()
@@ -341,12 +341,13 @@ mod postgres {
             "the work was shared between processes"
         );
         let jobs = store
-            .list_jobs(&JobFilter {
+            .search_jobs(&JobFilter {
                 job_name: Some("drain-job".into()),
                 ..JobFilter::default()
             })
             .await
-            .unwrap();
+            .unwrap()
+            .jobs;
         assert_eq!(jobs.len(), JOBS);
         assert!(jobs
             .iter()

@@ -243,7 +243,11 @@ mod postgres {
             .unwrap()
             .current_job
             .expect("one owner");
-        let jobs = stores[0].list_jobs(&JobFilter::default()).await.unwrap();
+        let jobs = stores[0]
+            .search_jobs(&JobFilter::default())
+            .await
+            .unwrap()
+            .jobs;
         assert_eq!(
             jobs.iter()
                 .filter(|j| j.status == JobStatus::Queued)
@@ -291,7 +295,11 @@ mod postgres {
         .await;
         assert_eq!(claimed.iter().map(Vec::len).sum::<usize>(), 3);
         let snap = stores[1].count_snapshot().await.unwrap();
-        let rows = stores[1].list_jobs(&JobFilter::default()).await.unwrap();
+        let rows = stores[1]
+            .search_jobs(&JobFilter::default())
+            .await
+            .unwrap()
+            .jobs;
         assert_eq!(snap.total as usize, rows.len(), "counts stay exact");
         assert_eq!(snap.counts.handed_off, 3);
     }
@@ -347,7 +355,7 @@ mod postgres {
         }
         let snap = store.count_snapshot().await.unwrap();
         assert_eq!(snap.counts.queued, 64 + 16);
-        let jobs = store.list_jobs(&JobFilter::default()).await.unwrap();
+        let jobs = store.search_jobs(&JobFilter::default()).await.unwrap().jobs;
         assert_eq!(jobs.len(), 64 + 16);
         assert!(jobs.iter().all(|j| j.job_name != "refused"));
     }

@@ -1,13 +1,13 @@
-//! Operator actions and queries: retry, cancel, bulk actions, listing, pruning
-//! in batches, and reservation reconciliation.
+//! Operator actions and queries: retry, cancel, bulk actions, pruning in
+//! batches, and reservation reconciliation (searching is `search.rs`).
 
 use duraq_core::transitions::{operator_cancel, operator_retry};
-use duraq_core::{BulkAction, BulkBatch, Job, JobFilter, JobStatus, PruneRequest, Result};
-use rusqlite::{params, Connection};
+use duraq_core::{BulkAction, BulkBatch, Job, JobStatus, PruneRequest, Result};
+use rusqlite::params;
 
 use crate::error::SqlResult;
 use crate::ownership::{persist_transition, Reservation};
-use crate::rows::{load_job, query_jobs, require_job, JOB_COLUMNS};
+use crate::rows::{load_job, require_job};
 use crate::tx::Tx;
 
 /// Operator retry of a terminal job; it takes its schedule key back if free.
@@ -75,36 +75,6 @@ pub(crate) fn act_on_jobs(
         batch.changed += 1;
     }
     Ok((batch, stopped))
-}
-
-/// Jobs matching `filter`, newest first.
-pub(crate) fn list_jobs(conn: &Connection, filter: &JobFilter) -> Result<Vec<Job>> {
-    let sql = format!(
-        "SELECT {JOB_COLUMNS} FROM duraq_jobs WHERE (?1 IS NULL OR status = ?1) \
-         AND (?2 IS NULL OR job_name = ?2) AND (?3 IS NULL OR queue = ?3) \
-         AND (?5 IS NULL OR schedule_key = ?5) \
-         AND (?6 IS NULL OR created_at_ms < ?6 OR (created_at_ms = ?6 AND id < ?7)) \
-         ORDER BY created_at_ms DESC, id DESC LIMIT ?4"
-    );
-    let (after_ms, after_id) = filter.after.as_ref().map_or((None, None), |c| {
-        (Some(c.created_at_ms), Some(c.id.as_str()))
-    });
-    let limit = filter
-        .limit
-        .map_or(-1, |n| i64::try_from(n).unwrap_or(i64::MAX));
-    query_jobs(
-        conn,
-        &sql,
-        params![
-            filter.status.map(JobStatus::as_str),
-            filter.job_name,
-            filter.queue,
-            limit,
-            filter.schedule_key,
-            after_ms,
-            after_id
-        ],
-    )
 }
 
 /// The terminal time the per-status terminal indexes are built on.

@@ -151,9 +151,16 @@ impl Inspect for SqliteStore {
             .await
     }
 
-    async fn list_jobs(&self, filter: &JobFilter) -> Result<Vec<Job>> {
+    async fn search_jobs(&self, filter: &JobFilter) -> Result<JobPage> {
         let filter = filter.clone();
-        self.read(move |conn| admin::list_jobs(conn, &filter)).await
+        self.read(move |conn| crate::search::search_jobs(conn, &filter))
+            .await
+    }
+
+    async fn jobs_with_id_prefix(&self, prefix: &str, limit: usize) -> Result<Vec<Job>> {
+        let prefix = prefix.to_owned();
+        self.read(move |conn| crate::search::jobs_with_id_prefix(conn, &prefix, limit))
+            .await
     }
 
     async fn get_scheduled(

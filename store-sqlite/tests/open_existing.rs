@@ -87,9 +87,10 @@ async fn a_duraq_database_opens_and_works() {
     assert!(store.migration().applied.is_empty());
     assert_eq!(store.count_snapshot().await.unwrap().total, 0);
     assert!(store
-        .list_jobs(&Default::default())
+        .search_jobs(&Default::default())
         .await
         .unwrap()
+        .jobs
         .is_empty());
 }
 

@@ -161,13 +161,11 @@ pub async fn a_filter_is_walked_in_bounded_batches(h: &Harness) {
         batch_size: 10,
         ..BulkRequest::new(
             BulkAction::Retry,
-            BulkSelection::Matching {
+            BulkSelection::Matching(JobFilter {
                 statuses: vec![JobStatus::Failed, JobStatus::Cancelled],
-                filter: JobFilter {
-                    queue: Some("a".into()),
-                    ..JobFilter::default()
-                },
-            },
+                queue: Some("a".into()),
+                ..JobFilter::default()
+            }),
         )
     };
     let mut seen: Vec<BulkReport> = Vec::new();
@@ -198,10 +196,7 @@ pub async fn a_dry_run_counts_and_changes_nothing(h: &Harness) {
     let before = h.state().await;
     let mut by_filter = BulkRequest::new(
         BulkAction::Delete,
-        BulkSelection::Matching {
-            statuses: Vec::new(),
-            filter: JobFilter::default(),
-        },
+        BulkSelection::Matching(JobFilter::default()),
     );
     by_filter.dry_run = true;
     by_filter.batch_size = 3;

@@ -1,6 +1,6 @@
 //! `docs/jobs.md` enqueue paths: plain and scheduled enqueue, registered concurrency
 //! caps, `enqueue_batch` (all or nothing, one mutation, later jobs see earlier
-//! ones), the worker timer query, the work signal and `list_jobs`.
+//! ones), the worker timer query, the work signal and `search_jobs`.
 
 use duraq_core::{EnqueueOptions, EnqueueOutcome, ErrorCode, JobCursor, JobFilter, JobStatus};
 use serde_json::json;
@@ -283,9 +283,10 @@ pub async fn list_jobs_filters_and_order(h: &Harness) {
         let store = h.store.clone();
         async move {
             store
-                .list_jobs(&f)
+                .search_jobs(&f)
                 .await
                 .unwrap()
+                .jobs
                 .into_iter()
                 .map(|j| j.id)
                 .collect::<Vec<_>>()
@@ -301,7 +302,7 @@ pub async fn list_jobs_filters_and_order(h: &Harness) {
     };
     assert_eq!(list(limit).await, ["0-newest", "c"]);
     let status = JobFilter {
-        status: Some(JobStatus::Cancelled),
+        statuses: vec![JobStatus::Cancelled],
         ..JobFilter::default()
     };
     assert_eq!(list(status).await, ["c"]);
@@ -342,13 +343,14 @@ pub async fn list_jobs_pages_by_cursor_and_key(h: &Harness) {
         let store = h.store.clone();
         async move {
             store
-                .list_jobs(&JobFilter {
+                .search_jobs(&JobFilter {
                     after,
                     limit: Some(2),
                     ..JobFilter::default()
                 })
                 .await
                 .unwrap()
+                .jobs
         }
     };
     let first = page(None).await;
@@ -369,13 +371,14 @@ pub async fn list_jobs_pages_by_cursor_and_key(h: &Harness) {
 
     let by_key = h
         .store
-        .list_jobs(&JobFilter {
+        .search_jobs(&JobFilter {
             schedule_key: Some("event:1".into()),
             job_name: Some("x".into()),
             ..JobFilter::default()
         })
         .await
-        .unwrap();
+        .unwrap()
+        .jobs;
     assert_eq!(by_key.len(), 1);
     assert_eq!(by_key[0].id, keyed);
 }

@@ -243,9 +243,10 @@ impl Harness {
     /// Every job, newest first.
     pub async fn jobs(&self) -> Vec<Job> {
         self.store
-            .list_jobs(&JobFilter::default())
+            .search_jobs(&JobFilter::default())
             .await
-            .expect("list_jobs")
+            .expect("search_jobs")
+            .jobs
     }
 
     pub async fn state(&self) -> StoreState {

@@ -286,7 +286,7 @@ pub async fn apply(ctx: &Ctx<'_>, op: &Op) -> Value {
         Op::List(v) => {
             let filter = match v {
                 0 => JobFilter {
-                    status: Some(JobStatus::Queued),
+                    statuses: vec![JobStatus::Queued],
                     ..JobFilter::default()
                 },
                 1 => JobFilter {
@@ -299,11 +299,11 @@ pub async fn apply(ctx: &Ctx<'_>, op: &Op) -> Value {
                     ..JobFilter::default()
                 },
                 _ => JobFilter {
-                    status: Some(JobStatus::HandedOff),
+                    statuses: vec![JobStatus::HandedOff],
                     ..JobFilter::default()
                 },
             };
-            to_json(s.list_jobs(&filter).await)
+            to_json(s.search_jobs(&filter).await.map(|p| p.jobs))
         }
         Op::NextScheduled(v) => {
             let names: Vec<String> = match v {

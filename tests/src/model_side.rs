@@ -109,7 +109,11 @@ impl Side {
     }
 
     pub(crate) async fn state(&self) -> Value {
-        let jobs = self.store.list_jobs(&JobFilter::default()).await;
+        let jobs = self
+            .store
+            .search_jobs(&JobFilter::default())
+            .await
+            .map(|p| p.jobs);
         let snap = self.store.count_snapshot().await.map(|mut s| {
             s.revision -= self.base_revision;
             s

@@ -98,7 +98,7 @@ fn concurrent_replacements_leave_one_owner() {
     let answers = results(procs);
     duraq_tests::block_on(async {
         let store = open(&db, Arc::new(SystemClock));
-        let jobs = store.list_jobs(&JobFilter::default()).await.unwrap();
+        let jobs = store.search_jobs(&JobFilter::default()).await.unwrap().jobs;
         assert_eq!(jobs.len(), PROCESSES, "every replacement inserted its job");
         let queued: Vec<_> = jobs
             .iter()
@@ -180,7 +180,7 @@ fn concurrent_idempotent_enqueues_make_one_job() {
     }
     duraq_tests::block_on(async {
         let store = open(&db, Arc::new(SystemClock));
-        let jobs = store.list_jobs(&JobFilter::default()).await.unwrap();
+        let jobs = store.search_jobs(&JobFilter::default()).await.unwrap().jobs;
         assert_eq!(jobs.iter().map(|j| j.id.as_str()).collect::<Vec<_>>(), [id]);
         assert_eq!(store.count_snapshot().await.unwrap().total, 1);
     });
@@ -217,7 +217,12 @@ fn counts_stay_exact_with_concurrent_producers() {
         let snap = store.count_snapshot().await.unwrap();
         assert_eq!((snap.counts.queued, snap.total), (expected, expected));
         assert_eq!(
-            store.list_jobs(&JobFilter::default()).await.unwrap().len() as i64,
+            store
+                .search_jobs(&JobFilter::default())
+                .await
+                .unwrap()
+                .jobs
+                .len() as i64,
             expected
         );
         assert_eq!(
@@ -282,7 +287,7 @@ fn periodic_ticks_from_three_processes_are_enqueued_exactly_once() {
             job_name: Some("tick".into()),
             ..JobFilter::default()
         };
-        let jobs = store.list_jobs(&filter).await.unwrap();
+        let jobs = store.search_jobs(&filter).await.unwrap().jobs;
         let mut ticks: Vec<i64> = jobs
             .iter()
             .map(|j| {

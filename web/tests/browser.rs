@@ -176,13 +176,14 @@ impl Dash {
             .expect("replace_scheduled");
         let jobs = self
             .store
-            .list_jobs(&JobFilter {
+            .search_jobs(&JobFilter {
                 schedule_key: Some(key.as_str().to_string()),
-                status: Some(JobStatus::Queued),
+                statuses: vec![JobStatus::Queued],
                 ..JobFilter::default()
             })
             .await
-            .expect("list by key");
+            .expect("list by key")
+            .jobs;
         jobs.first().expect("the keyed job").id.clone()
     }
 
@@ -427,9 +428,10 @@ async fn the_jobs_table_pages_with_next_and_finds_a_job_by_id() {
         .await;
     let expected: Vec<String> = dash
         .store
-        .list_jobs(&JobFilter::default())
+        .search_jobs(&JobFilter::default())
         .await
         .unwrap()
+        .jobs
         .into_iter()
         .map(|j| j.id)
         .collect();

@@ -65,10 +65,10 @@ pub async fn bulk_retry(target: &Target, sizes: Sizes) -> Result<Vec<Figure>> {
 
     let request = BulkRequest::new(
         BulkAction::Retry,
-        BulkSelection::Matching {
+        BulkSelection::Matching(JobFilter {
             statuses: vec![JobStatus::Failed],
-            filter: JobFilter::default(),
-        },
+            ..JobFilter::default()
+        }),
     );
     let mut batches = Vec::new();
     let mut last = Instant::now();

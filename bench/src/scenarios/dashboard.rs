@@ -1,5 +1,5 @@
 //! (issue 16) Dashboard server time on a large table: the overview reads only
-//! the O(1) queue snapshot and the jobs page one index-ordered `list_jobs` page
+//! the O(1) queue snapshot and the jobs page one index-ordered `search_jobs` page
 //! with a limit, so both should answer in well under 100 ms at 1,000,000 jobs.
 //! The store is filled the way the `counts` scenario fills it (batch enqueue),
 //! then each page is requested through the router in process (`oneshot`, no

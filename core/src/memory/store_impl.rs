@@ -6,14 +6,15 @@ use serde_json::Value;
 use tokio::sync::{broadcast, watch};
 
 use super::MemoryStore;
-use crate::history::{HistorySample, QueueTotals};
 use crate::counts::{CountChange, CountDelta, CountSnapshot, QueueCounts, QueueSnapshot};
 use crate::error::{Error, ErrorCode, Result};
+use crate::history::{HistorySample, QueueTotals};
 use crate::job::{Job, JobStatus, Lease};
 use crate::keys::{QueueName, ScheduleKey};
 use crate::options::NewJob;
 use crate::requests::*;
-use crate::rules::PruneRun;
+use crate::rules::{PruneRun, SearchScan};
+use crate::search::JobPage;
 use crate::store::{Inspect, MailOperations, Operate, Producer, WorkerStore};
 use crate::workers::{DueJobGroup, WorkerInfo, WorkerRecord};
 
@@ -214,25 +215,40 @@ impl Inspect for MemoryStore {
         Ok(self.lock().jobs.get(id).cloned())
     }
 
-    async fn list_jobs(&self, filter: &JobFilter) -> Result<Vec<Job>> {
+    async fn search_jobs(&self, filter: &JobFilter) -> Result<JobPage> {
         let st = self.lock();
-        let mut jobs: Vec<Job> = st
-            .jobs
-            .values()
-            .filter(|j| filter.status.is_none_or(|s| j.status == s))
-            .filter(|j| filter.job_name.as_ref().is_none_or(|n| j.job_name == *n))
-            .filter(|j| filter.queue.as_ref().is_none_or(|q| j.queue == *q))
-            .filter(|j| {
-                (filter.schedule_key.as_ref()).is_none_or(|k| j.schedule_key.as_ref() == Some(k))
-            })
-            .filter(|j| filter.after.as_ref().is_none_or(|c| c.precedes(j)))
-            .cloned()
-            .collect();
-        jobs.sort_by(|a, b| {
+        // Candidates: what a database's indexes would narrow by, in list order.
+        let indexed = JobFilter {
+            error_contains: None,
+            args_contains: None,
+            finished_after_ms: None,
+            finished_before_ms: None,
+            ..filter.clone()
+        };
+        let mut candidates: Vec<&Job> = st.jobs.values().filter(|j| indexed.matches(j)).collect();
+        candidates.sort_by(|a, b| {
             (b.created_at_ms, b.id.as_bytes()).cmp(&(a.created_at_ms, a.id.as_bytes()))
         });
-        jobs.truncate(filter.limit.unwrap_or(usize::MAX));
-        Ok(jobs)
+        SearchScan::run(filter, |after, n| {
+            let start = after.map_or(0, |c| candidates.partition_point(|j| !c.precedes(j)));
+            Ok(candidates
+                .iter()
+                .skip(start)
+                .take(n)
+                .map(|j| (*j).clone())
+                .collect())
+        })
+    }
+
+    async fn jobs_with_id_prefix(&self, prefix: &str, limit: usize) -> Result<Vec<Job>> {
+        let st = self.lock();
+        let mut jobs: Vec<&Job> = st
+            .jobs
+            .values()
+            .filter(|j| j.id.starts_with(prefix))
+            .collect();
+        jobs.sort_by(|a, b| a.id.as_bytes().cmp(b.id.as_bytes()));
+        Ok(jobs.into_iter().take(limit).cloned().collect())
     }
 
     async fn get_scheduled(

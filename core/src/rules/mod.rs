@@ -4,7 +4,8 @@
 //! decisions that read more than one: the enqueue sequence (replay, dedupe,
 //! checks, insert), what a schedule key's replace, cancel and wake do to its
 //! owner, claim admission (cap, rate limit, reservation, postponement, in that
-//! order) and prune batching. They are plain functions and plain data over what
+//! order), prune batching and the walk of a search within its scan budget.
+//! They are plain functions and plain data over what
 //! a store has read: no I/O, no async. A store fetches the rows a rule needs
 //! inside its transaction, asks, and persists the answer in the same
 //! transaction; SQL and locking are the store's, the decision is never.
@@ -13,10 +14,12 @@ mod claim;
 mod enqueue;
 mod prune;
 mod schedule;
+mod search;
 
 pub use claim::{Admission, AdmissionRead, ClaimAdmission};
 pub use enqueue::{check_cap, is_duplicate_of, operation_key_taken, replay_owned_scope};
 pub use prune::{is_prunable, prune_order, PruneRun};
+pub use search::{SearchScan, SEARCH_CHUNK};
 pub use schedule::{
     check_replacement, owner_on_cancel, owner_on_replace, owner_on_wake, OwnerFate,
 };

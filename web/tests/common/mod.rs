@@ -65,9 +65,10 @@ pub async fn enqueue_plain(store: &Arc<dyn Store>, queue: &str) -> String {
 
 pub async fn claim(store: &Arc<dyn Store>, limit: usize) -> Vec<Job> {
     let names = store
-        .list_jobs(&Default::default())
+        .search_jobs(&Default::default())
         .await
         .unwrap()
+        .jobs
         .into_iter()
         .map(|j| j.job_name)
         .collect();

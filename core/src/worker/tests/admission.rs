@@ -26,10 +26,10 @@ async fn slots_are_never_exceeded() {
                 peak.fetch_max(now, Ordering::SeqCst);
                 // The store agrees: this worker never holds more than its slots.
                 let filter = JobFilter {
-                    status: Some(JobStatus::HandedOff),
+                    statuses: vec![JobStatus::HandedOff],
                     ..Default::default()
                 };
-                let held = ctx.store().list_jobs(&filter).await.unwrap().len();
+                let held = ctx.store().search_jobs(&filter).await.unwrap().jobs.len();
                 assert!(held <= SLOTS, "{held} jobs handed off");
                 tokio::task::yield_now().await;
                 running.fetch_sub(1, Ordering::SeqCst);

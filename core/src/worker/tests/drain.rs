@@ -65,12 +65,13 @@ async fn no_new_claims_after_shutdown_begins() {
     let report = handle.join().await.unwrap();
     assert_eq!((report.claimed, report.completed), (1, 1));
     let queued = store
-        .list_jobs(&crate::JobFilter {
-            status: Some(JobStatus::Queued),
+        .search_jobs(&crate::JobFilter {
+            statuses: vec![JobStatus::Queued],
             ..Default::default()
         })
         .await
-        .unwrap();
+        .unwrap()
+        .jobs;
     assert_eq!(queued.len(), 1);
     assert_eq!(queued[0].args, json!("late"));
 }

@@ -77,12 +77,13 @@ async fn two_workers_enqueue_each_tick_once() {
     let unique: BTreeSet<i64> = seen.iter().copied().collect();
     assert_eq!(unique.len(), seen.len(), "a tick ran twice: {seen:?}");
     let jobs = store
-        .list_jobs(&JobFilter {
+        .search_jobs(&JobFilter {
             job_name: Some("app.tick".into()),
             ..Default::default()
         })
         .await
-        .unwrap();
+        .unwrap()
+        .jobs;
     let ticks: BTreeSet<i64> = jobs.iter().map(|j| j.scheduled_at_ms).collect();
     assert_eq!(ticks.len(), jobs.len(), "one job per tick");
     assert!(jobs

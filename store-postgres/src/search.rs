@@ -1,0 +1,122 @@
+//! `search_jobs` and id prefixes: the filter's indexed conditions in SQL, in
+//! list order (`duraq_jobs_created`, `created_at_ms, id COLLATE "C"`), read in
+//! chunks that core's [`SearchScan`] asks for and judges; id prefixes through
+//! the primary key.
+//!
+//! Only the conditions a filter sets are written into the statement (every
+//! value bound), so the planner sees plain equalities and ranges it can use an
+//! index for, never `($1 IS NULL OR …)`; `store-postgres/tests/search_plans.rs`
+//! checks that a status or a queue never costs a sequential scan. Each chunk
+//! is its own statement, so a page's chunks may see different commits.
+
+use duraq_core::rules::SearchScan;
+use duraq_core::{id_prefix_bound, Job, JobCursor, JobFilter, JobPage, Result};
+use tokio_postgres::types::ToSql;
+
+use crate::backend::db::Db;
+use crate::rows::{jobs_from_rows, JOB_COLUMNS};
+
+/// Jobs matching `filter`, newest first, within its scan budget.
+pub(crate) async fn search_jobs(db: &Db<'_>, filter: &JobFilter) -> Result<JobPage> {
+    let mut scan = SearchScan::new(filter);
+    while let Some(n) = scan.next_chunk() {
+        let rows = candidates(db, filter, scan.after(), n).await?;
+        scan.feed(rows);
+    }
+    Ok(scan.finish())
+}
+
+/// The statement reading at most `$last` candidates after an optional cursor,
+/// for `filter`'s indexed conditions (a template over `{s}`).
+pub(crate) fn candidate_sql(filter: &JobFilter, with_cursor: bool) -> String {
+    let mut conds: Vec<String> = Vec::new();
+    let mut n = 0;
+    let mut next = || {
+        n += 1;
+        n
+    };
+    if !filter.statuses.is_empty() {
+        conds.push(format!("status = ANY(${}::text[])", next()));
+    }
+    for (col, set) in [
+        ("job_name", filter.job_name.is_some()),
+        ("queue", filter.queue.is_some()),
+        ("schedule_key", filter.schedule_key.is_some()),
+    ] {
+        if set {
+            conds.push(format!("{col} = ${}::text", next()));
+        }
+    }
+    if filter.created_after_ms.is_some() {
+        conds.push(format!("created_at_ms >= ${}::bigint", next()));
+    }
+    if filter.created_before_ms.is_some() {
+        conds.push(format!("created_at_ms < ${}::bigint", next()));
+    }
+    if with_cursor {
+        let (a, b) = (next(), next());
+        conds.push(format!(
+            "(created_at_ms, id COLLATE \"C\") < (${a}::bigint, ${b}::text COLLATE \"C\")"
+        ));
+    }
+    let condition = if conds.is_empty() {
+        String::new()
+    } else {
+        format!("WHERE {}", conds.join(" AND "))
+    };
+    format!(
+        "SELECT {JOB_COLUMNS} FROM {{s}}.duraq_jobs {condition} \
+         ORDER BY created_at_ms DESC, id COLLATE \"C\" DESC LIMIT ${}::bigint",
+        next()
+    )
+}
+
+async fn candidates(
+    db: &Db<'_>,
+    filter: &JobFilter,
+    after: Option<&JobCursor>,
+    n: usize,
+) -> Result<Vec<Job>> {
+    let sql = candidate_sql(filter, after.is_some());
+    let statuses: Vec<&str> = filter.statuses.iter().map(|s| s.as_str()).collect();
+    let limit = i64::try_from(n).unwrap_or(i64::MAX);
+    let mut params: Vec<&(dyn ToSql + Sync)> = Vec::new();
+    if !statuses.is_empty() {
+        params.push(&statuses);
+    }
+    for v in [&filter.job_name, &filter.queue, &filter.schedule_key]
+        .into_iter()
+        .flatten()
+    {
+        params.push(v);
+    }
+    for v in [&filter.created_after_ms, &filter.created_before_ms]
+        .into_iter()
+        .flatten()
+    {
+        params.push(v);
+    }
+    if let Some(c) = after {
+        params.push(&c.created_at_ms);
+        params.push(&c.id);
+    }
+    params.push(&limit);
+    jobs_from_rows(&db.query(&sql, &params).await?)
+}
+
+/// At most `limit` jobs whose id starts with `prefix`, by id: a range scan of
+/// the primary key from `prefix` to the first id past it (byte order, as a
+/// `C` collation gives; ids are ASCII).
+pub(crate) async fn jobs_with_id_prefix(
+    db: &Db<'_>,
+    prefix: &str,
+    limit: usize,
+) -> Result<Vec<Job>> {
+    let sql = format!(
+        "SELECT {JOB_COLUMNS} FROM {{s}}.duraq_jobs WHERE id >= $1::text AND id < $2::text \
+         AND starts_with(id, $1::text) ORDER BY id LIMIT $3::bigint"
+    );
+    let bound = id_prefix_bound(prefix);
+    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+    jobs_from_rows(&db.query(&sql, &[&prefix, &bound, &limit]).await?)
+}

@@ -1,0 +1,95 @@
+//! `search_jobs` and id prefixes: the filter's indexed conditions in SQL, in
+//! list order (`duraq_jobs_list`), read in chunks that core's
+//! [`SearchScan`] asks for and judges; id prefixes through the primary key.
+//!
+//! Only the conditions a filter sets are written into the statement (every
+//! value bound), so the planner sees plain equalities and ranges it can use
+//! an index for, never `(? IS NULL OR …)`.
+
+use duraq_core::rules::SearchScan;
+use duraq_core::{id_prefix_bound, Job, JobCursor, JobFilter, JobPage, Result};
+use rusqlite::types::Value;
+use rusqlite::{params, params_from_iter, Connection};
+
+use crate::rows::{query_jobs, JOB_COLUMNS};
+
+/// Jobs matching `filter`, newest first, within its scan budget; every chunk
+/// is read on `conn` (one read transaction, one snapshot).
+pub(crate) fn search_jobs(conn: &Connection, filter: &JobFilter) -> Result<JobPage> {
+    SearchScan::run(filter, |after, n| candidates(conn, filter, after, n))
+}
+
+/// At most `n` rows passing the indexed conditions, strictly after `after`.
+fn candidates(
+    conn: &Connection,
+    filter: &JobFilter,
+    after: Option<&JobCursor>,
+    n: usize,
+) -> Result<Vec<Job>> {
+    let mut conds: Vec<String> = Vec::new();
+    let mut values: Vec<Value> = Vec::new();
+    let mut bind = |cond: &str, v: Vec<Value>, values: &mut Vec<Value>| {
+        conds.push(cond.to_owned());
+        values.extend(v);
+    };
+    if !filter.statuses.is_empty() {
+        let marks = vec!["?"; filter.statuses.len()].join(", ");
+        let v = filter
+            .statuses
+            .iter()
+            .map(|s| Value::Text(s.as_str().into()));
+        bind(&format!("status IN ({marks})"), v.collect(), &mut values);
+    }
+    for (col, v) in [
+        ("job_name", &filter.job_name),
+        ("queue", &filter.queue),
+        ("schedule_key", &filter.schedule_key),
+    ] {
+        if let Some(v) = v {
+            bind(
+                &format!("{col} = ?"),
+                vec![Value::Text(v.clone())],
+                &mut values,
+            );
+        }
+    }
+    if let Some(t) = filter.created_after_ms {
+        bind("created_at_ms >= ?", vec![Value::Integer(t)], &mut values);
+    }
+    if let Some(t) = filter.created_before_ms {
+        bind("created_at_ms < ?", vec![Value::Integer(t)], &mut values);
+    }
+    if let Some(c) = after {
+        let v = vec![Value::Integer(c.created_at_ms), Value::Text(c.id.clone())];
+        bind("(created_at_ms, id) < (?, ?)", v, &mut values);
+    }
+    let condition = if conds.is_empty() {
+        String::new()
+    } else {
+        format!("WHERE {}", conds.join(" AND "))
+    };
+    values.push(Value::Integer(i64::try_from(n).unwrap_or(i64::MAX)));
+    let sql = format!(
+        "SELECT {JOB_COLUMNS} FROM duraq_jobs {condition} \
+         ORDER BY created_at_ms DESC, id DESC LIMIT ?"
+    );
+    query_jobs(conn, &sql, params_from_iter(values))
+}
+
+/// At most `limit` jobs whose id starts with `prefix`, by id, through the
+/// primary key: a range scan from `prefix` to the first id past it.
+pub(crate) fn jobs_with_id_prefix(
+    conn: &Connection,
+    prefix: &str,
+    limit: usize,
+) -> Result<Vec<Job>> {
+    let sql = format!(
+        "SELECT {JOB_COLUMNS} FROM duraq_jobs WHERE id >= ?1 AND id < ?2 ORDER BY id LIMIT ?3"
+    );
+    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+    let jobs = query_jobs(conn, &sql, params![prefix, id_prefix_bound(prefix), limit])?;
+    Ok(jobs
+        .into_iter()
+        .filter(|j| j.id.starts_with(prefix))
+        .collect())
+}

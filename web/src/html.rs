@@ -18,6 +18,7 @@ use crate::AppState;
 
 const CSS: &str = include_str!("../assets/app.css");
 const JS: &str = include_str!("../assets/app.js");
+const BULK_JS: &str = include_str!("../assets/bulk.js");
 
 /// The nav entries: (`data-nav`, path, label).
 const NAV: [(&str, &str, &str); 5] = [
@@ -38,10 +39,11 @@ pub fn link(state: &AppState, path: &str) -> String {
 }
 
 /// The whole document for page `name` (one of `overview`, `queues`, `jobs`,
-/// `job`, `workers`, `keys`).
+/// `job`, `bulk`, `workers`, `keys`). The jobs page also loads
+/// `assets/bulk.js`, its selection boxes.
 pub fn page(state: &AppState, name: &'static str, title: &str, body: Markup) -> Response {
     let current = match name {
-        "job" => "jobs",
+        "job" | "bulk" => "jobs",
         other => other,
     };
     let doc = html! {
@@ -54,6 +56,9 @@ pub fn page(state: &AppState, name: &'static str, title: &str, body: Markup) -> 
                 title { (title) " · duraq" }
                 link rel="stylesheet" href=(link(state, "/assets/app.css"));
                 script src=(link(state, "/assets/app.js")) defer {}
+                @if name == "jobs" {
+                    script src=(link(state, "/assets/bulk.js")) defer {}
+                }
             }
             body data-base=(state.options.base()) {
                 header {
@@ -109,6 +114,11 @@ pub async fn css() -> Response {
 /// `GET /assets/app.js`.
 pub async fn js() -> Response {
     asset("text/javascript; charset=utf-8", JS)
+}
+
+/// `GET /assets/bulk.js`.
+pub async fn bulk_js() -> Response {
+    asset("text/javascript; charset=utf-8", BULK_JS)
 }
 
 fn asset(content_type: &'static str, body: &'static str) -> Response {

@@ -107,6 +107,9 @@ pub fn router(store: Arc<dyn Operate>, options: WebOptions) -> Router {
         .route("/queues/{queue}/resume", post(pages::overview::resume))
         .route("/jobs", get(pages::jobs::list))
         .route("/jobs/search", get(pages::jobs::search))
+        .route("/jobs/bulk", post(pages::bulk::selected))
+        .route("/jobs/bulk/confirm", get(pages::bulk::confirm))
+        .route("/jobs/bulk/all", post(pages::bulk::all))
         .route("/jobs/{id}", get(pages::job::detail))
         .route("/jobs/{id}/retry", post(pages::job::retry))
         .route("/jobs/{id}/cancel", post(pages::job::cancel))
@@ -115,6 +118,7 @@ pub fn router(store: Arc<dyn Operate>, options: WebOptions) -> Router {
         .route("/metrics", get(metrics::dashboard_metrics))
         .route("/assets/app.css", get(html::css))
         .route("/assets/app.js", get(html::js))
+        .route("/assets/bulk.js", get(html::bulk_js))
         .fallback(pages::not_found)
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),

@@ -1,6 +1,6 @@
 //! The pages. Each module renders one or two pages with maud (escaping every
 //! value) inside [`crate::html::page`]; every read is one O(1) count snapshot
-//! or one index-ordered, limited `list_jobs` page, so a page costs the same on a
+//! or one index-ordered, limited `search_jobs` page, so a page costs the same on a
 //! million jobs as on ten.
 //!
 //! [`queue_rows`] is the one place the per-queue numbers come from
@@ -9,10 +9,13 @@
 //! handles attached to their queue (`Inspect::unhandled_jobs`, a bounded read of
 //! the oldest due jobs, judged by the default stale timeout).
 
+pub mod bulk;
 pub mod job;
 pub mod jobs;
 pub mod other;
 pub mod overview;
+pub mod search;
+pub mod table;
 
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};

@@ -1,0 +1,255 @@
+//! Bulk actions: `POST /jobs/bulk` (the jobs checked on a page),
+//! `GET /jobs/bulk/confirm` (how many jobs a search matches now, a few of
+//! them, and a button) and `POST /jobs/bulk/all` (the action on every job the
+//! search matches).
+//!
+//! Both POSTs carry the CSRF token like every other action and are refused in
+//! read-only mode by the guard; both run core's [`run_bulk`] in its default
+//! batches (one transaction each), and answer with the page of its report:
+//! matched, changed and skipped (`[data-bulk-result]`). The confirmation counts
+//! N with a dry run of the same request; the POST re-selects by the search, so
+//! a confirmation gone stale (jobs came or went since) acts on what matches
+//! then and says both numbers. Delete applies to finished jobs only: with no
+//! status in the search, "delete all matching" walks the terminal statuses;
+//! any other job is skipped by the store and counted as such.
+
+use axum::extract::{RawQuery, State as AxumState};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use duraq_core::{run_bulk, BulkAction, BulkReport, BulkRequest, BulkSelection, JobStatus};
+use maud::{html, Markup};
+
+use super::jobs::pairs;
+use super::overview::urlencode;
+use super::search::Search;
+use super::store_error;
+use crate::format::{thousands, visible};
+use crate::html::{csrf_field, link, page};
+use crate::security::check_csrf;
+use crate::{AppState, State};
+
+fn value<'a>(pairs: &'a [(String, String)], key: &str) -> &'a str {
+    pairs
+        .iter()
+        .find(|(k, _)| k == key)
+        .map_or("", |(_, v)| v.trim())
+}
+
+fn action_of(text: &str) -> Option<BulkAction> {
+    match text {
+        "retry" => Some(BulkAction::Retry),
+        "cancel" => Some(BulkAction::Cancel),
+        "delete" => Some(BulkAction::Delete),
+        _ => None,
+    }
+}
+
+/// A refused request: the code in `data-error`, a 400, the page frame.
+fn refused(state: &AppState, code: &str, text: &str) -> Response {
+    let body = html! {
+        h1 { "Bulk action" }
+        p.notice.error role="status" data-error=(code) { "error[" (code) "]: " (text) }
+        p { a href=(link(state, "/jobs")) { "Back to the jobs" } }
+    };
+    (
+        StatusCode::BAD_REQUEST,
+        page(state, "bulk", "Bulk action", body),
+    )
+        .into_response()
+}
+
+fn imperative(action: BulkAction) -> &'static str {
+    match action {
+        BulkAction::Retry => "Retry",
+        BulkAction::Cancel => "Cancel",
+        BulkAction::Delete => "Delete",
+    }
+}
+
+fn past(action: BulkAction) -> &'static str {
+    match action {
+        BulkAction::Retry => "Retried",
+        BulkAction::Cancel => "Cancelled",
+        BulkAction::Delete => "Deleted",
+    }
+}
+
+/// The selection of every job `search` matches, for `action` (see the module
+/// doc for delete).
+fn matching(search: &Search, action: BulkAction) -> Result<BulkSelection, duraq_core::Error> {
+    let mut filter = search.filter()?;
+    if action == BulkAction::Delete && filter.statuses.is_empty() {
+        filter.statuses = JobStatus::ALL
+            .into_iter()
+            .filter(|s| s.is_terminal())
+            .collect();
+    }
+    Ok(BulkSelection::Matching(filter))
+}
+
+/// `POST /jobs/bulk`: `action` on the checked `id`s.
+pub async fn selected(AxumState(state): AxumState<State>, body: String) -> Response {
+    let form = pairs(Some(&body));
+    if let Some(denied) = check_csrf(&state, value(&form, "csrf")) {
+        return denied;
+    }
+    let Some(action) = action_of(value(&form, "action")) else {
+        return refused(
+            &state,
+            "invalid-bulk-action",
+            "the action must be retry, cancel or delete",
+        );
+    };
+    let ids: Vec<String> = form
+        .iter()
+        .filter(|(k, v)| k == "id" && !v.trim().is_empty())
+        .map(|(_, v)| v.trim().to_string())
+        .collect();
+    if ids.is_empty() {
+        return refused(&state, "no-jobs-selected", "select at least one job first");
+    }
+    let back = value(&form, "back").to_string();
+    let req = BulkRequest::new(action, BulkSelection::Ids(ids));
+    match run_bulk(state.store.as_ref(), &req, &mut |_| {}).await {
+        Ok(report) => result(&state, action, &report, None, &back),
+        Err(e) => store_error(&state, "bulk", &e),
+    }
+}
+
+/// `GET /jobs/bulk/confirm?action=&<search>`: a dry run naming N.
+pub async fn confirm(AxumState(state): AxumState<State>, RawQuery(raw): RawQuery) -> Response {
+    let query = pairs(raw.as_deref());
+    let Some(action) = action_of(value(&query, "action")) else {
+        return refused(
+            &state,
+            "invalid-bulk-action",
+            "the action must be retry, cancel or delete",
+        );
+    };
+    let search = Search::from_pairs(&query);
+    if !search.is_set() {
+        return refused(
+            &state,
+            "search-required",
+            "an action on all matching jobs needs a search",
+        );
+    }
+    let selection = match matching(&search, action) {
+        Ok(s) => s,
+        Err(e) => return refused(&state, e.code().as_str(), &e.to_string()),
+    };
+    let mut req = BulkRequest::new(action, selection);
+    req.dry_run = true;
+    let report = match run_bulk(state.store.as_ref(), &req, &mut |_| {}).await {
+        Ok(r) => r,
+        Err(e) => return store_error(&state, "bulk", &e),
+    };
+    let verb = action.as_str();
+    let back = link(&state, &format!("/jobs?{}", search.query()));
+    let body = html! {
+        h1 { "Confirm: " (verb) " every matching job" }
+        section.confirm data-confirm data-action=(verb) data-matched=(report.matched) {
+            p { "The search matches "
+                strong data-confirm-count { (thousands(report.matched as i64)) } " jobs now:" }
+            ul data-search-terms {
+                @for (k, v) in search.pairs() { li { (k.replace('_', " ")) " " code { (visible(&v)) } } }
+                @if action == BulkAction::Delete && search.statuses.is_empty() {
+                    li { "status " code { "completed, failed, cancelled, orphaned" } " (delete takes finished jobs only)" }
+                }
+            }
+            p { (thousands(report.changed as i64)) " of them would be " (past(action).to_lowercase())
+                "; " span data-would-skip { (thousands(report.skipped as i64)) } " would be skipped (their status forbids it)." }
+            @if !report.sample.is_empty() {
+                p.muted { "Among them:" }
+                ul data-sample {
+                    @for id in &report.sample {
+                        li { a.mono href=(link(&state, &format!("/jobs/{}", urlencode(id)))) { (visible(id)) } }
+                    }
+                }
+            }
+            @if state.options.is_read_only() {
+                p.notice.error { "This dashboard is read-only." }
+            } @else if report.matched > 0 {
+                form data-action=(format!("bulk-{verb}")) method="post" action=(link(&state, "/jobs/bulk/all")) {
+                    (csrf_field(&state))
+                    input type="hidden" name="action" value=(verb);
+                    input type="hidden" name="expected" value=(report.matched);
+                    @for (k, v) in search.pairs() { input type="hidden" name=(k) value=(v); }
+                    button.danger type="submit" data-confirm-button {
+                        (imperative(action)) " all " (thousands(report.matched as i64)) " matching jobs"
+                    }
+                }
+            }
+            p { a href=(back) data-cancel-confirm { "Back to the search, changing nothing" } }
+        }
+    };
+    page(&state, "bulk", "Confirm", body)
+}
+
+/// `POST /jobs/bulk/all`: `action` on every job the search matches now.
+pub async fn all(AxumState(state): AxumState<State>, body: String) -> Response {
+    let form = pairs(Some(&body));
+    if let Some(denied) = check_csrf(&state, value(&form, "csrf")) {
+        return denied;
+    }
+    let Some(action) = action_of(value(&form, "action")) else {
+        return refused(
+            &state,
+            "invalid-bulk-action",
+            "the action must be retry, cancel or delete",
+        );
+    };
+    let search = Search::from_pairs(&form);
+    if !search.is_set() {
+        return refused(
+            &state,
+            "search-required",
+            "an action on all matching jobs needs a search",
+        );
+    }
+    let selection = match matching(&search, action) {
+        Ok(s) => s,
+        Err(e) => return refused(&state, e.code().as_str(), &e.to_string()),
+    };
+    let expected = value(&form, "expected").parse::<u64>().ok();
+    let req = BulkRequest::new(action, selection);
+    match run_bulk(state.store.as_ref(), &req, &mut |_| {}).await {
+        Ok(report) => result(&state, action, &report, expected, &search.query()),
+        Err(e) => store_error(&state, "bulk", &e),
+    }
+}
+
+/// The report page (`section[data-bulk-result]`).
+fn result(
+    state: &AppState,
+    action: BulkAction,
+    report: &BulkReport,
+    expected: Option<u64>,
+    back: &str,
+) -> Response {
+    let back = match back {
+        "" => link(state, "/jobs"),
+        q => link(state, &format!("/jobs?{q}")),
+    };
+    let n = |v: u64| thousands(i64::try_from(v).unwrap_or(i64::MAX));
+    let body: Markup = html! {
+        h1 { (past(action)) " jobs" }
+        section data-bulk-result data-action=(action.as_str()) {
+            dl.fields {
+                dt { "Matched" } dd data-matched=(report.matched) { (n(report.matched)) }
+                dt { "Changed" } dd data-changed=(report.changed) { (n(report.changed)) }
+                dt { "Skipped" } dd data-skipped=(report.skipped) { (n(report.skipped))
+                    span.muted { " (their status forbids it, or they were gone)" } }
+                dt { "Transactions" } dd data-batches=(report.batches) { (n(report.batches)) }
+            }
+            @if let Some(expected) = expected.filter(|e| *e != report.matched) {
+                p.notice.warning role="status" data-stale {
+                    "The confirmation named " (n(expected)) " jobs; the search matched "
+                    (n(report.matched)) " when it ran, and those are the jobs acted on."
+                }
+            }
+        }
+        p { a href=(back) data-back { "Back to the jobs" } }
+    };
+    page(state, "bulk", "Bulk action", body)
+}

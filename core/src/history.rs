@@ -301,6 +301,29 @@ pub fn throughput(
     points
 }
 
+/// `samples` followed by `current` (every queue's live totals, from
+/// [`crate::Inspect::outcome_totals`]) as one more sample keyed `now_ms`, so
+/// that [`throughput`]'s newest point holds what happened since the last stored
+/// sample, to the moment of reading.
+///
+/// ```
+/// use duraq_core::{with_current, HistorySample, QueueTotals};
+/// let samples = with_current(Vec::new(), &[QueueTotals::default()], 61_000);
+/// assert_eq!(samples[0].minute_ms, 61_000);
+/// ```
+pub fn with_current(
+    mut samples: Vec<HistorySample>,
+    current: &[QueueTotals],
+    now_ms: i64,
+) -> Vec<HistorySample> {
+    samples.extend(current.iter().map(|q| HistorySample {
+        minute_ms: now_ms,
+        queue: q.queue.clone(),
+        totals: q.totals,
+    }));
+    samples
+}
+
 /// The sum of every point's counts (gaps count as nothing).
 pub fn throughput_sum(points: &[ThroughputPoint]) -> OutcomeTotals {
     points

@@ -34,6 +34,7 @@ pub mod enqueue;
 pub mod error_history;
 pub mod factories;
 pub mod harness;
+pub mod history;
 pub mod idempotency;
 pub mod model;
 pub mod model_gen;

@@ -83,6 +83,14 @@ macro_rules! store_suite {
                     reschedule_and_return_append_nothing, stale_report_appends_nothing,
                     operator_retry_keeps_the_history,
                 ],
+                history: [
+                    totals_move_once_per_outcome_and_queue,
+                    retries_count_failed_and_lost_attempts_only,
+                    operator_retry_and_prune_never_lower_totals,
+                    the_first_sample_of_a_minute_wins,
+                    samples_older_than_seven_days_are_deleted,
+                    a_second_handle_sees_the_same_history,
+                ],
                 recovery: [
                     stale_worker_is_recovered, heartbeat_keeps_lease, stale_boundary_is_strict,
                     claim_counts_as_heartbeat, exhausted_lease_is_orphaned,

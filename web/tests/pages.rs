@@ -34,6 +34,12 @@ async fn every_page_keeps_the_contract_and_escapes_everything() {
         ("/queues", "queues"),
         ("/jobs", "jobs"),
         ("/jobs?status=failed", "jobs"),
+        ("/jobs?status=failed&error=%3Cscript%3E&args=%7B%7D", "jobs"),
+        ("/jobs/bulk/confirm?action=retry&status=failed", "bulk"),
+        (
+            "/jobs/bulk/confirm?action=delete&queue=%22onmouseover",
+            "bulk",
+        ),
         ("/workers", "workers"),
         ("/keys", "keys"),
         ("/keys?key=%3Cscript%3E", "keys"),
@@ -58,6 +64,11 @@ async fn every_page_keeps_the_contract_and_escapes_everything() {
         assert!(body.contains("data-search"), "{uri}");
         assert_inert(&body);
     }
+    let (_, _, failed) = get(&app, "/jobs?status=failed").await;
+    assert!(
+        failed.contains("data-last-error=\"&lt;script&gt;alert(1)&lt;/script&gt;"),
+        "the hostile error, escaped, in the error column"
+    );
     let (_, _, list) = get(&app, "/jobs").await;
     assert!(list.contains("data-table=\"jobs\""));
     assert!(list.contains(&format!("data-job-id=\"{hostile}\"")));

@@ -33,25 +33,29 @@
         });
       });
       if (section) section.setAttribute("data-revision", String(data.revision));
-      if (Array.isArray(data.throughput)) draw(data.throughput);
+      if (typeof data.minute_ms === "number") refreshChart(base, data);
     });
   }
-  function draw(series) {
-    var svg = document.getElementById("throughput");
-    if (!svg) return;
-    var max = Math.max.apply(null, series.concat([1]));
-    var rects = svg.querySelectorAll("rect");
-    series.forEach(function (n, i) {
-      var rect = rects[i];
-      if (!rect) return;
-      var h = Math.round((n / max) * 96);
-      rect.setAttribute("y", String(100 - h));
-      rect.setAttribute("height", String(h));
-      rect.setAttribute("data-n", String(n));
-      var title = rect.querySelector("title");
-      if (title) title.textContent = n + " jobs";
-    });
-    svg.setAttribute("data-max", String(max));
+  // The chart is drawn by the server from the stored history: on a new minute,
+  // or new counts (at most every 5 s), fetch this page again and swap in its
+  // `#history` section.
+  var chartKey = null, lastFetch = 0;
+  function refreshChart(base, data) {
+    var minuteChanged = chartKey !== null && chartKey.minute !== data.minute_ms;
+    var countsChanged = chartKey !== null && chartKey.revision !== data.revision;
+    if (chartKey === null) { chartKey = { minute: data.minute_ms, revision: data.revision }; return; }
+    if (!minuteChanged && !(countsChanged && Date.now() - lastFetch > 5000)) return;
+    chartKey = { minute: data.minute_ms, revision: data.revision };
+    lastFetch = Date.now();
+    fetch(window.location.href, { credentials: "same-origin" })
+      .then(function (r) { return r.ok ? r.text() : null; })
+      .then(function (text) {
+        if (!text) return;
+        var fresh = new DOMParser().parseFromString(text, "text/html").getElementById("history");
+        var old = document.getElementById("history");
+        if (fresh && old) old.replaceWith(document.importNode(fresh, true));
+      })
+      .catch(function () {});
   }
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", start);
   else start();

@@ -9,26 +9,29 @@
 //! reads, so a hundred open tabs cost the store exactly what one does, and a
 //! slow browser simply skips to the newest value.
 //!
-//! The same task keeps the throughput of the last hour: jobs that reached a
-//! terminal status per minute, from the growth of the terminal counts between
-//! two polls (a prune in between shrinks them; such a poll counts 0, never less).
+//! The same task is a history sampler (`docs/history.md`): once per minute it
+//! calls [`Inspect::record_history`], so the stored history has samples while
+//! a dashboard runs even without workers, and when the counts or the minute
+//! move it reads the last hour of the stored history, so the event carries the
+//! per-minute throughput and the minute, and the page's script redraws the
+//! chart from the server. Nothing of the history lives in this process: two
+//! dashboards, or one restarted, show the same numbers.
 
-use std::collections::VecDeque;
 use std::convert::Infallible;
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use axum::extract::State as AxumState;
 use axum::response::sse::{Event, KeepAlive, Sse};
-use duraq_core::{CountSnapshot, Inspect, QueueSnapshot, StatusCounts};
+use duraq_core::{
+    history_minute, throughput, with_current, CountSnapshot, HistoryRange, Inspect, QueueSnapshot,
+    StatusCounts, ThroughputPoint,
+};
 use futures_util::stream::{self, Stream};
 use serde::Serialize;
 use tokio::sync::watch;
 
 use crate::State;
-
-/// Minutes of throughput kept (the chart's width).
-pub const MINUTES: usize = 60;
 
 /// What every browser is sent: the counts, the revision, and the chart.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
@@ -40,8 +43,13 @@ pub struct LiveCounts {
     /// Per queue, its counts per status (the `data-queue-count` keys), from the
     /// same snapshot and revision as `counts`.
     pub queues: serde_json::Map<String, serde_json::Value>,
-    /// Jobs finished per minute, oldest first, the current minute last.
+    /// Jobs finished (completed, failed, cancelled or orphaned) per minute of
+    /// the last hour, from the stored history, oldest first, the current
+    /// minute last.
     pub throughput: Vec<u64>,
+    /// The minute the history was read for (ms since the epoch): a new value
+    /// tells the page to redraw its chart.
+    pub minute_ms: i64,
     /// When the counts were read (ms since the epoch).
     pub at_ms: i64,
 }
@@ -51,15 +59,9 @@ pub struct Live {
     store: Arc<dyn Inspect>,
     every: Duration,
     tx: watch::Sender<Option<Arc<LiveCounts>>>,
-    history: Mutex<History>,
+    /// The minute this dashboard last sampled the history in.
+    sampled: Mutex<Option<i64>>,
     started: OnceLock<()>,
-}
-
-#[derive(Default)]
-struct History {
-    /// (minute since the epoch, jobs finished in it), oldest first.
-    minutes: VecDeque<(i64, u64)>,
-    last_finished: Option<i64>,
 }
 
 impl Live {
@@ -68,7 +70,7 @@ impl Live {
             store,
             every,
             tx: watch::channel(None).0,
-            history: Mutex::new(History::default()),
+            sampled: Mutex::new(None),
             started: OnceLock::new(),
         })
     }
@@ -84,40 +86,64 @@ impl Live {
         });
     }
 
-    /// The chart as of now (the counts of the page come from a fresh snapshot).
-    pub fn throughput(&self, now_ms: i64) -> Vec<u64> {
-        let history = self.history.lock().unwrap_or_else(|e| e.into_inner());
-        series(&history.minutes, now_ms)
+    /// Samples the history once per minute of `now_ms` (the store keeps the
+    /// first sample of a minute, whoever takes it).
+    pub async fn sample(&self, now_ms: i64) {
+        let minute = history_minute(now_ms);
+        {
+            let mut sampled = self.sampled.lock().unwrap_or_else(|e| e.into_inner());
+            if *sampled == Some(minute) {
+                return;
+            }
+            *sampled = Some(minute);
+        }
+        if let Err(e) = self.store.record_history().await {
+            tracing::warn!("dashboard: sampling the history failed: {e}");
+        }
     }
+}
 
-    fn record(&self, queues: &QueueSnapshot, at_ms: i64) -> LiveCounts {
-        let snap = &queues.count_snapshot();
-        let mut history = self.history.lock().unwrap_or_else(|e| e.into_inner());
-        let c = snap.counts;
-        let finished = c.completed + c.failed + c.cancelled + c.orphaned;
-        let grew = history
-            .last_finished
-            .map_or(0, |last| u64::try_from(finished - last).unwrap_or(0));
-        history.last_finished = Some(finished);
-        let minute = at_ms.div_euclid(60_000);
-        match history.minutes.back_mut() {
-            Some((m, n)) if *m == minute => *n += grew,
-            _ => history.minutes.push_back((minute, grew)),
-        }
-        while history.minutes.len() > MINUTES {
-            history.minutes.pop_front();
-        }
-        LiveCounts {
-            revision: snap.revision,
-            counts: counts_json(snap),
-            queues: queues
-                .queues
-                .iter()
-                .map(|q| (q.queue.clone(), status_json(&q.counts).into()))
-                .collect(),
-            throughput: series(&history.minutes, at_ms),
-            at_ms,
-        }
+/// The throughput points of `range` as of `now_ms`, from the stored history
+/// and the live totals (the newest point runs to now).
+pub async fn history_points(
+    store: &dyn Inspect,
+    range: HistoryRange,
+    now_ms: i64,
+) -> duraq_core::Result<Vec<ThroughputPoint>> {
+    let samples = store.history(range.read_from(now_ms)).await?;
+    let current = store.outcome_totals().await?;
+    Ok(throughput(
+        &with_current(samples, &current, now_ms),
+        None,
+        range,
+        now_ms,
+    ))
+}
+
+fn finished_per_point(points: &[ThroughputPoint]) -> Vec<u64> {
+    points
+        .iter()
+        .map(|p| {
+            p.counts.map_or(0, |c| {
+                u64::try_from(c.completed + c.failed + c.cancelled + c.orphaned).unwrap_or(0)
+            })
+        })
+        .collect()
+}
+
+fn live_counts(queues: &QueueSnapshot, throughput: Vec<u64>, at_ms: i64) -> LiveCounts {
+    let snap = &queues.count_snapshot();
+    LiveCounts {
+        revision: snap.revision,
+        counts: counts_json(snap),
+        queues: queues
+            .queues
+            .iter()
+            .map(|q| (q.queue.clone(), status_json(&q.counts).into()))
+            .collect(),
+        throughput,
+        minute_ms: history_minute(at_ms),
+        at_ms,
     }
 }
 
@@ -135,18 +161,6 @@ fn status_json(counts: &StatusCounts) -> serde_json::Map<String, serde_json::Val
         .collect()
 }
 
-/// Exactly [`MINUTES`] values ending at the minute of `now_ms`.
-fn series(minutes: &VecDeque<(i64, u64)>, now_ms: i64) -> Vec<u64> {
-    let current = now_ms.div_euclid(60_000);
-    (0..MINUTES as i64)
-        .rev()
-        .map(|back| {
-            let m = current - back;
-            minutes.iter().find(|(x, _)| *x == m).map_or(0, |(_, n)| *n)
-        })
-        .collect()
-}
-
 pub fn now_ms() -> i64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -158,26 +172,37 @@ async fn poll(weak: Weak<Live>, store: Arc<dyn Inspect>, every: Duration) {
     ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         ticks.tick().await;
+        let Some(live) = weak.upgrade() else { return };
+        let at = now_ms();
+        live.sample(at).await;
         // One O(number of queues) read for every browser: the global and the
         // per-queue counts share its revision.
-        let result = store.queue_snapshot().await;
-        let Some(live) = weak.upgrade() else { return };
-        match result {
-            Ok(snap) => {
-                let next = live.record(&snap, now_ms());
-                // One event per change: a new revision or a new minute on the chart.
-                live.tx.send_if_modified(|current| {
-                    let changed = current.as_deref().is_none_or(|c| {
-                        c.revision != next.revision || c.throughput != next.throughput
-                    });
-                    if changed {
-                        *current = Some(Arc::new(next));
-                    }
-                    changed
-                });
+        let snap = match store.queue_snapshot().await {
+            Ok(snap) => snap,
+            Err(e) => {
+                tracing::warn!("dashboard: reading the counts failed: {e}");
+                continue;
             }
-            Err(e) => tracing::warn!("dashboard: reading the counts failed: {e}"),
+        };
+        let minute = history_minute(at);
+        let stale = live
+            .tx
+            .borrow()
+            .as_deref()
+            .is_none_or(|c| c.revision != snap.revision || c.minute_ms != minute);
+        if !stale {
+            continue;
         }
+        // The history is read only when the counts or the minute moved.
+        let points = match history_points(store.as_ref(), HistoryRange::Hour, at).await {
+            Ok(points) => points,
+            Err(e) => {
+                tracing::warn!("dashboard: reading the history failed: {e}");
+                continue;
+            }
+        };
+        let next = live_counts(&snap, finished_per_point(&points), at);
+        live.tx.send_replace(Some(Arc::new(next)));
     }
 }
 

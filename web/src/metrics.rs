@@ -27,8 +27,9 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
-use duraq_core::{Inspect, JobStatus};
+use duraq_core::{Inspect, JobStatus, OutcomeTotals};
 use prometheus_client::encoding::{EncodeLabelSet, EncodeMetric, MetricEncoder};
+use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::{MetricType, TypedMetric};
 use prometheus_client::registry::Registry;
@@ -126,6 +127,8 @@ type FloatGauges<const N: usize> = Sorted<[Label; N], Gauge<f64, AtomicU64>>;
 /// `duraq_queue_jobs{queue,status}`, `duraq_jobs_revision`,
 /// `duraq_queue_latency_seconds{queue}` and `duraq_queue_unhandled_due_jobs{queue}`
 /// for every queue the snapshot knows (0 when there is none),
+/// `duraq_queue_job_outcomes_total{queue,outcome}` (the stored monotonic
+/// totals, `docs/history.md`, so they survive restarts),
 /// `duraq_unhandled_due_jobs{queue,job_name}` for the job names that have such
 /// jobs; then `worker`'s series. Each family's series are in label order; the
 /// text ends with `# EOF`.
@@ -196,6 +199,13 @@ pub async fn render_metrics(
             queue_unhandled,
         );
         registry.register(
+            "duraq_queue_job_outcomes",
+            "Jobs of the queue that ever entered each outcome (enqueued, completed, failed, \
+             retried, cancelled, orphaned), from the stored totals: survive restarts, \
+             never lowered by prune",
+            outcome_counters(store, &rows).await?,
+        );
+        registry.register(
             "duraq_unhandled_due_jobs",
             "Due jobs that no alive worker handles, per queue and job name \
              (among the oldest 10,000 due jobs; only job names that have some)",
@@ -209,6 +219,33 @@ pub async fn render_metrics(
     }
     let _ = prometheus_client::encoding::text::encode_eof(&mut out);
     Ok(out)
+}
+
+/// `duraq_queue_job_outcomes_total{queue,outcome}`: every queue with stored
+/// totals or in the snapshot (`rows`), each of the six outcomes, 0 when none.
+async fn outcome_counters(
+    store: &dyn Inspect,
+    rows: &[crate::pages::QueueRow],
+) -> crate::Result<Sorted<[Label; 2], Counter>> {
+    let mut queues: BTreeMap<String, OutcomeTotals> = store
+        .outcome_totals()
+        .await?
+        .into_iter()
+        .map(|q| (q.queue, q.totals))
+        .collect();
+    for row in rows {
+        if let Some(queue) = &row.queue {
+            queues.entry(queue.clone()).or_default();
+        }
+    }
+    let family = Sorted::<[Label; 2], Counter>::default();
+    for (queue, totals) in &queues {
+        for (outcome, n) in OutcomeTotals::NAMES.iter().zip(totals.as_array()) {
+            let labels = [("queue", queue.clone()), ("outcome", (*outcome).to_owned())];
+            family.with(labels, |c| c.inc_by(u64::try_from(n).unwrap_or(0)));
+        }
+    }
+    Ok(family)
 }
 
 /// The response to a scrape: OpenMetrics when the scraper's `Accept` names it

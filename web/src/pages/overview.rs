@@ -1,37 +1,57 @@
 //! `GET /` (overview), `GET /queues`, and `POST /queues/{queue}/pause|resume`.
 //!
 //! The overview shows the counts per status (`[data-count=STATUS]` holds the
-//! plain number, which the page's script replaces from `/events`), the queues
-//! table and the throughput of the last hour as an inline SVG (`#throughput`).
-//! Everything comes from one O(1) count snapshot plus the live task's history.
+//! plain number, which the page's script replaces from `/events`), the
+//! throughput chart of the stored history (`#history`, `?range=1h|24h|7d`, see
+//! [`history_chart`]) and the queues table. Everything comes from one O(1)
+//! count snapshot plus an O(minutes) read of the history.
 
-use axum::extract::{Form, Path, State as AxumState};
+use axum::extract::{Form, Path, Query, State as AxumState};
 use axum::response::{IntoResponse, Redirect, Response};
-use duraq_core::{JobStatus, QueueName};
+use duraq_core::{HistoryRange, JobStatus, QueueName};
 use maud::{html, Markup};
 
 use super::job::ActionForm;
 use super::{queue_rows, store_error, QueueRow};
 use crate::format::{duration, thousands};
 use crate::html::{csrf_field, link, page};
-use crate::live::{now_ms, MINUTES};
+use crate::live::{history_points, now_ms};
 use crate::security::check_csrf;
 use crate::{AppState, State};
 
-async fn render(state: &AppState) -> Response {
+#[path = "history_chart.rs"]
+mod history_chart;
+
+/// The overview's query: `?range=1h|24h|7d` (default `1h`).
+#[derive(Debug, Default, serde::Deserialize)]
+pub struct OverviewQuery {
+    range: Option<String>,
+}
+
+async fn render(state: &AppState, query: &OverviewQuery) -> Response {
     state_live(state);
+    let range = match query.range.as_deref().map(HistoryRange::parse) {
+        None => HistoryRange::Hour,
+        Some(Ok(range)) => range,
+        Some(Err(e)) => return store_error(state, "overview", &e),
+    };
+    let now = now_ms();
+    state.live.sample(now).await;
     let (rows, total, revision) = match queue_rows(state.store.as_ref()).await {
         Ok(r) => r,
         Err(e) => return store_error(state, "overview", &e),
     };
-    let now = now_ms();
-    let chart = state.live.throughput(now);
+    let points = match history_points(state.store.as_ref(), range, now).await {
+        Ok(points) => points,
+        Err(e) => return store_error(state, "overview", &e),
+    };
+    let link_for = |r: HistoryRange| link(state, &format!("/?range={}", r.as_str()));
     let body = html! {
         h1 { "Overview" }
         section.counts aria-label="Jobs per status" data-revision=(revision) {
             @for status in JobStatus::ALL {
                 a.count href=(link(state, &format!("/jobs?status={status}"))) {
-                    span.label { (label(status)) }
+                    span.label { (status.label()) }
                     span.number data-count=(status.as_str()) { (total.get(status)) }
                 }
             }
@@ -40,12 +60,7 @@ async fn render(state: &AppState) -> Response {
                 span.number data-count="total" { (total.all) }
             }
         }
-        section {
-            h2 { "Throughput, last hour" }
-            p.muted { "Jobs that finished (completed, failed, cancelled or orphaned) per minute, \
-                       counted since this dashboard started." }
-            (throughput_svg(&chart))
-        }
+        (history_chart::history_section(range, &points, link_for))
         section {
             h2 { "Queues" }
             (queues_table(state, &rows))
@@ -54,21 +69,23 @@ async fn render(state: &AppState) -> Response {
     page(state, "overview", "Overview", body)
 }
 
-/// `GET /`.
-pub async fn overview(AxumState(state): AxumState<State>) -> Response {
-    render(&state).await
+/// `GET /` (`?range=1h|24h|7d` picks the chart's view; another value is
+/// `invalid-range`, 400).
+pub async fn overview(
+    AxumState(state): AxumState<State>,
+    Query(query): Query<OverviewQuery>,
+) -> Response {
+    render(&state, &query).await
 }
 
 fn state_live(state: &AppState) {
     state.live.ensure_started();
 }
 
-/// What a status is called on the page.
+/// What a status is called on the page: [`JobStatus::label`], the one
+/// vocabulary the CLI and the docs use too.
 pub fn label(status: JobStatus) -> &'static str {
-    match status {
-        JobStatus::HandedOff => "running",
-        other => other.as_str(),
-    }
+    status.label()
 }
 
 /// `GET /queues`.
@@ -194,23 +211,4 @@ pub fn urlencode(value: &str) -> String {
     serde_urlencoded::to_string([("v", value)])
         .map(|s| s[2..].to_string())
         .unwrap_or_default()
-}
-
-/// Bars of jobs per minute, newest on the right; the script redraws it.
-fn throughput_svg(chart: &[u64]) -> Markup {
-    let max = chart.iter().copied().max().unwrap_or(0).max(1);
-    let width = 10 * MINUTES;
-    html! {
-        svg #throughput viewBox=(format!("0 0 {width} 100")) preserveAspectRatio="none"
-            role="img" aria-label="Jobs finished per minute over the last hour"
-            data-max=(max) {
-            @for (i, n) in chart.iter().enumerate() {
-                @let h = (*n as f64 / max as f64 * 96.0).round();
-                rect x=(i * 10 + 1) y=(100.0 - h) width="8" height=(h) data-n=(n) {
-                    title { (n) " jobs" }
-                }
-            }
-        }
-        p.muted.axis { span { "60 min ago" } span { "now" } }
-    }
 }

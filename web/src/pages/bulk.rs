@@ -158,7 +158,7 @@ pub async fn confirm(AxumState(state): AxumState<State>, RawQuery(raw): RawQuery
                 }
             }
             p { (thousands(report.changed as i64)) " of them would be " (past(action).to_lowercase())
-                "; " span data-would-skip { (thousands(report.skipped as i64)) } " would be skipped (their status forbids it)." }
+                "; " span data-would-skip=(report.skipped) { (thousands(report.skipped as i64)) } " would be skipped (their status forbids it)." }
             @if !report.sample.is_empty() {
                 p.muted { "Among them:" }
                 ul data-sample {

@@ -17,6 +17,8 @@ use crate::rules::SEARCH_CHUNK;
 use crate::store::Operate;
 
 /// Which jobs a bulk action is for.
+// One selection per request: its size does not matter, a plain filter reads best.
+#[allow(clippy::large_enum_variant)]
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum BulkSelection {
     /// These jobs; every id must exist ([`run_bulk`] checks before it acts).

@@ -216,3 +216,7 @@ pub struct JobPage {
     /// complete (page on from its last job as usual).
     pub resume: Option<JobCursor>,
 }
+
+#[cfg(test)]
+#[path = "search_tests.rs"]
+mod tests;

@@ -3,7 +3,7 @@
 //! [`SearchScan`] asks for and judges; id prefixes through the primary key.
 //!
 //! Only the conditions a filter sets are written into the statement (every
-//! value bound), so the planner sees plain equalities and ranges it can use
+//! user value bound; statuses, constants, as literals), so the planner sees plain equalities and ranges it can use
 //! an index for, never `(? IS NULL OR …)`.
 
 use duraq_core::rules::SearchScan;
@@ -33,12 +33,12 @@ fn candidates(
         values.extend(v);
     };
     if !filter.statuses.is_empty() {
-        let marks = vec!["?"; filter.statuses.len()].join(", ");
-        let v = filter
-            .statuses
-            .iter()
-            .map(|s| Value::Text(s.as_str().into()));
-        bind(&format!("status IN ({marks})"), v.collect(), &mut values);
+        // Status names are constants, never user input: literals, so that the
+        // planner can use a status's partial index.
+        let names: Vec<String> = (filter.statuses.iter())
+            .map(|s| format!("'{}'", s.as_str()))
+            .collect();
+        bind(&format!("status IN ({})", names.join(", ")), Vec::new(), &mut values);
     }
     for (col, v) in [
         ("job_name", &filter.job_name),

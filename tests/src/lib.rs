@@ -54,6 +54,7 @@ pub mod retry;
 pub mod run_in;
 pub mod schedule_keys;
 pub mod schedule_ownership;
+pub mod search;
 pub mod workers;
 
 mod suite;

@@ -158,6 +158,12 @@ macro_rules! store_suite {
                     a_filter_is_walked_in_bounded_batches, a_dry_run_counts_and_changes_nothing,
                     an_unknown_id_changes_nothing,
                 ],
+                search: [
+                    several_statuses_match_any_of_them, each_filter_narrows_alone_and_combined,
+                    args_containment_follows_jsonb, error_text_ignores_case,
+                    finished_bounds_match_terminal_jobs_only,
+                    a_small_scan_budget_resumes_without_repeats, id_prefixes_resolve_to_one_job,
+                ],
             }
         }
     };

@@ -1,0 +1,103 @@
+//! The plans of `search_jobs` statements, read with `EXPLAIN` under the
+//! settings the store gives their transaction (`enable_seqscan` off), as a
+//! generic plan. Needs `DATABASE_URL`; every test works in its own schema.
+//!
+//! Why: a search narrows by status or queue in SQL and pages by the list
+//! index; a plan that read the whole jobs table would cost with history, not
+//! with the page, and no behaviour test notices. The SQL is written out here,
+//! as `store-postgres/src/search.rs` builds it.
+
+mod common;
+
+mod postgres {
+    use duraq_core::prelude::*;
+    use duraq_core::{EnqueueOptions, JobFilter, JobStatus};
+
+    use crate::common::{job, open, raw_client, schema};
+
+    const ORDER: &str = "ORDER BY created_at_ms DESC, id COLLATE \"C\" DESC";
+
+    /// Statuses alone, a queue alone, both, and with the keyset cursor: never
+    /// a sequential scan of the jobs table, on statistics where most jobs are
+    /// completed and the asked-for status is rare.
+    #[tokio::test]
+    async fn a_search_by_status_or_queue_never_scans_the_table() {
+        let s = schema();
+        let store = open(&s).await.unwrap();
+        for q in ["a", "b", "c", "d"] {
+            let jobs = (0..500)
+                .map(|_| job("j", EnqueueOptions::new().queue(q)))
+                .collect();
+            store.enqueue_batch(jobs).await.unwrap();
+        }
+        // The store answers through these statements too.
+        let page = store
+            .search_jobs(&JobFilter {
+                statuses: vec![JobStatus::Queued],
+                queue: Some("b".into()),
+                limit: Some(10),
+                ..JobFilter::default()
+            })
+            .await
+            .unwrap();
+        assert_eq!(page.jobs.len(), 10);
+        store.close().await.unwrap();
+        let mut client = raw_client().await;
+        client
+            .batch_execute(&format!(
+                "UPDATE {s}.duraq_jobs SET status = 'completed', completed_at_ms = created_at_ms \
+                 WHERE id IN (SELECT id FROM {s}.duraq_jobs ORDER BY id LIMIT 1900); \
+                 UPDATE {s}.duraq_jobs SET status = 'failed', failed_at_ms = created_at_ms \
+                 WHERE id IN (SELECT id FROM {s}.duraq_jobs WHERE status = 'queued' LIMIT 5); \
+                 ANALYZE {s}.duraq_jobs"
+            ))
+            .await
+            .unwrap();
+        let cursor = "(created_at_ms, id COLLATE \"C\") < ($2::bigint, $3::text COLLATE \"C\")";
+        let cases = [
+            ("(status = 'failed')", false),
+            ("(status = 'failed' OR status = 'cancelled')", false),
+            ("(status = 'queued') AND queue = $4::text", true),
+            ("queue = $4::text", true),
+            ("(status = 'completed')", true),
+        ];
+        for (n, (cond, with_cursor)) in cases.into_iter().enumerate() {
+            let tx = client.transaction().await.unwrap();
+            tx.batch_execute(
+                "SELECT set_config('enable_seqscan', 'off', true), \
+                 set_config('plan_cache_mode', 'force_generic_plan', true)",
+            )
+            .await
+            .unwrap();
+            let (cond, args) = if with_cursor {
+                (format!("{cond} AND {cursor}"), "(500, 0, 'z', 'b')")
+            } else {
+                (cond.replace("$4", "$2"), "(500)")
+            };
+            let types = if with_cursor {
+                "(int8, int8, text, text)"
+            } else {
+                "(int8)"
+            };
+            tx.batch_execute(&format!(
+                "PREPARE search_{n}{types} AS SELECT * FROM {s}.duraq_jobs \
+                 WHERE {cond} {ORDER} LIMIT $1::bigint"
+            ))
+            .await
+            .unwrap();
+            let plan: String = tx
+                .query(&format!("EXPLAIN EXECUTE search_{n}{args}"), &[])
+                .await
+                .unwrap()
+                .iter()
+                .map(|r| r.get::<_, String>(0))
+                .collect::<Vec<_>>()
+                .join("\n");
+            assert!(
+                !plan.contains("Seq Scan"),
+                "{cond}: no sequential scan:\n{plan}"
+            );
+            tx.rollback().await.unwrap();
+        }
+    }
+}

@@ -22,13 +22,17 @@
 //! - `calls`: the store calls the dispatcher makes, inline or on tasks.
 //! - `execute`: one attempt (timeout, cancel grace, panic isolation).
 //! - `maintenance`: heartbeats and stale-lease recovery.
-//! - `periodic` / `cron`: leaderless periodic enqueue; the five-field cron parser.
+//! - `periodic` / `cron` / `cron_fields`: leaderless periodic enqueue; cron
+//!   schedules and their five-field parser.
+//! - `cron_zone`: a cron schedule's ticks in an IANA zone, daylight saving included.
 //! - `retention`: pruning sweeps.
 //! - `events`: [`WorkerEvent`] broadcast and [`WorkerReport`] totals.
 
 mod builder;
 mod calls;
 mod cron;
+mod cron_fields;
+mod cron_zone;
 mod dispatcher;
 mod events;
 mod execute;
@@ -76,6 +80,14 @@ pub enum WorkerError {
         /// What is wrong with it.
         reason: String,
     },
+    /// A time zone the IANA database does not know (`invalid-time-zone`).
+    #[error("unknown time zone {zone:?}: {reason}")]
+    InvalidTimeZone {
+        /// The zone as given.
+        zone: String,
+        /// What the database said.
+        reason: String,
+    },
     /// An impossible worker, periodic or retention setting (`invalid-worker-config`).
     #[error("invalid worker configuration: {0}")]
     InvalidConfig(String),
@@ -94,6 +106,7 @@ impl WorkerError {
         match self {
             Self::DuplicateHandler(_) => ErrorCode::DuplicateHandler,
             Self::InvalidCron { .. } => ErrorCode::InvalidCron,
+            Self::InvalidTimeZone { .. } => ErrorCode::InvalidTimeZone,
             Self::InvalidConfig(_) => ErrorCode::InvalidWorkerConfig,
             Self::Core(e) => e.code(),
             Self::Internal(_) => ErrorCode::WorkerInternal,

@@ -7,6 +7,7 @@
 //! is always waiting in the queue), so a tick fires on time even if the enqueuing
 //! process is busy or restarting at that moment.
 
+use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -44,6 +45,16 @@ impl PeriodicSchedule {
                 after_ms.div_euclid(p).checked_add(1)?.checked_mul(p)
             }
             Self::Cron(cron) => cron.next_after_ms(after_ms),
+        }
+    }
+}
+
+/// `every 1h` or the cron schedule with its zone (`0 9 * * * (Europe/Oslo)`).
+impl fmt::Display for PeriodicSchedule {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Every(period) => write!(f, "every {period:?}"),
+            Self::Cron(cron) => cron.fmt(f),
         }
     }
 }
@@ -101,7 +112,8 @@ impl PeriodicJob {
         Self::new(name, PeriodicSchedule::Every(period), job_name)
     }
 
-    /// Fires on a five-field cron expression, in UTC unless
+    /// Fires on a five-field cron expression, in UTC unless the expression
+    /// starts with `CRON_TZ=<zone>`, or [`PeriodicJob::in_time_zone`] or
     /// [`PeriodicJob::utc_offset_minutes`] says otherwise.
     pub fn cron(name: &str, expr: &str, job_name: &str) -> Result<Self, WorkerError> {
         Self::new(
@@ -177,6 +189,35 @@ impl PeriodicJob {
         self
     }
 
+    /// Evaluates a cron schedule on the wall clock of the IANA zone `zone` (see
+    /// [`CronSchedule::in_time_zone`] for the daylight-saving rules); the same
+    /// as a `CRON_TZ=<zone>` prefix. No effect on `every`, whose ticks are
+    /// multiples of the period since the epoch, but the name is checked all the
+    /// same.
+    ///
+    /// Errors: `invalid-time-zone` if the zone is unknown.
+    ///
+    /// ```
+    /// use duraq_core::{ErrorCode, PeriodicJob};
+    /// let standup = PeriodicJob::cron("standup", "0 9 * * mon-fri", "app.standup")
+    ///     .unwrap()
+    ///     .in_time_zone("Europe/Oslo")
+    ///     .unwrap();
+    /// assert_eq!(standup.schedule().to_string(), "0 9 * * mon-fri (Europe/Oslo)");
+    /// let err = PeriodicJob::cron("x", "0 9 * * *", "app.x").unwrap().in_time_zone("Oslo");
+    /// assert_eq!(err.unwrap_err().code(), ErrorCode::InvalidTimeZone);
+    /// ```
+    pub fn in_time_zone(mut self, zone: &str) -> Result<Self, WorkerError> {
+        self.schedule = match self.schedule {
+            PeriodicSchedule::Cron(c) => PeriodicSchedule::Cron(c.in_time_zone(zone)?),
+            PeriodicSchedule::Every(period) => {
+                CronSchedule::parse("@daily")?.in_time_zone(zone)?;
+                PeriodicSchedule::Every(period)
+            }
+        };
+        Ok(self)
+    }
+
     /// The schedule's name (part of each tick's idempotency key).
     pub fn name(&self) -> &str {
         &self.name
@@ -250,7 +291,7 @@ pub(crate) async fn run_periodic(
         // Skip ticks missed while this process was suspended.
         after = tick.max(clock.now_ms() - 1);
     }
-    tracing::warn!(periodic = %job.name, "periodic schedule has no further ticks");
+    tracing::warn!(periodic = %job.name, schedule = %job.schedule, "periodic schedule has no further ticks");
 }
 
 async fn enqueue_tick(

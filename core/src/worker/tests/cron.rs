@@ -1,6 +1,7 @@
 //! The five-field cron parser: syntax, matching rules, offsets, rejections.
 
-use crate::worker::cron::{civil_from_days, MINUTE_MS};
+use crate::worker::cron::MINUTE_MS;
+use crate::worker::cron_fields::civil_from_days;
 use crate::{CronSchedule, ErrorCode};
 
 /// Milliseconds of a UTC date-time (test helper, inverse of `civil_from_days`).

@@ -6,6 +6,7 @@
 mod admission;
 mod cancel;
 mod cron;
+mod cron_zones;
 mod drain;
 mod faulty;
 mod periodic;

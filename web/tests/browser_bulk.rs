@@ -92,6 +92,13 @@ async fn click_through(page: &Page, css: &str) {
     page.wait_navigated().await;
 }
 
+/// Types `text` into the header's id box and submits it.
+async fn find(page: &Page, text: &str) {
+    page.type_into("form[data-search] input[name=\"id\"]", text)
+        .await;
+    click_through(page, "form[data-search] button").await;
+}
+
 async fn result_counts(page: &Page) -> (String, String, String) {
     page.wait_present("[data-bulk-result]").await;
     let get = |k: &'static str| async move {
@@ -148,6 +155,27 @@ async fn two_checked_jobs_are_retried_and_no_other() {
         assert_eq!(dash.status(&ids[0]).await, JobStatus::Queued);
         assert_eq!(dash.status(&ids[1]).await, JobStatus::Queued);
         assert_eq!(dash.status(&ids[2]).await, JobStatus::Failed);
+
+        // The id box: a unique prefix opens the job; a shared one lists both.
+        let unique = &ids[2][..ids[2].len() - 2];
+        assert!(ids[..2].iter().all(|id| !id.starts_with(unique)));
+        find(&page, unique).await;
+        page.wait_page("job").await;
+        assert!(page.path().await.ends_with(&ids[2]));
+        let shared: String = ids[0]
+            .chars()
+            .zip(ids[1].chars())
+            .take_while(|(a, b)| a == b)
+            .map(|(a, _)| a)
+            .collect();
+        find(&page, &shared).await;
+        page.wait_present("[data-error=\"ambiguous-id\"]").await;
+        let listed = page.attrs("tr[data-job-id]", "data-job-id").await;
+        assert!(
+            listed.contains(&ids[0]) && listed.contains(&ids[1]),
+            "{listed:?}"
+        );
+        page.screenshot("id-box-ambiguous").await;
     })
     .await;
 }

@@ -2,12 +2,18 @@
 //! counter rows, never `COUNT(*)` over jobs, so the time at 1,000,000 rows should
 //! match the time at 10,000. Rows are loaded with batch enqueue (queued jobs);
 //! each figure is the median of many snapshot calls after a warm-up.
+//!
+//! On the same 1,000,000 rows it also times a `jobs list` search no row matches
+//! (`--args-contains` and `--error-contains` on queued jobs): the answer must come
+//! within the bounded scan, [`DEFAULT_SCAN_LIMIT`] rows read, and say where to
+//! resume, however large the table.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{ensure, Result};
-use duraq_core::Store;
+use duraq_core::{JobFilter, JobStatus, Store, DEFAULT_SCAN_LIMIT};
+use serde_json::json;
 
 use super::{Figure, Sizes};
 use crate::producer::enqueue_batched;
@@ -22,6 +28,7 @@ pub async fn counts(target: &Target, sizes: Sizes) -> Result<Vec<Figure>> {
     let small = snapshot_time(&store, sizes.count_small).await?;
     enqueue_batched(&store, sizes.count_large - sizes.count_small, 1_000).await?;
     let large = snapshot_time(&store, sizes.count_large).await?;
+    let (search, scanned) = search_time(&store, sizes.count_large).await?;
     let us = |d: Duration| d.as_secs_f64() * 1e6;
     Ok(vec![
         Figure::new(
@@ -39,6 +46,12 @@ pub async fn counts(target: &Target, sizes: Sizes) -> Result<Vec<Figure>> {
             large.as_secs_f64() / small.as_secs_f64(),
             "×",
         ),
+        Figure::new(
+            format!("search_unmatched_{}_rows", sizes.count_large),
+            search.as_secs_f64() * 1e3,
+            "ms",
+        ),
+        Figure::new("search_rows_scanned", scanned as f64, "rows"),
     ])
 }
 
@@ -60,4 +73,40 @@ async fn snapshot_time(store: &Arc<dyn Store>, rows: usize) -> Result<Duration> 
     }
     times.sort_unstable();
     Ok(times[times.len() / 2])
+}
+
+/// Median wall time of a search that matches nothing (args and error text on
+/// queued jobs), checking it stopped at the scan budget and said where to resume.
+async fn search_time(store: &Arc<dyn Store>, rows: usize) -> Result<(Duration, usize)> {
+    // The default budget, or half the table under --quick, so that it stops early.
+    let budget = DEFAULT_SCAN_LIMIT.min(rows / 2);
+    let filter = JobFilter {
+        statuses: vec![JobStatus::Queued],
+        args_contains: Some(json!({"no-such-key": 1})),
+        error_contains: Some("no such error".into()),
+        limit: Some(50),
+        scan_limit: Some(budget),
+        ..JobFilter::default()
+    };
+    let mut times = Vec::new();
+    let mut scanned = 0;
+    for _ in 0..7 {
+        let started = Instant::now();
+        let page = store.search_jobs(&filter).await?;
+        times.push(started.elapsed());
+        ensure!(
+            page.jobs.is_empty(),
+            "the search matched {} jobs",
+            page.jobs.len()
+        );
+        ensure!(page.resume.is_some(), "the scan did not stop at its budget");
+        ensure!(
+            page.scanned <= budget,
+            "the search read {} rows, more than its budget",
+            page.scanned
+        );
+        scanned = page.scanned;
+    }
+    times.sort_unstable();
+    Ok((times[times.len() / 2], scanned))
 }

@@ -29,6 +29,7 @@ pub mod cancel_running;
 pub mod claim;
 pub mod concurrency;
 pub mod counts;
+pub mod cron_zones;
 pub mod dedupe;
 pub mod enqueue;
 pub mod error_history;

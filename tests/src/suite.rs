@@ -152,6 +152,7 @@ macro_rules! store_suite {
                     cancel_rejects_terminal_and_missing, get_job_in_every_status,
                     retry_takes_free_key_back, retry_leaves_taken_key_alone,
                 ],
+                cron_zones: [zoned_ticks_follow_the_wall_clock_across_dst],
                 bulk: [
                     each_action_changes_what_it_may_and_skips_the_rest,
                     nothing_changed_is_no_mutation, a_bulk_cancel_tells_the_running_jobs_worker,

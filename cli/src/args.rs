@@ -96,6 +96,10 @@ pub enum Command {
         #[arg(long, value_name = "DURATION", default_value = "60s")]
         stale_after: String,
     },
+    /// Throughput from the stored history: jobs enqueued, completed, failed,
+    /// retried, cancelled and orphaned per minute (1h), 15 minutes (24h) or hour (7d).
+    #[command(after_long_help = crate::examples::STATS)]
+    Stats(StatsArgs),
     /// Worker processes: host, pid, queues, job names, slots, heartbeat,
     /// alive or stale, and how many jobs each is running.
     #[command(after_long_help = crate::examples::WORKERS)]
@@ -328,6 +332,17 @@ pub struct PruneAges {
     /// Delete cancelled jobs older than this.
     #[arg(long, value_name = "DURATION")]
     pub cancelled_older_than: Option<String>,
+}
+
+/// `duraq stats`: see [`crate::stats`].
+#[derive(Debug, Args)]
+pub struct StatsArgs {
+    /// The view: `1h` (per minute), `24h` (per 15 minutes) or `7d` (per hour).
+    #[arg(long, value_name = "RANGE", default_value = "1h")]
+    pub since: String,
+    /// Only this queue.
+    #[arg(long, value_name = "QUEUE")]
+    pub queue: Option<String>,
 }
 
 #[derive(Debug, Args)]

@@ -212,6 +212,21 @@ Examples:
   duraq workers --stale-after 5m
   duraq --database postgres://duraq@localhost/app workers";
 
+pub const STATS: &str = "\
+Throughput from the history stored in the database: workers, dashboards and
+this command each take a sample of every queue's totals once a minute (the
+first sample of a minute wins), and a row is the difference between one
+sample and the next, so it is exact to the sampling instants, not to the
+row's edges; the newest row runs to now. Failed counts jobs that failed with
+no retries left (or were discarded); retried counts failed or lost attempts
+that went back to the queue. Samples are kept 7 days. Rows where nobody
+sampled are left out of the table and are null in --json.
+
+Examples:
+  duraq stats
+  duraq stats --since 24h --queue mail
+  duraq stats --since 7d --json";
+
 pub const WORKER: &str = "\
 Built-in jobs:
   duraq.noop           any args; succeeds

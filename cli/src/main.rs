@@ -31,6 +31,7 @@ mod queues;
 mod robustness;
 mod schedule;
 mod signals;
+mod stats;
 mod tenants;
 mod web;
 mod worker;
@@ -127,6 +128,7 @@ async fn run(cli: Cli) -> anyhow::Result<u8> {
         } => queues::run(&db()?, action, &stale_after, json).await,
         Command::Worker(a) => worker::run(&db()?, a, json).await,
         Command::Workers(a) => workers::run(&db()?, &a, json).await,
+        Command::Stats(a) => stats::run(&db()?, &a, json).await,
         Command::Web(a) => web::run(&db()?, a).await,
         Command::Demo(a) => demo::run(a, json).await,
         Command::Mail(c) => mail::run(&db()?, c).await,

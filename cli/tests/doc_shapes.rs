@@ -195,6 +195,10 @@ fn answers(db: &Db, command: &str) -> Vec<Value> {
         "counts" => vec![db.json(&["counts"])],
         "queues" => vec![db.json(&["queues"])],
         "workers" => vec![db.json(&["workers"])],
+        "stats" => vec![
+            db.json(&["stats"]),
+            db.json(&["stats", "--since", "7d", "--queue", "mail"]),
+        ],
         "queues pause / resume" => vec![
             db.json(&["queues", "pause", "mail"]),
             db.json(&["queues", "resume", "mail"]),

@@ -265,11 +265,11 @@ pub(crate) async fn run_periodic(
             match enqueue_tick(&job, tick, store.as_ref(), &telemetry).await {
                 Ok(()) => break,
                 Err(e) if e.code() == ErrorCode::IdempotencyConflict => {
-                    tracing::warn!(periodic = %job.name, tick_ms = tick, "periodic tick conflicts with another process's definition: {e}");
+                    tracing::warn!(periodic = %job.name, schedule = %job.schedule, tick_ms = tick, "periodic tick conflicts with another process's definition: {e}");
                     break;
                 }
                 Err(e) => {
-                    tracing::warn!(periodic = %job.name, tick_ms = tick, "enqueueing periodic tick failed: {e}")
+                    tracing::warn!(periodic = %job.name, schedule = %job.schedule, tick_ms = tick, "enqueueing periodic tick failed: {e}")
                 }
             }
             if wait_or_stop(&mut stopping, retry).await {
@@ -304,7 +304,7 @@ async fn enqueue_tick(
     let created = matches!(outcome, EnqueueOutcome::Created(_));
     if created {
         Telemetry::add(&telemetry.periodic_enqueued, 1);
-        tracing::debug!(periodic = %job.name, tick_ms = tick, job_id = outcome.job_id(), "periodic tick enqueued");
+        tracing::debug!(periodic = %job.name, schedule = %job.schedule, tick_ms = tick, job_id = outcome.job_id(), "periodic tick enqueued");
     }
     telemetry.emit(WorkerEvent::PeriodicEnqueued {
         name: job.name.clone(),

@@ -266,19 +266,8 @@ pub enum JobsCommand {
     /// Jobs, newest first.
     #[command(after_long_help = crate::examples::JOBS_LIST)]
     List {
-        /// Only jobs in this status: queued, running (or handed_off, as JSON
-        /// says), completed, failed, cancelled or orphaned.
-        #[arg(long)]
-        status: Option<String>,
-        /// Only jobs with this job name, e.g. `duraq.http`.
-        #[arg(long)]
-        name: Option<String>,
-        /// Only jobs in this queue.
-        #[arg(long)]
-        queue: Option<String>,
-        /// Only jobs that carry this schedule key (its owner and its history).
-        #[arg(long)]
-        key: Option<String>,
+        #[command(flatten)]
+        filter: crate::search::FilterFlags,
         /// At most this many jobs.
         #[arg(long, value_name = "N", default_value_t = 50)]
         limit: usize,

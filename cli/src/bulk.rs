@@ -12,7 +12,7 @@ use std::io::{IsTerminal, Write};
 use anyhow::Result;
 use clap::Args;
 use duraq_core::{
-    run_bulk, BulkAction, BulkReport, BulkRequest, BulkSelection, Error, ErrorCode, JobFilter,
+    resolve_job, run_bulk, BulkAction, BulkReport, BulkRequest, BulkSelection, Error, ErrorCode,
     JobStatus,
 };
 use serde_json::json;
@@ -20,27 +20,21 @@ use serde_json::json;
 use crate::db::{closing, Database};
 use crate::display::thousands;
 use crate::output::{print_json, CliError};
+use crate::parse::now_ms;
+use crate::search::{FilterFlags, FILTER_IDS};
 
-/// Which jobs: ids, or a filter (at least one of them).
+/// Which jobs: ids (or unique id prefixes), or a filter (at least one of them).
 #[derive(Debug, Args)]
-#[group(required = true, multiple = true)]
 pub struct BulkTarget {
-    /// Job ids (one or more).
-    #[arg(value_name = "ID", conflicts_with_all = ["status", "queue", "name", "key"])]
+    /// Job ids, or unique prefixes of them (one or more).
+    #[arg(
+        value_name = "ID",
+        conflicts_with_all = FILTER_IDS,
+        required_unless_present_any = FILTER_IDS
+    )]
     pub ids: Vec<String>,
-    /// Every job in these statuses (comma-separated: `failed,cancelled`;
-    /// `running` is `handed_off`).
-    #[arg(long, value_name = "STATUSES", value_delimiter = ',')]
-    pub status: Vec<String>,
-    /// Every job in this queue (with the other filters).
-    #[arg(long)]
-    pub queue: Option<String>,
-    /// Every job with this job name (with the other filters).
-    #[arg(long)]
-    pub name: Option<String>,
-    /// Every job that carries this schedule key (with the other filters).
-    #[arg(long)]
-    pub key: Option<String>,
+    #[command(flatten)]
+    pub filter: FilterFlags,
 }
 
 /// A bulk action's flags.
@@ -71,17 +65,22 @@ pub async fn run(db: &Database, action: BulkAction, args: BulkArgs, json: bool) 
     if args.batch_size == 0 {
         return Err(CliError::new("invalid-batch-size", "--batch-size must be at least 1").into());
     }
-    let selection = selection(args.target)?;
-    let single = matches!(&selection, BulkSelection::Ids(ids) if ids.len() == 1);
-    let req = BulkRequest {
-        action,
-        selection,
-        dry_run: args.dry_run,
-        batch_size: args.batch_size,
-    };
+    if args.target.ids.is_empty() {
+        // Bad flags are refused before any database is opened.
+        args.target.filter.filter(now_ms())?;
+    }
     let store = db.open_existing(false).await?;
     let live = !json && std::io::stderr().is_terminal();
+    let (dry_run, batch_size) = (args.dry_run, args.batch_size);
     let report = closing(&store, async {
+        let selection = selection(store.as_ref(), args.target).await?;
+        let single = matches!(&selection, BulkSelection::Ids(ids) if ids.len() == 1);
+        let req = BulkRequest {
+            action,
+            selection,
+            dry_run,
+            batch_size,
+        };
         if let (true, false, BulkSelection::Ids(ids)) = (single, req.dry_run, &req.selection) {
             refuse_forbidden(store.as_ref(), action, &ids[0]).await?;
         }
@@ -102,10 +101,10 @@ pub async fn run(db: &Database, action: BulkAction, args: BulkArgs, json: bool) 
         Ok(run_bulk(store.as_ref(), &req, &mut progress).await?)
     })
     .await?;
-    if live && report.matched > 0 && !req.dry_run {
+    if live && report.matched > 0 && !dry_run {
         eprintln!();
     }
-    print(action, req.dry_run, &report, json);
+    print(action, dry_run, &report, json);
     Ok(())
 }
 
@@ -138,22 +137,15 @@ async fn refuse_forbidden(
     .into())
 }
 
-fn selection(target: BulkTarget) -> Result<BulkSelection, CliError> {
-    if !target.ids.is_empty() {
-        return Ok(BulkSelection::Ids(target.ids));
+async fn selection(store: &dyn duraq_core::Store, target: BulkTarget) -> Result<BulkSelection> {
+    if target.ids.is_empty() {
+        return Ok(BulkSelection::Matching(target.filter.filter(now_ms())?));
     }
-    let statuses = target
-        .status
-        .iter()
-        .map(|s| parse_status(s))
-        .collect::<Result<Vec<_>, _>>()?;
-    Ok(BulkSelection::Matching(JobFilter {
-        statuses,
-        job_name: target.name,
-        queue: target.queue,
-        schedule_key: target.key,
-        ..JobFilter::default()
-    }))
+    let mut ids = Vec::with_capacity(target.ids.len());
+    for input in &target.ids {
+        ids.push(resolve_job(store, input).await?.id);
+    }
+    Ok(BulkSelection::Ids(ids))
 }
 
 /// `--status` of `jobs list` and the bulk actions (`running` is `handed_off`).

@@ -15,7 +15,7 @@
 
 use anyhow::Result;
 use duraq_core::{
-    BulkAction, Error, ErrorCode, Job, JobCursor, JobFilter, JobStatus, PruneRequest,
+    resolve_job, BulkAction, ErrorCode, Job, JobCursor, JobFilter, JobStatus, PruneRequest,
 };
 use serde_json::json;
 
@@ -29,40 +29,25 @@ use crate::parse::duration_ms;
 pub async fn run(db: &Database, cmd: JobsCommand, json: bool) -> Result<()> {
     match cmd {
         JobsCommand::List {
-            status,
-            name,
-            queue,
-            key,
+            filter,
             limit,
             after,
         } => {
-            let queue = queue
-                .as_deref()
-                .map(|q| crate::parse::queue_name("--queue", q))
-                .transpose()?;
-            let filter = JobFilter {
-                statuses: status
-                    .as_deref()
-                    .map(bulk::parse_status)
-                    .transpose()?
-                    .into_iter()
-                    .collect(),
-                job_name: name,
-                queue: queue.map(String::from),
-                schedule_key: key,
-                limit: Some(limit),
-                ..JobFilter::default()
-            };
             if limit == 0 {
                 return Err(CliError::new("invalid-limit", "--limit must be at least 1").into());
             }
+            let filter = JobFilter {
+                limit: Some(limit),
+                ..filter.filter(crate::parse::now_ms())?
+            };
             list(db, filter, after, json).await?;
         }
         JobsCommand::Show { id } => {
             let store = db.open_existing(false).await?;
-            let job = closing(&store, async { Ok(store.get_job(&id).await?) })
-                .await?
-                .ok_or_else(|| Error::job_not_found(&id))?;
+            let job = closing(&store, async {
+                Ok(resolve_job(store.as_ref(), &id).await?)
+            })
+            .await?;
             show(&job, json);
         }
         JobsCommand::Retry(args) => {
@@ -70,10 +55,12 @@ pub async fn run(db: &Database, cmd: JobsCommand, json: bool) -> Result<()> {
                 return bulk::run(db, BulkAction::Retry, args, json).await;
             };
             let store = db.open_existing(false).await?;
-            show(
-                &closing(&store, async { Ok(store.retry_job(&id).await?) }).await?,
-                json,
-            )
+            let job = closing(&store, async {
+                let id = resolve_job(store.as_ref(), &id).await?.id;
+                Ok(store.retry_job(&id).await?)
+            })
+            .await?;
+            show(&job, json)
         }
         JobsCommand::Cancel(args) => {
             let Some(id) = args.single().map(str::to_owned) else {
@@ -82,6 +69,7 @@ pub async fn run(db: &Database, cmd: JobsCommand, json: bool) -> Result<()> {
             // A running job is cancelled too: its worker is told and stops it.
             let store = db.open_existing(false).await?;
             let job = closing(&store, async {
+                let id = resolve_job(store.as_ref(), &id).await?.id;
                 match store.cancel_job(&id).await {
                     Ok(job) => Ok(job),
                     // Already cancelled: the request's goal holds; answer with the job.
@@ -125,9 +113,19 @@ async fn list_on(
         })?;
         filter.after = Some(JobCursor::after(&last));
     }
-    let jobs = store.search_jobs(&filter).await?.jobs;
-    let exact_total =
-        filter.job_name.is_none() && filter.queue.is_none() && filter.schedule_key.is_none();
+    let page = store.search_jobs(&filter).await?;
+    let (jobs, scanned) = (page.jobs, page.scanned);
+    let resume = page.resume.map(|c| c.id);
+    let only_statuses = JobFilter {
+        statuses: filter.statuses.clone(),
+        ..JobFilter::default()
+    };
+    let exact_total = JobFilter {
+        after: None,
+        limit: None,
+        scan_limit: None,
+        ..filter.clone()
+    } == only_statuses;
     let total = if exact_total {
         let snap = store.count_snapshot().await?;
         Some(match filter.statuses.as_slice() {
@@ -140,13 +138,29 @@ async fn list_on(
     let full_page = filter.limit.is_some_and(|l| jobs.len() >= l);
     let next_after = full_page
         .then(|| jobs.last().map(|j| j.id.clone()))
-        .flatten();
+        .flatten()
+        .or_else(|| resume.clone());
     if json {
-        print_json(&json!({ "jobs": jobs, "total": total, "nextAfter": next_after }));
+        print_json(&json!({
+            "jobs": jobs,
+            "total": total,
+            "nextAfter": next_after,
+            "resume": resume,
+            "scanned": scanned,
+        }));
         return Ok(());
     }
+    let stopped = |resume: &str| {
+        println!(
+            "the search stopped after reading {} (--scan-limit); continue with --after {resume}",
+            count(scanned as i64, "row")
+        );
+    };
     if jobs.is_empty() {
         println!("no jobs");
+        if let Some(r) = &resume {
+            stopped(r);
+        }
         return Ok(());
     }
     print!("{}", jobs_table(&jobs, crate::parse::now_ms()));
@@ -158,9 +172,13 @@ async fn list_on(
         ),
         None => format!("showing {}", count(jobs.len() as i64, "job")),
     };
-    match next_after {
-        Some(id) => println!("{shown}; next page: --after {id}"),
-        None => println!("{shown}"),
+    match (&resume, next_after) {
+        (Some(r), _) => {
+            println!("{shown}");
+            stopped(r);
+        }
+        (None, Some(id)) => println!("{shown}; next page: --after {id}"),
+        (None, None) => println!("{shown}"),
     }
     Ok(())
 }

@@ -30,6 +30,7 @@ mod queues;
 #[cfg(test)]
 mod robustness;
 mod schedule;
+mod search;
 mod signals;
 mod stats;
 mod tenants;

@@ -149,7 +149,7 @@ pub fn jobs_table(jobs: &[Job], now_ms: i64) -> String {
                 j.status.label().to_owned(),
                 format!("{}/{}", j.attempts, j.max_retries.saturating_add(1)),
                 status_time(j, now_ms),
-                opt(&j.last_error).chars().take(60).collect(),
+                error_cell(j.last_error.as_deref()),
             ]
         })
         .collect();
@@ -165,6 +165,22 @@ pub fn jobs_table(jobs: &[Job], now_ms: i64) -> String {
         ],
         &rows,
     )
+}
+
+/// A job's last error in a table cell: its first line, at most 60 characters
+/// (an ellipsis says when it was cut).
+pub fn error_cell(error: Option<&str>) -> String {
+    let Some(error) = error else {
+        return "-".to_owned();
+    };
+    let first = error.lines().next().unwrap_or("");
+    let more_lines = first.len() < error.trim_end().len();
+    if first.chars().count() > 60 || more_lines {
+        let cut: String = first.chars().take(59).collect();
+        format!("{cut}…")
+    } else {
+        first.to_owned()
+    }
 }
 
 /// The moment that matters for a job's status, in words: when a queued job is

@@ -263,7 +263,10 @@ fn jobs_list_filters_and_table() {
     let a = db.enqueue(&["alpha", "--queue", "q1"]);
     let b = db.enqueue(&["beta", "--queue", "q2"]);
     let all = db.json(&["jobs", "list"]);
-    assert_eq!(keys(&all), sorted(&["jobs", "nextAfter", "total"]));
+    assert_eq!(
+        keys(&all),
+        sorted(&["jobs", "nextAfter", "resume", "scanned", "total"])
+    );
     let ids: Vec<&str> = all["jobs"]
         .as_array()
         .unwrap()
@@ -279,7 +282,10 @@ fn jobs_list_filters_and_table() {
     ]);
     assert_eq!(beta["jobs"][0]["id"], b.as_str());
     let none = db.json(&["jobs", "list", "--status", "completed"]);
-    assert_eq!(none, json!({"jobs": [], "total": 0, "nextAfter": null}));
+    assert_eq!(
+        none,
+        json!({"jobs": [], "total": 0, "nextAfter": null, "resume": null, "scanned": 0})
+    );
     assert_eq!(
         db.json(&["jobs", "list", "--limit", "1"])["jobs"]
             .as_array()

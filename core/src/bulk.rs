@@ -23,8 +23,10 @@ use crate::store::Operate;
 pub enum BulkSelection {
     /// These jobs; every id must exist ([`run_bulk`] checks before it acts).
     Ids(Vec<String>),
-    /// Every job matching the filter (its `after`, `limit` and `scan_limit`
-    /// are ignored: the walk covers every match, a batch at a time).
+    /// Every job matching the filter (its `after` and `limit` are ignored:
+    /// the walk covers every match, a batch at a time; `scan_limit` bounds
+    /// the rows each of its reads takes, by default the larger of the batch
+    /// and [`crate::rules::SEARCH_CHUNK`]).
     Matching(JobFilter),
 }
 
@@ -149,7 +151,7 @@ pub async fn run_bulk<S: Operate + ?Sized>(
             let mut walk = JobFilter {
                 after: None,
                 limit: Some(batch),
-                scan_limit: Some(batch.max(SEARCH_CHUNK)),
+                scan_limit: Some(filter.scan_limit.unwrap_or(batch.max(SEARCH_CHUNK))),
                 ..filter.clone()
             };
             loop {

@@ -19,7 +19,7 @@ mod search;
 pub use claim::{Admission, AdmissionRead, ClaimAdmission};
 pub use enqueue::{check_cap, is_duplicate_of, operation_key_taken, replay_owned_scope};
 pub use prune::{is_prunable, prune_order, PruneRun};
-pub use search::{SearchScan, SEARCH_CHUNK};
 pub use schedule::{
     check_replacement, owner_on_cancel, owner_on_replace, owner_on_wake, OwnerFate,
 };
+pub use search::{SearchScan, SEARCH_CHUNK};

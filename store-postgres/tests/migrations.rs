@@ -23,7 +23,7 @@ mod postgres {
                  ALTER TABLE {s}.duraq_jobs DROP COLUMN priority, DROP COLUMN rate_key, \
                  DROP COLUMN rate_max, DROP COLUMN rate_period_ms; \
                  CREATE INDEX duraq_jobs_due ON {s}.duraq_jobs (scheduled_at_ms, created_at_ms, id COLLATE \"C\") \
-                 WHERE status = 'queued'; DELETE FROM {s}.duraq_migrations WHERE version = 6"
+                 WHERE status = 'queued'; DELETE FROM {s}.duraq_migrations WHERE version >= 6"
             ))
             .await
             .unwrap();
@@ -132,7 +132,7 @@ mod postgres {
         let store = PostgresStore::connect_existing(&url(), options(&s))
             .await
             .unwrap();
-        assert_eq!(store.migration().applied, [2, 3, 4, 5, 6]);
+        assert_eq!(store.migration().applied, [2, 3, 4, 5, 6, 7]);
         let indexes: Vec<String> = client
             .query(
                 "SELECT indexname::text FROM pg_indexes WHERE schemaname = $1 AND tablename = 'duraq_jobs'",
@@ -207,7 +207,7 @@ mod postgres {
         let store = PostgresStore::connect_existing(&url(), options(&s))
             .await
             .unwrap();
-        assert_eq!(store.migration().applied, [3, 4, 5, 6]);
+        assert_eq!(store.migration().applied, [3, 4, 5, 6, 7]);
         let after = store.queue_snapshot().await.unwrap();
         assert_eq!(
             (after.revision, &after.counts, super::counts_of(&after)),
@@ -258,7 +258,7 @@ mod postgres {
         let store = PostgresStore::connect_existing(&url(), options(&s))
             .await
             .unwrap();
-        assert_eq!(store.migration().applied, [4, 5, 6]);
+        assert_eq!(store.migration().applied, [4, 5, 6, 7]);
         assert!(store
             .queue_snapshot()
             .await
@@ -418,7 +418,7 @@ mod postgres {
         let store = PostgresStore::connect_existing(&url(), options(&s))
             .await
             .unwrap();
-        assert_eq!(store.migration().applied, [5, 6]);
+        assert_eq!(store.migration().applied, [5, 6, 7]);
         assert_eq!(
             relfilenode(&client, &s).await,
             file_before,
@@ -488,7 +488,7 @@ mod postgres {
         let store = PostgresStore::connect_existing(&url(), options(&s))
             .await
             .unwrap();
-        assert_eq!(store.migration().applied, [6]);
+        assert_eq!(store.migration().applied, [6, 7]);
         assert_eq!(relfilenode().await, file_before, "no table rewrite");
         let indexes: Vec<String> = client
             .query(
@@ -557,7 +557,7 @@ mod postgres {
         let store = PostgresStore::connect_existing(&url(), options(&s))
             .await
             .unwrap();
-        assert_eq!(store.migration().applied, [6]);
+        assert_eq!(store.migration().applied, [6, 7]);
         let after: i64 = client.query_one(&beat_sql, &[]).await.unwrap().get(0);
         assert_eq!(after, before, "the old row kept");
         let nullable: Vec<(String, String)> = client

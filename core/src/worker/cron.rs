@@ -61,9 +61,26 @@ pub struct CronSchedule {
 
 /// Where the fields are read: a fixed offset from UTC, or an IANA zone.
 #[derive(Clone, Debug, PartialEq, Eq)]
-enum Zone {
+pub(super) enum Zone {
     Fixed(i32),
     Iana { name: String, tz: TimeZone },
+}
+
+impl Zone {
+    /// The IANA zone `name` from the bundled database (`invalid-time-zone`).
+    pub(super) fn named(name: &str) -> Result<Self, WorkerError> {
+        let bad = |reason: String| WorkerError::InvalidTimeZone {
+            zone: name.to_owned(),
+            reason,
+        };
+        let trimmed = name.trim();
+        if trimmed.is_empty() {
+            return Err(bad("a time zone name is empty".to_owned()));
+        }
+        let tz = TimeZone::get(trimmed).map_err(|e| bad(e.to_string()))?;
+        let name = tz.iana_name().unwrap_or(trimmed).to_owned();
+        Ok(Self::Iana { name, tz })
+    }
 }
 
 impl CronSchedule {
@@ -127,17 +144,7 @@ impl CronSchedule {
     /// assert_eq!(bad.unwrap_err().code(), ErrorCode::InvalidTimeZone);
     /// ```
     pub fn in_time_zone(mut self, name: &str) -> Result<Self, WorkerError> {
-        let bad = |reason: String| WorkerError::InvalidTimeZone {
-            zone: name.to_owned(),
-            reason,
-        };
-        let trimmed = name.trim();
-        if trimmed.is_empty() {
-            return Err(bad("a time zone name is empty".to_owned()));
-        }
-        let tz = TimeZone::get(trimmed).map_err(|e| bad(e.to_string()))?;
-        let name = tz.iana_name().unwrap_or(trimmed).to_owned();
-        self.zone = Zone::Iana { name, tz };
+        self.zone = Zone::named(name)?;
         Ok(self)
     }
 

@@ -14,7 +14,7 @@ use std::time::Duration;
 use serde_json::Value;
 use tokio::sync::watch;
 
-use super::cron::CronSchedule;
+use super::cron::{CronSchedule, Zone};
 use super::events::{Telemetry, WorkerEvent};
 use super::handler::duration_ms;
 use super::WorkerError;
@@ -211,7 +211,7 @@ impl PeriodicJob {
         self.schedule = match self.schedule {
             PeriodicSchedule::Cron(c) => PeriodicSchedule::Cron(c.in_time_zone(zone)?),
             PeriodicSchedule::Every(period) => {
-                CronSchedule::parse("@daily")?.in_time_zone(zone)?;
+                Zone::named(zone)?;
                 PeriodicSchedule::Every(period)
             }
         };

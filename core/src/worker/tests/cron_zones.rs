@@ -200,6 +200,13 @@ fn zones_come_from_a_prefix_or_the_builder_and_unknown_ones_are_refused() {
         job.clone().in_time_zone("Mars/Olympus").unwrap_err().code(),
         ErrorCode::InvalidTimeZone
     );
+    let every = PeriodicJob::every("y", std::time::Duration::from_secs(60), "app.y").unwrap();
+    assert_eq!(
+        every.clone().in_time_zone("Oslo").unwrap_err().code(),
+        ErrorCode::InvalidTimeZone
+    );
+    let every = every.in_time_zone("Europe/Oslo").unwrap();
+    assert_eq!(every.schedule().to_string(), "every 60s");
     let job = job
         .utc_offset_minutes(60)
         .in_time_zone("Europe/Oslo")

@@ -17,7 +17,8 @@ pub const SEARCH_CHUNK: usize = 500;
 /// ```
 /// use duraq_core::rules::SearchScan;
 /// use duraq_core::JobFilter;
-/// let mut scan = SearchScan::new(&JobFilter { limit: Some(10), ..JobFilter::default() });
+/// let filter = JobFilter { limit: Some(10), ..JobFilter::default() };
+/// let mut scan = SearchScan::new(&filter);
 /// assert_eq!(scan.next_chunk(), Some(10));
 /// scan.feed(Vec::new()); // the store found no candidates
 /// assert_eq!(scan.next_chunk(), None);

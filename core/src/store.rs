@@ -326,7 +326,7 @@ pub trait Inspect: Send + Sync + 'static {
     /// Backend, schema version and detail.
     async fn health(&self) -> Result<Health>;
 
-    /// Every queue's monotonic [`OutcomeTotals`] (`docs/history.md`), by name
+    /// Every queue's monotonic [`OutcomeTotals`](crate::OutcomeTotals) (`docs/history.md`), by name
     /// (byte order), including queues whose jobs were all pruned. Read from the
     /// per-queue counter rows: constant cost in the number of jobs.
     async fn outcome_totals(&self) -> Result<Vec<QueueTotals>>;

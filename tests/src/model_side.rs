@@ -134,7 +134,14 @@ impl Side {
                 serde_json::to_value(s).unwrap()
             })
             .unwrap_or_else(|e| json!({"error": e.code().as_str()}));
-        self.mask(json!({"jobs": jobs, "snapshot": snap, "queues": queues}))
+        // The monotonic outcome totals per queue (`docs/history.md`), too.
+        let totals = self
+            .store
+            .outcome_totals()
+            .await
+            .map(|t| serde_json::to_value(t).unwrap())
+            .unwrap_or_else(|e| json!({"error": e.code().as_str()}));
+        self.mask(json!({"jobs": jobs, "snapshot": snap, "queues": queues, "totals": totals}))
     }
 
     pub(crate) async fn keys_and_operations(&self) -> Value {

@@ -27,7 +27,9 @@ pub(crate) async fn search_jobs(db: &Db<'_>, filter: &JobFilter) -> Result<JobPa
     )
     .await?;
     let walked = walk(db, filter).await;
-    let end = db.batch(if walked.is_ok() { "COMMIT" } else { "ROLLBACK" }).await;
+    let end = db
+        .batch(if walked.is_ok() { "COMMIT" } else { "ROLLBACK" })
+        .await;
     let page = walked?;
     end?;
     Ok(page)

@@ -38,7 +38,11 @@ fn candidates(
         let names: Vec<String> = (filter.statuses.iter())
             .map(|s| format!("'{}'", s.as_str()))
             .collect();
-        bind(&format!("status IN ({})", names.join(", ")), Vec::new(), &mut values);
+        bind(
+            &format!("status IN ({})", names.join(", ")),
+            Vec::new(),
+            &mut values,
+        );
     }
     for (col, v) in [
         ("job_name", &filter.job_name),

@@ -49,7 +49,7 @@ impl CommandOutcome {
 /// assert_eq!(outcome.exit_code, 0);
 /// assert_eq!(
 ///     outcome.stdout.unwrap(),
-///     r#"{"hasPendingMigrations":false,"identifier":"projectTenant","migrationCount":8,"pendingTenantCount":0,"tenantCount":0}"#
+///     r#"{"hasPendingMigrations":false,"identifier":"projectTenant","migrationCount":9,"pendingTenantCount":0,"tenantCount":0}"#
 /// );
 /// ```
 pub async fn pending_command(

@@ -245,7 +245,7 @@ async fn the_job_store_catalog_reads_the_store_ledger() {
         CatalogSource::JobStore,
     );
     let report = run(&request).await.unwrap();
-    assert_eq!(report.tenants[0].pending, vec![2, 3, 4, 5, 6, 7, 8]);
+    assert_eq!(report.tenants[0].pending, vec![2, 3, 4, 5, 6, 7, 8, 9]);
 }
 
 #[tokio::test]

@@ -134,28 +134,24 @@ pub struct CountDelta {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct CountChange {
     per_status: [i64; 6],
-    queues: BTreeMap<String, [i64; 6]>,
-    totals: BTreeMap<String, OutcomeTotals>,
+    /// Per queue: its net count change and its outcome totals, in one entry
+    /// (one key allocation per queue and mutation, as before the totals).
+    queues: BTreeMap<String, ([i64; 6], OutcomeTotals)>,
 }
 
 impl CountChange {
+    fn entry(&mut self, queue: &str) -> &mut ([i64; 6], OutcomeTotals) {
+        if !self.queues.contains_key(queue) {
+            self.queues.insert(queue.to_owned(), Default::default());
+        }
+        self.queues.get_mut(queue).expect("inserted above")
+    }
     fn bump(&mut self, queue: &str, status: JobStatus, by: i64) {
         self.per_status[status.index()] += by;
-        match self.queues.get_mut(queue) {
-            Some(counts) => counts[status.index()] += by,
-            None => {
-                let mut counts = [0; 6];
-                counts[status.index()] = by;
-                self.queues.insert(queue.to_owned(), counts);
-            }
-        }
+        self.entry(queue).0[status.index()] += by;
     }
     fn total(&mut self, queue: &str) -> &mut OutcomeTotals {
-        if !self.totals.contains_key(queue) {
-            self.totals
-                .insert(queue.to_owned(), OutcomeTotals::default());
-        }
-        self.totals.get_mut(queue).expect("inserted above")
+        &mut self.entry(queue).1
     }
     /// A new row of `queue` in `status` (an enqueue).
     pub fn added(&mut self, queue: &str, status: JobStatus) {
@@ -223,10 +219,10 @@ impl CountChange {
     /// Each queue's outcome totals added by this mutation (only queues with a
     /// non-zero one), by queue name.
     pub fn totals(&self) -> impl Iterator<Item = (&str, OutcomeTotals)> + '_ {
-        self.totals
+        self.queues
             .iter()
-            .filter(|(_, t)| !t.is_zero())
-            .map(|(q, t)| (q.as_str(), *t))
+            .filter(|(_, (_, t))| !t.is_zero())
+            .map(|(q, (_, t))| (q.as_str(), *t))
     }
     /// Each queue whose counts or totals changed, with both: what a store adds to
     /// its per-queue counter row (one row write per queue, totals in the same
@@ -234,21 +230,10 @@ impl CountChange {
     pub fn per_queue_with_totals(
         &self,
     ) -> impl Iterator<Item = (&str, [i64; 6], OutcomeTotals)> + '_ {
-        let zero = [0; 6];
-        let mut names: Vec<&str> = self
-            .per_queue()
-            .map(|(q, _)| q)
-            .chain(self.totals().map(|(q, _)| q))
-            .collect();
-        names.sort_unstable();
-        names.dedup();
-        names.into_iter().map(move |q| {
-            (
-                q,
-                self.queues.get(q).copied().unwrap_or(zero),
-                self.totals.get(q).copied().unwrap_or_default(),
-            )
-        })
+        self.queues
+            .iter()
+            .filter(|(_, (d, t))| d.iter().any(|n| *n != 0) || !t.is_zero())
+            .map(|(q, (d, t))| (q.as_str(), *d, *t))
     }
     /// Net change per status, over every queue.
     pub fn per_status(&self) -> [i64; 6] {
@@ -258,8 +243,8 @@ impl CountChange {
     pub fn per_queue(&self) -> impl Iterator<Item = (&str, [i64; 6])> + '_ {
         self.queues
             .iter()
-            .filter(|(_, d)| d.iter().any(|n| *n != 0))
-            .map(|(q, d)| (q.as_str(), *d))
+            .filter(|(_, (d, _))| d.iter().any(|n| *n != 0))
+            .map(|(q, (d, _))| (q.as_str(), *d))
     }
     /// Whether the mutation left every count as it was, global and per queue
     /// (then the revision stays). A report that requeues a job of one queue and a
@@ -270,8 +255,9 @@ impl CountChange {
     /// queue A requeued and another job of A claimed in one `report_and_claim`
     /// leave A's counts as they were, but count a retry).
     pub fn is_zero(&self) -> bool {
-        self.queues.values().all(|d| d.iter().all(|n| *n == 0))
-            && self.totals.values().all(OutcomeTotals::is_zero)
+        self.queues
+            .values()
+            .all(|(d, t)| d.iter().all(|n| *n == 0) && t.is_zero())
     }
     /// The delta to publish for `revision`.
     pub fn to_delta(&self, revision: i64) -> CountDelta {

@@ -86,43 +86,16 @@ pub fn delay_ms(flag: &str, raw: &str) -> Result<i64, CliError> {
     Ok(ms)
 }
 
-/// Parses an RFC 3339 time (`2026-01-02T03:04:05Z`, offsets and fractions allowed)
-/// into milliseconds since the epoch.
+/// Parses a time flag's value with core's one parser ([`duraq_core::parse_time_ms`]:
+/// RFC 3339 with offsets and fractions, or a date and time without an offset, as
+/// UTC) into milliseconds since the epoch; `invalid-time` naming the flag.
 pub fn rfc3339_ms(flag: &str, raw: &str) -> Result<i64, CliError> {
-    let bad = || {
+    duraq_core::parse_time_ms(raw).map_err(|_| {
         CliError::new(
             "invalid-time",
             format!("{flag} {raw:?} is not an RFC 3339 time like 2026-01-02T03:04:05Z"),
         )
-    };
-    let s = raw.trim();
-    // Split a numeric offset off the end; humantime understands only `Z`.
-    let (base, offset_min) = if let Some(b) = s.strip_suffix('Z').or_else(|| s.strip_suffix('z')) {
-        (b, 0i64)
-    } else {
-        // `±HH:MM` is six ASCII bytes; anything else there (or a split inside a
-        // multi-byte character) is not an offset.
-        let split = s.len().checked_sub(6).ok_or_else(bad)?;
-        if !s.is_char_boundary(split) {
-            return Err(bad());
-        }
-        let (b, off) = s.split_at(split);
-        let sign = match off.as_bytes()[0] {
-            b'+' => 1,
-            b'-' => -1,
-            _ => return Err(bad()),
-        };
-        let (h, m) = off[1..].split_once(':').ok_or_else(bad)?;
-        let h: i64 = h.parse().map_err(|_| bad())?;
-        let m: i64 = m.parse().map_err(|_| bad())?;
-        if h > 23 || m > 59 {
-            return Err(bad());
-        }
-        (b, sign * (h * 60 + m))
-    };
-    let t = humantime::parse_rfc3339(&format!("{base}Z")).map_err(|_| bad())?;
-    let ms = t.duration_since(UNIX_EPOCH).map_err(|_| bad())?.as_millis() as i64;
-    Ok(ms - offset_min * 60_000)
+    })
 }
 
 /// A core validation error reworded to name the flag the user typed

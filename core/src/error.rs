@@ -88,6 +88,9 @@ pub enum ErrorCode {
     /// A time zone name that the bundled IANA database does not know
     /// (`CRON_TZ=`, [`crate::CronSchedule::in_time_zone`]).
     InvalidTimeZone,
+    /// A time a person typed is not one (`jobs list --created-before`, the
+    /// dashboard's search fields): see [`crate::parse_time_ms`].
+    InvalidTime,
     /// An impossible worker, periodic or retention setting.
     InvalidWorkerConfig,
     /// The worker task itself failed: a bug.
@@ -127,6 +130,7 @@ impl ErrorCode {
             Self::DuplicateHandler => "duplicate-handler",
             Self::InvalidCron => "invalid-cron",
             Self::InvalidTimeZone => "invalid-time-zone",
+            Self::InvalidTime => "invalid-time",
             Self::InvalidWorkerConfig => "invalid-worker-config",
             Self::WorkerInternal => "worker-internal",
         }

@@ -74,3 +74,77 @@ mod tests {
         assert_eq!(ms_to_duration(-3), Duration::ZERO);
     }
 }
+
+/// Reads a time a person typed, in ms since the Unix epoch: an RFC 3339 time
+/// (`2026-12-04T10:30:00Z`, `…+01:00`, fractions allowed), or a date and time
+/// without an offset, read as UTC (`2026-12-04`, `2026-12-04T10:30`,
+/// `2026-12-04 10:30:15`: what a browser's `datetime-local` field sends).
+/// Anything else is `invalid-time`. The one parser of the CLI's time flags and
+/// the dashboard's search fields, on `jiff` rather than a hand-written calendar.
+///
+/// ```
+/// use duraq_core::{parse_time_ms, ErrorCode};
+/// assert_eq!(parse_time_ms("1970-01-01T00:00:01Z").unwrap(), 1_000);
+/// assert_eq!(parse_time_ms("1970-01-01T01:00:01.5+01:00").unwrap(), 1_500);
+/// assert_eq!(parse_time_ms("1970-01-02").unwrap(), 86_400_000);
+/// assert_eq!(parse_time_ms("1970-01-01T00:01").unwrap(), 60_000);
+/// assert_eq!(parse_time_ms("tomorrow").unwrap_err().code(), ErrorCode::InvalidTime);
+/// ```
+pub fn parse_time_ms(text: &str) -> crate::Result<i64> {
+    let text = text.trim();
+    let bad = || {
+        crate::Error::invalid(
+            crate::ErrorCode::InvalidTime,
+            format!("{text:?} is not a time like 2026-12-04T10:30:00Z or 2026-12-04T10:30 (UTC)"),
+        )
+    };
+    if let Ok(t) = text.parse::<jiff::Timestamp>() {
+        return Ok(t.as_millisecond());
+    }
+    let civil = text
+        .parse::<jiff::civil::DateTime>()
+        .or_else(|_| {
+            text.parse::<jiff::civil::Date>()
+                .map(|d| d.to_datetime(jiff::civil::Time::midnight()))
+        })
+        .map_err(|_| bad())?;
+    let instant = jiff::tz::TimeZone::UTC
+        .to_timestamp(civil)
+        .map_err(|_| bad())?;
+    Ok(instant.as_millisecond())
+}
+
+#[cfg(test)]
+mod parse_tests {
+    use super::parse_time_ms;
+
+    #[test]
+    fn typed_times_parse_and_bad_ones_do_not() {
+        assert_eq!(parse_time_ms("1970-01-01").unwrap(), 0);
+        assert_eq!(parse_time_ms("2000-02-29T00:00").unwrap(), 951_782_400_000);
+        assert_eq!(
+            parse_time_ms("2023-11-14 22:13:20Z").unwrap(),
+            1_700_000_000_000
+        );
+        assert_eq!(
+            parse_time_ms("2023-11-14T22:13:20").unwrap(),
+            1_700_000_000_000
+        );
+        assert_eq!(parse_time_ms("1970-01-01T00:00:01-00:01").unwrap(), 61_000);
+        for bad in [
+            "2023-02-29",
+            "2023-13-01",
+            "2023-1-01",
+            "yesterday",
+            "2023-01-01T24:00",
+            "2026-01-01T00:00:00\u{e9}00:00",
+            "",
+        ] {
+            assert_eq!(
+                parse_time_ms(bad).unwrap_err().code(),
+                crate::ErrorCode::InvalidTime,
+                "{bad}"
+            );
+        }
+    }
+}

@@ -19,8 +19,8 @@ async fn bad_search_input_is_a_typed_error_not_a_500() {
     for (query, code) in [
         ("status=bogus", "invalid-status"),
         ("args=%7Bnope", "invalid-args"),
-        ("created_after=tomorrow", "invalid-scheduled-at"),
-        ("finished_before=2026-02-30", "invalid-scheduled-at"),
+        ("created_after=tomorrow", "invalid-time"),
+        ("finished_before=2026-02-30", "invalid-time"),
         ("limit=many", "invalid-limit"),
     ] {
         let (status, _, page) = get(&app, &format!("/jobs?{query}")).await;

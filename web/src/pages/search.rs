@@ -169,9 +169,9 @@ impl Search {
         let bound = |name: &str, v: &str| -> Result<Option<i64>, Error> {
             match v {
                 "" => Ok(None),
-                v => parse_utc(v).map(Some).ok_or_else(|| {
+                v => duraq_core::parse_time_ms(v).map(Some).map_err(|_| {
                     Error::invalid(
-                        ErrorCode::InvalidScheduledAt,
+                        ErrorCode::InvalidTime,
                         format!("{name} must be a UTC time like 2026-12-04T10:30, not {v:?}"),
                     )
                 }),
@@ -193,59 +193,6 @@ impl Search {
     }
 }
 
-/// `YYYY-MM-DD`, `YYYY-MM-DDTHH:MM`, `YYYY-MM-DDTHH:MM:SS` (a space for `T`
-/// and a trailing `Z` allowed), read as UTC, in ms since the epoch.
-pub fn parse_utc(text: &str) -> Option<i64> {
-    let text = text.trim().trim_end_matches(['Z', 'z']);
-    let (date, time) = match text.split_once(['T', 't', ' ']) {
-        Some((d, t)) => (d, Some(t)),
-        None => (text, None),
-    };
-    let num = |s: &str, len: usize| -> Option<i64> {
-        (s.len() == len && s.bytes().all(|b| b.is_ascii_digit()))
-            .then(|| s.parse().ok())
-            .flatten()
-    };
-    let mut d = date.split('-');
-    let (y, m, day) = (num(d.next()?, 4)?, num(d.next()?, 2)?, num(d.next()?, 2)?);
-    if d.next().is_some() || !(1..=12).contains(&m) || !(1..=days_in(y, m)).contains(&day) {
-        return None;
-    }
-    let (mut h, mut min, mut s) = (0, 0, 0);
-    if let Some(t) = time {
-        let mut parts = t.split(':');
-        h = num(parts.next()?, 2)?;
-        min = num(parts.next()?, 2)?;
-        if let Some(sec) = parts.next() {
-            s = num(sec, 2)?;
-        }
-        if parts.next().is_some() || h > 23 || min > 59 || s > 59 {
-            return None;
-        }
-    }
-    Some((days_from_civil(y, m, day) * 86_400 + h * 3600 + min * 60 + s) * 1000)
-}
-
-fn days_in(y: i64, m: i64) -> i64 {
-    match m {
-        2 if (y % 4 == 0 && y % 100 != 0) || y % 400 == 0 => 29,
-        2 => 28,
-        4 | 6 | 9 | 11 => 30,
-        _ => 31,
-    }
-}
-
-/// Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's algorithm).
-fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = (m + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -254,22 +201,6 @@ mod tests {
         list.iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect()
-    }
-
-    #[test]
-    fn utc_times_parse_and_bad_ones_do_not() {
-        assert_eq!(parse_utc("1970-01-01"), Some(0));
-        assert_eq!(parse_utc("2000-02-29T00:00"), Some(951_782_400_000));
-        assert_eq!(parse_utc("2023-11-14 22:13:20Z"), Some(1_700_000_000_000));
-        for bad in [
-            "2023-02-29",
-            "2023-13-01",
-            "2023-1-01",
-            "yesterday",
-            "2023-01-01T24:00",
-        ] {
-            assert_eq!(parse_utc(bad), None, "{bad}");
-        }
     }
 
     #[test]
@@ -300,9 +231,6 @@ mod tests {
         };
         assert_eq!(code(&[("status", "bogus")]), ErrorCode::InvalidStatus);
         assert_eq!(code(&[("args", "{nope")]), ErrorCode::InvalidArgs);
-        assert_eq!(
-            code(&[("created_after", "soon")]),
-            ErrorCode::InvalidScheduledAt
-        );
+        assert_eq!(code(&[("created_after", "soon")]), ErrorCode::InvalidTime);
     }
 }

@@ -8,7 +8,7 @@
 //! `--stale-after` like `duraq workers`.
 
 use anyhow::Result;
-use duraq_core::{DueJobGroup, QueueCounts, QueueSnapshot};
+use duraq_core::{DueJobGroup, QueueCounts, QueueSnapshot, WorkerState};
 
 use crate::args::QueuesCommand;
 use crate::db::Database;
@@ -24,32 +24,72 @@ pub async fn run(
 ) -> Result<()> {
     match action {
         None => list(db, duration_ms("--stale-after", stale_after)?, json).await,
-        Some(QueuesCommand::Pause { queue }) => set_paused(db, &queue, true).await,
-        Some(QueuesCommand::Resume { queue }) => set_paused(db, &queue, false).await,
+        Some(QueuesCommand::Pause { queue }) => {
+            set_paused(db, &queue, true, duration_ms("--stale-after", stale_after)?).await
+        }
+        Some(QueuesCommand::Resume { queue }) => {
+            set_paused(
+                db,
+                &queue,
+                false,
+                duration_ms("--stale-after", stale_after)?,
+            )
+            .await
+        }
     }
 }
 
 /// Pauses or resumes `queue` (validated first: `invalid-queue` opens nothing;
 /// an empty name too, which must never mean the `default` queue here).
-async fn set_paused(db: &Database, queue: &str, pause: bool) -> Result<()> {
+///
+/// Pausing a queue before its first job is allowed (pause, then deploy), so a
+/// typo'd name cannot be refused; instead the answer says whether the queue is
+/// `known` (it holds or held jobs, is paused, or an alive worker names it in
+/// `--queues`) and a pause of an unknown one prints a warning naming it.
+async fn set_paused(db: &Database, queue: &str, pause: bool, stale_after_ms: i64) -> Result<()> {
     let queue = queue_name("<QUEUE>", queue)?;
     let store = db.open_existing(false).await?;
-    let changed = crate::db::closing(&store, async {
-        Ok(if pause {
+    let (changed, known) = crate::db::closing(&store, async {
+        let known = store
+            .queue_snapshot()
+            .await?
+            .queues
+            .iter()
+            .any(|q| q.queue == queue.as_str())
+            || store
+                .list_workers(stale_after_ms)
+                .await?
+                .iter()
+                .filter(|w| w.state == WorkerState::Alive)
+                .any(|w| w.info.queues.iter().flatten().any(|q| q == queue.as_str()));
+        let changed = if pause {
             store.pause_queue(&queue).await?
         } else {
             store.resume_queue(&queue).await?
-        })
+        };
+        Ok((changed, known))
     })
     .await?;
-    print_json(&pause_json(queue.as_str(), pause, changed));
+    if pause && !known {
+        eprintln!("{}", unknown_queue_warning(queue.as_str()));
+    }
+    print_json(&pause_json(queue.as_str(), pause, changed, known));
     Ok(())
 }
 
-/// `{"queue","paused","changed"}`: the queue's state now, and whether this call
-/// changed it.
-pub fn pause_json(queue: &str, paused: bool, changed: bool) -> serde_json::Value {
-    serde_json::json!({"queue": queue, "paused": paused, "changed": changed})
+/// The warning a pause of a queue nobody has used prints on stderr.
+pub fn unknown_queue_warning(queue: &str) -> String {
+    format!(
+        "warning: no job, paused state or alive worker names queue \"{}\" yet; it is \
+         paused now, but check the name (`duraq queues` lists the known ones)",
+        terminal_safe(queue)
+    )
+}
+
+/// `{"queue","paused","changed","known"}`: the queue's state now, whether this
+/// call changed it, and whether the queue was known before it.
+pub fn pause_json(queue: &str, paused: bool, changed: bool, known: bool) -> serde_json::Value {
+    serde_json::json!({"queue": queue, "paused": paused, "changed": changed, "known": known})
 }
 
 async fn list(db: &Database, stale_after_ms: i64, json: bool) -> Result<()> {
@@ -259,8 +299,8 @@ mod tests {
     #[test]
     fn pause_answers_say_state_and_change() {
         assert_eq!(
-            pause_json("mail", true, false),
-            serde_json::json!({"queue": "mail", "paused": true, "changed": false})
+            pause_json("mail", true, false, true),
+            serde_json::json!({"queue": "mail", "paused": true, "changed": false, "known": true})
         );
     }
 

@@ -282,3 +282,24 @@ fn prune_dry_run_counts_and_deletes_nothing() {
     assert_eq!(done["deleted"], 2, "{done}");
     assert_eq!(db.counts()["total"], 1);
 }
+
+#[test]
+fn pausing_a_queue_nobody_used_says_so() {
+    let db = seeded();
+    let typo = db.run(&["queues", "pause", "defualt", "--json"]);
+    assert_eq!(typo.status.code(), Some(0), "{typo:?}");
+    let answer = parse_one(&typo.stdout);
+    assert_eq!(
+        (&answer["paused"], &answer["known"]),
+        (&true.into(), &false.into())
+    );
+    assert!(
+        String::from_utf8_lossy(&typo.stderr).contains("defualt"),
+        "the warning names the queue: {typo:?}"
+    );
+    // Now it is known (paused), and a queue holding jobs always was.
+    assert_eq!(db.json(&["queues", "resume", "defualt"])["known"], true);
+    let known = db.run(&["queues", "pause", "default", "--json"]);
+    assert_eq!(parse_one(&known.stdout)["known"], true);
+    assert!(known.stderr.is_empty(), "{known:?}");
+}

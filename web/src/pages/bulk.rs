@@ -116,27 +116,38 @@ pub async fn selected(AxumState(state): AxumState<State>, body: String) -> Respo
     }
 }
 
+/// The action, search and selection of an "all matching" request (the
+/// confirmation and the real run read the same fields), or the page refusing it.
+fn all_matching(
+    state: &AppState,
+    fields: &[(String, String)],
+) -> Result<(BulkAction, Search, BulkSelection), Box<Response>> {
+    let Some(action) = action_of(value(fields, "action")) else {
+        return Err(Box::new(refused(
+            state,
+            "invalid-bulk-action",
+            "the action must be retry, cancel or delete",
+        )));
+    };
+    let search = Search::from_pairs(fields);
+    if !search.is_set() {
+        return Err(Box::new(refused(
+            state,
+            "search-required",
+            "an action on all matching jobs needs a search",
+        )));
+    }
+    let selection = matching(&search, action)
+        .map_err(|e| Box::new(refused(state, e.code().as_str(), &e.to_string())))?;
+    Ok((action, search, selection))
+}
+
 /// `GET /jobs/bulk/confirm?action=&<search>`: a dry run naming N.
 pub async fn confirm(AxumState(state): AxumState<State>, RawQuery(raw): RawQuery) -> Response {
     let query = pairs(raw.as_deref());
-    let Some(action) = action_of(value(&query, "action")) else {
-        return refused(
-            &state,
-            "invalid-bulk-action",
-            "the action must be retry, cancel or delete",
-        );
-    };
-    let search = Search::from_pairs(&query);
-    if !search.is_set() {
-        return refused(
-            &state,
-            "search-required",
-            "an action on all matching jobs needs a search",
-        );
-    }
-    let selection = match matching(&search, action) {
-        Ok(s) => s,
-        Err(e) => return refused(&state, e.code().as_str(), &e.to_string()),
+    let (action, search, selection) = match all_matching(&state, &query) {
+        Ok(parts) => parts,
+        Err(refusal) => return *refusal,
     };
     let mut req = BulkRequest::new(action, selection);
     req.dry_run = true;
@@ -192,24 +203,9 @@ pub async fn all(AxumState(state): AxumState<State>, body: String) -> Response {
     if let Some(denied) = check_csrf(&state, value(&form, "csrf")) {
         return denied;
     }
-    let Some(action) = action_of(value(&form, "action")) else {
-        return refused(
-            &state,
-            "invalid-bulk-action",
-            "the action must be retry, cancel or delete",
-        );
-    };
-    let search = Search::from_pairs(&form);
-    if !search.is_set() {
-        return refused(
-            &state,
-            "search-required",
-            "an action on all matching jobs needs a search",
-        );
-    }
-    let selection = match matching(&search, action) {
-        Ok(s) => s,
-        Err(e) => return refused(&state, e.code().as_str(), &e.to_string()),
+    let (action, search, selection) = match all_matching(&state, &form) {
+        Ok(parts) => parts,
+        Err(refusal) => return *refusal,
     };
     let expected = value(&form, "expected").parse::<u64>().ok();
     let req = BulkRequest::new(action, selection);

@@ -21,10 +21,13 @@
 //! `duraq_queue_count_shards` gains the monotonic outcome totals
 //! (`enqueued_total` … `orphaned_total`, `bigint NOT NULL DEFAULT 0`: a constant
 //! default, added in place without a table rewrite, so an upgraded database's
-//! totals start at 0) and `duraq_history` holds one sample per (minute, queue).
+//! totals start at 0) and `duraq_history` holds one sample per (minute, queue);
+//! 8, what a running job tells (`docs/jobs.md`): its progress and log lines, and
+//! the trace context it was enqueued under; nullable or in tables of their own,
+//! added in place, so jobs that use neither cost nothing more.
 
 /// The newest schema version this binary knows.
-pub const SCHEMA_VERSION: i64 = 7;
+pub const SCHEMA_VERSION: i64 = 8;
 /// The per-queue counter table (version 3), filled from the jobs when created.
 pub(crate) const QUEUE_COUNTS_TABLE: &str = "duraq_queue_count_shards";
 /// The ledger table recording applied versions.

@@ -27,9 +27,12 @@
 //! the monotonic outcome totals (`enqueued_total` … `orphaned_total`, added in
 //! place as `NOT NULL DEFAULT 0`, so an upgraded file's totals start at 0), and
 //! `duraq_history` holds one sample per (minute, queue), keyed by both.
+//! Version 10: what a running job tells (`docs/jobs.md`): its progress and log
+//! lines, and the trace context it was enqueued under; nullable or in tables of
+//! their own, added in place, so jobs that use neither cost nothing more.
 
 /// The newest schema version this binary knows.
-pub const SCHEMA_VERSION: i64 = 9;
+pub const SCHEMA_VERSION: i64 = 10;
 /// The ledger table recording applied versions.
 pub const LEDGER_TABLE: &str = "duraq_migrations";
 /// The ledger scope of the job store's own schema.

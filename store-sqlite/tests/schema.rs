@@ -70,7 +70,10 @@ async fn upgrade_from_v1_keeps_rows_and_gains_columns_and_tables() {
         .unwrap();
 
     let store = SqliteStore::open(&path, SqliteOptions::default()).unwrap();
-    assert_eq!(store.migration().applied, vec![2, 3, 4, 5, 6, 7, 8, 9]);
+    assert_eq!(
+        store.migration().applied,
+        (2..=SCHEMA_VERSION).collect::<Vec<_>>()
+    );
     let job = store.get_job("old-1").await.unwrap().expect("old row kept");
     assert_eq!(
         (job.job_name.as_str(), job.status, job.schedule_key),
@@ -93,7 +96,7 @@ async fn upgrade_from_v1_keeps_rows_and_gains_columns_and_tables() {
     assert_eq!(store.health().await.unwrap().schema_version, SCHEMA_VERSION);
 
     let conn = Connection::open(&path).unwrap();
-    assert_eq!(ledger(&conn), vec![1, 2, 3, 4, 5, 6, 7, 8, 9]);
+    assert_eq!(ledger(&conn), (1..=SCHEMA_VERSION).collect::<Vec<_>>());
     let tables: Vec<String> = schema_dump(&conn).into_iter().map(|(n, _)| n).collect();
     for table in [
         "duraq_schedule_keys",
@@ -132,7 +135,10 @@ async fn upgrade_to_v3_swaps_status_led_indexes_for_partial_ones_and_keeps_rows(
     drop(conn);
 
     let store = SqliteStore::open(&path, SqliteOptions::default()).unwrap();
-    assert_eq!(store.migration().applied, vec![2, 3, 4, 5, 6, 7, 8, 9]);
+    assert_eq!(
+        store.migration().applied,
+        (2..=SCHEMA_VERSION).collect::<Vec<_>>()
+    );
     let names: Vec<String> = schema_dump(&Connection::open(&path).unwrap())
         .into_iter()
         .map(|(n, _)| n)
@@ -356,7 +362,10 @@ async fn open_existing_upgrades_an_older_duraq_file() {
         .execute_batch(V1_SQL)
         .unwrap();
     let store = SqliteStore::open_existing(&path, SqliteOptions::default()).unwrap();
-    assert_eq!(store.migration().applied, vec![2, 3, 4, 5, 6, 7, 8, 9]);
+    assert_eq!(
+        store.migration().applied,
+        (2..=SCHEMA_VERSION).collect::<Vec<_>>()
+    );
     assert!(store.get_job("old-1").await.unwrap().is_some());
 }
 
@@ -471,7 +480,10 @@ async fn upgrade_to_v5_adds_paused_queues() {
         .unwrap();
 
     let store = SqliteStore::open_existing(&path, SqliteOptions::default()).unwrap();
-    assert_eq!(store.migration().applied, vec![5, 6, 7, 8, 9]);
+    assert_eq!(
+        store.migration().applied,
+        (5..=SCHEMA_VERSION).collect::<Vec<_>>()
+    );
     assert_eq!(store.health().await.unwrap().schema_version, SCHEMA_VERSION);
     let snap = store.queue_snapshot().await.unwrap();
     assert!(snap.queues.iter().all(|q| !q.paused), "{snap:?}");

@@ -121,6 +121,7 @@ pub use search::{contains_ignoring_case, json_contains, JobPage, DEFAULT_SCAN_LI
 pub use store::{Inspect, MailOperations, Operate, Producer, Store, WorkerStore};
 pub use time::parse_time_ms;
 pub use typed::JobArgs;
+pub use worker::DueRun;
 pub use worker::{
     CronSchedule, JobContext, JobError, JobFinished, JobHandler, JobResult, JobStarted,
     JsonHandler, PeriodicJob, PeriodicSchedule, Registry, RetentionPolicy, Worker, WorkerBuilder,

@@ -26,6 +26,7 @@
 //!   schedules and their five-field parser.
 //! - `cron_zone`: a cron schedule's ticks in an IANA zone, daylight saving included.
 //! - `retention`: pruning sweeps.
+//! - `run_due`: [`Worker::run_due`], one round of due jobs in the caller's task (test kits).
 //! - `events`: [`WorkerEvent`] broadcast and [`WorkerReport`] totals.
 
 mod builder;
@@ -44,6 +45,7 @@ mod maintenance;
 mod periodic;
 mod registry;
 mod retention;
+mod run_due;
 mod runner;
 
 #[cfg(test)]
@@ -61,6 +63,7 @@ pub use handler::{JobContext, JobError, JobHandler, JobResult, JsonHandler};
 pub use periodic::{PeriodicJob, PeriodicSchedule};
 pub use registry::Registry;
 pub use retention::RetentionPolicy;
+pub use run_due::DueRun;
 
 use crate::error::{Error, ErrorCode};
 

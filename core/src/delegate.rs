@@ -172,6 +172,12 @@ macro_rules! delegate_store {
                 ) -> $crate::Result<::std::option::Option<i64>> {
                     self.$field.next_scheduled_at(job_names, queues).await
                 }
+                async fn record_progress(
+                    &self,
+                    batch: $crate::ProgressBatch,
+                ) -> $crate::Result<bool> {
+                    self.$field.record_progress(batch).await
+                }
                 fn work_signal(&self) -> $crate::__private::tokio::sync::watch::Receiver<u64> {
                     self.$field.work_signal()
                 }
@@ -236,6 +242,12 @@ macro_rules! delegate_store {
                     stale_after_ms: i64,
                 ) -> $crate::Result<::std::vec::Vec<$crate::DueJobGroup>> {
                     self.$field.unhandled_jobs(stale_after_ms).await
+                }
+                async fn job_progress(
+                    &self,
+                    id: &str,
+                ) -> $crate::Result<::std::option::Option<$crate::JobProgress>> {
+                    self.$field.job_progress(id).await
                 }
                 async fn health(&self) -> $crate::Result<$crate::Health> {
                     self.$field.health().await

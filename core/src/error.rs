@@ -93,6 +93,9 @@ pub enum ErrorCode {
     InvalidTime,
     /// An impossible worker, periodic or retention setting.
     InvalidWorkerConfig,
+    /// A job's progress that is not a fraction in 0.0 ..= 1.0 (NaN included;
+    /// [`crate::ProgressBatch::with_progress`]).
+    InvalidProgress,
     /// The worker task itself failed: a bug.
     WorkerInternal,
 }
@@ -132,6 +135,7 @@ impl ErrorCode {
             Self::InvalidTimeZone => "invalid-time-zone",
             Self::InvalidTime => "invalid-time",
             Self::InvalidWorkerConfig => "invalid-worker-config",
+            Self::InvalidProgress => "invalid-progress",
             Self::WorkerInternal => "worker-internal",
         }
     }

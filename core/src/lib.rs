@@ -56,6 +56,7 @@ mod job;
 mod keys;
 mod memory;
 mod options;
+mod progress;
 mod rate;
 mod requests;
 mod resolve;
@@ -108,6 +109,11 @@ pub use memory::MemoryStore;
 pub use options::{
     new_job_id, ConcurrencyLimit, EnqueueOptions, NewJob, NewOperation, DEFAULT_MAX_RETRIES,
     MAX_RUN_IN_MS,
+};
+pub use progress::{
+    clean_line, lease_is_current, progress_write, JobProgress, LogLine, PendingLine, ProgressBatch,
+    ProgressBuffer, ProgressPoint, ProgressRow, ProgressWrite, MAX_LINE_BYTES, MAX_LOG_LINES,
+    PROGRESS_FLUSH_INTERVAL_MS,
 };
 pub use rate::{rate_log_horizon, RateLimit, RateWindow};
 pub use requests::{

@@ -42,6 +42,7 @@ use crate::history::{HistorySample, QueueTotals};
 use crate::job::{Job, Lease};
 use crate::keys::{QueueName, ScheduleKey};
 use crate::options::NewJob;
+use crate::progress::{JobProgress, ProgressBatch};
 use crate::requests::*;
 use crate::search::JobPage;
 use crate::workers::{
@@ -250,6 +251,25 @@ pub trait WorkerStore: Send + Sync + 'static {
         queues: Option<&[String]>,
     ) -> Result<Option<i64>>;
 
+    /// Persists what a running attempt said (SPEC §21, `docs/jobs.md`): the
+    /// batch's progress (replacing the stored one) and its new log lines, of
+    /// which the job keeps the newest [`crate::MAX_LOG_LINES`], as
+    /// [`crate::progress_write`] decides, in one transaction. Fenced by the
+    /// batch's lease like a report: `false`, changing nothing, when the job is
+    /// gone, not `handed_off`, or leased to another handoff. Changes no job row
+    /// and no count. The worker sends at most one batch per attempt per
+    /// [`crate::PROGRESS_FLUSH_INTERVAL_MS`], and a last one before it reports.
+    ///
+    /// The default (a store that keeps no progress) fails with
+    /// `unsupported-option`.
+    async fn record_progress(&self, batch: ProgressBatch) -> Result<bool> {
+        let _ = batch;
+        Err(crate::error::Error::invalid(
+            crate::error::ErrorCode::UnsupportedOption,
+            "this store keeps no job progress",
+        ))
+    }
+
     /// A counter that moves whenever work may have become available (enqueue,
     /// wake, retry, a job returned to the queue), in this process at once and from
     /// other processes within a short poll.
@@ -321,6 +341,15 @@ pub trait Inspect: Send + Sync + 'static {
         let workers = self.list_workers(stale_after_ms).await?;
         let groups = self.due_job_names(UNHANDLED_SCAN_LIMIT).await?;
         Ok(unhandled_groups(groups, &workers))
+    }
+
+    /// A job's progress and its newest log lines ([`WorkerStore::record_progress`]),
+    /// oldest line first; `None` when the job never said anything (or does not
+    /// exist). Two reads by the job's id, whatever the number of jobs. The
+    /// default (a store that keeps no progress) is `None`.
+    async fn job_progress(&self, id: &str) -> Result<Option<JobProgress>> {
+        let _ = id;
+        Ok(None)
     }
 
     /// Backend, schema version and detail.

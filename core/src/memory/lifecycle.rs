@@ -211,6 +211,7 @@ impl State {
         for id in ids {
             if let Some(job) = self.jobs.remove(id) {
                 change.removed(&job.queue, job.status);
+                self.progress.remove(id);
             }
         }
     }

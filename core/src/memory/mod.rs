@@ -9,6 +9,7 @@ mod enqueue;
 mod history;
 mod keys;
 mod lifecycle;
+mod progress;
 mod store_impl;
 mod workers;
 
@@ -61,6 +62,9 @@ struct State {
     queue_totals: BTreeMap<String, crate::history::OutcomeTotals>,
     /// (minute, queue) → sampled totals (`duraq_history` in the stores).
     history: BTreeMap<(i64, String), crate::history::OutcomeTotals>,
+    /// job id → its progress and newest log lines (`duraq_job_progress` and
+    /// `duraq_job_logs` in the stores); deleted with the job.
+    progress: BTreeMap<String, progress::Stored>,
     revision: i64,
 }
 

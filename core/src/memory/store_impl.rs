@@ -12,6 +12,7 @@ use crate::history::{HistorySample, QueueTotals};
 use crate::job::{Job, JobStatus, Lease};
 use crate::keys::{QueueName, ScheduleKey};
 use crate::options::NewJob;
+use crate::progress::{JobProgress, ProgressBatch};
 use crate::requests::*;
 use crate::rules::{PruneRun, SearchScan};
 use crate::search::JobPage;
@@ -204,6 +205,11 @@ impl WorkerStore for MemoryStore {
             .min())
     }
 
+    async fn record_progress(&self, batch: ProgressBatch) -> Result<bool> {
+        let now = self.now();
+        Ok(self.lock().record_progress(&batch, now))
+    }
+
     fn work_signal(&self) -> watch::Receiver<u64> {
         self.work.subscribe()
     }
@@ -213,6 +219,10 @@ impl WorkerStore for MemoryStore {
 impl Inspect for MemoryStore {
     async fn get_job(&self, id: &str) -> Result<Option<Job>> {
         Ok(self.lock().jobs.get(id).cloned())
+    }
+
+    async fn job_progress(&self, id: &str) -> Result<Option<JobProgress>> {
+        Ok(self.lock().job_progress(id))
     }
 
     async fn search_jobs(&self, filter: &JobFilter) -> Result<JobPage> {

@@ -1,0 +1,276 @@
+//! The kit's behaviour, each case written once over a kit constructor and run
+//! on `MemoryStore` and on a temporary SQLite file (`both!` at the bottom).
+
+mod jobs;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use duraq_core::{EnqueueOptions, JobArgs, JobStatus, NewJob, Outcome, Registry};
+use duraq_testkit::TestKit;
+use jobs::{kit, seen, Explode, Flaky, MakeKit, SendWelcome, SignUp, Unhandled, FLAKY_BACKOFF};
+
+/// Collecting mode: the application's enqueues are stored, typed, in order,
+/// and nothing runs until a drain.
+async fn collecting_stores_and_runs_nothing(make: MakeKit) {
+    let (kit, seen_by) = kit(make);
+    let store = kit.store();
+    for user_id in [3, 1, 2] {
+        store
+            .enqueue(SendWelcome { user_id }.job().unwrap())
+            .await
+            .unwrap();
+    }
+    let ids: Vec<i64> = kit
+        .enqueued::<SendWelcome>()
+        .await
+        .unwrap()
+        .iter()
+        .map(|a| a.user_id)
+        .collect();
+    assert_eq!(ids, [3, 1, 2]);
+    kit.assert_enqueued::<SendWelcome>(|a| a.user_id == 1).await;
+    kit.assert_enqueued_job::<SendWelcome>(|e| e.job.queue == "mail" && e.job.attempts == 0)
+        .await;
+    kit.assert_not_enqueued::<Flaky>().await;
+    assert!(seen(&seen_by).is_empty(), "collecting mode ran a handler");
+    assert!(kit.attempts().is_empty());
+}
+
+/// `drain` runs every due job through the handlers and leaves none queued.
+async fn drain_runs_every_due_job(make: MakeKit) {
+    let (kit, seen_by) = kit(make);
+    let a = kit.enqueue(SendWelcome { user_id: 1 }).await.unwrap();
+    kit.enqueue(SendWelcome { user_id: 2 }).await.unwrap();
+    let report = kit.drain().await.unwrap();
+    assert_eq!(
+        (
+            report.completed,
+            report.retried,
+            report.failed,
+            report.ran()
+        ),
+        (1 + 1, 0, 0, 2)
+    );
+    assert_eq!(
+        seen(&seen_by),
+        [("send_welcome", 1, 1), ("send_welcome", 2, 1)]
+    );
+    assert_eq!(kit.job(&a).await.unwrap().status, JobStatus::Completed);
+    kit.assert_not_enqueued::<SendWelcome>().await;
+    assert_eq!(
+        kit.drain().await.unwrap().ran(),
+        0,
+        "a second drain finds nothing"
+    );
+}
+
+/// Inline mode: the enqueue has run the handler by the time it returns.
+async fn inline_runs_before_the_enqueue_returns(make: MakeKit) {
+    let (kit, seen_by) = kit(make);
+    kit.inline();
+    let outcome = kit
+        .store()
+        .enqueue(SendWelcome { user_id: 5 }.job().unwrap())
+        .await
+        .unwrap();
+    assert_eq!(seen(&seen_by), [("send_welcome", 5, 1)]);
+    let job = kit.job(outcome.job_id()).await.unwrap();
+    assert_eq!(job.status, JobStatus::Completed);
+    assert_eq!(kit.attempts()[0].job_id, job.id);
+    kit.assert_not_enqueued::<SendWelcome>().await;
+    // Back to collecting: the next enqueue waits.
+    kit.collect();
+    kit.enqueue(SendWelcome { user_id: 6 }).await.unwrap();
+    assert_eq!(seen(&seen_by).len(), 1);
+    kit.assert_enqueued::<SendWelcome>(|a| a.user_id == 6).await;
+}
+
+/// A failing job in inline mode: the enqueue succeeds, and the row holds the
+/// real outcome (a retry with the type's backoff, or a discard).
+async fn inline_failure_is_the_real_outcome(make: MakeKit) {
+    let (kit, _seen) = kit(make);
+    kit.inline();
+    let flaky = kit.enqueue(Flaky { fails: 10 }).await.unwrap();
+    let job = kit.job(&flaky).await.unwrap();
+    assert_eq!((job.status, job.attempts), (JobStatus::Queued, 1));
+    assert!(job.last_error.is_some());
+    let backoff_ms = FLAKY_BACKOFF.as_millis() as i64;
+    assert_eq!(
+        job.scheduled_at_ms,
+        duraq_core::Clock::now_ms(kit.clock()) + backoff_ms
+    );
+    assert!(matches!(
+        kit.attempts()[0].outcome,
+        Outcome::Failed { discard: false, .. }
+    ));
+
+    let nobody = kit.enqueue(SendWelcome { user_id: 0 }).await.unwrap();
+    let job = kit.job(&nobody).await.unwrap();
+    assert_eq!((job.status, job.attempts), (JobStatus::Failed, 1));
+}
+
+/// Inline mode reaches jobs a handler enqueues through `ctx.store()`.
+async fn inline_runs_jobs_enqueued_by_handlers(make: MakeKit) {
+    let (kit, seen_by) = kit(make);
+    kit.inline();
+    kit.enqueue(SignUp { user_id: 8 }).await.unwrap();
+    assert_eq!(seen(&seen_by), [("sign_up", 8, 1), ("send_welcome", 8, 1)]);
+    kit.assert_not_enqueued::<SendWelcome>().await;
+}
+
+/// `advance` moves the clock: a job scheduled in an hour runs only then.
+async fn advance_makes_a_scheduled_job_due(make: MakeKit) {
+    let (kit, seen_by) = kit(make);
+    kit.inline();
+    let later = SendWelcome { user_id: 9 }
+        .job_with(EnqueueOptions::new().run_in(Duration::from_secs(3600)));
+    kit.store().enqueue(later.unwrap()).await.unwrap();
+    assert!(
+        seen(&seen_by).is_empty(),
+        "inline ran a job scheduled for later"
+    );
+    kit.advance(Duration::from_secs(3599));
+    assert_eq!(kit.drain().await.unwrap().ran(), 0);
+    kit.advance(Duration::from_secs(1));
+    assert_eq!(kit.drain().await.unwrap().completed, 1);
+    assert_eq!(seen(&seen_by), [("send_welcome", 9, 1)]);
+}
+
+/// A retry waits for its backoff: each drain runs one attempt, `advance`
+/// between them; `drain_scheduled` moves the clock itself.
+async fn drain_with_retries(make: MakeKit) {
+    let (kit, seen_by) = kit(make);
+    let id = kit.enqueue(Flaky { fails: 2 }).await.unwrap();
+    let first = kit.drain().await.unwrap();
+    assert_eq!((first.retried, first.completed), (1, 0));
+    assert_eq!(
+        kit.drain().await.unwrap().ran(),
+        0,
+        "the retry is not due yet"
+    );
+    kit.advance(FLAKY_BACKOFF);
+    assert_eq!(kit.drain().await.unwrap().retried, 1);
+    kit.advance(FLAKY_BACKOFF);
+    assert_eq!(kit.drain().await.unwrap().completed, 1);
+    let attempts: Vec<u32> = seen(&seen_by).iter().map(|s| s.2).collect();
+    assert_eq!(attempts, [1, 2, 3]);
+    assert_eq!(kit.job(&id).await.unwrap().status, JobStatus::Completed);
+
+    let id = kit.enqueue(Flaky { fails: 3 }).await.unwrap();
+    let report = kit.drain_scheduled().await.unwrap();
+    assert_eq!((report.retried, report.completed, report.failed), (3, 1, 0));
+    assert_eq!(report.advanced, FLAKY_BACKOFF * 3);
+    assert_eq!(kit.job(&id).await.unwrap().attempts, 4);
+}
+
+/// `perform` runs one job in either mode and answers its attempt.
+async fn perform_runs_one_job(make: MakeKit) {
+    let (kit, seen_by) = kit(make);
+    let done = kit.perform(SendWelcome { user_id: 4 }).await.unwrap();
+    assert_eq!((done.outcome, done.attempt), (Outcome::Completed, 1));
+    let failed = kit.perform(Flaky { fails: 1 }).await.unwrap();
+    assert!(matches!(
+        failed.outcome,
+        Outcome::Failed { discard: false, .. }
+    ));
+    let panicked = kit.perform(Explode).await.unwrap();
+    assert!(matches!(panicked.outcome, Outcome::Failed { .. }));
+    assert_eq!(
+        kit.job(&panicked.job_id).await.unwrap().status,
+        JobStatus::Failed
+    );
+    assert_eq!(seen(&seen_by).len(), 2);
+
+    let err = kit.perform(Unhandled).await.unwrap_err();
+    assert_eq!(err.code(), "job-not-run");
+}
+
+/// Rows that no longer decode into the type: `enqueued` says `invalid-args`,
+/// and a drain fails the job without retries, as a worker would.
+async fn undecodable_args_are_invalid_args(make: MakeKit) {
+    let (kit, _seen) = kit(make);
+    let stale = NewJob::new(
+        SendWelcome::NAME,
+        serde_json::json!({"user": 1}),
+        EnqueueOptions::new(),
+    );
+    let id = kit
+        .store()
+        .enqueue(stale.unwrap())
+        .await
+        .unwrap()
+        .job_id()
+        .to_owned();
+    let err = kit.enqueued::<SendWelcome>().await.unwrap_err();
+    assert_eq!(err.code(), "invalid-args");
+    assert_eq!(kit.drain().await.unwrap().failed, 1);
+    let job = kit.job(&id).await.unwrap();
+    assert_eq!((job.status, job.attempts), (JobStatus::Failed, 1));
+    assert!(job.last_error.unwrap().starts_with("invalid-args:"));
+}
+
+/// The assertions panic, and their message shows what was enqueued.
+async fn failed_assertions_list_what_was_enqueued(make: MakeKit) {
+    let (kit, _seen) = kit(make);
+    kit.enqueue(SendWelcome { user_id: 77 }).await.unwrap();
+    kit.enqueue(Flaky { fails: 0 }).await.unwrap();
+    let kit = Arc::new(kit);
+    let k = kit.clone();
+    let message =
+        panic_of(async move { k.assert_enqueued::<SendWelcome>(|a| a.user_id == 78).await }).await;
+    assert!(message.contains(r#"{"user_id":77}"#), "{message}");
+    assert!(message.contains("queue=mail"), "{message}");
+    assert!(message.contains("flaky ×1"), "{message}");
+    let k = kit.clone();
+    let message = panic_of(async move { k.assert_not_enqueued::<Flaky>().await }).await;
+    assert!(message.contains(r#"{"fails":0}"#), "{message}");
+}
+
+/// Runs `f` on a task of its own; the text it panicked with.
+async fn panic_of(f: impl std::future::Future<Output = ()> + Send + 'static) -> String {
+    let err = tokio::spawn(f).await.expect_err("the assertion passed");
+    let payload = err.into_panic();
+    match payload.downcast::<String>() {
+        Ok(s) => *s,
+        Err(p) => p
+            .downcast::<&str>()
+            .map(|s| s.to_string())
+            .unwrap_or_default(),
+    }
+}
+
+/// A registry the kit's builder refuses: the worker's own error and code.
+#[test]
+fn a_bad_worker_configuration_is_refused() {
+    let registry = Registry::new();
+    let err = TestKit::builder(registry)
+        .worker(|w| w.concurrency(0))
+        .memory()
+        .unwrap_err();
+    assert_eq!(err.code(), "invalid-worker-config");
+}
+
+macro_rules! both {
+    ($($case:ident),+ $(,)?) => {
+        mod memory {
+            $( #[tokio::test] async fn $case() { super::$case(duraq_testkit::TestKit::memory).await } )+
+        }
+        mod sqlite {
+            $( #[tokio::test] async fn $case() { super::$case(duraq_testkit::TestKit::sqlite_temp).await } )+
+        }
+    };
+}
+
+both!(
+    collecting_stores_and_runs_nothing,
+    drain_runs_every_due_job,
+    inline_runs_before_the_enqueue_returns,
+    inline_failure_is_the_real_outcome,
+    inline_runs_jobs_enqueued_by_handlers,
+    advance_makes_a_scheduled_job_due,
+    drain_with_retries,
+    perform_runs_one_job,
+    undecodable_args_are_invalid_args,
+    failed_assertions_list_what_was_enqueued,
+);

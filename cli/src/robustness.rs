@@ -104,6 +104,7 @@ fn job() -> impl Strategy<Value = Job> {
                     rate_key: ik,
                     rate_max: t,
                     rate_period_ms: t,
+                    trace_parent: None,
                 }
             },
         )

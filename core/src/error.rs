@@ -40,6 +40,9 @@ pub enum ErrorCode {
     InvalidRateLimit,
     /// A rate limit that differs from the one already in force for the same key.
     RateLimitConflict,
+    /// A trace context that is not a W3C `traceparent`
+    /// ([`crate::EnqueueOptions::trace_parent`], [`crate::TraceParent::parse`]).
+    InvalidTraceParent,
     /// A timeout below 1 ms or out of range.
     InvalidTimeout,
     /// A schedule key that is empty, too long or holds control characters.
@@ -113,6 +116,7 @@ impl ErrorCode {
             Self::InvalidPriority => "invalid-priority",
             Self::InvalidRateLimit => "invalid-rate-limit",
             Self::RateLimitConflict => "rate-limit-conflict",
+            Self::InvalidTraceParent => "invalid-trace-parent",
             Self::InvalidTimeout => "invalid-timeout",
             Self::InvalidScheduleKey => "invalid-schedule-key",
             Self::InvalidQueue => "invalid-queue",

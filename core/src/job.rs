@@ -184,6 +184,10 @@ pub struct Job {
     /// The rate limit's period in ms.
     #[serde(default)]
     pub rate_period_ms: Option<i64>,
+    /// The W3C `traceparent` of the span that enqueued the job, if one was
+    /// given or captured (`docs/tracing.md`); each attempt's span links to it.
+    #[serde(default)]
+    pub trace_parent: Option<String>,
 }
 
 impl Job {

@@ -64,6 +64,7 @@ pub mod rules;
 mod search;
 mod store;
 mod time;
+mod trace;
 pub mod transitions;
 mod typed;
 mod worker;
@@ -126,6 +127,7 @@ pub use resolve::{check_id_prefix, id_prefix_bound, resolve_job, MAX_ID_BYTES};
 pub use search::{contains_ignoring_case, json_contains, JobPage, DEFAULT_SCAN_LIMIT};
 pub use store::{Inspect, MailOperations, Operate, Producer, Store, WorkerStore};
 pub use time::parse_time_ms;
+pub use trace::TraceParent;
 pub use typed::JobArgs;
 pub use worker::DueRun;
 pub use worker::{

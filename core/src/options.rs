@@ -14,6 +14,7 @@ use crate::rate::RateLimit;
 use crate::time::{
     duration_to_ms, duration_to_ms_ceil, ms_to_duration, ms_to_system_time, system_time_to_ms,
 };
+use crate::trace::TraceParent;
 
 /// The default `maxRetries` (the wire form's type; a job may run 11 times).
 pub const DEFAULT_MAX_RETRIES: i64 = 10;
@@ -87,6 +88,11 @@ pub struct EnqueueOptions {
     pub rate_max: Option<i64>,
     /// The rate limit's period in ms (`ratePeriodMs`, >= 1).
     pub rate_period_ms: Option<i64>,
+    /// The W3C `traceparent` of the span that enqueues (`traceParent`), stored
+    /// with the job so that its attempts' spans link to it (`docs/tracing.md`).
+    /// Set by [`EnqueueOptions::trace_parent`]; unset, the `otel` feature
+    /// captures the current span's. Not part of an idempotent request's digest.
+    pub trace_parent: Option<String>,
 }
 
 impl EnqueueOptions {
@@ -164,6 +170,22 @@ impl EnqueueOptions {
         self
     }
 
+    /// Stores this W3C `traceparent` with the job (`docs/tracing.md`); one that is
+    /// not makes [`NewJob::new`] fail with `invalid-trace-parent`.
+    ///
+    /// ```
+    /// use duraq_core::{EnqueueOptions, NewJob};
+    /// let tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+    /// let job = NewJob::new("email", serde_json::json!([]), EnqueueOptions::new().trace_parent(tp)).unwrap();
+    /// assert_eq!(job.trace_parent().map(|t| t.as_str()), Some(tp));
+    /// let bad = NewJob::new("email", serde_json::json!([]), EnqueueOptions::new().trace_parent("00-1-2-3"));
+    /// assert_eq!(bad.unwrap_err().code().as_str(), "invalid-trace-parent");
+    /// ```
+    pub fn trace_parent(mut self, traceparent: impl Into<String>) -> Self {
+        self.trace_parent = Some(traceparent.into());
+        self
+    }
+
     /// These options over `defaults`, field by field: each option this value sets
     /// wins, each it leaves unset comes from `defaults`. The run time
     /// (`scheduled_at_ms`/`run_in_ms`), the concurrency cap
@@ -218,6 +240,7 @@ impl EnqueueOptions {
             rate_key,
             rate_max,
             rate_period_ms,
+            trace_parent: self.trace_parent.or(defaults.trace_parent),
         }
     }
 }
@@ -277,6 +300,7 @@ pub struct NewJob {
     priority: Option<i64>,
     rate_limit: Option<RateLimit>,
     operation: Option<NewOperation>,
+    trace_parent: Option<TraceParent>,
 }
 
 impl NewJob {
@@ -368,6 +392,7 @@ impl NewJob {
                 "idempotencyKey and deduplicateWhileQueued cannot be combined",
             ));
         }
+        let trace_parent = crate::trace::for_new_job(opts.trace_parent.as_deref())?;
         Ok(Self {
             id: new_job_id(),
             job_name,
@@ -382,6 +407,7 @@ impl NewJob {
             priority: opts.priority,
             rate_limit,
             operation: None,
+            trace_parent,
         })
     }
 
@@ -508,6 +534,12 @@ impl NewJob {
     pub fn rate_limit(&self) -> Option<&RateLimit> {
         self.rate_limit.as_ref()
     }
+    /// The trace context stored with the job: the one given, or (with the
+    /// `otel` feature) the span's that built it (`docs/tracing.md`).
+    pub fn trace_parent(&self) -> Option<&TraceParent> {
+        self.trace_parent.as_ref()
+    }
+
     /// The operation record riding on this enqueue, if any.
     pub fn operation(&self) -> Option<&NewOperation> {
         self.operation.as_ref()

@@ -58,6 +58,7 @@ fn row_without_identity(job: &NewJob, now_ms: i64) -> Job {
         rate_key: job.rate_limit().map(|r| r.key.clone()),
         rate_max: job.rate_limit().map(|r| r.max),
         rate_period_ms: job.rate_limit().map(|r| r.period_ms),
+        trace_parent: job.trace_parent().map(|t| t.as_str().to_owned()),
     }
 }
 

@@ -11,7 +11,7 @@ use crate::dedupe::KEY_OF_DIGEST;
 /// The columns of fresh rows as arrays, one bound parameter each (see
 /// [`insert_jobs_sql`]).
 pub(crate) struct NewRows {
-    texts: [Vec<Option<String>>; 10],
+    texts: [Vec<Option<String>>; 11],
     numbers: [Vec<Option<i64>>; 10],
 }
 
@@ -19,7 +19,7 @@ pub(crate) struct NewRows {
 pub(crate) fn insert_jobs_sql(first: usize) -> String {
     const TYPES: [&str; NewRows::COUNT] = [
         "text", "text", "text", "text", "text", "text", "int8", "int8", "int8", "int8", "text",
-        "int8", "text", "int8", "text", "int8", "int8", "text", "int8", "int8",
+        "int8", "text", "int8", "text", "int8", "int8", "text", "int8", "int8", "text",
     ];
     let arrays: Vec<String> = TYPES
         .iter()
@@ -35,12 +35,13 @@ pub(crate) fn insert_jobs_sql(first: usize) -> String {
         "INSERT INTO {{s}}.duraq_jobs (id, job_name, args, args_digest, queue, status, attempts, \
          max_retries, scheduled_at_ms, created_at_ms, schedule_key, schedule_order, concurrency_key, \
          max_concurrency, idempotency_key, timeout_ms, priority, rate_key, rate_max, rate_period_ms, \
-         dedupe_key) \
+         trace_parent, dedupe_key) \
          SELECT v.*, CASE WHEN (v.job_name, v.queue) = ANY (ARRAY(SELECT (d.job_name, d.queue) \
          FROM {{s}}.duraq_dedupe_scopes AS d)) THEN {KEY_OF_DIGEST} END \
          FROM unnest({}) AS v(id, job_name, args, args_digest, queue, status, attempts, max_retries, \
          scheduled_at_ms, created_at_ms, schedule_key, schedule_order, concurrency_key, \
-         max_concurrency, idempotency_key, timeout_ms, priority, rate_key, rate_max, rate_period_ms)",
+         max_concurrency, idempotency_key, timeout_ms, priority, rate_key, rate_max, rate_period_ms, \
+         trace_parent)",
         arrays.join(", ")
     )
 }
@@ -62,6 +63,7 @@ impl NewRows {
                 col(|j| j.concurrency_key.clone()),
                 col(|j| j.idempotency_key.clone()),
                 col(|j| j.rate_key.clone()),
+                col(|j| j.trace_parent.clone()),
             ],
             numbers: [
                 num(|j| Some(j.attempts)),
@@ -79,16 +81,16 @@ impl NewRows {
     }
 
     /// How many parameters [`NewRows::params`] binds (those of [`insert_jobs_sql`]).
-    pub const COUNT: usize = 20;
+    pub const COUNT: usize = 21;
 
     /// The parameters of [`insert_jobs_sql`], in order.
     pub fn params(&self) -> Vec<&(dyn ToSql + Sync)> {
-        let [id, name, args, digest, queue, status, key, ckey, ikey, rkey] = &self.texts;
+        let [id, name, args, digest, queue, status, key, ckey, ikey, rkey, trace] = &self.texts;
         let [attempts, retries, scheduled, created, order, cmax, timeout, priority, rmax, rperiod] =
             &self.numbers;
         vec![
             id, name, args, digest, queue, status, attempts, retries, scheduled, created, key,
-            order, ckey, cmax, ikey, timeout, priority, rkey, rmax, rperiod,
+            order, ckey, cmax, ikey, timeout, priority, rkey, rmax, rperiod, trace,
         ]
     }
 }

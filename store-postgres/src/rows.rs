@@ -16,12 +16,12 @@ use crate::backend::db::Db;
 use crate::error::corrupt;
 
 /// Every column of `duraq_jobs` that maps to [`Job`], in [`job_from_row`] order,
-/// followed by the internal `reservation_key`.
+/// with the internal `reservation_key` before the last, `trace_parent` (version 8).
 pub(crate) const JOB_COLUMNS: &str = "id, job_name, args, queue, status, attempts, max_retries, \
     scheduled_at_ms, created_at_ms, handed_off_at_ms, completed_at_ms, failed_at_ms, cancelled_at_ms, \
     orphaned_at_ms, last_error, worker_id, handoff_id, schedule_key, schedule_order, concurrency_key, \
     max_concurrency, idempotency_key, timeout_ms, errors, priority, rate_key, rate_max, rate_period_ms, \
-    reservation_key";
+    reservation_key, trace_parent";
 
 /// A job as loaded for a transition, with the reservation it holds (if any).
 /// `reservation_key` counts only while a row is `handed_off`: a completion
@@ -67,6 +67,7 @@ pub(crate) fn job_from_row(row: &Row) -> Result<Job> {
         rate_key: row.get(25),
         rate_max: row.get(26),
         rate_period_ms: row.get(27),
+        trace_parent: row.get(29),
     })
 }
 

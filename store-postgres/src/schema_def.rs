@@ -89,6 +89,7 @@ pub(crate) const TABLES: &[Table] = &[
             ("rate_key", T, "text"),
             ("rate_max", I, "bigint"),
             ("rate_period_ms", I, "bigint"),
+            ("trace_parent", T, "text"),
         ],
         constraints: "",
     },
@@ -274,6 +275,7 @@ pub(crate) const ADDED_COLUMNS: &[(&str, &str, i64)] = &[
     (QUEUE_COUNTS_TABLE, "retried_total", 7),
     (QUEUE_COUNTS_TABLE, "cancelled_total", 7),
     (QUEUE_COUNTS_TABLE, "orphaned_total", 7),
+    ("duraq_jobs", "trace_parent", 8),
 ];
 
 /// Indexes a later version replaced, dropped when upgrading.

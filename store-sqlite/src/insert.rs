@@ -5,7 +5,8 @@
 //! - **Literals for what every fresh row shares.** A row made by
 //!   [`duraq_core::transitions::new_job_row`] is queued, never attempted, has no
 //!   history and no worker: those 11 columns are literals of the statement, so a
-//!   row binds 19 parameters instead of 30 (each bound text is copied by SQLite).
+//!   row binds 20 parameters instead of 31 (each bound text is copied by SQLite;
+//!   a job without a trace context binds NULL for it).
 //!   [`insert_jobs`] refuses a row that is not fresh rather than lose a field.
 //! - **`INSERT OR FAIL`.** A multi-row `INSERT` that may *abort* makes SQLite
 //!   open a statement journal and copy every page the statement touches into it,
@@ -39,7 +40,7 @@ use crate::error::{is_primary_key_violation, map_err};
 use crate::tx::Tx;
 
 /// The columns a fresh row binds, in the order [`insert_sql`] names them.
-const BOUND: [&str; 19] = [
+const BOUND: [&str; 20] = [
     "id",
     "job_name",
     "args",
@@ -59,6 +60,7 @@ const BOUND: [&str; 19] = [
     "rate_period_ms",
     "args_digest",
     "dedupe_key",
+    "trace_parent",
 ];
 
 /// The columns every fresh row holds the same value in, with that value (the
@@ -78,7 +80,7 @@ const FRESH: [(&str, &str); 11] = [
 ];
 
 /// Rows per statement, largest first; a batch is cut greedily into these, so
-/// 1,000 rows take 10 statements. 256 × 19 parameters stays far below SQLite's
+/// 1,000 rows take 10 statements. 256 × 20 parameters stays far below SQLite's
 /// limit of 32,766.
 const CHUNKS: [usize; 5] = [256, 64, 16, 4, 1];
 
@@ -234,6 +236,7 @@ pub(crate) fn insert_jobs(tx: &Tx<'_>, rows: &[NewRow<'_>]) -> Result<()> {
                 &j.rate_period_ms,
                 &r.stored_digest,
                 &r.dedupe_key,
+                &j.trace_parent,
             ]);
         }
         let sql = chunk_sql(size);

@@ -5,7 +5,8 @@
 //! [`crate::insert`].
 //!
 //! `errors` (the error history, version 6) is JSON text, `[]` in rows written
-//! before it existed (the column's default).
+//! before it existed (the column's default). `trace_parent` (version 10) is
+//! NULL unless the job was enqueued with a trace context.
 
 use std::sync::OnceLock;
 
@@ -20,7 +21,7 @@ pub(crate) const JOB_COLUMNS: &str = "id, job_name, args, queue, status, attempt
     scheduled_at_ms, created_at_ms, handed_off_at_ms, completed_at_ms, failed_at_ms, \
     cancelled_at_ms, orphaned_at_ms, last_error, worker_id, handoff_id, schedule_key, \
     schedule_order, concurrency_key, max_concurrency, idempotency_key, timeout_ms, errors, \
-    priority, rate_key, rate_max, rate_period_ms";
+    priority, rate_key, rate_max, rate_period_ms, trace_parent";
 
 fn conversion(
     col: usize,
@@ -63,6 +64,7 @@ pub(crate) fn job_from_row(row: &Row<'_>) -> rusqlite::Result<Job> {
         rate_key: row.get(25)?,
         rate_max: row.get(26)?,
         rate_period_ms: row.get(27)?,
+        trace_parent: row.get(28)?,
     })
 }
 
@@ -98,7 +100,7 @@ pub(crate) fn load_for_report(
     });
     conn.prepare_cached(sql)
         .db()?
-        .query_row([id], |row| Ok((job_from_row(row)?, row.get(28)?)))
+        .query_row([id], |row| Ok((job_from_row(row)?, row.get(29)?)))
         .optional()
         .db()
 }

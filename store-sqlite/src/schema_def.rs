@@ -94,6 +94,7 @@ const JOBS: &[Column] = &[
     col("rate_key", "TEXT", "", 7),
     col("rate_max", "INTEGER", "", 7),
     col("rate_period_ms", "INTEGER", "", 7),
+    col("trace_parent", "TEXT", "", 10),
 ];
 
 pub(crate) const TABLES: &[Table] = &[

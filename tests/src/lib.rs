@@ -56,6 +56,7 @@ pub mod run_in;
 pub mod schedule_keys;
 pub mod schedule_ownership;
 pub mod search;
+pub mod trace_context;
 pub mod workers;
 
 mod suite;

@@ -153,6 +153,12 @@ macro_rules! store_suite {
                     retry_takes_free_key_back, retry_leaves_taken_key_alone,
                 ],
                 cron_zones: [zoned_ticks_follow_the_wall_clock_across_dst],
+                trace_context: [
+                    trace_parent_round_trips_on_every_read,
+                    every_insert_path_stores_the_trace_parent,
+                    trace_parent_is_not_part_of_an_idempotent_request,
+                    invalid_trace_parent_changes_nothing,
+                ],
                 bulk: [
                     each_action_changes_what_it_may_and_skips_the_rest,
                     nothing_changed_is_no_mutation, a_bulk_cancel_tells_the_running_jobs_worker,

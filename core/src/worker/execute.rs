@@ -90,16 +90,14 @@ pub(crate) fn spawn_attempt(shared: Arc<Shared>, job: Job, cancel: watch::Receiv
     tokio::spawn(async move {
         let mut next = Some((job, cancel));
         while let Some((job, cancel)) = next {
-            let span = tracing::info_span!(
-                "job",
-                job_id = %job.id,
-                job_name = %job.job_name,
-                attempt = job.attempts,
-                queue = %job.queue,
-            );
+            // With the `otel` feature the span links to the job's stored trace
+            // context and carries the outcome (`crate::trace`).
+            let span = crate::trace::attempt_span(&job);
             let report = supervise(shared.clone(), job, cancel)
-                .instrument(span)
+                .instrument(span.clone())
                 .await;
+            crate::trace::record_outcome(&span, &report.outcome);
+            drop(span);
             next = shared.local.next_after();
             if shared.reports.send(report).is_err() {
                 tracing::error!("the dispatcher is gone; the attempt's report is dropped");

@@ -97,7 +97,7 @@ pub enum ErrorCode {
     /// An impossible worker, periodic or retention setting.
     InvalidWorkerConfig,
     /// A job's progress that is not a fraction in 0.0 ..= 1.0 (NaN included;
-    /// [`crate::ProgressBatch::with_progress`]).
+    /// [`crate::JobContext::progress`]).
     InvalidProgress,
     /// The worker task itself failed: a bug.
     WorkerInternal,

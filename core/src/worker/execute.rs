@@ -16,6 +16,7 @@ use tracing::Instrument;
 use super::events::{JobStarted, Telemetry, WorkerEvent};
 use super::handler::{attempt_number, duration_ms, failed, outcome_of, JobContext};
 use super::local_queue::LocalQueue;
+use super::progress_sink::ProgressSink;
 use super::registry::Registry;
 use crate::clock::Clock;
 use crate::job::{Job, Lease};
@@ -141,6 +142,12 @@ async fn supervise(shared: Arc<Shared>, job: Job, cancel: watch::Receiver<bool>)
             false,
         ),
         Some(entry) => {
+            let progress = ProgressSink::new(
+                shared.store.clone(),
+                shared.clock.clone(),
+                lease.clone(),
+                attempt,
+            );
             let ctx = JobContext {
                 job: Arc::new(job),
                 worker_id: shared.worker_id.clone(),
@@ -148,6 +155,7 @@ async fn supervise(shared: Arc<Shared>, job: Job, cancel: watch::Receiver<bool>)
                 clock: shared.clock.clone(),
                 stopping: shared.stopping.clone(),
                 cancel: cancel.clone(),
+                progress: progress.clone(),
             };
             let handler = entry.handler.clone();
             let mut task = tokio::spawn(
@@ -161,7 +169,7 @@ async fn supervise(shared: Arc<Shared>, job: Job, cancel: watch::Receiver<bool>)
             let mut abort = shared.abort.clone();
             let mut cancel = cancel;
             let grace = shared.cancel_grace;
-            tokio::select! {
+            let outcome = tokio::select! {
                 biased;
                 joined = &mut task => match joined {
                     Ok(result) => outcome_of(result, attempt, &|a| entry.backoff(a)),
@@ -191,7 +199,10 @@ async fn supervise(shared: Arc<Shared>, job: Job, cancel: watch::Receiver<bool>)
                     // Refused by the store (the lease is gone); said for the record.
                     failed("cancelled: aborted after the grace period".to_owned(), None, true)
                 }
-            }
+            };
+            // What the attempt said is stored before its outcome is reported.
+            progress.finish().await;
+            outcome
         }
     };
     let duration = started.elapsed();

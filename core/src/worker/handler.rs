@@ -12,7 +12,9 @@ use async_trait::async_trait;
 use serde_json::Value;
 use tokio::sync::watch;
 
+use super::progress_sink::ProgressSink;
 use crate::clock::Clock;
+use crate::error::Error;
 use crate::job::Job;
 use crate::requests::Outcome;
 use crate::store::Store;
@@ -244,6 +246,8 @@ pub struct JobContext {
     pub(crate) stopping: watch::Receiver<bool>,
     /// Turns true when this attempt's job was cancelled (or its lease lost).
     pub(crate) cancel: watch::Receiver<bool>,
+    /// Where `progress` and `log` go (throttled writes, see [`ProgressSink`]).
+    pub(crate) progress: Arc<ProgressSink>,
 }
 
 impl fmt::Debug for JobContext {
@@ -319,6 +323,45 @@ impl JobContext {
     pub async fn shutting_down(&self) {
         let mut stopping = self.stopping.clone();
         let _ = stopping.wait_for(|s| *s).await;
+    }
+
+    /// Reports how far the attempt has come: `fraction` of the work (0.0 ..= 1.0)
+    /// and a short message, shown by `duraq jobs show` and live on the
+    /// dashboard's job page (`docs/jobs.md`, "Progress and logs"). Cheap and
+    /// never waits for the database: the newest report is buffered and stored
+    /// at most once a second, and for the last time before the attempt's
+    /// outcome, so the final value is never lost. A NaN or out-of-range
+    /// fraction is refused with `invalid-progress` and changes nothing; a
+    /// message is cut at [`crate::MAX_LINE_BYTES`] and its control characters
+    /// become spaces.
+    ///
+    /// ```
+    /// use duraq_core::{JobContext, JobResult, Registry};
+    /// let registry = Registry::new()
+    ///     .register_fn("import", |ctx: JobContext, _args| async move {
+    ///         for batch in 0..10 {
+    ///             ctx.progress(f64::from(batch) / 10.0, format!("batch {batch} of 10"))?;
+    ///             ctx.log(format!("imported batch {batch}"));
+    ///         }
+    ///         ctx.progress(1.0, "done")?;
+    ///         Ok(JobResult::Completed)
+    ///     })
+    ///     .unwrap();
+    /// assert!(registry.contains("import"));
+    /// ```
+    pub fn progress(&self, fraction: f64, message: impl Into<String>) -> Result<(), Error> {
+        self.progress.progress(fraction, message.into())
+    }
+
+    /// Adds a line to the job's log, shown with its progress. Cheap and never
+    /// waits for the database: lines are buffered and stored together at most
+    /// once a second, and for the last time before the attempt's outcome. The
+    /// job keeps its newest [`crate::MAX_LOG_LINES`] lines across attempts
+    /// (and at most that many wait in memory, however many are logged); a
+    /// line is cut at [`crate::MAX_LINE_BYTES`] and its control characters
+    /// become spaces. After a lost lease the attempt's lines are dropped.
+    pub fn log(&self, line: impl Into<String>) {
+        self.progress.log(line.into())
     }
 
     /// Whether this attempt was cancelled: an operator cancelled the running

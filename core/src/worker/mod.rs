@@ -43,6 +43,7 @@ mod ledger;
 mod local_queue;
 mod maintenance;
 mod periodic;
+mod progress_sink;
 mod registry;
 mod retention;
 mod run_due;

@@ -11,6 +11,7 @@ mod drain;
 mod faulty;
 mod periodic;
 mod prefetch;
+mod progress;
 mod registry;
 mod running;
 mod typed;

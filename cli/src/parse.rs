@@ -196,6 +196,7 @@ pub fn job_options(a: &JobArgs) -> Result<(Value, EnqueueOptions), CliError> {
         rate_key: a.rate_key.clone(),
         rate_max,
         rate_period_ms,
+        trace_parent: None,
     };
     Ok((args, opts))
 }

@@ -8,7 +8,9 @@ use std::time::Duration;
 
 use duraq_core::{EnqueueOptions, JobArgs, JobStatus, NewJob, Outcome, Registry};
 use duraq_testkit::TestKit;
-use jobs::{kit, seen, Explode, Flaky, MakeKit, SendWelcome, SignUp, Unhandled, FLAKY_BACKOFF};
+use jobs::{
+    kit, seen, Explode, Flaky, Forever, MakeKit, SendWelcome, SignUp, Unhandled, FLAKY_BACKOFF,
+};
 
 /// Collecting mode: the application's enqueues are stored, typed, in order,
 /// and nothing runs until a drain.
@@ -117,6 +119,36 @@ async fn inline_runs_jobs_enqueued_by_handlers(make: MakeKit) {
     kit.enqueue(SignUp { user_id: 8 }).await.unwrap();
     assert_eq!(seen(&seen_by), [("sign_up", 8, 1), ("send_welcome", 8, 1)]);
     kit.assert_not_enqueued::<SendWelcome>().await;
+}
+
+/// Inline mode covers batches and schedule-key replacements, job by job.
+async fn inline_runs_batches_and_replacements(make: MakeKit) {
+    let (kit, seen_by) = kit(make);
+    kit.inline();
+    let batch = vec![
+        SendWelcome { user_id: 1 }.job().unwrap(),
+        SendWelcome { user_id: 2 }.job().unwrap(),
+    ];
+    kit.store().enqueue_batch(batch).await.unwrap();
+    let key = duraq_core::ScheduleKey::new("user:3:welcome").unwrap();
+    let job = SendWelcome { user_id: 3 }.job().unwrap();
+    let replaced = kit
+        .store()
+        .replace_scheduled(&key, job, duraq_core::RunningOwner::KeepRunning)
+        .await
+        .unwrap();
+    let users: Vec<i64> = seen(&seen_by).iter().map(|s| s.1).collect();
+    assert_eq!(users, [1, 2, 3]);
+    let job = kit.job(&replaced.job_id).await.unwrap();
+    assert_eq!(job.status, JobStatus::Completed);
+}
+
+/// A job that snoozes by zero forever: the drain gives up with its code.
+async fn a_drain_that_never_settles_fails(make: MakeKit) {
+    let (kit, _seen) = kit(make);
+    kit.enqueue(Forever).await.unwrap();
+    let err = kit.drain().await.unwrap_err();
+    assert_eq!(err.code(), "drain-unsettled");
 }
 
 /// `advance` moves the clock: a job scheduled in an hour runs only then.
@@ -268,6 +300,8 @@ both!(
     inline_runs_before_the_enqueue_returns,
     inline_failure_is_the_real_outcome,
     inline_runs_jobs_enqueued_by_handlers,
+    inline_runs_batches_and_replacements,
+    a_drain_that_never_settles_fails,
     advance_makes_a_scheduled_job_due,
     drain_with_retries,
     perform_runs_one_job,

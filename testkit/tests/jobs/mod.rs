@@ -117,6 +117,21 @@ impl JobHandler for Exploder {
     }
 }
 
+/// Snoozes by zero, forever: a drain cannot settle.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub struct Forever;
+impl JobArgs for Forever {
+    const NAME: &'static str = "forever";
+}
+pub struct ForeverHandler;
+#[duraq_core::async_trait]
+impl JobHandler for ForeverHandler {
+    type Args = Forever;
+    async fn perform(&self, ctx: &JobContext, _args: Forever) -> Result<JobResult, JobError> {
+        Ok(ctx.reschedule_in(Duration::ZERO))
+    }
+}
+
 /// Never registered: `perform` cannot run it.
 #[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
 pub struct Unhandled;
@@ -135,6 +150,8 @@ pub fn kit(make: MakeKit) -> (TestKit, Seen) {
         .register(SignUpHandler(seen.clone()))
         .unwrap()
         .register(Exploder)
+        .unwrap()
+        .register(ForeverHandler)
         .unwrap();
     (make(registry).unwrap(), seen)
 }

@@ -6,6 +6,12 @@
 //! The library itself is empty. Under `cargo test` it carries the repository's
 //! README as its documentation, so every `rust` code block of the README is compiled
 //! (and run, unless marked `no_run`) as a doctest of this package: the snippets
-//! cannot drift from the API.
+//! cannot drift from the API. `docs/testing.md` is compiled the same way.
 
 #![cfg_attr(doctest, doc = include_str!("../../README.md"))]
+
+/// The user's guide page on testing jobs, whose `rust` blocks compile (and run)
+/// as doctests of this package, with `duraq-testkit` as a dev-dependency.
+#[cfg(doctest)]
+#[doc = include_str!("../../docs/testing.md")]
+mod testing_guide {}

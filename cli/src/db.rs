@@ -141,10 +141,25 @@ impl Database {
     }
 }
 
+/// The store options for `schema`, with what the environment says about a
+/// pooler in front of the server (`docs/postgres.md`): `DURAQ_LISTEN_URL`, a
+/// direct address for the LISTEN connection, and `DURAQ_PREPARED_STATEMENTS=off`
+/// for a transaction-mode pooler that keeps no prepared statements.
 fn postgres_options(schema: &Option<String>, listen: bool) -> PostgresOptions {
+    let listen_url = std::env::var("DURAQ_LISTEN_URL")
+        .ok()
+        .filter(|url| !url.trim().is_empty());
+    let prepared_statements = !std::env::var("DURAQ_PREPARED_STATEMENTS").is_ok_and(|v| {
+        matches!(
+            v.trim().to_ascii_lowercase().as_str(),
+            "off" | "false" | "0" | "no"
+        )
+    });
     PostgresOptions {
         listen,
         schema: schema.clone(),
+        listen_url,
+        prepared_statements,
         ..PostgresOptions::default()
     }
 }

@@ -124,6 +124,18 @@ pub struct PostgresOptions {
     /// connection, and the server no longer delivers every process's
     /// announcements to it. Its own changes are announced to others either way.
     pub listen: bool,
+    /// Where the LISTEN connection goes, when not to the store's URL: a direct
+    /// server address when the store's URL is a transaction-mode pooler, which
+    /// cannot hold a LISTEN (`DURAQ_LISTEN_URL` for the `duraq` program; see
+    /// `docs/postgres.md`). Without it, a LISTEN that hears nothing (such a
+    /// pooler) is noticed once at start and the store polls instead.
+    pub listen_url: Option<String>,
+    /// Whether statements are prepared by name and kept per connection (the
+    /// default, and the fastest). Turn off behind a transaction-mode pooler
+    /// that does not keep prepared statements (PgBouncer before 1.21, or
+    /// without `max_prepared_statements`): every statement then runs unnamed,
+    /// in one round trip, with parameter types described once per process.
+    pub prepared_statements: bool,
 }
 
 impl Default for PostgresOptions {
@@ -133,6 +145,8 @@ impl Default for PostgresOptions {
             pool_size: 8,
             fallback_poll_ms: 500,
             listen: true,
+            listen_url: None,
+            prepared_statements: true,
         }
     }
 }

@@ -3,6 +3,10 @@
 //! freshly created schema on the `DATABASE_URL` server, so cases never see each
 //! other's rows (or each other's LISTEN channel) and may run in parallel.
 //!
+//! The conformance suite runs a second time with prepared statements off
+//! (`postgres_unnamed`), as behind a transaction-mode pooler that keeps none
+//! (`docs/postgres.md`): every statement then takes the unnamed path.
+//!
 //! `DATABASE_URL` is required: without it these tests fail loudly rather than
 //! pass vacuously. `cargo xtask test-all` always provides one (a throwaway server
 //! unless the environment names one); `--skip-postgres` filters them out by name.
@@ -19,6 +23,8 @@ use duraq_tests::StoreFactory;
 /// Fresh stores, each in a new schema `duraq_t_<pid>_<time>_<n>`.
 struct PgFactory {
     url: String,
+    /// [`PostgresOptions::prepared_statements`] for every store made.
+    prepared_statements: bool,
     /// The schema of the store made last (for `reopen`).
     last: Mutex<Option<String>>,
 }
@@ -33,7 +39,16 @@ impl PgFactory {
         );
         Self {
             url,
+            prepared_statements: true,
             last: Mutex::new(None),
+        }
+    }
+
+    /// Stores with prepared statements off.
+    fn unnamed() -> Self {
+        Self {
+            prepared_statements: false,
+            ..Self::new()
         }
     }
 }
@@ -57,6 +72,7 @@ impl StoreFactory for PgFactory {
         let options = PostgresOptions {
             schema: Some(schema.clone()),
             pool_size: 4,
+            prepared_statements: self.prepared_statements,
             ..PostgresOptions::default()
         };
         let store = PostgresStore::connect_with_clock(&self.url, options, Arc::new(clock))
@@ -71,6 +87,7 @@ impl StoreFactory for PgFactory {
         let options = PostgresOptions {
             schema: Some(schema),
             pool_size: 2,
+            prepared_statements: self.prepared_statements,
             ..PostgresOptions::default()
         };
         let store = PostgresStore::connect_with_clock(&self.url, options, Arc::new(clock))
@@ -81,5 +98,7 @@ impl StoreFactory for PgFactory {
 }
 
 duraq_tests::store_suite!(postgres, PgFactory::new());
+
+duraq_tests::store_suite!(postgres_unnamed, PgFactory::unnamed());
 
 duraq_tests::model_suite!(postgres_matches_reference, PgFactory::new());

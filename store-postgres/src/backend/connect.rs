@@ -19,6 +19,7 @@ use tokio::sync::{broadcast, watch};
 use tokio_postgres::NoTls;
 
 use crate::backend::db::{pooled, Conn, Db, Names, Pool};
+use crate::backend::unnamed::Describer;
 use crate::backend::{listener, notify};
 use crate::error::{map_pg_error, Target};
 use crate::schema::{OpenMode, SCHEMA_VERSION};
@@ -53,10 +54,37 @@ fn without_jit(mut config: tokio_postgres::Config) -> tokio_postgres::Config {
     config
 }
 
+/// The pool for `config`, with the JIT off ([`without_jit`]) unless the
+/// server refuses the `options` startup parameter that turns it off: PgBouncer
+/// does, unless its `ignore_startup_parameters` lists `options` (and then it
+/// drops it). Then the pool connects without it and says once how to turn the
+/// JIT off on the server instead (`docs/postgres.md`).
+async fn checked_pool(config: tokio_postgres::Config, size: usize) -> Result<Pool> {
+    let pool = build_pool(without_jit(config.clone()), size)?;
+    match pool.pool.get().await {
+        Err(deadpool_postgres::PoolError::Backend(e)) if refuses_options(&e) => {
+            tracing::warn!(
+                "duraq: {} refuses the `options` startup parameter (a pooler such as \
+                 PgBouncer?), so duraq's sessions keep the server's JIT setting; run \
+                 `ALTER DATABASE … SET jit = off` (see docs/postgres.md)",
+                pool.target
+            );
+            build_pool(config, size)
+        }
+        Err(e) => Err(crate::error::map_pool_error_at(e, &pool.target)),
+        Ok(_) => Ok(pool),
+    }
+}
+
+fn refuses_options(e: &tokio_postgres::Error) -> bool {
+    e.as_db_error()
+        .is_some_and(|db| db.message().contains("unsupported startup parameter"))
+}
+
 fn build_pool(config: tokio_postgres::Config, size: usize) -> Result<Pool> {
     let target = Target::new(&config);
     let manager = Manager::from_config(
-        without_jit(config),
+        config,
         NoTls,
         ManagerConfig {
             recycling_method: RecyclingMethod::Fast,
@@ -72,21 +100,32 @@ fn build_pool(config: tokio_postgres::Config, size: usize) -> Result<Pool> {
     Ok(Pool { pool, target })
 }
 
+/// The describer of unnamed statements, when prepared statements are off.
+fn describer(config: &tokio_postgres::Config, options: &PostgresOptions) -> Option<Arc<Describer>> {
+    (!options.prepared_statements).then(|| Arc::new(Describer::new(config.clone())))
+}
+
 /// Resolves the schema and brings it to [`SCHEMA_VERSION`] in one transaction.
 async fn open_schema(
     pool: &Pool,
     schema: Option<&str>,
     now: i64,
     mode: OpenMode,
+    unnamed: Option<Arc<Describer>>,
 ) -> Result<(Names, MigrationReport)> {
     let mut client = pooled(pool).await?;
     let schema = match schema {
         Some(s) => s.to_owned(),
         None => {
+            // Unnamed (no parameters to type), so it also runs behind a
+            // transaction-mode pooler.
             let row = client
-                .query_one("SELECT current_schema()::text", &[])
+                .query_typed("SELECT current_schema()::text", &[])
                 .await
-                .map_err(map_pg_error)?;
+                .map_err(map_pg_error)?
+                .into_iter()
+                .next()
+                .ok_or_else(|| Error::schema("SELECT current_schema() returned no row"))?;
             match row.get::<_, Option<String>>(0) {
                 Some(schema) => schema,
                 None if mode == OpenMode::Existing => {
@@ -104,7 +143,8 @@ async fn open_schema(
             }
         }
     };
-    let names = Names::new(&schema)?;
+    let mut names = Names::new(&schema)?;
+    names.unnamed = unnamed;
     let tx = client.transaction().await.map_err(map_pg_error)?;
     let applied = {
         let db = Db {
@@ -128,13 +168,19 @@ async fn open_schema(
 
 /// Brings the schema at `url` up to date without opening a store (`duraq migrate`).
 pub async fn migrate(url: &str, options: &PostgresOptions) -> Result<MigrationReport> {
-    let pool = build_pool(parse_url(url)?, 1)?;
+    let config = parse_url(url)?;
+    let pool = checked_pool(config.clone(), 1).await?;
     let now = duraq_core::SystemClock.now_ms();
-    Ok(
-        open_schema(&pool, options.schema.as_deref(), now, OpenMode::Create)
-            .await?
-            .1,
+    let unnamed = describer(&config, options);
+    Ok(open_schema(
+        &pool,
+        options.schema.as_deref(),
+        now,
+        OpenMode::Create,
+        unnamed,
     )
+    .await?
+    .1)
 }
 
 impl PostgresStore {
@@ -217,9 +263,16 @@ impl PostgresStore {
         mode: OpenMode,
     ) -> Result<Self> {
         let config = parse_url(url)?;
-        let pool = build_pool(config.clone(), options.pool_size)?;
-        let (names, migration) =
-            open_schema(&pool, options.schema.as_deref(), clock.now_ms(), mode).await?;
+        let pool = checked_pool(config.clone(), options.pool_size).await?;
+        let unnamed = describer(&config, &options);
+        let (names, migration) = open_schema(
+            &pool,
+            options.schema.as_deref(),
+            clock.now_ms(),
+            mode,
+            unnamed,
+        )
+        .await?;
         let (notifier, _) =
             notify::spawn(config.clone(), names.channel.clone(), names.origin.clone());
         let shared = Arc::new(Shared {
@@ -234,7 +287,20 @@ impl PostgresStore {
             cancels: broadcast::channel(1024).0,
         });
         let listener = if options.listen {
-            Some(listener::start(config, shared.clone(), options.fallback_poll_ms).await?)
+            let listen_config = match &options.listen_url {
+                Some(url) => parse_url(url)?,
+                None => config,
+            };
+            let direct = options.listen_url.is_some();
+            Some(
+                listener::start(
+                    listen_config,
+                    direct,
+                    shared.clone(),
+                    options.fallback_poll_ms,
+                )
+                .await?,
+            )
         } else {
             None
         };

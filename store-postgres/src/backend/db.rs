@@ -5,12 +5,17 @@
 //! an application's own transaction ([`crate::PostgresStore::enqueue_in`]). The
 //! schema is an identifier, validated and quoted once; every *value* is a bound
 //! parameter. Pooled connections cache prepared statements; a borrowed
-//! application transaction prepares per call.
+//! application transaction prepares per call; with prepared statements off
+//! (a transaction-mode pooler that cannot keep them), every statement runs
+//! unnamed ([`crate::backend::unnamed`]).
+
+use std::sync::Arc;
 
 use duraq_core::{Error, ErrorCode, Result};
 use tokio_postgres::types::ToSql;
 use tokio_postgres::Row;
 
+use crate::backend::unnamed::{rows_affected, typed, Describer};
 use crate::error::{map_pg_error, map_pool_error_at, Target};
 
 /// Parameters as tokio-postgres takes them.
@@ -27,6 +32,8 @@ pub(crate) struct Names {
     pub channel: String,
     /// This store instance's id, so its listener skips its own notifications.
     pub origin: String,
+    /// Set when statements must not be prepared by name.
+    pub unnamed: Option<Arc<Describer>>,
 }
 
 impl Names {
@@ -38,6 +45,7 @@ impl Names {
             quoted: quote_identifier(schema),
             channel: format!("duraq_{}", &digest[..24]),
             origin: duraq_core::new_job_id(),
+            unnamed: None,
         })
     }
 
@@ -87,6 +95,16 @@ pub(crate) struct Db<'a> {
 impl Db<'_> {
     pub async fn query(&self, template: &str, params: &Params<'_>) -> Result<Vec<Row>> {
         let sql = self.names.sql(template);
+        if let Some(describer) = &self.names.unnamed {
+            let types = self.describe(describer, &sql).await?;
+            let params = typed(params, &types);
+            let rows = match &self.conn {
+                Conn::Pooled(tx) => tx.query_typed(&sql, &params).await,
+                Conn::Borrowed(tx) => tx.query_typed(&sql, &params).await,
+                Conn::Client(client) => client.query_typed(&sql, &params).await,
+            };
+            return rows.map_err(map_pg_error);
+        }
         let rows = match &self.conn {
             Conn::Pooled(tx) => {
                 let stmt = tx.prepare_cached(&sql).await.map_err(map_pg_error)?;
@@ -116,6 +134,18 @@ impl Db<'_> {
 
     pub async fn execute(&self, template: &str, params: &Params<'_>) -> Result<u64> {
         let sql = self.names.sql(template);
+        if let Some(describer) = &self.names.unnamed {
+            let types = self.describe(describer, &sql).await?;
+            let params = typed(params, &types);
+            let params = params.iter().map(|(v, t)| (*v, t.clone()));
+            return match &self.conn {
+                Conn::Pooled(tx) => rows_affected(tx.query_typed_raw(&sql, params).await).await,
+                Conn::Borrowed(tx) => rows_affected(tx.query_typed_raw(&sql, params).await).await,
+                Conn::Client(client) => {
+                    rows_affected(client.query_typed_raw(&sql, params).await).await
+                }
+            };
+        }
         let n = match &self.conn {
             Conn::Pooled(tx) => {
                 let stmt = tx.prepare_cached(&sql).await.map_err(map_pg_error)?;
@@ -136,6 +166,10 @@ impl Db<'_> {
     pub async fn prepare(&self, templates: &[&str]) -> Result<()> {
         for template in templates {
             let sql = self.names.sql(template);
+            if let Some(describer) = &self.names.unnamed {
+                self.describe(describer, &sql).await?;
+                continue;
+            }
             let prepared = match &self.conn {
                 Conn::Pooled(tx) => tx.prepare_cached(&sql).await.map(drop),
                 Conn::Client(client) => client.prepare_cached(&sql).await.map(drop),
@@ -144,6 +178,20 @@ impl Db<'_> {
             prepared.map_err(map_pg_error)?;
         }
         Ok(())
+    }
+
+    /// The parameter types of `sql`, described in this connection's own
+    /// transaction when it is one (see [`crate::backend::unnamed`]).
+    async fn describe(
+        &self,
+        describer: &Describer,
+        sql: &str,
+    ) -> Result<Arc<[tokio_postgres::types::Type]>> {
+        match &self.conn {
+            Conn::Pooled(tx) => describer.describe_in(tx, sql).await,
+            Conn::Borrowed(tx) => describer.describe_in(tx, sql).await,
+            Conn::Client(_) => describer.describe(sql).await,
+        }
     }
 
     /// Runs parameterless statements (savepoints) with the simple protocol.

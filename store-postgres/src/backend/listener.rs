@@ -11,6 +11,13 @@
 //! corrective delta, and a work-signal bump). If the connection drops, the task
 //! keeps checking every `fallback_poll_ms` (bumping the work signal when the
 //! revision moved) while it reconnects.
+//!
+//! Behind a transaction-mode pooler a LISTEN is accepted but hears nothing: the
+//! pooler hands the session's server connection to others between statements.
+//! So unless the LISTEN goes to a direct URL ([`crate::PostgresOptions::listen_url`]),
+//! the first connection is probed: a NOTIFY sent through the pool must come back
+//! within [`PROBE_TIMEOUT`]. When it does not, the task says so once and polls
+//! every `fallback_poll_ms` for good.
 
 use std::future::poll_fn;
 use std::sync::atomic::Ordering;
@@ -29,6 +36,9 @@ use crate::Shared;
 
 /// How often a healthy listener compares the counter rows with what it heard.
 const CHECK_INTERVAL: Duration = Duration::from_secs(1);
+
+/// How long the probe NOTIFY may take to come back on a new LISTEN connection.
+const PROBE_TIMEOUT: Duration = Duration::from_secs(3);
 
 /// A live LISTEN connection and the notifications it receives.
 struct Listening {
@@ -78,6 +88,7 @@ impl Listening {
 /// spawns the task that keeps listening.
 pub(crate) async fn start(
     config: Config,
+    direct: bool,
     shared: Arc<Shared>,
     poll_ms: u64,
 ) -> Result<JoinHandle<()>> {
@@ -88,9 +99,23 @@ pub(crate) async fn start(
         .keepalives_idle(Duration::from_secs(30))
         .keepalives_interval(Duration::from_secs(10));
     config.keepalives_retries(3);
-    let first = Listening::open(&config, &shared.names.channel)
+    let mut first = Listening::open(&config, &shared.names.channel)
         .await
         .map_err(|e| map_pg_error_at(e, &shared.pool.target))?;
+    if !direct && !hears(&mut first, &shared).await? {
+        tracing::warn!(
+            schema = %shared.names.schema,
+            "duraq: a LISTEN through {} hears nothing (a transaction-mode pooler such as \
+             PgBouncer?); polling every {poll_ms} ms instead. Set DURAQ_LISTEN_URL \
+             (PostgresOptions::listen_url) to a direct server address for immediate wake-ups",
+            shared.pool.target
+        );
+        let _ = first._client.batch_execute("UNLISTEN *").await;
+        drop(first);
+        let rows = read_rows(&shared).await?;
+        lock_mirror(&shared).reset(&rows);
+        return Ok(tokio::spawn(poll_forever(shared, poll_ms)));
+    }
     shared.listening.store(true, Ordering::Relaxed);
     // Everything committed before this read is in the mirror's starting point;
     // everything after it will be heard.
@@ -115,16 +140,60 @@ async fn read_rows(shared: &Shared) -> Result<Vec<(i32, i64, [i64; 6])>> {
     shard_rows(&db).await
 }
 
+/// Whether `listening` hears a NOTIFY sent through the pool (see the module
+/// docs); what else it hears meanwhile is handled as usual.
+async fn hears(listening: &mut Listening, shared: &Shared) -> Result<bool> {
+    let probe = serde_json::json!({ "probe": duraq_core::new_job_id() }).to_string();
+    {
+        let client = pooled(&shared.pool).await?;
+        let db = Db {
+            conn: Conn::Client(&client),
+            names: &shared.names,
+        };
+        db.query("SELECT pg_notify($1, $2)", &[&shared.names.channel, &probe])
+            .await?;
+    }
+    let deadline = tokio::time::Instant::now() + PROBE_TIMEOUT;
+    loop {
+        match tokio::time::timeout_at(deadline, listening.rx.recv()).await {
+            Ok(Some(n)) if n.payload() == probe => return Ok(true),
+            Ok(Some(n)) => handle(shared, n.payload()),
+            Ok(None) | Err(_) => return Ok(false),
+        }
+    }
+}
+
+/// Without a LISTEN: reads the counter rows every `poll_ms`; every change
+/// another process made arrives as a correction and wakes the workers.
+async fn poll_forever(shared: Arc<Shared>, poll_ms: u64) {
+    let mut tick = tokio::time::interval(Duration::from_millis(poll_ms.max(10)));
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tick.tick().await;
+        if let Err(e) = check_quietly(&shared, true).await {
+            tracing::debug!("duraq count check failed: {e}");
+        }
+    }
+}
+
 /// Compares the counter rows with the mirror, announcing a correction if one
 /// is due; returns the revision read.
 async fn check(shared: &Shared) -> Result<i64> {
+    check_quietly(shared, false).await
+}
+
+/// [`check`], logging a correction only when it is not expected (`polling`
+/// expects one for every change another process made).
+async fn check_quietly(shared: &Shared, polling: bool) -> Result<i64> {
     let rows = read_rows(shared).await?;
     let correction = lock_mirror(shared).check(&rows);
     if let Some(delta) = correction {
-        tracing::info!(
-            revision = delta.revision,
-            "duraq: counts corrected after a lost announcement"
-        );
+        if !polling {
+            tracing::info!(
+                revision = delta.revision,
+                "duraq: counts corrected after a lost announcement"
+            );
+        }
         let _ = shared.deltas.send(delta);
         bump_work(shared);
     }

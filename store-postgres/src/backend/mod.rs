@@ -7,3 +7,4 @@ pub(crate) mod enqueue_group;
 pub(crate) mod listener;
 pub(crate) mod notify;
 pub(crate) mod plans;
+pub(crate) mod unnamed;

@@ -21,7 +21,8 @@ use std::time::Duration;
 
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
-use tokio_postgres::{Client, Config, NoTls, Statement};
+use tokio_postgres::types::Type;
+use tokio_postgres::{Client, Config, NoTls};
 
 use crate::counts::Entry;
 
@@ -60,10 +61,14 @@ pub(crate) fn spawn(
     (tx, task)
 }
 
-/// A connection, its prepared NOTIFY statement and the task driving it.
+/// The NOTIFY statement. Sent unnamed with its parameter types
+/// (`query_typed`): one round trip like a prepared one, and it also runs
+/// behind a transaction-mode pooler that keeps no prepared statements.
+const NOTIFY: &str = "SELECT pg_notify($1, p) FROM unnest($2::text[]) AS p";
+
+/// A connection and the task driving it.
 struct Connection {
     client: Client,
-    notify: Statement,
     driver: JoinHandle<()>,
 }
 
@@ -78,14 +83,7 @@ async fn connect(config: &Config) -> Result<Connection, tokio_postgres::Error> {
     let driver = tokio::spawn(async move {
         let _ = connection.await;
     });
-    let notify = client
-        .prepare("SELECT pg_notify($1, p) FROM unnest($2::text[]) AS p")
-        .await?;
-    Ok(Connection {
-        client,
-        notify,
-        driver,
-    })
+    Ok(Connection { client, driver })
 }
 
 async fn run(
@@ -149,7 +147,9 @@ async fn send(config: &Config, channel: &str, conn: &mut Option<Connection>, pay
             }
         }
         let c = conn.as_ref().expect("connected");
-        match c.client.execute(&c.notify, &[&channel, &payloads]).await {
+        let params: [(&(dyn tokio_postgres::types::ToSql + Sync), Type); 2] =
+            [(&channel, Type::TEXT), (&payloads, Type::TEXT_ARRAY)];
+        match c.client.query_typed(NOTIFY, &params).await {
             Ok(_) => return,
             Err(e) => {
                 tracing::warn!("duraq NOTIFY failed: {e}");

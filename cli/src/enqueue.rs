@@ -6,6 +6,7 @@
 use anyhow::Result;
 use duraq_core::{EnqueueOutcome, NewJob};
 use serde_json::json;
+use tracing::Instrument;
 
 use crate::args::EnqueueArgs;
 use crate::db::Database;
@@ -16,9 +17,25 @@ pub async fn run(db: &Database, a: EnqueueArgs) -> Result<()> {
     let (args, mut opts) = job_options(&a.job)?;
     opts.deduplicate_while_queued = a.dedupe_while_queued;
     opts.idempotency_key = a.idempotency_key;
-    let job = NewJob::new(&a.name, args, opts).map_err(flag_error)?;
+    // The producer span a CLI enqueue starts its trace with: the job stores its
+    // context, so the attempts' spans link to it (`docs/tracing.md`).
+    let span = tracing::info_span!(
+        "enqueue",
+        otel.name = %format!("enqueue {}", a.name),
+        otel.kind = "producer",
+        messaging.system = "duraq",
+        messaging.operation.type = "send",
+        duraq.job.name = %a.name,
+        duraq.job.id = tracing::field::Empty,
+    );
+    let job = span
+        .in_scope(|| NewJob::new(&a.name, args, opts))
+        .map_err(flag_error)?;
+    span.record("duraq.job.id", job.id());
     let store = db.open().await?;
-    let outcome = crate::db::closing(&store, async { Ok(store.enqueue(job).await?) }).await?;
+    let outcome = crate::db::closing(&store, async { Ok(store.enqueue(job).await?) })
+        .instrument(span)
+        .await?;
     print_json(&json!({
         "jobId": outcome.job_id(),
         "replayed": matches!(outcome, EnqueueOutcome::Replayed(_)),

@@ -8,10 +8,43 @@
 //! shippers): the event's fields at the top level (`job_id`, `job_name`,
 //! `attempt`, `error` of a failed attempt) beside `timestamp`, `level`,
 //! `target` and `message`, never coloured.
+//!
+//! With the `otel` feature, `worker` and `enqueue` also export their spans over
+//! OTLP when the `OTEL_*` variables ask for it (`crate::otel`, `docs/tracing.md`).
 
 use std::io::IsTerminal;
 
-use tracing_subscriber::EnvFilter;
+use tokio::runtime::Handle;
+use tracing_subscriber::layer::SubscriberExt;
+use tracing_subscriber::util::SubscriberInitExt;
+use tracing_subscriber::{EnvFilter, Layer};
+
+#[cfg(feature = "otel")]
+use crate::otel;
+#[cfg(feature = "otel")]
+pub use crate::otel::Telemetry;
+
+/// Without the `otel` feature: no exporter, nothing to flush.
+#[cfg(not(feature = "otel"))]
+mod otel {
+    /// Nothing was installed.
+    pub struct Telemetry {
+        pub problem: Option<String>,
+    }
+
+    impl Telemetry {
+        pub fn shutdown(self) {}
+    }
+
+    pub fn layer(
+        _traces: bool,
+        _runtime: &tokio::runtime::Handle,
+    ) -> (Option<tracing_subscriber::layer::Identity>, Telemetry) {
+        (None, Telemetry { problem: None })
+    }
+}
+#[cfg(not(feature = "otel"))]
+pub use otel::Telemetry;
 
 /// How log lines are written (`--log-format`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
@@ -24,26 +57,37 @@ pub enum LogFormat {
 }
 
 /// Installs the subscriber with `default` as the filter when no variable sets one.
-pub fn init(default: &str, format: LogFormat) {
+/// `traces` (the commands that start traces: `worker`, `enqueue`) adds the OTLP
+/// exporter when the build has the `otel` feature and the `OTEL_*` variables ask
+/// for it ([`crate::otel`]); its spans go through `runtime`. The log filter
+/// applies to the log lines only, so spans are exported whatever it says.
+pub fn init(default: &str, format: LogFormat, traces: bool, runtime: &Handle) -> Telemetry {
     let filter = filter_from(|var| std::env::var(var).ok(), default);
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr);
-    let _ = match format {
-        LogFormat::Text => builder
+    let lines = tracing_subscriber::fmt::layer().with_writer(std::io::stderr);
+    let lines = match format {
+        LogFormat::Text => lines
             .with_ansi(use_colour(
                 std::io::stderr().is_terminal(),
                 std::env::var_os("NO_COLOR"),
             ))
-            .try_init(),
-        LogFormat::Json => builder
+            .boxed(),
+        LogFormat::Json => lines
             .json()
             .flatten_event(true)
             .with_current_span(false)
             .with_span_list(false)
             .with_ansi(false)
-            .try_init(),
+            .boxed(),
     };
+    let (spans, telemetry) = otel::layer(traces, runtime);
+    let _ = tracing_subscriber::registry()
+        .with(lines.with_filter(filter))
+        .with(spans)
+        .try_init();
+    if let Some(problem) = &telemetry.problem {
+        tracing::warn!("{problem}");
+    }
+    telemetry
 }
 
 /// `DURAQ_LOG` wins over `RUST_LOG`; an unparsable directive falls back to the next.

@@ -24,6 +24,8 @@ mod jobs;
 mod logging;
 mod mail;
 mod manual;
+#[cfg(feature = "otel")]
+mod otel;
 mod output;
 mod parse;
 mod queues;
@@ -58,7 +60,6 @@ fn main() -> ExitCode {
         Command::Demo(_) => "error",
         _ => "warn",
     };
-    logging::init(default_filter, cli.log_format);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -69,8 +70,13 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    // `worker` and `enqueue` start traces (exported with the `otel` feature).
+    let traces = matches!(cli.command, Command::Worker(_) | Command::Enqueue(_));
+    let telemetry = logging::init(default_filter, cli.log_format, traces, runtime.handle());
     // Every command closes the store it opened (`db::closing`).
     let outcome = runtime.block_on(run(cli));
+    // The last spans are sent while the runtime that carries them is alive.
+    telemetry.shutdown();
     match outcome {
         Ok(status) => ExitCode::from(status),
         Err(err) => {

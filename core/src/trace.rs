@@ -169,6 +169,10 @@ fn current() -> Option<TraceParent> {
     None
 }
 
+/// The target of the attempt span: where it was before this module, so that log
+/// filters such as `duraq_core::worker=debug` keep selecting it.
+const ATTEMPT_TARGET: &str = "duraq_core::worker::execute";
+
 /// The span one attempt of `job` runs in. Its fields are the job's (`job_id`,
 /// `job_name`, `attempt`, `queue`, in every log line of the attempt); with the
 /// `otel` feature it also carries the OpenTelemetry name (the job's name), kind
@@ -179,6 +183,7 @@ pub(crate) fn attempt_span(job: &crate::Job) -> tracing::Span {
     #[cfg(not(feature = "otel"))]
     {
         tracing::info_span!(
+            target: ATTEMPT_TARGET,
             "job",
             job_id = %job.id,
             job_name = %job.job_name,

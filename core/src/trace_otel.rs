@@ -17,6 +17,7 @@ const SYSTEM: &str = "duraq";
 
 pub(super) fn attempt_span(job: &Job) -> tracing::Span {
     let span = tracing::info_span!(
+        target: super::ATTEMPT_TARGET,
         "job",
         job_id = %job.id,
         job_name = %job.job_name,

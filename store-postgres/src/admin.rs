@@ -163,15 +163,17 @@ pub(crate) async fn act_on_jobs(
 /// The delete arm of [`act_on_jobs`]: one statement deletes the terminal jobs
 /// among `ids`; the rest that still exist are skipped.
 async fn delete_jobs(tx: &mut Tx<'_>, ids: &[&String]) -> Result<(BulkBatch, Vec<String>)> {
-    let rows = tx
-        .db
-        .query(
-            "DELETE FROM {s}.duraq_jobs WHERE id = ANY($1) \
+    // The job's progress and log lines go in the same statement.
+    static SQL: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    let sql = SQL.get_or_init(|| {
+        format!(
+            "WITH gone AS (DELETE FROM {{s}}.duraq_jobs WHERE id = ANY($1) \
              AND status IN ('completed', 'failed', 'cancelled', 'orphaned') \
-             RETURNING status, queue",
-            &[&ids],
+             RETURNING id, status, queue), {} SELECT status, queue FROM gone",
+            crate::progress::DELETE_WITH_JOBS
         )
-        .await?;
+    });
+    let rows = tx.db.query(sql, &[&ids]).await?;
     for row in &rows {
         tx.change
             .removed(row.get(1), row.get::<_, String>(0).parse()?);
@@ -213,15 +215,24 @@ fn moved_on(result: Result<()>) -> Result<bool> {
 pub(crate) async fn prune_batch(tx: &mut Tx<'_>, req: &PruneRequest, now: i64) -> Result<u64> {
     let cutoff = |status| req.cutoff_ms(status, now);
     let limit = req.batch_size.max(1) as i64;
-    let rows = tx
-        .db
-        .query(
-            "WITH doomed AS (SELECT id FROM {s}.duraq_jobs WHERE \
+    // The jobs' progress and log lines go in the same statement.
+    static SQL: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    let sql = SQL.get_or_init(|| {
+        format!(
+            "WITH doomed AS (SELECT id FROM {{s}}.duraq_jobs WHERE \
              (status = 'completed' AND completed_at_ms < $1) OR (status = 'failed' AND failed_at_ms < $2) \
              OR (status = 'orphaned' AND orphaned_at_ms < $2) OR (status = 'cancelled' AND cancelled_at_ms < $3) \
              ORDER BY COALESCE(completed_at_ms, failed_at_ms, orphaned_at_ms, cancelled_at_ms), id COLLATE \"C\" \
-             LIMIT $4 FOR UPDATE SKIP LOCKED) \
-             DELETE FROM {s}.duraq_jobs AS j USING doomed WHERE j.id = doomed.id RETURNING j.status, j.queue",
+             LIMIT $4 FOR UPDATE SKIP LOCKED), \
+             gone AS (DELETE FROM {{s}}.duraq_jobs AS j USING doomed WHERE j.id = doomed.id \
+             RETURNING j.id, j.status, j.queue), {} SELECT status, queue FROM gone",
+            crate::progress::DELETE_WITH_JOBS
+        )
+    });
+    let rows = tx
+        .db
+        .query(
+            sql,
             &[
                 &cutoff(JobStatus::Completed),
                 &cutoff(JobStatus::Failed),

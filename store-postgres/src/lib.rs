@@ -82,6 +82,7 @@ mod insert;
 mod operations;
 mod ownership;
 mod pause;
+mod progress;
 mod rate;
 mod report;
 mod rows;

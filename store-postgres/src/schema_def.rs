@@ -24,7 +24,9 @@
 //! totals start at 0) and `duraq_history` holds one sample per (minute, queue);
 //! 8, what a running job tells (`docs/jobs.md`): its progress and log lines, and
 //! the trace context it was enqueued under; nullable or in tables of their own,
-//! added in place, so jobs that use neither cost nothing more.
+//! added in place, so jobs that use neither cost nothing more
+//! (`duraq_job_progress`, a row per job that said anything, and
+//! `duraq_job_logs`, its newest lines keyed by (job, seq); see [`crate::progress`]).
 
 /// The newest schema version this binary knows.
 pub const SCHEMA_VERSION: i64 = 8;
@@ -227,6 +229,28 @@ pub(crate) const TABLES: &[Table] = &[
             ("at_ms", I, "bigint NOT NULL"),
         ],
         constraints: "",
+    },
+    Table {
+        name: "duraq_job_progress",
+        columns: &[
+            ("job_id", T, "text PRIMARY KEY"),
+            ("fraction", "double precision", "double precision"),
+            ("message", T, "text"),
+            ("updated_at_ms", I, "bigint NOT NULL"),
+            ("lines_total", I, "bigint NOT NULL"),
+        ],
+        constraints: "",
+    },
+    Table {
+        name: "duraq_job_logs",
+        columns: &[
+            ("job_id", T, "text NOT NULL"),
+            ("seq", I, "bigint NOT NULL"),
+            ("at_ms", I, "bigint NOT NULL"),
+            ("attempt", I, "bigint NOT NULL"),
+            ("line", T, "text NOT NULL"),
+        ],
+        constraints: "PRIMARY KEY (job_id, seq)",
     },
     Table {
         name: "duraq_paused_queues",

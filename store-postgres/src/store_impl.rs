@@ -183,6 +183,12 @@ impl WorkerStore for PostgresStore {
         claim::next_due(self.shared(), job_names, queues).await
     }
 
+    async fn record_progress(&self, batch: duraq_core::ProgressBatch) -> Result<bool> {
+        write_tx!(self, self.now(), |tx| {
+            crate::progress::record(&mut tx, &batch).await
+        })
+    }
+
     fn work_signal(&self) -> watch::Receiver<u64> {
         self.shared().work.subscribe()
     }
@@ -192,6 +198,10 @@ impl WorkerStore for PostgresStore {
 impl Inspect for PostgresStore {
     async fn get_job(&self, id: &str) -> Result<Option<Job>> {
         read!(self, |db| rows::load_job(&db, id).await)
+    }
+
+    async fn job_progress(&self, id: &str) -> Result<Option<duraq_core::JobProgress>> {
+        read!(self, |db| crate::progress::get(&db, id).await)
     }
 
     async fn search_jobs(&self, filter: &JobFilter) -> Result<JobPage> {

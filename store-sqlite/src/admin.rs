@@ -45,6 +45,7 @@ pub(crate) fn act_on_jobs(
 ) -> Result<(BulkBatch, Vec<String>)> {
     let mut batch = BulkBatch::default();
     let mut stopped = Vec::new();
+    let mut deleted: Vec<&str> = Vec::new();
     for id in ids {
         let Some(job) = load_job(tx.conn, id)? else {
             batch.missing += 1;
@@ -70,10 +71,12 @@ pub(crate) fn act_on_jobs(
                     .execute([id])
                     .db()?;
                 tx.removed(&job.queue, job.status);
+                deleted.push(id);
             }
         }
         batch.changed += 1;
     }
+    crate::progress::delete_for(tx.conn, &deleted)?;
     Ok((batch, stopped))
 }
 
@@ -123,6 +126,8 @@ pub(crate) fn prune_batch(tx: &mut Tx<'_>, req: &PruneRequest, now: i64) -> Resu
         let queue: String = delete.query_row([id], |r| r.get(0)).db()?;
         tx.removed(&queue, *status);
     }
+    let ids: Vec<&str> = victims.iter().map(|v| v.1.as_str()).collect();
+    crate::progress::delete_for(tx.conn, &ids)?;
     Ok(victims.len() as u64)
 }
 

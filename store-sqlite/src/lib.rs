@@ -87,6 +87,7 @@ mod operations;
 mod options;
 mod ownership;
 mod pause;
+mod progress;
 mod rate;
 mod report;
 mod rows;

@@ -29,7 +29,9 @@
 //! `duraq_history` holds one sample per (minute, queue), keyed by both.
 //! Version 10: what a running job tells (`docs/jobs.md`): its progress and log
 //! lines, and the trace context it was enqueued under; nullable or in tables of
-//! their own, added in place, so jobs that use neither cost nothing more.
+//! their own, added in place, so jobs that use neither cost nothing more
+//! (`duraq_job_progress`, a row per job that said anything, and
+//! `duraq_job_logs`, its newest lines keyed by (job, seq); see [`crate::progress`]).
 
 /// The newest schema version this binary knows.
 pub const SCHEMA_VERSION: i64 = 10;
@@ -255,6 +257,30 @@ pub(crate) const TABLES: &[Table] = &[
         constraints: "",
     },
     Table {
+        name: PROGRESS_TABLE,
+        since: 10,
+        columns: &[
+            col("job_id", "TEXT", "NOT NULL PRIMARY KEY", 10),
+            col("fraction", "REAL", "", 10),
+            col("message", "TEXT", "", 10),
+            col("updated_at_ms", "INTEGER", "NOT NULL", 10),
+            col("lines_total", "INTEGER", "NOT NULL", 10),
+        ],
+        constraints: "",
+    },
+    Table {
+        name: LOGS_TABLE,
+        since: 10,
+        columns: &[
+            col("job_id", "TEXT", "NOT NULL", 10),
+            col("seq", "INTEGER", "NOT NULL", 10),
+            col("at_ms", "INTEGER", "NOT NULL", 10),
+            col("attempt", "INTEGER", "NOT NULL", 10),
+            col("line", "TEXT", "NOT NULL", 10),
+        ],
+        constraints: ", PRIMARY KEY (job_id, seq)",
+    },
+    Table {
         name: "duraq_rate_starts",
         since: 7,
         columns: &[
@@ -264,6 +290,12 @@ pub(crate) const TABLES: &[Table] = &[
         constraints: "",
     },
 ];
+
+/// A job's progress row (see [`crate::progress`]).
+pub(crate) const PROGRESS_TABLE: &str = "duraq_job_progress";
+
+/// A job's newest log lines (see [`crate::progress`]).
+pub(crate) const LOGS_TABLE: &str = "duraq_job_logs";
 
 /// The throughput history samples (see [`crate::history`]).
 pub(crate) const HISTORY_TABLE: &str = "duraq_history";

@@ -138,6 +138,11 @@ impl WorkerStore for SqliteStore {
             .await
     }
 
+    async fn record_progress(&self, batch: ProgressBatch) -> Result<bool> {
+        self.write(move |tx| crate::progress::record(tx, &batch))
+            .await
+    }
+
     fn work_signal(&self) -> watch::Receiver<u64> {
         self.inner.signals.work.subscribe()
     }
@@ -149,6 +154,11 @@ impl Inspect for SqliteStore {
         let id = id.to_owned();
         self.read(move |conn| crate::rows::load_job(conn, &id))
             .await
+    }
+
+    async fn job_progress(&self, id: &str) -> Result<Option<JobProgress>> {
+        let id = id.to_owned();
+        self.read(move |conn| crate::progress::get(conn, &id)).await
     }
 
     async fn search_jobs(&self, filter: &JobFilter) -> Result<JobPage> {

@@ -47,6 +47,7 @@ pub mod operations;
 pub mod operator;
 pub mod pause;
 pub mod priority;
+pub mod progress;
 pub mod prune;
 pub mod queue_counts;
 pub mod rate_limits;

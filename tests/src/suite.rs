@@ -136,6 +136,14 @@ macro_rules! store_suite {
                     ages_are_strict_and_per_category, live_jobs_never_pruned, batches_are_reported,
                     prune_keeps_ownership_and_operations,
                 ],
+                progress: [
+                    progress_and_lines_round_trip_and_change_no_job,
+                    only_the_newest_hundred_lines_are_kept,
+                    a_stale_or_made_up_lease_writes_nothing,
+                    text_round_trips_at_the_byte_bound,
+                    operator_retry_keeps_progress_and_numbering_goes_on,
+                    prune_and_bulk_delete_remove_a_jobs_progress,
+                ],
                 operations: [
                     operation_rides_along, start_attempt_stamps_once, record_result,
                     missing_operation_not_found, operation_key_in_use_conflicts,

@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use duraq_core::{JobArgs, JobFinished, JobStatus, WorkerError};
 
-use crate::{Error, Kit, TestKit};
+use crate::{system_time_ms, Error, Kit, TestKit};
 
 /// The most rounds one drain runs before it fails with `drain-unsettled`.
 pub const MAX_DRAIN_ROUNDS: usize = 1_000;
@@ -103,15 +103,14 @@ impl TestKit {
     /// Errors: as [`TestKit::drain`].
     pub async fn drain_scheduled(&self) -> Result<DrainReport, Error> {
         let mut report = DrainReport::default();
-        let names = self.kit.names.clone();
         let start = self.kit.clock_ms();
         for _ in 0..MAX_DRAIN_ROUNDS {
             let ran = self.drain_into(&mut report).await?;
-            let next = self.kit.base.next_scheduled_at(&names, None).await?;
+            let next = self.kit.worker.next_due_at().await?.map(system_time_ms);
             match next {
                 Some(at) if at > self.kit.clock_ms() => self.kit.clock.set(at),
-                // Due but not claimable (a queue the worker does not serve),
-                // or nothing left: settled.
+                // Due but not claimable now (a full rate-limit window), or
+                // nothing left: settled.
                 Some(_) if ran == 0 => break,
                 Some(_) => {}
                 None => break,

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use duraq_core::{EnqueueOptions, JobArgs, JobStatus, NewJob, Outcome, Registry};
-use duraq_testkit::TestKit;
+use duraq_testkit::{TestKit, TestKitBuilder};
 use jobs::{
     kit, seen, Explode, Flaky, Forever, MakeKit, SendWelcome, SignUp, Unhandled, FLAKY_BACKOFF,
 };
@@ -270,6 +270,43 @@ async fn panic_of(f: impl std::future::Future<Output = ()> + Send + 'static) -> 
             .map(|s| s.to_string())
             .unwrap_or_default(),
     }
+}
+
+/// A kit whose worker serves only `mail` runs only `mail`'s jobs, and
+/// `drain_scheduled` does not move the clock for another queue's job.
+async fn a_worker_serving_some_queues_leaves_the_others(build: BuildKit) {
+    let seen_by = jobs::Seen::default();
+    let builder = TestKit::builder(jobs::registry(&seen_by)).worker(|w| w.queues(["mail"]));
+    let kit = build(builder).unwrap();
+    let later = EnqueueOptions::new().run_in(Duration::from_secs(60));
+    let flaky = kit
+        .store()
+        .enqueue(Flaky { fails: 0 }.job_with(later).unwrap())
+        .await
+        .unwrap();
+    kit.enqueue(SendWelcome { user_id: 1 }).await.unwrap();
+    let report = kit.drain_scheduled().await.unwrap();
+    assert_eq!((report.completed, report.advanced), (1, Duration::ZERO));
+    assert_eq!(seen(&seen_by), [("send_welcome", 1, 1)]);
+    let err = kit.perform(Flaky { fails: 0 }).await.unwrap_err();
+    assert_eq!(err.code(), "job-not-run");
+    assert_eq!(
+        kit.job(flaky.job_id()).await.unwrap().status,
+        JobStatus::Queued
+    );
+}
+
+/// A builder's store: `TestKitBuilder::memory` or `sqlite_temp`.
+type BuildKit = fn(TestKitBuilder) -> Result<TestKit, duraq_testkit::Error>;
+
+#[tokio::test]
+async fn memory_worker_serving_some_queues() {
+    a_worker_serving_some_queues_leaves_the_others(TestKitBuilder::memory).await;
+}
+
+#[tokio::test]
+async fn sqlite_worker_serving_some_queues() {
+    a_worker_serving_some_queues_leaves_the_others(TestKitBuilder::sqlite_temp).await;
 }
 
 /// A registry the kit's builder refuses: the worker's own error and code.

@@ -13,6 +13,7 @@
 //! worker is not registered.
 
 use std::sync::Arc;
+use std::time::SystemTime;
 
 use tokio::sync::{mpsc, watch};
 
@@ -22,6 +23,7 @@ use super::handle::Worker;
 use super::local_queue::LocalQueue;
 use super::WorkerError;
 use crate::requests::ClaimRequest;
+use crate::time::ms_to_system_time;
 
 /// What one [`Worker::run_due`] round did.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -80,6 +82,22 @@ impl Worker {
         limit: usize,
     ) -> Result<DueRun, WorkerError> {
         self.run_due_of(Some((job_name, queue)), limit).await
+    }
+
+    /// When the next job this worker could run is due: the earliest
+    /// `scheduledAtMs` of a queued job with one of its names, in its queues,
+    /// outside paused queues (`None`: there is none). With a manual clock,
+    /// moving the clock there makes [`Worker::run_due`] find it.
+    ///
+    /// Errors: the store's.
+    pub async fn next_due_at(&self) -> Result<Option<SystemTime>, WorkerError> {
+        let names = self.registry.names();
+        if names.is_empty() {
+            return Ok(None);
+        }
+        let queues = self.config.queues.as_deref();
+        let at = self.store.next_scheduled_at(&names, queues).await?;
+        Ok(at.map(ms_to_system_time))
     }
 
     async fn run_due_of(

@@ -142,7 +142,12 @@ impl JobArgs for Unhandled {
 /// A kit from `make` with every handler above, and what they see.
 pub fn kit(make: MakeKit) -> (TestKit, Seen) {
     let seen = Seen::default();
-    let registry = Registry::new()
+    (make(registry(&seen)).unwrap(), seen)
+}
+
+/// Every handler above, reporting to `seen`.
+pub fn registry(seen: &Seen) -> Registry {
+    Registry::new()
         .register(Welcomer(seen.clone()))
         .unwrap()
         .register(FlakyHandler(seen.clone()))
@@ -152,8 +157,7 @@ pub fn kit(make: MakeKit) -> (TestKit, Seen) {
         .register(Exploder)
         .unwrap()
         .register(ForeverHandler)
-        .unwrap();
-    (make(registry).unwrap(), seen)
+        .unwrap()
 }
 
 /// The (name, number, attempt) triples seen so far.

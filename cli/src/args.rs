@@ -373,6 +373,12 @@ pub struct WorkerArgs {
     /// times, slot use, job counts); beyond loopback DURAQ_WEB_TOKEN is required.
     #[arg(long, value_name = "HOST:PORT")]
     pub metrics_listen: Option<String>,
+    /// Enqueue the periodic built-in jobs a TOML file declares (`[[job]]` with
+    /// name, job, every or cron, zone, args, options; repeatable). Each tick is
+    /// one job however many workers declare it; a bad file stops the worker
+    /// before it opens the database.
+    #[arg(long = "schedule", value_name = "FILE")]
+    pub schedules: Vec<std::path::PathBuf>,
 }
 
 #[derive(Debug, Args)]

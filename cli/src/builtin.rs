@@ -76,14 +76,32 @@ pub async fn noop(_args: Value) -> Result<(), String> {
 /// `duraq.sleep`: `{"ms": N}`; sleeps, then succeeds.
 /// Malformed args can never succeed, so they fail the job without retries.
 pub async fn sleep(args: Value) -> Result<(), JobError> {
-    let ms = args.get("ms").and_then(Value::as_u64).ok_or_else(|| {
+    let ms = sleep_ms(&args)?;
+    tokio::time::sleep(Duration::from_millis(ms)).await;
+    Ok(())
+}
+
+/// How long `duraq.sleep` sleeps, or the error that fails it without retries.
+fn sleep_ms(args: &Value) -> Result<u64, JobError> {
+    args.get("ms").and_then(Value::as_u64).ok_or_else(|| {
         JobError::new(format!(
             "duraq.sleep expects {{\"ms\": N}} with N >= 0, got {args}"
         ))
         .discard()
-    })?;
-    tokio::time::sleep(Duration::from_millis(ms)).await;
-    Ok(())
+    })
+}
+
+/// Checks `args` the way the built-in job `name`'s handler reads them, before
+/// any job exists (`duraq worker --schedule` refuses a file with args its
+/// handler would refuse at once): `Err` carries the handler's own message.
+/// `duraq.noop` takes anything; other names are not checked here.
+pub fn check_args(name: &str, args: &Value) -> Result<(), String> {
+    let checked = match name {
+        SLEEP => sleep_ms(args).map(drop),
+        HTTP => http_request(args).map(drop),
+        _ => Ok(()),
+    };
+    checked.map_err(|e| e.message().to_owned())
 }
 
 /// `duraq.http`: `{"url", "method"?: "POST", "headers"?: {…}, "body"?: any}`.
@@ -93,6 +111,55 @@ pub async fn sleep(args: Value) -> Result<(), JobError> {
 /// method, header name or value) fails at once without retries. Error texts keep
 /// their cause chain ("connection refused") and never a password in the URL.
 pub async fn http(client: reqwest::Client, args: Value) -> Result<(), JobError> {
+    let never = |message: String| JobError::new(message).discard();
+    let HttpRequest {
+        method,
+        url,
+        headers,
+        shown,
+    } = http_request(&args)?;
+    let mut req = client.request(method, url).headers(headers);
+    match args.get("body") {
+        None | Some(Value::Null) => {}
+        Some(Value::String(s)) => req = req.body(s.clone()),
+        Some(body) => req = req.json(body),
+    }
+    let resp = req.send().await.map_err(|e| {
+        let builder = e.is_builder();
+        let message = format!(
+            "duraq.http: request to {shown} failed: {}",
+            duraq_core::error_chain(&e.without_url())
+        );
+        if builder {
+            never(message)
+        } else {
+            JobError::new(message)
+        }
+    })?;
+    let status = resp.status();
+    if status.is_success() {
+        Ok(())
+    } else {
+        let text = resp.text().await.unwrap_or_default();
+        let snippet: String = text.chars().take(200).collect();
+        Err(JobError::new(format!(
+            "duraq.http: {shown} answered {status}: {snippet}"
+        )))
+    }
+}
+
+/// A `duraq.http` request as its args describe it, before it is sent.
+struct HttpRequest {
+    method: reqwest::Method,
+    url: reqwest::Url,
+    headers: reqwest::header::HeaderMap,
+    /// The URL without its password, for messages.
+    shown: String,
+}
+
+/// Reads a `duraq.http` job's args: the error fails the job without retries,
+/// since such a request can never be sent.
+fn http_request(args: &Value) -> Result<HttpRequest, JobError> {
     let never = |message: String| JobError::new(message).discard();
     let raw_url = args
         .get("url")
@@ -126,34 +193,12 @@ pub async fn http(client: reqwest::Client, args: Value) -> Result<(), JobError> 
             headers.append(header, value);
         }
     }
-    let mut req = client.request(method, url.clone()).headers(headers);
-    match args.get("body") {
-        None | Some(Value::Null) => {}
-        Some(Value::String(s)) => req = req.body(s.clone()),
-        Some(body) => req = req.json(body),
-    }
-    let resp = req.send().await.map_err(|e| {
-        let builder = e.is_builder();
-        let message = format!(
-            "duraq.http: request to {shown} failed: {}",
-            duraq_core::error_chain(&e.without_url())
-        );
-        if builder {
-            never(message)
-        } else {
-            JobError::new(message)
-        }
-    })?;
-    let status = resp.status();
-    if status.is_success() {
-        Ok(())
-    } else {
-        let text = resp.text().await.unwrap_or_default();
-        let snippet: String = text.chars().take(200).collect();
-        Err(JobError::new(format!(
-            "duraq.http: {shown} answered {status}: {snippet}"
-        )))
-    }
+    Ok(HttpRequest {
+        method,
+        url,
+        headers,
+        shown,
+    })
 }
 
 /// `url` without its password, safe to store in `lastError`.

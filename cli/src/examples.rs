@@ -256,6 +256,7 @@ Examples:
   duraq worker --queue-cap mail=2 --drain-timeout 2m
   duraq worker --cancel-grace 30s
   duraq worker --metrics-listen 127.0.0.1:9100
+  duraq worker --schedule schedules.toml   # periodic built-in jobs (docs/periodic.md)
   duraq worker --log-format json
   DURAQ_LOG=debug duraq --database postgres://duraq@localhost/app worker";
 

@@ -32,6 +32,7 @@ mod queues;
 #[cfg(test)]
 mod robustness;
 mod schedule;
+mod schedule_file;
 mod search;
 mod signals;
 mod stats;

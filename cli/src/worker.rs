@@ -4,6 +4,7 @@
 //! dead workers' leases are the core runtime's; this module only maps flags onto
 //! its builder and reports the totals. A job cancelled while it runs is
 //! stopped: its handler is told, and aborted after `--cancel-grace`.
+//! `--schedule FILE` adds the periodic jobs a file declares (`schedule_file.rs`).
 
 use anyhow::Result;
 use duraq_core::{QueueConfig, Registry, Worker};
@@ -95,6 +96,8 @@ pub async fn run(db: &Database, a: WorkerArgs, json: bool) -> Result<()> {
     };
     let mut registry = Registry::new();
     register_builtins(&mut registry, &Builtins::new())?;
+    // A bad schedule file stops the worker before the database is opened.
+    let periodic = crate::schedule_file::load(&a.schedules, &registry).map_err(CliError::from)?;
     let store = db.open_listening().await?;
     let mut builder = Worker::builder(store.clone(), registry)
         .concurrency(a.concurrency)
@@ -113,6 +116,10 @@ pub async fn run(db: &Database, a: WorkerArgs, json: bool) -> Result<()> {
                 priority: 0,
             },
         );
+    }
+    for job in periodic {
+        announce(&job, &queues);
+        builder = builder.periodic(job);
     }
     let worker = builder.build()?;
     let worker_id = worker.id().to_string();
@@ -136,6 +143,23 @@ pub async fn run(db: &Database, a: WorkerArgs, json: bool) -> Result<()> {
         println!("duraq worker {worker_id} stopped: {}", stop_line(&report));
     }
     Ok(())
+}
+
+/// Logs a scheduled job at start, and warns when this worker's `--queues` leave
+/// out the queue its ticks go to (another worker must serve it).
+fn announce(job: &duraq_core::PeriodicJob, queues: &[String]) {
+    let queue = job
+        .tick_job(0)
+        .map(|j| j.queue().as_str().to_owned())
+        .unwrap_or_default();
+    tracing::info!(periodic = job.name(), schedule = %job.schedule(), job = job.job_name(), queue, "scheduled");
+    if !queues.is_empty() && !queues.contains(&queue) {
+        tracing::warn!(
+            periodic = job.name(),
+            queue,
+            "this worker does not serve the queue the ticks go to (--queues)"
+        );
+    }
 }
 
 /// The totals in words: every claimed job is accounted for, and a failed

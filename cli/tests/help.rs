@@ -111,6 +111,7 @@ fn long_help_has_descriptions_and_examples() {
         "DURAQ_MAIL_BACKEND",
         "DURAQ_SMTP_PASSWORD",
         "RESEND_API_KEY",
+        "--schedule",
     ] {
         assert!(worker.contains(needle), "worker --help lacks {needle}");
     }

@@ -59,7 +59,7 @@ pub enum LogFormat {
 /// Installs the subscriber with `default` as the filter when no variable sets one.
 /// `traces` (the commands that start traces: `worker`, `enqueue`) adds the OTLP
 /// exporter when the build has the `otel` feature and the `OTEL_*` variables ask
-/// for it ([`crate::otel`]); its spans go through `runtime`. The log filter
+/// for it (`crate::otel`); its spans go through `runtime`. The log filter
 /// applies to the log lines only, so spans are exported whatever it says.
 pub fn init(default: &str, format: LogFormat, traces: bool, runtime: &Handle) -> Telemetry {
     let filter = filter_from(|var| std::env::var(var).ok(), default);

@@ -23,13 +23,19 @@ const USAGE: &str = "usage: cargo xtask <command>
 commands:
   test-all [--skip-postgres]   fmt check, clippy -D warnings, cargo doc -D warnings,
                                cargo test --workspace (DATABASE_URL, or a throwaway
-                               PostgreSQL), cargo package, bench --quick
+                               PostgreSQL), all three with --features duraq-cli/otel,
+                               cargo package, bench --quick
   pg [--durable]               start a throwaway PostgreSQL, print its URL, wait for Ctrl-C
                                (fsync off for fast tests; --durable: stock settings, as bench)
   package                      cargo package of every publishable crate, verified
                                (the test-all step alone)
   bench [--quick] [--stores sqlite,postgres]
                                benchmarks (issue 7): table + target/bench/results.json";
+
+/// The optional features `test-all` lints, documents and tests with: the OTLP
+/// export of the `duraq` program, which turns on duraq-core's `otel`, so the
+/// OpenTelemetry end-to-end test (`cli/tests/otel.rs`) runs in the gate.
+const GATE_FEATURES: &str = "duraq-cli/otel";
 
 fn main() {
     if let Err(e) = real_main() {
@@ -118,11 +124,16 @@ fn test_all(skip_postgres: bool) -> Result<()> {
     fmt.args(["fmt", "--all", "--", "--check"]);
     results.push(step("cargo fmt --check", &mut fmt));
 
+    // Lint, document and test with the optional OpenTelemetry export on
+    // (`docs/tracing.md`), one feature set for all three so that nothing is
+    // built twice; `cargo package` below builds every crate's default.
     let mut clippy = cargo(&root);
     clippy.args([
         "clippy",
         "--workspace",
         "--all-targets",
+        "--features",
+        GATE_FEATURES,
         "--",
         "-D",
         "warnings",
@@ -132,12 +143,18 @@ fn test_all(skip_postgres: bool) -> Result<()> {
     // Every public item documented and every intra-doc link resolving: the
     // library crates deny `missing_docs` warnings through this flag.
     let mut doc = cargo(&root);
-    doc.args(["doc", "--workspace", "--no-deps"])
-        .env("RUSTDOCFLAGS", "-D warnings");
+    doc.args([
+        "doc",
+        "--workspace",
+        "--no-deps",
+        "--features",
+        GATE_FEATURES,
+    ])
+    .env("RUSTDOCFLAGS", "-D warnings");
     results.push(step("cargo doc", &mut doc));
 
     let mut test = cargo(&root);
-    test.args(["test", "--workspace"]);
+    test.args(["test", "--workspace", "--features", GATE_FEATURES]);
     match postgres.url() {
         Some(url) => {
             test.env("DATABASE_URL", url);

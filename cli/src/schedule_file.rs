@@ -1,8 +1,9 @@
 //! `duraq worker --schedule FILE.toml`: periodic built-in jobs declared in a
 //! file, for operators who run `duraq worker` and write no Rust. Each `[[job]]`
-//! entry becomes a core [`PeriodicJob`] on the worker's builder, so ticks are
-//! enqueued exactly as an application's periodic jobs are (one job per tick
-//! across every process, by the idempotency key `periodic:<name>:<tick ms>`).
+//! entry becomes a core [`PeriodicJob`](duraq_core::PeriodicJob) on the
+//! worker's builder, so ticks are enqueued exactly as an application's periodic
+//! jobs are (one job per tick across every process, by the idempotency key
+//! `periodic:<name>:<tick ms>`).
 //!
 //! The whole file is checked before the worker opens the database: TOML syntax
 //! and unknown keys, the schedule (`every` or `cron`, `zone`), the job (a

@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
 
 use duraq_core::{Clock, ManualClock, MemoryStore, Registry, Store, Worker, WorkerBuilder};
+#[cfg(feature = "sqlite")]
 use duraq_store_sqlite::{SqliteOptions, SqliteStore, Synchronous};
 
 use crate::store::KitStore;
@@ -59,6 +60,9 @@ impl TestKitBuilder {
     /// dropped.
     ///
     /// Errors: opening the file (`database-*`), the worker's configuration.
+    ///
+    /// With the `sqlite` feature (on by default).
+    #[cfg(feature = "sqlite")]
     pub fn sqlite_temp(self) -> Result<TestKit, Error> {
         self.with_store(|clock| {
             let opts = SqliteOptions {

@@ -123,6 +123,7 @@ impl TestKit {
     /// [`TestKitBuilder::sqlite_temp`].
     ///
     /// Errors: as [`TestKitBuilder::sqlite_temp`].
+    #[cfg(feature = "sqlite")]
     pub fn sqlite_temp(registry: Registry) -> Result<Self, Error> {
         Self::builder(registry).sqlite_temp()
     }

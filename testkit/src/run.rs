@@ -147,6 +147,8 @@ impl TestKit {
     /// in either mode, through the worker's attempt path; returns its attempt:
     /// [`JobFinished::outcome`] is what the handler's result became
     /// (`Completed`, `Failed { error, .. }` with the real `lastError`, …).
+    /// Like an inline enqueue, it claims by name and queue: a job of the same
+    /// name and queue that was already due ahead of it runs first.
     ///
     /// Errors: the enqueue's; `job-not-run` when the job could not be run
     /// (no handler for `T`, a paused queue, not due yet).

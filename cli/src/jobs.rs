@@ -1,6 +1,7 @@
 //! `duraq jobs list|show|retry|cancel|delete|prune`: operator views and actions
 //! (several ids or a filter go to [`crate::bulk`]). Tables by default, one JSON object with `--json`: `{"jobs":[…],"total",
-//! "nextAfter"}`, `{"job":{…}}` (every field of the row) and
+//! "nextAfter"}`, `{"job":{…}}` (every field of the row; `jobs show` adds
+//! `"progress"`: what the job said, `null` if nothing, see [`show_progress`]) and
 //! `{"deleted":N,"batches":M}` (`prune --dry-run`: `{"wouldDelete":N,"dryRun":true}`,
 //! counted by `PruneRequest::count_prunable`, a read that deletes nothing).
 //!
@@ -15,15 +16,16 @@
 
 use anyhow::Result;
 use duraq_core::{
-    resolve_job, BulkAction, ErrorCode, Job, JobCursor, JobFilter, JobStatus, PruneRequest,
+    resolve_job, BulkAction, ErrorCode, Job, JobCursor, JobFilter, JobProgress, JobStatus,
+    PruneRequest,
 };
 use serde_json::json;
 
 use crate::args::{JobsCommand, PruneArgs};
 use crate::bulk;
 use crate::db::{closing, Database};
-use crate::display::{count, thousands};
-use crate::output::{job_detail, jobs_table, print_json, to_json, CliError};
+use crate::display::{count, relative, terminal_safe, thousands};
+use crate::output::{job_detail, jobs_table, print_json, table, to_json, CliError};
 use crate::parse::duration_ms;
 
 pub async fn run(db: &Database, cmd: JobsCommand, json: bool) -> Result<()> {
@@ -44,11 +46,13 @@ pub async fn run(db: &Database, cmd: JobsCommand, json: bool) -> Result<()> {
         }
         JobsCommand::Show { id } => {
             let store = db.open_existing(false).await?;
-            let job = closing(&store, async {
-                Ok(resolve_job(store.as_ref(), &id).await?)
+            let (job, progress) = closing(&store, async {
+                let job = resolve_job(store.as_ref(), &id).await?;
+                let progress = store.job_progress(&job.id).await?;
+                Ok((job, progress))
             })
             .await?;
-            show(&job, json);
+            show_progress(&job, progress.as_ref(), json);
         }
         JobsCommand::Retry(args) => {
             let Some(id) = args.single().map(str::to_owned) else {
@@ -189,6 +193,56 @@ fn show(job: &Job, json: bool) {
     } else {
         print!("{}", job_detail(job, crate::parse::now_ms()));
     }
+}
+
+/// `jobs show`: the job, then its progress and newest log lines (SPEC §21):
+/// `{"job":{…},"progress":{"fraction","message","updatedAtMs","linesTotal",
+/// "logs":[{"seq","atMs","attempt","line"}]}}` (`null` when it said nothing).
+fn show_progress(job: &Job, progress: Option<&JobProgress>, json: bool) {
+    if json {
+        print_json(&json!({ "job": to_json(job), "progress": to_json(&progress) }));
+    } else {
+        let now = crate::parse::now_ms();
+        print!("{}", job_detail(job, now));
+        if let Some(p) = progress {
+            print!("{}", progress_detail(p, now));
+        }
+    }
+}
+
+/// The text of a job's progress: one line for the fraction and message, then
+/// the kept log lines, oldest first, in a table.
+fn progress_detail(p: &JobProgress, now_ms: i64) -> String {
+    let fraction = p
+        .fraction
+        .map_or_else(|| "-".to_owned(), |f| format!("{:.0}%", f * 100.0));
+    let mut out = format!(
+        "\nProgress: {} {} (updated {})\n",
+        fraction,
+        terminal_safe(p.message.as_deref().unwrap_or("")),
+        relative(p.updated_at_ms, now_ms)
+    );
+    if !p.logs.is_empty() {
+        let rows: Vec<Vec<String>> = p
+            .logs
+            .iter()
+            .map(|l| {
+                vec![
+                    l.seq.to_string(),
+                    l.attempt.to_string(),
+                    relative(l.at_ms, now_ms),
+                    l.line.clone(),
+                ]
+            })
+            .collect();
+        out.push_str(&format!(
+            "\nLog (the newest {} of {}, oldest first):\n",
+            p.logs.len(),
+            count(p.lines_total, "line")
+        ));
+        out.push_str(&table(&["#", "ATTEMPT", "WHEN", "LINE"], &rows));
+    }
+    out
 }
 
 async fn prune(db: &Database, p: PruneArgs, json: bool) -> Result<()> {

@@ -172,10 +172,10 @@ fn answers(db: &Db, command: &str) -> Vec<Value> {
             db.json(&["jobs", "list"]),
             db.json(&["jobs", "list", "--limit", "1"]),
         ],
-        "jobs show / retry / cancel" => {
+        "jobs show" => vec![db.json(&["jobs", "show", &id()])],
+        "jobs retry / cancel" => {
             let job = id();
             vec![
-                db.json(&["jobs", "show", &job]),
                 db.json(&["jobs", "cancel", &job]),
                 db.json(&["jobs", "retry", &job]),
             ]

@@ -1,6 +1,21 @@
 //! The application under test: typed jobs and handlers the kit's tests run.
 //! Each handler records what it saw in a shared `Seen`, so a test can tell
-//! whether (and how often) the real handler ran.
+//! whether (and how often) the real handler ran. Shared by `kit.rs` and
+//! `inline.rs`, each of which uses part of it.
+#![allow(dead_code)]
+
+/// Pastes each named case (`async fn case(make: MakeKit)`) into a
+/// `mod memory` and a `mod sqlite` test, one kit constructor each.
+macro_rules! both {
+    ($($case:ident),+ $(,)?) => {
+        mod memory {
+            $( #[tokio::test] async fn $case() { super::$case(duraq_testkit::TestKit::memory).await } )+
+        }
+        mod sqlite {
+            $( #[tokio::test] async fn $case() { super::$case(duraq_testkit::TestKit::sqlite_temp).await } )+
+        }
+    };
+}
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

@@ -57,23 +57,37 @@ fn without_jit(mut config: tokio_postgres::Config) -> tokio_postgres::Config {
 /// The pool for `config`, with the JIT off ([`without_jit`]) unless the
 /// server refuses the `options` startup parameter that turns it off: PgBouncer
 /// does, unless its `ignore_startup_parameters` lists `options` (and then it
-/// drops it). Then the pool connects without it and says once how to turn the
-/// JIT off on the server instead (`docs/postgres.md`).
+/// drops it). Then the pool connects without it and, unless the server has the
+/// JIT off already, says once how to turn it off there (`docs/postgres.md`).
 async fn checked_pool(config: tokio_postgres::Config, size: usize) -> Result<Pool> {
     let pool = build_pool(without_jit(config.clone()), size)?;
     match pool.pool.get().await {
         Err(deadpool_postgres::PoolError::Backend(e)) if refuses_options(&e) => {
-            tracing::warn!(
-                "duraq: {} refuses the `options` startup parameter (a pooler such as \
-                 PgBouncer?), so duraq's sessions keep the server's JIT setting; run \
-                 `ALTER DATABASE … SET jit = off` (see docs/postgres.md)",
-                pool.target
-            );
-            build_pool(config, size)
+            let pool = build_pool(config, size)?;
+            if jit_is_on(&pool).await? {
+                tracing::warn!(
+                    "duraq: {} refuses the `options` startup parameter (a pooler such as \
+                     PgBouncer?), so duraq's sessions keep the server's JIT on; run \
+                     `ALTER DATABASE … SET jit = off` (see docs/postgres.md)",
+                    pool.target
+                );
+            }
+            Ok(pool)
         }
         Err(e) => Err(crate::error::map_pool_error_at(e, &pool.target)),
         Ok(_) => Ok(pool),
     }
+}
+
+/// Whether the server's sessions compile with the JIT (unnamed: this runs
+/// before the store knows how its statements must be sent).
+async fn jit_is_on(pool: &Pool) -> Result<bool> {
+    let client = pooled(pool).await?;
+    let rows = client
+        .query_typed("SELECT current_setting('jit')", &[])
+        .await
+        .map_err(map_pg_error)?;
+    Ok(rows.first().and_then(|r| r.get::<_, Option<String>>(0)).as_deref() == Some("on"))
 }
 
 fn refuses_options(e: &tokio_postgres::Error) -> bool {

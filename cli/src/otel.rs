@@ -128,11 +128,24 @@ struct RuntimeClient {
 impl RuntimeClient {
     fn new(runtime: Handle) -> Self {
         let client = reqwest::Client::builder()
-            .timeout(Duration::from_secs(10))
+            .timeout(export_timeout(|var| std::env::var(var).ok()))
             .build()
             .unwrap_or_default();
         Self { runtime, client }
     }
+}
+
+/// The time one export may take: `OTEL_EXPORTER_OTLP_TRACES_TIMEOUT`, else
+/// `OTEL_EXPORTER_OTLP_TIMEOUT` (milliseconds), else the specification's 10 s.
+/// A client of our own must apply it itself.
+fn export_timeout(lookup: impl Fn(&str) -> Option<String>) -> Duration {
+    [
+        "OTEL_EXPORTER_OTLP_TRACES_TIMEOUT",
+        "OTEL_EXPORTER_OTLP_TIMEOUT",
+    ]
+    .into_iter()
+    .find_map(|var| lookup(var)?.trim().parse::<u64>().ok())
+    .map_or(Duration::from_secs(10), Duration::from_millis)
 }
 
 #[async_trait]
@@ -176,5 +189,15 @@ mod tests {
             "http://c:4318/v1/traces"
         )])));
         assert!(!wanted(env(&[("OTEL_SERVICE_NAME", "x")])));
+        assert_eq!(export_timeout(env(&[])), Duration::from_secs(10));
+        let both = env(&[
+            ("OTEL_EXPORTER_OTLP_TIMEOUT", "2500"),
+            ("OTEL_EXPORTER_OTLP_TRACES_TIMEOUT", "700"),
+        ]);
+        assert_eq!(export_timeout(both), Duration::from_millis(700));
+        let general = env(&[("OTEL_EXPORTER_OTLP_TIMEOUT", "2500")]);
+        assert_eq!(export_timeout(general), Duration::from_millis(2500));
+        let junk = env(&[("OTEL_EXPORTER_OTLP_TIMEOUT", "soon")]);
+        assert_eq!(export_timeout(junk), Duration::from_secs(10));
     }
 }

@@ -1,5 +1,5 @@
 // duraq dashboard: live counts (per status and per queue) and the throughput
-// chart on the overview page.
+// chart on the overview page; a running job's progress on its page.
 // One EventSource per tab on `/events`; each `counts` event carries the new
 // counts as JSON. Values are written with textContent, never as HTML.
 (function () {
@@ -57,6 +57,37 @@
       })
       .catch(function () {});
   }
-  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", start);
-  else start();
+  // A running job's page: fetch the page again every 2 s (the worker stores
+  // progress at most once a second) and swap in its `#progress` section and
+  // status, until the section comes back without `data-live`.
+  function followProgress() {
+    var main = document.querySelector('main[data-page="job"]');
+    var section = main && document.getElementById("progress");
+    if (!section || !section.hasAttribute("data-live") || !window.fetch) return;
+    var timer = setInterval(function () {
+      fetch(window.location.href, { credentials: "same-origin" })
+        .then(function (r) { return r.ok ? r.text() : null; })
+        .then(function (text) {
+          if (!text) return;
+          var doc = new DOMParser().parseFromString(text, "text/html");
+          var fresh = doc.getElementById("progress");
+          var old = document.getElementById("progress");
+          if (!fresh || !old) return;
+          if (!fresh.hasAttribute("data-live")) {
+            // The attempt ended: the whole detail (times, actions) changed once.
+            clearInterval(timer);
+            var page = doc.querySelector('main[data-page="job"]');
+            if (page) { main.replaceWith(document.importNode(page, true)); return; }
+          }
+          old.replaceWith(document.importNode(fresh, true));
+          var status = doc.querySelector('[data-field="status"]');
+          var shown = document.querySelector('[data-field="status"]');
+          if (status && shown) shown.replaceWith(document.importNode(status, true));
+        })
+        .catch(function () {});
+    }, 2000);
+  }
+  function boot() { start(); followProgress(); }
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", boot);
+  else boot();
 })();

@@ -8,11 +8,19 @@
 //! is a POST form with the CSRF token; after it the browser is sent back to the
 //! detail page (303), where `[data-field="status"]` shows the new status, and a
 //! refused action (`invalid-job-state`: retrying a running job) is named there.
+//!
+//! What the job said while it ran (`docs/jobs.md`, "Progress and logs") is
+//! `section#progress`: a `progress` bar with `[data-field="progressPercent"]`
+//! and `[data-field="progressMessage"]`, and the kept log lines in
+//! `ol[data-logs]` (oldest first, one `li[data-seq]` per line, scrubbed and
+//! escaped like `lastError`). While the job runs the section carries
+//! `data-live`, and `app.js` fetches the page again every two seconds and
+//! swaps the fresh section in, until it comes back without `data-live`.
 
 use axum::extract::{Path, Query, State as AxumState};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::Form;
-use duraq_core::{ErrorCode, Job};
+use duraq_core::{ErrorCode, Job, JobProgress, JobStatus};
 use maud::{html, Markup};
 use serde::Deserialize;
 
@@ -39,8 +47,11 @@ pub async fn detail(
     Path(id): Path<String>,
     Query(q): Query<DetailQuery>,
 ) -> Response {
-    let job = match state.store.get_job(&id).await {
-        Ok(Some(job)) => job,
+    let (job, said) = match state.store.get_job(&id).await {
+        Ok(Some(job)) => match state.store.job_progress(&job.id).await {
+            Ok(said) => (job, said),
+            Err(e) => return store_error(&state, "job", &e),
+        },
         Ok(None) => {
             return store_error(
                 &state,
@@ -72,10 +83,52 @@ pub async fn detail(
             Some(e) => pre.error data-field="lastError" { (visible_multiline(&state.options.scrub(e))) },
             None => p.muted data-field="lastError" { "None." },
         }
+        h2 { "Progress" }
+        (progress(&state, &job, said.as_ref()))
         h2 { "Error history" }
         (errors(&state, &job))
     };
     page(&state, "job", &format!("Job {}", visible(&job.id)), body)
+}
+
+/// What the job said: its progress and kept log lines; live while it runs.
+fn progress(state: &AppState, job: &Job, said: Option<&JobProgress>) -> Markup {
+    let now = now_ms();
+    let live = job.status == JobStatus::HandedOff;
+    html! {
+        section #progress data-live[live] data-status=(job.status.as_str()) {
+            @match said {
+                None => p.muted data-field="progressMessage" { "The job has not reported progress." },
+                Some(told) => {
+                    p.progress {
+                        @if let Some(f) = told.fraction {
+                            progress max="1" value=(f) {}
+                            " "
+                            strong data-field="progressPercent" { (format!("{:.0}%", f * 100.0)) }
+                            " "
+                        }
+                        span data-field="progressMessage" {
+                            (visible(&state.options.scrub(told.message.as_deref().unwrap_or(""))))
+                        }
+                        span.muted { " (updated " (time(Some(told.updated_at_ms), now)) ")" }
+                    }
+                    @if !told.logs.is_empty() {
+                        p.muted {
+                            "The newest " (told.logs.len()) " of " (told.lines_total) " lines, oldest first."
+                        }
+                        ol.logs data-logs start=(told.logs[0].seq) {
+                            @for l in &told.logs {
+                                li data-seq=(l.seq) data-attempt=(l.attempt) {
+                                    span.muted { (time(Some(l.at_ms), now)) " · attempt " (l.attempt) " " }
+                                    code { (visible(&state.options.scrub(&l.line))) }
+                                }
+                            }
+                        }
+                    }
+                },
+            }
+        }
+    }
 }
 
 /// The failed attempts, newest first (the store keeps the newest 20).

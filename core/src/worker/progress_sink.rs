@@ -8,7 +8,7 @@
 //! while its lease is still current. An attempt that never calls either
 //! starts no task and makes no store call.
 
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
@@ -27,7 +27,9 @@ pub(crate) struct ProgressSink {
     writing: tokio::sync::Mutex<()>,
     store: Arc<dyn Store>,
     clock: Arc<dyn Clock>,
-    epoch: Instant,
+    /// The throttle's zero: set by the first call, so an attempt that never
+    /// calls does not even read the clock.
+    epoch: OnceLock<Instant>,
 }
 
 struct SinkState {
@@ -58,7 +60,7 @@ impl ProgressSink {
             writing: tokio::sync::Mutex::new(()),
             store,
             clock,
-            epoch: Instant::now(),
+            epoch: OnceLock::new(),
         })
     }
 
@@ -66,8 +68,12 @@ impl ProgressSink {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
+    fn epoch(&self) -> Instant {
+        *self.epoch.get_or_init(Instant::now)
+    }
+
     fn mono_ms(&self) -> i64 {
-        i64::try_from(self.epoch.elapsed().as_millis()).unwrap_or(i64::MAX)
+        i64::try_from(self.epoch().elapsed().as_millis()).unwrap_or(i64::MAX)
     }
 
     pub(crate) fn progress(self: &Arc<Self>, fraction: f64, message: String) -> Result<()> {
@@ -114,7 +120,7 @@ impl ProgressSink {
                 }
             };
             let wait = std::time::Duration::from_millis(due.max(0) as u64);
-            tokio::time::sleep_until(self.epoch + wait).await;
+            tokio::time::sleep_until(self.epoch() + wait).await;
             let _writing = self.writing.lock().await;
             let batch = {
                 let mut st = self.lock();

@@ -143,7 +143,10 @@ pub async fn a_stale_or_made_up_lease_writes_nothing(h: &Harness) {
     // The job is recovered from a dead worker and claimed again: the first
     // attempt's lease may no longer write, the second's may.
     h.advance(60_001);
-    assert_eq!(h.store.recover_stale(60_000).await.unwrap(), vec![j.id.clone()]);
+    assert_eq!(
+        h.store.recover_stale(60_000).await.unwrap(),
+        vec![j.id.clone()]
+    );
     assert!(!record(h, say(lease(&j))).await, "recovered lease");
     h.advance(24 * 3_600_000); // past any retry backoff
     let again = h.claim_id("w-second", "p-fence", &j.id).await;

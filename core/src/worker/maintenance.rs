@@ -8,6 +8,11 @@
 //! every worker calls [`Inspect::record_history`] once a minute, and the store
 //! keeps the first sample of each minute, so the throughput history
 //! (`docs/history.md`) has a sample per minute while any worker runs.
+//!
+//! So is reclaiming dead row versions ([`reclaim_loop`]): every worker looks
+//! every [`RECLAIM_CHECK`] and reclaims when [`crate::rules::reclaim_due`] says
+//! so; the rule counts a reclaim by any worker, so a fleet reclaims about as
+//! often as one worker would.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -17,7 +22,11 @@ use tokio::time::{interval_at, Instant, MissedTickBehavior};
 use super::events::{Telemetry, WorkerEvent};
 use super::handler::duration_ms;
 use crate::history::MINUTE_MS;
+use crate::rules::reclaim_due;
 use crate::store::{Inspect, WorkerStore};
+
+/// How often a worker asks its store about dead row versions.
+pub(crate) const RECLAIM_CHECK: Duration = Duration::from_secs(5);
 
 /// Heartbeats every `every` until aborted (it runs through the drain, so the
 /// jobs being finished are not recovered from under the worker).
@@ -78,6 +87,43 @@ pub(crate) async fn history_loop(store: Arc<dyn Inspect>) {
         ticker.tick().await;
         if let Err(e) = store.record_history().await {
             tracing::warn!("sampling the throughput history failed: {e}");
+        }
+    }
+}
+
+/// Reclaims the job table's dead row versions now (if due) and then whenever
+/// [`reclaim_due`] says so, looking every [`RECLAIM_CHECK`], until aborted;
+/// errors are logged (autovacuum still runs).
+pub(crate) async fn reclaim_loop(store: Arc<dyn WorkerStore>) {
+    let mut ticker = interval_at(Instant::now(), RECLAIM_CHECK);
+    ticker.set_missed_tick_behavior(MissedTickBehavior::Delay);
+    let mut last_took_ms = None;
+    loop {
+        ticker.tick().await;
+        let rows = match store.dead_rows().await {
+            Ok(Some(rows)) => rows,
+            // This store keeps no dead row versions: nothing to ever do.
+            Ok(None) => return,
+            Err(e) => {
+                tracing::debug!("reading the job table's dead rows failed: {e}");
+                continue;
+            }
+        };
+        if !reclaim_due(&rows, last_took_ms) {
+            continue;
+        }
+        let started = Instant::now();
+        match store.reclaim_dead_rows().await {
+            Ok(()) => {
+                let took = duration_ms(started.elapsed());
+                last_took_ms = Some(took);
+                tracing::debug!(
+                    dead = rows.dead,
+                    took_ms = took,
+                    "reclaimed the job table's dead rows"
+                );
+            }
+            Err(e) => tracing::warn!("reclaiming the job table's dead rows failed: {e}"),
         }
     }
 }

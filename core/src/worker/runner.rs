@@ -17,7 +17,7 @@ use super::events::{Telemetry, WorkerReport};
 use super::execute::Shared;
 use super::handle::Worker;
 use super::local_queue::LocalQueue;
-use super::maintenance::{heartbeat_loop, history_loop, recover_once, recovery_loop};
+use super::maintenance::{heartbeat_loop, history_loop, reclaim_loop, recover_once, recovery_loop};
 use super::periodic::run_periodic;
 use super::retention::run_retention;
 use super::WorkerError;
@@ -84,6 +84,7 @@ where
         .in_current_span(),
     );
     background.spawn(history_loop(store.clone()).in_current_span());
+    background.spawn(reclaim_loop(store.clone()).in_current_span());
     for job in config.periodic.iter().cloned() {
         let task = run_periodic(
             job,

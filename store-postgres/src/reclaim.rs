@@ -1,0 +1,50 @@
+//! Reclaiming the job table's dead row versions (`core::rules::reclaim`): the
+//! server's own count of them, and the VACUUM that removes them.
+//!
+//! `pg_stat_user_tables` is read for the count (kept by the server as
+//! transactions end, so a few hundred milliseconds behind) and for when anyone,
+//! autovacuum included, last vacuumed the table: a fleet of workers then
+//! reclaims about as often as one would. `VACUUM (ANALYZE)` runs outside a
+//! transaction on a pooled connection (in autocommit, so also behind a
+//! transaction-mode pooler); it takes no lock that claims, reports or
+//! enqueues wait for, and it refreshes the planner's statistics of a table
+//! that grew from empty. A role that does not own the table gets a server
+//! WARNING and no VACUUM; autovacuum then remains the only reclaimer.
+
+use duraq_core::rules::DeadRows;
+use duraq_core::Result;
+
+use crate::backend::db::{pooled, Conn, Db};
+use crate::Shared;
+
+/// The job table's dead row versions and the time since its last vacuum.
+pub(crate) async fn dead_rows(shared: &Shared) -> Result<Option<DeadRows>> {
+    let client = pooled(&shared.pool).await?;
+    let db = Db {
+        conn: Conn::Client(&client),
+        names: &shared.names,
+    };
+    let row = db
+        .query_opt(
+            "SELECT n_dead_tup, \
+             (extract(epoch FROM now() - greatest(last_vacuum, last_autovacuum)) * 1000)::int8 \
+             FROM pg_stat_user_tables WHERE schemaname = $1 AND relname = 'duraq_jobs'",
+            &[&shared.names.schema],
+        )
+        .await?;
+    Ok(row.map(|row| DeadRows {
+        dead: row.get::<_, i64>(0).max(0) as u64,
+        since_reclaim_ms: row.get::<_, Option<i64>>(1),
+    }))
+}
+
+/// `VACUUM (ANALYZE)` of the job table.
+pub(crate) async fn reclaim(shared: &Shared) -> Result<()> {
+    let client = pooled(&shared.pool).await?;
+    let db = Db {
+        conn: Conn::Client(&client),
+        names: &shared.names,
+    };
+    db.batch(&shared.names.sql("VACUUM (ANALYZE) {s}.duraq_jobs"))
+        .await
+}

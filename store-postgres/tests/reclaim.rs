@@ -1,0 +1,117 @@
+//! Reclaiming dead row versions (`core::rules::reclaim`): a drained backlog
+//! leaves dead entries in front of every live job in the claim index, each
+//! claim walks them until a VACUUM, and the store's reclaim removes them. Needs
+//! `DATABASE_URL`; every test works in its own fresh schema.
+
+mod common;
+
+mod postgres {
+    use std::time::{Duration, Instant};
+
+    use duraq_core::prelude::*;
+    use duraq_core::rules::{reclaim_due, DeadRows, RECLAIM_MIN_DEAD};
+    use duraq_core::{ClaimRequest, EnqueueOptions, Outcome};
+
+    use crate::common::{job, open, raw_client, schema};
+
+    /// Enqueues `n` jobs and runs them all to completion through the store.
+    async fn drain_backlog(store: &impl Store, n: usize) {
+        for _ in 0..n / 1000 {
+            let jobs = (0..1000).map(|_| job("j", EnqueueOptions::new())).collect();
+            store.enqueue_batch(jobs).await.unwrap();
+        }
+        let claim = ClaimRequest {
+            worker_id: "w".into(),
+            job_names: vec!["j".into()],
+            limit: 500,
+            ..ClaimRequest::default()
+        };
+        loop {
+            let claimed = store.claim(&claim).await.unwrap();
+            if claimed.is_empty() {
+                break;
+            }
+            let reports = claimed
+                .iter()
+                .map(|j| (j.lease().unwrap(), Outcome::Completed))
+                .collect();
+            store.report_batch(reports).await.unwrap();
+        }
+    }
+
+    /// Index pages a claim-shaped scan reads, measured on its second run (the
+    /// first marks the dead entries it passes, as the worker's first claim would).
+    async fn claim_scan_pages(client: &tokio_postgres::Client, s: &str) -> i64 {
+        let sql = format!(
+            "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) SELECT id FROM {s}.duraq_jobs \
+             WHERE status = 'queued' AND priority = 0 AND scheduled_at_ms <= 9223372036854775807 \
+             ORDER BY priority, scheduled_at_ms, created_at_ms, id COLLATE \"C\" LIMIT 10"
+        );
+        let mut pages = 0;
+        for _ in 0..2 {
+            // The simple protocol answers in text, whatever the column's type.
+            let text: String = client
+                .simple_query(&sql)
+                .await
+                .unwrap()
+                .iter()
+                .filter_map(|m| match m {
+                    tokio_postgres::SimpleQueryMessage::Row(row) => row.get(0).map(str::to_owned),
+                    _ => None,
+                })
+                .collect();
+            let plan: serde_json::Value = serde_json::from_str(&text).unwrap();
+            let top = &plan[0]["Plan"];
+            pages = top["Shared Hit Blocks"].as_i64().unwrap()
+                + top["Shared Read Blocks"].as_i64().unwrap();
+        }
+        pages
+    }
+
+    #[tokio::test]
+    async fn a_reclaim_takes_the_drained_backlog_out_of_the_claims_way() {
+        let s = schema();
+        let store = open(&s).await.unwrap();
+        drain_backlog(&store, 20_000).await;
+        let jobs = (0..10).map(|_| job("j", EnqueueOptions::new())).collect();
+        store.enqueue_batch(jobs).await.unwrap();
+
+        // The server counts dead rows as transactions end: wait for it.
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let rows = loop {
+            let rows = store
+                .dead_rows()
+                .await
+                .unwrap()
+                .expect("PostgreSQL keeps dead rows");
+            if rows.dead >= RECLAIM_MIN_DEAD || Instant::now() > deadline {
+                break rows;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        };
+        assert!(rows.dead >= RECLAIM_MIN_DEAD, "{rows:?}");
+        assert!(reclaim_due(&rows, None), "{rows:?}");
+
+        let client = raw_client().await;
+        let before = claim_scan_pages(&client, &s).await;
+        store.reclaim_dead_rows().await.unwrap();
+        let after = claim_scan_pages(&client, &s).await;
+        eprintln!("a claim reads {before} index and heap pages before the reclaim, {after} after");
+        assert!(
+            after * 5 < before,
+            "a claim reads {before} pages before the reclaim and {after} after"
+        );
+        let rows = store.dead_rows().await.unwrap().unwrap();
+        assert!(rows.dead < RECLAIM_MIN_DEAD, "{rows:?}");
+        let since = rows.since_reclaim_ms.expect("vacuumed now");
+        assert!((0..60_000).contains(&since), "{since} ms since the reclaim");
+        // Just reclaimed: not due again for a while, whatever the count.
+        let many = DeadRows {
+            dead: u64::MAX,
+            ..rows
+        };
+        assert!(!reclaim_due(&many, None), "{rows:?}");
+        // The live jobs are all still there to claim.
+        assert_eq!(store.count_snapshot().await.unwrap().counts.queued, 10);
+    }
+}

@@ -72,7 +72,6 @@ mod admin;
 mod backend;
 mod claim;
 mod complete;
-mod copy;
 mod counts;
 mod dedupe;
 mod enqueue;

@@ -16,7 +16,7 @@ pub struct Args {
 }
 
 /// Flags that never take a value.
-const FLAGS: &[&str] = &["quick"];
+const FLAGS: &[&str] = &["quick", "soak"];
 
 impl Args {
     pub fn parse(argv: &[String]) -> Result<Self> {

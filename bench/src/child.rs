@@ -88,6 +88,11 @@ impl Child {
         peak_rss_kib(&format!("/proc/{}/status", self.pid()))
     }
 
+    /// The process's resident set now (`VmRSS` in `/proc/<pid>/status`), in KiB.
+    pub fn rss_kib(&self) -> Result<u64> {
+        status_kib(&format!("/proc/{}/status", self.pid()), "VmRSS:")
+    }
+
     /// Waits for the child's JSON result line.
     pub async fn result(&mut self) -> Result<Value> {
         let line = self.next_line().await?;
@@ -126,15 +131,20 @@ impl Drop for Child {
 
 /// `VmHWM` from a `/proc/.../status` file, in KiB.
 pub fn peak_rss_kib(status_file: &str) -> Result<u64> {
+    status_kib(status_file, "VmHWM:")
+}
+
+/// One `<field> <n> kB` line (`VmHWM:`, `VmRSS:`) of a `/proc/.../status` file, in KiB.
+pub fn status_kib(status_file: &str, field: &str) -> Result<u64> {
     let status = std::fs::read_to_string(status_file)?;
     let line = status
         .lines()
-        .find(|l| l.starts_with("VmHWM:"))
-        .context("no VmHWM line")?;
+        .find(|l| l.starts_with(field))
+        .with_context(|| format!("no {field} line"))?;
     let kib = line
         .split_whitespace()
         .nth(1)
-        .context("malformed VmHWM line")?;
+        .with_context(|| format!("malformed {field} line"))?;
     Ok(kib.parse()?)
 }
 

@@ -7,7 +7,8 @@
 //! `report` turns the collected lines into the table and `results.json`.
 //!
 //! Commands:
-//! - `list --store K`: the scenarios that apply to store `K`, one per line.
+//! - `list --store K [--quick] [--soak]`: the scenarios that apply to store `K`,
+//!   one per line (`soak` only with `--soak`, or `--quick` on PostgreSQL).
 //! - `run <scenario> --store K --database D --run I [--quick]`: one run of one
 //!   scenario on a fresh database (`D`: a directory for SQLite, a URL for
 //!   PostgreSQL); prints `{"store","figure","value","unit","run","load1"}` lines.
@@ -34,9 +35,11 @@ use args::Args;
 pub const JOB: &str = "bench.noop";
 
 const USAGE: &str = "usage: duraq-bench <list|run|worker|producer|report> [options]
-  list --store sqlite-full|sqlite-normal|postgres
+  list --store sqlite-full|sqlite-normal|postgres [--quick] [--soak]
   run <scenario> --store K --database DIR-or-URL --run I [--quick]
+      [--minutes M] [--rate R]   (soak: its length, 30 (1 with --quick), and jobs/s, 500)
   worker --store K --database PATH-or-URL [--schema S] [--concurrency 64]
+      [--keep-ms K [--sweep-ms S]]
   producer --store K --database PATH-or-URL [--schema S] --count N [--tasks 1]
   report --raw FILE --out FILE";
 
@@ -60,7 +63,7 @@ async fn real_main(argv: Vec<String>) -> Result<()> {
     match command.as_str() {
         "list" => {
             let kind = target::Kind::parse(args.required("store")?)?;
-            for name in scenarios::names(kind) {
+            for name in scenarios::names(kind, args.flag("quick"), args.flag("soak")) {
                 println!("{name}");
             }
             Ok(())

@@ -2,7 +2,8 @@
 //! stdout and `results.json` — per (store, figure) the median of the runs with
 //! their spread (min–max), the target and whether it is met, and the highest
 //! 1-minute load average seen when a run started (a noisy machine shows); plus
-//! the same table as Markdown (`results.md`) for the README.
+//! the same table as Markdown (`results.md`) for the README. A soak's
+//! per-minute lines (`"series"`) go to `results.json`'s `series` as they are.
 
 use std::collections::BTreeMap;
 
@@ -28,6 +29,7 @@ pub fn main(args: &Args) -> Result<()> {
     let mut series: BTreeMap<(String, String), Series> = BTreeMap::new();
     let mut settings = serde_json::Map::new();
     let mut stores: Vec<String> = Vec::new();
+    let mut samples: Vec<Value> = Vec::new();
     for line in raw.lines().filter(|l| !l.trim().is_empty()) {
         let v: Value = serde_json::from_str(line).with_context(|| format!("bad line {line:?}"))?;
         let store = v["store"].as_str().unwrap_or("?").to_owned();
@@ -36,6 +38,10 @@ pub fn main(args: &Args) -> Result<()> {
         }
         if let Some(s) = v.get("settings") {
             settings.insert(store, s.clone());
+            continue;
+        }
+        if v.get("series").is_some() {
+            samples.push(v); // a soak's per-minute line: kept as it is
             continue;
         }
         let figure = v["figure"].as_str().unwrap_or("?").to_owned();
@@ -129,6 +135,7 @@ pub fn main(args: &Args) -> Result<()> {
         "settings": settings,
         "figures": figures,
         "vs_raw": ratios,
+        "series": samples,
     });
     std::fs::write(out_path, serde_json::to_string_pretty(&results)? + "\n")
         .with_context(|| format!("writing {out_path}"))?;

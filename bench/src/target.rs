@@ -97,6 +97,20 @@ impl Target {
         })
     }
 
+    /// Another fresh database of the same kind, next to this one (the same
+    /// folder or server): a second store measured in the same run.
+    pub fn sibling(&self) -> Result<Self> {
+        let database = match self.kind {
+            Kind::Postgres => self.location.clone(),
+            _ => Path::new(&self.location)
+                .parent()
+                .context("sqlite target without a folder")?
+                .display()
+                .to_string(),
+        };
+        Self::fresh(self.kind, &database)
+    }
+
     /// The target named by a child's `--store/--database/--schema` arguments.
     pub fn from_args(args: &Args) -> Result<Self> {
         Ok(Self {

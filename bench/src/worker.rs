@@ -7,12 +7,15 @@
 //! epoch}` (stamped by the producer just before its enqueue call), record the
 //! enqueue-to-start latency. Protocol (see [`crate::child`]): `ready` after opening
 //! the store, start on `go`, graceful shutdown when stdin closes, then one JSON line
-//! `{"completed", "claimed", "latencies_us", "peak_rss_kib"}`.
+//! `{"completed", "claimed", "latencies_us", "peak_rss_kib"}`. With `--keep-ms K`
+//! (and `--sweep-ms S`, default K / 4) the worker runs retention: completed jobs
+//! older than K are pruned every S (the `soak` scenario).
 
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use anyhow::Result;
-use duraq_core::{JobError, Registry, Worker};
+use duraq_core::{JobError, Registry, RetentionPolicy, Worker};
 use serde_json::{json, Value};
 
 use crate::args::Args;
@@ -45,9 +48,16 @@ pub async fn main(args: &Args) -> Result<()> {
         }
         async { Ok::<(), JobError>(()) }
     })?;
-    let worker = Worker::builder(store, registry)
-        .concurrency(concurrency)
-        .build()?;
+    let mut builder = Worker::builder(store, registry).concurrency(concurrency);
+    if let Some(keep) = args.get("keep-ms") {
+        let keep: u64 = keep.parse()?;
+        let sweep: u64 = args.number("sweep-ms", (keep / 4).max(1))?;
+        builder = builder.retention(
+            RetentionPolicy::new(Duration::from_millis(sweep))
+                .completed(Duration::from_millis(keep)),
+        );
+    }
+    let worker = builder.build()?;
     let stop = tokio::task::spawn_blocking(wait_eof);
     let report = worker
         .run(async {

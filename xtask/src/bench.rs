@@ -1,5 +1,5 @@
-//! `cargo xtask bench [--quick] [--stores sqlite,postgres] [--runs N] [--only a,b]`:
-//! the driver of issue 7's benchmarks.
+//! `cargo xtask bench [--quick] [--stores sqlite,postgres] [--runs N] [--only a,b]
+//! [--soak] [--soak-minutes M]`: the driver of issue 7's benchmarks.
 //!
 //! Why it is split this way: xtask keeps to anyhow + std, so the measuring lives in
 //! the `duraq-bench` binary and this file only orchestrates — build it, provide a
@@ -14,6 +14,10 @@
 //! scenario, and a dev-profile build — test-all has just built the workspace's
 //! dependencies in that profile, while a first release build costs minutes on two
 //! cores, and quick figures are not meant to be read anyway.
+//!
+//! The `soak` scenario (30 minutes per store) is opt-in: `--soak` or `--only soak`
+//! adds it, it runs once (in round 1, not every round), and `--soak-minutes`
+//! sets its length. Under `--quick` it runs for one minute on PostgreSQL only.
 
 use anyhow::{bail, Context, Result};
 use std::io::Write;
@@ -25,7 +29,15 @@ use crate::pg;
 
 const USAGE: &str =
     "usage: cargo xtask bench [--quick] [--stores sqlite,postgres] [--runs N] [--only SCENARIO,…]
-  stores: sqlite (= sqlite-full + sqlite-normal), sqlite-full, sqlite-normal, postgres";
+                         [--soak] [--soak-minutes M] [--no-build]
+  stores: sqlite (= sqlite-full + sqlite-normal), sqlite-full, sqlite-normal, postgres
+  --quick           tiny sizes, one run, debug build (the smoke run test-all makes)
+  --soak            add the soak scenario (a steady 500 jobs/s with retention on, sampled
+                    every minute; 30 minutes per store, run once, sqlite-full and postgres);
+                    not in the default list, as it would double the full bench's time.
+                    Under --quick it runs anyway, for 1 minute, on postgres only.
+  --only soak       the soak alone (implies --soak)
+  --soak-minutes M  the soak's length (default 30, 1 with --quick)";
 
 struct Options {
     quick: bool,
@@ -33,6 +45,8 @@ struct Options {
     runs: u32,
     only: Option<Vec<String>>,
     build: bool,
+    soak: bool,
+    soak_minutes: Option<String>,
 }
 
 fn parse(args: &[String]) -> Result<Options> {
@@ -42,6 +56,8 @@ fn parse(args: &[String]) -> Result<Options> {
         runs: 0,
         only: None,
         build: true,
+        soak: false,
+        soak_minutes: None,
     };
     let mut it = args.iter();
     while let Some(arg) = it.next() {
@@ -52,6 +68,12 @@ fn parse(args: &[String]) -> Result<Options> {
             "--runs" => opts.runs = value()?.parse().context("--runs")?,
             "--only" => opts.only = Some(split(&value()?)),
             "--no-build" => opts.build = false,
+            "--soak" => opts.soak = true,
+            "--soak-minutes" => opts.soak_minutes = Some(value()?),
+            "-h" | "--help" => {
+                println!("{USAGE}");
+                std::process::exit(0);
+            }
             other => bail!("unknown bench argument {other:?}\n\n{USAGE}"),
         }
     }
@@ -64,6 +86,13 @@ fn parse(args: &[String]) -> Result<Options> {
         }
     }
     opts.stores = stores;
+    if opts
+        .only
+        .as_ref()
+        .is_some_and(|o| o.iter().any(|s| s == "soak"))
+    {
+        opts.soak = true;
+    }
     if opts.runs == 0 {
         opts.runs = if opts.quick { 1 } else { 3 };
     }
@@ -118,9 +147,15 @@ pub fn run(root: &Path, args: &[String]) -> Result<()> {
     // Which scenarios each store runs (the bench binary owns that list).
     let mut plan: Vec<(String, Vec<String>)> = Vec::new();
     for store in &opts.stores {
-        let out = Command::new(&exe)
-            .args(["list", "--store", store])
-            .output()?;
+        let mut list = Command::new(&exe);
+        list.args(["list", "--store", store]);
+        if opts.quick {
+            list.arg("--quick");
+        }
+        if opts.soak {
+            list.arg("--soak");
+        }
+        let out = list.output()?;
         if !out.status.success() {
             bail!(
                 "duraq-bench list failed: {}",
@@ -141,6 +176,9 @@ pub fn run(root: &Path, args: &[String]) -> Result<()> {
     for run in 1..=opts.runs {
         for (store, scenarios) in &plan {
             for scenario in scenarios {
+                if scenario == "soak" && run > 1 {
+                    continue; // long by design: once is the measurement
+                }
                 let database = if store == "postgres" {
                     pg_url.clone()
                 } else {
@@ -153,6 +191,9 @@ pub fn run(root: &Path, args: &[String]) -> Result<()> {
                 cmd.args(["--run", &run.to_string()]);
                 if opts.quick {
                     cmd.arg("--quick");
+                }
+                if let (Some(minutes), "soak") = (&opts.soak_minutes, scenario.as_str()) {
+                    cmd.args(["--minutes", minutes]);
                 }
                 let out = cmd.stderr(Stdio::inherit()).output()?;
                 let took = started.elapsed().as_secs_f64();

@@ -1,9 +1,9 @@
 //! Worker-side throughput: (4) drain a table of no-op jobs with 1 or 4 worker
 //! processes (C = 64 each), the same with a saturated rate key's backlog in the
 //! way, an in-process worker with 10 or 64 slots (the shape of issue 18's peer
-//! comparison), the 10-slot one behind a retained history of completed jobs
-//! (`drain-retained`: a store that has lived), and live end-to-end with a worker already running
-//! while 8 producers enqueue one by one; (8) the worker processes' peak RSS.
+//! comparison; [`enqueue_and_drain_in_process`] is also the body of
+//! `drain-retained` in `retained.rs`), and live end-to-end with a worker already
+//! running while 8 producers enqueue one by one; (8) the worker processes' peak RSS.
 //!
 //! Workers are real processes running duraq's runtime ([`crate::worker`]). The
 //! clock starts when the `go` lines are sent (stores already open) and stops when
@@ -192,32 +192,6 @@ pub async fn enqueue_and_drain_in_process(
         report.completed
     );
     Ok(InProcessDrain { enqueue, drain })
-}
-
-/// `drain-inproc-10` on a store that has lived: first a history of `retained`
-/// no-op jobs (200,000; 2,000 with `--quick`) enqueued in batches and drained by
-/// an in-process worker (10 slots, prefetch [`PREFETCH`]) which is then shut
-/// down and its store closed; the completed jobs stay (no retention policy), and
-/// the database rests 5 seconds, with no manual VACUUM — autovacuum catches up
-/// or not, as in a real queue. Then exactly `drain-inproc-10` on the same
-/// database. Figures: the drain rate, and the fill's enqueue + drain time.
-pub async fn drain_retained(target: &Target, sizes: Sizes) -> Result<Vec<Figure>> {
-    let fill = enqueue_and_drain_in_process(target, sizes.retained, 10, PREFETCH, 0).await?;
-    tokio::time::sleep(Duration::from_secs(5)).await;
-    let jobs = sizes.drain_in_process;
-    let timed = enqueue_and_drain_in_process(target, jobs, 10, 0, sizes.retained).await?;
-    Ok(vec![
-        Figure::new(
-            "drain_inproc_10_retained",
-            rate(jobs, timed.drain),
-            "jobs/s",
-        ),
-        Figure::new(
-            "retained_fill_s",
-            (fill.enqueue + fill.drain).as_secs_f64(),
-            "s",
-        ),
-    ])
 }
 
 pub async fn end_to_end(target: &Target, sizes: Sizes) -> Result<Vec<Figure>> {

@@ -7,8 +7,10 @@
 //!
 //! Layout: `enqueue` (one by one, batched, 8 producers, replay, hot-key
 //! replace), `drain` (worker processes draining a table, live end-to-end, peak
-//! RSS, and `drain-retained`: the in-process drain behind a retained history of
-//! completed jobs, a store that has lived instead of an empty one), `bulk`
+//! RSS), `retained` (`drain-retained`: the in-process drain and both enqueues
+//! behind 1,000,000 completed jobs, next to the same on an empty store),
+//! `soak` and `soak_size` (`soak`: a steady rate for 30 minutes with retention
+//! on, sampled every minute; opt-in, see [`names`]), `bulk`
 //! (`bulk-retry`: 100,000 failed jobs retried at once, timed per batch), `wakeup` (idle wake-up latency), `counts` (snapshot time vs table size),
 //! `raw` and `raw_pg` (the bare driver's ceiling on duraq's schema, for
 //! `enqueue-one`, `enqueue-batch`, the 8-producer enqueues and the drains:
@@ -22,6 +24,9 @@ mod drain;
 mod enqueue;
 mod raw;
 mod raw_pg;
+mod retained;
+mod soak;
+mod soak_size;
 mod wakeup;
 
 use std::sync::Arc;
@@ -69,6 +74,10 @@ pub struct Sizes {
     pub retained: usize,
     /// Failed jobs `bulk-retry` retries at once.
     pub bulk: usize,
+    /// How long `soak` runs (`--minutes` overrides it).
+    pub soak_minutes: f64,
+    /// Jobs per second `soak` enqueues (`--rate` overrides it).
+    pub soak_rate: u64,
 }
 
 impl Sizes {
@@ -88,6 +97,8 @@ impl Sizes {
                 key_ops: 200,
                 retained: 2_000,
                 bulk: 2_000,
+                soak_minutes: 1.0,
+                soak_rate: 500,
             }
         } else {
             Self {
@@ -102,8 +113,10 @@ impl Sizes {
                 count_small: 10_000,
                 count_large: 1_000_000,
                 key_ops: 5_000,
-                retained: 200_000,
+                retained: 1_000_000,
                 bulk: 100_000,
+                soak_minutes: 30.0,
+                soak_rate: 500,
             }
         }
     }
@@ -135,13 +148,23 @@ const ALL: &[&str] = &[
     "raw-drain",
 ];
 
+/// The scenario that runs only when asked for (`soak` is 30 minutes long).
+pub const SOAK: &str = "soak";
+
 /// The scenarios run for `kind`. Count snapshots and dashboard pages are
 /// reads, identical under either SQLite `synchronous` mode, so they run once
-/// for SQLite (FULL).
-pub fn names(kind: Kind) -> Vec<&'static str> {
+/// for SQLite (FULL); so do the long ones about history, `drain-retained` and
+/// `soak`, whose subject (what a lived-in store costs) is not the fsync.
+/// `soak` is listed with `soak` (xtask's `--soak`, or `--only soak`), and under
+/// `quick` for PostgreSQL (autovacuum is its subject), so the smoke run covers
+/// it in one minute instead of one per store.
+pub fn names(kind: Kind, quick: bool, soak: bool) -> Vec<&'static str> {
+    let long = |s: &str| matches!(s, "counts" | "dashboard" | "drain-retained" | SOAK);
+    let with_soak = soak || (quick && kind == Kind::Postgres);
     ALL.iter()
         .copied()
-        .filter(|s| !(kind == Kind::SqliteNormal && matches!(*s, "counts" | "dashboard")))
+        .chain(with_soak.then_some(SOAK))
+        .filter(|s| !(kind == Kind::SqliteNormal && long(s)))
         .collect()
 }
 
@@ -150,18 +173,31 @@ pub async fn run(args: &Args) -> Result<()> {
     let scenario = args.only_positional()?.to_owned();
     let kind = Kind::parse(args.required("store")?)?;
     let run: u32 = args.number("run", 1)?;
-    let sizes = Sizes::new(args.flag("quick"));
+    let mut sizes = Sizes::new(args.flag("quick"));
+    sizes.soak_minutes = args.number("minutes", sizes.soak_minutes)?;
+    sizes.soak_rate = args.number("rate", sizes.soak_rate)?;
     let load1 = load1();
     let target = Target::fresh(kind, args.required("database")?)?;
-    let result = run_one(&scenario, &target, sizes).await;
+    let result = match scenario.as_str() {
+        SOAK => soak::soak(&target, sizes).await,
+        _ => run_one(&scenario, &target, sizes)
+            .await
+            .map(|f| (f, vec![])),
+    };
     let settings = target.settings().await.ok();
     target.cleanup().await?;
-    let figures = result?;
+    let (figures, series) = result?;
     let store = kind.name();
     println!(
         "{}",
         json!({ "store": store, "settings": settings, "run": run })
     );
+    for mut line in series {
+        line["store"] = json!(store);
+        line["run"] = json!(run);
+        line["scenario"] = json!(scenario);
+        println!("{line}");
+    }
     for f in figures {
         let line = json!({
             "store": store, "scenario": scenario, "figure": f.name, "value": f.value,
@@ -191,7 +227,7 @@ async fn run_one(scenario: &str, target: &Target, sizes: Sizes) -> Result<Vec<Fi
         "drain-inproc-64-prefetch" => {
             drain::drain_in_process(target, sizes, 64, drain::PREFETCH).await
         }
-        "drain-retained" => drain::drain_retained(target, sizes).await,
+        "drain-retained" => retained::drain_retained(target, sizes).await,
         "bulk-retry" => bulk::bulk_retry(target, sizes).await,
         "e2e" => drain::end_to_end(target, sizes).await,
         "wakeup" => wakeup::wakeup(target, sizes).await,
@@ -201,7 +237,7 @@ async fn run_one(scenario: &str, target: &Target, sizes: Sizes) -> Result<Vec<Fi
         "raw-batch" => raw::batch(target, sizes).await,
         "raw-8conn" => raw::eight_conns(target, sizes).await,
         "raw-drain" => raw::drain(target, sizes).await,
-        other => bail!("unknown scenario {other:?}; known: {ALL:?}"),
+        other => bail!("unknown scenario {other:?}; known: {ALL:?} and {SOAK:?}"),
     }
 }
 

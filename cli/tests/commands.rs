@@ -7,11 +7,12 @@ mod common;
 use common::{run_with_url, Db};
 use serde_json::{json, Value};
 
-const JOB_FIELDS: [&str; 28] = [
+const JOB_FIELDS: [&str; 29] = [
     "priority",
     "rateKey",
     "rateMax",
     "ratePeriodMs",
+    "traceParent",
     "id",
     "jobName",
     "args",

@@ -114,4 +114,55 @@ mod postgres {
         // The live jobs are all still there to claim.
         assert_eq!(store.count_snapshot().await.unwrap().counts.queued, 10);
     }
+
+    /// A worker starting on a table whose dead rows wait reclaims them before
+    /// its first claim, and runs its jobs as usual.
+    #[tokio::test]
+    async fn a_worker_reclaims_at_startup() {
+        use std::sync::Arc;
+
+        use duraq_core::{Registry, Worker};
+
+        let s = schema();
+        let store = Arc::new(open(&s).await.unwrap());
+        // Only the worker may vacuum here.
+        raw_client()
+            .await
+            .batch_execute(&format!(
+                "ALTER TABLE {s}.duraq_jobs SET (autovacuum_enabled = false)"
+            ))
+            .await
+            .unwrap();
+        drain_backlog(store.as_ref(), 20_000).await;
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while store.dead_rows().await.unwrap().unwrap().dead < RECLAIM_MIN_DEAD {
+            assert!(
+                Instant::now() < deadline,
+                "the server never counted the dead rows"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        let jobs = (0..10).map(|_| job("j", EnqueueOptions::new())).collect();
+        store.enqueue_batch(jobs).await.unwrap();
+
+        let registry = Registry::new()
+            .register_fn("j", |_ctx, _args| async { Ok(()) })
+            .unwrap();
+        let worker = Worker::builder(store.clone(), registry)
+            .build()
+            .unwrap()
+            .spawn();
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while store.count_snapshot().await.unwrap().counts.completed < 20_010 {
+            assert!(Instant::now() < deadline, "the worker did not run the jobs");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        let report = worker.shutdown_and_join().await.unwrap();
+        assert_eq!(report.completed, 10);
+        let rows = store.dead_rows().await.unwrap().unwrap();
+        assert!(
+            rows.since_reclaim_ms.is_some_and(|ms| ms < 60_000),
+            "the worker vacuumed the table: {rows:?}"
+        );
+    }
 }

@@ -10,8 +10,8 @@
 //! of 1,000,000 jobs, a 10-job claim read 11,700 index pages (91 ms); after one
 //! VACUUM it read 23 (0.1 ms). Autovacuum's defaults wait for a fifth of the
 //! table to be dead and then sleep between pages, so a lived-in queue pays this
-//! for minutes. The worker's maintenance therefore looks every few seconds and
-//! reclaims once enough dead rows wait, never more often than its own cost
+//! for minutes. The worker's maintenance therefore looks at start and every two
+//! seconds, and reclaims once enough dead rows wait, never more often than its own cost
 //! allows ([`reclaim_due`]); the store decides how (PostgreSQL: `VACUUM
 //! (ANALYZE)` of the job table), and a store without dead row versions
 //! (SQLite updates in place) reports none.
@@ -31,7 +31,7 @@ pub struct DeadRows {
 pub const RECLAIM_MIN_DEAD: u64 = 10_000;
 
 /// The shortest time between two reclaims, whoever ran the last one.
-pub const RECLAIM_MIN_INTERVAL_MS: i64 = 10_000;
+pub const RECLAIM_MIN_INTERVAL_MS: i64 = 2_000;
 
 /// A reclaim may take at most this share of the time between two (1/50: 2%),
 /// so a table whose VACUUM takes long (a very large retained history) is

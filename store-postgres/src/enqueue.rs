@@ -12,6 +12,7 @@ use duraq_core::rules::{check_cap, operation_key_taken, replay_owned_scope};
 use duraq_core::transitions::new_job_row;
 use duraq_core::{EnqueueOutcome, Error, JobStatus, NewJob, Result};
 
+use crate::copy::{copy_jobs, ArgsText, COPY_MIN_ROWS};
 use crate::dedupe;
 use crate::insert::insert_jobs;
 use crate::tx::Tx;
@@ -71,19 +72,38 @@ pub(crate) async fn enqueue_one(tx: &mut Tx<'_>, job: &NewJob) -> Result<Enqueue
     Ok(EnqueueOutcome::Created(row.id))
 }
 
-/// Many enqueues in one transaction. A batch of plain jobs ([`NewJob::is_plain`])
-/// goes in with one multi-row `INSERT … SELECT FROM unnest(…)`; any other, job by job.
+/// Many enqueues in one transaction, in order. Each run of consecutive plain
+/// jobs ([`NewJob::is_plain`]: nothing to read or decide, core's shortcut) goes in
+/// with one statement ([`insert_fresh`]); any other job takes [`enqueue_one`]. A
+/// run is written before the job after it is decided, so a later dedupe
+/// request of the batch finds an earlier plain job of it, as it would one by one.
 pub(crate) async fn enqueue_many(tx: &mut Tx<'_>, jobs: &[NewJob]) -> Result<Vec<EnqueueOutcome>> {
-    if !jobs.iter().all(NewJob::is_plain) {
-        let mut outcomes = Vec::with_capacity(jobs.len());
-        for job in jobs {
-            outcomes.push(enqueue_one(tx, job).await?);
+    let mut outcomes = Vec::with_capacity(jobs.len());
+    let mut rest = jobs;
+    while let Some(first) = rest.first() {
+        let run = rest.iter().take_while(|j| j.is_plain()).count();
+        if run == 0 {
+            outcomes.push(enqueue_one(tx, first).await?);
+            rest = &rest[1..];
+        } else {
+            outcomes.extend(insert_fresh(tx, &rest[..run]).await?);
+            rest = &rest[run..];
         }
-        return Ok(outcomes);
     }
+    Ok(outcomes)
+}
+
+/// Inserts plain `jobs` as fresh rows: through `COPY` from [`COPY_MIN_ROWS`]
+/// rows on, otherwise with one `INSERT … SELECT FROM unnest(…)`.
+async fn insert_fresh(tx: &mut Tx<'_>, jobs: &[NewJob]) -> Result<Vec<EnqueueOutcome>> {
     let rows: Vec<_> = jobs.iter().map(|j| new_job_row(j, tx.now)).collect();
-    let digests: Vec<String> = jobs.iter().map(NewJob::args_digest).collect();
-    insert_jobs(&tx.db, &rows, &digests).await?;
+    if jobs.len() >= COPY_MIN_ROWS {
+        let args: Vec<ArgsText> = jobs.iter().map(ArgsText::of).collect();
+        copy_jobs(&tx.db, &rows, &args).await?;
+    } else {
+        let digests: Vec<String> = jobs.iter().map(NewJob::args_digest).collect();
+        insert_jobs(&tx.db, &rows, &digests).await?;
+    }
     for row in &rows {
         tx.change.added(&row.queue, JobStatus::Queued);
     }

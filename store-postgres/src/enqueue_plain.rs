@@ -5,8 +5,10 @@
 //! to a counter shard. Done as one statement on a pooled connection (an implicit
 //! transaction: both writes or neither), it costs one round trip instead of four
 //! (`BEGIN`, insert, counts, `COMMIT`), which is most of a single-row enqueue's
-//! time apart from the WAL flush. Every other enqueue takes the general path in
-//! [`crate::enqueue`].
+//! time apart from the WAL flush. A large batch is the exception: there the
+//! server's work on the rows outweighs the round trips, and it goes through
+//! `COPY` in a transaction ([`crate::copy`]). Every other enqueue takes the
+//! general path in [`crate::enqueue`].
 
 use std::sync::OnceLock;
 
@@ -15,8 +17,11 @@ use duraq_core::{CountChange, EnqueueOutcome, JobStatus, NewJob, Result};
 use tokio_postgres::types::ToSql;
 
 use crate::backend::db::{pooled, Conn, Db};
+use crate::copy::COPY_MIN_ROWS;
 use crate::counts::{update_sql, Effects, Entry, QueueDeltas, SHARDS, SHARD_CTE};
+use crate::enqueue::enqueue_many;
 use crate::insert::{insert_jobs_sql, NewRows};
+use crate::tx::write_tx;
 use crate::PostgresStore;
 
 /// Shard parameters `$1`..`$8` (as in [`crate::counts`]), rows from `$9`
@@ -32,11 +37,18 @@ fn sql() -> &'static str {
     })
 }
 
-/// Enqueues plain `jobs` (see [`NewJob::is_plain`]) with one statement, then announces.
+/// Enqueues plain `jobs` (see [`NewJob::is_plain`]) with one statement, then
+/// announces; from [`COPY_MIN_ROWS`] jobs on, in a transaction through `COPY`
+/// ([`crate::copy`]), where the server's share of the work is smaller.
 pub(crate) async fn enqueue_plain(
     store: &PostgresStore,
     jobs: &[NewJob],
 ) -> Result<Vec<EnqueueOutcome>> {
+    if jobs.len() >= COPY_MIN_ROWS {
+        return write_tx!(store, store.now(), |tx| {
+            enqueue_many(&mut tx, jobs).await
+        });
+    }
     let now = store.now();
     let rows: Vec<_> = jobs.iter().map(|j| new_job_row(j, now)).collect();
     let digests: Vec<String> = jobs.iter().map(NewJob::args_digest).collect();

@@ -38,6 +38,7 @@
 //! - `tx.rs`: one call as one retried transaction (`write_tx!`, `pipelined_tx!`).
 //! - `rows.rs`: job rows read into `Job` and written back.
 //! - `insert.rs`: fresh job rows, many per statement.
+//! - `copy.rs`: fresh job rows of a large batch through `COPY`.
 //! - `enqueue.rs`: enqueue and batches (replay, dedupe, checks, insert).
 //! - `enqueue_plain.rs`: plain enqueues (nothing to check) in one statement.
 //! - `transactional.rs`: [`PostgresStore::enqueue_in`].
@@ -72,6 +73,7 @@ mod admin;
 mod backend;
 mod claim;
 mod complete;
+mod copy;
 mod counts;
 mod dedupe;
 mod enqueue;

@@ -37,6 +37,7 @@ pub mod factories;
 pub mod harness;
 pub mod history;
 pub mod idempotency;
+pub mod large_batches;
 pub mod model;
 pub mod model_gen;
 pub mod model_ops;

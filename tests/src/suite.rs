@@ -39,6 +39,10 @@ macro_rules! store_suite {
                     batch_is_all_or_nothing, next_scheduled_at_for_timer, work_signal_moves,
                     list_jobs_filters_and_order, list_jobs_pages_by_cursor_and_key,
                 ],
+                large_batches: [
+                    a_large_mixed_batch_is_decided_in_order,
+                    large_batch_rows_match_single_enqueues, a_refused_large_batch_changes_nothing,
+                ],
                 schedule_keys: [
                     replace_without_owner, replace_queued_owner_cancels_it,
                     replace_running_owner_moves_ownership, cancel_outcomes, wake_outcomes,

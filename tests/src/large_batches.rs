@@ -1,6 +1,6 @@
 //! Large `enqueue_batch` calls (`docs/jobs.md`): a store may write a run of
 //! plain jobs (no key, dedupe, operation, cap or rate limit) in bulk (the
-//! PostgreSQL store uses `COPY` from 64 rows on), so these cases pin what the
+//! PostgreSQL store uses `COPY` from 256 rows on), so these cases pin what the
 //! bulk path must keep from the one-by-one rule (SPEC §6, §8, §20): jobs are
 //! decided in order, so a replay, a dedupe request or a refusal in the middle of
 //! a long batch answers as it would alone; the rows read back as if enqueued one
@@ -24,7 +24,7 @@ fn plain_run(prefix: &str, n: usize, q: &str) -> Vec<NewJob> {
         .collect()
 }
 
-/// Runs of plain jobs around a replay, two dedupe requests (one answered by a
+/// Runs of plain jobs (each long enough for a bulk path) around a replay, two dedupe requests (one answered by a
 /// job earlier in the same batch, one by a job from before) and a fresh keyed
 /// job: every outcome in order, the counts exact, one revision, one delta.
 pub async fn a_large_mixed_batch_is_decided_in_order(h: &Harness) {
@@ -38,10 +38,10 @@ pub async fn a_large_mixed_batch_is_decided_in_order(h: &Harness) {
     let before = h.snapshot().await;
 
     let dedupe = EnqueueOptions::new().deduplicate_while_queued();
-    let mut batch = plain_run("a", 150, "qa");
+    let mut batch = plain_run("a", 300, "qa");
     batch.push(job("j", json!(["k"]), keyed()));
     batch.push(job("j", json!(["a", 7]), dedupe.clone().queue("qa")));
-    batch.extend(plain_run("b", 100, "qb"));
+    batch.extend(plain_run("b", 256, "qb"));
     batch.push(job("old", json!([0]), dedupe));
     batch.push(
         job(
@@ -51,24 +51,24 @@ pub async fn a_large_mixed_batch_is_decided_in_order(h: &Harness) {
         )
         .with_id("new"),
     );
-    batch.extend(plain_run("c", 70, "qa"));
+    batch.extend(plain_run("c", 260, "qa"));
     let out = h.store.enqueue_batch(batch).await.unwrap();
 
-    assert_eq!(out.len(), 150 + 2 + 100 + 2 + 70);
+    assert_eq!(out.len(), 300 + 2 + 256 + 2 + 260);
     let created = |prefix: &'static str, n: usize| {
         (0..n).map(move |i| EnqueueOutcome::Created(format!("{prefix}-{i}")))
     };
-    let mut expected: Vec<EnqueueOutcome> = created("a", 150).collect();
+    let mut expected: Vec<EnqueueOutcome> = created("a", 300).collect();
     expected.push(EnqueueOutcome::Replayed(first));
     expected.push(EnqueueOutcome::Deduplicated("a-7".into()));
-    expected.extend(created("b", 100));
+    expected.extend(created("b", 256));
     expected.push(EnqueueOutcome::Deduplicated(old));
     expected.push(EnqueueOutcome::Created("new".into()));
-    expected.extend(created("c", 70));
+    expected.extend(created("c", 260));
     assert_eq!(out, expected);
 
     let snap = h.snapshot().await;
-    let added = 150 + 100 + 1 + 70;
+    let added = 300 + 256 + 1 + 260;
     assert_eq!(snap.revision, before.revision + 1, "one mutation");
     assert_eq!(snap.counts.queued, before.counts.queued + added);
     assert_eq!(snap.total, before.total + added);
@@ -86,7 +86,7 @@ pub async fn a_large_mixed_batch_is_decided_in_order(h: &Harness) {
             .find(|c| c.queue == q)
             .map_or(0, |c| c.counts.queued)
     };
-    assert_eq!((queued("qa"), queued("qb")), (220, 100));
+    assert_eq!((queued("qa"), queued("qb")), (560, 256));
 }
 
 /// A plain job of a large batch reads back exactly as the same job enqueued
@@ -105,23 +105,23 @@ pub async fn large_batch_rows_match_single_enqueues(h: &Harness) {
     let alone = h
         .insert(job("send", args.clone(), opts()).with_id("alone"))
         .await;
-    let batch: Vec<_> = (0..100)
+    let batch: Vec<_> = (0..300)
         .map(|i| job("send", args.clone(), opts()).with_id(format!("m-{i}")))
         .collect();
-    assert_eq!(h.store.enqueue_batch(batch).await.unwrap().len(), 100);
+    assert_eq!(h.store.enqueue_batch(batch).await.unwrap().len(), 300);
     let mut single = h.get(&alone).await;
-    for id in ["m-0", "m-63", "m-99"] {
+    for id in ["m-0", "m-150", "m-299"] {
         let row = h.get(id).await;
         assert_eq!(row.status, JobStatus::Queued);
         single.id = row.id.clone();
         assert_eq!(row, single, "{id}");
     }
     let plain = job("plain", json!([]), EnqueueOptions::new());
-    let batch: Vec<_> = (0..80)
+    let batch: Vec<_> = (0..260)
         .map(|i| plain.clone().with_id(format!("p-{i}")))
         .collect();
-    assert_eq!(h.store.enqueue_batch(batch).await.unwrap().len(), 80);
-    let row = h.get("p-40").await;
+    assert_eq!(h.store.enqueue_batch(batch).await.unwrap().len(), 260);
+    let row = h.get("p-130").await;
     assert_eq!(
         (
             row.priority,
@@ -136,18 +136,18 @@ pub async fn large_batch_rows_match_single_enqueues(h: &Harness) {
 /// A large batch refused by one of its jobs (an id in use, a keyed job whose
 /// key owns another request) writes none of its rows and moves no count.
 pub async fn a_refused_large_batch_changes_nothing(h: &Harness) {
-    h.insert(job("j", json!(["taken"]), EnqueueOptions::new()).with_id("a-120"))
+    h.insert(job("j", json!(["taken"]), EnqueueOptions::new()).with_id("a-280"))
         .await;
     h.enqueue_with("j", json!([1]), EnqueueOptions::new().idempotency_key("k"))
         .await;
     let before = h.state().await;
     expect_conflict(
-        h.store.enqueue_batch(plain_run("a", 200, "q")).await,
+        h.store.enqueue_batch(plain_run("a", 300, "q")).await,
         ErrorCode::IdempotencyConflict,
     );
     h.assert_unchanged(&before, "a batch with an id in use")
         .await;
-    let mut batch = plain_run("b", 100, "q");
+    let mut batch = plain_run("b", 300, "q");
     batch.push(job(
         "j",
         json!([2]),

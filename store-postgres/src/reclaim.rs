@@ -8,8 +8,9 @@
 //! transaction on a pooled connection (in autocommit, so also behind a
 //! transaction-mode pooler); it takes no lock that claims, reports or
 //! enqueues wait for, and it refreshes the planner's statistics of a table
-//! that grew from empty. A role that does not own the table gets a server
-//! WARNING and no VACUUM; autovacuum then remains the only reclaimer.
+//! that grew from empty. Only the table's owner (or a member of its role, or a
+//! superuser) may VACUUM it; for any other role [`dead_rows`] reports none, so
+//! its workers never try and autovacuum remains the only reclaimer.
 
 use duraq_core::rules::DeadRows;
 use duraq_core::Result;
@@ -17,7 +18,8 @@ use duraq_core::Result;
 use crate::backend::db::{pooled, Conn, Db};
 use crate::Shared;
 
-/// The job table's dead row versions and the time since its last vacuum.
+/// The job table's dead row versions and the time since its last vacuum;
+/// `None` when this role may not vacuum it.
 pub(crate) async fn dead_rows(shared: &Shared) -> Result<Option<DeadRows>> {
     let client = pooled(&shared.pool).await?;
     let db = Db {
@@ -26,13 +28,17 @@ pub(crate) async fn dead_rows(shared: &Shared) -> Result<Option<DeadRows>> {
     };
     let row = db
         .query_opt(
-            "SELECT n_dead_tup, \
-             (extract(epoch FROM now() - greatest(last_vacuum, last_autovacuum)) * 1000)::int8 \
-             FROM pg_stat_user_tables WHERE schemaname = $1 AND relname = 'duraq_jobs'",
+            "SELECT s.n_dead_tup, \
+             (extract(epoch FROM now() - greatest(s.last_vacuum, s.last_autovacuum)) * 1000)::int8, \
+             pg_has_role(c.relowner, 'USAGE') \
+             FROM pg_stat_user_tables s JOIN pg_class c ON c.oid = s.relid \
+             WHERE s.schemaname = $1 AND s.relname = 'duraq_jobs'",
             &[&shared.names.schema],
         )
         .await?;
-    Ok(row.map(|row| DeadRows {
+    // A role that may not VACUUM the table reports none: the worker then
+    // never tries (the server would log a warning each time).
+    Ok(row.filter(|row| row.get::<_, bool>(2)).map(|row| DeadRows {
         dead: row.get::<_, i64>(0).max(0) as u64,
         since_reclaim_ms: row.get::<_, Option<i64>>(1),
     }))

@@ -234,6 +234,14 @@ fn summary(s: &[Sample]) -> Vec<Figure> {
             "MiB",
         ),
     ];
+    if let (Some(m), Some(e)) = (mid.size.used_bytes, end.size.used_bytes) {
+        // SQLite: the pages in use, without the WAL's ups and downs.
+        out.push(Figure::new(
+            "soak_used_growth_2nd_half",
+            e as f64 / m as f64,
+            "x",
+        ));
+    }
     if let (Some(m), Some(e)) = (mid.size.index_bytes, end.size.index_bytes) {
         out.push(Figure::new(
             "soak_index_growth_2nd_half",

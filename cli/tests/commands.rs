@@ -89,7 +89,10 @@ fn enqueue_and_show_every_field() {
         "30/1m",
     ]);
     let shown = db.json(&["jobs", "show", &id]);
-    assert_eq!(keys(&shown), vec!["job".to_string(), "progress".to_string()]);
+    assert_eq!(
+        keys(&shown),
+        vec!["job".to_string(), "progress".to_string()]
+    );
     // A job that never ran has said nothing.
     assert_eq!(shown["progress"], serde_json::Value::Null);
     let job = &shown["job"];

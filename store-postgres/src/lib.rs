@@ -86,7 +86,6 @@ mod ownership;
 mod pause;
 mod progress;
 mod rate;
-mod reclaim;
 mod report;
 mod rows;
 mod schedule;

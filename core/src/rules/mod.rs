@@ -4,8 +4,7 @@
 //! decisions that read more than one: the enqueue sequence (replay, dedupe,
 //! checks, insert), what a schedule key's replace, cancel and wake do to its
 //! owner, claim admission (cap, rate limit, reservation, postponement, in that
-//! order), prune batching, the walk of a search within its scan budget, and when
-//! to reclaim dead row versions.
+//! order), prune batching and the walk of a search within its scan budget.
 //! They are plain functions and plain data over what
 //! a store has read: no I/O, no async. A store fetches the rows a rule needs
 //! inside its transaction, asks, and persists the answer in the same
@@ -14,16 +13,12 @@
 mod claim;
 mod enqueue;
 mod prune;
-mod reclaim;
 mod schedule;
 mod search;
 
 pub use claim::{Admission, AdmissionRead, ClaimAdmission};
 pub use enqueue::{check_cap, is_duplicate_of, operation_key_taken, replay_owned_scope};
 pub use prune::{is_prunable, prune_order, PruneRun};
-pub use reclaim::{
-    reclaim_due, DeadRows, RECLAIM_DUTY_DIVISOR, RECLAIM_MIN_DEAD, RECLAIM_MIN_INTERVAL_MS,
-};
 pub use schedule::{
     check_replacement, owner_on_cancel, owner_on_replace, owner_on_wake, OwnerFate,
 };

@@ -87,7 +87,11 @@ async fn jit_is_on(pool: &Pool) -> Result<bool> {
         .query_typed("SELECT current_setting('jit')", &[])
         .await
         .map_err(map_pg_error)?;
-    Ok(rows.first().and_then(|r| r.get::<_, Option<String>>(0)).as_deref() == Some("on"))
+    Ok(rows
+        .first()
+        .and_then(|r| r.get::<_, Option<String>>(0))
+        .as_deref()
+        == Some("on"))
 }
 
 fn refuses_options(e: &tokio_postgres::Error) -> bool {

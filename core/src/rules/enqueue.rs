@@ -16,9 +16,11 @@
 //! 4. **Insert.** The row ([`crate::transitions::new_job_row`]), the key
 //!    registrations of first use, the scope row and the operation row.
 //!
-//! A batch whose every job [`NewJob::is_plain`] skips steps 1–3 (there is
-//! nothing to read) and may insert its rows with one statement: that is the only
-//! shortcut, and it is the rule's own case of a job with no keys.
+//! A run of consecutive jobs in a batch that are all [`NewJob::is_plain`]
+//! skips steps 1–3 (there is nothing to read) and may insert its rows with one
+//! statement (PostgreSQL: one `COPY` for a long run), before the next keyed job
+//! is decided: that is the only shortcut, and it is the rule's own case of jobs
+//! with no keys.
 
 use crate::error::{Error, ErrorCode, Result};
 use crate::job::{Job, JobStatus};

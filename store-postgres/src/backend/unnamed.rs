@@ -24,7 +24,6 @@ use tokio::task::JoinHandle;
 use tokio_postgres::types::Type;
 use tokio_postgres::{Client, Config, NoTls};
 
-use crate::backend::db::Params;
 use crate::error::map_pg_error;
 
 /// The parameter types of every statement this process ran, and the
@@ -125,7 +124,7 @@ impl Drop for Describer {
 
 /// `params` paired with their described `types`, as `query_typed` takes them.
 pub(crate) fn typed<'p>(
-    params: &'p Params<'p>,
+    params: &'p [&'p (dyn tokio_postgres::types::ToSql + Sync)],
     types: &[Type],
 ) -> Vec<(&'p (dyn tokio_postgres::types::ToSql + Sync), Type)> {
     params.iter().copied().zip(types.iter().cloned()).collect()

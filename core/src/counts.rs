@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use crate::history::OutcomeTotals;
-use crate::job::JobStatus;
+use crate::job::{JobStatus, STATUS_COUNT};
 use crate::requests::Outcome;
 
 /// Jobs per status; `all` is their sum.
@@ -24,14 +24,17 @@ pub struct StatusCounts {
     pub cancelled: i64,
     /// Jobs whose worker died with no retries left.
     pub orphaned: i64,
-    /// The sum of the six statuses.
+    /// Jobs waiting for their dependencies (`docs/workflows.md`).
+    #[serde(default)]
+    pub pending: i64,
+    /// The sum of the seven statuses.
     pub all: i64,
 }
 
 impl StatusCounts {
     /// Builds counts from one number per status in [`JobStatus::ALL`] order.
-    pub fn from_array(per_status: [i64; 6]) -> Self {
-        let [queued, handed_off, completed, failed, cancelled, orphaned] = per_status;
+    pub fn from_array(per_status: [i64; STATUS_COUNT]) -> Self {
+        let [queued, handed_off, completed, failed, cancelled, orphaned, pending] = per_status;
         Self {
             queued,
             handed_off,
@@ -39,6 +42,7 @@ impl StatusCounts {
             failed,
             cancelled,
             orphaned,
+            pending,
             all: per_status.iter().sum(),
         }
     }
@@ -49,7 +53,7 @@ impl StatusCounts {
     }
 
     /// One number per status in [`JobStatus::ALL`] order.
-    pub fn as_array(&self) -> [i64; 6] {
+    pub fn as_array(&self) -> [i64; STATUS_COUNT] {
         [
             self.queued,
             self.handed_off,
@@ -57,6 +61,7 @@ impl StatusCounts {
             self.failed,
             self.cancelled,
             self.orphaned,
+            self.pending,
         ]
     }
 
@@ -79,7 +84,7 @@ pub struct CountSnapshot {
 
 impl CountSnapshot {
     /// A snapshot from per-status counts.
-    pub fn new(per_status: [i64; 6], revision: i64) -> Self {
+    pub fn new(per_status: [i64; STATUS_COUNT], revision: i64) -> Self {
         let counts = StatusCounts::from_array(per_status);
         Self {
             counts,
@@ -110,8 +115,8 @@ pub struct CountDelta {
 /// let mut change = CountChange::default();
 /// change.moved("mail", JobStatus::Queued, JobStatus::HandedOff);
 /// change.added("mail", JobStatus::Queued);
-/// assert_eq!(change.per_status(), [0, 1, 0, 0, 0, 0]);
-/// assert_eq!(change.per_queue().collect::<Vec<_>>(), [("mail", [0, 1, 0, 0, 0, 0])]);
+/// assert_eq!(change.per_status(), [0, 1, 0, 0, 0, 0, 0]);
+/// assert_eq!(change.per_queue().collect::<Vec<_>>(), [("mail", [0, 1, 0, 0, 0, 0, 0])]);
 /// ```
 ///
 /// It also accumulates each queue's monotonic [`OutcomeTotals`] (what entered
@@ -133,14 +138,14 @@ pub struct CountDelta {
 /// ```
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct CountChange {
-    per_status: [i64; 6],
+    per_status: [i64; STATUS_COUNT],
     /// Per queue: its net count change and its outcome totals, in one entry
     /// (one key allocation per queue and mutation, as before the totals).
-    queues: BTreeMap<String, ([i64; 6], OutcomeTotals)>,
+    queues: BTreeMap<String, ([i64; STATUS_COUNT], OutcomeTotals)>,
 }
 
 impl CountChange {
-    fn entry(&mut self, queue: &str) -> &mut ([i64; 6], OutcomeTotals) {
+    fn entry(&mut self, queue: &str) -> &mut ([i64; STATUS_COUNT], OutcomeTotals) {
         if !self.queues.contains_key(queue) {
             self.queues.insert(queue.to_owned(), Default::default());
         }
@@ -177,7 +182,7 @@ impl CountChange {
             JobStatus::Failed => total.failed += 1,
             JobStatus::Cancelled => total.cancelled += 1,
             JobStatus::Orphaned => total.orphaned += 1,
-            JobStatus::Queued | JobStatus::HandedOff => {}
+            JobStatus::Queued | JobStatus::HandedOff | JobStatus::Pending => {}
         }
     }
     /// A reported attempt of a `handed_off` row of `queue` that left it in `to`
@@ -229,18 +234,18 @@ impl CountChange {
     /// statement).
     pub fn per_queue_with_totals(
         &self,
-    ) -> impl Iterator<Item = (&str, [i64; 6], OutcomeTotals)> + '_ {
+    ) -> impl Iterator<Item = (&str, [i64; STATUS_COUNT], OutcomeTotals)> + '_ {
         self.queues
             .iter()
             .filter(|(_, (d, t))| d.iter().any(|n| *n != 0) || !t.is_zero())
             .map(|(q, (d, t))| (q.as_str(), *d, *t))
     }
     /// Net change per status, over every queue.
-    pub fn per_status(&self) -> [i64; 6] {
+    pub fn per_status(&self) -> [i64; STATUS_COUNT] {
         self.per_status
     }
     /// Net change per status of each queue whose counts changed, by queue name.
-    pub fn per_queue(&self) -> impl Iterator<Item = (&str, [i64; 6])> + '_ {
+    pub fn per_queue(&self) -> impl Iterator<Item = (&str, [i64; STATUS_COUNT])> + '_ {
         self.queues
             .iter()
             .filter(|(_, (d, _))| d.iter().any(|n| *n != 0))
@@ -292,7 +297,7 @@ impl QueueCounts {
     /// such queues out, whether or not a store keeps their (zero) counter rows.
     pub fn new(
         queue: String,
-        per_status: [i64; 6],
+        per_status: [i64; STATUS_COUNT],
         oldest_queued_ms: Option<i64>,
         now: i64,
     ) -> Option<Self> {
@@ -334,7 +339,7 @@ impl QueueSnapshot {
     /// A snapshot from the global per-status counts, the revision, the clock
     /// reading and the queues' entries (sorted here).
     pub fn new(
-        per_status: [i64; 6],
+        per_status: [i64; STATUS_COUNT],
         revision: i64,
         at_ms: i64,
         mut queues: Vec<QueueCounts>,
@@ -356,7 +361,7 @@ impl QueueSnapshot {
     ///
     /// ```
     /// use duraq_core::QueueSnapshot;
-    /// let snap = QueueSnapshot::new([0; 6], 0, 0, vec![]).with_paused(["mail".to_owned()]);
+    /// let snap = QueueSnapshot::new([0; 7], 0, 0, vec![]).with_paused(["mail".to_owned()]);
     /// assert!(snap.queue("mail").unwrap().paused);
     /// assert_eq!(snap.queue("mail").unwrap().counts.all, 0);
     /// ```

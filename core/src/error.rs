@@ -99,6 +99,23 @@ pub enum ErrorCode {
     /// A job's progress that is not a fraction in 0.0 ..= 1.0 (NaN included;
     /// [`crate::JobContext::progress`]).
     InvalidProgress,
+    /// An `after` naming a job that does not exist (or, in a workflow, a step
+    /// that does not exist); nothing was written.
+    DependencyNotFound,
+    /// A dependency failure policy that is neither `cancel` nor `run`.
+    InvalidDependencyPolicy,
+    /// A handler's output larger than [`crate::MAX_OUTPUT_BYTES`] as JSON: the
+    /// attempt fails with this code in `lastError`.
+    OutputTooLarge,
+    /// A workflow whose steps depend on each other in a circle; nothing was written.
+    WorkflowCycle,
+    /// A workflow with two steps of one name; nothing was written.
+    DuplicateStep,
+    /// A workflow name or step name that is empty, too long or holds control
+    /// characters, or a workflow without steps.
+    InvalidWorkflow,
+    /// No workflow has the given id.
+    WorkflowNotFound,
     /// The worker task itself failed: a bug.
     WorkerInternal,
 }
@@ -140,6 +157,13 @@ impl ErrorCode {
             Self::InvalidTime => "invalid-time",
             Self::InvalidWorkerConfig => "invalid-worker-config",
             Self::InvalidProgress => "invalid-progress",
+            Self::DependencyNotFound => "dependency-not-found",
+            Self::InvalidDependencyPolicy => "invalid-dependency-policy",
+            Self::OutputTooLarge => "output-too-large",
+            Self::WorkflowCycle => "workflow-cycle",
+            Self::DuplicateStep => "duplicate-step",
+            Self::InvalidWorkflow => "invalid-workflow",
+            Self::WorkflowNotFound => "workflow-not-found",
             Self::WorkerInternal => "worker-internal",
         }
     }

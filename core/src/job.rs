@@ -28,17 +28,24 @@ pub enum JobStatus {
     Cancelled,
     /// Its worker died with no retries left (terminal).
     Orphaned,
+    /// Waiting for its dependencies (`docs/workflows.md`): never claimed; it
+    /// becomes `queued` in the transaction that completes its last dependency.
+    Pending,
 }
+
+/// How many statuses there are ([`JobStatus::ALL`]'s length).
+pub const STATUS_COUNT: usize = 7;
 
 impl JobStatus {
     /// Every status, in the order counts are printed.
-    pub const ALL: [JobStatus; 6] = [
+    pub const ALL: [JobStatus; STATUS_COUNT] = [
         Self::Queued,
         Self::HandedOff,
         Self::Completed,
         Self::Failed,
         Self::Cancelled,
         Self::Orphaned,
+        Self::Pending,
     ];
 
     /// The stable string (`"handed_off"`).
@@ -50,6 +57,7 @@ impl JobStatus {
             Self::Failed => "failed",
             Self::Cancelled => "cancelled",
             Self::Orphaned => "orphaned",
+            Self::Pending => "pending",
         }
     }
 
@@ -70,7 +78,7 @@ impl JobStatus {
 
     /// `completed`, `failed`, `cancelled` and `orphaned` are terminal.
     pub fn is_terminal(self) -> bool {
-        !matches!(self, Self::Queued | Self::HandedOff)
+        !matches!(self, Self::Queued | Self::HandedOff | Self::Pending)
     }
 
     /// Position in [`JobStatus::ALL`].
@@ -105,7 +113,7 @@ impl FromStr for JobStatus {
                     ErrorCode::InvalidStatus,
                     format!(
                         "{s:?} is not a job status: expected queued, running (or handed_off), \
-                         completed, failed, cancelled or orphaned"
+                         completed, failed, cancelled, orphaned or pending"
                     ),
                 )
             })
@@ -188,6 +196,77 @@ pub struct Job {
     /// given or captured (`docs/tracing.md`); each attempt's span links to it.
     #[serde(default)]
     pub trace_parent: Option<String>,
+    /// The jobs this one waits for, with each edge's failure policy, in the
+    /// order given (`docs/workflows.md`); empty for a job without dependencies.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub depends_on: Vec<Dependency>,
+    /// How many of `depends_on` have not finished yet: while above zero the job
+    /// is `pending`.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub open_dependencies: i64,
+    /// What the handler returned when it completed ([`crate::JobResult::Output`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output: Option<Value>,
+}
+
+fn is_zero(n: &i64) -> bool {
+    *n == 0
+}
+
+/// What a dependent does when one of its dependencies ends without completing
+/// (`failed`, `cancelled` or `orphaned`), as JSON `"cancel"` or `"run"`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DependencyFailure {
+    /// The dependent is cancelled, naming the dependency, and so on down the graph.
+    #[default]
+    Cancel,
+    /// The dependency counts as satisfied; the handler reads how it ended.
+    Run,
+}
+
+impl DependencyFailure {
+    /// The stable string (`"cancel"`, `"run"`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Cancel => "cancel",
+            Self::Run => "run",
+        }
+    }
+}
+
+impl FromStr for DependencyFailure {
+    type Err = Error;
+    /// `cancel` or `run`; anything else is `invalid-dependency-policy`.
+    ///
+    /// ```
+    /// use duraq_core::DependencyFailure;
+    /// assert_eq!("run".parse::<DependencyFailure>().unwrap(), DependencyFailure::Run);
+    /// let err = "skip".parse::<DependencyFailure>().unwrap_err();
+    /// assert_eq!(err.code().as_str(), "invalid-dependency-policy");
+    /// ```
+    fn from_str(s: &str) -> Result<Self, Error> {
+        match s {
+            "cancel" => Ok(Self::Cancel),
+            "run" => Ok(Self::Run),
+            _ => Err(Error::invalid(
+                ErrorCode::InvalidDependencyPolicy,
+                format!("{s:?} is not a dependency failure policy: expected cancel or run"),
+            )),
+        }
+    }
+}
+
+/// One dependency edge of a job: the job it waits for and what happens if that
+/// job does not complete. JSON `{"jobId": "…", "onFailure": "cancel"}`.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Dependency {
+    /// The job waited for.
+    pub job_id: String,
+    /// The edge's policy.
+    #[serde(default)]
+    pub on_failure: DependencyFailure,
 }
 
 impl Job {
@@ -246,7 +325,7 @@ impl Job {
             JobStatus::Failed => self.failed_at_ms,
             JobStatus::Cancelled => self.cancelled_at_ms,
             JobStatus::Orphaned => self.orphaned_at_ms,
-            JobStatus::Queued | JobStatus::HandedOff => None,
+            JobStatus::Queued | JobStatus::HandedOff | JobStatus::Pending => None,
         }
     }
 }

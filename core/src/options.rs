@@ -9,6 +9,7 @@ use serde_json::{json, Value};
 
 use crate::digest::{digest_hex, write_canonical};
 use crate::error::{Error, ErrorCode, Result};
+use crate::job::{Dependency, DependencyFailure};
 use crate::keys::{check_name, IdempotencyKey, JobName, QueueName, QUEUE_CONCURRENCY_PREFIX};
 use crate::rate::RateLimit;
 use crate::time::{
@@ -93,9 +94,68 @@ pub struct EnqueueOptions {
     /// Set by [`EnqueueOptions::trace_parent`]; unset, the `otel` feature
     /// captures the current span's. Not part of an idempotent request's digest.
     pub trace_parent: Option<String>,
+    /// The jobs this one waits for (`after`: ids, or `{"jobId", "onFailure"}`
+    /// edges); until each has finished the job is `pending` (`docs/workflows.md`).
+    /// Set by [`EnqueueOptions::after`] and [`EnqueueOptions::after_with`].
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub after: Vec<After>,
+    /// What happens when a dependency does not complete, for every edge that
+    /// names no policy of its own (`onDependencyFailure`, default `cancel`).
+    pub on_dependency_failure: Option<DependencyFailure>,
+}
+
+/// One entry of [`EnqueueOptions::after`]: a job id (JSON `"…"`), or an edge
+/// with a policy of its own (JSON `{"jobId": "…", "onFailure": "run"}`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum After {
+    /// Waits for this job under the job's policy.
+    Id(String),
+    /// Waits for `job_id` under `on_failure`.
+    #[serde(rename_all = "camelCase")]
+    Edge {
+        /// The job waited for.
+        job_id: String,
+        /// This edge's policy.
+        on_failure: DependencyFailure,
+    },
 }
 
 impl EnqueueOptions {
+    /// Waits for job `job_id` (repeatable): the job stays `pending` until it has
+    /// finished, then is due at its own time or at once, whichever is later.
+    /// Naming a job that does not exist is `dependency-not-found`.
+    ///
+    /// ```
+    /// use duraq_core::{DependencyFailure, EnqueueOptions, NewJob};
+    /// let first = NewJob::new("fetch", serde_json::json!([]), EnqueueOptions::new()).unwrap();
+    /// let opts = EnqueueOptions::new()
+    ///     .after(first.id())
+    ///     .on_dependency_failure(DependencyFailure::Run);
+    /// let next = NewJob::new("report", serde_json::json!([]), opts).unwrap();
+    /// assert_eq!(next.dependencies()[0].job_id, first.id());
+    /// assert_eq!(next.dependencies()[0].on_failure, DependencyFailure::Run);
+    /// ```
+    pub fn after(mut self, job_id: impl Into<String>) -> Self {
+        self.after.push(After::Id(job_id.into()));
+        self
+    }
+
+    /// Waits for `job_id` with a policy for this edge alone.
+    pub fn after_with(mut self, job_id: impl Into<String>, on_failure: DependencyFailure) -> Self {
+        self.after.push(After::Edge {
+            job_id: job_id.into(),
+            on_failure,
+        });
+        self
+    }
+
+    /// The policy of every dependency edge that names none (default `cancel`).
+    pub fn on_dependency_failure(mut self, policy: DependencyFailure) -> Self {
+        self.on_dependency_failure = Some(policy);
+        self
+    }
+
     /// No options: queue `default`, 10 retries, due now.
     pub fn new() -> Self {
         Self::default()
@@ -241,6 +301,14 @@ impl EnqueueOptions {
             rate_max,
             rate_period_ms,
             trace_parent: self.trace_parent.or(defaults.trace_parent),
+            after: if self.after.is_empty() {
+                defaults.after
+            } else {
+                self.after
+            },
+            on_dependency_failure: self
+                .on_dependency_failure
+                .or(defaults.on_dependency_failure),
         }
     }
 }
@@ -301,6 +369,7 @@ pub struct NewJob {
     rate_limit: Option<RateLimit>,
     operation: Option<NewOperation>,
     trace_parent: Option<TraceParent>,
+    dependencies: Vec<Dependency>,
 }
 
 impl NewJob {
@@ -393,6 +462,8 @@ impl NewJob {
             ));
         }
         let trace_parent = crate::trace::for_new_job(opts.trace_parent.as_deref())?;
+        let dependencies =
+            dependencies_of(opts.after, opts.on_dependency_failure.unwrap_or_default());
         Ok(Self {
             id: new_job_id(),
             job_name,
@@ -408,7 +479,13 @@ impl NewJob {
             rate_limit,
             operation: None,
             trace_parent,
+            dependencies,
         })
+    }
+
+    /// The jobs this one waits for, each once, in the order first named.
+    pub fn dependencies(&self) -> &[Dependency] {
+        &self.dependencies
     }
 
     /// Attaches a durable operation record; it needs an idempotency key, because the
@@ -513,6 +590,7 @@ impl NewJob {
             && self.operation.is_none()
             && self.concurrency.is_none()
             && self.rate_limit.is_none()
+            && self.dependencies.is_empty()
     }
     /// The idempotency key, if the enqueue is durable-idempotent.
     pub fn idempotency_key(&self) -> Option<&IdempotencyKey> {
@@ -633,8 +711,28 @@ impl NewJob {
         if let Some(r) = &self.rate_limit {
             fields["rateLimit"] = json!({"key": r.key, "max": r.max, "periodMs": r.period_ms});
         }
+        if !self.dependencies.is_empty() {
+            fields["dependsOn"] = json!(self.dependencies);
+        }
         fields
     }
+}
+
+/// The edges of `after`, each job once (the first mention wins), an id alone
+/// taking the job's `policy`.
+fn dependencies_of(after: Vec<After>, policy: DependencyFailure) -> Vec<Dependency> {
+    let mut out: Vec<Dependency> = Vec::with_capacity(after.len());
+    for entry in after {
+        let (job_id, on_failure) = match entry {
+            After::Id(id) => (id, policy),
+            After::Edge { job_id, on_failure } => (job_id, on_failure),
+        };
+        let job_id = job_id.trim().to_owned();
+        if !out.iter().any(|d| d.job_id == job_id) {
+            out.push(Dependency { job_id, on_failure });
+        }
+    }
+    out
 }
 
 /// A fresh, time-sortable job id (UUIDv7, hyphenated lower-case).

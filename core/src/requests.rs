@@ -190,6 +190,13 @@ pub struct ClaimRequest {
 pub enum Outcome {
     /// Success: `completed`.
     Completed,
+    /// Success with the handler's output, kept on the job (`output`): at most
+    /// [`crate::transitions::MAX_OUTPUT_BYTES`] of JSON, else the attempt
+    /// fails with `output-too-large`.
+    CompletedWith {
+        /// What the handler returned.
+        output: serde_json::Value,
+    },
     /// A failed attempt: back to `queued` after a backoff while retries are left,
     /// else `failed`. `retry_in_ms` overrides the default backoff; `discard` fails
     /// the job at once.
@@ -257,7 +264,7 @@ impl PruneRequest {
             JobStatus::Completed => self.completed_older_than,
             JobStatus::Failed | JobStatus::Orphaned => self.failed_older_than,
             JobStatus::Cancelled => self.cancelled_older_than,
-            JobStatus::Queued | JobStatus::HandedOff => None,
+            JobStatus::Queued | JobStatus::HandedOff | JobStatus::Pending => None,
         }
     }
 

@@ -59,6 +59,9 @@ fn row_without_identity(job: &NewJob, now_ms: i64) -> Job {
         rate_max: job.rate_limit().map(|r| r.max),
         rate_period_ms: job.rate_limit().map(|r| r.period_ms),
         trace_parent: job.trace_parent().map(|t| t.as_str().to_owned()),
+        depends_on: job.dependencies().to_vec(),
+        open_dependencies: 0,
+        output: None,
     }
 }
 
@@ -141,6 +144,14 @@ pub fn apply_outcome(job: &mut Job, outcome: &Outcome, now_ms: i64) {
             job.status = JobStatus::Completed;
             job.completed_at_ms = Some(now_ms);
         }
+        Outcome::CompletedWith { output } => match output_size_error(output) {
+            None => {
+                job.status = JobStatus::Completed;
+                job.completed_at_ms = Some(now_ms);
+                job.output = Some(output.clone());
+            }
+            Some(error) => fail_attempt(job, error, None, false, now_ms),
+        },
         Outcome::Failed {
             error,
             retry_in_ms,
@@ -155,6 +166,28 @@ pub fn apply_outcome(job: &mut Job, outcome: &Outcome, now_ms: i64) {
             requeue(job, now_ms);
         }
     }
+}
+
+/// The most a job's output may hold, as compact JSON: 256 KiB.
+pub const MAX_OUTPUT_BYTES: usize = 256 * 1024;
+
+/// The `lastError` of an attempt whose output is over [`MAX_OUTPUT_BYTES`]
+/// (it starts with the stable code `output-too-large`), `None` when it fits.
+///
+/// ```
+/// use duraq_core::transitions::output_size_error;
+/// assert_eq!(output_size_error(&serde_json::json!({"ok": true})), None);
+/// let big = serde_json::Value::String("x".repeat(300 * 1024));
+/// assert!(output_size_error(&big).unwrap().starts_with("output-too-large:"));
+/// ```
+pub fn output_size_error(output: &serde_json::Value) -> Option<String> {
+    let bytes = serde_json::to_vec(output).map_or(usize::MAX, |v| v.len());
+    (bytes > MAX_OUTPUT_BYTES).then(|| {
+        format!(
+            "{}: the handler's output is {bytes} bytes of JSON; at most {MAX_OUTPUT_BYTES} are kept",
+            ErrorCode::OutputTooLarge.as_str()
+        )
+    })
 }
 
 /// A lease lost with its worker: a failed attempt, `orphaned` when exhausted.
@@ -187,6 +220,8 @@ pub fn operator_retry(job: &mut Job, now_ms: i64) -> Result<()> {
     job.cancelled_at_ms = None;
     job.orphaned_at_ms = None;
     job.handed_off_at_ms = None;
+    job.output = None;
+    job.open_dependencies = 0;
     requeue(job, now_ms);
     Ok(())
 }
@@ -419,5 +454,32 @@ mod tests {
             (job.status, job.attempts, job.orphaned_at_ms),
             (JobStatus::Queued, 0, None)
         );
+    }
+
+    #[test]
+    fn an_output_is_kept_on_completion_and_cleared_by_a_retry() {
+        let mut job = claimed(1);
+        let output = Outcome::CompletedWith {
+            output: serde_json::json!({"rows": 3}),
+        };
+        apply_outcome(&mut job, &output, 50);
+        assert_eq!(job.status, JobStatus::Completed);
+        assert_eq!(job.output, Some(serde_json::json!({"rows": 3})));
+        operator_retry(&mut job, 60).unwrap();
+        assert_eq!(job.output, None);
+    }
+
+    #[test]
+    fn an_output_too_large_fails_the_attempt_and_keeps_nothing() {
+        let mut job = claimed(1);
+        let big = Outcome::CompletedWith {
+            output: serde_json::Value::String("x".repeat(MAX_OUTPUT_BYTES)),
+        };
+        apply_outcome(&mut job, &big, 50);
+        assert_eq!((job.status, job.output.clone()), (JobStatus::Queued, None));
+        let error = job.last_error.clone().unwrap();
+        assert!(error.starts_with("output-too-large:"), "{error}");
+        let fits = serde_json::Value::String("x".repeat(MAX_OUTPUT_BYTES - 2));
+        assert_eq!(output_size_error(&fits), None);
     }
 }

@@ -3,10 +3,12 @@
 use super::{Cap, State};
 use crate::counts::CountChange;
 use crate::error::{Error, ErrorCode, Result};
-use crate::job::{Job, JobStatus};
+use crate::job::Job;
 use crate::options::NewJob;
 use crate::requests::{EnqueueOutcome, Operation};
-use crate::rules::{check_cap, is_duplicate_of, operation_key_taken, replay_owned_scope};
+use crate::rules::{
+    apply_start, check_cap, is_duplicate_of, operation_key_taken, replay_owned_scope,
+};
 use crate::transitions::{due_order, new_job_row};
 
 impl State {
@@ -29,7 +31,9 @@ impl State {
             }
         }
         self.check_insert(&job)?;
-        let row = new_job_row(&job, now);
+        let start = self.dependency_start(&job)?;
+        let mut row = new_job_row(&job, now);
+        apply_start(&mut row, &start, now);
         self.insert(&job, row, now, change);
         if let Some(scope) = scope {
             self.idempotency
@@ -90,7 +94,7 @@ impl State {
                 },
             );
         }
-        change.added(&row.queue, JobStatus::Queued);
+        change.added(&row.queue, row.status);
         self.jobs.insert(row.id.clone(), row);
     }
 

@@ -95,11 +95,13 @@ impl State {
         claimed
     }
 
-    /// A job leaves `handed_off`: give back its reservation, and its key if terminal.
-    fn after_leaving_handoff(&mut self, id: &str) {
+    /// A job leaves `handed_off` (or `pending`): give back its reservation,
+    /// and if it is now terminal its key, and settle its dependents.
+    fn after_leaving_handoff(&mut self, id: &str, now: i64, change: &mut CountChange) {
         self.release_reservation(id);
         if self.jobs[id].status.is_terminal() {
             self.release_owner(id);
+            self.release_dependents(id, now, change);
         }
     }
 
@@ -120,7 +122,7 @@ impl State {
         }
         transitions::apply_outcome(job, outcome, now);
         change.reported(&job.queue, outcome, job.status);
-        self.after_leaving_handoff(&lease.job_id);
+        self.after_leaving_handoff(&lease.job_id, now, change);
         true
     }
 
@@ -145,7 +147,7 @@ impl State {
             let job = self.jobs.get_mut(id).expect("listed job exists");
             transitions::recover_lost(job, now);
             change.recovered(&job.queue, job.status);
-            self.after_leaving_handoff(id);
+            self.after_leaving_handoff(id, now, change);
         }
         self.forget_workers(crate::workers::worker_forget_cutoff_ms(now, stale_after_ms));
         lost
@@ -163,6 +165,7 @@ impl State {
                 .entry(key.clone())
                 .or_insert_with(|| job.id.clone());
         }
+        self.reopen_dependents(id, now, change);
         Ok(job)
     }
 
@@ -173,7 +176,7 @@ impl State {
         change: &mut CountChange,
     ) -> Result<Job> {
         self.operate(id, now, change, transitions::operator_cancel)?;
-        self.after_leaving_handoff(id);
+        self.after_leaving_handoff(id, now, change);
         Ok(self.jobs[id].clone())
     }
 

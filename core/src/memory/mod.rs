@@ -5,6 +5,7 @@
 //! on a copy that replaces the state only on success). The property suite runs the
 //! same operations here and on a real store and demands identical answers.
 
+mod dependencies;
 mod enqueue;
 mod history;
 mod keys;
@@ -48,9 +49,9 @@ struct State {
     /// in `heartbeats`, as in the stores' one `duraq_workers` row.
     workers: BTreeMap<String, (crate::workers::WorkerInfo, i64)>,
     operations: HashMap<String, Operation>,
-    counts: [i64; 6],
+    counts: [i64; crate::job::STATUS_COUNT],
     /// queue → counts per status (all-zero entries are kept, like the stores' rows).
-    queue_counts: BTreeMap<String, [i64; 6]>,
+    queue_counts: BTreeMap<String, [i64; crate::job::STATUS_COUNT]>,
     /// Rate key → (max, period ms) it was registered with. Never pruned.
     rate_limits: HashMap<String, (i64, i64)>,
     /// Rate key → logged start times (`duraq_rate_starts` in the stores).

@@ -11,12 +11,18 @@
 //! transaction; SQL and locking are the store's, the decision is never.
 
 mod claim;
+mod dependencies;
 mod enqueue;
 mod prune;
 mod schedule;
 mod search;
 
 pub use claim::{Admission, AdmissionRead, ClaimAdmission};
+pub use dependencies::{
+    apply_dependent_change, apply_start, dependency_not_found, reopen, reopened_open_count,
+    start_of, was_cancelled_by_dependency, DependencyRelease, DependencyStart, DependentChange,
+    DependentEdge, DependentRow, Finished, CANCELLED_BY_DEPENDENCY,
+};
 pub use enqueue::{check_cap, is_duplicate_of, operation_key_taken, replay_owned_scope};
 pub use prune::{is_prunable, prune_order, PruneRun};
 pub use schedule::{

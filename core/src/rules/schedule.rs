@@ -32,12 +32,16 @@ impl OwnerFate {
 }
 
 /// `unsupported-option` unless `job` may replace a key's owner: a replacement
-/// takes neither an idempotency key nor dedupe (the key is its identity).
+/// takes neither an idempotency key nor dedupe (the key is its identity), nor
+/// dependencies (a key's owner is due at its own time, never `pending`).
 pub fn check_replacement(job: &NewJob) -> Result<()> {
-    if job.idempotency_key().is_some() || job.deduplicate_while_queued() {
+    if job.idempotency_key().is_some()
+        || job.deduplicate_while_queued()
+        || !job.dependencies().is_empty()
+    {
         return Err(Error::invalid(
             ErrorCode::UnsupportedOption,
-            "replace_scheduled takes neither an idempotency key nor dedupe",
+            "replace_scheduled takes no idempotency key, dedupe or dependencies",
         ));
     }
     Ok(())

@@ -207,7 +207,7 @@ impl Telemetry {
             return;
         }
         let counter = match outcome {
-            Outcome::Completed => &self.completed,
+            Outcome::Completed | Outcome::CompletedWith { .. } => &self.completed,
             Outcome::Failed { discard: false, .. } if retries_left => &self.retried,
             Outcome::Failed { .. } => &self.failed,
             Outcome::Reschedule { .. } => &self.rescheduled,

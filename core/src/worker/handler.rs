@@ -123,13 +123,35 @@ impl<H: JobHandler> JsonHandler for Typed<H> {
 }
 
 /// How an attempt ended successfully.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum JobResult {
     /// The job is done (`completed`).
     Completed,
+    /// The job is done, and this is its output: kept on the job (`output`, at
+    /// most 256 KiB of JSON, else the attempt fails with `output-too-large`)
+    /// for its dependents to read ([`JobContext::dependencies`]). Typed:
+    /// [`JobResult::output`].
+    Output(Value),
     /// End this attempt and run the job again after the delay, without using an
     /// attempt or touching `lastError` (`docs/jobs.md`). Made by [`JobContext::reschedule_in`].
     Reschedule(Duration),
+}
+
+impl JobResult {
+    /// Completes with `output` serialized to JSON (a typed job's output).
+    ///
+    /// ```
+    /// use duraq_core::JobResult;
+    /// #[derive(serde::Serialize)]
+    /// struct Summary { sent: u32 }
+    /// let done = JobResult::output(&Summary { sent: 3 }).unwrap();
+    /// assert_eq!(done, JobResult::Output(serde_json::json!({"sent": 3})));
+    /// ```
+    pub fn output<T: serde::Serialize>(output: &T) -> Result<Self, JobError> {
+        serde_json::to_value(output)
+            .map(Self::Output)
+            .map_err(|e| JobError::new(format!("the output does not serialize to JSON: {e}")))
+    }
 }
 
 impl From<()> for JobResult {
@@ -272,6 +294,41 @@ impl JobContext {
         &self.job.id
     }
 
+    /// This job's dependencies as they are now (`docs/workflows.md`), in the
+    /// order they were given: each one's status and `output`. A dependency
+    /// that was pruned since is left out. Under `onDependencyFailure = run` a
+    /// dependency may be `failed`, `cancelled` or `orphaned`.
+    pub async fn dependencies(&self) -> Result<Vec<Job>, Error> {
+        let mut jobs = Vec::with_capacity(self.job.depends_on.len());
+        for dep in &self.job.depends_on {
+            if let Some(job) = self.store.get_job(&dep.job_id).await? {
+                jobs.push(job);
+            }
+        }
+        Ok(jobs)
+    }
+
+    /// The output of dependency `job_id` decoded as `T` (a typed job's
+    /// output): `None` when it has none (not completed, or completed without
+    /// one), or is not a dependency of this job.
+    pub async fn dependency_output<T: serde::de::DeserializeOwned>(
+        &self,
+        job_id: &str,
+    ) -> Result<Option<T>, Error> {
+        if !self.job.depends_on.iter().any(|d| d.job_id == job_id) {
+            return Ok(None);
+        }
+        let Some(output) = self.store.get_job(job_id).await?.and_then(|j| j.output) else {
+            return Ok(None);
+        };
+        serde_json::from_value(output).map(Some).map_err(|e| {
+            Error::invalid(
+                crate::ErrorCode::InvalidArgs,
+                format!("the output of job {job_id} does not decode: {e}"),
+            )
+        })
+    }
+
     /// The job name.
     pub fn job_name(&self) -> &str {
         &self.job.job_name
@@ -408,6 +465,10 @@ pub(crate) fn outcome_of(
 ) -> Outcome {
     match result {
         Ok(JobResult::Completed) => Outcome::Completed,
+        Ok(JobResult::Output(output)) => match crate::transitions::output_size_error(&output) {
+            None => Outcome::CompletedWith { output },
+            Some(error) => failed(error, backoff(attempt), false),
+        },
         Ok(JobResult::Reschedule(d)) => Outcome::Reschedule {
             delay_ms: duration_ms(d),
         },

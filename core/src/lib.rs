@@ -101,14 +101,14 @@ pub use history::{
     history_cutoff, history_minute, throughput, throughput_sum, with_current, HistoryRange,
     HistorySample, OutcomeTotals, QueueTotals, ThroughputPoint, HISTORY_RETENTION_MS, MINUTE_MS,
 };
-pub use job::{AttemptError, Job, JobStatus, Lease};
+pub use job::{AttemptError, Dependency, DependencyFailure, Job, JobStatus, Lease, STATUS_COUNT};
 pub use keys::{
     queue_concurrency_key, IdempotencyKey, JobName, QueueName, ScheduleKey, MAX_NAME_CHARS,
     QUEUE_CONCURRENCY_PREFIX,
 };
 pub use memory::MemoryStore;
 pub use options::{
-    new_job_id, ConcurrencyLimit, EnqueueOptions, NewJob, NewOperation, DEFAULT_MAX_RETRIES,
+    new_job_id, After, ConcurrencyLimit, EnqueueOptions, NewJob, NewOperation, DEFAULT_MAX_RETRIES,
     MAX_RUN_IN_MS,
 };
 pub use progress::{
@@ -127,6 +127,7 @@ pub use resolve::{check_id_prefix, id_prefix_bound, resolve_job, MAX_ID_BYTES};
 pub use search::{contains_ignoring_case, json_contains, JobPage, DEFAULT_SCAN_LIMIT};
 pub use store::{Inspect, MailOperations, Operate, Producer, Store, WorkerStore};
 pub use time::parse_time_ms;
+pub use transitions::MAX_OUTPUT_BYTES;
 pub use trace::TraceParent;
 pub use typed::JobArgs;
 pub use worker::DueRun;

@@ -62,7 +62,7 @@ fn span_context(tp: &TraceParent) -> SpanContext {
 
 pub(super) fn record_outcome(span: &tracing::Span, outcome: &Outcome) {
     let name = match outcome {
-        Outcome::Completed => "completed",
+        Outcome::Completed | Outcome::CompletedWith { .. } => "completed",
         Outcome::Failed { .. } => "failed",
         Outcome::Reschedule { .. } => "rescheduled",
         Outcome::ReturnToQueue => "returned",

@@ -721,6 +721,7 @@ impl NewJob {
 /// The edges of `after`, each job once (the first mention wins), an id alone
 /// taking the job's `policy`.
 fn dependencies_of(after: Vec<After>, policy: DependencyFailure) -> Vec<Dependency> {
+    let mut seen = std::collections::HashSet::with_capacity(after.len());
     let mut out: Vec<Dependency> = Vec::with_capacity(after.len());
     for entry in after {
         let (job_id, on_failure) = match entry {
@@ -728,7 +729,7 @@ fn dependencies_of(after: Vec<After>, policy: DependencyFailure) -> Vec<Dependen
             After::Edge { job_id, on_failure } => (job_id, on_failure),
         };
         let job_id = job_id.trim().to_owned();
-        if !out.iter().any(|d| d.job_id == job_id) {
+        if seen.insert(job_id.clone()) {
             out.push(Dependency { job_id, on_failure });
         }
     }

@@ -24,7 +24,7 @@
 //! starts with [`CANCELLED_BY_DEPENDENCY`]. That prefix is how an operator retry
 //! knows which cancelled dependents to give back ([`reopened_open_count`]).
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 
 use crate::error::{Error, ErrorCode, Result};
 use crate::job::{Dependency, DependencyFailure, Job, JobStatus};
@@ -270,9 +270,11 @@ impl DependencyRelease {
         rows: Vec<DependentRow>,
         now_ms: i64,
     ) -> Vec<DependentChange> {
+        let rows: HashMap<&str, &DependentRow> =
+            rows.iter().map(|r| (r.job_id.as_str(), r)).collect();
         let mut changes = Vec::with_capacity(edges.len());
         for edge in edges {
-            let Some(row) = rows.iter().find(|r| r.job_id == edge.job_id) else {
+            let Some(row) = rows.get(edge.job_id.as_str()) else {
                 continue;
             };
             if row.status != JobStatus::Pending {

@@ -69,6 +69,7 @@ pub mod transitions;
 mod typed;
 mod worker;
 mod workers;
+mod workflow;
 
 /// Re-exported so that implementing [`JobHandler`], [`JsonHandler`] or the store
 /// traits needs no dependency besides `duraq-core`: write `#[duraq_core::async_trait]`.
@@ -127,8 +128,8 @@ pub use resolve::{check_id_prefix, id_prefix_bound, resolve_job, MAX_ID_BYTES};
 pub use search::{contains_ignoring_case, json_contains, JobPage, DEFAULT_SCAN_LIMIT};
 pub use store::{Inspect, MailOperations, Operate, Producer, Store, WorkerStore};
 pub use time::parse_time_ms;
-pub use transitions::MAX_OUTPUT_BYTES;
 pub use trace::TraceParent;
+pub use transitions::MAX_OUTPUT_BYTES;
 pub use typed::JobArgs;
 pub use worker::DueRun;
 pub use worker::{
@@ -142,3 +143,4 @@ pub use workers::{
     unhandled_groups, worker_forget_cutoff_ms, DueJobGroup, RunningJob, WorkerInfo, WorkerRecord,
     WorkerState, FORGET_WORKERS_AFTER_MS, UNHANDLED_SCAN_LIMIT,
 };
+pub use workflow::{enqueue_workflow, Workflow, WorkflowOutcome, WorkflowPlan};

@@ -370,6 +370,7 @@ pub struct NewJob {
     operation: Option<NewOperation>,
     trace_parent: Option<TraceParent>,
     dependencies: Vec<Dependency>,
+    dependency_policy: DependencyFailure,
 }
 
 impl NewJob {
@@ -462,8 +463,8 @@ impl NewJob {
             ));
         }
         let trace_parent = crate::trace::for_new_job(opts.trace_parent.as_deref())?;
-        let dependencies =
-            dependencies_of(opts.after, opts.on_dependency_failure.unwrap_or_default());
+        let dependency_policy = opts.on_dependency_failure.unwrap_or_default();
+        let dependencies = dependencies_of(opts.after, dependency_policy);
         Ok(Self {
             id: new_job_id(),
             job_name,
@@ -480,7 +481,31 @@ impl NewJob {
             operation: None,
             trace_parent,
             dependencies,
+            dependency_policy,
         })
+    }
+
+    /// Adds a dependency edge after validation (the workflow builder's, for
+    /// edges between its own steps); an edge to a job already named is kept once.
+    pub(crate) fn add_dependency(&mut self, dependency: Dependency) {
+        if !self
+            .dependencies
+            .iter()
+            .any(|d| d.job_id == dependency.job_id)
+        {
+            self.dependencies.push(dependency);
+        }
+    }
+
+    /// Replaces the idempotency key (a keyed workflow keys its steps).
+    pub(crate) fn with_idempotency_key(mut self, key: IdempotencyKey) -> Self {
+        self.idempotency_key = Some(key);
+        self
+    }
+
+    /// The policy of the dependencies that name none of their own.
+    pub(crate) fn dependency_policy(&self) -> DependencyFailure {
+        self.dependency_policy
     }
 
     /// The jobs this one waits for, each once, in the order first named.

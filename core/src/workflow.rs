@@ -1,0 +1,303 @@
+//! Workflows (`docs/workflows.md`): a named group of jobs inserted at once,
+//! whose steps have names local to the workflow and wait for each other by
+//! those names. A workflow is nothing a store must learn: [`Workflow::build`]
+//! checks the graph (names, duplicates, unknown steps, cycles) before anything
+//! is written, orders the steps so that each comes after the steps it waits
+//! for, and turns the names into job-id dependencies; [`enqueue_workflow`] then
+//! inserts them with one `enqueue_batch`, all or nothing.
+//!
+//! An idempotency key on the workflow makes its ids a function of the key (the
+//! workflow's and each step's job id are derived from it), and gives every step
+//! the idempotency key `<key>/<step>`: a retried request replays every step, so
+//! it answers with the ids of the first.
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use crate::error::{Error, ErrorCode, Result};
+use crate::job::Dependency;
+use crate::keys::{check_name, IdempotencyKey};
+use crate::options::{new_job_id, NewJob};
+use crate::requests::EnqueueOutcome;
+use crate::store::Producer;
+
+/// A workflow being described: its name, an optional idempotency key, and its
+/// steps in any order.
+///
+/// ```
+/// use duraq_core::{EnqueueOptions, NewJob, Workflow};
+/// use serde_json::json;
+/// let job = |name: &str| NewJob::new(name, json!({"user": 7}), EnqueueOptions::new()).unwrap();
+/// let plan = Workflow::new("onboard")
+///     .step("signup", job("create_account"))
+///     .step_after("welcome", job("send_welcome"), ["signup"])
+///     .step_after("storage", job("provision_storage"), ["signup"])
+///     .step_after("summary", job("summarize"), ["welcome", "storage"])
+///     .build()
+///     .unwrap();
+/// assert_eq!(plan.jobs.len(), 4);
+/// let summary = plan.jobs.iter().find(|j| j.id() == plan.steps["summary"]).unwrap();
+/// assert_eq!(summary.dependencies().len(), 2);
+///
+/// let cycle = Workflow::new("loop")
+///     .step_after("a", job("a"), ["b"])
+///     .step_after("b", job("b"), ["a"])
+///     .build()
+///     .unwrap_err();
+/// assert_eq!(cycle.code().as_str(), "workflow-cycle");
+/// ```
+#[derive(Debug)]
+pub struct Workflow {
+    name: String,
+    idempotency_key: Option<String>,
+    steps: Vec<StepSpec>,
+}
+
+#[derive(Debug)]
+struct StepSpec {
+    step: String,
+    job: NewJob,
+    after: Vec<String>,
+}
+
+/// A checked workflow, ready to insert: its id, its jobs in insertion order
+/// (each after the steps it waits for), and each step's job id.
+#[derive(Debug)]
+pub struct WorkflowPlan {
+    /// The workflow's id (derived from its idempotency key when it has one).
+    pub workflow_id: String,
+    /// The steps' jobs, each after every step it waits for.
+    pub jobs: Vec<NewJob>,
+    /// Step name → job id.
+    pub steps: BTreeMap<String, String>,
+}
+
+/// What [`enqueue_workflow`] did. JSON `{"workflowId", "jobs": {step: id}, "replayed"}`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WorkflowOutcome {
+    /// The workflow's id.
+    pub workflow_id: String,
+    /// Step name → job id.
+    pub jobs: BTreeMap<String, String>,
+    /// Whether every step was a replay of an earlier request with the same key.
+    pub replayed: bool,
+}
+
+impl Workflow {
+    /// A workflow named `name` (1–255 characters, no control characters).
+    pub fn new(name: impl Into<String>) -> Self {
+        Self {
+            name: name.into(),
+            idempotency_key: None,
+            steps: Vec::new(),
+        }
+    }
+
+    /// Makes the whole workflow idempotent under `key`.
+    pub fn idempotency_key(mut self, key: impl Into<String>) -> Self {
+        self.idempotency_key = Some(key.into());
+        self
+    }
+
+    /// A step that waits for no other step.
+    pub fn step(self, step: impl Into<String>, job: NewJob) -> Self {
+        self.step_after(step, job, std::iter::empty::<String>())
+    }
+
+    /// A step that waits for the steps named in `after` (under the job's own
+    /// dependency failure policy); the job's own `after` ids are kept too.
+    pub fn step_after<S: Into<String>>(
+        mut self,
+        step: impl Into<String>,
+        job: NewJob,
+        after: impl IntoIterator<Item = S>,
+    ) -> Self {
+        self.steps.push(StepSpec {
+            step: step.into(),
+            job,
+            after: after.into_iter().map(Into::into).collect(),
+        });
+        self
+    }
+
+    /// Checks and orders the workflow. Errors, with nothing decided:
+    /// `invalid-workflow` (a bad name or step name, no steps),
+    /// `duplicate-step`, `dependency-not-found` (an `after` naming no step),
+    /// `workflow-cycle`, and `unsupported-option` for a step with an
+    /// idempotency key of its own in a workflow that has one.
+    pub fn build(self) -> Result<WorkflowPlan> {
+        check_name(&self.name, ErrorCode::InvalidWorkflow, "a workflow name")?;
+        if self.steps.is_empty() {
+            return Err(Error::invalid(
+                ErrorCode::InvalidWorkflow,
+                format!("workflow {:?} has no steps", self.name),
+            ));
+        }
+        let key = self
+            .idempotency_key
+            .as_deref()
+            .map(IdempotencyKey::new)
+            .transpose()?;
+        let mut index: HashMap<String, usize> = HashMap::with_capacity(self.steps.len());
+        for (i, spec) in self.steps.iter().enumerate() {
+            check_name(&spec.step, ErrorCode::InvalidWorkflow, "a step name")?;
+            if index.insert(spec.step.clone(), i).is_some() {
+                return Err(Error::invalid(
+                    ErrorCode::DuplicateStep,
+                    format!(
+                        "workflow {:?} has two steps named {:?}",
+                        self.name, spec.step
+                    ),
+                ));
+            }
+        }
+        let order = topological_order(&self.steps, &index)?;
+        let workflow_id = match &key {
+            Some(key) => derived_id(&["workflow", &self.name, key.as_str()]),
+            None => new_job_id(),
+        };
+        let ids: Vec<String> = self
+            .steps
+            .iter()
+            .map(|spec| match &key {
+                Some(_) => derived_id(&["step", &workflow_id, &spec.step]),
+                None => spec.job.id().to_owned(),
+            })
+            .collect();
+        let mut slots: Vec<Option<StepSpec>> = self.steps.into_iter().map(Some).collect();
+        let mut jobs = Vec::with_capacity(slots.len());
+        let mut steps = BTreeMap::new();
+        for i in order {
+            let spec = slots[i].take().expect("each step is ordered once");
+            let mut job = spec.job.with_id(ids[i].clone());
+            if let Some(key) = &key {
+                if job.idempotency_key().is_some() {
+                    return Err(Error::invalid(
+                        ErrorCode::UnsupportedOption,
+                        format!(
+                            "step {:?} has an idempotency key of its own; a keyed workflow keys its steps",
+                            spec.step
+                        ),
+                    ));
+                }
+                job = job.with_idempotency_key(IdempotencyKey::new(format!(
+                    "{}/{}",
+                    key.as_str(),
+                    spec.step
+                ))?);
+            }
+            let policy = job.dependency_policy();
+            for dep in &spec.after {
+                job.add_dependency(Dependency {
+                    job_id: ids[index[dep.as_str()]].clone(),
+                    on_failure: policy,
+                });
+            }
+            steps.insert(spec.step, job.id().to_owned());
+            jobs.push(job);
+        }
+        Ok(WorkflowPlan {
+            workflow_id,
+            jobs,
+            steps,
+        })
+    }
+}
+
+/// The steps in an order where each comes after every step it waits for
+/// (Kahn's algorithm, ties in the order given), or the error naming what is
+/// wrong: an unknown step (`dependency-not-found`) or a cycle.
+fn topological_order(steps: &[StepSpec], index: &HashMap<String, usize>) -> Result<Vec<usize>> {
+    let mut waiting = vec![0usize; steps.len()];
+    let mut dependents: Vec<Vec<usize>> = vec![Vec::new(); steps.len()];
+    for (i, spec) in steps.iter().enumerate() {
+        let mut seen = std::collections::HashSet::new();
+        for dep in &spec.after {
+            let Some(&d) = index.get(dep.as_str()) else {
+                return Err(Error::invalid(
+                    ErrorCode::DependencyNotFound,
+                    format!(
+                        "step {:?} waits for {dep:?}, which is no step of the workflow",
+                        spec.step
+                    ),
+                ));
+            };
+            if seen.insert(d) {
+                waiting[i] += 1;
+                dependents[d].push(i);
+            }
+        }
+    }
+    let mut ready: VecDeque<usize> = (0..steps.len()).filter(|i| waiting[*i] == 0).collect();
+    let mut order = Vec::with_capacity(steps.len());
+    while let Some(i) = ready.pop_front() {
+        order.push(i);
+        for &d in &dependents[i] {
+            waiting[d] -= 1;
+            if waiting[d] == 0 {
+                ready.push_back(d);
+            }
+        }
+    }
+    if order.len() < steps.len() {
+        let stuck: Vec<&str> = (0..steps.len())
+            .filter(|i| waiting[*i] > 0)
+            .map(|i| steps[i].step.as_str())
+            .collect();
+        return Err(Error::invalid(
+            ErrorCode::WorkflowCycle,
+            format!("steps {stuck:?} wait for each other in a circle"),
+        ));
+    }
+    Ok(order)
+}
+
+/// A UUID (version 8, RFC 9562's custom layout) from the SHA-256 of `parts`.
+fn derived_id(parts: &[&str]) -> String {
+    let mut hasher = Sha256::new();
+    for part in parts {
+        hasher.update(part.as_bytes());
+        hasher.update([0]);
+    }
+    let digest = hasher.finalize();
+    let mut bytes = [0u8; 16];
+    bytes.copy_from_slice(&digest[..16]);
+    uuid::Uuid::new_v8(bytes).to_string()
+}
+
+/// Inserts `workflow` with one `enqueue_batch`: every step or none.
+///
+/// ```
+/// # duraq_core::__private::tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+/// use duraq_core::{enqueue_workflow, EnqueueOptions, JobStatus, MemoryStore, NewJob, Workflow};
+/// use duraq_core::prelude::*;
+/// let store = MemoryStore::new();
+/// let job = |name: &str| NewJob::new(name, serde_json::json!([]), EnqueueOptions::new()).unwrap();
+/// let flow = || Workflow::new("nightly").idempotency_key("2026-12-04")
+///     .step("export", job("export"))
+///     .step_after("report", job("report"), ["export"]);
+/// let first = enqueue_workflow(&store, flow()).await.unwrap();
+/// let report = store.get_job(&first.jobs["report"]).await.unwrap().unwrap();
+/// assert_eq!(report.status, JobStatus::Pending);
+/// let again = enqueue_workflow(&store, flow()).await.unwrap();
+/// assert_eq!((again.jobs, again.replayed), (first.jobs, true));
+/// # });
+/// ```
+pub async fn enqueue_workflow(store: &dyn Producer, workflow: Workflow) -> Result<WorkflowOutcome> {
+    let plan = workflow.build()?;
+    let outcomes = store.enqueue_batch(plan.jobs).await?;
+    Ok(WorkflowOutcome {
+        workflow_id: plan.workflow_id,
+        jobs: plan.steps,
+        replayed: outcomes
+            .iter()
+            .all(|o| matches!(o, EnqueueOutcome::Replayed(_))),
+    })
+}
+
+#[cfg(test)]
+#[path = "workflow_tests.rs"]
+mod tests;

@@ -10,7 +10,8 @@ use crate::ownership::{persist_transition, Reservation};
 use crate::rows::{load_job, require_job};
 use crate::tx::Tx;
 
-/// Operator retry of a terminal job; it takes its schedule key back if free.
+/// Operator retry of a terminal job; it takes its schedule key back if free,
+/// and gives back the dependents its end cancelled.
 pub(crate) fn retry_job(tx: &mut Tx<'_>, id: &str) -> Result<Job> {
     let mut job = require_job(tx.conn, id)?;
     let from = job.status;
@@ -23,6 +24,7 @@ pub(crate) fn retry_job(tx: &mut Tx<'_>, id: &str) -> Result<Job> {
             .execute(params![key, job.id])
             .db()?;
     }
+    crate::dependencies::reopen_dependents(tx, &job.id)?;
     Ok(job)
 }
 
@@ -70,6 +72,10 @@ pub(crate) fn act_on_jobs(
                     .db()?
                     .execute([id])
                     .db()?;
+                let depends_on = (!job.depends_on.is_empty())
+                    .then(|| crate::rows::json_text(&job.depends_on))
+                    .transpose()?;
+                crate::dependencies::delete_edges(tx.conn, id, depends_on.as_deref())?;
                 tx.removed(&job.queue, job.status);
                 deleted.push(id);
             }
@@ -120,10 +126,13 @@ pub(crate) fn prune_batch(tx: &mut Tx<'_>, req: &PruneRequest, now: i64) -> Resu
     victims.truncate(batch);
     let mut delete = tx
         .conn
-        .prepare_cached("DELETE FROM duraq_jobs WHERE id = ?1 RETURNING queue")
+        .prepare_cached("DELETE FROM duraq_jobs WHERE id = ?1 RETURNING queue, depends_on")
         .db()?;
     for (_, id, status) in &victims {
-        let queue: String = delete.query_row([id], |r| r.get(0)).db()?;
+        let (queue, depends_on): (String, Option<String>) = delete
+            .query_row([id], |r| Ok((r.get(0)?, r.get(1)?)))
+            .db()?;
+        crate::dependencies::delete_edges(tx.conn, id, depends_on.as_deref())?;
         tx.removed(&queue, *status);
     }
     let ids: Vec<&str> = victims.iter().map(|v| v.1.as_str()).collect();

@@ -1,6 +1,6 @@
 //! Counts and revision (`docs/counts.md`) kept in `duraq_counts`: one row per status, one
 //! `revision` row, and one `work` row (the cross-process work epoch, see
-//! [`bump_work_epoch`]). A snapshot reads those seven rows, so it costs the same at
+//! [`bump_work_epoch`]). A snapshot reads those nine rows, so it costs the same at
 //! ten rows or ten million. SQLite has a single writer anyway, so sharding the
 //! rows would add reads without removing any wait; the bookkeeping is a handful of
 //! primary-key updates inside the writer's group-commit transaction.
@@ -10,7 +10,7 @@
 //! updates the global rows, so they share its revision. Rows that fall to all
 //! zeros (a queue whose jobs were all pruned) are kept: deleting them would cost
 //! every prune a check, and a snapshot leaves them out anyway.
-//! [`queue_snapshot`] reads the seven global rows, the queue rows, and per queue
+//! [`queue_snapshot`] reads the nine global rows, the queue rows, and per queue
 //! with queued jobs the first entry of the `(queue, scheduled_at_ms)` index of
 //! queued jobs (its latency), all in the reader's one transaction.
 //!
@@ -20,6 +20,7 @@
 
 use duraq_core::{
     CountChange, CountDelta, CountSnapshot, Error, JobStatus, QueueCounts, QueueSnapshot, Result,
+    STATUS_COUNT,
 };
 use rusqlite::Connection;
 
@@ -36,13 +37,15 @@ pub(crate) fn apply_change(conn: &Connection, change: &CountChange) -> Result<Co
     let mut upsert = conn
         .prepare_cached(
             "INSERT INTO duraq_queue_counts \
-             (queue, queued, handed_off, completed, failed, cancelled, orphaned, enqueued_total, \
-             completed_total, failed_total, retried_total, cancelled_total, orphaned_total) \
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13) \
+             (queue, queued, handed_off, completed, failed, cancelled, orphaned, pending, \
+             enqueued_total, completed_total, failed_total, retried_total, cancelled_total, \
+             orphaned_total) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14) \
              ON CONFLICT (queue) DO UPDATE SET \
              queued = queued + excluded.queued, handed_off = handed_off + excluded.handed_off, \
              completed = completed + excluded.completed, failed = failed + excluded.failed, \
              cancelled = cancelled + excluded.cancelled, orphaned = orphaned + excluded.orphaned, \
+             pending = pending + excluded.pending, \
              enqueued_total = enqueued_total + excluded.enqueued_total, \
              completed_total = completed_total + excluded.completed_total, \
              failed_total = failed_total + excluded.failed_total, \
@@ -55,7 +58,7 @@ pub(crate) fn apply_change(conn: &Connection, change: &CountChange) -> Result<Co
         let t = totals.as_array();
         upsert
             .execute(rusqlite::params![
-                queue, d[0], d[1], d[2], d[3], d[4], d[5], t[0], t[1], t[2], t[3], t[4], t[5]
+                queue, d[0], d[1], d[2], d[3], d[4], d[5], d[6], t[0], t[1], t[2], t[3], t[4], t[5]
             ])
             .db()?;
     }
@@ -83,7 +86,7 @@ fn counter(conn: &Connection, name: &str) -> Result<i64> {
         .db()
 }
 
-/// The seven counter rows as one consistent snapshot.
+/// The counter rows (one per status, and the revision) as one consistent snapshot.
 pub(crate) fn snapshot(conn: &Connection) -> Result<CountSnapshot> {
     let mut stmt = conn
         .prepare_cached("SELECT name, value FROM duraq_counts")
@@ -91,7 +94,7 @@ pub(crate) fn snapshot(conn: &Connection) -> Result<CountSnapshot> {
     let rows = stmt
         .query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?)))
         .db()?;
-    let mut per_status = [0i64; 6];
+    let mut per_status = [0i64; STATUS_COUNT];
     let mut revision = None;
     for row in rows {
         let (name, value) = row.db()?;
@@ -112,7 +115,7 @@ pub(crate) fn queue_snapshot(conn: &Connection, now: i64) -> Result<QueueSnapsho
     let mut stmt = conn
         .prepare_cached(
             "SELECT c.queue, c.queued, c.handed_off, c.completed, c.failed, c.cancelled, \
-             c.orphaned, CASE WHEN c.queued > 0 THEN (SELECT j.scheduled_at_ms FROM duraq_jobs AS j \
+             c.orphaned, c.pending, CASE WHEN c.queued > 0 THEN (SELECT j.scheduled_at_ms FROM duraq_jobs AS j \
              INDEXED BY duraq_jobs_queue_due WHERE j.status = 'queued' AND j.queue = c.queue \
              ORDER BY j.scheduled_at_ms LIMIT 1) END FROM duraq_queue_counts AS c",
         )
@@ -128,8 +131,9 @@ pub(crate) fn queue_snapshot(conn: &Connection, now: i64) -> Result<QueueSnapsho
                     r.get(4)?,
                     r.get(5)?,
                     r.get(6)?,
+                    r.get(7)?,
                 ],
-                r.get::<_, Option<i64>>(7)?,
+                r.get::<_, Option<i64>>(8)?,
             ))
         })
         .db()?;

@@ -1,14 +1,17 @@
 //! Enqueue (`docs/jobs.md`, `docs/idempotency.md`, `docs/dedupe.md`): idempotency
-//! scopes, dedupe-while-queued, concurrency cap registration, operation records, and the insert itself. Used by the
+//! scopes, dedupe-while-queued, concurrency cap registration, operation records,
+//! dependencies (`docs/workflows.md`: a job with some is read against them and
+//! inserted `pending`, `queued` or `cancelled`), and the insert itself. Used by the
 //! store's own writer and by [`crate::SqliteStore::enqueue_in_transaction`] on a
 //! caller's transaction, so both follow exactly the same rules.
 
-use duraq_core::rules::{check_cap, operation_key_taken, replay_owned_scope};
+use duraq_core::rules::{apply_start, check_cap, operation_key_taken, replay_owned_scope};
 use duraq_core::transitions::{into_job_row, new_job_row};
 use duraq_core::{digest_of_canonical, EnqueueOutcome, Job, JobStatus, NewJob, Result};
 use rusqlite::{params, Connection, OptionalExtension};
 
 use crate::dedupe;
+use crate::dependencies;
 use crate::error::SqlResult;
 use crate::insert::{insert_job, insert_jobs, ArgsTexts, NewRow};
 use crate::rows::json_text;
@@ -37,7 +40,11 @@ pub(crate) fn enqueue(tx: &mut Tx<'_>, job: NewJob) -> Result<EnqueueOutcome> {
         }
     }
     check_insert(tx.conn, &job)?;
-    let row = new_job_row(&job, tx.now);
+    let mut row = new_job_row(&job, tx.now);
+    if !job.dependencies().is_empty() {
+        let start = dependencies::start(tx.conn, job.dependencies())?;
+        apply_start(&mut row, &start, tx.now);
+    }
     insert_checked(tx, &job, &row)?;
     if let Some(scope) = scope {
         tx.conn
@@ -49,7 +56,9 @@ pub(crate) fn enqueue(tx: &mut Tx<'_>, job: NewJob) -> Result<EnqueueOutcome> {
             .execute(params![scope, job.request_digest(), job.id(), tx.now])
             .db()?;
     }
-    tx.signal_work();
+    if row.status == JobStatus::Queued {
+        tx.signal_work();
+    }
     Ok(EnqueueOutcome::Created(job.id().to_owned()))
 }
 
@@ -152,7 +161,8 @@ pub(crate) fn check_insert(conn: &Connection, job: &NewJob) -> Result<()> {
     Ok(())
 }
 
-/// Inserts a checked row with its cap registration and operation record.
+/// Inserts a checked row (in the status its dependencies gave it, with their
+/// edges) with its cap registration and operation record.
 pub(crate) fn insert_checked(tx: &mut Tx<'_>, job: &NewJob, row: &Job) -> Result<()> {
     if let Some(limit) = job.concurrency() {
         tx.conn
@@ -185,6 +195,9 @@ pub(crate) fn insert_checked(tx: &mut Tx<'_>, job: &NewJob, row: &Job) -> Result
     }
     let registered = dedupe::scope_registered(tx, job.job_name().as_str(), job.queue().as_str())?;
     insert_job(tx, row, registered)?;
-    tx.added(&row.queue, JobStatus::Queued);
+    if !row.depends_on.is_empty() {
+        dependencies::write_edges(tx.conn, row)?;
+    }
+    tx.added(&row.queue, row.status);
     Ok(())
 }

@@ -40,7 +40,7 @@ use crate::error::{is_primary_key_violation, map_err};
 use crate::tx::Tx;
 
 /// The columns a fresh row binds, in the order [`insert_sql`] names them.
-const BOUND: [&str; 20] = [
+pub(crate) const BOUND: [&str; 20] = [
     "id",
     "job_name",
     "args",
@@ -65,7 +65,7 @@ const BOUND: [&str; 20] = [
 
 /// The columns every fresh row holds the same value in, with that value (the
 /// timestamps of later states, the worker and the error columns are NULL).
-const FRESH: [(&str, &str); 11] = [
+pub(crate) const FRESH: [(&str, &str); 11] = [
     ("status", "'queued'"),
     ("attempts", "0"),
     ("handed_off_at_ms", "NULL"),
@@ -124,6 +124,11 @@ pub(crate) struct NewRow<'a> {
 }
 
 impl<'a> NewRow<'a> {
+    /// The row's job.
+    pub(crate) fn job(&self) -> &'a Job {
+        self.job
+    }
+
     pub(crate) fn new(job: &'a Job, args: &'a str, digest: Option<&'a str>) -> Self {
         Self {
             job,
@@ -168,27 +173,70 @@ impl ArgsTexts {
     }
 }
 
-/// Whether `job` holds exactly the [`FRESH`] values.
-fn is_fresh(job: &Job) -> bool {
-    job.status == JobStatus::Queued
-        && job.attempts == 0
+/// Whether `job` was never attempted nor finished: no attempt, worker, history
+/// or output (what every inserted row holds, whatever its start).
+pub(crate) fn never_ran(job: &Job) -> bool {
+    job.attempts == 0
         && job.handed_off_at_ms.is_none()
         && job.completed_at_ms.is_none()
         && job.failed_at_ms.is_none()
-        && job.cancelled_at_ms.is_none()
         && job.orphaned_at_ms.is_none()
-        && job.last_error.is_none()
         && job.worker_id.is_none()
         && job.handoff_id.is_none()
         && job.errors.is_empty()
+        && job.output.is_none()
 }
 
-/// Inserts one fresh row; `keyed` (its scope is registered for dedupe) gives it
+/// Whether `job` holds exactly the [`FRESH`] values (and no dependency, which
+/// the statement of [`insert_jobs`] does not write).
+fn is_fresh(job: &Job) -> bool {
+    job.status == JobStatus::Queued
+        && job.cancelled_at_ms.is_none()
+        && job.last_error.is_none()
+        && job.depends_on.is_empty()
+        && job.open_dependencies == 0
+        && never_ran(job)
+}
+
+/// Inserts one new row; `keyed` (its scope is registered for dedupe) gives it
 /// its args digest, made from the canonical text it stores, as a batch's rows.
+/// A row with dependencies goes in through [`crate::insert_started`].
 pub(crate) fn insert_job(tx: &Tx<'_>, job: &Job, keyed: bool) -> Result<()> {
     let args = canonical_json(&job.args);
     let digest = keyed.then(|| digest_of_canonical("args", args.as_bytes()));
-    insert_jobs(tx, &[NewRow::new(job, &args, digest.as_deref())])
+    let row = NewRow::new(job, &args, digest.as_deref());
+    if job.depends_on.is_empty() {
+        insert_jobs(tx, &[row])
+    } else {
+        crate::insert_started::insert_started(tx, &row)
+    }
+}
+
+/// The values of [`BOUND`] for `r`, in order.
+pub(crate) fn bound<'r>(r: &'r NewRow<'_>) -> [&'r dyn ToSql; BOUND.len()] {
+    let j = r.job;
+    [
+        &j.id,
+        &j.job_name,
+        &r.args,
+        &j.queue,
+        &j.max_retries,
+        &j.scheduled_at_ms,
+        &j.created_at_ms,
+        &j.schedule_key,
+        &j.schedule_order,
+        &j.concurrency_key,
+        &j.max_concurrency,
+        &j.idempotency_key,
+        &j.timeout_ms,
+        &j.priority,
+        &j.rate_key,
+        &j.rate_max,
+        &j.rate_period_ms,
+        &r.stored_digest,
+        &r.dedupe_key,
+        &j.trace_parent,
+    ]
 }
 
 /// Inserts fresh rows, cut into [`CHUNKS`], through the writer's
@@ -197,13 +245,7 @@ pub(crate) fn insert_job(tx: &Tx<'_>, job: &Job, keyed: bool) -> Result<()> {
 /// the caller's transaction then rolls back whole.
 pub(crate) fn insert_jobs(tx: &Tx<'_>, rows: &[NewRow<'_>]) -> Result<()> {
     if let Some(row) = rows.iter().find(|r| !is_fresh(r.job)) {
-        return Err(Error::Backend {
-            message: format!(
-                "job {} is not a fresh row and cannot be inserted",
-                row.job.id
-            ),
-            source: None,
-        });
+        return Err(not_insertable(&row.job.id));
     }
     let mut rest = rows;
     while !rest.is_empty() {
@@ -215,45 +257,36 @@ pub(crate) fn insert_jobs(tx: &Tx<'_>, rows: &[NewRow<'_>]) -> Result<()> {
         rest = next;
         let mut values: Vec<&dyn ToSql> = Vec::with_capacity(chunk.len() * BOUND.len());
         for r in chunk {
-            let j = r.job;
-            values.extend([
-                &j.id as &dyn ToSql,
-                &j.job_name,
-                &r.args,
-                &j.queue,
-                &j.max_retries,
-                &j.scheduled_at_ms,
-                &j.created_at_ms,
-                &j.schedule_key,
-                &j.schedule_order,
-                &j.concurrency_key,
-                &j.max_concurrency,
-                &j.idempotency_key,
-                &j.timeout_ms,
-                &j.priority,
-                &j.rate_key,
-                &j.rate_max,
-                &j.rate_period_ms,
-                &r.stored_digest,
-                &r.dedupe_key,
-                &j.trace_parent,
-            ]);
+            values.extend(bound(r));
         }
-        let sql = chunk_sql(size);
-        let done = match tx.statements {
-            Some(statements) => statements.execute(sql, &values),
-            None => execute_cached(tx.conn, sql, values),
-        };
-        done.map_err(|e| {
-            // The id's own index answers "is this id in use?": no read first.
-            if is_primary_key_violation(&e) {
-                Error::conflict(ErrorCode::IdempotencyConflict, "a job with this id exists")
-            } else {
-                map_err(e)
-            }
-        })?;
+        execute(tx, chunk_sql(size), values)?;
     }
     Ok(())
+}
+
+/// The error of a row an insert statement would not write whole.
+pub(crate) fn not_insertable(id: &str) -> Error {
+    Error::Backend {
+        message: format!("job {id} is not a new row and cannot be inserted"),
+        source: None,
+    }
+}
+
+/// Runs one insert through the writer's static statements, else the cache of
+/// `tx`'s connection; an id in use is `idempotency-conflict`.
+pub(crate) fn execute(tx: &Tx<'_>, sql: &'static str, values: Vec<&dyn ToSql>) -> Result<()> {
+    let done = match tx.statements {
+        Some(statements) => statements.execute(sql, &values),
+        None => execute_cached(tx.conn, sql, values),
+    };
+    done.map_err(|e| {
+        // The id's own index answers "is this id in use?": no read first.
+        if is_primary_key_violation(&e) {
+            Error::conflict(ErrorCode::IdempotencyConflict, "a job with this id exists")
+        } else {
+            map_err(e)
+        }
+    })
 }
 
 /// Runs `sql` through rusqlite's statement cache of `conn`.

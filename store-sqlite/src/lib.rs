@@ -47,10 +47,13 @@
 //! - `tx.rs`: `Tx`, what one logical write sees (connection, clock reading,
 //!   count change, work signal, dedupe scopes looked up).
 //! - `rows.rs`: job rows read into `Job` and written back.
-//! - `insert.rs`: fresh job rows, many per statement.
+//! - `insert.rs`: fresh job rows, many per statement; `insert_started.rs`:
+//!   a row with dependencies, in the status they gave it.
 //! - `enqueue.rs`: enqueue and batches (replay, dedupe, checks, insert).
 //! - `transactional.rs`: [`SqliteStore::enqueue_in_transaction`].
 //! - `dedupe.rs`: dedupe scopes and the duplicate lookup.
+//! - `dependencies.rs`: job dependencies: how a dependent starts, the release
+//!   when a job becomes terminal, the reopen after a retry, edges of deleted jobs.
 //! - `schedule.rs`: schedule keys (replace, cancel, wake, get).
 //! - `claim.rs`: claiming, and the next due time for the worker's timer.
 //! - `rate.rs`: the rate-limit start log.
@@ -79,10 +82,12 @@ mod backend;
 mod claim;
 mod counts;
 mod dedupe;
+mod dependencies;
 mod enqueue;
 mod error;
 mod history;
 mod insert;
+mod insert_started;
 mod operations;
 mod options;
 mod ownership;

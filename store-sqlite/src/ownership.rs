@@ -1,7 +1,8 @@
 //! What happens around a row's transition besides the row itself: concurrency
-//! reservations (taken at claim, given back whenever a job leaves `handed_off`)
-//! and schedule-key ownership (released only by the job the key points at).
-//! Every mutation (report, recovery, cancel, keyed cancel) goes through here.
+//! reservations (taken at claim, given back whenever a job leaves `handed_off`),
+//! schedule-key ownership (released only by the job the key points at) and the
+//! dependents a job settles when it becomes terminal ([`crate::dependencies`]).
+//! Every mutation (report, recovery, cancel, keyed cancel, retry) goes through here.
 
 use duraq_core::{Job, JobStatus, Result};
 use rusqlite::{params, Connection, OptionalExtension};
@@ -82,8 +83,8 @@ pub(crate) fn release_owner(conn: &Connection, job: &Job) -> Result<()> {
 }
 
 /// Persists a transition of a row that was in `from`: saves it, counts the move,
-/// releases the reservation when it left `handed_off` and the key when terminal,
-/// and signals work when it went back to the queue.
+/// releases the reservation when it left `handed_off`, the key and the
+/// dependents when terminal, and signals work when it went back to the queue.
 pub(crate) fn persist_transition(
     tx: &mut Tx<'_>,
     from: JobStatus,
@@ -97,6 +98,7 @@ pub(crate) fn persist_transition(
     }
     if job.status.is_terminal() {
         release_owner(tx.conn, job)?;
+        crate::dependencies::release(tx, &job.id, job.status)?;
     }
     if job.status == JobStatus::Queued {
         tx.signal_work();

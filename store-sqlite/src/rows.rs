@@ -6,7 +6,9 @@
 //!
 //! `errors` (the error history, version 6) is JSON text, `[]` in rows written
 //! before it existed (the column's default). `trace_parent` (version 10) is
-//! NULL unless the job was enqueued with a trace context.
+//! NULL unless the job was enqueued with a trace context. `depends_on` and
+//! `output` (version 11) are JSON text, NULL when the job has no dependencies
+//! or no output; rows older than them read NULL and `open_dependencies` 0.
 
 use std::sync::OnceLock;
 
@@ -21,7 +23,11 @@ pub(crate) const JOB_COLUMNS: &str = "id, job_name, args, queue, status, attempt
     scheduled_at_ms, created_at_ms, handed_off_at_ms, completed_at_ms, failed_at_ms, \
     cancelled_at_ms, orphaned_at_ms, last_error, worker_id, handoff_id, schedule_key, \
     schedule_order, concurrency_key, max_concurrency, idempotency_key, timeout_ms, errors, \
-    priority, rate_key, rate_max, rate_period_ms, trace_parent";
+    priority, rate_key, rate_max, rate_period_ms, trace_parent, depends_on, open_dependencies, \
+    output";
+
+/// How many columns [`JOB_COLUMNS`] names (a query may select more after them).
+pub(crate) const JOB_COLUMN_COUNT: usize = 32;
 
 fn conversion(
     col: usize,
@@ -35,6 +41,8 @@ pub(crate) fn job_from_row(row: &Row<'_>) -> rusqlite::Result<Job> {
     let args: String = row.get(2)?;
     let status: String = row.get(4)?;
     let errors: String = row.get(23)?;
+    let depends_on: Option<String> = row.get(29)?;
+    let output: Option<String> = row.get(31)?;
     Ok(Job {
         id: row.get(0)?,
         job_name: row.get(1)?,
@@ -65,6 +73,14 @@ pub(crate) fn job_from_row(row: &Row<'_>) -> rusqlite::Result<Job> {
         rate_max: row.get(26)?,
         rate_period_ms: row.get(27)?,
         trace_parent: row.get(28)?,
+        depends_on: match depends_on {
+            Some(text) => serde_json::from_str(&text).map_err(|e| conversion(29, e))?,
+            None => Vec::new(),
+        },
+        open_dependencies: row.get(30)?,
+        output: output
+            .map(|text| serde_json::from_str(&text).map_err(|e| conversion(31, e)))
+            .transpose()?,
     })
 }
 
@@ -100,7 +116,9 @@ pub(crate) fn load_for_report(
     });
     conn.prepare_cached(sql)
         .db()?
-        .query_row([id], |row| Ok((job_from_row(row)?, row.get(29)?)))
+        .query_row([id], |row| {
+            Ok((job_from_row(row)?, row.get(JOB_COLUMN_COUNT)?))
+        })
         .optional()
         .db()
 }
@@ -110,13 +128,15 @@ pub(crate) fn require_job(conn: &Connection, id: &str) -> Result<Job> {
     load_job(conn, id)?.ok_or_else(|| Error::job_not_found(id))
 }
 
-/// Writes back every field a transition may change.
+/// Writes back every field a transition may change (`depends_on` never does).
 pub(crate) fn save_job(conn: &Connection, job: &Job) -> Result<()> {
     let errors = json_text(&job.errors)?;
+    let output = job.output.as_ref().map(json_text).transpose()?;
     conn.prepare_cached(
         "UPDATE duraq_jobs SET status = ?2, attempts = ?3, scheduled_at_ms = ?4, handed_off_at_ms = ?5, \
          completed_at_ms = ?6, failed_at_ms = ?7, cancelled_at_ms = ?8, orphaned_at_ms = ?9, \
-         last_error = ?10, worker_id = ?11, handoff_id = ?12, errors = ?13 WHERE id = ?1",
+         last_error = ?10, worker_id = ?11, handoff_id = ?12, errors = ?13, \
+         open_dependencies = ?14, output = ?15 WHERE id = ?1",
     )
     .db()?
     .execute(params![
@@ -133,6 +153,8 @@ pub(crate) fn save_job(conn: &Connection, job: &Job) -> Result<()> {
         job.worker_id,
         job.handoff_id,
         errors,
+        job.open_dependencies,
+        output,
     ])
     .db()?;
     Ok(())

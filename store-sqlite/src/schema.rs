@@ -256,10 +256,10 @@ fn seed_counts(conn: &Connection) -> Result<()> {
 fn backfill_queue_counts(conn: &Connection) -> Result<()> {
     conn.execute(
         "INSERT INTO duraq_queue_counts \
-         (queue, queued, handed_off, completed, failed, cancelled, orphaned) \
+         (queue, queued, handed_off, completed, failed, cancelled, orphaned, pending) \
          SELECT queue, SUM(status = 'queued'), SUM(status = 'handed_off'), \
          SUM(status = 'completed'), SUM(status = 'failed'), SUM(status = 'cancelled'), \
-         SUM(status = 'orphaned') FROM duraq_jobs GROUP BY queue",
+         SUM(status = 'orphaned'), SUM(status = 'pending') FROM duraq_jobs GROUP BY queue",
         [],
     )
     .db()?;

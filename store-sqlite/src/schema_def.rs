@@ -32,9 +32,16 @@
 //! their own, added in place, so jobs that use neither cost nothing more
 //! (`duraq_job_progress`, a row per job that said anything, and
 //! `duraq_job_logs`, its newest lines keyed by (job, seq); see [`crate::progress`]).
+//! Version 11: job dependencies (`docs/workflows.md`): `duraq_jobs` gains
+//! `depends_on` (the edges as JSON text, NULL when none), `open_dependencies`
+//! (`NOT NULL DEFAULT 0`) and `output` (JSON text, NULL when none), all added in
+//! place; `duraq_queue_counts` gains `pending` (`NOT NULL DEFAULT 0`: a file
+//! of version 10 holds no pending job); `duraq_job_dependents` holds one row per
+//! edge keyed by (dependency, dependent), so the dependents of a finished job
+//! are one primary-key range (see [`crate::dependencies`]).
 
 /// The newest schema version this binary knows.
-pub const SCHEMA_VERSION: i64 = 10;
+pub const SCHEMA_VERSION: i64 = 11;
 /// The ledger table recording applied versions.
 pub const LEDGER_TABLE: &str = "duraq_migrations";
 /// The ledger scope of the job store's own schema.
@@ -97,6 +104,9 @@ const JOBS: &[Column] = &[
     col("rate_max", "INTEGER", "", 7),
     col("rate_period_ms", "INTEGER", "", 7),
     col("trace_parent", "TEXT", "", 10),
+    col("depends_on", "TEXT", "", 11),
+    col("open_dependencies", "INTEGER", "NOT NULL DEFAULT 0", 11),
+    col("output", "TEXT", "", 11),
 ];
 
 pub(crate) const TABLES: &[Table] = &[
@@ -219,6 +229,7 @@ pub(crate) const TABLES: &[Table] = &[
             col("retried_total", "INTEGER", "NOT NULL DEFAULT 0", 9),
             col("cancelled_total", "INTEGER", "NOT NULL DEFAULT 0", 9),
             col("orphaned_total", "INTEGER", "NOT NULL DEFAULT 0", 9),
+            col("pending", "INTEGER", "NOT NULL DEFAULT 0", 11),
         ],
         constraints: "",
     },
@@ -281,6 +292,16 @@ pub(crate) const TABLES: &[Table] = &[
         constraints: ", PRIMARY KEY (job_id, seq)",
     },
     Table {
+        name: DEPENDENTS_TABLE,
+        since: 11,
+        columns: &[
+            col("dep_id", "TEXT", "NOT NULL", 11),
+            col("job_id", "TEXT", "NOT NULL", 11),
+            col("on_failure", "TEXT", "NOT NULL", 11),
+        ],
+        constraints: ", PRIMARY KEY (dep_id, job_id)",
+    },
+    Table {
         name: "duraq_rate_starts",
         since: 7,
         columns: &[
@@ -290,6 +311,10 @@ pub(crate) const TABLES: &[Table] = &[
         constraints: "",
     },
 ];
+
+/// The dependency edges, one row per (dependency, dependent) (see
+/// [`crate::dependencies`]).
+pub(crate) const DEPENDENTS_TABLE: &str = "duraq_job_dependents";
 
 /// A job's progress row (see [`crate::progress`]).
 pub(crate) const PROGRESS_TABLE: &str = "duraq_job_progress";

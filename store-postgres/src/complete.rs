@@ -13,7 +13,10 @@
 //! recovery is re-checked against that `WHERE` after the other transaction
 //! commits, so a lost lease changes nothing, exactly as in the general path. The
 //! rows' reservations and schedule keys are given back from what the statement
-//! returns. The conformance and model suites hold both paths to the same rows.
+//! returns, and so is `has_dependents`: only a completed job some job depends
+//! on has its dependents settled ([`crate::release`], same transaction), so a
+//! batch of jobs nobody waits for pays nothing for dependencies. The
+//! conformance and model suites hold both paths to the same rows.
 
 use duraq_core::{JobStatus, Lease, Outcome, Result};
 
@@ -81,15 +84,16 @@ pub(crate) async fn update_completed(
             "UPDATE {s}.duraq_jobs AS j SET status = 'completed', completed_at_ms = $3 \
              FROM unnest($1::text[], $2::text[]) AS v(id, handoff_id) \
              WHERE j.id = v.id AND j.status = $4::text AND j.handoff_id = v.handoff_id \
-             RETURNING j.id, j.queue, j.schedule_key, j.reservation_key",
+             RETURNING j.id, j.queue, j.schedule_key, j.reservation_key, j.has_dependents",
             &params,
         )
     )?;
     Ok(rows)
 }
 
-/// Counts the rows [`update_completed`] completed and gives back their
-/// reservations and schedule keys.
+/// Counts the rows [`update_completed`] completed, gives back their
+/// reservations and schedule keys, and records those with dependents as
+/// finished ([`Tx::finished`]).
 pub(crate) async fn apply_completed(
     tx: &mut Tx<'_>,
     reports: &[(Lease, Outcome)],
@@ -108,6 +112,9 @@ pub(crate) async fn apply_completed(
             keys.1.push(id.clone());
         }
         released.extend(row.get::<_, Option<String>>(3));
+        if row.get::<_, bool>(4) {
+            tx.finished(&id, JobStatus::Completed);
+        }
         done.push(id);
     }
     if !done.is_empty() {

@@ -26,6 +26,7 @@ use std::sync::{LazyLock, OnceLock};
 
 use duraq_core::{
     CountChange, CountDelta, CountSnapshot, QueueCounts, QueueSnapshot, Result, StatusCounts,
+    STATUS_COUNT,
 };
 use tokio_postgres::types::ToSql;
 
@@ -40,15 +41,15 @@ macro_rules! shard_update {
     () => {
         "u AS (UPDATE {s}.duraq_count_shards SET revision = revision + 1, \
          queued = queued + $2, handed_off = handed_off + $3, completed = completed + $4, \
-         failed = failed + $5, cancelled = cancelled + $6, orphaned = orphaned + $7 \
-         WHERE shard = (SELECT shard FROM s) RETURNING shard, revision), \
+         failed = failed + $5, cancelled = cancelled + $6, orphaned = orphaned + $7, \
+         pending = pending + $8 WHERE shard = (SELECT shard FROM s) RETURNING shard, revision), \
          t AS (SELECT u.shard, u.revision, (u.revision + COALESCE((SELECT sum(c.revision) \
          FROM {s}.duraq_count_shards AS c WHERE c.shard <> u.shard), 0))::int8 AS total FROM u) "
     };
 }
 
 /// The CTE `q`, after `u`: adds each queue's deltas and outcome totals (arrays
-/// `$first`..`$first + 12`, see [`QueueDeltas`]) to that queue's row of the
+/// `$first`..`$first + 13`, see [`QueueDeltas`]) to that queue's row of the
 /// shard `u` updated, creating it when missing. It reads `u`, so the shard row
 /// is locked before any queue row: every writer takes the rows of one shard in
 /// the same order (shard, then queues by name), and the shard row serializes
@@ -63,14 +64,15 @@ fn queue_cte(first: usize) -> String {
         .collect();
     format!(
         "q AS (INSERT INTO {{s}}.duraq_queue_count_shards AS c (queue, shard, queued, handed_off, \
-         completed, failed, cancelled, orphaned, enqueued_total, completed_total, failed_total, \
-         retried_total, cancelled_total, orphaned_total) SELECT v.queue, u.shard, v.d0, v.d1, \
-         v.d2, v.d3, v.d4, v.d5, v.t0, v.t1, v.t2, v.t3, v.t4, v.t5 FROM u, unnest({}) \
-         AS v (queue, d0, d1, d2, d3, d4, d5, t0, t1, t2, t3, t4, t5) ORDER BY v.queue COLLATE \"C\" \
+         completed, failed, cancelled, orphaned, pending, enqueued_total, completed_total, \
+         failed_total, retried_total, cancelled_total, orphaned_total) SELECT v.queue, u.shard, \
+         v.d0, v.d1, v.d2, v.d3, v.d4, v.d5, v.d6, v.t0, v.t1, v.t2, v.t3, v.t4, v.t5 \
+         FROM u, unnest({}) AS v (queue, d0, d1, d2, d3, d4, d5, d6, t0, t1, t2, t3, t4, t5) \
+         ORDER BY v.queue COLLATE \"C\" \
          ON CONFLICT (queue, shard) DO UPDATE SET queued = c.queued + excluded.queued, \
          handed_off = c.handed_off + excluded.handed_off, completed = c.completed + excluded.completed, \
          failed = c.failed + excluded.failed, cancelled = c.cancelled + excluded.cancelled, \
-         orphaned = c.orphaned + excluded.orphaned, \
+         orphaned = c.orphaned + excluded.orphaned, pending = c.pending + excluded.pending, \
          enqueued_total = c.enqueued_total + excluded.enqueued_total, \
          completed_total = c.completed_total + excluded.completed_total, \
          failed_total = c.failed_total + excluded.failed_total, \
@@ -81,15 +83,15 @@ fn queue_cte(first: usize) -> String {
     )
 }
 
-/// The CTE `s` of a store transaction: shard `$1` (modulo `$8` shards).
+/// The CTE `s` of a store transaction: shard `$1` (modulo `$9` shards).
 ///
 /// Not "any shard row nobody holds" (`FOR UPDATE SKIP LOCKED`): tried, and under
 /// concurrent writers that statement turned CPU-bound at hundreds of
 /// milliseconds each; round-robin from a per-process offset collides rarely.
-pub(crate) const SHARD_CTE: &str = "s AS (SELECT $1::int4 % $8::int4 AS shard)";
+pub(crate) const SHARD_CTE: &str = "s AS (SELECT $1::int4 % $9::int4 AS shard)";
 
-/// The CTEs that record a change (after [`SHARD_CTE`], with `$2`..`$7` the
-/// per-status deltas and the queue arrays from `$queue_first`), then the select
+/// The CTEs that record a change (after [`SHARD_CTE`], with `$2`..`$8` the
+/// per-status deltas (in [`duraq_core::JobStatus::ALL`] order) and the queue arrays from `$queue_first`), then the select
 /// of (shard, shard revision, global revision as seen).
 pub(crate) fn update_sql(queue_first: usize) -> String {
     format!(
@@ -99,28 +101,28 @@ pub(crate) fn update_sql(queue_first: usize) -> String {
     )
 }
 
-/// [`update_sql`] that also NOTIFYs the entry under origin `$10` with work flag
-/// `$11` (queue arrays from `$12`).
+/// [`update_sql`] that also NOTIFYs the entry under origin `$11` with work flag
+/// `$12` (queue arrays from `$13`).
 fn update_notify_sql() -> String {
     format!(
-        "{}, {}SELECT t.shard, t.revision, t.total, pg_notify($9, json_build_object('o', $10::text, \
-         'w', $11::bool, 'e', json_build_array(json_build_array(t.shard, t.revision, t.total, \
-         $2, $3, $4, $5, $6, $7)))::text)::text FROM t",
+        "{}, {}SELECT t.shard, t.revision, t.total, pg_notify($10, json_build_object('o', $11::text, \
+         'w', $12::bool, 'e', json_build_array(json_build_array(t.shard, t.revision, t.total, \
+         $2, $3, $4, $5, $6, $7, $8)))::text)::text FROM t",
         shard_update!().trim_end(),
-        queue_cte(12)
+        queue_cte(13)
     )
 }
 
-/// A change's per-queue deltas and outcome totals as the thirteen arrays
+/// A change's per-queue deltas and outcome totals as the fourteen arrays
 /// [`queue_cte`] unnests.
 pub(crate) struct QueueDeltas {
     queues: Vec<String>,
-    deltas: [Vec<i64>; 12],
+    deltas: [Vec<i64>; 13],
 }
 
 impl QueueDeltas {
-    /// The number of arrays (queue names, six deltas, six totals).
-    pub(crate) const ARRAYS: usize = 13;
+    /// The number of arrays (queue names, seven deltas, six totals).
+    pub(crate) const ARRAYS: usize = 14;
 
     pub(crate) fn new(change: &CountChange) -> Self {
         let mut out = Self {
@@ -151,34 +153,31 @@ pub(crate) struct Entry {
     pub shard: i32,
     pub shard_revision: i64,
     pub revision: i64,
-    pub deltas: [i64; 6],
+    pub deltas: [i64; STATUS_COUNT],
 }
 
 impl Entry {
-    /// The wire form inside a NOTIFY payload: `[shard, shard_rev, rev, d0..d5]`.
+    /// The wire form inside a NOTIFY payload: `[shard, shard_rev, rev, d0..d6]`.
     pub fn to_json(self) -> serde_json::Value {
-        let d = self.deltas;
-        serde_json::json!([
-            self.shard,
-            self.shard_revision,
-            self.revision,
-            d[0],
-            d[1],
-            d[2],
-            d[3],
-            d[4],
-            d[5]
-        ])
+        let mut out = vec![i64::from(self.shard), self.shard_revision, self.revision];
+        out.extend(self.deltas);
+        serde_json::json!(out)
     }
 
-    /// Parses [`Entry::to_json`]'s form; `None` for anything else.
+    /// Parses [`Entry::to_json`]'s form; `None` for anything else. An entry
+    /// of six deltas (a process from before the `pending` status, schema
+    /// version 9, during a rolling upgrade) reads as no change of `pending`.
     pub fn from_json(value: &serde_json::Value) -> Option<Self> {
-        let numbers: Vec<i64> = value
+        let mut numbers: Vec<i64> = value
             .as_array()?
             .iter()
             .map(serde_json::Value::as_i64)
             .collect::<Option<_>>()?;
-        let [shard, shard_revision, revision, d @ ..] = <[i64; 9]>::try_from(numbers).ok()?;
+        if numbers.len() == 3 + STATUS_COUNT - 1 {
+            numbers.push(0);
+        }
+        let [shard, shard_revision, revision, d @ ..] =
+            <[i64; 3 + STATUS_COUNT]>::try_from(numbers).ok()?;
         Some(Self {
             shard: i32::try_from(shard).ok()?,
             shard_revision,
@@ -204,7 +203,7 @@ pub(crate) struct Effects {
 
 /// The statement that records a store transaction's change (see [`record`]).
 pub(crate) static STORE_SQL: LazyLock<String> =
-    LazyLock::new(|| format!("WITH {SHARD_CTE}, {}", update_sql(9)));
+    LazyLock::new(|| format!("WITH {SHARD_CTE}, {}", update_sql(10)));
 
 /// Adds `change` to a shard row and bumps its revision (nothing for a zero
 /// change). A store transaction records once, just before commit, on `shard`. With
@@ -236,8 +235,9 @@ pub(crate) async fn record(
     let row = match notify_origin {
         None => {
             let sql = STORE_SQL.as_str();
-            let mut params: Vec<&(dyn ToSql + Sync)> =
-                vec![&shard, &d[0], &d[1], &d[2], &d[3], &d[4], &d[5], &SHARDS];
+            let mut params: Vec<&(dyn ToSql + Sync)> = vec![
+                &shard, &d[0], &d[1], &d[2], &d[3], &d[4], &d[5], &d[6], &SHARDS,
+            ];
             params.extend(queues.params());
             db.query_one(sql, &params).await?
         }
@@ -245,7 +245,7 @@ pub(crate) async fn record(
             let sql = NOTIFY_SQL.get_or_init(|| {
                 format!(
                     "WITH s AS (SELECT CASE WHEN $1::int4 >= 0 THEN $1::int4 \
-                     ELSE pg_backend_pid() % $8::int4 END AS shard), {}",
+                     ELSE pg_backend_pid() % $9::int4 END AS shard), {}",
                     update_notify_sql()
                 )
             });
@@ -257,6 +257,7 @@ pub(crate) async fn record(
                 &d[3],
                 &d[4],
                 &d[5],
+                &d[6],
                 &SHARDS,
                 &db.names.channel,
                 &origin,
@@ -278,24 +279,24 @@ pub(crate) async fn record(
 }
 
 /// Every shard row: (shard, revision, per-status counts), in shard order.
-pub(crate) async fn shard_rows(db: &Db<'_>) -> Result<Vec<(i32, i64, [i64; 6])>> {
+pub(crate) async fn shard_rows(db: &Db<'_>) -> Result<Vec<(i32, i64, [i64; STATUS_COUNT])>> {
     let rows = db
         .query(
-            "SELECT shard, revision, queued, handed_off, completed, failed, cancelled, orphaned \
-             FROM {s}.duraq_count_shards ORDER BY shard",
+            "SELECT shard, revision, queued, handed_off, completed, failed, cancelled, orphaned, \
+             pending FROM {s}.duraq_count_shards ORDER BY shard",
             &[],
         )
         .await?;
     Ok(rows
         .iter()
-        .map(|r| {
-            (
-                r.get(0),
-                r.get(1),
-                [r.get(2), r.get(3), r.get(4), r.get(5), r.get(6), r.get(7)],
-            )
-        })
+        .map(|r| (r.get(0), r.get(1), per_status(r, 2)))
         .collect())
+}
+
+/// The [`STATUS_COUNT`] counters of `row` from column `first` on, in
+/// [`duraq_core::JobStatus::ALL`] order.
+fn per_status(row: &tokio_postgres::Row, first: usize) -> [i64; STATUS_COUNT] {
+    std::array::from_fn(|i| row.get(first + i))
 }
 
 /// The exact counts and revision, summed over the shards in one statement.
@@ -305,19 +306,12 @@ pub(crate) async fn snapshot(db: &Db<'_>) -> Result<CountSnapshot> {
             "SELECT COALESCE(sum(queued), 0)::int8, COALESCE(sum(handed_off), 0)::int8, \
              COALESCE(sum(completed), 0)::int8, COALESCE(sum(failed), 0)::int8, \
              COALESCE(sum(cancelled), 0)::int8, COALESCE(sum(orphaned), 0)::int8, \
-             COALESCE(sum(revision), 0)::int8 FROM {s}.duraq_count_shards",
+             COALESCE(sum(pending), 0)::int8, COALESCE(sum(revision), 0)::int8 \
+             FROM {s}.duraq_count_shards",
             &[],
         )
         .await?;
-    let per_status = [
-        row.get(0),
-        row.get(1),
-        row.get(2),
-        row.get(3),
-        row.get(4),
-        row.get(5),
-    ];
-    Ok(CountSnapshot::new(per_status, row.get(6)))
+    Ok(CountSnapshot::new(per_status(&row, 0), row.get(7)))
 }
 
 /// The global snapshot, every queue's summed shard rows, and per queue with
@@ -330,31 +324,25 @@ pub(crate) async fn queue_snapshot(db: &Db<'_>, now: i64) -> Result<QueueSnapsho
             "SELECT NULL::text, COALESCE(sum(queued), 0)::int8, COALESCE(sum(handed_off), 0)::int8, \
              COALESCE(sum(completed), 0)::int8, COALESCE(sum(failed), 0)::int8, \
              COALESCE(sum(cancelled), 0)::int8, COALESCE(sum(orphaned), 0)::int8, \
-             COALESCE(sum(revision), 0)::int8 FROM {s}.duraq_count_shards \
+             COALESCE(sum(pending), 0)::int8, COALESCE(sum(revision), 0)::int8 \
+             FROM {s}.duraq_count_shards \
              UNION ALL SELECT q.queue, q.queued, q.handed_off, q.completed, q.failed, q.cancelled, \
-             q.orphaned, CASE WHEN q.queued > 0 THEN (SELECT j.scheduled_at_ms FROM {s}.duraq_jobs AS j \
+             q.orphaned, q.pending, CASE WHEN q.queued > 0 THEN (SELECT j.scheduled_at_ms FROM {s}.duraq_jobs AS j \
              WHERE j.status = 'queued' AND j.queue = q.queue ORDER BY j.scheduled_at_ms LIMIT 1) END \
              FROM (SELECT queue, sum(queued)::int8 AS queued, sum(handed_off)::int8 AS handed_off, \
              sum(completed)::int8 AS completed, sum(failed)::int8 AS failed, \
-             sum(cancelled)::int8 AS cancelled, sum(orphaned)::int8 AS orphaned \
-             FROM {s}.duraq_queue_count_shards GROUP BY queue) AS q",
+             sum(cancelled)::int8 AS cancelled, sum(orphaned)::int8 AS orphaned, \
+             sum(pending)::int8 AS pending FROM {s}.duraq_queue_count_shards GROUP BY queue) AS q",
             &[],
         )
         .await?;
-    let mut global = ([0; 6], 0);
+    let mut global = ([0; STATUS_COUNT], 0);
     let mut queues = Vec::new();
     for row in &rows {
-        let per_status = [
-            row.get(1),
-            row.get(2),
-            row.get(3),
-            row.get(4),
-            row.get(5),
-            row.get(6),
-        ];
+        let counts = per_status(row, 1);
         match row.get::<_, Option<String>>(0) {
-            None => global = (per_status, row.get(7)),
-            Some(queue) => queues.extend(QueueCounts::new(queue, per_status, row.get(7), now)),
+            None => global = (counts, row.get(8)),
+            Some(queue) => queues.extend(QueueCounts::new(queue, counts, row.get(8), now)),
         }
     }
     Ok(QueueSnapshot::new(global.0, global.1, now, queues))

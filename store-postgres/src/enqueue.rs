@@ -7,8 +7,13 @@
 //! a concurrent inserter and, if that one committed, lets this transaction read its
 //! row and answer `Replayed` (or `idempotency-conflict`) — the transaction stays
 //! usable, so one job per scope comes out of any number of concurrent producers.
+//!
+//! A job with dependencies starts as its dependencies' statuses say
+//! ([`crate::dependencies`]): `queued`, `pending` or `cancelled`, counted in
+//! that status, its edges written with it. A dependency that is no job refuses
+//! the enqueue (`dependency-not-found`), and with it the whole batch.
 
-use duraq_core::rules::{check_cap, operation_key_taken, replay_owned_scope};
+use duraq_core::rules::{apply_start, check_cap, operation_key_taken, replay_owned_scope};
 use duraq_core::transitions::new_job_row;
 use duraq_core::{EnqueueOutcome, Error, JobStatus, NewJob, Result};
 
@@ -64,11 +69,19 @@ pub(crate) async fn enqueue_one(tx: &mut Tx<'_>, job: &NewJob) -> Result<Enqueue
             });
         }
     }
-    let row = new_job_row(job, tx.now);
+    let mut row = new_job_row(job, tx.now);
+    let waits = !job.dependencies().is_empty();
+    if waits {
+        let start = crate::dependencies::start(&tx.db, job).await?;
+        apply_start(&mut row, &start, tx.now);
+    }
     insert_jobs(&tx.db, std::slice::from_ref(&row), &[job.args_digest()]).await?;
+    if waits {
+        crate::dependencies::write_edges(&tx.db, &row).await?;
+    }
     insert_operation(tx, job).await?;
-    tx.change.added(&row.queue, JobStatus::Queued);
-    tx.work = true;
+    tx.change.added(&row.queue, row.status);
+    tx.work |= row.status == JobStatus::Queued;
     Ok(EnqueueOutcome::Created(row.id))
 }
 

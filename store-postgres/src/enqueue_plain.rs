@@ -24,15 +24,15 @@ use crate::insert::{insert_jobs_sql, NewRows};
 use crate::tx::write_tx;
 use crate::PostgresStore;
 
-/// Shard parameters `$1`..`$8` (as in [`crate::counts`]), rows from `$9`
+/// Shard parameters `$1`..`$9` (as in [`crate::counts`]), rows from `$10`
 /// ([`NewRows::COUNT`] of them), then the queue arrays.
 fn sql() -> &'static str {
     static SQL: OnceLock<String> = OnceLock::new();
     SQL.get_or_init(|| {
         format!(
             "WITH {SHARD_CTE}, i AS ({} RETURNING 1), {}",
-            insert_jobs_sql(9),
-            update_sql(9 + NewRows::COUNT)
+            insert_jobs_sql(10),
+            update_sql(10 + NewRows::COUNT)
         )
     })
 }
@@ -60,8 +60,9 @@ pub(crate) async fn enqueue_plain(
     let queues = QueueDeltas::new(&change);
     let d = change.per_status();
     let shard = store.next_shard();
-    let mut params: Vec<&(dyn ToSql + Sync)> =
-        vec![&shard, &d[0], &d[1], &d[2], &d[3], &d[4], &d[5], &SHARDS];
+    let mut params: Vec<&(dyn ToSql + Sync)> = vec![
+        &shard, &d[0], &d[1], &d[2], &d[3], &d[4], &d[5], &d[6], &SHARDS,
+    ];
     params.extend(new_rows.params());
     params.extend(queues.params());
     let shared = store.shared();

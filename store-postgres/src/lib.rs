@@ -43,6 +43,9 @@
 //! - `enqueue_plain.rs`: plain enqueues (nothing to check) in one statement.
 //! - `transactional.rs`: [`PostgresStore::enqueue_in`].
 //! - `dedupe.rs`: dedupe scopes and the duplicate lookup.
+//! - `dependencies.rs`: how a job with dependencies starts, and its edges.
+//! - `release.rs`: settling dependents when a job finishes; giving them back
+//!   on an operator retry.
 //! - `schedule.rs`: schedule keys (replace, cancel, wake, get).
 //! - `claim.rs`: claiming, and the next due time for the worker's timer.
 //! - `rate.rs`: the rate-limit windows and start log.
@@ -52,6 +55,7 @@
 //!   reservation, schedule-key ownership, the key lock), given back around
 //!   transitions.
 //! - `admin.rs`: operator retry and cancel, listing, pruning, reconciliation.
+//! - `bulk.rs`: bulk operator actions (retry, cancel, delete many jobs).
 //! - `pause.rs`: paused queues.
 //! - `counts.rs`: sharded counter rows and snapshots.
 //! - `operations.rs`: the mailer's durable operation records.
@@ -71,11 +75,13 @@
 
 mod admin;
 mod backend;
+mod bulk;
 mod claim;
 mod complete;
 mod copy;
 mod counts;
 mod dedupe;
+mod dependencies;
 mod enqueue;
 mod enqueue_plain;
 mod error;
@@ -86,6 +92,7 @@ mod ownership;
 mod pause;
 mod progress;
 mod rate;
+mod release;
 mod report;
 mod rows;
 mod schedule;

@@ -5,7 +5,9 @@
 //! transition from `duraq_core::transitions`, and then gives back what the job
 //! held ([`crate::ownership`]): its concurrency reservation when it leaves
 //! `handed_off`, and its schedule key when it becomes terminal (only if the key
-//! still points at it). A batch of completions takes the one-statement path of
+//! still points at it); a job made terminal that some job depends on has its
+//! dependents settled in the same transaction ([`crate::release`], through
+//! [`Tx::finished`]). A batch of completions takes the one-statement path of
 //! [`crate::complete`].
 
 use std::collections::HashMap;
@@ -74,12 +76,20 @@ pub(crate) async fn report_many(
             l.job.status == JobStatus::HandedOff
                 && l.job.handoff_id.as_deref() == Some(lease.handoff_id.as_str())
         });
-        let Some(Loaded { job, reservation }) = current else {
+        let Some(Loaded {
+            job,
+            reservation,
+            has_dependents,
+        }) = current
+        else {
             applied.push(false);
             continue;
         };
         apply_outcome(job, outcome, tx.now);
         tx.change.reported(&job.queue, outcome, job.status);
+        if *has_dependents {
+            tx.finished(&job.id, job.status);
+        }
         released.extend(reservation.take());
         if let (true, Some(key)) = (job.status.is_terminal(), &job.schedule_key) {
             keys.0.push(key.clone());
@@ -115,9 +125,17 @@ pub(crate) async fn recover_stale(tx: &mut Tx<'_>, stale_after_ms: i64) -> Resul
         .iter()
         .map(loaded_from_row)
         .collect::<Result<Vec<_>>>()?;
-    for Loaded { job, reservation } in &mut lost {
+    for Loaded {
+        job,
+        reservation,
+        has_dependents,
+    } in &mut lost
+    {
         recover_lost(job, tx.now);
         tx.change.recovered(&job.queue, job.status);
+        if *has_dependents {
+            tx.finished(&job.id, job.status);
+        }
         after_leaving_handoff(&tx.db, job, reservation.as_deref()).await?;
     }
     let saved: Vec<(&Job, Option<&str>)> = lost.iter().map(|l| (&l.job, None)).collect();

@@ -7,7 +7,10 @@
 //! refuses `\u0000`, and a job must come back exactly as it was enqueued. The
 //! error history (`errors`, version 5) is JSON text for the same reasons: a
 //! handler's message may hold `\u0000`, which `jsonb` refuses, and nothing
-//! queries inside it; rows from before version 5 read the default `[]`.
+//! queries inside it; rows from before version 5 read the default `[]`. A
+//! handler's `output` (version 9) is JSON text too, for the same reasons; the
+//! dependency edges a job names (`depends_on`) are `jsonb` (ids and policies,
+//! nothing a rewrite could change), read back as text.
 
 use duraq_core::{Job, JobStatus, Result};
 use tokio_postgres::Row;
@@ -16,12 +19,13 @@ use crate::backend::db::Db;
 use crate::error::corrupt;
 
 /// Every column of `duraq_jobs` that maps to [`Job`], in [`job_from_row`] order,
-/// with the internal `reservation_key` before the last, `trace_parent` (version 8).
+/// with the internal `reservation_key` before `trace_parent` (version 8), then
+/// the dependency columns (version 9) and the internal `has_dependents` last.
 pub(crate) const JOB_COLUMNS: &str = "id, job_name, args, queue, status, attempts, max_retries, \
     scheduled_at_ms, created_at_ms, handed_off_at_ms, completed_at_ms, failed_at_ms, cancelled_at_ms, \
     orphaned_at_ms, last_error, worker_id, handoff_id, schedule_key, schedule_order, concurrency_key, \
     max_concurrency, idempotency_key, timeout_ms, errors, priority, rate_key, rate_max, rate_period_ms, \
-    reservation_key, trace_parent";
+    reservation_key, trace_parent, depends_on::text, open_dependencies, output, has_dependents";
 
 /// A job as loaded for a transition, with the reservation it holds (if any).
 /// `reservation_key` counts only while a row is `handed_off`: a completion
@@ -30,12 +34,17 @@ pub(crate) const JOB_COLUMNS: &str = "id, job_name, args, queue, status, attempt
 pub(crate) struct Loaded {
     pub job: Job,
     pub reservation: Option<String>,
+    /// Some job depends on this one (an edge names it): when it becomes
+    /// terminal its dependents are settled ([`crate::tx::Tx::finished`]).
+    pub has_dependents: bool,
 }
 
 pub(crate) fn job_from_row(row: &Row) -> Result<Job> {
     let args: String = row.get(2);
     let status: String = row.get(4);
     let errors: String = row.get(23);
+    let depends_on: Option<String> = row.get(30);
+    let output: Option<String> = row.get(32);
     Ok(Job {
         id: row.get(0),
         job_name: row.get(1),
@@ -68,6 +77,17 @@ pub(crate) fn job_from_row(row: &Row) -> Result<Job> {
         rate_max: row.get(26),
         rate_period_ms: row.get(27),
         trace_parent: row.get(29),
+        depends_on: match depends_on {
+            Some(text) => {
+                serde_json::from_str(&text).map_err(|e| corrupt(format!("depends_on: {e}")))?
+            }
+            None => Vec::new(),
+        },
+        open_dependencies: row.get(31),
+        output: output
+            .map(|text| serde_json::from_str(&text))
+            .transpose()
+            .map_err(|e| corrupt(format!("output: {e}")))?,
     })
 }
 
@@ -77,7 +97,11 @@ pub(crate) fn loaded_from_row(row: &Row) -> Result<Loaded> {
         JobStatus::HandedOff => row.get(28),
         _ => None,
     };
-    Ok(Loaded { job, reservation })
+    Ok(Loaded {
+        job,
+        reservation,
+        has_dependents: row.get(33),
+    })
 }
 
 pub(crate) fn jobs_from_rows(rows: &[Row]) -> Result<Vec<Job>> {
@@ -121,21 +145,25 @@ pub(crate) async fn save_jobs(db: &Db<'_>, rows: &[(&Job, Option<&str>)]) -> Res
     // text column takes as it is.
     let histories = col(|j| Some(serde_json::to_string(&j.errors).expect("plain data encodes")));
     let reservations: Vec<Option<&str>> = rows.iter().map(|(_, r)| *r).collect();
+    let open = num(|j| Some(j.open_dependencies));
+    let outputs = col(|j| j.output.as_ref().map(|o| o.to_string()));
     db.execute(
         "UPDATE {s}.duraq_jobs AS j SET status = v.status, attempts = v.attempts, \
          scheduled_at_ms = v.scheduled_at_ms, handed_off_at_ms = v.handed_off_at_ms, \
          completed_at_ms = v.completed_at_ms, failed_at_ms = v.failed_at_ms, \
          cancelled_at_ms = v.cancelled_at_ms, orphaned_at_ms = v.orphaned_at_ms, last_error = v.last_error, \
          worker_id = v.worker_id, handoff_id = v.handoff_id, schedule_key = v.schedule_key, \
-         schedule_order = v.schedule_order, reservation_key = v.reservation_key, errors = v.errors \
+         schedule_order = v.schedule_order, reservation_key = v.reservation_key, errors = v.errors, \
+         open_dependencies = v.open_dependencies, output = v.output \
          FROM unnest($1::text[], $2::text[], $3::int8[], $4::int8[], $5::int8[], $6::int8[], $7::int8[], \
-         $8::int8[], $9::int8[], $10::text[], $11::text[], $12::text[], $13::text[], $14::int8[], $15::text[], $16::text[]) \
+         $8::int8[], $9::int8[], $10::text[], $11::text[], $12::text[], $13::text[], $14::int8[], $15::text[], \
+         $16::text[], $17::int8[], $18::text[]) \
          AS v(id, status, attempts, scheduled_at_ms, handed_off_at_ms, completed_at_ms, failed_at_ms, \
          cancelled_at_ms, orphaned_at_ms, last_error, worker_id, handoff_id, schedule_key, schedule_order, \
-         reservation_key, errors) WHERE j.id = v.id",
+         reservation_key, errors, open_dependencies, output) WHERE j.id = v.id",
         &[
             &ids, &statuses, &attempts, &scheduled, &handed, &completed, &failed, &cancelled, &orphaned,
-            &errors, &workers, &handoffs, &keys, &orders, &reservations, &histories,
+            &errors, &workers, &handoffs, &keys, &orders, &reservations, &histories, &open, &outputs,
         ],
     )
     .await?;

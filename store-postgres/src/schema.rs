@@ -29,7 +29,9 @@
 //! paused queues; 5, the error history (`duraq_jobs.errors`, JSON text, default
 //! `'[]'`); 6, what a worker registers (nullable `duraq_workers` columns, see
 //! [`crate::workers`]); 7, throughput history (outcome totals on the queue
-//! counter rows, `duraq_history`; see [`crate::history`]).
+//! counter rows, `duraq_history`; see [`crate::history`]); 8, job progress, logs
+//! and trace context; 9, job dependencies (edges, the `pending` counters; see
+//! [`crate::dependencies`]).
 
 use duraq_core::{Error, Result};
 
@@ -173,10 +175,12 @@ async fn backfill_queue_counts(db: &Db<'_>) -> Result<()> {
         .await?;
     db.execute(
         "INSERT INTO {s}.duraq_queue_count_shards (queue, shard, queued, handed_off, completed, \
-         failed, cancelled, orphaned) SELECT queue, 0, count(*) FILTER (WHERE status = 'queued'), \
+         failed, cancelled, orphaned, pending) SELECT queue, 0, \
+         count(*) FILTER (WHERE status = 'queued'), \
          count(*) FILTER (WHERE status = 'handed_off'), count(*) FILTER (WHERE status = 'completed'), \
          count(*) FILTER (WHERE status = 'failed'), count(*) FILTER (WHERE status = 'cancelled'), \
-         count(*) FILTER (WHERE status = 'orphaned') FROM {s}.duraq_jobs GROUP BY queue",
+         count(*) FILTER (WHERE status = 'orphaned'), count(*) FILTER (WHERE status = 'pending') \
+         FROM {s}.duraq_jobs GROUP BY queue",
         &[],
     )
     .await?;

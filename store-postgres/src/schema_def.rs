@@ -26,10 +26,18 @@
 //! the trace context it was enqueued under; nullable or in tables of their own,
 //! added in place, so jobs that use neither cost nothing more
 //! (`duraq_job_progress`, a row per job that said anything, and
-//! `duraq_job_logs`, its newest lines keyed by (job, seq); see [`crate::progress`]).
+//! `duraq_job_logs`, its newest lines keyed by (job, seq); see [`crate::progress`]);
+//! 9, job dependencies (`docs/workflows.md`, see [`crate::dependencies`]): the
+//! jobs table gains `depends_on` (jsonb, NULL when none), `open_dependencies`
+//! and `has_dependents` (constant defaults), and `output` (JSON text, as
+//! `args`: a handler's output may hold `\u0000`, which `jsonb` refuses), all
+//! added in place; `duraq_job_dependents` holds one edge per (dependency,
+//! dependent), found by dependency through its primary key; the counter rows
+//! gain `pending` (default 0, in place); and `duraq_jobs_pending` lists pending
+//! jobs for a search by status.
 
 /// The newest schema version this binary knows.
-pub const SCHEMA_VERSION: i64 = 8;
+pub const SCHEMA_VERSION: i64 = 9;
 /// The per-queue counter table (version 3), filled from the jobs when created.
 pub(crate) const QUEUE_COUNTS_TABLE: &str = "duraq_queue_count_shards";
 /// The ledger table recording applied versions.
@@ -92,8 +100,25 @@ pub(crate) const TABLES: &[Table] = &[
             ("rate_max", I, "bigint"),
             ("rate_period_ms", I, "bigint"),
             ("trace_parent", T, "text"),
+            ("depends_on", "jsonb", "jsonb"),
+            ("open_dependencies", I, "bigint NOT NULL DEFAULT 0"),
+            ("output", T, "text"),
+            (
+                "has_dependents",
+                "boolean",
+                "boolean NOT NULL DEFAULT false",
+            ),
         ],
         constraints: "",
+    },
+    Table {
+        name: "duraq_job_dependents",
+        columns: &[
+            ("dep_id", T, "text NOT NULL"),
+            ("job_id", T, "text NOT NULL"),
+            ("on_failure", T, "text NOT NULL"),
+        ],
+        constraints: "PRIMARY KEY (dep_id, job_id)",
     },
     Table {
         name: "duraq_dedupe_scopes",
@@ -176,6 +201,7 @@ pub(crate) const TABLES: &[Table] = &[
             ("failed", I, "bigint NOT NULL"),
             ("cancelled", I, "bigint NOT NULL"),
             ("orphaned", I, "bigint NOT NULL"),
+            ("pending", I, "bigint NOT NULL DEFAULT 0"),
         ],
         constraints: "",
     },
@@ -190,6 +216,7 @@ pub(crate) const TABLES: &[Table] = &[
             ("failed", I, "bigint NOT NULL"),
             ("cancelled", I, "bigint NOT NULL"),
             ("orphaned", I, "bigint NOT NULL"),
+            ("pending", I, "bigint NOT NULL DEFAULT 0"),
             ("enqueued_total", I, "bigint NOT NULL DEFAULT 0"),
             ("completed_total", I, "bigint NOT NULL DEFAULT 0"),
             ("failed_total", I, "bigint NOT NULL DEFAULT 0"),
@@ -277,6 +304,7 @@ pub(crate) const INDEXES: &[&str] = &[
     "duraq_jobs_failed ON {s}.duraq_jobs (failed_at_ms) WHERE status = 'failed'",
     "duraq_jobs_orphaned ON {s}.duraq_jobs (orphaned_at_ms) WHERE status = 'orphaned'",
     "duraq_jobs_cancelled ON {s}.duraq_jobs (cancelled_at_ms) WHERE status = 'cancelled'",
+    "duraq_jobs_pending ON {s}.duraq_jobs (created_at_ms) WHERE status = 'pending'",
 ];
 
 /// Columns added after version 1: (table, column, version that added it).
@@ -300,6 +328,12 @@ pub(crate) const ADDED_COLUMNS: &[(&str, &str, i64)] = &[
     (QUEUE_COUNTS_TABLE, "cancelled_total", 7),
     (QUEUE_COUNTS_TABLE, "orphaned_total", 7),
     ("duraq_jobs", "trace_parent", 8),
+    ("duraq_jobs", "depends_on", 9),
+    ("duraq_jobs", "open_dependencies", 9),
+    ("duraq_jobs", "output", 9),
+    ("duraq_jobs", "has_dependents", 9),
+    ("duraq_count_shards", "pending", 9),
+    (QUEUE_COUNTS_TABLE, "pending", 9),
 ];
 
 /// Indexes a later version replaced, dropped when upgrading.

@@ -17,7 +17,7 @@ use crate::backend::db::{pooled, Conn, Db};
 use crate::backend::enqueue_group;
 use crate::tx::{pipelined_tx, write_tx};
 use crate::{
-    admin, claim, complete, counts, enqueue, enqueue_plain, operations, pause, report, rows,
+    admin, bulk, claim, complete, counts, enqueue, enqueue_plain, operations, pause, report, rows,
     schedule, schema, workers, PostgresStore,
 };
 
@@ -134,11 +134,15 @@ impl WorkerStore for PostgresStore {
                     claim::first_read(&tx.db, req, tx.now)
                 )?;
                 let reported = complete::apply_completed(&mut tx, &reports, rows).await?;
+                // The claim records the counts: the dependents of what the
+                // reports finished are settled first.
+                tx.release_dependents().await?;
                 let claimed = claim::claim_after(&mut tx, req, first).await?;
                 return Ok(ReportedAndClaimed { reported, claimed });
             }
             tx.begin_statement().await?;
             let reported = report::report_many(&mut tx, &reports).await?;
+            tx.release_dependents().await?;
             let claimed = claim::claim(&mut tx, req).await?;
             Ok(ReportedAndClaimed { reported, claimed })
         })
@@ -314,7 +318,7 @@ impl Operate for PostgresStore {
 
     async fn act_on_jobs(&self, action: BulkAction, ids: &[String]) -> Result<BulkBatch> {
         let (batch, stopped): (BulkBatch, Vec<String>) = write_tx!(self, self.now(), |tx| {
-            admin::act_on_jobs(&mut tx, action, ids).await
+            bulk::act_on_jobs(&mut tx, action, ids).await
         })?;
         for id in &stopped {
             self.announce_cancelled(id);

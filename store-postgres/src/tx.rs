@@ -3,7 +3,9 @@
 //!
 //! [`write_tx!`] takes a pooled connection, begins a READ COMMITTED transaction,
 //! runs the body with a [`Tx`] (the connection, the call's single `now`, and the
-//! count change the body accumulates), records the counts, commits, and only then
+//! count change the body accumulates), settles the dependents of the jobs the
+//! body finished ([`Tx::finished`], see [`crate::release`]), records the
+//! counts, commits, and only then
 //! announces the change (delta broadcast and work signal here, NOTIFY elsewhere). A body that fails
 //! leaves nothing behind: the transaction is rolled back when dropped. Bodies must
 //! only borrow their inputs, because a retry runs them again.
@@ -24,7 +26,7 @@ use std::future::Future;
 use std::task::{Context, Waker};
 use std::time::Duration;
 
-use duraq_core::{CountChange, Result};
+use duraq_core::{CountChange, JobStatus, Result};
 
 use crate::backend::db::{Conn, Db, Names};
 use crate::counts::{record, Effects};
@@ -43,6 +45,9 @@ pub(crate) struct Tx<'a> {
     pub change: CountChange,
     /// Whether work may have become available.
     pub work: bool,
+    /// Jobs the body made terminal that have dependents, to settle before
+    /// the counts are recorded ([`Tx::release_dependents`]).
+    finished: Vec<(String, JobStatus)>,
     shard: i32,
     /// The counts, when the body wrote them itself with its last statements
     /// (see [`Tx::counts_recorded`]).
@@ -98,6 +103,7 @@ impl<'a> Tx<'a> {
             now,
             change: CountChange::default(),
             work: false,
+            finished: Vec::new(),
             shard,
             recorded: None,
             pipelined: false,
@@ -135,6 +141,29 @@ impl<'a> Tx<'a> {
         Ok(())
     }
 
+    /// Records that the body made job `id` terminal (`status`) and that some
+    /// job depends on it: its dependents are settled in this transaction.
+    pub fn finished(&mut self, id: &str, status: JobStatus) {
+        if status.is_terminal() {
+            self.finished.push((id.to_owned(), status));
+        }
+    }
+
+    /// Settles the dependents of the jobs recorded by [`Tx::finished`] so far
+    /// (count down, release, cascade; [`crate::release`]). [`Tx::commit`] does
+    /// this itself; a body that records its counts ([`Tx::counts_recorded`])
+    /// calls it before.
+    pub async fn release_dependents(&mut self) -> Result<()> {
+        if self.finished.is_empty() {
+            return Ok(());
+        }
+        let finished = std::mem::take(&mut self.finished);
+        let released =
+            crate::release::settle(&self.db, self.now, finished, &mut self.change).await?;
+        self.work |= released;
+        Ok(())
+    }
+
     /// Writes the count change into the transaction (without committing); with
     /// `notify_origin`, NOTIFYs it inside the transaction too.
     pub async fn record(&self, notify_origin: Option<&str>) -> Result<Effects> {
@@ -147,6 +176,10 @@ impl<'a> Tx<'a> {
     /// committed ([`Tx::commit_statement`]); [`Tx::commit`] then only commits,
     /// if that. The body changes no status after that.
     pub fn counts_recorded(&mut self, effects: Effects, committed: bool) {
+        debug_assert!(
+            self.finished.is_empty(),
+            "dependents settled before the counts"
+        );
         self.recorded = Some(effects);
         self.committed = committed;
     }
@@ -157,7 +190,10 @@ impl<'a> Tx<'a> {
     pub async fn commit(mut self) -> Result<Effects> {
         let effects = match self.recorded.take() {
             Some(effects) => effects,
-            None => self.record(None).await?,
+            None => {
+                self.release_dependents().await?;
+                self.record(None).await?
+            }
         };
         match self.db.conn {
             Conn::Pooled(tx) => tx.commit().await.map_err(map_pg_error)?,

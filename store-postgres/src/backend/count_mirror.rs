@@ -15,7 +15,7 @@
 
 use std::collections::BTreeSet;
 
-use duraq_core::{CountDelta, StatusCounts};
+use duraq_core::{CountDelta, StatusCounts, STATUS_COUNT};
 
 use crate::counts::Entry;
 
@@ -24,7 +24,7 @@ struct ShardView {
     /// Every change up to this shard revision is accounted for.
     base: i64,
     /// Counts including every accounted change (also those above `base`).
-    counts: [i64; 6],
+    counts: [i64; STATUS_COUNT],
     /// Accounted revisions above `base` (they arrived before a predecessor).
     ahead: BTreeSet<i64>,
     /// A row revision seen ahead of `base` at the previous check.
@@ -39,7 +39,7 @@ pub(crate) struct Mirror {
 
 impl Mirror {
     /// Starts from the shard rows as read (`(shard, revision, counts)`).
-    pub fn reset(&mut self, rows: &[(i32, i64, [i64; 6])]) {
+    pub fn reset(&mut self, rows: &[(i32, i64, [i64; STATUS_COUNT])]) {
         self.shards.clear();
         for (shard, revision, counts) in rows {
             let view = self.view(*shard);
@@ -80,9 +80,9 @@ impl Mirror {
     /// Compares with freshly read shard rows. Shards whose row was already ahead
     /// of `base` at the previous check and still is are brought up to the row;
     /// returns the summed correction (revision: the rows' total) if any.
-    pub fn check(&mut self, rows: &[(i32, i64, [i64; 6])]) -> Option<CountDelta> {
+    pub fn check(&mut self, rows: &[(i32, i64, [i64; STATUS_COUNT])]) -> Option<CountDelta> {
         let total: i64 = rows.iter().map(|(_, r, _)| r).sum();
-        let mut correction = [0i64; 6];
+        let mut correction = [0i64; STATUS_COUNT];
         let mut corrected = false;
         for (shard, revision, counts) in rows {
             let view = self.view(*shard);
@@ -121,46 +121,52 @@ mod tests {
             shard,
             shard_revision,
             revision: 0,
-            deltas: [queued, 0, 0, 0, 0, 0],
+            deltas: [queued, 0, 0, 0, 0, 0, 0],
         }
     }
 
     #[test]
     fn out_of_order_and_repeated_entries_count_once() {
         let mut m = Mirror::default();
-        m.reset(&[(0, 0, [0; 6]), (1, 0, [0; 6])]);
+        m.reset(&[(0, 0, [0; STATUS_COUNT]), (1, 0, [0; STATUS_COUNT])]);
         assert!(m.apply(&entry(0, 2, 1)));
         assert!(m.apply(&entry(0, 1, 1)));
         assert!(!m.apply(&entry(0, 2, 1)));
         assert!(!m.apply(&entry(0, 1, 1)));
         // Rows that match the mirror need no correction.
-        assert_eq!(m.check(&[(0, 2, [2, 0, 0, 0, 0, 0]), (1, 0, [0; 6])]), None);
-        assert_eq!(m.check(&[(0, 2, [2, 0, 0, 0, 0, 0]), (1, 0, [0; 6])]), None);
+        assert_eq!(
+            m.check(&[(0, 2, [2, 0, 0, 0, 0, 0, 0]), (1, 0, [0; STATUS_COUNT])]),
+            None
+        );
+        assert_eq!(
+            m.check(&[(0, 2, [2, 0, 0, 0, 0, 0, 0]), (1, 0, [0; STATUS_COUNT])]),
+            None
+        );
     }
 
     #[test]
     fn a_lost_entry_is_corrected_after_one_interval_and_not_counted_twice() {
         let mut m = Mirror::default();
-        m.reset(&[(0, 0, [0; 6])]);
+        m.reset(&[(0, 0, [0; STATUS_COUNT])]);
         assert!(m.apply(&entry(0, 2, 1))); // revision 1 was lost
-        let rows = [(0, 3, [3, 0, 0, 0, 0, 0])]; // revision 3 still in flight
+        let rows = [(0, 3, [3, 0, 0, 0, 0, 0, 0])]; // revision 3 still in flight
         assert_eq!(m.check(&rows), None, "give in-flight entries a chance");
         let fix = m.check(&rows).expect("corrected");
         assert_eq!((fix.deltas.queued, fix.revision), (2, 3));
         assert!(!m.apply(&entry(0, 3, 1)), "covered by the correction");
         assert!(!m.apply(&entry(0, 1, 1)), "covered by the correction");
         assert!(m.apply(&entry(0, 4, 1)));
-        assert_eq!(m.check(&[(0, 4, [4, 0, 0, 0, 0, 0])]), None);
+        assert_eq!(m.check(&[(0, 4, [4, 0, 0, 0, 0, 0, 0])]), None);
     }
 
     #[test]
     fn a_shard_that_keeps_moving_but_loses_nothing_is_left_alone() {
         let mut m = Mirror::default();
-        m.reset(&[(0, 0, [0; 6])]);
-        assert_eq!(m.check(&[(0, 1, [1, 0, 0, 0, 0, 0])]), None);
+        m.reset(&[(0, 0, [0; STATUS_COUNT])]);
+        assert_eq!(m.check(&[(0, 1, [1, 0, 0, 0, 0, 0, 0])]), None);
         assert!(m.apply(&entry(0, 1, 1)));
-        assert_eq!(m.check(&[(0, 2, [2, 0, 0, 0, 0, 0])]), None);
+        assert_eq!(m.check(&[(0, 2, [2, 0, 0, 0, 0, 0, 0])]), None);
         assert!(m.apply(&entry(0, 2, 1)));
-        assert_eq!(m.check(&[(0, 3, [3, 0, 0, 0, 0, 0])]), None);
+        assert_eq!(m.check(&[(0, 3, [3, 0, 0, 0, 0, 0, 0])]), None);
     }
 }

@@ -131,7 +131,7 @@ fn lock_mirror(shared: &Shared) -> std::sync::MutexGuard<'_, crate::backend::cou
         .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
-async fn read_rows(shared: &Shared) -> Result<Vec<(i32, i64, [i64; 6])>> {
+async fn read_rows(shared: &Shared) -> Result<Vec<(i32, i64, [i64; duraq_core::STATUS_COUNT])>> {
     let client = pooled(&shared.pool).await?;
     let db = Db {
         conn: Conn::Client(&client),

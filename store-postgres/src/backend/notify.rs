@@ -231,7 +231,7 @@ mod tests {
                     shard: i % 16,
                     shard_revision: i64::from(i) + 1_000_000,
                     revision: i64::from(i) + 10_000_000,
-                    deltas: [-1, 1, 0, 0, 0, 0],
+                    deltas: [-1, 1, 0, 0, 0, 0, 0],
                 }),
                 work: i == 7,
                 cancelled: Vec::new(),
@@ -259,5 +259,20 @@ mod tests {
             }],
         );
         assert_eq!(only_work, vec![r#"{"o":"o","w":true,"e":[]}"#.to_owned()]);
+    }
+
+    #[test]
+    fn an_entry_round_trips_and_one_from_before_pending_reads_as_no_pending_change() {
+        let entry = Entry {
+            shard: 3,
+            shard_revision: 7,
+            revision: 40,
+            deltas: [-1, 0, 0, 0, 1, 0, 2],
+        };
+        assert_eq!(Entry::from_json(&entry.to_json()), Some(entry));
+        let old = serde_json::json!([3, 7, 40, -1, 1, 0, 0, 0, 0]);
+        let read = Entry::from_json(&old).unwrap();
+        assert_eq!(read.deltas, [-1, 1, 0, 0, 0, 0, 0]);
+        assert_eq!(Entry::from_json(&serde_json::json!([3, 7, 40, 1])), None);
     }
 }

@@ -39,7 +39,7 @@ impl Tracker {
         if bump == 1 {
             let delta = next_delta(&mut self.rx, what).await;
             assert_eq!(delta.revision, now.revision, "delta revision after {what}");
-            let diff: Vec<i64> = (0..6)
+            let diff: Vec<i64> = (0..duraq_core::STATUS_COUNT)
                 .map(|i| now.counts.as_array()[i] - self.last.counts.as_array()[i])
                 .collect();
             assert_eq!(delta.deltas.as_array().to_vec(), diff, "delta after {what}");

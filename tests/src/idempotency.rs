@@ -28,7 +28,11 @@ pub async fn first_creates_then_replays(h: &Harness) {
 }
 
 pub async fn replay_in_every_status(h: &Harness) {
-    for (i, status) in JobStatus::ALL.into_iter().enumerate() {
+    // A pending job's replay: `dependencies::an_idempotent_dependent_replays…`.
+    let statuses = JobStatus::ALL
+        .into_iter()
+        .filter(|s| *s != JobStatus::Pending);
+    for (i, status) in statuses.enumerate() {
         let name = format!("job-{i}");
         let opts = keyed().max_retries(0);
         let id = h.insert(job(&name, json!([i]), opts.clone())).await;

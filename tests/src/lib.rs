@@ -31,6 +31,7 @@ pub mod concurrency;
 pub mod counts;
 pub mod cron_zones;
 pub mod dedupe;
+pub mod dependencies;
 pub mod enqueue;
 pub mod error_history;
 pub mod factories;

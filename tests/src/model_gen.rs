@@ -39,12 +39,19 @@ pub struct Spec {
     /// (rate key index, max starts, period in ms): keys collide with other
     /// limits often, so `rate-limit-conflict` and saturated keys both come up.
     pub rate: Option<(u8, u8, i64)>,
+    /// Dependencies: indexes into every job id handed out so far (one past the
+    /// end names no job: `dependency-not-found`). Woven in by [`ops`].
+    pub after: Vec<u16>,
+    /// The job's dependency failure policy is `run` (else `cancel`).
+    pub run_on_failure: bool,
 }
 
 /// How a generated report ends the attempt.
 #[derive(Clone, Debug)]
 pub enum Report {
     Completed,
+    /// Completed with an output naming the step. Woven in by [`ops`].
+    Output,
     Failed {
         retry_in_ms: Option<i64>,
         discard: bool,
@@ -99,6 +106,9 @@ pub enum Op {
         batch: usize,
     },
     RetryJob(usize),
+    /// Retries the newest failed, cancelled or orphaned job, if any (so that
+    /// retries meet cancelled dependents). Woven in by [`ops`].
+    RetryNewestUnfinished,
     CancelJob(usize),
     GetJob(usize),
     List(u8),
@@ -173,6 +183,8 @@ fn spec() -> impl Strategy<Value = Spec> {
                         op,
                         priority,
                         rate,
+                        after: Vec::new(),
+                        run_on_failure: false,
                     },
                 )
         })
@@ -238,6 +250,39 @@ pub fn ops(len: std::ops::RangeInclusive<usize>) -> impl Strategy<Value = Vec<Op
     prop::collection::vec(op(), len)
         .prop_map(weave_pauses)
         .prop_map(weave_cancels)
+        .prop_map(weave_dependencies)
+}
+
+/// Gives about a quarter of the enqueues (batches included) one to three
+/// dependencies on jobs handed out before, a quarter of those the `run`
+/// policy, and turns about a third of the completions into completions with an
+/// output: random DAGs with random outcomes, checked against the reference.
+/// Woven like [`weave_pauses`], without extra draws.
+fn weave_dependencies(mut ops: Vec<Op>) -> Vec<Op> {
+    let mut next = hashed(&ops);
+    let mut with_deps = |spec: &mut Spec, next: &mut dyn FnMut(u64) -> u64| {
+        if next(4) == 0 {
+            spec.after = (0..=next(3)).map(|_| next(1 << 16) as u16).collect();
+            spec.run_on_failure = next(4) == 0;
+        }
+    };
+    for op in ops.iter_mut() {
+        match op {
+            Op::Enqueue(spec) => with_deps(spec, &mut next),
+            Op::Batch(specs) => specs.iter_mut().for_each(|s| with_deps(s, &mut next)),
+            Op::Report { report, .. } | Op::Work { report, .. }
+                if matches!(report, Report::Completed) && next(3) == 0 =>
+            {
+                *report = Report::Output;
+            }
+            _ => {}
+        }
+    }
+    // At the end, so the sequence before them runs as drawn.
+    for _ in 0..next(3) {
+        ops.push(Op::RetryNewestUnfinished);
+    }
+    ops
 }
 
 /// A deterministic generator seeded by a hash of `ops` (xorshift64): no draw

@@ -36,7 +36,7 @@ fn to_json<T: Serialize>(r: Result<T>) -> Value {
     }
 }
 
-fn new_job(s: &Spec, id: String, now: i64) -> Result<NewJob> {
+fn new_job(s: &Spec, id: String, now: i64, ids: &[String]) -> Result<NewJob> {
     let mut opts = EnqueueOptions::new()
         .queue(QUEUES[s.queue as usize])
         .max_retries(u32::from(s.max_retries));
@@ -65,6 +65,12 @@ fn new_job(s: &Spec, id: String, now: i64) -> Result<NewJob> {
             u32::from(max),
             std::time::Duration::from_millis(period_ms as u64),
         );
+    }
+    for dep in &s.after {
+        opts = opts.after(pick(ids, usize::from(*dep)));
+    }
+    if s.run_on_failure {
+        opts = opts.on_dependency_failure(duraq_core::DependencyFailure::Run);
     }
     match s.bad_name {
         Some(0) => opts = opts.queue("q".repeat(256)),
@@ -149,6 +155,9 @@ fn claim_request(worker: u8, limit: u8, names: u8, only_q0: bool, config: u8) ->
 fn outcome(r: &Report, step: usize) -> Outcome {
     match r {
         Report::Completed => Outcome::Completed,
+        Report::Output => Outcome::CompletedWith {
+            output: json!({"step": step}),
+        },
         Report::Failed {
             retry_in_ms,
             discard,
@@ -176,7 +185,7 @@ pub async fn apply(ctx: &Ctx<'_>, op: &Op) -> Value {
     let s = ctx.store;
     let id = |i: usize| format!("job-{:03}-{i}", ctx.step);
     match op {
-        Op::Enqueue(spec) => match new_job(spec, id(0), ctx.now) {
+        Op::Enqueue(spec) => match new_job(spec, id(0), ctx.now, ctx.ids) {
             Ok(job) => to_json(s.enqueue(job).await),
             Err(e) => to_json::<()>(Err(e)),
         },
@@ -184,14 +193,14 @@ pub async fn apply(ctx: &Ctx<'_>, op: &Op) -> Value {
             let jobs: Result<Vec<_>> = specs
                 .iter()
                 .enumerate()
-                .map(|(i, sp)| new_job(sp, id(i), ctx.now))
+                .map(|(i, sp)| new_job(sp, id(i), ctx.now, ctx.ids))
                 .collect();
             match jobs {
                 Ok(jobs) => to_json(s.enqueue_batch(jobs).await),
                 Err(e) => to_json::<()>(Err(e)),
             }
         }
-        Op::Replace(k, spec) => match new_job(spec, id(0), ctx.now) {
+        Op::Replace(k, spec) => match new_job(spec, id(0), ctx.now, ctx.ids) {
             Ok(job) => to_json(s.replace_scheduled(&key(*k), job, running(*k)).await),
             Err(e) => to_json::<()>(Err(e)),
         },
@@ -281,6 +290,20 @@ pub async fn apply(ctx: &Ctx<'_>, op: &Op) -> Value {
             to_json(s.prune(&req).await)
         }
         Op::RetryJob(i) => to_json(s.retry_job(&pick(ctx.ids, *i)).await),
+        Op::RetryNewestUnfinished => {
+            let filter = JobFilter {
+                statuses: vec![JobStatus::Failed, JobStatus::Cancelled, JobStatus::Orphaned],
+                limit: Some(1),
+                ..JobFilter::default()
+            };
+            match s.search_jobs(&filter).await {
+                Ok(page) => match page.jobs.first() {
+                    Some(job) => to_json(s.retry_job(&job.id).await),
+                    None => Value::Null,
+                },
+                Err(e) => to_json::<()>(Err(e)),
+            }
+        }
         Op::CancelJob(i) => to_json(s.cancel_job(&pick(ctx.ids, *i)).await),
         Op::GetJob(i) => to_json(s.get_job(&pick(ctx.ids, *i)).await),
         Op::List(v) => {

@@ -10,13 +10,15 @@ use crate::harness::{expect_invalid, expect_not_found, job, key, Harness};
 /// A job driven into `status` (maxRetries 0; named uniquely).
 async fn in_status(h: &Harness, status: JobStatus) -> Job {
     let name = format!("op-{status}");
-    let id = h
-        .insert(job(
-            &name,
-            json!([status.as_str()]),
-            EnqueueOptions::new().max_retries(0),
-        ))
-        .await;
+    let mut opts = EnqueueOptions::new().max_retries(0);
+    if status == JobStatus::Pending {
+        // Pending is where a job waits for another: one that never runs here.
+        opts = opts.after(h.enqueue("op-never", json!([])).await);
+    }
+    let id = h.insert(job(&name, json!([status.as_str()]), opts)).await;
+    if status == JobStatus::Pending {
+        return h.get(&id).await;
+    }
     h.drive_to(&id, &name, status).await
 }
 

@@ -24,7 +24,7 @@ async fn assert_exact(h: &Harness, what: &str) -> QueueSnapshot {
     let snap = queue_snapshot(h).await;
     let global = h.snapshot().await;
     assert_eq!(snap.count_snapshot(), global, "global part after {what}");
-    let mut expected: BTreeMap<String, [i64; 6]> = BTreeMap::new();
+    let mut expected: BTreeMap<String, [i64; duraq_core::STATUS_COUNT]> = BTreeMap::new();
     for j in h.jobs().await {
         expected.entry(j.queue.clone()).or_default()[j.status.index()] += 1;
     }

@@ -23,6 +23,8 @@ enum Bug {
     RetryNotFound,
     /// Claims take jobs of paused queues too (the pause still shows in snapshots).
     ClaimIgnoresPause,
+    /// Completions drop the handler's output.
+    OutputDropped,
 }
 
 struct Buggy {
@@ -77,7 +79,14 @@ impl WorkerStore for Buggy {
             _ => self.inner.claim(req).await,
         }
     }
-    async fn report_batch(&self, reports: Vec<(Lease, Outcome)>) -> Result<Vec<bool>> {
+    async fn report_batch(&self, mut reports: Vec<(Lease, Outcome)>) -> Result<Vec<bool>> {
+        if matches!(self.bug, Bug::OutputDropped) {
+            for (_, outcome) in &mut reports {
+                if matches!(outcome, Outcome::CompletedWith { .. }) {
+                    *outcome = Outcome::Completed;
+                }
+            }
+        }
         let applied = self.inner.report_batch(reports).await?;
         Ok(applied
             .into_iter()
@@ -176,6 +185,7 @@ fn planted_bugs_are_caught() {
         Bug::PruneOneBatch,
         Bug::RetryNotFound,
         Bug::ClaimIgnoresPause,
+        Bug::OutputDropped,
     ] {
         assert!(caught(bug), "the property suite missed {bug:?}");
     }

@@ -427,3 +427,97 @@ fn workers_in_other_processes_honour_a_pause() {
     // that waited.
     assert_eq!(completed, 2 + 1 + 5 + 2 + 5, "{reports:?}");
 }
+
+/// `docs/workflows.md`: a fan-in of 400 jobs into one summary while two worker
+/// processes are SIGKILLed mid-run. The summary is released exactly when the
+/// last dependency completes: never before (its open count always equals the
+/// dependencies not yet completed, so none was counted twice or lost), and the
+/// counts stay exact.
+#[test]
+fn a_fan_in_survives_sigkilled_workers() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("jobs.db");
+    let fan_in = 400;
+    let summary = duraq_tests::block_on(async {
+        let store = open(&db, Arc::new(SystemClock));
+        let deps: Vec<duraq_core::NewJob> = (0..fan_in)
+            .map(|_| {
+                duraq_core::NewJob::new("p", serde_json::json!([20]), Default::default()).unwrap()
+            })
+            .collect();
+        let opts = deps
+            .iter()
+            .fold(duraq_core::EnqueueOptions::new(), |o, d| o.after(d.id()));
+        let summary = duraq_core::NewJob::new("s", serde_json::json!([]), opts).unwrap();
+        let id = summary.id().to_owned();
+        let mut batch = deps;
+        batch.push(summary);
+        store.enqueue_batch(batch).await.unwrap();
+        id
+    });
+    let mut procs = spawn_ready(&db, 2, |_| vec!["work".into()]);
+    release(&mut procs);
+    let watcher = open(&db, Arc::new(SystemClock));
+    duraq_tests::block_on(async {
+        // Wait on the condition itself: a quarter of the fan-in completed.
+        while watcher.count_snapshot().await.unwrap().counts.completed < fan_in / 4 {
+            tokio::task::yield_now().await;
+        }
+    });
+    for mut p in procs {
+        p.child.kill().expect("SIGKILL the worker");
+        assert!(!p.child.wait().unwrap().success());
+    }
+    duraq_tests::block_on(async {
+        let later = ManualClock::new(SystemClock.now_ms() + 120_000);
+        let store = open(&db, Arc::new(later.clone()));
+        let open_now = |completed: i64| fan_in - completed;
+        let snap = store.count_snapshot().await.unwrap();
+        let row = store.get_job(&summary).await.unwrap().unwrap();
+        assert_eq!(row.status, JobStatus::Pending);
+        assert_eq!(row.open_dependencies, open_now(snap.counts.completed));
+        store.recover_stale(60_000).await.unwrap();
+        later.advance(3_600_000);
+        loop {
+            let req = duraq_core::ClaimRequest {
+                worker_id: "finisher".into(),
+                job_names: vec!["p".into()],
+                limit: 50,
+                ..Default::default()
+            };
+            let claimed = store.claim(&req).await.unwrap();
+            if claimed.is_empty() {
+                break;
+            }
+            for job in claimed {
+                let before = store.get_job(&summary).await.unwrap().unwrap();
+                let completed = store.count_snapshot().await.unwrap().counts.completed;
+                assert_eq!(before.status, JobStatus::Pending, "released early");
+                assert_eq!(before.open_dependencies, open_now(completed));
+                let lease = duraq_core::Lease {
+                    job_id: job.id.clone(),
+                    handoff_id: job.handoff_id.clone().unwrap(),
+                };
+                let applied = store
+                    .report_batch(vec![(lease, duraq_core::Outcome::Completed)])
+                    .await
+                    .unwrap();
+                assert_eq!(applied, [true]);
+            }
+        }
+        let row = store.get_job(&summary).await.unwrap().unwrap();
+        assert_eq!((row.status, row.open_dependencies), (JobStatus::Queued, 0));
+        let snap = store.count_snapshot().await.unwrap();
+        assert_eq!(
+            (
+                snap.counts.completed,
+                snap.counts.queued,
+                snap.counts.pending,
+                snap.total
+            ),
+            (fan_in, 1, 0, fan_in + 1)
+        );
+        let jobs = store.search_jobs(&JobFilter::default()).await.unwrap().jobs;
+        assert_eq!(jobs.len() as i64, fan_in + 1);
+    });
+}

@@ -116,6 +116,9 @@ pub enum Command {
     /// Send mail now, or later through a job, with the backend `DURAQ_MAIL_BACKEND` names.
     #[command(subcommand, after_long_help = crate::examples::MAIL)]
     Mail(crate::mail::MailCommand),
+    /// Named groups of jobs that wait for each other (`docs/workflows.md`).
+    #[command(subcommand, after_long_help = crate::examples::WORKFLOWS)]
+    Workflows(crate::workflows::WorkflowsCommand),
     /// Tenant databases: read-only migration preflight, and migrating every tenant.
     #[command(subcommand, after_long_help = crate::examples::TENANTS)]
     Tenants(crate::tenants::TenantsCommand),
@@ -214,6 +217,14 @@ pub struct EnqueueArgs {
     /// Durable idempotency key: a replay returns the original job id.
     #[arg(long, value_name = "KEY")]
     pub idempotency_key: Option<String>,
+    /// Wait for job ID (repeatable): the job stays pending until ID has
+    /// finished, then is due at its own time or at once, whichever is later.
+    #[arg(long, value_name = "ID")]
+    pub after: Vec<String>,
+    /// What happens when a job of --after does not complete: `cancel` (the
+    /// default: this job is cancelled too) or `run` (it runs anyway).
+    #[arg(long, value_name = "POLICY")]
+    pub on_dependency_failure: Option<String>,
 }
 
 // Parsed once per process: boxing the job flags would buy nothing.

@@ -1,4 +1,5 @@
-//! The built-in jobs (see `docs/cli.md`) (`duraq.noop`, `duraq.sleep`, `duraq.http`) and
+//! The built-in jobs (see `docs/cli.md`) (`duraq.noop`, `duraq.sleep`, `duraq.http`,
+//! `duraq.echo`) and
 //! the one place where a worker's handlers are registered, so that the mail crate
 //! adds `duraq.mail.deliver` (see `mail.rs`) without touching the worker loop.
 //! `duraq.sleep` and `duraq.http` stop as soon as their job is cancelled while
@@ -7,13 +8,15 @@
 use std::future::Future;
 use std::time::Duration;
 
-use duraq_core::{JobContext, JobError, Registry, WorkerError};
+use duraq_core::{JobContext, JobError, JobResult, Registry, WorkerError};
 use serde_json::Value;
 
 /// Job name of the handler that always succeeds.
 pub const NOOP: &str = "duraq.noop";
 /// Job name of the handler that sleeps `{"ms": N}` and succeeds.
 pub const SLEEP: &str = "duraq.sleep";
+/// Job name of the handler that completes with its args as its output.
+pub const ECHO: &str = "duraq.echo";
 /// Job name of the webhook handler.
 pub const HTTP: &str = "duraq.http";
 
@@ -40,6 +43,9 @@ pub fn register_builtins(registry: &mut Registry, builtins: &Builtins) -> Result
     *registry = std::mem::take(registry)
         .register_fn(NOOP, |_ctx, args| async move {
             noop(args).await.map_err(JobError::new)
+        })?
+        .register_fn(ECHO, |_ctx, args| async move {
+            Ok::<_, JobError>(JobResult::Output(args))
         })?
         .register_fn(SLEEP, |ctx, args| async move {
             until_cancelled(&ctx, sleep(args)).await

@@ -42,18 +42,23 @@ pub async fn run(db: &Database, watch: bool, json: bool) -> Result<()> {
 /// The snapshot in the CLI's JSON style (camelCase keys, so `handedOff`; the
 /// total once, as `total`): `{"counts":{…},"total":…,"revision":…}`.
 pub fn snapshot_json(snap: &CountSnapshot) -> serde_json::Value {
-    let c = &snap.counts;
     serde_json::json!({
-        "counts": {
-            "queued": c.queued,
-            "handedOff": c.handed_off,
-            "completed": c.completed,
-            "failed": c.failed,
-            "cancelled": c.cancelled,
-            "orphaned": c.orphaned,
-        },
+        "counts": status_counts_json(&snap.counts),
         "total": snap.total,
         "revision": snap.revision,
+    })
+}
+
+/// One count per status, camelCase (`handedOff`), as `counts` and `queues` print them.
+pub fn status_counts_json(c: &duraq_core::StatusCounts) -> serde_json::Value {
+    serde_json::json!({
+        "queued": c.queued,
+        "handedOff": c.handed_off,
+        "completed": c.completed,
+        "failed": c.failed,
+        "cancelled": c.cancelled,
+        "orphaned": c.orphaned,
+        "pending": c.pending,
     })
 }
 

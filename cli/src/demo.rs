@@ -276,7 +276,7 @@ fn print_summary(s: &Value, snap: &CountSnapshot) {
     let why = |status: JobStatus| match status {
         JobStatus::Completed => "ran to the end (flaky jobs after one retry)",
         JobStatus::Cancelled => "replaced by a newer job under the same schedule key",
-        JobStatus::Queued | JobStatus::HandedOff => "still open",
+        JobStatus::Queued | JobStatus::HandedOff | JobStatus::Pending => "still open",
         JobStatus::Failed | JobStatus::Orphaned => "out of retries",
     };
     let rows: Vec<Vec<String>> = JobStatus::ALL

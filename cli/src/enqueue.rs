@@ -1,10 +1,12 @@
 //! `duraq enqueue`: one job, validated entirely before the database is opened, so
 //! a rejected invocation writes nothing. Prints `{"jobId":…,"replayed":…,
 //! "deduplicated":…}`: a replay of an idempotent request or a deduplicated
-//! enqueue answers with the existing job and says so.
+//! enqueue answers with the existing job and says so. `--after ID` makes the
+//! job wait for another (`docs/workflows.md`); an unknown ID is
+//! `dependency-not-found` and writes nothing.
 
 use anyhow::Result;
-use duraq_core::{EnqueueOutcome, NewJob};
+use duraq_core::{After, DependencyFailure, EnqueueOutcome, NewJob};
 use serde_json::json;
 use tracing::Instrument;
 
@@ -17,6 +19,13 @@ pub async fn run(db: &Database, a: EnqueueArgs) -> Result<()> {
     let (args, mut opts) = job_options(&a.job)?;
     opts.deduplicate_while_queued = a.dedupe_while_queued;
     opts.idempotency_key = a.idempotency_key;
+    opts.after = a.after.into_iter().map(After::Id).collect();
+    opts.on_dependency_failure = a
+        .on_dependency_failure
+        .as_deref()
+        .map(str::parse::<DependencyFailure>)
+        .transpose()
+        .map_err(flag_error)?;
     // The producer span a CLI enqueue starts its trace with: the job stores its
     // context, so the attempts' spans link to it (`docs/tracing.md`).
     let span = tracing::info_span!(

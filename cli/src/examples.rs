@@ -41,12 +41,15 @@ Examples:
   duraq enqueue report --run-at 2030-01-01T09:00:00Z --timeout 5m
   duraq enqueue send_receipt --args '{\"order\":7}' --priority 50
   duraq enqueue duraq.http --args '{\"url\":\"https://api.example.com\"}' --rate-key example-api --rate 100/1s
+  duraq enqueue build_report --after 0190d3c4-7f0e-7c1a-9b52-5b1f0c3e9a11 --on-dependency-failure run
 
 Prints {\"jobId\":\"…\"}. The job runs on a worker that has a handler for NAME
 (`duraq worker --help` lists the built-in ones). Within a queue, higher
 --priority runs first. Jobs sharing a --rate-key start at most N times per
 PERIOD across every worker; a job over the limit stays queued and becomes due
-when the rate allows. A key keeps the limit it was first used with.";
+when the rate allows. A key keeps the limit it was first used with. A job with
+--after is pending until every job it names has finished; if one fails or is
+cancelled, the job is cancelled too unless --on-dependency-failure is run.";
 
 pub const SCHEDULE: &str = "\
 A schedule key (for example `event:42:reminder`) names at most one queued or
@@ -231,6 +234,7 @@ pub const WORKER: &str = "\
 Built-in jobs:
   duraq.noop           any args; succeeds
   duraq.sleep          {\"ms\":N}: sleeps N milliseconds, then succeeds
+  duraq.echo           any args; completes with its args as its output
   duraq.http           {\"url\",\"method\"?,\"headers\"?,\"body\"?}: sends the request
                        (method POST by default); a non-2xx answer is a failed
                        attempt and is retried
@@ -335,3 +339,28 @@ pub const MAN: &str = "\
 Examples:
   duraq man | man -l -
   duraq man --out /usr/local/share/man/man1";
+
+pub const WORKFLOWS: &str = "\
+A workflow is a named group of jobs inserted at once, whose steps wait for each
+other by step name; a step is pending until the steps it waits for have finished.
+
+Examples:
+  duraq workflows enqueue onboard.json";
+
+pub const WORKFLOWS_ENQUEUE: &str = "\
+Examples:
+  duraq workflows enqueue onboard.json
+  generate-workflow | duraq workflows enqueue -
+
+FILE:
+  {\"name\": \"onboard\", \"idempotencyKey\": \"user-7\", \"steps\": [
+    {\"step\": \"signup\", \"job\": \"duraq.echo\", \"args\": {\"user\": 7}},
+    {\"step\": \"welcome\", \"job\": \"send_welcome\", \"after\": [\"signup\"]},
+    {\"step\": \"summary\", \"job\": \"summarize\", \"after\": [\"welcome\"],
+     \"onDependencyFailure\": \"run\", \"queue\": \"reports\"}]}
+
+Each step also takes any enqueue option (queue, maxRetries, runInMs, priority, …).
+Prints {\"workflowId\",\"jobs\":{step:jobId},\"replayed\"}. Nothing is written when
+the file names a step twice (duplicate-step), waits for a step it does not have
+(dependency-not-found) or in a circle (workflow-cycle). With an idempotencyKey, a
+second enqueue of the same file replays the first one's ids.";

@@ -183,6 +183,33 @@ pub fn error_cell(error: Option<&str>) -> String {
     }
 }
 
+/// A job's dependencies in a cell: `id (policy)`, comma-separated, or `-`.
+fn dependencies_cell(j: &Job) -> String {
+    if j.depends_on.is_empty() {
+        return "-".to_owned();
+    }
+    let edges: Vec<String> = j
+        .depends_on
+        .iter()
+        .map(|d| format!("{} ({})", d.job_id, d.on_failure.as_str()))
+        .collect();
+    edges.join(", ")
+}
+
+/// A job's output in a cell: its compact JSON, cut at 120 characters with its
+/// size in bytes when longer (`--json` prints it whole).
+fn output_cell(output: Option<&serde_json::Value>) -> String {
+    let Some(output) = output else {
+        return "-".to_owned();
+    };
+    let text = output.to_string();
+    if text.chars().count() <= 120 {
+        return text;
+    }
+    let cut: String = text.chars().take(119).collect();
+    format!("{cut}… ({} bytes)", text.len())
+}
+
 /// The moment that matters for a job's status, in words: when a queued job is
 /// due (or retries), when a running one started, when a finished one ended.
 pub fn status_time(j: &Job, now_ms: i64) -> String {
@@ -240,6 +267,9 @@ pub fn job_detail(j: &Job, now_ms: i64) -> String {
                 |r| format!("{} per {}ms ({})", r.max, r.period_ms, r.key),
             ),
         ),
+        ("dependsOn", dependencies_cell(j)),
+        ("openDependencies", j.open_dependencies.to_string()),
+        ("output", output_cell(j.output.as_ref())),
     ]
     .into_iter()
     .map(|(k, v)| vec![k.to_string(), v])
@@ -303,7 +333,7 @@ mod tests {
         assert_eq!(lines[0], "ATTEMPT  WHEN      WORKER  ERROR");
         assert_eq!(lines[1], "2        10 s ago  -       second");
         assert_eq!(lines[2], "1        59 s ago  w-1     first\\u{a}line");
-        assert!(shown.contains("errors          2\n"), "{shown}");
+        assert!(shown.contains("errors            2\n"), "{shown}");
     }
 
     #[test]

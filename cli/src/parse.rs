@@ -197,6 +197,8 @@ pub fn job_options(a: &JobArgs) -> Result<(Value, EnqueueOptions), CliError> {
         rate_max,
         rate_period_ms,
         trace_parent: None,
+        after: Vec::new(),
+        on_dependency_failure: None,
     };
     Ok((args, opts))
 }

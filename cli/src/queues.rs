@@ -149,14 +149,7 @@ fn queue_json(q: &QueueCounts) -> serde_json::Value {
     let c = &q.counts;
     serde_json::json!({
         "queue": q.queue,
-        "counts": {
-            "queued": c.queued,
-            "handedOff": c.handed_off,
-            "completed": c.completed,
-            "failed": c.failed,
-            "cancelled": c.cancelled,
-            "orphaned": c.orphaned,
-        },
+        "counts": crate::counts::status_counts_json(c),
         "total": c.all,
         "latencyMs": q.latency_ms,
         "paused": q.paused,
@@ -175,6 +168,7 @@ fn render(snap: &QueueSnapshot) -> String {
         "FAILED",
         "CANCELLED",
         "ORPHANED",
+        "PENDING",
         "LATENCY",
         "PAUSED",
     ];
@@ -193,6 +187,7 @@ fn render(snap: &QueueSnapshot) -> String {
                     c.failed,
                     c.cancelled,
                     c.orphaned,
+                    c.pending,
                 ]
                 .map(thousands),
             );
@@ -226,12 +221,12 @@ mod tests {
             QueueCounts::new(name.into(), counts, oldest, 100_000).unwrap()
         };
         QueueSnapshot::new(
-            [1_200, 3, 40_000, 0, 0, 0],
+            [1_200, 3, 40_000, 0, 0, 0, 0],
             7,
             100_000,
             vec![
-                queue("mail", [1_200, 3, 0, 0, 0, 0], Some(97_000)),
-                queue("video\u{1b}[2J", [0, 0, 40_000, 0, 0, 0], None),
+                queue("mail", [1_200, 3, 0, 0, 0, 0, 0], Some(97_000)),
+                queue("video\u{1b}[2J", [0, 0, 40_000, 0, 0, 0, 0], None),
             ],
         )
         .with_paused(["mail".to_owned(), "quiet".to_owned()])

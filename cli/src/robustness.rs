@@ -67,6 +67,7 @@ fn job() -> impl Strategy<Value = Job> {
                 st,
                 errors,
             )| {
+                let output = last_error_output(&sk);
                 Job {
                     id,
                     job_name: name.clone(),
@@ -105,9 +106,18 @@ fn job() -> impl Strategy<Value = Job> {
                     rate_max: t,
                     rate_period_ms: t,
                     trace_parent: None,
+                    depends_on: Vec::new(),
+                    open_dependencies: a,
+                    output,
                 }
             },
         )
+}
+
+/// An output that holds whatever text the generator drew (control
+/// characters included), or none.
+fn last_error_output(text: &Option<String>) -> Option<Value> {
+    text.as_ref().map(|t| serde_json::json!({ "text": t }))
 }
 
 /// Runs the semantic parsing of an `enqueue` command line, as `enqueue::run`

@@ -191,7 +191,8 @@ fn counts_shape_and_table() {
             "completed",
             "failed",
             "cancelled",
-            "orphaned"
+            "orphaned",
+            "pending"
         ])
     );
     assert_eq!(snap["counts"]["queued"], 1);

@@ -205,6 +205,13 @@ fn answers(db: &Db, command: &str) -> Vec<Value> {
         ],
         "worker (when it stops)" => vec![worker_answer(db)],
         "tenants pending" => vec![tenants_answer(db.dir.path())],
+        "workflows enqueue FILE" => {
+            let file = db.dir.path().join("flow.json");
+            let flow = r#"{"name": "w", "steps": [{"step": "a", "job": "duraq.echo"},
+                {"step": "b", "job": "duraq.echo", "after": ["a"]}]}"#;
+            std::fs::write(&file, flow).unwrap();
+            vec![db.json(&["workflows", "enqueue", file.to_str().unwrap()])]
+        }
         other => panic!(
             "docs/cli.md documents `{other}`: teach this test to run it (or add it to NOT_RUN)"
         ),

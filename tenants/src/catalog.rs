@@ -32,7 +32,8 @@ pub const JOB_STORE_SCOPE: &str = "duraq.jobs";
 /// counts; 2 = schedule keys; 3 = partial job indexes; 4 = counts per queue;
 /// 5 = paused queues; 6 = error history; 7 = priorities, rate limits and
 /// visible workers; 8 = args digests kept only for dedupe scopes; 9 =
-/// throughput history; 10 = job progress, logs and trace context.
+/// throughput history; 10 = job progress, logs and trace context; 11 = job
+/// dependencies and outputs.
 pub const JOB_STORE_VERSIONS: &[(i64, &str)] = &[
     (1, "job_store"),
     (2, "schedule_keys"),
@@ -44,13 +45,15 @@ pub const JOB_STORE_VERSIONS: &[(i64, &str)] = &[
     (8, "dedupe_scope_digests"),
     (9, "throughput_history"),
     (10, "job_progress_logs_traces"),
+    (11, "job_dependencies"),
 ];
 
 /// The PostgreSQL job store's schema versions (its own numbering, checked
 /// against `duraq-store-postgres`'s `SCHEMA_VERSION` the same way): 1 = jobs,
 /// keys, counts, schedule keys; 2 = dedupe keys for dedupe scopes only; 3 =
 /// counts per queue; 4 = paused queues; 5 = error history; 6 = visible
-/// workers; 7 = throughput history; 8 = job progress, logs and trace context.
+/// workers; 7 = throughput history; 8 = job progress, logs and trace context;
+/// 9 = job dependencies and outputs.
 pub const POSTGRES_JOB_STORE_VERSIONS: &[(i64, &str)] = &[
     (1, "job_store"),
     (2, "dedupe_scopes"),
@@ -60,6 +63,7 @@ pub const POSTGRES_JOB_STORE_VERSIONS: &[(i64, &str)] = &[
     (6, "priorities_rate_limits_workers"),
     (7, "throughput_history"),
     (8, "job_progress_logs_traces"),
+    (9, "job_dependencies"),
 ];
 
 /// Where a database records the migrations it has.

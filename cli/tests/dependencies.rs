@@ -1,0 +1,124 @@
+//! `docs/workflows.md` from the command line: `enqueue --after`, the pending
+//! count, `jobs show` of a dependent, `duraq.echo`'s output, and `workflows
+//! enqueue` with its refusals (each writing nothing) and its keyed replay, run
+//! by a real `duraq worker` process on a real SQLite file.
+
+mod common;
+
+use std::time::Duration;
+
+use common::{signal, wait_exit, Db};
+
+const LONG: Duration = Duration::from_secs(30);
+
+#[test]
+fn a_dependent_waits_then_reads_as_done_and_bad_edges_write_nothing() {
+    let db = Db::new();
+    let first = db.enqueue(&["duraq.echo", "--args", r#"{"rows":3}"#]);
+    let second = db.enqueue(&[
+        "duraq.echo",
+        "--after",
+        &first,
+        "--on-dependency-failure",
+        "run",
+    ]);
+    let job = db.job(&second);
+    assert_eq!(job["status"], "pending");
+    assert_eq!(job["openDependencies"], 1);
+    assert_eq!(job["dependsOn"][0]["jobId"], first.as_str());
+    assert_eq!(job["dependsOn"][0]["onFailure"], "run");
+    assert_eq!(db.counts()["counts"]["pending"], 1);
+    let human = String::from_utf8(db.run(&["jobs", "show", &second]).stdout).unwrap();
+    assert!(human.contains(&format!("{first} (run)")), "{human}");
+
+    db.fails(
+        &[
+            "enqueue",
+            "x",
+            "--after",
+            "0190a0b0-0000-7000-8000-000000000000",
+        ],
+        "dependency-not-found",
+    );
+    db.fails(
+        &[
+            "enqueue",
+            "x",
+            "--after",
+            &first,
+            "--on-dependency-failure",
+            "skip",
+        ],
+        "invalid-dependency-policy",
+    );
+
+    let mut worker = db.spawn_worker(&[]);
+    db.wait_job(&second, LONG, |j| j["status"] == "completed");
+    signal(&worker, libc::SIGTERM);
+    assert!(wait_exit(&mut worker, LONG).success());
+    assert_eq!(db.job(&first)["output"], serde_json::json!({"rows": 3}));
+    assert_eq!(db.counts()["counts"]["pending"], 0);
+}
+
+#[test]
+fn a_workflow_file_is_inserted_whole_or_not_at_all() {
+    let db = Db::new();
+    db.json(&["migrate"]);
+    let dir = tempfile::tempdir().unwrap();
+    let write = |name: &str, text: &str| {
+        let path = dir.path().join(name);
+        std::fs::write(&path, text).unwrap();
+        path.display().to_string()
+    };
+    let good = write(
+        "onboard.json",
+        r#"{"name": "onboard", "idempotencyKey": "user-7", "steps": [
+            {"step": "summary", "job": "duraq.echo", "after": ["welcome", "storage"], "args": ["summary"]},
+            {"step": "signup", "job": "duraq.echo", "args": {"user": 7}},
+            {"step": "welcome", "job": "duraq.echo", "after": ["signup"], "queue": "mail"},
+            {"step": "storage", "job": "duraq.echo", "after": ["signup"]}
+        ]}"#,
+    );
+    for (file, code) in [
+        (
+            r#"{"name": "w", "steps": [{"step": "a", "job": "j", "after": ["b"]}, {"step": "b", "job": "j", "after": ["a"]}]}"#,
+            "workflow-cycle",
+        ),
+        (
+            r#"{"name": "w", "steps": [{"step": "a", "job": "j"}, {"step": "a", "job": "j"}]}"#,
+            "duplicate-step",
+        ),
+        (
+            r#"{"name": "w", "steps": [{"step": "a", "job": "j", "after": ["ghost"]}]}"#,
+            "dependency-not-found",
+        ),
+        (r#"{"name": "w", "steps": []}"#, "invalid-workflow"),
+        (
+            r#"{"name": "w", "steps": [{"step": "a"}]}"#,
+            "invalid-workflow",
+        ),
+    ] {
+        db.fails(&["workflows", "enqueue", &write("bad.json", file)], code);
+    }
+
+    let first = db.json(&["workflows", "enqueue", &good]);
+    assert_eq!(first["replayed"], false);
+    let jobs = &first["jobs"];
+    assert_eq!(db.status(jobs["signup"].as_str().unwrap()), "queued");
+    assert_eq!(db.status(jobs["summary"].as_str().unwrap()), "pending");
+    assert_eq!(db.job(jobs["welcome"].as_str().unwrap())["queue"], "mail");
+    let again = db.json(&["workflows", "enqueue", &good]);
+    assert_eq!(
+        (&again["jobs"], &again["workflowId"]),
+        (jobs, &first["workflowId"])
+    );
+    assert_eq!(again["replayed"], true);
+    assert_eq!(db.counts()["total"], 4, "a replay adds nothing");
+
+    let mut worker = db.spawn_worker(&["--queues", "default,mail"]);
+    let summary = jobs["summary"].as_str().unwrap();
+    let done = db.wait_job(summary, LONG, |j| j["status"] == "completed");
+    signal(&worker, libc::SIGTERM);
+    assert!(wait_exit(&mut worker, LONG).success());
+    assert_eq!(done["output"], serde_json::json!(["summary"]));
+}

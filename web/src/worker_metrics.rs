@@ -134,7 +134,7 @@ impl WorkerMetrics {
                 let outcome = match (&finished.outcome, finished.accepted) {
                     (_, false) if was_cancelled => "cancelled",
                     (_, false) => "lost_lease",
-                    (Outcome::Completed, true) => "completed",
+                    (Outcome::Completed | Outcome::CompletedWith { .. }, true) => "completed",
                     (Outcome::Failed { .. }, true) => "failed",
                     (Outcome::Reschedule { .. }, true) => "rescheduled",
                     (Outcome::ReturnToQueue, true) => "returned_to_queue",

@@ -78,6 +78,14 @@ pub async fn detail(
         (fields(&state, &job))
         h2 { "Args" }
         pre.json data-field="args" { (visible_multiline(&pretty(&job.args))) }
+        @if !job.depends_on.is_empty() {
+            h2 { "Dependencies" }
+            (dependencies(&state, &job))
+        }
+        @if let Some(output) = &job.output {
+            h2 { "Output" }
+            pre.json data-field="output" { (visible_multiline(&pretty(output))) }
+        }
         h2 { "Last error" }
         @match &job.last_error {
             Some(e) => pre.error data-field="lastError" { (visible_multiline(&state.options.scrub(e))) },
@@ -89,6 +97,28 @@ pub async fn detail(
         (errors(&state, &job))
     };
     page(&state, "job", &format!("Job {}", visible(&job.id)), body)
+}
+
+/// The jobs this one waits for, each linked, with its edge's policy, and how
+/// many have not finished yet (`docs/workflows.md`).
+fn dependencies(state: &AppState, job: &Job) -> Markup {
+    html! {
+        p data-field="openDependencies" {
+            @if job.open_dependencies > 0 {
+                (job.open_dependencies) " of " (job.depends_on.len()) " not finished yet."
+            } @else {
+                "Every dependency has finished."
+            }
+        }
+        ul data-field="dependsOn" {
+            @for dep in &job.depends_on {
+                li {
+                    a href=(link(state, &format!("/jobs/{}", urlencode(&dep.job_id)))) { code { (visible(&dep.job_id)) } }
+                    span.muted { " (if it does not complete: " (dep.on_failure.as_str()) ")" }
+                }
+            }
+        }
+    }
 }
 
 /// What the job said: its progress and kept log lines; live while it runs.

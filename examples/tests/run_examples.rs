@@ -174,6 +174,22 @@ fn worker_retries_snoozes_runs_periodic_jobs_and_drains() {
 }
 
 #[test]
+fn a_signup_fans_out_and_fans_in_to_a_summary_of_outputs() {
+    let out = run("signup_flow");
+    assert_prints(
+        &out,
+        &[
+            "enqueued 5 jobs: 1 queued, 4 pending",
+            "signup_summary completed, it read:",
+            r#"send_welcome completed {"messageId":"msg-1"}"#,
+            r#"provision_storage completed {"bucket":"users/42","quotaGb":5}"#,
+            "score_risk failed: risk service unavailable",
+            "store: 4 completed, 1 failed, 0 pending",
+        ],
+    );
+}
+
+#[test]
 fn mail_is_delivered_once_per_operation() {
     let out = run("mail");
     assert_prints(

@@ -15,11 +15,13 @@
 //! `raw` and `raw_pg` (the bare driver's ceiling on duraq's schema, for
 //! `enqueue-one`, `enqueue-batch`, the 8-producer enqueues and the drains:
 //! `raw-one`, `raw-batch`, `raw-8conn`, `raw-drain`), `dashboard` (server time
-//! of the dashboard's overview and jobs pages on the `counts` table size).
+//! of the dashboard's overview and jobs pages on the `counts` table size),
+//! `dependencies` (`fan-out` and `fan-in`: a graph enqueued and drained).
 
 mod bulk;
 mod counts;
 mod dashboard;
+mod dependencies;
 mod drain;
 mod enqueue;
 mod raw;
@@ -135,6 +137,8 @@ const ALL: &[&str] = &[
     "drain-inproc-10-prefetch",
     "drain-inproc-64-prefetch",
     "drain-retained",
+    "fan-out",
+    "fan-in",
     "bulk-retry",
     "e2e",
     "wakeup",
@@ -228,6 +232,8 @@ async fn run_one(scenario: &str, target: &Target, sizes: Sizes) -> Result<Vec<Fi
             drain::drain_in_process(target, sizes, 64, drain::PREFETCH).await
         }
         "drain-retained" => retained::drain_retained(target, sizes).await,
+        "fan-out" => dependencies::fan_out(target, sizes).await,
+        "fan-in" => dependencies::fan_in(target, sizes).await,
         "bulk-retry" => bulk::bulk_retry(target, sizes).await,
         "e2e" => drain::end_to_end(target, sizes).await,
         "wakeup" => wakeup::wakeup(target, sizes).await,

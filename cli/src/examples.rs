@@ -345,7 +345,9 @@ A workflow is a named group of jobs inserted at once, whose steps wait for each
 other by step name; a step is pending until the steps it waits for have finished.
 
 Examples:
-  duraq workflows enqueue onboard.json";
+  duraq workflows enqueue onboard.json
+  duraq workflows show 0193a0b0-0000-8000-8000-00000000000a
+  duraq workflows retry 0193a0b0-0000-8000-8000-00000000000a";
 
 pub const WORKFLOWS_ENQUEUE: &str = "\
 Examples:
@@ -364,3 +366,26 @@ Prints {\"workflowId\",\"jobs\":{step:jobId},\"replayed\"}. Nothing is written w
 the file names a step twice (duplicate-step), waits for a step it does not have
 (dependency-not-found) or in a circle (workflow-cycle). With an idempotencyKey, a
 second enqueue of the same file replays the first one's ids.";
+
+pub const WORKFLOWS_SHOW: &str = "\
+Examples:
+  duraq workflows show 0193a0b0-0000-8000-8000-00000000000a
+  duraq workflows show 0193a0b0-0000-8000-8000-00000000000a --json
+
+With --json: {\"workflowId\",\"counts\":{status:n},\"total\",\"steps\":[{\"step\",\"jobId\",
+\"jobName\",\"status\",\"dependsOn\",\"openDependencies\",\"outputBytes\"}]}, oldest step first.";
+
+pub const WORKFLOWS_CANCEL: &str = "\
+Examples:
+  duraq workflows cancel 0193a0b0-0000-8000-8000-00000000000a
+
+Cancels every step not finished (running ones as `jobs cancel` does); prints
+{\"workflowId\",\"action\",\"changed\",\"skipped\"}.";
+
+pub const WORKFLOWS_RETRY: &str = "\
+Examples:
+  duraq workflows retry 0193a0b0-0000-8000-8000-00000000000a
+
+Retries every failed, orphaned or operator-cancelled step; the steps their
+failure cancelled go back to pending. Prints {\"workflowId\",\"action\",
+\"changed\",\"skipped\"}.";

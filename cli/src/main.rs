@@ -141,7 +141,7 @@ async fn run(cli: Cli) -> anyhow::Result<u8> {
         Command::Web(a) => web::run(&db()?, a).await,
         Command::Demo(a) => demo::run(a, json).await,
         Command::Mail(c) => mail::run(&db()?, c).await,
-        Command::Workflows(c) => workflows::run(&db()?, c).await,
+        Command::Workflows(c) => workflows::run(&db()?, c, json).await,
         Command::Tenants(c) => return Ok(tenants::run(c, json).await),
         Command::Completions(a) => manual::completions(&a),
         Command::Man(a) => manual::man(&a),

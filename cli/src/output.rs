@@ -267,6 +267,8 @@ pub fn job_detail(j: &Job, now_ms: i64) -> String {
                 |r| format!("{} per {}ms ({})", r.max, r.period_ms, r.key),
             ),
         ),
+        ("workflowId", opt(&j.workflow_id)),
+        ("step", opt(&j.step)),
         ("dependsOn", dependencies_cell(j)),
         ("openDependencies", j.open_dependencies.to_string()),
         ("output", output_cell(j.output.as_ref())),

@@ -68,6 +68,7 @@ fn job() -> impl Strategy<Value = Job> {
                 errors,
             )| {
                 let output = last_error_output(&sk);
+                let (workflow_id, step) = (ik.clone(), ck.clone());
                 Job {
                     id,
                     job_name: name.clone(),
@@ -109,6 +110,8 @@ fn job() -> impl Strategy<Value = Job> {
                     depends_on: Vec::new(),
                     open_dependencies: a,
                     output,
+                    workflow_id,
+                    step,
                 }
             },
         )

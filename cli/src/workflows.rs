@@ -1,5 +1,9 @@
 //! `duraq workflows`: named groups of jobs that wait for each other by step
-//! name (`docs/workflows.md`). `enqueue FILE.json` reads
+//! name (`docs/workflows.md`). `show W` lists a workflow's steps with their
+//! status, what each waits for and its output's size, and the counts per
+//! status; `cancel W` cancels every step not finished; `retry W` retries every
+//! failed, orphaned or operator-cancelled step, which gives back what their
+//! failure cancelled. `enqueue FILE.json` reads
 //! `{"name", "idempotencyKey"?, "steps": [{"step", "job", "args"?, "after"?:
 //! [step…], "onDependencyFailure"?, and any enqueue option}]}`, checks the whole
 //! graph before the database is opened (`invalid-workflow`, `duplicate-step`,
@@ -7,16 +11,22 @@
 //! step in one transaction and prints `{"workflowId", "jobs": {step: jobId},
 //! "replayed"}`.
 
+use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 
 use anyhow::{Context, Result};
 use clap::Subcommand;
-use duraq_core::{enqueue_workflow, EnqueueOptions, NewJob, Workflow};
+use duraq_core::prelude::*;
+use duraq_core::rules::was_cancelled_by_dependency;
+use duraq_core::{
+    enqueue_workflow, BulkAction, EnqueueOptions, ErrorCode, Job, JobCursor, JobFilter, JobStatus,
+    NewJob, Workflow,
+};
 use serde::Deserialize;
-use serde_json::{Map, Value};
+use serde_json::{json, Map, Value};
 
 use crate::db::Database;
-use crate::output::{print_json, CliError};
+use crate::output::{print_json, table, CliError};
 
 #[derive(Debug, Subcommand)]
 pub enum WorkflowsCommand {
@@ -26,10 +36,55 @@ pub enum WorkflowsCommand {
         /// The workflow file (`-` reads standard input).
         file: PathBuf,
     },
+    /// The steps of workflow W: status, job id, what each waits for, output size.
+    #[command(after_long_help = crate::examples::WORKFLOWS_SHOW)]
+    Show {
+        /// The workflow id, as `workflows enqueue` printed it.
+        workflow_id: String,
+    },
+    /// Cancel every step of workflow W that has not finished.
+    #[command(after_long_help = crate::examples::WORKFLOWS_CANCEL)]
+    Cancel {
+        /// The workflow id.
+        workflow_id: String,
+    },
+    /// Retry every failed, orphaned or operator-cancelled step of workflow W;
+    /// the steps their failure cancelled wait for them again.
+    #[command(after_long_help = crate::examples::WORKFLOWS_RETRY)]
+    Retry {
+        /// The workflow id.
+        workflow_id: String,
+    },
 }
 
-pub async fn run(db: &Database, command: WorkflowsCommand) -> Result<()> {
+pub async fn run(db: &Database, command: WorkflowsCommand, json: bool) -> Result<()> {
     match command {
+        WorkflowsCommand::Show { workflow_id } => {
+            let store = db.open().await?;
+            let jobs: Vec<Job> = crate::db::closing(&store, async {
+                Ok(steps(store.as_ref(), &workflow_id).await?)
+            })
+            .await?;
+            if json {
+                print_json(&show_json(&workflow_id, &jobs));
+            } else {
+                print!("{}", show_table(&jobs));
+            }
+            Ok(())
+        }
+        WorkflowsCommand::Cancel { workflow_id } => {
+            act(db, &workflow_id, BulkAction::Cancel, |j| {
+                !j.status.is_terminal()
+            })
+            .await
+        }
+        WorkflowsCommand::Retry { workflow_id } => {
+            act(db, &workflow_id, BulkAction::Retry, |j| {
+                matches!(j.status, JobStatus::Failed | JobStatus::Orphaned)
+                    || (j.status == JobStatus::Cancelled && !was_cancelled_by_dependency(j))
+            })
+            .await
+        }
         WorkflowsCommand::Enqueue { file } => {
             let text = if file.as_os_str() == "-" {
                 std::io::read_to_string(std::io::stdin()).context("reading standard input")?
@@ -47,6 +102,134 @@ pub async fn run(db: &Database, command: WorkflowsCommand) -> Result<()> {
             Ok(())
         }
     }
+}
+
+/// Every step of `workflow_id`, oldest first; `workflow-not-found` when none.
+async fn steps(store: &dyn Store, workflow_id: &str) -> duraq_core::Result<Vec<Job>> {
+    const PAGE: usize = 500;
+    let mut filter = JobFilter {
+        workflow_id: Some(workflow_id.to_owned()),
+        limit: Some(PAGE),
+        ..JobFilter::default()
+    };
+    let mut jobs = Vec::new();
+    loop {
+        let page = store.search_jobs(&filter).await?;
+        let last = page.jobs.last().map(JobCursor::after);
+        let full = page.jobs.len() == PAGE;
+        jobs.extend(page.jobs);
+        filter.after = match (page.resume, last) {
+            (Some(resume), _) => Some(resume),
+            (None, Some(cursor)) if full => Some(cursor),
+            _ => break,
+        };
+    }
+    if jobs.is_empty() {
+        return Err(duraq_core::Error::NotFound {
+            code: ErrorCode::WorkflowNotFound,
+            message: format!("no workflow with id {workflow_id}"),
+        });
+    }
+    jobs.reverse();
+    Ok(jobs)
+}
+
+/// Applies `action` to the steps `chosen` picks, in batches; prints
+/// `{"workflowId","action","changed","skipped"}`.
+async fn act(
+    db: &Database,
+    workflow_id: &str,
+    action: BulkAction,
+    chosen: impl Fn(&Job) -> bool,
+) -> Result<()> {
+    let store = db.open().await?;
+    let (changed, skipped) = crate::db::closing(&store, async {
+        let jobs = steps(store.as_ref(), workflow_id).await?;
+        let ids: Vec<String> = jobs
+            .iter()
+            .filter(|j| chosen(j))
+            .map(|j| j.id.clone())
+            .collect();
+        let (mut changed, mut skipped) = (0, 0);
+        for batch in ids.chunks(1_000) {
+            let done = store.act_on_jobs(action, batch).await?;
+            (changed, skipped) = (changed + done.changed, skipped + done.skipped);
+        }
+        Ok((changed, skipped))
+    })
+    .await?;
+    print_json(&json!({
+        "workflowId": workflow_id,
+        "action": action.as_str(),
+        "changed": changed,
+        "skipped": skipped,
+    }));
+    Ok(())
+}
+
+/// `show --json`: the counts per status and each step.
+fn show_json(workflow_id: &str, jobs: &[Job]) -> Value {
+    let mut counts: BTreeMap<&str, i64> = JobStatus::ALL.iter().map(|s| (s.as_str(), 0)).collect();
+    for job in jobs {
+        *counts.entry(job.status.as_str()).or_default() += 1;
+    }
+    let step_of = step_names(jobs);
+    let steps: Vec<Value> = jobs
+        .iter()
+        .map(|j| {
+            json!({
+                "step": j.step,
+                "jobId": j.id,
+                "jobName": j.job_name,
+                "status": j.status.as_str(),
+                "dependsOn": waits_for(j, &step_of),
+                "openDependencies": j.open_dependencies,
+                "outputBytes": j.output.as_ref().map(|o| o.to_string().len()),
+            })
+        })
+        .collect();
+    json!({"workflowId": workflow_id, "counts": counts, "total": jobs.len(), "steps": steps})
+}
+
+/// The people's table of `show`.
+fn show_table(jobs: &[Job]) -> String {
+    let step_of = step_names(jobs);
+    let rows: Vec<Vec<String>> = jobs
+        .iter()
+        .map(|j| {
+            vec![
+                j.step.clone().unwrap_or_default(),
+                j.status.label().to_owned(),
+                j.id.clone(),
+                match waits_for(j, &step_of).join(", ") {
+                    w if w.is_empty() => "-".to_owned(),
+                    w => w,
+                },
+                j.output
+                    .as_ref()
+                    .map_or_else(|| "-".to_owned(), |o| format!("{} B", o.to_string().len())),
+            ]
+        })
+        .collect();
+    table(&["STEP", "STATUS", "JOB", "WAITS FOR", "OUTPUT"], &rows)
+}
+
+fn step_names(jobs: &[Job]) -> HashMap<&str, &str> {
+    jobs.iter()
+        .filter_map(|j| Some((j.id.as_str(), j.step.as_deref()?)))
+        .collect()
+}
+
+/// What `job` waits for: step names within the workflow, job ids outside it.
+fn waits_for(job: &Job, step_of: &HashMap<&str, &str>) -> Vec<String> {
+    job.depends_on
+        .iter()
+        .map(|d| {
+            step_of
+                .get(d.job_id.as_str())
+                .map_or_else(|| d.job_id.clone(), |s| (*s).to_owned())
+        })
+        .collect()
 }
 
 #[derive(Deserialize)]

@@ -121,4 +121,75 @@ fn a_workflow_file_is_inserted_whole_or_not_at_all() {
     signal(&worker, libc::SIGTERM);
     assert!(wait_exit(&mut worker, LONG).success());
     assert_eq!(done["output"], serde_json::json!(["summary"]));
+    let id = first["workflowId"].as_str().unwrap();
+    let shown = db.json(&["workflows", "show", id]);
+    assert_eq!(
+        (shown["total"].clone(), shown["counts"]["completed"].clone()),
+        (4.into(), 4.into())
+    );
+    let summary_step = shown["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["step"] == "summary")
+        .unwrap();
+    assert_eq!(
+        summary_step["dependsOn"],
+        serde_json::json!(["welcome", "storage"])
+    );
+    assert_eq!(summary_step["outputBytes"], 11);
+    let human = String::from_utf8(db.run(&["workflows", "show", id]).stdout).unwrap();
+    assert!(human.contains("welcome, storage"), "{human}");
+    db.fails(
+        &["workflows", "show", "no-such-workflow"],
+        "workflow-not-found",
+    );
+}
+
+#[test]
+fn a_workflow_is_retried_and_cancelled_as_a_whole() {
+    let db = Db::new();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("flow.json");
+    // `duraq.sleep` with args it refuses fails at once, without retries.
+    std::fs::write(
+        &file,
+        r#"{"name": "nightly", "steps": [
+            {"step": "export", "job": "duraq.sleep", "args": {"ms": "soon"}},
+            {"step": "report", "job": "duraq.echo", "after": ["export"]}
+        ]}"#,
+    )
+    .unwrap();
+    let flow = db.json(&["workflows", "enqueue", file.to_str().unwrap()]);
+    let (id, export, report) = (
+        flow["workflowId"].as_str().unwrap(),
+        flow["jobs"]["export"].as_str().unwrap(),
+        flow["jobs"]["report"].as_str().unwrap(),
+    );
+    let mut worker = db.spawn_worker(&[]);
+    db.wait_job(report, LONG, |j| j["status"] == "cancelled");
+    signal(&worker, libc::SIGTERM);
+    assert!(wait_exit(&mut worker, LONG).success());
+    assert_eq!(db.status(export), "failed");
+
+    let retried = db.json(&["workflows", "retry", id]);
+    assert_eq!(
+        (retried["action"].clone(), retried["changed"].clone()),
+        ("retry".into(), 1.into())
+    );
+    assert_eq!(db.status(export), "queued");
+    assert_eq!(
+        db.status(report),
+        "pending",
+        "its dependency's retry gave it back"
+    );
+
+    let cancelled = db.json(&["workflows", "cancel", id]);
+    assert_eq!(cancelled["action"], "cancel");
+    assert_eq!(
+        (db.status(export), db.status(report)),
+        ("cancelled".into(), "cancelled".into())
+    );
+    let shown = db.json(&["workflows", "show", id]);
+    assert_eq!(shown["counts"]["cancelled"], 2);
 }

@@ -212,6 +212,24 @@ fn answers(db: &Db, command: &str) -> Vec<Value> {
             std::fs::write(&file, flow).unwrap();
             vec![db.json(&["workflows", "enqueue", file.to_str().unwrap()])]
         }
+        "workflows show W" | "workflows cancel W / retry W" => {
+            let file = db.dir.path().join("flow.json");
+            std::fs::write(
+                &file,
+                r#"{"name": "w", "steps": [{"step": "a", "job": "duraq.echo"}]}"#,
+            )
+            .unwrap();
+            let flow = db.json(&["workflows", "enqueue", file.to_str().unwrap()]);
+            let id = flow["workflowId"].as_str().unwrap().to_owned();
+            if command == "workflows show W" {
+                vec![db.json(&["workflows", "show", &id])]
+            } else {
+                vec![
+                    db.json(&["workflows", "cancel", &id]),
+                    db.json(&["workflows", "retry", &id]),
+                ]
+            }
+        }
         other => panic!(
             "docs/cli.md documents `{other}`: teach this test to run it (or add it to NOT_RUN)"
         ),

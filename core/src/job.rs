@@ -207,6 +207,12 @@ pub struct Job {
     /// What the handler returned when it completed ([`crate::JobResult::Output`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub output: Option<Value>,
+    /// The workflow the job is a step of ([`crate::Workflow`]), if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workflow_id: Option<String>,
+    /// The job's step name within its workflow.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub step: Option<String>,
 }
 
 fn is_zero(n: &i64) -> bool {

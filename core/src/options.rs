@@ -371,6 +371,8 @@ pub struct NewJob {
     trace_parent: Option<TraceParent>,
     dependencies: Vec<Dependency>,
     dependency_policy: DependencyFailure,
+    /// (workflow id, step name) of a workflow's step.
+    workflow: Option<(String, String)>,
 }
 
 impl NewJob {
@@ -482,6 +484,7 @@ impl NewJob {
             trace_parent,
             dependencies,
             dependency_policy,
+            workflow: None,
         })
     }
 
@@ -495,6 +498,22 @@ impl NewJob {
         {
             self.dependencies.push(dependency);
         }
+    }
+
+    /// Makes the job step `step` of workflow `workflow_id` (the builder's).
+    pub(crate) fn in_workflow(mut self, workflow_id: &str, step: &str) -> Self {
+        self.workflow = Some((workflow_id.to_owned(), step.to_owned()));
+        self
+    }
+
+    /// The workflow this job is a step of, if any.
+    pub fn workflow_id(&self) -> Option<&str> {
+        self.workflow.as_ref().map(|(w, _)| w.as_str())
+    }
+
+    /// The job's step name within its workflow, if any.
+    pub fn step(&self) -> Option<&str> {
+        self.workflow.as_ref().map(|(_, s)| s.as_str())
     }
 
     /// Replaces the idempotency key (a keyed workflow keys its steps).
@@ -616,6 +635,7 @@ impl NewJob {
             && self.concurrency.is_none()
             && self.rate_limit.is_none()
             && self.dependencies.is_empty()
+            && self.workflow.is_none()
     }
     /// The idempotency key, if the enqueue is durable-idempotent.
     pub fn idempotency_key(&self) -> Option<&IdempotencyKey> {

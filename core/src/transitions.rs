@@ -62,6 +62,8 @@ fn row_without_identity(job: &NewJob, now_ms: i64) -> Job {
         depends_on: job.dependencies().to_vec(),
         open_dependencies: 0,
         output: None,
+        workflow_id: job.workflow_id().map(str::to_owned),
+        step: job.step().map(str::to_owned),
     }
 }
 

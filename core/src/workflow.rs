@@ -172,7 +172,10 @@ impl Workflow {
         let mut steps = BTreeMap::new();
         for i in order {
             let spec = slots[i].take().expect("each step is ordered once");
-            let mut job = spec.job.with_id(ids[i].clone());
+            let mut job = spec
+                .job
+                .with_id(ids[i].clone())
+                .in_workflow(&workflow_id, &spec.step);
             if let Some(key) = &key {
                 if job.idempotency_key().is_some() {
                     return Err(Error::invalid(

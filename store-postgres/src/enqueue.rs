@@ -79,6 +79,14 @@ pub(crate) async fn enqueue_one(tx: &mut Tx<'_>, job: &NewJob) -> Result<Enqueue
     if waits {
         crate::dependencies::write_edges(&tx.db, &row).await?;
     }
+    if let (Some(workflow_id), Some(step)) = (&row.workflow_id, &row.step) {
+        tx.db
+            .execute(
+                "UPDATE {s}.duraq_jobs SET workflow_id = $2, step = $3 WHERE id = $1",
+                &[&row.id, workflow_id, step],
+            )
+            .await?;
+    }
     insert_operation(tx, job).await?;
     tx.change.added(&row.queue, row.status);
     tx.work |= row.status == JobStatus::Queued;

@@ -20,12 +20,14 @@ use crate::error::corrupt;
 
 /// Every column of `duraq_jobs` that maps to [`Job`], in [`job_from_row`] order,
 /// with the internal `reservation_key` before `trace_parent` (version 8), then
-/// the dependency columns (version 9) and the internal `has_dependents` last.
+/// the dependency columns (version 9), the internal `has_dependents`, and the
+/// workflow columns (version 9).
 pub(crate) const JOB_COLUMNS: &str = "id, job_name, args, queue, status, attempts, max_retries, \
     scheduled_at_ms, created_at_ms, handed_off_at_ms, completed_at_ms, failed_at_ms, cancelled_at_ms, \
     orphaned_at_ms, last_error, worker_id, handoff_id, schedule_key, schedule_order, concurrency_key, \
     max_concurrency, idempotency_key, timeout_ms, errors, priority, rate_key, rate_max, rate_period_ms, \
-    reservation_key, trace_parent, depends_on::text, open_dependencies, output, has_dependents";
+    reservation_key, trace_parent, depends_on::text, open_dependencies, output, has_dependents, \
+    workflow_id, step";
 
 /// A job as loaded for a transition, with the reservation it holds (if any).
 /// `reservation_key` counts only while a row is `handed_off`: a completion
@@ -88,6 +90,8 @@ pub(crate) fn job_from_row(row: &Row) -> Result<Job> {
             .map(|text| serde_json::from_str(&text))
             .transpose()
             .map_err(|e| corrupt(format!("output: {e}")))?,
+        workflow_id: row.get(34),
+        step: row.get(35),
     })
 }
 

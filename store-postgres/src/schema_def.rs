@@ -103,6 +103,8 @@ pub(crate) const TABLES: &[Table] = &[
             ("depends_on", "jsonb", "jsonb"),
             ("open_dependencies", I, "bigint NOT NULL DEFAULT 0"),
             ("output", T, "text"),
+            ("workflow_id", T, "text"),
+            ("step", T, "text"),
             (
                 "has_dependents",
                 "boolean",
@@ -305,6 +307,7 @@ pub(crate) const INDEXES: &[&str] = &[
     "duraq_jobs_orphaned ON {s}.duraq_jobs (orphaned_at_ms) WHERE status = 'orphaned'",
     "duraq_jobs_cancelled ON {s}.duraq_jobs (cancelled_at_ms) WHERE status = 'cancelled'",
     "duraq_jobs_pending ON {s}.duraq_jobs (created_at_ms) WHERE status = 'pending'",
+    "duraq_jobs_workflow ON {s}.duraq_jobs (workflow_id) WHERE workflow_id IS NOT NULL",
 ];
 
 /// Columns added after version 1: (table, column, version that added it).
@@ -332,6 +335,8 @@ pub(crate) const ADDED_COLUMNS: &[(&str, &str, i64)] = &[
     ("duraq_jobs", "open_dependencies", 9),
     ("duraq_jobs", "output", 9),
     ("duraq_jobs", "has_dependents", 9),
+    ("duraq_jobs", "workflow_id", 9),
+    ("duraq_jobs", "step", 9),
     ("duraq_count_shards", "pending", 9),
     (QUEUE_COUNTS_TABLE, "pending", 9),
 ];

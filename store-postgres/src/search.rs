@@ -66,6 +66,7 @@ pub(crate) fn candidate_sql(filter: &JobFilter, with_cursor: bool) -> String {
         ("job_name", filter.job_name.is_some()),
         ("queue", filter.queue.is_some()),
         ("schedule_key", filter.schedule_key.is_some()),
+        ("workflow_id", filter.workflow_id.is_some()),
     ] {
         if set {
             conds.push(format!("{col} = ${}::text", next()));
@@ -104,9 +105,14 @@ async fn candidates(
     let sql = candidate_sql(filter, after.is_some());
     let limit = i64::try_from(n).unwrap_or(i64::MAX);
     let mut params: Vec<&(dyn ToSql + Sync)> = Vec::new();
-    for v in [&filter.job_name, &filter.queue, &filter.schedule_key]
-        .into_iter()
-        .flatten()
+    for v in [
+        &filter.job_name,
+        &filter.queue,
+        &filter.schedule_key,
+        &filter.workflow_id,
+    ]
+    .into_iter()
+    .flatten()
     {
         params.push(v);
     }

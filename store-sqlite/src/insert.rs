@@ -195,6 +195,7 @@ fn is_fresh(job: &Job) -> bool {
         && job.last_error.is_none()
         && job.depends_on.is_empty()
         && job.open_dependencies == 0
+        && job.workflow_id.is_none()
         && never_ran(job)
 }
 
@@ -205,7 +206,7 @@ pub(crate) fn insert_job(tx: &Tx<'_>, job: &Job, keyed: bool) -> Result<()> {
     let args = canonical_json(&job.args);
     let digest = keyed.then(|| digest_of_canonical("args", args.as_bytes()));
     let row = NewRow::new(job, &args, digest.as_deref());
-    if job.depends_on.is_empty() {
+    if job.depends_on.is_empty() && job.workflow_id.is_none() {
         insert_jobs(tx, &[row])
     } else {
         crate::insert_started::insert_started(tx, &row)

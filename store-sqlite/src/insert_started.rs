@@ -1,4 +1,5 @@
-//! New rows with dependencies into `duraq_jobs`, one per statement: such a row
+//! New rows with dependencies (or of a workflow, with its `workflow_id` and
+//! `step`) into `duraq_jobs`, one per statement: such a row
 //! is inserted in the status its dependencies gave it
 //! ([`duraq_core::rules::apply_start`]: `queued`, `pending` or `cancelled`),
 //! with its edges as JSON text in `depends_on`, so it is not a fresh row of
@@ -18,12 +19,14 @@ use crate::tx::Tx;
 /// The columns a row with dependencies binds after [`BOUND`]: how it started
 /// ([`duraq_core::rules::apply_start`]: `queued`, `pending` or `cancelled`)
 /// and its edges. Its statement takes the other [`FRESH`] values as literals.
-const STARTED: [&str; 5] = [
+const STARTED: [&str; 7] = [
     "status",
     "open_dependencies",
     "cancelled_at_ms",
     "last_error",
     "depends_on",
+    "workflow_id",
+    "step",
 ];
 
 /// `INSERT INTO duraq_jobs …` of one row with dependencies, built once.
@@ -53,10 +56,13 @@ pub(crate) fn insert_started(tx: &Tx<'_>, r: &NewRow<'_>) -> Result<()> {
         j.status,
         JobStatus::Queued | JobStatus::Pending | JobStatus::Cancelled
     );
-    if !started || j.depends_on.is_empty() || !never_ran(j) {
+    let plain = j.depends_on.is_empty() && j.workflow_id.is_none();
+    if !started || plain || !never_ran(j) {
         return Err(not_insertable(&j.id));
     }
-    let depends_on = json_text(&j.depends_on)?;
+    let depends_on = (!j.depends_on.is_empty())
+        .then(|| json_text(&j.depends_on))
+        .transpose()?;
     let status = j.status.as_str();
     let mut values: Vec<&dyn ToSql> = Vec::with_capacity(BOUND.len() + STARTED.len());
     values.extend(bound(r));
@@ -66,6 +72,8 @@ pub(crate) fn insert_started(tx: &Tx<'_>, r: &NewRow<'_>) -> Result<()> {
         &j.cancelled_at_ms,
         &j.last_error,
         &depends_on,
+        &j.workflow_id,
+        &j.step,
     ]);
     execute(tx, started_sql(), values)
 }

@@ -24,10 +24,10 @@ pub(crate) const JOB_COLUMNS: &str = "id, job_name, args, queue, status, attempt
     cancelled_at_ms, orphaned_at_ms, last_error, worker_id, handoff_id, schedule_key, \
     schedule_order, concurrency_key, max_concurrency, idempotency_key, timeout_ms, errors, \
     priority, rate_key, rate_max, rate_period_ms, trace_parent, depends_on, open_dependencies, \
-    output";
+    output, workflow_id, step";
 
 /// How many columns [`JOB_COLUMNS`] names (a query may select more after them).
-pub(crate) const JOB_COLUMN_COUNT: usize = 32;
+pub(crate) const JOB_COLUMN_COUNT: usize = 34;
 
 fn conversion(
     col: usize,
@@ -81,6 +81,8 @@ pub(crate) fn job_from_row(row: &Row<'_>) -> rusqlite::Result<Job> {
         output: output
             .map(|text| serde_json::from_str(&text).map_err(|e| conversion(31, e)))
             .transpose()?,
+        workflow_id: row.get(32)?,
+        step: row.get(33)?,
     })
 }
 

@@ -107,6 +107,8 @@ const JOBS: &[Column] = &[
     col("depends_on", "TEXT", "", 11),
     col("open_dependencies", "INTEGER", "NOT NULL DEFAULT 0", 11),
     col("output", "TEXT", "", 11),
+    col("workflow_id", "TEXT", "", 11),
+    col("step", "TEXT", "", 11),
 ];
 
 pub(crate) const TABLES: &[Table] = &[
@@ -340,6 +342,8 @@ pub(crate) const QUEUE_COUNTS_TABLE: &str = "duraq_queue_counts";
 /// that has seen a `deduplicateWhileQueued` request (see [`crate::dedupe`]), so
 /// other jobs never touch the randomly ordered dedupe index.
 pub(crate) const INDEXES: &[&str] = &[
+    "CREATE INDEX IF NOT EXISTS duraq_jobs_workflow ON duraq_jobs (workflow_id) \
+     WHERE workflow_id IS NOT NULL",
     "CREATE INDEX IF NOT EXISTS duraq_jobs_claim ON duraq_jobs \
      (priority, scheduled_at_ms, created_at_ms, id) WHERE status = 'queued'",
     "CREATE INDEX IF NOT EXISTS duraq_jobs_queue_due ON duraq_jobs \

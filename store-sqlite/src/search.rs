@@ -48,6 +48,7 @@ fn candidates(
         ("job_name", &filter.job_name),
         ("queue", &filter.queue),
         ("schedule_key", &filter.schedule_key),
+        ("workflow_id", &filter.workflow_id),
     ] {
         if let Some(v) = v {
             bind(

@@ -388,3 +388,56 @@ pub async fn a_replacement_refuses_dependencies(h: &Harness) {
     );
     h.assert_unchanged(&before, "a refused replacement").await;
 }
+
+pub async fn a_workflow_is_inserted_whole_and_found_by_its_id(h: &Harness) {
+    let step = |name: &str| job(name, json!([]), EnqueueOptions::new());
+    let flow = || {
+        duraq_core::Workflow::new("onboard")
+            .idempotency_key("user-7")
+            .step_after("summary", step("sum"), ["welcome", "storage"])
+            .step("signup", step("signup"))
+            .step_after("welcome", step("mail"), ["signup"])
+            .step_after("storage", step("disk"), ["signup"])
+    };
+    let first = duraq_core::enqueue_workflow(h.store.as_ref(), flow())
+        .await
+        .unwrap();
+    assert!(!first.replayed);
+    let summary = h.get(&first.jobs["summary"]).await;
+    assert_eq!(
+        (
+            summary.status,
+            summary.open_dependencies,
+            summary.step.as_deref()
+        ),
+        (JobStatus::Pending, 2, Some("summary"))
+    );
+    assert_eq!(
+        summary.workflow_id.as_deref(),
+        Some(first.workflow_id.as_str())
+    );
+    let filter = duraq_core::JobFilter {
+        workflow_id: Some(first.workflow_id.clone()),
+        ..Default::default()
+    };
+    let mut steps: Vec<String> = (h.store.search_jobs(&filter).await.unwrap().jobs)
+        .into_iter()
+        .filter_map(|j| j.step)
+        .collect();
+    steps.sort();
+    assert_eq!(steps, ["signup", "storage", "summary", "welcome"]);
+    let before = h.state().await;
+    let again = duraq_core::enqueue_workflow(h.store.as_ref(), flow())
+        .await
+        .unwrap();
+    assert_eq!((again.replayed, &again.jobs), (true, &first.jobs));
+    h.assert_unchanged(&before, "a replayed workflow").await;
+    let cycle = duraq_core::Workflow::new("loop")
+        .step_after("a", step("a"), ["b"])
+        .step_after("b", step("b"), ["a"]);
+    expect_invalid(
+        duraq_core::enqueue_workflow(h.store.as_ref(), cycle).await,
+        ErrorCode::WorkflowCycle,
+    );
+    h.assert_unchanged(&before, "a refused workflow").await;
+}

@@ -190,6 +190,7 @@ macro_rules! store_suite {
                     pruning_a_dependency_keeps_its_released_dependent,
                     an_idempotent_dependent_replays_and_a_new_edge_conflicts,
                     a_replacement_refuses_dependencies,
+                    a_workflow_is_inserted_whole_and_found_by_its_id,
                 ],
                 search: [
                     several_statuses_match_any_of_them, each_filter_narrows_alone_and_combined,

@@ -260,7 +260,7 @@ pub fn ops(len: std::ops::RangeInclusive<usize>) -> impl Strategy<Value = Vec<Op
 /// Woven like [`weave_pauses`], without extra draws.
 fn weave_dependencies(mut ops: Vec<Op>) -> Vec<Op> {
     let mut next = hashed(&ops);
-    let mut with_deps = |spec: &mut Spec, next: &mut dyn FnMut(u64) -> u64| {
+    let with_deps = |spec: &mut Spec, next: &mut dyn FnMut(u64) -> u64| {
         if next(4) == 0 {
             spec.after = (0..=next(3)).map(|_| next(1 << 16) as u16).collect();
             spec.run_on_failure = next(4) == 0;

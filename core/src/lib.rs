@@ -143,4 +143,4 @@ pub use workers::{
     unhandled_groups, worker_forget_cutoff_ms, DueJobGroup, RunningJob, WorkerInfo, WorkerRecord,
     WorkerState, FORGET_WORKERS_AFTER_MS, UNHANDLED_SCAN_LIMIT,
 };
-pub use workflow::{enqueue_workflow, Workflow, WorkflowOutcome, WorkflowPlan};
+pub use workflow::{enqueue_workflow, Workflow, WorkflowOutcome, WorkflowPlan, BATCH_CALLBACK};

@@ -522,6 +522,16 @@ impl NewJob {
         self
     }
 
+    /// Sets the policy of the dependencies that name none of their own (a
+    /// batch's callback runs whatever the outcomes).
+    pub(crate) fn with_dependency_policy(mut self, policy: DependencyFailure) -> Self {
+        for dep in &mut self.dependencies {
+            dep.on_failure = policy;
+        }
+        self.dependency_policy = policy;
+        self
+    }
+
     /// The policy of the dependencies that name none of their own.
     pub(crate) fn dependency_policy(&self) -> DependencyFailure {
         self.dependency_policy

@@ -17,11 +17,14 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::error::{Error, ErrorCode, Result};
-use crate::job::Dependency;
+use crate::job::{Dependency, DependencyFailure};
 use crate::keys::{check_name, IdempotencyKey};
 use crate::options::{new_job_id, NewJob};
 use crate::requests::EnqueueOutcome;
 use crate::store::Producer;
+
+/// The step name of a batch's callback ([`Workflow::batch`]).
+pub const BATCH_CALLBACK: &str = "callback";
 
 /// A workflow being described: its name, an optional idempotency key, and its
 /// steps in any order.
@@ -121,6 +124,36 @@ impl Workflow {
             after: after.into_iter().map(Into::into).collect(),
         });
         self
+    }
+
+    /// A batch: `jobs` run on their own (steps `job-1`, `job-2`, …), and
+    /// `callback` (step [`BATCH_CALLBACK`]) runs once, when every one of them
+    /// has finished, whatever its outcome (its edges take the `run` policy).
+    /// It reads how they ended from [`crate::JobContext::dependency_counts`]
+    /// and [`crate::JobContext::dependencies`].
+    ///
+    /// ```
+    /// use duraq_core::{DependencyFailure, EnqueueOptions, NewJob, Workflow, BATCH_CALLBACK};
+    /// let job = |name: &str| NewJob::new(name, serde_json::json!([]), EnqueueOptions::new()).unwrap();
+    /// let plan = Workflow::batch("imports", (0..3).map(|_| job("import")), job("report")).build().unwrap();
+    /// let callback = plan.jobs.iter().find(|j| j.id() == plan.steps[BATCH_CALLBACK]).unwrap();
+    /// assert_eq!(callback.dependencies().len(), 3);
+    /// assert!(callback.dependencies().iter().all(|d| d.on_failure == DependencyFailure::Run));
+    /// ```
+    pub fn batch(
+        name: impl Into<String>,
+        jobs: impl IntoIterator<Item = NewJob>,
+        callback: NewJob,
+    ) -> Self {
+        let mut flow = Self::new(name);
+        let mut steps = Vec::new();
+        for (i, job) in jobs.into_iter().enumerate() {
+            let step = format!("job-{}", i + 1);
+            flow = flow.step(step.clone(), job);
+            steps.push(step);
+        }
+        let callback = callback.with_dependency_policy(DependencyFailure::Run);
+        flow.step_after(BATCH_CALLBACK, callback, steps)
     }
 
     /// Checks and orders the workflow. Errors, with nothing decided:

@@ -308,6 +308,16 @@ impl JobContext {
         Ok(jobs)
     }
 
+    /// How this job's dependencies ended, one count per status (a batch's
+    /// callback: how many of the batch completed, failed, were cancelled).
+    pub async fn dependency_counts(&self) -> Result<crate::StatusCounts, Error> {
+        let mut per_status = [0i64; crate::job::STATUS_COUNT];
+        for job in self.dependencies().await? {
+            per_status[job.status.index()] += 1;
+        }
+        Ok(crate::StatusCounts::from_array(per_status))
+    }
+
     /// The output of dependency `job_id` decoded as `T` (a typed job's
     /// output): `None` when it has none (not completed, or completed without
     /// one), or is not a dependency of this job.

@@ -7,6 +7,7 @@ mod admission;
 mod cancel;
 mod cron;
 mod cron_zones;
+mod dependencies;
 mod drain;
 mod faulty;
 mod periodic;

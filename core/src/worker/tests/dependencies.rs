@@ -1,0 +1,65 @@
+//! Dependencies through the runtime: a batch's callback runs once, after every
+//! job of the batch finished whatever its outcome, and reads how they ended and
+//! what they returned from its context.
+
+use std::sync::Arc;
+
+use serde_json::json;
+use tokio::sync::Mutex;
+
+use super::running::fast;
+use super::*;
+use crate::{enqueue_workflow, JobError, JobResult, JobStatus, Registry, StatusCounts, Workflow};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_batch_callback_sees_every_outcome_and_output() {
+    let store = store();
+    let seen: Arc<Mutex<Option<(StatusCounts, Vec<serde_json::Value>)>>> = Arc::default();
+    let seen_by_callback = seen.clone();
+    let registry = Registry::new()
+        .register_fn("part", |_ctx, args: serde_json::Value| async move {
+            match args[0].as_i64() {
+                Some(n) if n % 2 == 0 => Ok(JobResult::Output(json!({ "part": n }))),
+                _ => Err(JobError::new("odd part").discard()),
+            }
+        })
+        .unwrap()
+        .register_fn("sum", move |ctx, _args| {
+            let seen = seen_by_callback.clone();
+            async move {
+                let counts = ctx.dependency_counts().await.map_err(JobError::new)?;
+                let outputs = (ctx.dependencies().await.map_err(JobError::new)?)
+                    .into_iter()
+                    .filter_map(|j| j.output)
+                    .collect();
+                *seen.lock().await = Some((counts, outputs));
+                Ok::<_, JobError>(JobResult::Completed)
+            }
+        })
+        .unwrap();
+    let part = |n: i64| NewJob::new("part", json!([n]), EnqueueOptions::new()).unwrap();
+    let callback = NewJob::new("sum", json!([]), EnqueueOptions::new()).unwrap();
+    let batch = Workflow::batch("parts", (0..4).map(part), callback);
+    let outcome = enqueue_workflow(store.as_ref(), batch).await.unwrap();
+    let callback_id = outcome.jobs[crate::BATCH_CALLBACK].clone();
+    assert_eq!(job(&store, &callback_id).await.status, JobStatus::Pending);
+
+    let worker = fast(store.clone(), registry)
+        .concurrency(2)
+        .build()
+        .unwrap();
+    let mut events = worker.subscribe();
+    let handle = worker.spawn();
+    next_event(&mut events, |e| match e {
+        WorkerEvent::Finished(f) if f.job_id == callback_id => Some(()),
+        _ => None,
+    })
+    .await;
+    handle.shutdown_and_join().await.unwrap();
+
+    let (counts, mut outputs) = seen.lock().await.take().expect("the callback ran");
+    assert_eq!((counts.completed, counts.failed, counts.all), (2, 2, 4));
+    outputs.sort_by_key(|o| o["part"].as_i64());
+    assert_eq!(outputs, [json!({"part": 0}), json!({"part": 2})]);
+    assert_eq!(job(&store, &callback_id).await.status, JobStatus::Completed);
+}

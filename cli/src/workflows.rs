@@ -16,11 +16,9 @@ use std::path::PathBuf;
 
 use anyhow::{Context, Result};
 use clap::Subcommand;
-use duraq_core::prelude::*;
 use duraq_core::rules::was_cancelled_by_dependency;
 use duraq_core::{
-    enqueue_workflow, BulkAction, EnqueueOptions, ErrorCode, Job, JobCursor, JobFilter, JobStatus,
-    NewJob, Workflow,
+    enqueue_workflow, workflow_steps, BulkAction, EnqueueOptions, Job, JobStatus, NewJob, Workflow,
 };
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
@@ -62,7 +60,7 @@ pub async fn run(db: &Database, command: WorkflowsCommand, json: bool) -> Result
         WorkflowsCommand::Show { workflow_id } => {
             let store = db.open().await?;
             let jobs: Vec<Job> = crate::db::closing(&store, async {
-                Ok(steps(store.as_ref(), &workflow_id).await?)
+                Ok(workflow_steps(store.as_ref(), &workflow_id).await?)
             })
             .await?;
             if json {
@@ -104,36 +102,6 @@ pub async fn run(db: &Database, command: WorkflowsCommand, json: bool) -> Result
     }
 }
 
-/// Every step of `workflow_id`, oldest first; `workflow-not-found` when none.
-async fn steps(store: &dyn Store, workflow_id: &str) -> duraq_core::Result<Vec<Job>> {
-    const PAGE: usize = 500;
-    let mut filter = JobFilter {
-        workflow_id: Some(workflow_id.to_owned()),
-        limit: Some(PAGE),
-        ..JobFilter::default()
-    };
-    let mut jobs = Vec::new();
-    loop {
-        let page = store.search_jobs(&filter).await?;
-        let last = page.jobs.last().map(JobCursor::after);
-        let full = page.jobs.len() == PAGE;
-        jobs.extend(page.jobs);
-        filter.after = match (page.resume, last) {
-            (Some(resume), _) => Some(resume),
-            (None, Some(cursor)) if full => Some(cursor),
-            _ => break,
-        };
-    }
-    if jobs.is_empty() {
-        return Err(duraq_core::Error::NotFound {
-            code: ErrorCode::WorkflowNotFound,
-            message: format!("no workflow with id {workflow_id}"),
-        });
-    }
-    jobs.reverse();
-    Ok(jobs)
-}
-
 /// Applies `action` to the steps `chosen` picks, in batches; prints
 /// `{"workflowId","action","changed","skipped"}`.
 async fn act(
@@ -144,7 +112,7 @@ async fn act(
 ) -> Result<()> {
     let store = db.open().await?;
     let (changed, skipped) = crate::db::closing(&store, async {
-        let jobs = steps(store.as_ref(), workflow_id).await?;
+        let jobs = workflow_steps(store.as_ref(), workflow_id).await?;
         let ids: Vec<String> = jobs
             .iter()
             .filter(|j| chosen(j))

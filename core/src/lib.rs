@@ -143,4 +143,6 @@ pub use workers::{
     unhandled_groups, worker_forget_cutoff_ms, DueJobGroup, RunningJob, WorkerInfo, WorkerRecord,
     WorkerState, FORGET_WORKERS_AFTER_MS, UNHANDLED_SCAN_LIMIT,
 };
-pub use workflow::{enqueue_workflow, Workflow, WorkflowOutcome, WorkflowPlan, BATCH_CALLBACK};
+pub use workflow::{
+    enqueue_workflow, workflow_steps, Workflow, WorkflowOutcome, WorkflowPlan, BATCH_CALLBACK,
+};

@@ -21,7 +21,9 @@ use crate::job::{Dependency, DependencyFailure};
 use crate::keys::{check_name, IdempotencyKey};
 use crate::options::{new_job_id, NewJob};
 use crate::requests::EnqueueOutcome;
-use crate::store::Producer;
+use crate::search::{JobCursor, JobFilter};
+use crate::store::{Inspect, Producer};
+use crate::Job;
 
 /// The step name of a batch's callback ([`Workflow::batch`]).
 pub const BATCH_CALLBACK: &str = "callback";
@@ -302,6 +304,38 @@ fn derived_id(parts: &[&str]) -> String {
     let mut bytes = [0u8; 16];
     bytes.copy_from_slice(&digest[..16]);
     uuid::Uuid::new_v8(bytes).to_string()
+}
+
+/// Every step of workflow `workflow_id`, oldest first, read in pages of the
+/// store's search (`JobFilter::workflow_id`); `workflow-not-found` when no job
+/// carries the id. What `duraq workflows` and the dashboard's workflow page show.
+pub async fn workflow_steps(store: &dyn Inspect, workflow_id: &str) -> Result<Vec<Job>> {
+    const PAGE: usize = 500;
+    let mut filter = JobFilter {
+        workflow_id: Some(workflow_id.to_owned()),
+        limit: Some(PAGE),
+        ..JobFilter::default()
+    };
+    let mut jobs = Vec::new();
+    loop {
+        let page = store.search_jobs(&filter).await?;
+        let last = page.jobs.last().map(JobCursor::after);
+        let full = page.jobs.len() == PAGE;
+        jobs.extend(page.jobs);
+        filter.after = match (page.resume, last) {
+            (Some(resume), _) => Some(resume),
+            (None, Some(cursor)) if full => Some(cursor),
+            _ => break,
+        };
+    }
+    if jobs.is_empty() {
+        return Err(Error::NotFound {
+            code: ErrorCode::WorkflowNotFound,
+            message: format!("no workflow with id {workflow_id}"),
+        });
+    }
+    jobs.reverse();
+    Ok(jobs)
 }
 
 /// Inserts `workflow` with one `enqueue_batch`: every step or none.

@@ -43,7 +43,7 @@ pub fn link(state: &AppState, path: &str) -> String {
 /// `assets/bulk.js`, its selection boxes.
 pub fn page(state: &AppState, name: &'static str, title: &str, body: Markup) -> Response {
     let current = match name {
-        "job" | "bulk" => "jobs",
+        "job" | "bulk" | "workflow" => "jobs",
         other => other,
     };
     let doc = html! {

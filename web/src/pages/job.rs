@@ -239,6 +239,12 @@ fn fields(state: &AppState, job: &Job) -> Markup {
                 Some(r) => { (visible(&r.key)) span.muted { " (at most " (r.max) " per " (crate::format::duration(r.period_ms)) ")" } },
                 None => span.muted { "—" },
             } }
+            @if let Some(workflow) = &job.workflow_id {
+                dt { "Workflow" } dd data-field="workflowId" {
+                    a href=(link(state, &format!("/workflows/{}", urlencode(workflow)))) { code { (visible(workflow)) } }
+                    @if let Some(step) = &job.step { span.muted { " (step " (visible(step)) ")" } }
+                }
+            }
             dt { "Worker" } dd data-field="workerId" { (opt(text(&job.worker_id))) }
             dt { "Lease (handoff id)" } dd data-field="handoffId" { (opt(text(&job.handoff_id))) }
         }

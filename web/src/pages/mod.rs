@@ -16,6 +16,7 @@ pub mod other;
 pub mod overview;
 pub mod search;
 pub mod table;
+pub mod workflow;
 
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};

@@ -11,10 +11,13 @@ use super::running::fast;
 use super::*;
 use crate::{enqueue_workflow, JobError, JobResult, JobStatus, Registry, StatusCounts, Workflow};
 
+/// What the callback read: its dependencies' counts and their outputs.
+type Seen = (StatusCounts, Vec<serde_json::Value>);
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_batch_callback_sees_every_outcome_and_output() {
     let store = store();
-    let seen: Arc<Mutex<Option<(StatusCounts, Vec<serde_json::Value>)>>> = Arc::default();
+    let seen: Arc<Mutex<Option<Seen>>> = Arc::default();
     let seen_by_callback = seen.clone();
     let registry = Registry::new()
         .register_fn("part", |_ctx, args: serde_json::Value| async move {

@@ -209,6 +209,12 @@ macro_rules! delegate_store {
                 ) -> $crate::Result<::std::vec::Vec<$crate::Job>> {
                     self.$field.jobs_with_id_prefix(prefix, limit).await
                 }
+                async fn list_workflows(
+                    &self,
+                    req: &$crate::WorkflowListRequest,
+                ) -> $crate::Result<::std::vec::Vec<$crate::WorkflowSummary>> {
+                    self.$field.list_workflows(req).await
+                }
                 async fn get_scheduled(
                     &self,
                     key: &$crate::ScheduleKey,

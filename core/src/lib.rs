@@ -70,6 +70,7 @@ mod typed;
 mod worker;
 mod workers;
 mod workflow;
+mod workflow_list;
 
 /// Re-exported so that implementing [`JobHandler`], [`JsonHandler`] or the store
 /// traits needs no dependency besides `duraq-core`: write `#[duraq_core::async_trait]`.
@@ -145,4 +146,7 @@ pub use workers::{
 };
 pub use workflow::{
     enqueue_workflow, workflow_steps, Workflow, WorkflowOutcome, WorkflowPlan, BATCH_CALLBACK,
+};
+pub use workflow_list::{
+    workflow_tally, WorkflowListRequest, WorkflowState, WorkflowSummary, WorkflowTally,
 };

@@ -48,6 +48,7 @@ use crate::search::JobPage;
 use crate::workers::{
     unhandled_groups, DueJobGroup, WorkerInfo, WorkerRecord, UNHANDLED_SCAN_LIMIT,
 };
+use crate::workflow_list::{WorkflowListRequest, WorkflowSummary};
 
 /// A whole durable job store: what an application holds (`Arc<dyn Store>`) and
 /// hands to the [`crate::Worker`] (which claims, reports, enqueues periodic
@@ -294,6 +295,11 @@ pub trait Inspect: Send + Sync + 'static {
     /// At most `limit` jobs whose id starts with `prefix`, in id order (byte
     /// order), read through the primary key. See [`crate::resolve_job`].
     async fn jobs_with_id_prefix(&self, prefix: &str, limit: usize) -> Result<Vec<Job>>;
+
+    /// A page of workflows, largest id first ([`WorkflowListRequest`]): one
+    /// summary per workflow id on the page, its steps counted per status. Read
+    /// through the jobs' workflow index, so a page costs its workflows' steps.
+    async fn list_workflows(&self, req: &WorkflowListRequest) -> Result<Vec<WorkflowSummary>>;
 
     /// The current owner and, when asked, the newest terminal job that carries the
     /// key (by `scheduleOrder`, then `createdAtMs`, then `id`).

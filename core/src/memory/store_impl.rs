@@ -18,6 +18,7 @@ use crate::rules::{PruneRun, SearchScan};
 use crate::search::JobPage;
 use crate::store::{Inspect, MailOperations, Operate, Producer, WorkerStore};
 use crate::workers::{DueJobGroup, WorkerInfo, WorkerRecord};
+use crate::workflow_list::{WorkflowListRequest, WorkflowSummary};
 
 fn operation_not_found(key: &str) -> Error {
     Error::NotFound {
@@ -259,6 +260,28 @@ impl Inspect for MemoryStore {
             .collect();
         jobs.sort_by(|a, b| a.id.as_bytes().cmp(b.id.as_bytes()));
         Ok(jobs.into_iter().take(limit).cloned().collect())
+    }
+
+    async fn list_workflows(&self, req: &WorkflowListRequest) -> Result<Vec<WorkflowSummary>> {
+        let st = self.lock();
+        let mut ids: Vec<&str> = (st.jobs.values())
+            .filter_map(|j| j.workflow_id.as_deref())
+            .filter(|w| {
+                req.before
+                    .as_deref()
+                    .is_none_or(|b| w.as_bytes() < b.as_bytes())
+            })
+            .collect();
+        ids.sort_unstable_by(|a, b| b.as_bytes().cmp(a.as_bytes()));
+        ids.dedup();
+        ids.truncate(req.limit);
+        let page: std::collections::HashSet<&str> = ids.into_iter().collect();
+        Ok(WorkflowSummary::from_groups(st.jobs.values().filter_map(
+            |j| {
+                let w = j.workflow_id.as_deref().filter(|w| page.contains(w))?;
+                Some((w.to_owned(), j.status, 1, j.created_at_ms))
+            },
+        )))
     }
 
     async fn get_scheduled(

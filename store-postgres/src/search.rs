@@ -10,10 +10,14 @@
 //! status or a queue never costs a sequential scan of the jobs table.
 
 use duraq_core::rules::SearchScan;
-use duraq_core::{id_prefix_bound, Job, JobCursor, JobFilter, JobPage, Result};
+use duraq_core::{
+    id_prefix_bound, Job, JobCursor, JobFilter, JobPage, JobStatus, Result, WorkflowListRequest,
+    WorkflowSummary,
+};
 use tokio_postgres::types::ToSql;
 
 use crate::backend::db::Db;
+use crate::error::corrupt;
 use crate::rows::{jobs_from_rows, JOB_COLUMNS};
 
 /// Jobs matching `filter`, newest first, within its scan budget: every chunk
@@ -145,4 +149,44 @@ pub(crate) async fn jobs_with_id_prefix(
     let bound = id_prefix_bound(prefix);
     let limit = i64::try_from(limit).unwrap_or(i64::MAX);
     jobs_from_rows(&db.query(&sql, &[&prefix, &bound, &limit]).await?)
+}
+
+/// A page of workflows, largest id first: the page's ids through the partial
+/// index `duraq_jobs_workflow` (a backward walk made distinct), then each id's
+/// steps grouped by status through the same index; core folds the groups.
+/// Workflow ids are UUIDs, whose order is the same in every collation.
+pub(crate) async fn list_workflows(
+    db: &Db<'_>,
+    req: &WorkflowListRequest,
+) -> Result<Vec<WorkflowSummary>> {
+    const GROUPS: &str = "SELECT workflow_id, status, count(*), min(created_at_ms) \
+         FROM {s}.duraq_jobs WHERE workflow_id = ANY(ARRAY(";
+    let limit = i64::try_from(req.limit).unwrap_or(i64::MAX);
+    let rows = match &req.before {
+        Some(before) => {
+            let sql = format!(
+                "{GROUPS}SELECT DISTINCT workflow_id FROM {{s}}.duraq_jobs \
+                 WHERE workflow_id IS NOT NULL AND workflow_id < $1::text \
+                 ORDER BY workflow_id DESC LIMIT $2::bigint)) GROUP BY workflow_id, status"
+            );
+            db.query(&sql, &[before, &limit]).await?
+        }
+        None => {
+            let sql = format!(
+                "{GROUPS}SELECT DISTINCT workflow_id FROM {{s}}.duraq_jobs \
+                 WHERE workflow_id IS NOT NULL \
+                 ORDER BY workflow_id DESC LIMIT $1::bigint)) GROUP BY workflow_id, status"
+            );
+            db.query(&sql, &[&limit]).await?
+        }
+    };
+    let mut groups = Vec::with_capacity(rows.len());
+    for r in &rows {
+        let status: String = r.get(1);
+        let status = status
+            .parse::<JobStatus>()
+            .map_err(|_| corrupt(format!("status {status:?}")))?;
+        groups.push((r.get(0), status, r.get(2), r.get(3)));
+    }
+    Ok(WorkflowSummary::from_groups(groups))
 }

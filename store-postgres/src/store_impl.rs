@@ -10,6 +10,7 @@ use duraq_core::{
     LeaseState, MailOperations, NewJob, Operate, Operation, Outcome, Producer, PruneReport,
     PruneRequest, QueueName, QueueSnapshot, ReplaceOutcome, ReportedAndClaimed, Result,
     RunningOwner, ScheduleKey, ScheduledJobs, WakeOutcome, WorkerInfo, WorkerRecord, WorkerStore,
+    WorkflowListRequest, WorkflowSummary,
 };
 use tokio::sync::{broadcast, watch};
 
@@ -217,6 +218,10 @@ impl Inspect for PostgresStore {
             &db, prefix, limit
         )
         .await)
+    }
+
+    async fn list_workflows(&self, req: &WorkflowListRequest) -> Result<Vec<WorkflowSummary>> {
+        read!(self, |db| crate::search::list_workflows(&db, req).await)
     }
 
     async fn get_scheduled(

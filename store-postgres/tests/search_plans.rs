@@ -110,4 +110,61 @@ mod postgres {
             tx.rollback().await.unwrap();
         }
     }
+
+    /// `list_workflows` reads its page of ids and their steps through the
+    /// partial workflow index, never the whole jobs table, with or without a
+    /// `before` bound (the statements as `store-postgres/src/search.rs` writes
+    /// them).
+    #[tokio::test]
+    async fn a_workflow_page_reads_the_workflow_index_only() {
+        let s = schema();
+        let store = open(&s).await.unwrap();
+        let plain = (0..3_000).map(|_| job("j", EnqueueOptions::new())).collect();
+        store.enqueue_batch(plain).await.unwrap();
+        for n in 0..20 {
+            let flow = duraq_core::Workflow::new("w")
+                .step("a", job(&format!("a{n}"), EnqueueOptions::new()))
+                .step_after("b", job("b", EnqueueOptions::new()), ["a"]);
+            duraq_core::enqueue_workflow(&store, flow).await.unwrap();
+        }
+        let listed = store
+            .list_workflows(&duraq_core::WorkflowListRequest {
+                before: None,
+                limit: 5,
+            })
+            .await
+            .unwrap();
+        assert_eq!(listed.len(), 5);
+        store.close().await.unwrap();
+        let mut client = raw_client().await;
+        client
+            .batch_execute(&format!("ANALYZE {s}.duraq_jobs"))
+            .await
+            .unwrap();
+        let page = |bound: &str, limit: &str| {
+            format!(
+                "SELECT workflow_id, status, count(*), min(created_at_ms) FROM {s}.duraq_jobs \
+                 WHERE workflow_id = ANY(ARRAY(SELECT DISTINCT workflow_id FROM {s}.duraq_jobs \
+                 WHERE workflow_id IS NOT NULL {bound} ORDER BY workflow_id DESC LIMIT {limit})) \
+                 GROUP BY workflow_id, status"
+            )
+        };
+        for sql in [page("", "5"), page("AND workflow_id < 'f'", "5")] {
+            let tx = client.transaction().await.unwrap();
+            tx.batch_execute("SELECT set_config('enable_seqscan', 'off', true)")
+                .await
+                .unwrap();
+            let plan: String = tx
+                .query(&format!("EXPLAIN {sql}"), &[])
+                .await
+                .unwrap()
+                .iter()
+                .map(|r| r.get::<_, String>(0))
+                .collect::<Vec<_>>()
+                .join("\n");
+            assert!(!plan.contains("Seq Scan"), "{sql}:\n{plan}");
+            assert!(plan.contains("duraq_jobs_workflow"), "{sql}:\n{plan}");
+            tx.rollback().await.unwrap();
+        }
+    }
 }

@@ -7,10 +7,14 @@
 //! an index for, never `(? IS NULL OR …)`.
 
 use duraq_core::rules::SearchScan;
-use duraq_core::{id_prefix_bound, Job, JobCursor, JobFilter, JobPage, Result};
+use duraq_core::{
+    id_prefix_bound, Job, JobCursor, JobFilter, JobPage, JobStatus, Result, WorkflowListRequest,
+    WorkflowSummary,
+};
 use rusqlite::types::Value;
 use rusqlite::{params, params_from_iter, Connection};
 
+use crate::error::SqlResult;
 use crate::rows::{query_jobs, JOB_COLUMNS};
 
 /// Jobs matching `filter`, newest first, within its scan budget; every chunk
@@ -97,4 +101,41 @@ pub(crate) fn jobs_with_id_prefix(
         .into_iter()
         .filter(|j| j.id.starts_with(prefix))
         .collect())
+}
+
+/// A page of workflows, largest id first: the page's ids through the partial
+/// index on `workflow_id` (`DISTINCT` over it, backwards), then each id's
+/// steps grouped by status through the same index; core folds the groups.
+pub(crate) fn list_workflows(
+    conn: &Connection,
+    req: &WorkflowListRequest,
+) -> Result<Vec<WorkflowSummary>> {
+    let (bound, mut values): (&str, Vec<Value>) = match &req.before {
+        Some(before) => ("AND workflow_id < ?", vec![Value::Text(before.clone())]),
+        None => ("", Vec::new()),
+    };
+    values.push(Value::Integer(i64::try_from(req.limit).unwrap_or(i64::MAX)));
+    let sql = format!(
+        "SELECT workflow_id, status, count(*), min(created_at_ms) FROM duraq_jobs \
+         WHERE workflow_id IN (SELECT DISTINCT workflow_id FROM duraq_jobs \
+         WHERE workflow_id IS NOT NULL {bound} ORDER BY workflow_id DESC LIMIT ?) \
+         GROUP BY workflow_id, status"
+    );
+    let mut stmt = conn.prepare_cached(&sql).db()?;
+    let rows = stmt
+        .query_map(params_from_iter(values), |r| {
+            Ok((
+                r.get::<_, String>(0)?,
+                r.get::<_, String>(1)?,
+                r.get(2)?,
+                r.get(3)?,
+            ))
+        })
+        .db()?;
+    let mut groups = Vec::new();
+    for row in rows {
+        let (id, status, steps, created) = row.db()?;
+        groups.push((id, status.parse::<JobStatus>()?, steps, created));
+    }
+    Ok(WorkflowSummary::from_groups(groups))
 }

@@ -173,6 +173,12 @@ impl Inspect for SqliteStore {
             .await
     }
 
+    async fn list_workflows(&self, req: &WorkflowListRequest) -> Result<Vec<WorkflowSummary>> {
+        let req = req.clone();
+        self.read(move |conn| crate::search::list_workflows(conn, &req))
+            .await
+    }
+
     async fn get_scheduled(
         &self,
         key: &ScheduleKey,

@@ -192,6 +192,10 @@ macro_rules! store_suite {
                     a_replacement_refuses_dependencies,
                     a_workflow_is_inserted_whole_and_found_by_its_id,
                 ],
+                workflow_list: [
+                    workflows_are_listed_in_pages_largest_id_first,
+                    a_summary_counts_steps_per_status_and_names_the_state,
+                ],
                 search: [
                     several_statuses_match_any_of_them, each_filter_narrows_alone_and_combined,
                     args_containment_follows_jsonb, error_text_ignores_case,

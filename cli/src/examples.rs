@@ -367,6 +367,17 @@ the file names a step twice (duplicate-step), waits for a step it does not have
 (dependency-not-found) or in a circle (workflow-cycle). With an idempotencyKey, a
 second enqueue of the same file replays the first one's ids.";
 
+pub const WORKFLOWS_LIST: &str = "\
+Examples:
+  duraq workflows list
+  duraq workflows list --limit 20 --json
+  duraq workflows list --before 0193a0b0-0000-8000-8000-00000000000a
+
+States: active (a step not finished), completed (every step completed),
+failed (every step finished, one did not complete). With --json:
+{\"workflows\":[{\"workflowId\",\"state\",\"steps\",\"counts\":{status:n},
+\"createdAtMs\"}],\"next\"}; `next` (or null) is the --before of the next page.";
+
 pub const WORKFLOWS_SHOW: &str = "\
 Examples:
   duraq workflows show 0193a0b0-0000-8000-8000-00000000000a

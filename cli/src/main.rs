@@ -40,6 +40,7 @@ mod tenants;
 mod web;
 mod worker;
 mod workers;
+mod workflow_list;
 mod workflows;
 
 use std::process::ExitCode;

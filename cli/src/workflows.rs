@@ -1,5 +1,6 @@
 //! `duraq workflows`: named groups of jobs that wait for each other by step
-//! name (`docs/workflows.md`). `show W` lists a workflow's steps with their
+//! name (`docs/workflows.md`). `list` pages through the workflows
+//! ([`crate::workflow_list`]); `show W` lists a workflow's steps with their
 //! status, what each waits for and its output's size, and the counts per
 //! status; `cancel W` cancels every step not finished; `retry W` retries every
 //! failed, orphaned or operator-cancelled step, which gives back what their
@@ -34,6 +35,16 @@ pub enum WorkflowsCommand {
         /// The workflow file (`-` reads standard input).
         file: PathBuf,
     },
+    /// The workflows, newest first: state, steps, steps per status.
+    #[command(after_long_help = crate::examples::WORKFLOWS_LIST)]
+    List {
+        /// Continue after the page that ended at this workflow id (its `next`).
+        #[arg(long, value_name = "ID")]
+        before: Option<String>,
+        /// At most this many workflows.
+        #[arg(long, value_name = "N", default_value_t = 50)]
+        limit: usize,
+    },
     /// The steps of workflow W: status, job id, what each waits for, output size.
     #[command(after_long_help = crate::examples::WORKFLOWS_SHOW)]
     Show {
@@ -57,6 +68,9 @@ pub enum WorkflowsCommand {
 
 pub async fn run(db: &Database, command: WorkflowsCommand, json: bool) -> Result<()> {
     match command {
+        WorkflowsCommand::List { before, limit } => {
+            crate::workflow_list::run(db, before, limit, json).await
+        }
         WorkflowsCommand::Show { workflow_id } => {
             let store = db.open().await?;
             let jobs: Vec<Job> = crate::db::closing(&store, async {

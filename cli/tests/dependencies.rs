@@ -193,3 +193,73 @@ fn a_workflow_is_retried_and_cancelled_as_a_whole() {
     let shown = db.json(&["workflows", "show", id]);
     assert_eq!(shown["counts"]["cancelled"], 2);
 }
+
+#[test]
+fn workflows_are_listed_in_pages_with_their_state() {
+    let db = Db::new();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("flow.json");
+    std::fs::write(
+        &file,
+        r#"{"name": "nightly", "steps": [
+            {"step": "export", "job": "duraq.echo"},
+            {"step": "report", "job": "duraq.echo", "after": ["export"]}
+        ]}"#,
+    )
+    .unwrap();
+    let mut ids: Vec<String> = (0..3)
+        .map(|_| {
+            let flow = db.json(&["workflows", "enqueue", file.to_str().unwrap()]);
+            flow["workflowId"].as_str().unwrap().to_owned()
+        })
+        .collect();
+    ids.sort_by(|a, b| b.cmp(a));
+    db.enqueue(&["duraq.noop"]);
+
+    let all = db.json(&["workflows", "list"]);
+    let listed: Vec<&str> = (all["workflows"].as_array().unwrap().iter())
+        .map(|w| w["workflowId"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        listed, ids,
+        "largest id first, the plain job not among them"
+    );
+    assert_eq!(all["next"], serde_json::Value::Null);
+    let first = &all["workflows"][0];
+    assert_eq!(
+        (&first["state"], &first["steps"]),
+        (&"active".into(), &2.into())
+    );
+    assert_eq!(
+        (&first["counts"]["queued"], &first["counts"]["pending"]),
+        (&1.into(), &1.into())
+    );
+
+    let page = db.json(&["workflows", "list", "--limit", "2"]);
+    assert_eq!(page["workflows"].as_array().unwrap().len(), 2);
+    assert_eq!(page["next"], ids[1].as_str());
+    let rest = db.json(&["workflows", "list", "--limit", "2", "--before", &ids[1]]);
+    assert_eq!(rest["workflows"][0]["workflowId"], ids[2].as_str());
+    assert_eq!(rest["next"], serde_json::Value::Null);
+
+    let mut worker = db.spawn_worker(&[]);
+    for id in &ids {
+        let shown = db.json(&["workflows", "show", id]);
+        let report = (shown["steps"].as_array().unwrap().iter())
+            .find(|s| s["step"] == "report")
+            .and_then(|s| s["jobId"].as_str())
+            .unwrap()
+            .to_owned();
+        db.wait_job(&report, LONG, |j| j["status"] == "completed");
+    }
+    signal(&worker, libc::SIGTERM);
+    assert!(wait_exit(&mut worker, LONG).success());
+    let done = db.json(&["workflows", "list"]);
+    assert!((done["workflows"].as_array().unwrap().iter())
+        .all(|w| w["state"] == "completed" && w["counts"]["completed"] == 2));
+    let human = String::from_utf8(db.run(&["workflows", "list"]).stdout).unwrap();
+    assert!(human.starts_with("WORKFLOW"), "{human}");
+    assert!(human.contains("completed 2"), "{human}");
+
+    db.fails(&["workflows", "list", "--limit", "0"], "invalid-limit");
+}

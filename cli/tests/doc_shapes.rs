@@ -212,6 +212,19 @@ fn answers(db: &Db, command: &str) -> Vec<Value> {
             std::fs::write(&file, flow).unwrap();
             vec![db.json(&["workflows", "enqueue", file.to_str().unwrap()])]
         }
+        "workflows list" => {
+            let file = db.dir.path().join("flow.json");
+            std::fs::write(
+                &file,
+                r#"{"name": "w", "steps": [{"step": "a", "job": "duraq.echo"}]}"#,
+            )
+            .unwrap();
+            db.json(&["workflows", "enqueue", file.to_str().unwrap()]);
+            vec![
+                db.json(&["workflows", "list"]),
+                db.json(&["workflows", "list", "--limit", "1"]),
+            ]
+        }
         "workflows show W" | "workflows cancel W / retry W" => {
             let file = db.dir.path().join("flow.json");
             std::fs::write(

@@ -21,10 +21,11 @@ const JS: &str = include_str!("../assets/app.js");
 const BULK_JS: &str = include_str!("../assets/bulk.js");
 
 /// The nav entries: (`data-nav`, path, label).
-const NAV: [(&str, &str, &str); 5] = [
+const NAV: [(&str, &str, &str); 6] = [
     ("overview", "/", "Overview"),
     ("queues", "/queues", "Queues"),
     ("jobs", "/jobs", "Jobs"),
+    ("workflows", "/workflows", "Workflows"),
     ("workers", "/workers", "Workers"),
     ("keys", "/keys", "Schedule keys"),
 ];

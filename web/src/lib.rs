@@ -113,6 +113,7 @@ pub fn router(store: Arc<dyn Operate>, options: WebOptions) -> Router {
         .route("/jobs/{id}", get(pages::job::detail))
         .route("/jobs/{id}/retry", post(pages::job::retry))
         .route("/jobs/{id}/cancel", post(pages::job::cancel))
+        .route("/workflows", get(pages::workflows::list))
         .route("/workflows/{id}", get(pages::workflow::detail))
         .route("/workers", get(pages::other::workers))
         .route("/keys", get(pages::other::keys))

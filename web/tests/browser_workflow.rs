@@ -2,7 +2,9 @@
 //! `chromedriver`, see `support`): a workflow run part of the way shows its
 //! graph, each step a box coloured by its status (computed style, not just a
 //! class), with its edges; clicking a box opens that step's job, whose page
-//! links back to the workflow. Screenshot: `workflow-graph`.
+//! links back to the workflow; the overview counts it as active, and the
+//! workflows list leads back to its graph. Screenshots: `workflow-graph`,
+//! `workflow-list`.
 //!
 //! Run: `cargo test -p duraq-web --test browser_workflow`.
 
@@ -99,6 +101,25 @@ async fn the_workflow_graph_shows_each_steps_status_and_leads_to_its_job() {
         );
         page.click("[data-field=\"workflowId\"] a").await;
         page.wait_page("workflow").await;
+
+        page.click("a[data-nav=\"overview\"]").await;
+        page.wait_page("overview").await;
+        assert_eq!(
+            page.text("[data-workflow-state=\"active\"] .number").await.as_deref(),
+            Some("1"),
+            "the overview counts the workflow as active"
+        );
+        page.click("a[data-nav=\"workflows\"]").await;
+        page.wait_page("workflows").await;
+        assert_eq!(page.count("tr[data-workflow]").await, 1);
+        assert_eq!(
+            page.attr("tr[data-workflow]", "data-state").await.as_deref(),
+            Some("active")
+        );
+        page.screenshot("workflow-list").await;
+        page.click("tr[data-workflow] a").await;
+        page.wait_page("workflow").await;
+        assert_eq!(page.path().await, format!("/workflows/{}", outcome.workflow_id));
         server.abort();
     })
     .await;

@@ -40,6 +40,8 @@ async fn every_page_keeps_the_contract_and_escapes_everything() {
             "/jobs/bulk/confirm?action=delete&queue=%22onmouseover",
             "bulk",
         ),
+        ("/workflows", "workflows"),
+        ("/workflows?before=%3Cscript%3E", "workflows"),
         ("/workers", "workers"),
         ("/keys", "keys"),
         ("/keys?key=%3Cscript%3E", "keys"),
@@ -55,7 +57,7 @@ async fn every_page_keeps_the_contract_and_escapes_everything() {
             body.contains(&format!("<main data-page=\"{name}\">")),
             "{uri}"
         );
-        for nav in ["overview", "queues", "jobs", "workers", "keys"] {
+        for nav in ["overview", "queues", "jobs", "workflows", "workers", "keys"] {
             assert!(
                 body.contains(&format!("data-nav=\"{nav}\"")),
                 "{uri} lacks nav {nav}"

@@ -73,3 +73,73 @@ async fn a_workflow_is_drawn_as_its_graph_and_linked_from_its_jobs() {
     let (status, _, _) = get(&app, "/workflows/no-such-workflow").await;
     assert_eq!(status, 404);
 }
+
+#[tokio::test]
+async fn workflows_are_listed_and_counted_on_the_overview() {
+    let dir = tempfile::tempdir().unwrap();
+    let store: Arc<dyn Store> =
+        Arc::new(SqliteStore::open(dir.path().join("duraq.db"), SqliteOptions::default()).unwrap());
+    let app = router(store.clone(), WebOptions::new());
+    let (_, _, overview) = get(&app, "/").await;
+    assert!(
+        !overview.contains("data-workflow-tally"),
+        "no workflow, no counts: {overview}"
+    );
+    let (status, _, empty) = get(&app, "/workflows").await;
+    assert_eq!(status, 200);
+    assert!(empty.contains("data-empty"), "{empty}");
+
+    let job = |name: &str| NewJob::new(name, json!([]), EnqueueOptions::new()).unwrap();
+    let mut ids = Vec::new();
+    for n in 0..3 {
+        let flow = Workflow::new("nightly")
+            .step("export", job(&format!("export{n}")))
+            .step_after("report", job("report"), ["export"]);
+        ids.push(
+            enqueue_workflow(store.as_ref(), flow)
+                .await
+                .unwrap()
+                .workflow_id,
+        );
+    }
+    let export = claim(&store, 1).await.remove(0);
+    store
+        .report_batch(vec![(
+            lease_of(&export),
+            Outcome::Failed {
+                error: "boom".into(),
+                retry_in_ms: None,
+                discard: true,
+            },
+        )])
+        .await
+        .unwrap();
+
+    let (_, _, overview) = get(&app, "/").await;
+    assert!(overview.contains("data-workflow-tally"), "{overview}");
+    let tile = |state: &str| {
+        let at = overview
+            .find(&format!("data-workflow-state=\"{state}\""))
+            .unwrap_or_else(|| panic!("no {state} tile: {overview}"));
+        let number = &overview[at..];
+        let start = number.find("class=\"number\">").unwrap() + "class=\"number\">".len();
+        number[start..start + number[start..].find('<').unwrap()].to_owned()
+    };
+    assert_eq!(
+        (tile("active"), tile("failed"), tile("completed")),
+        ("2".into(), "1".into(), "0".into())
+    );
+
+    let (status, _, list) = get(&app, "/workflows").await;
+    assert_eq!(status, 200, "{list}");
+    assert!(list.contains("<main data-page=\"workflows\">"), "{list}");
+    assert_eq!(list.matches("<tr data-workflow=").count(), 3, "{list}");
+    for id in &ids {
+        assert!(
+            list.contains(&format!("href=\"/workflows/{id}\"")),
+            "{list}"
+        );
+    }
+    assert_eq!(list.matches("data-state=\"failed\"").count(), 1, "{list}");
+    assert!(!list.contains("data-next"), "one page holds three: {list}");
+}

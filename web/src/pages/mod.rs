@@ -17,6 +17,7 @@ pub mod overview;
 pub mod search;
 pub mod table;
 pub mod workflow;
+pub mod workflows;
 
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};

@@ -3,8 +3,10 @@
 //! The overview shows the counts per status (`[data-count=STATUS]` holds the
 //! plain number, which the page's script replaces from `/events`), the
 //! throughput chart of the stored history (`#history`, `?range=1h|24h|7d`, see
-//! [`history_chart`]) and the queues table. Everything comes from one O(1)
-//! count snapshot plus an O(minutes) read of the history.
+//! [`history_chart`]), the workflows per state when there are any
+//! (`[data-workflow-tally]`, [`super::workflows::tally_section`]) and the queues
+//! table. Everything comes from one O(1) count snapshot, an O(minutes) read of
+//! the history and a bounded walk of the workflows.
 
 use axum::extract::{Form, Path, Query, State as AxumState};
 use axum::response::{IntoResponse, Redirect, Response};
@@ -45,6 +47,10 @@ async fn render(state: &AppState, query: &OverviewQuery) -> Response {
         Ok(points) => points,
         Err(e) => return store_error(state, "overview", &e),
     };
+    let workflows = match super::workflows::tally_section(state).await {
+        Ok(section) => section,
+        Err(e) => return store_error(state, "overview", &e),
+    };
     let link_for = |r: HistoryRange| link(state, &format!("/?range={}", r.as_str()));
     let body = html! {
         h1 { "Overview" }
@@ -60,6 +66,7 @@ async fn render(state: &AppState, query: &OverviewQuery) -> Response {
                 span.number data-count="total" { (total.all) }
             }
         }
+        (workflows)
         (history_chart::history_section(range, &points, link_for))
         section {
             h2 { "Queues" }

@@ -639,13 +639,27 @@ impl NewJob {
     /// assert!(!NewJob::new("j", serde_json::json!([]), keyed).unwrap().is_plain());
     /// ```
     pub fn is_plain(&self) -> bool {
+        self.only_waits() && self.dependencies.is_empty() && self.workflow.is_none()
+    }
+
+    /// Whether the enqueue only inserts and waits: [`NewJob::is_plain`] but
+    /// for dependencies and a workflow step. Nothing is registered first; the
+    /// dependencies' statuses decide how it starts
+    /// ([`crate::rules::start_of`]), so stores may decide a run of such jobs
+    /// together, each seeing the earlier jobs of the run.
+    ///
+    /// ```
+    /// use duraq_core::{EnqueueOptions, NewJob};
+    /// let after = EnqueueOptions::new().after("0193a0b0-0000-7000-8000-000000000001");
+    /// let waits = NewJob::new("j", serde_json::json!([]), after).unwrap();
+    /// assert!(waits.only_waits() && !waits.is_plain());
+    /// ```
+    pub fn only_waits(&self) -> bool {
         self.idempotency_key.is_none()
             && !self.deduplicate_while_queued
             && self.operation.is_none()
             && self.concurrency.is_none()
             && self.rate_limit.is_none()
-            && self.dependencies.is_empty()
-            && self.workflow.is_none()
     }
     /// The idempotency key, if the enqueue is durable-idempotent.
     pub fn idempotency_key(&self) -> Option<&IdempotencyKey> {

@@ -45,6 +45,16 @@ pub(crate) async fn start(db: &Db<'_>, job: &NewJob) -> Result<DependencyStart> 
         .iter()
         .map(|d| d.job_id.as_str())
         .collect();
+    let statuses = lock_dependencies(db, &ids).await?;
+    start_of(job.dependencies(), |id| statuses.get(id).copied())
+}
+
+/// Locks the jobs `ids` that exist as dependencies ([`LOCK_DEPENDENCIES`]) and
+/// returns each one's status; an id that is no job is absent.
+pub(crate) async fn lock_dependencies(
+    db: &Db<'_>,
+    ids: &[&str],
+) -> Result<HashMap<String, JobStatus>> {
     let rows = db.query(LOCK_DEPENDENCIES, &[&ids]).await?;
     let mut statuses: HashMap<String, JobStatus> = HashMap::with_capacity(rows.len());
     for row in &rows {
@@ -54,7 +64,7 @@ pub(crate) async fn start(db: &Db<'_>, job: &NewJob) -> Result<DependencyStart> 
             .map_err(|_| corrupt(format!("status {status:?}")))?;
         statuses.insert(row.get(0), status);
     }
-    start_of(job.dependencies(), |id| statuses.get(id).copied())
+    Ok(statuses)
 }
 
 /// Writes what [`duraq_core::rules::apply_start`] set on the freshly inserted

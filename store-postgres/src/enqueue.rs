@@ -19,6 +19,7 @@ use duraq_core::{EnqueueOutcome, Error, JobStatus, NewJob, Result};
 
 use crate::copy::{copy_jobs, ArgsText, COPY_MIN_ROWS};
 use crate::dedupe;
+use crate::enqueue_waiting::enqueue_waiting;
 use crate::insert::insert_jobs;
 use crate::tx::Tx;
 
@@ -95,21 +96,30 @@ pub(crate) async fn enqueue_one(tx: &mut Tx<'_>, job: &NewJob) -> Result<Enqueue
 
 /// Many enqueues in one transaction, in order. Each run of consecutive plain
 /// jobs ([`NewJob::is_plain`]: nothing to read or decide, core's shortcut) goes in
-/// with one statement ([`insert_fresh`]); any other job takes [`enqueue_one`]. A
-/// run is written before the job after it is decided, so a later dedupe
-/// request of the batch finds an earlier plain job of it, as it would one by one.
+/// with one statement ([`insert_fresh`]); each run of jobs that only wait
+/// ([`NewJob::only_waits`]: dependencies or workflow steps) with a few
+/// ([`enqueue_waiting`]); any other job takes [`enqueue_one`]. A run is
+/// written before the job after it is decided, so a later dedupe request of
+/// the batch finds an earlier plain job of it, as it would one by one.
 pub(crate) async fn enqueue_many(tx: &mut Tx<'_>, jobs: &[NewJob]) -> Result<Vec<EnqueueOutcome>> {
     let mut outcomes = Vec::with_capacity(jobs.len());
     let mut rest = jobs;
     while let Some(first) = rest.first() {
-        let run = rest.iter().take_while(|j| j.is_plain()).count();
-        if run == 0 {
-            outcomes.push(enqueue_one(tx, first).await?);
-            rest = &rest[1..];
+        let plain = rest.iter().take_while(|j| j.is_plain()).count();
+        let waiting = (rest.iter())
+            .take_while(|j| j.only_waits() && !j.is_plain())
+            .count();
+        let taken = if plain > 0 {
+            outcomes.extend(insert_fresh(tx, &rest[..plain]).await?);
+            plain
+        } else if waiting > 1 {
+            outcomes.extend(enqueue_waiting(tx, &rest[..waiting]).await?);
+            waiting
         } else {
-            outcomes.extend(insert_fresh(tx, &rest[..run]).await?);
-            rest = &rest[run..];
-        }
+            outcomes.push(enqueue_one(tx, first).await?);
+            1
+        };
+        rest = &rest[taken..];
     }
     Ok(outcomes)
 }

@@ -84,6 +84,7 @@ mod dedupe;
 mod dependencies;
 mod enqueue;
 mod enqueue_plain;
+mod enqueue_waiting;
 mod error;
 mod history;
 mod insert;

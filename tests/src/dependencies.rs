@@ -175,6 +175,62 @@ pub async fn a_batch_may_depend_on_its_own_earlier_jobs(h: &Harness) {
     assert_eq!(h.get(&ids[2]).await.status, JobStatus::Queued);
 }
 
+/// A run of waiting jobs in one batch (a store may decide such a run
+/// together): each is judged against the jobs before it, in the store and
+/// earlier in the batch, never a later one.
+pub async fn a_run_of_waiting_jobs_is_judged_in_batch_order(h: &Harness) {
+    let failed = h.enqueue("x", json!([])).await;
+    h.drive_to(&failed, "x", JobStatus::Failed).await;
+    let done = h.enqueue("y", json!([])).await;
+    complete(h, "y", &done).await;
+    let root = job("root", json!([]), EnqueueOptions::new());
+    let waits = job("w", json!([]), after(&[root.id(), &done]));
+    let doomed = job("d", json!([]), after(&[&failed]));
+    let last = job(
+        "l",
+        json!([]),
+        after(&[waits.id(), doomed.id()]).on_dependency_failure(duraq_core::DependencyFailure::Run),
+    );
+    let ids = [root.id(), waits.id(), doomed.id(), last.id()].map(str::to_owned);
+    h.store
+        .enqueue_batch(vec![root, waits, doomed, last])
+        .await
+        .unwrap();
+    let row = |i: usize| h.get(&ids[i]);
+    let w = row(1).await;
+    assert_eq!((w.status, w.open_dependencies), (JobStatus::Pending, 1));
+    let d = row(2).await;
+    assert_eq!(d.status, JobStatus::Cancelled, "its dependency had failed");
+    assert!(d.last_error.unwrap().starts_with("dependency-failed:"));
+    let l = row(3).await;
+    assert_eq!(
+        (l.status, l.open_dependencies),
+        (JobStatus::Pending, 1),
+        "the cancelled step satisfies a run-policy edge at once"
+    );
+    let snap = h.snapshot().await;
+    assert_eq!((snap.counts.pending, snap.counts.cancelled), (2, 1));
+
+    complete(h, "root", &ids[0]).await;
+    assert_eq!(row(1).await.status, JobStatus::Queued);
+    complete(h, "w", &ids[1]).await;
+    assert_eq!(row(3).await.status, JobStatus::Queued);
+
+    let before = h.state().await;
+    let later = job("later", json!([]), EnqueueOptions::new());
+    let forward = vec![
+        job("a", json!([]), after(&[&ids[0]])),
+        job("b", json!([]), after(&[later.id()])),
+        later,
+    ];
+    expect_invalid(
+        h.store.enqueue_batch(forward).await,
+        ErrorCode::DependencyNotFound,
+    );
+    h.assert_unchanged(&before, "a job waiting for a later job of its batch")
+        .await;
+}
+
 pub async fn a_failure_cancels_down_the_graph(h: &Harness) {
     let a = h.enqueue("a", json!([])).await;
     let b = dependent(h, "b", after(&[&a])).await;

@@ -339,10 +339,11 @@ fn a_fan_out_survives_postgres_crash_restarts() {
         "{counts}"
     );
 
-    // The release locks the dependents in id order: holding the last one
-    // stops it with the root's completion written but not committed.
-    let last = dependents.iter().next_back().unwrap();
-    let lock = sql.lock_job(last);
+    // The release locks the dependents in id order: holding the first one
+    // stops it with the root's completion written but not committed (the
+    // first is in the first bounded batch of a release, whatever its size).
+    let first = dependents.iter().next().unwrap();
+    let lock = sql.lock_job(first);
     let workers = Workers::start(&url, files.path(), WORKERS);
     wait_until(
         "the root's completion to wait on the held dependent",

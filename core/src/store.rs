@@ -274,6 +274,24 @@ pub trait WorkerStore: Send + Sync + 'static {
     /// wake, retry, a job returned to the queue), in this process at once and from
     /// other processes within a short poll.
     fn work_signal(&self) -> watch::Receiver<u64>;
+
+    /// Continues the release backlog (`docs/workflows.md`, "Cost"): a job that
+    /// became terminal settles at most [`crate::rules::RELEASE_BATCH`] of its
+    /// dependency edges in the transaction that finished it and records the
+    /// rest as a backlog entry; each step here takes one entry, settles its
+    /// next edges (and the cascade they cause) under the same bound through
+    /// [`crate::rules::DependencyRelease::resume`], and moves the entry's
+    /// cursor on or deletes it, in one transaction. At most `max_steps`
+    /// steps; stops early when no entry is left. Several callers share the
+    /// work without settling an edge twice (PostgreSQL: an entry is taken
+    /// `FOR UPDATE SKIP LOCKED`). Each step is one mutation for the counts,
+    /// and signals work when it released a dependent.
+    async fn settle_release_backlog(&self, max_steps: usize) -> Result<BacklogProgress>;
+
+    /// A counter that moves whenever a commit through this store value left a
+    /// release backlog entry, so the worker runtime continues it at once
+    /// (entries left by other processes are found by its periodic pass).
+    fn release_backlog_signal(&self) -> watch::Receiver<u64>;
 }
 
 /// Reads: jobs, schedule keys, counts, workers and health, for the dashboard

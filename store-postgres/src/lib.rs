@@ -167,6 +167,8 @@ pub(crate) struct Shared {
     pub names: backend::db::Names,
     pub deltas: broadcast::Sender<CountDelta>,
     pub work: watch::Sender<u64>,
+    /// Moves when a commit through this store left a release backlog entry.
+    pub backlog: watch::Sender<u64>,
     pub listening: std::sync::atomic::AtomicBool,
     /// How many times the LISTEN connection was re-established.
     pub reconnects: AtomicU64,
@@ -249,6 +251,9 @@ impl PostgresStore {
         }
         if effects.work {
             shared.work.send_modify(|n| *n = n.wrapping_add(1));
+        }
+        if effects.backlog {
+            shared.backlog.send_modify(|n| *n = n.wrapping_add(1));
         }
         if effects.entry.is_some() || effects.work {
             let _ = shared.notifier.send(backend::notify::Message::Announce(

@@ -72,7 +72,7 @@
 //! - `backend/connection.rs`: connections with the durability pragmas, checked.
 //! - `backend/poller.rs`: other processes' commits, seen through `data_version`.
 //! - `backend/checkpoint.rs`: WAL checkpoints off the commit path.
-//! - `backend/signals.rs`: in-process count deltas and the work signal.
+//! - `backend/signals.rs`: in-process count deltas, the work and backlog signals.
 //! - `backend/static_bind.rs`: the writer's statements that bind texts in place.
 
 #![warn(missing_docs)]
@@ -94,6 +94,7 @@ mod ownership;
 mod pause;
 mod progress;
 mod rate;
+mod release;
 mod report;
 mod rows;
 mod schedule;

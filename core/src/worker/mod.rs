@@ -45,6 +45,7 @@ mod maintenance;
 mod periodic;
 mod progress_sink;
 mod registry;
+mod release;
 mod retention;
 mod run_due;
 mod runner;

@@ -32,6 +32,10 @@
 //! - Reservations: a claimed job holding a concurrency key (its own, else
 //!   `queue:<name>` when its queue is capped in the claim's config) takes one
 //!   reservation of that key, released when it leaves `handed_off` for any reason.
+//! - Dependencies: a job that becomes terminal settles its dependents in the
+//!   same transaction, at most [`crate::rules::RELEASE_BATCH`] edges of them;
+//!   the rest is a release backlog entry written in that transaction and
+//!   continued by [`WorkerStore::settle_release_backlog`].
 
 use async_trait::async_trait;
 use tokio::sync::{broadcast, watch};

@@ -110,6 +110,21 @@ impl State {
         release.walked()
     }
 
+    /// Every edge from `job_id` to the jobs that depend on it (the reopen walk
+    /// is an operator's action, not bounded).
+    fn all_dependents_of(&self, job_id: &str) -> Vec<DependentEdge> {
+        self.jobs
+            .values()
+            .filter_map(|j| {
+                let dep = j.depends_on.iter().find(|d| d.job_id == job_id)?;
+                Some(DependentEdge {
+                    job_id: j.id.clone(),
+                    on_failure: dep.on_failure,
+                })
+            })
+            .collect()
+    }
+
     /// After an operator retry of job `id`: gives back to `pending` the
     /// dependents it cancelled (and theirs, down the graph) that nothing else
     /// still cancels.
@@ -132,23 +147,6 @@ impl State {
                 walk.push_back(edge.job_id);
             }
         }
-    }
-}
-
-impl State {
-    /// Every edge from `job_id` to the jobs that depend on it (the reopen walk
-    /// is an operator's action, not bounded).
-    fn all_dependents_of(&self, job_id: &str) -> Vec<DependentEdge> {
-        self.jobs
-            .values()
-            .filter_map(|j| {
-                let dep = j.depends_on.iter().find(|d| d.job_id == job_id)?;
-                Some(DependentEdge {
-                    job_id: j.id.clone(),
-                    on_failure: dep.on_failure,
-                })
-            })
-            .collect()
     }
 }
 

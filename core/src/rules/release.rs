@@ -37,7 +37,9 @@
 //! level and falls under the same bound, its edges continued through the
 //! backlog when the bound is spent. A level shares what is left of the bound
 //! among its finished jobs ([`DependencyRelease::next_level`]), so the rows a
-//! store reads for a level stay within the bound plus two per finished job.
+//! store reads for a level stay within the bound plus two per finished job; a
+//! job whose share ran out before the bound did goes on in the next level, so
+//! a few wide jobs finished together still use the whole bound.
 
 use std::collections::{HashMap, VecDeque};
 
@@ -254,8 +256,9 @@ impl DependencyRelease {
     /// (any order; an edge whose row is missing is walked and skipped). Walks
     /// as many edges as the step's limit and the transaction's bound allow,
     /// returns one change per `pending` dependent walked, queues each dependent
-    /// it cancels as finished, and records a backlog write when edges remain
-    /// (or a resumed entry's walk ends).
+    /// it cancels as finished. When edges remain, the step goes on in the next
+    /// level if only its share ran out, or becomes a backlog entry if the bound
+    /// did; a resumed entry whose walk ends is removed.
     pub fn settle(
         &mut self,
         step: &ReleaseStep,
@@ -268,11 +271,21 @@ impl DependencyRelease {
         self.walked += take;
         let (walk, rest) = edges.split_at(take);
         if !rest.is_empty() {
-            self.backlog.push(BacklogWrite::Put(BacklogEntry {
-                job_id: step.done.job_id.clone(),
-                status: step.done.status,
-                after: walk.last().map(|e| e.job_id.clone()).or(step.after.clone()),
-            }));
+            let after = walk.last().map(|e| e.job_id.clone()).or(step.after.clone());
+            if self.budget > 0 {
+                // Its share ran out, not the bound: it goes on next level.
+                self.queue.push_back(ReleaseStep {
+                    after,
+                    limit: 0,
+                    ..step.clone()
+                });
+            } else {
+                self.backlog.push(BacklogWrite::Put(BacklogEntry {
+                    job_id: step.done.job_id.clone(),
+                    status: step.done.status,
+                    after,
+                }));
+            }
         } else if step.resumed {
             self.backlog
                 .push(BacklogWrite::Remove(step.done.job_id.clone()));

@@ -233,3 +233,43 @@ fn a_cascade_falls_under_the_same_bound() {
     assert_eq!(level.len(), 1);
     assert_eq!((level[0].limit, level[0].read_limit()), (0, 1));
 }
+
+#[test]
+fn a_job_whose_share_ran_out_goes_on_in_the_next_level() {
+    // Two jobs finished together share a bound of 10: 5 each. `wide` has 7
+    // edges, `narrow` 1: `wide` goes on with what `narrow` left, and all of it
+    // fits in this transaction.
+    let (edges, rows) = fan(7);
+    let mut release = DependencyRelease::with_bound(10);
+    release.finished("wide", JobStatus::Completed);
+    release.finished("narrow", JobStatus::Completed);
+    let level = release.next_level();
+    assert_eq!((level[0].limit, level[1].limit), (5, 5));
+    assert_eq!(
+        release
+            .settle(&level[0], &edges[..6], rows[..6].to_vec(), 1)
+            .len(),
+        5
+    );
+    let narrow = [edge("n", DependencyFailure::Cancel)];
+    assert_eq!(
+        release
+            .settle(&level[1], &narrow, vec![pending("n", 1, 0)], 1)
+            .len(),
+        1
+    );
+    let next = only(&mut release);
+    assert_eq!(
+        (next.done.job_id.as_str(), next.after.as_deref(), next.limit),
+        ("wide", Some("d0004"), 4)
+    );
+    assert_eq!(
+        release
+            .settle(&next, &edges[5..], rows[5..].to_vec(), 1)
+            .len(),
+        2
+    );
+    assert!(release.next_level().is_empty());
+    assert!(release.backlog().is_empty(), "it all fit");
+    assert_eq!(release.walked(), 8);
+}

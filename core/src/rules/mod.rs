@@ -14,6 +14,7 @@
 
 mod claim;
 mod dependencies;
+mod dependent;
 mod enqueue;
 mod prune;
 mod release;
@@ -25,11 +26,11 @@ pub use dependencies::{
     apply_start, dependency_not_found, reopen, reopened_open_count, start_of,
     was_cancelled_by_dependency, DependencyStart, CANCELLED_BY_DEPENDENCY,
 };
+pub use dependent::{apply_dependent_change, DependentChange, DependentEdge, DependentRow};
 pub use enqueue::{check_cap, is_duplicate_of, operation_key_taken, replay_owned_scope};
 pub use prune::{is_prunable, prune_order, PruneRun};
 pub use release::{
-    apply_dependent_change, BacklogEntry, BacklogWrite, DependencyRelease, DependentChange,
-    DependentEdge, DependentRow, Finished, ReleaseStep, RELEASE_BATCH,
+    BacklogEntry, BacklogWrite, DependencyRelease, Finished, ReleaseStep, RELEASE_BATCH,
 };
 pub use schedule::{
     check_replacement, owner_on_cancel, owner_on_replace, owner_on_wake, OwnerFate,

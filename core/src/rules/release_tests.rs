@@ -1,4 +1,5 @@
 use super::*;
+use crate::job::DependencyFailure;
 use crate::rules::CANCELLED_BY_DEPENDENCY;
 
 fn edge(job_id: &str, on_failure: DependencyFailure) -> DependentEdge {

@@ -122,7 +122,7 @@ pub(crate) async fn reopen_dependents(
          FROM {{s}}.duraq_job_dependents WHERE dep_id = $1)) ORDER BY id COLLATE \"C\" FOR UPDATE"
     );
     // No longer terminal: what they had not settled waits for them.
-    db.execute(crate::release::DROP_ENTRIES, &[&retried])
+    db.execute(crate::backlog::DROP_ENTRIES, &[&retried])
         .await?;
     let mut walk: VecDeque<String> = retried.into();
     let mut queued = false;
@@ -159,7 +159,7 @@ pub(crate) async fn reopen_dependents(
             .map(|i| loaded[*i].job.id.as_str())
             .collect();
         if !parents.is_empty() {
-            db.execute(crate::release::DROP_ENTRIES, &[&parents])
+            db.execute(crate::backlog::DROP_ENTRIES, &[&parents])
                 .await?;
         }
     }

@@ -1,7 +1,7 @@
 //! Settling dependents in bounded transactions (`docs/workflows.md`, "Cost"):
 //! core's loop ([`duraq_core::rules::DependencyRelease`]) over the edge table,
-//! in the transaction that finished their dependency and then through the
-//! release backlog.
+//! in the transaction that finished their dependency (and in each step of the
+//! release backlog, [`crate::backlog`]).
 //!
 //! [`settle`] runs the loop level by level: the finished jobs of one level
 //! have their next edges (after each one's cursor, in dependent-id order, at
@@ -13,20 +13,13 @@
 //! count down; the changes are written with one statement; the dependents it
 //! cancelled are the next level. A cancelled dependent no job depends on
 //! (`has_dependents`) ends its branch without a read. What does not fit the
-//! bound is a `duraq_release_backlog` entry, written in the same transaction.
-//!
-//! [`continue_backlog`] takes one entry `FOR UPDATE SKIP LOCKED` (so several
-//! workers share a wide fan-out, none settling an edge twice: an entry is
-//! walked by one transaction at a time, and its cursor moves in that
-//! transaction) and runs the same loop from its cursor. It does not lock the
-//! entry's job: an operator retry of it locks the job, then deletes the entry,
-//! and so waits for a step under way instead of deadlocking with it.
+//! bound is a `duraq_release_backlog` entry, written in the same transaction
+//! and continued later through [`crate::backlog`].
 
 use std::collections::{HashMap, HashSet};
 
 use duraq_core::rules::{
-    BacklogEntry, BacklogWrite, DependencyRelease, DependentChange, DependentEdge, DependentRow,
-    ReleaseStep,
+    DependencyRelease, DependentChange, DependentEdge, DependentRow, ReleaseStep,
 };
 use duraq_core::{CountChange, DependencyFailure, JobStatus, Result};
 use tokio_postgres::Row;
@@ -63,22 +56,6 @@ const WRITE_SETTLED: &str = "UPDATE {s}.duraq_jobs AS j SET status = v.status, \
      FROM unnest($1::text[], $2::text[], $3::int8[], $4::int8[], $5::int8[], $6::text[]) \
      AS v(id, status, open, due, cancelled_at_ms, last_error) WHERE j.id = v.id";
 
-/// Takes one backlog entry nobody else holds, with its job's status now.
-const TAKE_ENTRY: &str = "SELECT b.job_id, b.status, b.after_job_id, j.status \
-     FROM {s}.duraq_release_backlog AS b LEFT JOIN {s}.duraq_jobs AS j ON j.id = b.job_id \
-     ORDER BY b.job_id LIMIT 1 FOR UPDATE OF b SKIP LOCKED";
-
-/// Puts the entries of `$1` (statuses `$2`, cursors `$3`), replacing any.
-const PUT_ENTRIES: &str = "INSERT INTO {s}.duraq_release_backlog (job_id, status, after_job_id) \
-     SELECT * FROM unnest($1::text[], $2::text[], $3::text[]) \
-     ON CONFLICT (job_id) DO UPDATE SET status = excluded.status, \
-     after_job_id = excluded.after_job_id";
-
-/// Deletes the entries of the jobs `$1` (walked to their end, retried,
-/// reopened).
-pub(crate) const DROP_ENTRIES: &str =
-    "DELETE FROM {s}.duraq_release_backlog WHERE job_id = ANY($1::text[])";
-
 /// What a run of the loop did.
 #[derive(Debug, Default)]
 pub(crate) struct Settled {
@@ -114,30 +91,8 @@ pub(crate) async fn settle(
     run(db, now, release, change).await
 }
 
-/// One step of one backlog entry nobody else holds: `None` when there is none.
-pub(crate) async fn continue_backlog(
-    db: &Db<'_>,
-    now: i64,
-    change: &mut CountChange,
-) -> Result<Option<Settled>> {
-    let Some(row) = db.query_opt(TAKE_ENTRY, &[]).await? else {
-        return Ok(None);
-    };
-    let entry = BacklogEntry {
-        job_id: row.get(0),
-        status: parse_status(row.get(1))?,
-        after: row.get(2),
-    };
-    let current = row
-        .get::<_, Option<String>>(3)
-        .map(parse_status)
-        .transpose()?;
-    let mut release = DependencyRelease::new();
-    release.resume(entry, current);
-    run(db, now, release, change).await.map(Some)
-}
-
-async fn run(
+/// Core's loop over the edge table, from what `release` was given.
+pub(crate) async fn run(
     db: &Db<'_>,
     now: i64,
     mut release: DependencyRelease,
@@ -203,11 +158,11 @@ async fn run(
         write_settled(db, now, dependents.values().filter(|d| d.changed)).await?;
     }
     settled.walked = release.walked();
-    settled.backlog = write_backlog(db, release.backlog()).await?;
+    settled.backlog = crate::backlog::write(db, release.backlog()).await?;
     Ok(settled)
 }
 
-fn parse_status(status: String) -> Result<JobStatus> {
+pub(crate) fn parse_status(status: String) -> Result<JobStatus> {
     status
         .parse::<JobStatus>()
         .map_err(|_| corrupt(format!("status {status:?}")))
@@ -288,29 +243,4 @@ async fn write_settled(
     )
     .await?;
     Ok(())
-}
-
-/// Persists core's backlog writes (a statement for the puts, one for the
-/// removals); returns whether an entry was put.
-async fn write_backlog(db: &Db<'_>, writes: Vec<BacklogWrite>) -> Result<bool> {
-    let mut put: (Vec<String>, Vec<&str>, Vec<Option<String>>) = Default::default();
-    let mut removed: Vec<String> = Vec::new();
-    for write in writes {
-        match write {
-            BacklogWrite::Put(e) => {
-                put.0.push(e.job_id);
-                put.1.push(e.status.as_str());
-                put.2.push(e.after);
-            }
-            BacklogWrite::Remove(job_id) => removed.push(job_id),
-        }
-    }
-    if !removed.is_empty() {
-        db.execute(DROP_ENTRIES, &[&removed]).await?;
-    }
-    if put.0.is_empty() {
-        return Ok(false);
-    }
-    db.execute(PUT_ENTRIES, &[&put.0, &put.1, &put.2]).await?;
-    Ok(true)
 }

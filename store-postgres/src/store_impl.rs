@@ -17,7 +17,7 @@ use crate::backend::db::{pooled, Conn, Db};
 use crate::backend::enqueue_group;
 use crate::tx::{pipelined_tx, write_tx};
 use crate::{
-    admin, bulk, claim, complete, counts, enqueue, enqueue_plain, operations, pause, release,
+    admin, backlog, bulk, claim, complete, counts, enqueue, enqueue_plain, operations, pause,
     report, rows, schedule, schema, workers, PostgresStore,
 };
 
@@ -202,7 +202,7 @@ impl WorkerStore for PostgresStore {
         while progress.steps < max_steps {
             // One transaction per step, holding one entry (see `crate::release`).
             let step = write_tx!(self, self.now(), |tx| {
-                let settled = release::continue_backlog(&tx.db, tx.now, &mut tx.change).await?;
+                let settled = backlog::continue_step(&tx.db, tx.now, &mut tx.change).await?;
                 if let Some(s) = &settled {
                     tx.work |= s.released;
                     tx.backlog |= s.backlog;

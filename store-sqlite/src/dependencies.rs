@@ -8,7 +8,8 @@
 //!   per dependency ([`start`], [`write_edges`]). A job of the same batch
 //!   inserted earlier is already visible, so a batch may depend on itself.
 //! - **Release.** A job that became terminal settles its dependents, within
-//!   the bound, and continues through the release backlog: [`crate::release`].
+//!   the bound, and continues through the release backlog: [`crate::release`],
+//!   [`crate::backlog`].
 //! - **Reopen.** An operator retry gives back what the job's failure
 //!   cancelled, down the graph ([`reopen_dependents`]).
 //! - **Delete.** A deleted job takes its edges and its backlog entry along,
@@ -96,7 +97,7 @@ fn edges_of(conn: &Connection, dep_id: &str) -> Result<Vec<DependentEdge>> {
 /// the dependents it cancelled, and theirs down the graph, that none of their
 /// dependencies still cancels.
 pub(crate) fn reopen_dependents(tx: &mut Tx<'_>, id: &str) -> Result<()> {
-    crate::release::drop_backlog(tx.conn, id)?;
+    crate::backlog::drop_backlog(tx.conn, id)?;
     let mut walk = VecDeque::from([id.to_owned()]);
     while let Some(done) = walk.pop_front() {
         for edge in edges_of(tx.conn, &done)? {
@@ -111,7 +112,7 @@ pub(crate) fn reopen_dependents(tx: &mut Tx<'_>, id: &str) -> Result<()> {
             reopen(&mut row, open, tx.now);
             persist_transition(tx, from, &row, Reservation::Known(None))?;
             // No longer terminal: what it had not settled waits for it.
-            crate::release::drop_backlog(tx.conn, &row.id)?;
+            crate::backlog::drop_backlog(tx.conn, &row.id)?;
             walk.push_back(edge.job_id);
         }
     }
@@ -122,7 +123,7 @@ pub(crate) fn reopen_dependents(tx: &mut Tx<'_>, id: &str) -> Result<()> {
 /// dependent of each job in its `depends_on` (`None`: the job has none); and
 /// its release backlog entry.
 pub(crate) fn delete_edges(conn: &Connection, id: &str, depends_on: Option<&str>) -> Result<()> {
-    crate::release::drop_backlog(conn, id)?;
+    crate::backlog::drop_backlog(conn, id)?;
     conn.prepare_cached("DELETE FROM duraq_job_dependents WHERE dep_id = ?1")
         .db()?
         .execute([id])

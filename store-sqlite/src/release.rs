@@ -2,25 +2,17 @@
 //! transactions (`docs/workflows.md`, "Cost"): core's loop
 //! ([`duraq_core::rules::DependencyRelease`]) over `duraq_job_dependents`.
 //!
-//! - **Release.** [`release`], called by
-//!   [`crate::ownership::persist_transition`] for every job that became
-//!   terminal, walks at most [`duraq_core::rules::RELEASE_BATCH`] edges in the
-//!   finishing transaction. A step's edges are one range of the edge table's
-//!   primary key (`dep_id = ? AND job_id > ?`, in id order, `LIMIT`), so a
-//!   plain job pays one empty index probe, and a finished job at most the
-//!   bound of its own edges.
-//! - **Backlog.** What does not fit is an entry of `duraq_release_backlog`
-//!   (the job, its terminal status, the last dependent settled), written in
-//!   the same transaction ([`write_backlog`]), and signalled after commit to
-//!   this process's workers; [`continue_backlog`] takes the first entry and
-//!   walks it on under the same bound, one logical write each. The single
-//!   writer serializes the steps, so no edge is settled twice.
-//! - **Dropped** ([`drop_backlog`]) when its job is retried, reopened or
-//!   deleted: the dependents it had not reached still count it as open.
+//! [`release`], called by [`crate::ownership::persist_transition`] for every
+//! job that became terminal, walks at most
+//! [`duraq_core::rules::RELEASE_BATCH`] edges in the finishing transaction. A
+//! step's edges are one range of the edge table's primary key (`dep_id = ?
+//! AND job_id > ?`, in id order, `LIMIT`), so a plain job pays one empty index
+//! probe, and a finished job at most the bound of its own edges. What does not
+//! fit is a release backlog entry, written in the same transaction and
+//! continued later ([`crate::backlog`]).
 
 use duraq_core::rules::{
-    BacklogEntry, BacklogWrite, DependencyRelease, DependentChange, DependentEdge, DependentRow,
-    ReleaseStep,
+    DependencyRelease, DependentChange, DependentEdge, DependentRow, ReleaseStep,
 };
 use duraq_core::{JobStatus, Result};
 use rusqlite::{params, Connection, OptionalExtension};
@@ -37,41 +29,8 @@ pub(crate) fn release(tx: &mut Tx<'_>, job_id: &str, status: JobStatus) -> Resul
     Ok(())
 }
 
-/// One step of the first backlog entry (in job-id order): `None` when the
-/// backlog is empty, else the edges walked.
-pub(crate) fn continue_backlog(tx: &mut Tx<'_>) -> Result<Option<usize>> {
-    let entry = tx
-        .conn
-        .prepare_cached(
-            "SELECT b.job_id, b.status, b.after_job_id, j.status FROM duraq_release_backlog AS b \
-             LEFT JOIN duraq_jobs AS j ON j.id = b.job_id ORDER BY b.job_id LIMIT 1",
-        )
-        .db()?
-        .query_row([], |r| {
-            Ok((
-                r.get::<_, String>(0)?,
-                r.get::<_, String>(1)?,
-                r.get::<_, Option<String>>(2)?,
-                r.get::<_, Option<String>>(3)?,
-            ))
-        })
-        .optional()
-        .db()?;
-    let Some((job_id, status, after, current)) = entry else {
-        return Ok(None);
-    };
-    let entry = BacklogEntry {
-        job_id,
-        status: status.parse()?,
-        after,
-    };
-    let mut release = DependencyRelease::new();
-    release.resume(entry, current.map(|s| s.parse()).transpose()?);
-    run(tx, release).map(Some)
-}
-
 /// Core's loop over the edge table; returns the edges walked.
-fn run(tx: &mut Tx<'_>, mut release: DependencyRelease) -> Result<usize> {
+pub(crate) fn run(tx: &mut Tx<'_>, mut release: DependencyRelease) -> Result<usize> {
     loop {
         let level = release.next_level();
         if level.is_empty() {
@@ -85,7 +44,7 @@ fn run(tx: &mut Tx<'_>, mut release: DependencyRelease) -> Result<usize> {
             }
         }
     }
-    write_backlog(tx, release.backlog())?;
+    crate::backlog::write(tx, release.backlog())?;
     Ok(release.walked())
 }
 
@@ -193,36 +152,5 @@ fn write_change(tx: &mut Tx<'_>, change: &DependentChange) -> Result<()> {
             tx.moved(queue, JobStatus::Pending, JobStatus::Cancelled);
         }
     }
-    Ok(())
-}
-
-/// Persists the backlog writes core decided, and signals an entry put.
-fn write_backlog(tx: &mut Tx<'_>, writes: Vec<BacklogWrite>) -> Result<()> {
-    for write in writes {
-        match write {
-            BacklogWrite::Put(entry) => {
-                tx.conn
-                    .prepare_cached(
-                        "INSERT INTO duraq_release_backlog (job_id, status, after_job_id) \
-                         VALUES (?1, ?2, ?3) ON CONFLICT (job_id) DO UPDATE SET \
-                         status = excluded.status, after_job_id = excluded.after_job_id",
-                    )
-                    .db()?
-                    .execute(params![entry.job_id, entry.status.as_str(), entry.after])
-                    .db()?;
-                tx.signal_backlog();
-            }
-            BacklogWrite::Remove(job_id) => drop_backlog(tx.conn, &job_id)?,
-        }
-    }
-    Ok(())
-}
-
-/// Deletes the backlog entry of job `id`, if any.
-pub(crate) fn drop_backlog(conn: &Connection, id: &str) -> Result<()> {
-    conn.prepare_cached("DELETE FROM duraq_release_backlog WHERE job_id = ?1")
-        .db()?
-        .execute([id])
-        .db()?;
     Ok(())
 }

@@ -29,9 +29,11 @@
 //! further bounded transactions ([`crate::WorkerStore::settle_release_backlog`]),
 //! each a [`DependencyRelease::resume`] of one entry through the same loop. A
 //! dependent not yet reached keeps waiting (`pending`, its open count
-//! unchanged): nothing is released early, twice, or never, since every entry is
-//! walked to its end unless its job leaves its terminal status (an operator
-//! retry) or is deleted, which drop the entry in their own transaction.
+//! unchanged): nothing is released early or twice, and nothing is left
+//! behind, since every entry is walked to its end unless its job leaves its
+//! terminal status (an operator retry: the rest waits for its next end) or is
+//! deleted (the rest waits, as for any deleted dependency); both drop the entry
+//! in their own transaction.
 //!
 //! A dependent cancelled by its dependency is itself finished: it joins the next
 //! level and falls under the same bound, its edges continued through the

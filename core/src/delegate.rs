@@ -181,6 +181,17 @@ macro_rules! delegate_store {
                 fn work_signal(&self) -> $crate::__private::tokio::sync::watch::Receiver<u64> {
                     self.$field.work_signal()
                 }
+                async fn settle_release_backlog(
+                    &self,
+                    max_steps: usize,
+                ) -> $crate::Result<$crate::BacklogProgress> {
+                    self.$field.settle_release_backlog(max_steps).await
+                }
+                fn release_backlog_signal(
+                    &self,
+                ) -> $crate::__private::tokio::sync::watch::Receiver<u64> {
+                    self.$field.release_backlog_signal()
+                }
             }
         };
     };

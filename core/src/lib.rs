@@ -120,10 +120,10 @@ pub use progress::{
 };
 pub use rate::{rate_log_horizon, RateLimit, RateWindow};
 pub use requests::{
-    BulkAction, BulkBatch, CancelOutcome, ClaimRequest, EnqueueOutcome, Health, JobCursor,
-    JobFilter, KeyedOutcome, LeaseLoss, LeaseState, LostLease, Operation, Outcome, PruneReport,
-    PruneRequest, QueueConfig, ReplaceOutcome, ReportedAndClaimed, RunningOwner, ScheduledJobs,
-    WakeOutcome,
+    BacklogProgress, BulkAction, BulkBatch, CancelOutcome, ClaimRequest, EnqueueOutcome, Health,
+    JobCursor, JobFilter, KeyedOutcome, LeaseLoss, LeaseState, LostLease, Operation, Outcome,
+    PruneReport, PruneRequest, QueueConfig, ReplaceOutcome, ReportedAndClaimed, RunningOwner,
+    ScheduledJobs, WakeOutcome,
 };
 pub use resolve::{check_id_prefix, id_prefix_bound, resolve_job, MAX_ID_BYTES};
 pub use search::{contains_ignoring_case, json_contains, JobPage, DEFAULT_SCAN_LIMIT};

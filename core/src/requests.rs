@@ -389,6 +389,20 @@ pub struct ReportedAndClaimed {
     pub claimed: Vec<Job>,
 }
 
+/// What one [`crate::WorkerStore::settle_release_backlog`] call did.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct BacklogProgress {
+    /// Bounded transactions committed, each one step of one backlog entry
+    /// (at most [`crate::rules::RELEASE_BATCH`] edges).
+    pub steps: usize,
+    /// Edges walked across them.
+    pub edges: usize,
+    /// The call stopped at its step limit: entries may remain, call again.
+    /// `false`: the backlog had no entry left for this caller (on PostgreSQL,
+    /// entries other callers hold are not seen).
+    pub more: bool,
+}
+
 #[cfg(test)]
 mod tests {
     use std::sync::Arc;

@@ -32,6 +32,10 @@
 //! - Reservations: a claimed job holding a concurrency key (its own, else
 //!   `queue:<name>` when its queue is capped in the claim's config) takes one
 //!   reservation of that key, released when it leaves `handed_off` for any reason.
+//! - Dependencies: a job that becomes terminal settles its dependents in the
+//!   same transaction, at most [`crate::rules::RELEASE_BATCH`] edges of them;
+//!   the rest is a release backlog entry written in that transaction and
+//!   continued by [`WorkerStore::settle_release_backlog`].
 
 use async_trait::async_trait;
 use tokio::sync::{broadcast, watch};
@@ -275,6 +279,24 @@ pub trait WorkerStore: Send + Sync + 'static {
     /// wake, retry, a job returned to the queue), in this process at once and from
     /// other processes within a short poll.
     fn work_signal(&self) -> watch::Receiver<u64>;
+
+    /// Continues the release backlog (`docs/workflows.md`, "Cost"): a job that
+    /// became terminal settles at most [`crate::rules::RELEASE_BATCH`] of its
+    /// dependency edges in the transaction that finished it and records the
+    /// rest as a backlog entry; each step here takes one entry, settles its
+    /// next edges (and the cascade they cause) under the same bound through
+    /// [`crate::rules::DependencyRelease::resume`], and moves the entry's
+    /// cursor on or deletes it, in one transaction. At most `max_steps`
+    /// steps; stops early when no entry is left. Several callers share the
+    /// work without settling an edge twice (PostgreSQL: an entry is taken
+    /// `FOR UPDATE SKIP LOCKED`). Each step is one mutation for the counts,
+    /// and signals work when it released a dependent.
+    async fn settle_release_backlog(&self, max_steps: usize) -> Result<BacklogProgress>;
+
+    /// A counter that moves whenever a commit through this store value left a
+    /// release backlog entry, so the worker runtime continues it at once
+    /// (entries left by other processes are found by its periodic pass).
+    fn release_backlog_signal(&self) -> watch::Receiver<u64>;
 }
 
 /// Reads: jobs, schedule keys, counts, workers and health, for the dashboard

@@ -6,15 +6,15 @@
 //! `duraq_core::transitions`, and then give back what the job held
 //! ([`crate::ownership`]). A cancel settles the job's dependents (through
 //! [`Tx::finished`]); a retry gives back the dependents its end cancelled
-//! ([`crate::release::reopen_dependents`]). Pruning deletes the jobs'
+//! ([`crate::dependencies::reopen_dependents`]). Pruning deletes the jobs'
 //! dependency edges in the same statement.
 
 use duraq_core::transitions::{operator_cancel, operator_retry};
 use duraq_core::{Error, Job, JobStatus, PruneRequest, Result};
 
+use crate::dependencies::reopen_dependents;
 use crate::dependencies::DELETE_EDGES_WITH_JOBS;
 use crate::ownership::{after_leaving_handoff, claim_ownership_if_free, lock_key};
-use crate::release::reopen_dependents;
 use crate::rows::{lock_job, save_jobs, Loaded};
 use crate::tx::Tx;
 

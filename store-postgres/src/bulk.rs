@@ -8,9 +8,9 @@ use duraq_core::transitions::{operator_cancel, operator_retry};
 use duraq_core::{BulkAction, BulkBatch, ErrorCode, Job, JobStatus, Result};
 
 use crate::admin::{cancel_loaded, retry_job};
+use crate::dependencies::reopen_dependents;
 use crate::dependencies::DELETE_EDGES_WITH_JOBS;
 use crate::ownership::{claim_ownership_if_free, lock_key, release_owners, release_reservations};
-use crate::release::reopen_dependents;
 use crate::rows::{loaded_from_row, lock_job, save_jobs, Loaded, JOB_COLUMNS};
 use crate::tx::Tx;
 

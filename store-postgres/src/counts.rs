@@ -199,6 +199,8 @@ impl Entry {
 pub(crate) struct Effects {
     pub entry: Option<Entry>,
     pub work: bool,
+    /// A release backlog entry was put (this process's workers are told).
+    pub backlog: bool,
 }
 
 /// The statement that records a store transaction's change (see [`record`]).
@@ -227,7 +229,11 @@ pub(crate) async fn record(
             )
             .await?;
         }
-        return Ok(Effects { entry: None, work });
+        return Ok(Effects {
+            entry: None,
+            work,
+            backlog: false,
+        });
     }
     static NOTIFY_SQL: OnceLock<String> = OnceLock::new();
     let d = change.per_status();
@@ -275,6 +281,7 @@ pub(crate) async fn record(
             deltas: d,
         }),
         work,
+        backlog: false,
     })
 }
 

@@ -19,13 +19,14 @@
 //! key. A plain job (no dependencies) never comes here: its fast paths
 //! ([`crate::enqueue_plain`], [`crate::copy`]) stay as they were.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 
-use duraq_core::rules::{start_of, DependencyStart};
-use duraq_core::{Job, JobStatus, NewJob, Result};
+use duraq_core::rules::{reopen, reopened_open_count, start_of, DependencyStart};
+use duraq_core::{CountChange, Job, JobStatus, NewJob, Result};
 
 use crate::backend::db::Db;
 use crate::error::corrupt;
+use crate::rows::{loaded_from_row, save_jobs, Loaded, JOB_COLUMNS};
 
 /// Locks the dependency rows (in id order, as every multi-row lock here),
 /// marks them as having dependents, and returns each one's status. The rows
@@ -106,11 +107,98 @@ pub(crate) async fn write_edges(db: &Db<'_>, row: &Job) -> Result<()> {
 /// by the whole key. (Joined to the jsonb elements directly, the pairs looked
 /// like hundreds of rows to the planner, which read the whole edge table.) An
 /// edge between two jobs deleted together is reached twice; PostgreSQL
-/// deletes it once.
+/// deletes it once. Their release backlog entries go too.
 pub(crate) const DELETE_EDGES_WITH_JOBS: &str =
     "gone_edges AS (DELETE FROM {s}.duraq_job_dependents AS e USING gone WHERE e.dep_id = gone.id), \
      gone_pairs AS (SELECT array_agg(d.edge ->> 'jobId') AS deps, array_agg(gone.id) AS jobs \
      FROM gone, jsonb_array_elements(gone.depends_on) AS d(edge)), \
      gone_own_edges AS (DELETE FROM {s}.duraq_job_dependents AS e \
      USING gone_pairs AS p, unnest(p.deps, p.jobs) AS v(dep, job) \
-     WHERE e.dep_id = v.dep AND e.job_id = v.job)";
+     WHERE e.dep_id = v.dep AND e.job_id = v.job), \
+     gone_backlog AS (DELETE FROM {s}.duraq_release_backlog AS b USING gone WHERE b.job_id = gone.id)";
+
+/// After an operator retry of `retried`: gives back to `pending` (or `queued`)
+/// the dependents a dependency cancelled that nothing else still cancels, and
+/// theirs in turn; counts every move into `change`. Returns whether one came
+/// back `queued`.
+pub(crate) async fn reopen_dependents(
+    db: &Db<'_>,
+    now: i64,
+    retried: Vec<String>,
+    change: &mut CountChange,
+) -> Result<bool> {
+    let sql = format!(
+        "SELECT {JOB_COLUMNS} FROM {{s}}.duraq_jobs WHERE id = ANY(ARRAY(SELECT job_id \
+         FROM {{s}}.duraq_job_dependents WHERE dep_id = $1)) ORDER BY id COLLATE \"C\" FOR UPDATE"
+    );
+    // No longer terminal: what they had not settled waits for them.
+    db.execute(crate::backlog::DROP_ENTRIES, &[&retried])
+        .await?;
+    let mut walk: VecDeque<String> = retried.into();
+    let mut queued = false;
+    while let Some(done) = walk.pop_front() {
+        let rows = db.query(&sql, &[&done]).await?;
+        let mut loaded: Vec<Loaded> = rows.iter().map(loaded_from_row).collect::<Result<_>>()?;
+        if loaded.is_empty() {
+            continue;
+        }
+        let mut statuses = dependency_statuses(db, loaded.iter().map(|l| &l.job)).await?;
+        let mut reopened: Vec<usize> = Vec::new();
+        for (i, l) in loaded.iter_mut().enumerate() {
+            let Some(open) = reopened_open_count(&l.job, |id| statuses.get(id).copied()) else {
+                continue;
+            };
+            let from = l.job.status;
+            reopen(&mut l.job, open, now);
+            change.moved(&l.job.queue, from, l.job.status);
+            // A later dependent of `done` may depend on this one too.
+            statuses.insert(l.job.id.clone(), l.job.status);
+            queued |= l.job.status == JobStatus::Queued;
+            if l.has_dependents {
+                walk.push_back(l.job.id.clone());
+            }
+            reopened.push(i);
+        }
+        let saved: Vec<(&Job, Option<&str>)> =
+            reopened.iter().map(|i| (&loaded[*i].job, None)).collect();
+        save_jobs(db, &saved).await?;
+        // A reopened job with dependents may have had a backlog entry.
+        let parents: Vec<&str> = reopened
+            .iter()
+            .filter(|i| loaded[**i].has_dependents)
+            .map(|i| loaded[*i].job.id.as_str())
+            .collect();
+        if !parents.is_empty() {
+            db.execute(crate::backlog::DROP_ENTRIES, &[&parents])
+                .await?;
+        }
+    }
+    Ok(queued)
+}
+
+/// The current statuses of the dependencies of `jobs` (a pruned one is absent).
+async fn dependency_statuses<'a>(
+    db: &Db<'_>,
+    jobs: impl Iterator<Item = &'a Job>,
+) -> Result<HashMap<String, JobStatus>> {
+    let mut ids: Vec<&str> = jobs
+        .flat_map(|j| j.depends_on.iter().map(|d| d.job_id.as_str()))
+        .collect();
+    ids.sort_unstable();
+    ids.dedup();
+    let rows = db
+        .query(
+            "SELECT id, status FROM {s}.duraq_jobs WHERE id = ANY($1::text[])",
+            &[&ids],
+        )
+        .await?;
+    let mut out = HashMap::with_capacity(rows.len());
+    for row in &rows {
+        let status: String = row.get(1);
+        let status = status
+            .parse::<JobStatus>()
+            .map_err(|_| corrupt(format!("status {status:?}")))?;
+        out.insert(row.get(0), status);
+    }
+    Ok(out)
+}

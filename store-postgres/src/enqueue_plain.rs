@@ -82,6 +82,7 @@ pub(crate) async fn enqueue_plain(
             deltas: d,
         }),
         work: true,
+        backlog: false,
     });
     Ok(rows
         .into_iter()

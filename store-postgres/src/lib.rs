@@ -43,9 +43,10 @@
 //! - `enqueue_plain.rs`: plain enqueues (nothing to check) in one statement.
 //! - `transactional.rs`: [`PostgresStore::enqueue_in`].
 //! - `dedupe.rs`: dedupe scopes and the duplicate lookup.
-//! - `dependencies.rs`: how a job with dependencies starts, and its edges.
-//! - `release.rs`: settling dependents when a job finishes; giving them back
-//!   on an operator retry.
+//! - `dependencies.rs`: how a job with dependencies starts, its edges, and
+//!   giving dependents back on an operator retry.
+//! - `release.rs`: settling dependents when a job finishes, within the bound.
+//! - `backlog.rs`: the release backlog, continued a bounded step at a time.
 //! - `schedule.rs`: schedule keys (replace, cancel, wake, get).
 //! - `claim.rs`: claiming, and the next due time for the worker's timer.
 //! - `rate.rs`: the rate-limit windows and start log.
@@ -75,6 +76,7 @@
 
 mod admin;
 mod backend;
+mod backlog;
 mod bulk;
 mod claim;
 mod complete;
@@ -168,6 +170,8 @@ pub(crate) struct Shared {
     pub names: backend::db::Names,
     pub deltas: broadcast::Sender<CountDelta>,
     pub work: watch::Sender<u64>,
+    /// Moves when a commit through this store left a release backlog entry.
+    pub backlog: watch::Sender<u64>,
     pub listening: std::sync::atomic::AtomicBool,
     /// How many times the LISTEN connection was re-established.
     pub reconnects: AtomicU64,
@@ -250,6 +254,9 @@ impl PostgresStore {
         }
         if effects.work {
             shared.work.send_modify(|n| *n = n.wrapping_add(1));
+        }
+        if effects.backlog {
+            shared.backlog.send_modify(|n| *n = n.wrapping_add(1));
         }
         if effects.entry.is_some() || effects.work {
             let _ = shared.notifier.send(backend::notify::Message::Announce(

@@ -1,47 +1,51 @@
-//! Settling dependents in the transaction that finished their dependency, and
-//! giving them back on an operator retry (`docs/workflows.md`): core's loop
-//! ([`duraq_core::rules::DependencyRelease`]) and reopen walk
-//! ([`duraq_core::rules::reopened_open_count`]) over the edge table.
+//! Settling dependents in bounded transactions (`docs/workflows.md`, "Cost"):
+//! core's loop ([`duraq_core::rules::DependencyRelease`]) over the edge table,
+//! in the transaction that finished their dependency (and in each step of the
+//! release backlog, [`crate::backlog`]).
 //!
 //! [`settle`] runs the loop level by level: the finished jobs of one level
-//! have their edges and dependent rows read, and the dependents locked, in one
-//! statement (a range of the edge table's primary key per finished job, then
-//! each dependent by its own key: [`DEPENDENTS`]); core settles each finished job in turn on
-//! those rows, kept up to date in memory, so a dependent two finished jobs of a
-//! level share sees the first one's count down; the changes are written with
-//! one statement; the dependents it cancelled are the next level. Its cost is
-//! the finished jobs' edges, never the pending jobs. A cancelled dependent no
-//! job depends on (`has_dependents`) ends its branch without a read.
-//!
-//! [`reopen_dependents`] walks down from each retried job one job at a time,
-//! as the reference model does, reading the statuses each dependent's own
-//! dependencies have now (and those it reopened on the way).
+//! have their next edges (after each one's cursor, in dependent-id order, at
+//! most its share of [`duraq_core::rules::RELEASE_BATCH`] plus one: a
+//! `LATERAL` range of the edge table's primary key each) and dependent rows
+//! read, and the dependents locked, in one statement ([`DEPENDENTS`]); core
+//! settles each finished job in turn on those rows, kept up to date in memory,
+//! so a dependent two finished jobs of a level share sees the first one's
+//! count down; the changes are written with one statement; the dependents it
+//! cancelled are the next level. A cancelled dependent no job depends on
+//! (`has_dependents`) ends its branch without a read. What does not fit the
+//! bound is a `duraq_release_backlog` entry, written in the same transaction
+//! and continued later through [`crate::backlog`].
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::{HashMap, HashSet};
 
 use duraq_core::rules::{
-    reopen, reopened_open_count, DependencyRelease, DependentChange, DependentEdge, DependentRow,
-    Finished,
+    DependencyRelease, DependentChange, DependentEdge, DependentRow, ReleaseStep,
 };
-use duraq_core::{CountChange, DependencyFailure, Job, JobStatus, Result};
+use duraq_core::{CountChange, DependencyFailure, JobStatus, Result};
 use tokio_postgres::Row;
 
 use crate::backend::db::Db;
 use crate::error::corrupt;
-use crate::rows::{loaded_from_row, save_jobs, Loaded, JOB_COLUMNS};
 
-/// The edges of the finished jobs `$1` with their dependents' rows, each
-/// dependent locked (in id order). The dependents' ids are collected into an
-/// array first (an InitPlan) and looked up by primary key: joined directly,
-/// the planner merge-joined the edges against a walk of the whole primary
-/// key of the jobs (`tests/plans.rs`).
-const DEPENDENTS: &str = "WITH e AS MATERIALIZED (SELECT dep_id, job_id, on_failure \
-     FROM {s}.duraq_job_dependents WHERE dep_id = ANY($1::text[])), \
+/// The next edges of each finished job of a level (`$1` ids, `$2` cursors,
+/// `''` for none, `$3` read limits) in the primary key's order, with their
+/// dependents' rows (NULL for a missing one), each dependent locked (in id
+/// order). The dependents' ids are collected into an array first (an
+/// InitPlan) and looked up by primary key: joined directly, the planner
+/// merge-joined the edges against a walk of the whole primary key of the jobs
+/// (`tests/plans.rs`). `n` keeps each range's order for the cursor.
+const DEPENDENTS: &str =
+    "WITH e AS MATERIALIZED (SELECT s.dep AS dep_id, x.job_id, x.on_failure, x.n \
+     FROM unnest($1::text[], $2::text[], $3::int8[]) AS s(dep, after, lim) \
+     CROSS JOIN LATERAL (SELECT d.job_id, d.on_failure, row_number() OVER (ORDER BY d.job_id) AS n \
+     FROM {s}.duraq_job_dependents AS d WHERE d.dep_id = s.dep AND d.job_id > s.after \
+     ORDER BY d.job_id LIMIT s.lim) AS x), \
      j AS (SELECT id, queue, status, open_dependencies, scheduled_at_ms, has_dependents \
      FROM {s}.duraq_jobs WHERE id = ANY(ARRAY(SELECT job_id FROM e)) \
      ORDER BY id COLLATE \"C\" FOR UPDATE) \
-     SELECT e.dep_id, e.on_failure, j.id, j.queue, j.status, j.open_dependencies, \
-     j.scheduled_at_ms, j.has_dependents FROM e JOIN j ON j.id = e.job_id";
+     SELECT e.dep_id, e.on_failure, e.job_id, j.queue, j.status, j.open_dependencies, \
+     j.scheduled_at_ms, j.has_dependents FROM e LEFT JOIN j ON j.id = e.job_id \
+     ORDER BY e.dep_id, e.n";
 
 /// Writes settled dependents: status, open count and due time; the
 /// cancellation's time and error only where it cancelled.
@@ -51,6 +55,17 @@ const WRITE_SETTLED: &str = "UPDATE {s}.duraq_jobs AS j SET status = v.status, \
      last_error = COALESCE(v.last_error, j.last_error) \
      FROM unnest($1::text[], $2::text[], $3::int8[], $4::int8[], $5::int8[], $6::text[]) \
      AS v(id, status, open, due, cancelled_at_ms, last_error) WHERE j.id = v.id";
+
+/// What a run of the loop did.
+#[derive(Debug, Default)]
+pub(crate) struct Settled {
+    /// A dependent was released (work for a worker).
+    pub released: bool,
+    /// A backlog entry was put (the backlog signal).
+    pub backlog: bool,
+    /// Edges walked.
+    pub walked: usize,
+}
 
 /// A dependent as read and settled so far in one level.
 struct Dependent {
@@ -62,51 +77,71 @@ struct Dependent {
 }
 
 /// Settles the dependents of `finished` (jobs just made terminal, with their
-/// status), down the graph; counts every move into `change`. Returns whether a
-/// dependent was released (work for a worker).
+/// status) within the bound; counts every move into `change`.
 pub(crate) async fn settle(
     db: &Db<'_>,
     now: i64,
     finished: Vec<(String, JobStatus)>,
     change: &mut CountChange,
-) -> Result<bool> {
+) -> Result<Settled> {
     let mut release = DependencyRelease::new();
     for (id, status) in finished {
         release.finished(id, status);
     }
+    run(db, now, release, change).await
+}
+
+/// Core's loop over the edge table, from what `release` was given.
+pub(crate) async fn run(
+    db: &Db<'_>,
+    now: i64,
+    mut release: DependencyRelease,
+    change: &mut CountChange,
+) -> Result<Settled> {
     let mut leaves: HashSet<String> = HashSet::new();
-    let mut released = false;
+    let mut settled = Settled::default();
     loop {
-        let level: Vec<Finished> = std::iter::from_fn(|| release.next())
-            .filter(|f| !leaves.contains(&f.job_id))
-            .collect();
+        let level = release.next_level();
         if level.is_empty() {
-            return Ok(released);
+            break;
         }
-        let ids: Vec<&str> = level.iter().map(|f| f.job_id.as_str()).collect();
-        let rows = db.query(DEPENDENTS, &[&ids]).await?;
+        let read: Vec<&ReleaseStep> = level
+            .iter()
+            .filter(|s| !leaves.contains(&s.done.job_id))
+            .collect();
+        let ids: Vec<&str> = read.iter().map(|s| s.done.job_id.as_str()).collect();
+        let after: Vec<&str> = read
+            .iter()
+            .map(|s| s.after.as_deref().unwrap_or(""))
+            .collect();
+        let limits: Vec<i64> = read
+            .iter()
+            .map(|s| i64::try_from(s.read_limit()).unwrap_or(i64::MAX))
+            .collect();
+        let rows = if ids.is_empty() {
+            Vec::new()
+        } else {
+            db.query(DEPENDENTS, &[&ids, &after, &limits]).await?
+        };
         let (mut edges, mut dependents) = read_level(&rows)?;
-        for done in &level {
-            let Some(mut list) = edges.remove(&done.job_id) else {
-                continue;
-            };
-            list.sort_by(|a, b| a.job_id.cmp(&b.job_id));
+        for step in &level {
+            let list = edges.remove(&step.done.job_id).unwrap_or_default();
             let current = list
                 .iter()
                 .filter_map(|e| dependents.get(&e.job_id).map(|d| d.row.clone()))
                 .collect();
-            for settled in release.settle(done, &list, current, now) {
+            for change_of in release.settle(step, &list, current, now) {
                 let d = dependents
-                    .get_mut(settled.job_id())
+                    .get_mut(change_of.job_id())
                     .expect("a settled dependent was read");
                 let from = d.row.status;
-                match settled {
+                match change_of {
                     DependentChange::Waiting { open, .. } => d.row.open_dependencies = open,
                     DependentChange::Released { at_ms, .. } => {
                         d.row.status = JobStatus::Queued;
                         d.row.open_dependencies = 0;
                         d.row.scheduled_at_ms = at_ms;
-                        released = true;
+                        settled.released = true;
                     }
                     DependentChange::Cancelled { error, .. } => {
                         d.row.status = JobStatus::Cancelled;
@@ -122,9 +157,19 @@ pub(crate) async fn settle(
         }
         write_settled(db, now, dependents.values().filter(|d| d.changed)).await?;
     }
+    settled.walked = release.walked();
+    settled.backlog = crate::backlog::write(db, release.backlog()).await?;
+    Ok(settled)
 }
 
-/// One level's edges by finished job, and its dependents by id.
+pub(crate) fn parse_status(status: String) -> Result<JobStatus> {
+    status
+        .parse::<JobStatus>()
+        .map_err(|_| corrupt(format!("status {status:?}")))
+}
+
+/// One level's edges by finished job (in the order read), and its dependents
+/// by id (a missing dependent row has an edge and no entry).
 #[allow(clippy::type_complexity)]
 fn read_level(
     rows: &[Row],
@@ -144,17 +189,16 @@ fn read_level(
             job_id: job_id.clone(),
             on_failure,
         });
+        let Some(status) = r.get::<_, Option<String>>(4) else {
+            continue;
+        };
         if dependents.contains_key(&job_id) {
             continue;
         }
-        let status: String = r.get(4);
-        let status = status
-            .parse::<JobStatus>()
-            .map_err(|_| corrupt(format!("status {status:?}")))?;
         let row = DependentRow {
             job_id: job_id.clone(),
             queue: r.get(3),
-            status,
+            status: parse_status(status)?,
             open_dependencies: r.get(5),
             scheduled_at_ms: r.get(6),
         };
@@ -199,77 +243,4 @@ async fn write_settled(
     )
     .await?;
     Ok(())
-}
-
-/// After an operator retry of `retried`: gives back to `pending` (or `queued`)
-/// the dependents a dependency cancelled that nothing else still cancels, and
-/// theirs in turn; counts every move into `change`. Returns whether one came
-/// back `queued`.
-pub(crate) async fn reopen_dependents(
-    db: &Db<'_>,
-    now: i64,
-    retried: Vec<String>,
-    change: &mut CountChange,
-) -> Result<bool> {
-    let sql = format!(
-        "SELECT {JOB_COLUMNS} FROM {{s}}.duraq_jobs WHERE id = ANY(ARRAY(SELECT job_id \
-         FROM {{s}}.duraq_job_dependents WHERE dep_id = $1)) ORDER BY id COLLATE \"C\" FOR UPDATE"
-    );
-    let mut walk: VecDeque<String> = retried.into();
-    let mut queued = false;
-    while let Some(done) = walk.pop_front() {
-        let rows = db.query(&sql, &[&done]).await?;
-        let mut loaded: Vec<Loaded> = rows.iter().map(loaded_from_row).collect::<Result<_>>()?;
-        if loaded.is_empty() {
-            continue;
-        }
-        let mut statuses = dependency_statuses(db, loaded.iter().map(|l| &l.job)).await?;
-        let mut reopened: Vec<usize> = Vec::new();
-        for (i, l) in loaded.iter_mut().enumerate() {
-            let Some(open) = reopened_open_count(&l.job, |id| statuses.get(id).copied()) else {
-                continue;
-            };
-            let from = l.job.status;
-            reopen(&mut l.job, open, now);
-            change.moved(&l.job.queue, from, l.job.status);
-            // A later dependent of `done` may depend on this one too.
-            statuses.insert(l.job.id.clone(), l.job.status);
-            queued |= l.job.status == JobStatus::Queued;
-            if l.has_dependents {
-                walk.push_back(l.job.id.clone());
-            }
-            reopened.push(i);
-        }
-        let saved: Vec<(&Job, Option<&str>)> =
-            reopened.iter().map(|i| (&loaded[*i].job, None)).collect();
-        save_jobs(db, &saved).await?;
-    }
-    Ok(queued)
-}
-
-/// The current statuses of the dependencies of `jobs` (a pruned one is absent).
-async fn dependency_statuses<'a>(
-    db: &Db<'_>,
-    jobs: impl Iterator<Item = &'a Job>,
-) -> Result<HashMap<String, JobStatus>> {
-    let mut ids: Vec<&str> = jobs
-        .flat_map(|j| j.depends_on.iter().map(|d| d.job_id.as_str()))
-        .collect();
-    ids.sort_unstable();
-    ids.dedup();
-    let rows = db
-        .query(
-            "SELECT id, status FROM {s}.duraq_jobs WHERE id = ANY($1::text[])",
-            &[&ids],
-        )
-        .await?;
-    let mut out = HashMap::with_capacity(rows.len());
-    for row in &rows {
-        let status: String = row.get(1);
-        let status = status
-            .parse::<JobStatus>()
-            .map_err(|_| corrupt(format!("status {status:?}")))?;
-        out.insert(row.get(0), status);
-    }
-    Ok(out)
 }

@@ -34,10 +34,14 @@
 //! added in place; `duraq_job_dependents` holds one edge per (dependency,
 //! dependent), found by dependency through its primary key; the counter rows
 //! gain `pending` (default 0, in place); and `duraq_jobs_pending` lists pending
-//! jobs for a search by status.
+//! jobs for a search by status; 10, the release backlog (`docs/workflows.md`,
+//! "Cost", see [`crate::release`]): `duraq_release_backlog` holds a row per
+//! finished job whose dependents did not all fit in the bounded transaction
+//! that finished it (its terminal status and the last dependent settled),
+//! keyed by job; a binary of version 9 would never continue it.
 
 /// The newest schema version this binary knows.
-pub const SCHEMA_VERSION: i64 = 9;
+pub const SCHEMA_VERSION: i64 = 10;
 /// The per-queue counter table (version 3), filled from the jobs when created.
 pub(crate) const QUEUE_COUNTS_TABLE: &str = "duraq_queue_count_shards";
 /// The ledger table recording applied versions.
@@ -121,6 +125,15 @@ pub(crate) const TABLES: &[Table] = &[
             ("on_failure", T, "text NOT NULL"),
         ],
         constraints: "PRIMARY KEY (dep_id, job_id)",
+    },
+    Table {
+        name: "duraq_release_backlog",
+        columns: &[
+            ("job_id", T, "text NOT NULL"),
+            ("status", T, "text NOT NULL"),
+            ("after_job_id", T, "text"),
+        ],
+        constraints: "PRIMARY KEY (job_id)",
     },
     Table {
         name: "duraq_dedupe_scopes",

@@ -5,9 +5,9 @@
 use async_trait::async_trait;
 use duraq_core::rules::PruneRun;
 use duraq_core::{
-    BulkAction, BulkBatch, CancelOutcome, ClaimRequest, CountDelta, CountSnapshot, DueJobGroup,
-    EnqueueOutcome, Health, Inspect, Job, JobFilter, JobPage, JobStatus, KeyedOutcome, Lease,
-    LeaseState, MailOperations, NewJob, Operate, Operation, Outcome, Producer, PruneReport,
+    BacklogProgress, BulkAction, BulkBatch, CancelOutcome, ClaimRequest, CountDelta, CountSnapshot,
+    DueJobGroup, EnqueueOutcome, Health, Inspect, Job, JobFilter, JobPage, JobStatus, KeyedOutcome,
+    Lease, LeaseState, MailOperations, NewJob, Operate, Operation, Outcome, Producer, PruneReport,
     PruneRequest, QueueName, QueueSnapshot, ReplaceOutcome, ReportedAndClaimed, Result,
     RunningOwner, ScheduleKey, ScheduledJobs, WakeOutcome, WorkerInfo, WorkerRecord, WorkerStore,
     WorkflowListRequest, WorkflowSummary,
@@ -18,8 +18,8 @@ use crate::backend::db::{pooled, Conn, Db};
 use crate::backend::enqueue_group;
 use crate::tx::{pipelined_tx, write_tx};
 use crate::{
-    admin, bulk, claim, complete, counts, enqueue, enqueue_plain, operations, pause, report, rows,
-    schedule, schema, workers, PostgresStore,
+    admin, backlog, bulk, claim, complete, counts, enqueue, enqueue_plain, operations, pause,
+    report, rows, schedule, schema, workers, PostgresStore,
 };
 
 /// Runs `$body` with `$db` bound to a pooled connection.
@@ -196,6 +196,32 @@ impl WorkerStore for PostgresStore {
 
     fn work_signal(&self) -> watch::Receiver<u64> {
         self.shared().work.subscribe()
+    }
+
+    async fn settle_release_backlog(&self, max_steps: usize) -> Result<BacklogProgress> {
+        let mut progress = BacklogProgress::default();
+        while progress.steps < max_steps {
+            // One transaction per step, holding one entry (see `crate::release`).
+            let step = write_tx!(self, self.now(), |tx| {
+                let settled = backlog::continue_step(&tx.db, tx.now, &mut tx.change).await?;
+                if let Some(s) = &settled {
+                    tx.work |= s.released;
+                    tx.backlog |= s.backlog;
+                }
+                Ok(settled.map(|s| s.walked))
+            })?;
+            let Some(edges) = step else {
+                return Ok(progress);
+            };
+            progress.steps += 1;
+            progress.edges += edges;
+        }
+        progress.more = true;
+        Ok(progress)
+    }
+
+    fn release_backlog_signal(&self) -> watch::Receiver<u64> {
+        self.shared().backlog.subscribe()
     }
 }
 

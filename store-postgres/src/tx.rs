@@ -45,6 +45,8 @@ pub(crate) struct Tx<'a> {
     pub change: CountChange,
     /// Whether work may have become available.
     pub work: bool,
+    /// Whether a release backlog entry was put ([`crate::release`]).
+    pub backlog: bool,
     /// Jobs the body made terminal that have dependents, to settle before
     /// the counts are recorded ([`Tx::release_dependents`]).
     finished: Vec<(String, JobStatus)>,
@@ -103,6 +105,7 @@ impl<'a> Tx<'a> {
             now,
             change: CountChange::default(),
             work: false,
+            backlog: false,
             finished: Vec::new(),
             shard,
             recorded: None,
@@ -150,7 +153,7 @@ impl<'a> Tx<'a> {
     }
 
     /// Settles the dependents of the jobs recorded by [`Tx::finished`] so far
-    /// (count down, release, cascade; [`crate::release`]). [`Tx::commit`] does
+    /// (count down, release, cascade, within the bound; [`crate::release`]). [`Tx::commit`] does
     /// this itself; a body that records its counts ([`Tx::counts_recorded`])
     /// calls it before.
     pub async fn release_dependents(&mut self) -> Result<()> {
@@ -158,9 +161,10 @@ impl<'a> Tx<'a> {
             return Ok(());
         }
         let finished = std::mem::take(&mut self.finished);
-        let released =
+        let settled =
             crate::release::settle(&self.db, self.now, finished, &mut self.change).await?;
-        self.work |= released;
+        self.work |= settled.released;
+        self.backlog |= settled.backlog;
         Ok(())
     }
 
@@ -188,7 +192,7 @@ impl<'a> Tx<'a> {
     /// commits (unless the body did); the caller announces the returned effects
     /// after commit.
     pub async fn commit(mut self) -> Result<Effects> {
-        let effects = match self.recorded.take() {
+        let mut effects = match self.recorded.take() {
             Some(effects) => effects,
             None => {
                 self.release_dependents().await?;
@@ -200,6 +204,7 @@ impl<'a> Tx<'a> {
             Conn::Client(_) if self.pipelined && !self.committed => self.db.batch("COMMIT").await?,
             _ => {}
         }
+        effects.backlog = self.backlog;
         Ok(effects)
     }
 }

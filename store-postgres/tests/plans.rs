@@ -91,10 +91,11 @@ mod postgres {
         assert!(!plan.contains("Bitmap"), "no bitmap scan:\n{plan}");
     }
 
-    /// Settling the dependents of finished jobs reads their edges through a
-    /// range of the edge table's primary key and each dependent by its own,
-    /// never the pending jobs (`release.rs`): its cost is the finished jobs'
-    /// edges, whatever the number of jobs waiting.
+    /// Settling the dependents of finished jobs reads their next edges (after
+    /// a cursor, at most a bound) through a range of the edge table's primary
+    /// key and each dependent by its own, never the pending jobs
+    /// (`release.rs`): its cost is the finished jobs' edges walked, whatever
+    /// the number of jobs waiting.
     #[tokio::test]
     async fn a_release_reads_only_the_finished_jobs_edges() {
         let s = schema();
@@ -125,19 +126,26 @@ mod postgres {
         .await
         .unwrap();
         tx.batch_execute(&format!(
-            "PREPARE dependents(text[]) AS \
-             WITH e AS MATERIALIZED (SELECT dep_id, job_id, on_failure \
-             FROM {s}.duraq_job_dependents WHERE dep_id = ANY($1::text[])), \
+            "PREPARE dependents(text[], text[], int8[]) AS \
+             WITH e AS MATERIALIZED (SELECT s.dep AS dep_id, x.job_id, x.on_failure, x.n \
+             FROM unnest($1::text[], $2::text[], $3::int8[]) AS s(dep, after, lim) \
+             CROSS JOIN LATERAL (SELECT d.job_id, d.on_failure, row_number() OVER (ORDER BY d.job_id) AS n \
+             FROM {s}.duraq_job_dependents AS d WHERE d.dep_id = s.dep AND d.job_id > s.after \
+             ORDER BY d.job_id LIMIT s.lim) AS x), \
              j AS (SELECT id, queue, status, open_dependencies, scheduled_at_ms, has_dependents \
              FROM {s}.duraq_jobs WHERE id = ANY(ARRAY(SELECT job_id FROM e)) \
              ORDER BY id COLLATE \"C\" FOR UPDATE) \
-             SELECT e.dep_id, e.on_failure, j.id, j.queue, j.status, j.open_dependencies, \
-             j.scheduled_at_ms, j.has_dependents FROM e JOIN j ON j.id = e.job_id"
+             SELECT e.dep_id, e.on_failure, e.job_id, j.queue, j.status, j.open_dependencies, \
+             j.scheduled_at_ms, j.has_dependents FROM e LEFT JOIN j ON j.id = e.job_id \
+             ORDER BY e.dep_id, e.n"
         ))
         .await
         .unwrap();
         let plan: String = tx
-            .query(&format!("EXPLAIN EXECUTE dependents(ARRAY['{dep}'])"), &[])
+            .query(
+                &format!("EXPLAIN EXECUTE dependents(ARRAY['{dep}'], ARRAY[''], ARRAY[1001])"),
+                &[],
+            )
             .await
             .unwrap()
             .iter()
@@ -145,9 +153,13 @@ mod postgres {
             .collect::<Vec<_>>()
             .join("\n");
         assert!(
-            plan.contains("Index Cond: (dep_id = ANY ($1))")
-                && plan.contains("on duraq_job_dependents_pkey"),
-            "the edges by primary key:\n{plan}"
+            plan.contains("Index Cond: ((dep_id = s.dep) AND (job_id > s.after))")
+                && plan.contains("Index Scan using duraq_job_dependents_pkey"),
+            "each finished job's next edges as a range of the primary key:\n{plan}"
+        );
+        assert!(
+            plan.contains("Limit"),
+            "at most the bound plus one:\n{plan}"
         );
         assert!(
             plan.contains("Index Scan using duraq_jobs_pkey on duraq_jobs ")
@@ -155,5 +167,46 @@ mod postgres {
             "each dependent by primary key:\n{plan}"
         );
         assert!(!plan.contains("Seq Scan"), "no table read:\n{plan}");
+    }
+
+    /// Continuing the release backlog takes one entry by its primary key,
+    /// skipping those other workers hold, and reads its job by its own.
+    #[tokio::test]
+    async fn a_backlog_step_takes_one_entry_by_key() {
+        let s = schema();
+        let store = open(&s).await.unwrap();
+        store.close().await.unwrap();
+        let mut client = raw_client().await;
+        let tx = client.transaction().await.unwrap();
+        tx.batch_execute(
+            "SELECT set_config('enable_seqscan', 'off', true), \
+             set_config('plan_cache_mode', 'force_generic_plan', true)",
+        )
+        .await
+        .unwrap();
+        tx.batch_execute(&format!(
+            "PREPARE take AS SELECT b.job_id, b.status, b.after_job_id, j.status \
+             FROM {s}.duraq_release_backlog AS b LEFT JOIN {s}.duraq_jobs AS j ON j.id = b.job_id \
+             ORDER BY b.job_id LIMIT 1 FOR UPDATE OF b SKIP LOCKED"
+        ))
+        .await
+        .unwrap();
+        let plan: String = tx
+            .query("EXPLAIN EXECUTE take", &[])
+            .await
+            .unwrap()
+            .iter()
+            .map(|r| r.get::<_, String>(0))
+            .collect::<Vec<_>>()
+            .join("\n");
+        assert!(
+            plan.contains("duraq_release_backlog_pkey") && plan.contains("LockRows"),
+            "the entry in key order, locked:\n{plan}"
+        );
+        assert!(
+            plan.contains("duraq_jobs_pkey"),
+            "its job by primary key:\n{plan}"
+        );
+        assert!(!plan.contains("Sort"), "no sort:\n{plan}");
     }
 }

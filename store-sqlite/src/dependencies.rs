@@ -7,22 +7,18 @@
 //!   [`start_of`], and is inserted in the status it answers with one edge row
 //!   per dependency ([`start`], [`write_edges`]). A job of the same batch
 //!   inserted earlier is already visible, so a batch may depend on itself.
-//! - **Release.** A job that became terminal settles its dependents
-//!   ([`release`], called by [`crate::ownership::persist_transition`]): the
-//!   edges are one range of the primary key (`dep_id = ?`), so a plain job
-//!   pays one empty index probe, and a finished job exactly its own edges.
+//! - **Release.** A job that became terminal settles its dependents, within
+//!   the bound, and continues through the release backlog: [`crate::release`],
+//!   [`crate::backlog`].
 //! - **Reopen.** An operator retry gives back what the job's failure
 //!   cancelled, down the graph ([`reopen_dependents`]).
-//! - **Delete.** A deleted job takes its edges along, as a dependency (the
-//!   same range) and as a dependent (one key per entry of its `depends_on`,
+//! - **Delete.** A deleted job takes its edges and its backlog entry along,
+//!   as a dependency (a range of the primary key) and as a dependent (one key per entry of its `depends_on`,
 //!   so no second index is kept on the insert path) ([`delete_edges`]).
 
 use std::collections::{HashMap, VecDeque};
 
-use duraq_core::rules::{
-    reopen, reopened_open_count, start_of, DependencyRelease, DependencyStart, DependentChange,
-    DependentEdge, DependentRow,
-};
+use duraq_core::rules::{reopen, reopened_open_count, start_of, DependencyStart, DependentEdge};
 use duraq_core::{Dependency, Job, JobStatus, Result};
 use rusqlite::{params, Connection, OptionalExtension};
 
@@ -75,7 +71,8 @@ pub(crate) fn write_edges(conn: &Connection, job: &Job) -> Result<()> {
     Ok(())
 }
 
-/// The edges from `dep_id` to the jobs that depend on it.
+/// Every edge from `dep_id` to the jobs that depend on it (the reopen walk,
+/// an operator's action, is not bounded).
 fn edges_of(conn: &Connection, dep_id: &str) -> Result<Vec<DependentEdge>> {
     let mut stmt = conn
         .prepare_cached("SELECT job_id, on_failure FROM duraq_job_dependents WHERE dep_id = ?1")
@@ -96,108 +93,11 @@ fn edges_of(conn: &Connection, dep_id: &str) -> Result<Vec<DependentEdge>> {
     Ok(edges)
 }
 
-/// What release reads of the dependents `edges` name (a missing row is skipped).
-fn dependent_rows(conn: &Connection, edges: &[DependentEdge]) -> Result<Vec<DependentRow>> {
-    let mut stmt = conn
-        .prepare_cached(
-            "SELECT queue, status, open_dependencies, scheduled_at_ms FROM duraq_jobs WHERE id = ?1",
-        )
-        .db()?;
-    let mut rows = Vec::with_capacity(edges.len());
-    for edge in edges {
-        let row = stmt
-            .query_row([&edge.job_id], |r| {
-                Ok((
-                    r.get::<_, String>(0)?,
-                    r.get::<_, String>(1)?,
-                    r.get::<_, i64>(2)?,
-                    r.get::<_, i64>(3)?,
-                ))
-            })
-            .optional()
-            .db()?;
-        if let Some((queue, status, open_dependencies, scheduled_at_ms)) = row {
-            rows.push(DependentRow {
-                job_id: edge.job_id.clone(),
-                queue,
-                status: status.parse()?,
-                open_dependencies,
-                scheduled_at_ms,
-            });
-        }
-    }
-    Ok(rows)
-}
-
-/// Settles the dependents of `job_id`, now in the terminal `status`, and theirs
-/// in turn when it cancels them (the loop of `duraq_core::rules`' module doc).
-pub(crate) fn release(tx: &mut Tx<'_>, job_id: &str, status: JobStatus) -> Result<()> {
-    let mut release = DependencyRelease::new();
-    release.finished(job_id, status);
-    while let Some(done) = release.next() {
-        let edges = edges_of(tx.conn, &done.job_id)?;
-        if edges.is_empty() {
-            continue;
-        }
-        let rows = dependent_rows(tx.conn, &edges)?;
-        for change in release.settle(&done, &edges, rows, tx.now) {
-            write_change(tx, &change)?;
-        }
-    }
-    Ok(())
-}
-
-/// Writes one [`DependentChange`]: the columns
-/// [`duraq_core::rules::apply_dependent_change`] sets, and the count of its move
-/// out of `pending`.
-fn write_change(tx: &mut Tx<'_>, change: &DependentChange) -> Result<()> {
-    match change {
-        DependentChange::Waiting { job_id, open } => {
-            tx.conn
-                .prepare_cached("UPDATE duraq_jobs SET open_dependencies = ?2 WHERE id = ?1")
-                .db()?
-                .execute(params![job_id, open])
-                .db()?;
-        }
-        DependentChange::Released {
-            job_id,
-            queue,
-            at_ms,
-        } => {
-            tx.conn
-                .prepare_cached(
-                    "UPDATE duraq_jobs SET status = 'queued', open_dependencies = 0, \
-                     scheduled_at_ms = ?2 WHERE id = ?1",
-                )
-                .db()?
-                .execute(params![job_id, at_ms])
-                .db()?;
-            tx.moved(queue, JobStatus::Pending, JobStatus::Queued);
-            tx.signal_work();
-        }
-        DependentChange::Cancelled {
-            job_id,
-            queue,
-            error,
-        } => {
-            tx.conn
-                .prepare_cached(
-                    "UPDATE duraq_jobs SET status = 'cancelled', cancelled_at_ms = ?2, \
-                     last_error = ?3 WHERE id = ?1",
-                )
-                .db()?
-                .execute(params![job_id, tx.now, error])
-                .db()?;
-            tx.moved(queue, JobStatus::Pending, JobStatus::Cancelled);
-        }
-    }
-    Ok(())
-}
-
 /// After an operator retry of job `id`: gives back to `pending` (or `queued`)
 /// the dependents it cancelled, and theirs down the graph, that none of their
 /// dependencies still cancels.
 pub(crate) fn reopen_dependents(tx: &mut Tx<'_>, id: &str) -> Result<()> {
+    crate::backlog::drop_backlog(tx.conn, id)?;
     let mut walk = VecDeque::from([id.to_owned()]);
     while let Some(done) = walk.pop_front() {
         for edge in edges_of(tx.conn, &done)? {
@@ -211,6 +111,8 @@ pub(crate) fn reopen_dependents(tx: &mut Tx<'_>, id: &str) -> Result<()> {
             let from = row.status;
             reopen(&mut row, open, tx.now);
             persist_transition(tx, from, &row, Reservation::Known(None))?;
+            // No longer terminal: what it had not settled waits for it.
+            crate::backlog::drop_backlog(tx.conn, &row.id)?;
             walk.push_back(edge.job_id);
         }
     }
@@ -218,8 +120,10 @@ pub(crate) fn reopen_dependents(tx: &mut Tx<'_>, id: &str) -> Result<()> {
 }
 
 /// Deletes the edges of a job being deleted: as a dependency, and as a
-/// dependent of each job in its `depends_on` (`None`: the job has none).
+/// dependent of each job in its `depends_on` (`None`: the job has none); and
+/// its release backlog entry.
 pub(crate) fn delete_edges(conn: &Connection, id: &str, depends_on: Option<&str>) -> Result<()> {
+    crate::backlog::drop_backlog(conn, id)?;
     conn.prepare_cached("DELETE FROM duraq_job_dependents WHERE dep_id = ?1")
         .db()?
         .execute([id])

@@ -52,8 +52,10 @@
 //! - `enqueue.rs`: enqueue and batches (replay, dedupe, checks, insert).
 //! - `transactional.rs`: [`SqliteStore::enqueue_in_transaction`].
 //! - `dedupe.rs`: dedupe scopes and the duplicate lookup.
-//! - `dependencies.rs`: job dependencies: how a dependent starts, the release
-//!   when a job becomes terminal, the reopen after a retry, edges of deleted jobs.
+//! - `dependencies.rs`: job dependencies: how a dependent starts, the reopen
+//!   after a retry, edges of deleted jobs.
+//! - `release.rs`: settling dependents when a job finishes, within the bound.
+//! - `backlog.rs`: the release backlog, continued a bounded step at a time.
 //! - `schedule.rs`: schedule keys (replace, cancel, wake, get).
 //! - `claim.rs`: claiming, and the next due time for the worker's timer.
 //! - `rate.rs`: the rate-limit start log.
@@ -72,13 +74,14 @@
 //! - `backend/connection.rs`: connections with the durability pragmas, checked.
 //! - `backend/poller.rs`: other processes' commits, seen through `data_version`.
 //! - `backend/checkpoint.rs`: WAL checkpoints off the commit path.
-//! - `backend/signals.rs`: in-process count deltas and the work signal.
+//! - `backend/signals.rs`: in-process count deltas, the work and backlog signals.
 //! - `backend/static_bind.rs`: the writer's statements that bind texts in place.
 
 #![warn(missing_docs)]
 
 mod admin;
 mod backend;
+mod backlog;
 mod claim;
 mod counts;
 mod dedupe;
@@ -94,6 +97,7 @@ mod ownership;
 mod pause;
 mod progress;
 mod rate;
+mod release;
 mod report;
 mod rows;
 mod schedule;

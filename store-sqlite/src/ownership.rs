@@ -1,7 +1,7 @@
 //! What happens around a row's transition besides the row itself: concurrency
 //! reservations (taken at claim, given back whenever a job leaves `handed_off`),
 //! schedule-key ownership (released only by the job the key points at) and the
-//! dependents a job settles when it becomes terminal ([`crate::dependencies`]).
+//! dependents a job settles when it becomes terminal ([`crate::release`]).
 //! Every mutation (report, recovery, cancel, keyed cancel, retry) goes through here.
 
 use duraq_core::{Job, JobStatus, Result};
@@ -98,7 +98,7 @@ pub(crate) fn persist_transition(
     }
     if job.status.is_terminal() {
         release_owner(tx.conn, job)?;
-        crate::dependencies::release(tx, &job.id, job.status)?;
+        crate::release::release(tx, &job.id, job.status)?;
     }
     if job.status == JobStatus::Queued {
         tx.signal_work();

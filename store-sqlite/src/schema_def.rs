@@ -39,9 +39,15 @@
 //! of version 10 holds no pending job); `duraq_job_dependents` holds one row per
 //! edge keyed by (dependency, dependent), so the dependents of a finished job
 //! are one primary-key range (see [`crate::dependencies`]).
+//! Version 12: the release backlog (`docs/workflows.md`, "Cost"):
+//! `duraq_release_backlog` holds a row per finished job whose dependents did
+//! not all fit in the bounded transaction that finished it (its terminal
+//! status and the last dependent settled, keyed by job; see
+//! [`crate::release`]). A binary of version 11 would never continue it, so it
+//! must refuse such a file.
 
 /// The newest schema version this binary knows.
-pub const SCHEMA_VERSION: i64 = 11;
+pub const SCHEMA_VERSION: i64 = 12;
 /// The ledger table recording applied versions.
 pub const LEDGER_TABLE: &str = "duraq_migrations";
 /// The ledger scope of the job store's own schema.
@@ -304,6 +310,16 @@ pub(crate) const TABLES: &[Table] = &[
         constraints: ", PRIMARY KEY (dep_id, job_id)",
     },
     Table {
+        name: BACKLOG_TABLE,
+        since: 12,
+        columns: &[
+            col("job_id", "TEXT", "NOT NULL PRIMARY KEY", 12),
+            col("status", "TEXT", "NOT NULL", 12),
+            col("after_job_id", "TEXT", "", 12),
+        ],
+        constraints: "",
+    },
+    Table {
         name: "duraq_rate_starts",
         since: 7,
         columns: &[
@@ -317,6 +333,10 @@ pub(crate) const TABLES: &[Table] = &[
 /// The dependency edges, one row per (dependency, dependent) (see
 /// [`crate::dependencies`]).
 pub(crate) const DEPENDENTS_TABLE: &str = "duraq_job_dependents";
+
+/// The release backlog: a row per finished job whose dependents are still to
+/// be settled (see [`crate::release`]).
+pub(crate) const BACKLOG_TABLE: &str = "duraq_release_backlog";
 
 /// A job's progress row (see [`crate::progress`]).
 pub(crate) const PROGRESS_TABLE: &str = "duraq_job_progress";

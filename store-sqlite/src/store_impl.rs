@@ -146,6 +146,25 @@ impl WorkerStore for SqliteStore {
     fn work_signal(&self) -> watch::Receiver<u64> {
         self.inner.signals.work.subscribe()
     }
+
+    async fn settle_release_backlog(&self, max_steps: usize) -> Result<BacklogProgress> {
+        let mut progress = BacklogProgress::default();
+        while progress.steps < max_steps {
+            // One logical write per step: the writer may commit it with
+            // others, but each is bounded by `RELEASE_BATCH` edges.
+            let Some(edges) = self.write(crate::backlog::continue_step).await? else {
+                return Ok(progress);
+            };
+            progress.steps += 1;
+            progress.edges += edges;
+        }
+        progress.more = true;
+        Ok(progress)
+    }
+
+    fn release_backlog_signal(&self) -> watch::Receiver<u64> {
+        self.inner.signals.backlog.subscribe()
+    }
 }
 
 #[async_trait]

@@ -1,6 +1,6 @@
 //! [`Tx`]: what one logical write sees. It wraps the connection that holds the
 //! write transaction, the instant read from the clock for this call, and the
-//! call's pending count change and work signal, so that domain code just records
+//! call's pending count change, work and release backlog signals, so that domain code just records
 //! what it moved and the writer turns that into one revision after it succeeds.
 
 use duraq_core::{CountChange, CountDelta, JobStatus, Result};
@@ -18,6 +18,8 @@ pub(crate) struct Tx<'c> {
     change: CountChange,
     deltas: Vec<CountDelta>,
     work: bool,
+    /// A request left a release backlog entry (see [`crate::release`]).
+    backlog: bool,
     /// Dedupe scopes this transaction has looked up (see [`crate::dedupe`]).
     pub(crate) scopes: ScopeMemo,
     /// The writer's statements that bind texts in place (none on a caller's
@@ -50,6 +52,7 @@ impl ScopeMemo {
 pub(crate) struct Mark {
     deltas: usize,
     work: bool,
+    backlog: bool,
 }
 
 impl<'c> Tx<'c> {
@@ -61,6 +64,7 @@ impl<'c> Tx<'c> {
             change: CountChange::default(),
             deltas: Vec::new(),
             work: false,
+            backlog: false,
             scopes: ScopeMemo::default(),
             statements: None,
         }
@@ -98,6 +102,12 @@ impl<'c> Tx<'c> {
         self.work = true;
     }
 
+    /// A release backlog entry was written: tell this process's workers after
+    /// commit.
+    pub(crate) fn signal_backlog(&mut self) {
+        self.backlog = true;
+    }
+
     /// Ends one logical mutation: a non-zero change becomes one revision.
     pub(crate) fn end_mutation(&mut self) -> Result<()> {
         let change = std::mem::take(&mut self.change);
@@ -116,6 +126,7 @@ impl<'c> Tx<'c> {
         Mark {
             deltas: self.deltas.len(),
             work: self.work,
+            backlog: self.backlog,
         }
     }
 
@@ -124,10 +135,12 @@ impl<'c> Tx<'c> {
         self.change = CountChange::default();
         self.deltas.truncate(mark.deltas);
         self.work = mark.work;
+        self.backlog = mark.backlog;
     }
 
-    /// The deltas to publish and whether to signal work, once committed.
-    pub(crate) fn into_effects(self) -> (Vec<CountDelta>, bool) {
-        (self.deltas, self.work)
+    /// What to publish once committed: the deltas, whether to signal work,
+    /// and whether to signal the release backlog.
+    pub(crate) fn into_effects(self) -> (Vec<CountDelta>, bool, bool) {
+        (self.deltas, self.work, self.backlog)
     }
 }

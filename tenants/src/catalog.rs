@@ -33,7 +33,7 @@ pub const JOB_STORE_SCOPE: &str = "duraq.jobs";
 /// 5 = paused queues; 6 = error history; 7 = priorities, rate limits and
 /// visible workers; 8 = args digests kept only for dedupe scopes; 9 =
 /// throughput history; 10 = job progress, logs and trace context; 11 = job
-/// dependencies and outputs.
+/// dependencies and outputs; 12 = the release backlog of wide fan-outs.
 pub const JOB_STORE_VERSIONS: &[(i64, &str)] = &[
     (1, "job_store"),
     (2, "schedule_keys"),
@@ -46,6 +46,7 @@ pub const JOB_STORE_VERSIONS: &[(i64, &str)] = &[
     (9, "throughput_history"),
     (10, "job_progress_logs_traces"),
     (11, "job_dependencies"),
+    (12, "release_backlog"),
 ];
 
 /// The PostgreSQL job store's schema versions (its own numbering, checked
@@ -53,7 +54,7 @@ pub const JOB_STORE_VERSIONS: &[(i64, &str)] = &[
 /// keys, counts, schedule keys; 2 = dedupe keys for dedupe scopes only; 3 =
 /// counts per queue; 4 = paused queues; 5 = error history; 6 = visible
 /// workers; 7 = throughput history; 8 = job progress, logs and trace context;
-/// 9 = job dependencies and outputs.
+/// 9 = job dependencies and outputs; 10 = the release backlog of wide fan-outs.
 pub const POSTGRES_JOB_STORE_VERSIONS: &[(i64, &str)] = &[
     (1, "job_store"),
     (2, "dedupe_scopes"),
@@ -64,6 +65,7 @@ pub const POSTGRES_JOB_STORE_VERSIONS: &[(i64, &str)] = &[
     (7, "throughput_history"),
     (8, "job_progress_logs_traces"),
     (9, "job_dependencies"),
+    (10, "release_backlog"),
 ];
 
 /// Where a database records the migrations it has.

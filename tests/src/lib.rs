@@ -35,6 +35,7 @@ pub mod dependencies;
 pub mod enqueue;
 pub mod error_history;
 pub mod factories;
+pub mod fan_out;
 pub mod harness;
 pub mod history;
 pub mod idempotency;

@@ -177,6 +177,12 @@ macro_rules! store_suite {
                     a_filter_is_walked_in_bounded_batches, a_dry_run_counts_and_changes_nothing,
                     an_unknown_id_changes_nothing,
                 ],
+                fan_out: [
+                    a_wide_fan_out_is_released_in_bounded_steps,
+                    a_failure_cascades_through_the_backlog,
+                    a_retry_mid_backlog_drops_the_entry_and_the_rest_waits,
+                    deleting_a_job_drops_its_backlog_entry, a_worker_drains_a_wide_fan_out,
+                ],
                 dependencies: [
                     a_dependent_waits_pending_until_its_last_dependency_completes,
                     the_release_is_part_of_the_completing_mutation,

@@ -215,6 +215,7 @@ impl State {
             if let Some(job) = self.jobs.remove(id) {
                 change.removed(&job.queue, job.status);
                 self.progress.remove(id);
+                self.release_backlog.remove(id);
             }
         }
     }

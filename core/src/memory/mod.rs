@@ -66,6 +66,11 @@ struct State {
     /// job id → its progress and newest log lines (`duraq_job_progress` and
     /// `duraq_job_logs` in the stores); deleted with the job.
     progress: BTreeMap<String, progress::Stored>,
+    /// job id → its release backlog entry (`duraq_release_backlog` in the
+    /// stores); dropped when the job is retried, reopened or deleted.
+    release_backlog: BTreeMap<String, crate::rules::BacklogEntry>,
+    /// A mutation put a backlog entry: [`MemoryStore::commit`] signals it.
+    backlog_news: bool,
     revision: i64,
 }
 
@@ -102,6 +107,8 @@ pub struct MemoryStore {
     clock: Arc<dyn Clock>,
     deltas: broadcast::Sender<CountDelta>,
     work: Arc<watch::Sender<u64>>,
+    /// Moves when a mutation leaves a release backlog entry.
+    backlog: Arc<watch::Sender<u64>>,
     /// Running jobs cancelled through this store (see `subscribe_cancellations`).
     cancels: broadcast::Sender<String>,
 }
@@ -125,6 +132,7 @@ impl MemoryStore {
             clock,
             deltas: broadcast::channel(1024).0,
             work: Arc::new(watch::channel(0).0),
+            backlog: Arc::new(watch::channel(0).0),
             cancels: broadcast::channel(1024).0,
         }
     }
@@ -139,8 +147,12 @@ impl MemoryStore {
         self.clock.now_ms()
     }
 
-    /// Applies a finished mutation's count change: one revision, one delta.
+    /// Applies a finished mutation's count change: one revision, one delta;
+    /// signals a release backlog entry it left.
     fn commit(&self, st: &mut State, change: CountChange) {
+        if std::mem::take(&mut st.backlog_news) {
+            self.backlog.send_modify(|n| *n = n.wrapping_add(1));
+        }
         if change.is_zero() {
             return;
         }

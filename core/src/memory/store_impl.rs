@@ -214,6 +214,28 @@ impl WorkerStore for MemoryStore {
     fn work_signal(&self) -> watch::Receiver<u64> {
         self.work.subscribe()
     }
+
+    async fn settle_release_backlog(&self, max_steps: usize) -> Result<BacklogProgress> {
+        let mut progress = BacklogProgress::default();
+        while progress.steps < max_steps {
+            let mut st = self.lock();
+            let mut change = CountChange::default();
+            let Some(edges) = st.continue_backlog(self.now(), &mut change) else {
+                return Ok(progress);
+            };
+            self.commit(&mut st, change);
+            drop(st);
+            self.signal_work();
+            progress.steps += 1;
+            progress.edges += edges;
+        }
+        progress.more = true;
+        Ok(progress)
+    }
+
+    fn release_backlog_signal(&self) -> watch::Receiver<u64> {
+        self.backlog.subscribe()
+    }
 }
 
 #[async_trait]

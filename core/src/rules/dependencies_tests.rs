@@ -1,22 +1,5 @@
 use super::*;
 
-fn edge(job_id: &str, on_failure: DependencyFailure) -> DependentEdge {
-    DependentEdge {
-        job_id: job_id.into(),
-        on_failure,
-    }
-}
-
-fn pending(job_id: &str, open: i64, due: i64) -> DependentRow {
-    DependentRow {
-        job_id: job_id.into(),
-        queue: "q".into(),
-        status: JobStatus::Pending,
-        open_dependencies: open,
-        scheduled_at_ms: due,
-    }
-}
-
 fn dep(job_id: &str, on_failure: DependencyFailure) -> Dependency {
     Dependency {
         job_id: job_id.into(),
@@ -63,85 +46,6 @@ fn an_unknown_dependency_is_refused_before_anything_else() {
     ];
     let err = start_of(&deps, |id| (id == "failed").then_some(JobStatus::Failed)).unwrap_err();
     assert_eq!(err.code(), ErrorCode::DependencyNotFound);
-}
-
-#[test]
-fn completion_counts_down_then_releases_at_the_later_of_now_and_due() {
-    let mut release = DependencyRelease::new();
-    release.finished("a", JobStatus::Completed);
-    let done = release.next().unwrap();
-    let edges = [
-        edge("waits", DependencyFailure::Cancel),
-        edge("later", DependencyFailure::Cancel),
-        edge("gone", DependencyFailure::Cancel),
-    ];
-    let rows = vec![pending("later", 1, 500), pending("waits", 3, 0)];
-    let changes = release.settle(&done, &edges, rows, 100);
-    assert_eq!(
-        changes,
-        [
-            DependentChange::Waiting {
-                job_id: "waits".into(),
-                open: 2
-            },
-            DependentChange::Released {
-                job_id: "later".into(),
-                queue: "q".into(),
-                at_ms: 500
-            },
-        ]
-    );
-    assert!(release.next().is_none(), "nothing was cancelled");
-}
-
-#[test]
-fn a_failure_cancels_under_cancel_and_satisfies_under_run() {
-    let mut release = DependencyRelease::new();
-    release.finished("a", JobStatus::Failed);
-    let done = release.next().unwrap();
-    let edges = [
-        edge("strict", DependencyFailure::Cancel),
-        edge("lenient", DependencyFailure::Run),
-    ];
-    let rows = vec![pending("strict", 2, 0), pending("lenient", 1, 0)];
-    let changes = release.settle(&done, &edges, rows, 100);
-    let DependentChange::Cancelled { job_id, error, .. } = &changes[0] else {
-        panic!("{changes:?}");
-    };
-    assert_eq!(job_id, "strict");
-    assert!(
-        error.starts_with(CANCELLED_BY_DEPENDENCY) && error.contains(" a "),
-        "{error}"
-    );
-    assert!(matches!(&changes[1], DependentChange::Released { job_id, .. } if job_id == "lenient"));
-    let next = release
-        .next()
-        .expect("the cancelled dependent goes on down the graph");
-    assert_eq!(
-        next,
-        Finished {
-            job_id: "strict".into(),
-            status: JobStatus::Cancelled
-        }
-    );
-}
-
-#[test]
-fn only_pending_dependents_change_and_non_terminal_is_not_finished() {
-    let mut release = DependencyRelease::new();
-    release.finished("a", JobStatus::Queued);
-    assert!(release.next().is_none());
-    release.finished("a", JobStatus::Cancelled);
-    let done = release.next().unwrap();
-    let mut cancelled = pending("b", 1, 0);
-    cancelled.status = JobStatus::Cancelled;
-    let changes = release.settle(
-        &done,
-        &[edge("b", DependencyFailure::Cancel)],
-        vec![cancelled],
-        1,
-    );
-    assert!(changes.is_empty());
 }
 
 fn job_with(deps: Vec<Dependency>, status: JobStatus, last_error: Option<&str>) -> Job {

@@ -4,7 +4,9 @@
 //! decisions that read more than one: the enqueue sequence (replay, dedupe,
 //! checks, insert), what a schedule key's replace, cancel and wake do to its
 //! owner, claim admission (cap, rate limit, reservation, postponement, in that
-//! order), prune batching and the walk of a search within its scan budget.
+//! order), prune batching, the walk of a search within its scan budget, and
+//! dependencies: how a dependent starts and the bounded release of a finished
+//! job's dependents.
 //! They are plain functions and plain data over what
 //! a store has read: no I/O, no async. A store fetches the rows a rule needs
 //! inside its transaction, asks, and persists the answer in the same
@@ -12,19 +14,24 @@
 
 mod claim;
 mod dependencies;
+mod dependent;
 mod enqueue;
 mod prune;
+mod release;
 mod schedule;
 mod search;
 
 pub use claim::{Admission, AdmissionRead, ClaimAdmission};
 pub use dependencies::{
-    apply_dependent_change, apply_start, dependency_not_found, reopen, reopened_open_count,
-    start_of, was_cancelled_by_dependency, DependencyRelease, DependencyStart, DependentChange,
-    DependentEdge, DependentRow, Finished, CANCELLED_BY_DEPENDENCY,
+    apply_start, dependency_not_found, reopen, reopened_open_count, start_of,
+    was_cancelled_by_dependency, DependencyStart, CANCELLED_BY_DEPENDENCY,
 };
+pub use dependent::{apply_dependent_change, DependentChange, DependentEdge, DependentRow};
 pub use enqueue::{check_cap, is_duplicate_of, operation_key_taken, replay_owned_scope};
 pub use prune::{is_prunable, prune_order, PruneRun};
+pub use release::{
+    BacklogEntry, BacklogWrite, DependencyRelease, Finished, ReleaseStep, RELEASE_BATCH,
+};
 pub use schedule::{
     check_replacement, owner_on_cancel, owner_on_replace, owner_on_wake, OwnerFate,
 };

@@ -2,7 +2,8 @@
 //! claims due jobs for its handlers into a fixed number of slots, runs each on its
 //! own tokio task under a timeout, and reports every outcome fenced by the job's
 //! lease; plus the background duties every live process shares — heartbeats,
-//! recovery of dead workers' leases, periodic schedules and retention sweeps.
+//! recovery of dead workers' leases, the release backlog of wide fan-outs,
+//! periodic schedules and retention sweeps.
 //!
 //! All durable effects go through [`crate::Store`]; the runtime itself keeps no
 //! state that a crash could lose (a killed worker's jobs are recovered by others).
@@ -22,6 +23,7 @@
 //! - `calls`: the store calls the dispatcher makes, inline or on tasks.
 //! - `execute`: one attempt (timeout, cancel grace, panic isolation).
 //! - `maintenance`: heartbeats and stale-lease recovery.
+//! - `release`: continuing the release backlog a wide fan-out leaves.
 //! - `periodic` / `cron` / `cron_fields`: leaderless periodic enqueue; cron
 //!   schedules and their five-field parser.
 //! - `cron_zone`: a cron schedule's ticks in an IANA zone, daylight saving included.
@@ -45,6 +47,7 @@ mod maintenance;
 mod periodic;
 mod progress_sink;
 mod registry;
+mod release;
 mod retention;
 mod run_due;
 mod runner;

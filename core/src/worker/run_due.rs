@@ -8,8 +8,9 @@
 //! round is one claim (the worker's names, queues and queue settings), each
 //! attempt started through the very path a running worker uses
 //! ([`super::execute`]: its own task, the timeout, panic isolation, the
-//! handler's backoff, the worker's events), and one fenced report of every
-//! outcome. No heartbeats, recovery, periodic ticks or retention run, and the
+//! handler's backoff, the worker's events), one fenced report of every
+//! outcome, and the release backlog those reports left, continued to its end
+//! ([`super::release`]), so a wide fan-out is claimable in the next round. No heartbeats, recovery, periodic ticks or retention run, and the
 //! worker is not registered.
 
 use std::sync::Arc;
@@ -177,6 +178,9 @@ impl Worker {
             .map(|r| (r.lease.clone(), r.outcome.clone()))
             .collect();
         let accepted = self.store.report_batch(batch).await?;
+        // A wide fan-out the reports finished is released before the round
+        // ends, so the next round claims all of it.
+        super::release::drain_once(self.store.as_ref()).await;
         let mut finished = Vec::with_capacity(ended.len());
         for (report, accepted) in ended.into_iter().zip(accepted) {
             telemetry.count_outcome(&report.outcome, report.retries_left, accepted, None);

@@ -1,6 +1,6 @@
 //! Running a worker: startup (reservation repair, a heartbeat, one recovery
-//! pass), the background duties (heartbeats, recovery, periodic schedules,
-//! retention), the dispatcher that owns the slots ([`super::dispatcher`]) and,
+//! pass), the background duties (heartbeats, recovery, the release backlog,
+//! periodic schedules, retention), the dispatcher that owns the slots ([`super::dispatcher`]) and,
 //! once it has drained, their shutdown. The store itself is left open: it
 //! belongs to the caller, who closes it ([`crate::Producer::close`]) when the
 //! process is done with it.
@@ -19,6 +19,7 @@ use super::handle::Worker;
 use super::local_queue::LocalQueue;
 use super::maintenance::{heartbeat_loop, history_loop, recover_once, recovery_loop};
 use super::periodic::run_periodic;
+use super::release::release_backlog_loop;
 use super::retention::run_retention;
 use super::WorkerError;
 use crate::requests::ClaimRequest;
@@ -84,6 +85,8 @@ where
         .in_current_span(),
     );
     background.spawn(history_loop(store.clone()).in_current_span());
+    background
+        .spawn(release_backlog_loop(store.clone(), config.recovery_interval).in_current_span());
     for job in config.periodic.iter().cloned() {
         let task = run_periodic(
             job,

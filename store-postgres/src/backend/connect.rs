@@ -298,6 +298,7 @@ impl PostgresStore {
             names,
             deltas: broadcast::channel(1024).0,
             work: watch::channel(0).0,
+            backlog: watch::channel(0).0,
             listening: AtomicBool::new(false),
             reconnects: AtomicU64::new(0),
             mirror: Default::default(),

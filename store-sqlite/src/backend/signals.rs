@@ -1,4 +1,5 @@
-//! In-process notification channels: count deltas and the work signal, sent
+//! In-process notification channels: count deltas, the work signal and the
+//! release backlog signal, sent
 //! by the writer after commit and by the poller for other processes' work,
 //! received by the store's subscribers. Kept apart so that the writer and the
 //! poller both depend on it and not on each other.
@@ -10,6 +11,8 @@ use tokio::sync::{broadcast, watch};
 pub(crate) struct Signals {
     pub(crate) counts: broadcast::Sender<CountDelta>,
     pub(crate) work: watch::Sender<u64>,
+    /// Moves when a commit left a release backlog entry.
+    pub(crate) backlog: watch::Sender<u64>,
 }
 
 impl Signals {
@@ -17,6 +20,7 @@ impl Signals {
         Self {
             counts: broadcast::channel(1024).0,
             work: watch::channel(0).0,
+            backlog: watch::channel(0).0,
         }
     }
 
@@ -26,12 +30,15 @@ impl Signals {
     }
 
     /// Publishes committed effects.
-    pub(crate) fn publish(&self, deltas: Vec<CountDelta>, work: bool) {
+    pub(crate) fn publish(&self, deltas: Vec<CountDelta>, work: bool, backlog: bool) {
         for delta in deltas {
             let _ = self.counts.send(delta);
         }
         if work {
             self.bump_work();
+        }
+        if backlog {
+            self.backlog.send_modify(|n| *n = n.wrapping_add(1));
         }
     }
 }

@@ -317,8 +317,8 @@ fn commit_batch(
             None
         }
         None => {
-            let (deltas, work) = tx.into_effects();
-            signals.publish(deltas, work);
+            let (deltas, work, backlog) = tx.into_effects();
+            signals.publish(deltas, work, backlog);
             batch.into_iter().for_each(|r| r.finish(None));
             epoch
         }

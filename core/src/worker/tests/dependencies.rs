@@ -66,3 +66,78 @@ async fn a_batch_callback_sees_every_outcome_and_output() {
     assert_eq!(outputs, [json!({"part": 0}), json!({"part": 2})]);
     assert_eq!(job(&store, &callback_id).await.status, JobStatus::Completed);
 }
+
+/// A round of `run_due` that finishes a fan-out wider than the bound also
+/// continues the release backlog it left, so the next round claims it all.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_due_round_drains_the_release_backlog_it_left() {
+    let store = store();
+    let root = enqueue(&store, "root", json!([]), EnqueueOptions::new()).await;
+    let width = crate::rules::RELEASE_BATCH + 5;
+    let leaves = (0..width)
+        .map(|i| NewJob::new("leaf", json!([i]), EnqueueOptions::new().after(&root)).unwrap())
+        .collect();
+    store.enqueue_batch(leaves).await.unwrap();
+    let registry = Registry::new()
+        .register_fn("root", |_ctx, _args| async { Ok(()) })
+        .unwrap();
+    let worker = fast(store.clone(), registry).build().unwrap();
+    let round = worker.run_due(10).await.unwrap();
+    assert_eq!(round.totals.claimed, 1);
+    let counts = store.count_snapshot().await.unwrap().counts;
+    assert_eq!(
+        (counts.queued, counts.pending),
+        (width as i64, 0),
+        "every dependent released within the round"
+    );
+    assert_eq!(store.settle_release_backlog(10).await.unwrap().steps, 0);
+}
+
+/// A worker's own report that leaves a release backlog is continued at once,
+/// on the store's backlog signal: with the periodic pass an hour away (and its
+/// first run, at startup, over before the fan-out exists), only the signal can
+/// release the dependents beyond the bound.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_continues_the_backlog_its_report_left_at_once() {
+    let store = store();
+    let warm = enqueue(&store, "warm", json!([]), EnqueueOptions::new()).await;
+    let registry = Registry::new()
+        .register_fn("warm", |_ctx, _args| async { Ok(()) })
+        .unwrap()
+        .register_fn("root", |_ctx, _args| async { Ok(()) })
+        .unwrap()
+        .register_fn("leaf", |_ctx, _args| async { Ok(()) })
+        .unwrap();
+    let worker = fast(store.clone(), registry)
+        .concurrency(8)
+        .recovery_interval(Duration::from_secs(3_600))
+        .build()
+        .unwrap();
+    let mut events = worker.subscribe();
+    let handle = worker.spawn();
+    next_event(&mut events, |e| match e {
+        WorkerEvent::Finished(f) if f.job_id == warm => Some(()),
+        _ => None,
+    })
+    .await;
+
+    // The root and its dependents in one batch: the running worker must not
+    // finish the root before its dependents exist.
+    let root = NewJob::new("root", json!([]), EnqueueOptions::new()).unwrap();
+    let width = crate::rules::RELEASE_BATCH + 5;
+    let leaves = (0..width)
+        .map(|i| NewJob::new("leaf", json!([i]), EnqueueOptions::new().after(root.id())).unwrap());
+    let graph: Vec<NewJob> = std::iter::once(root.clone()).chain(leaves).collect();
+    store.enqueue_batch(graph).await.unwrap();
+    let mut finished = 0;
+    while finished <= width {
+        next_event(&mut events, |e| {
+            matches!(e, WorkerEvent::Finished(_)).then_some(())
+        })
+        .await;
+        finished += 1;
+    }
+    handle.shutdown_and_join().await.unwrap();
+    let counts = store.count_snapshot().await.unwrap().counts;
+    assert_eq!((counts.completed, counts.pending), (width as i64 + 2, 0));
+}

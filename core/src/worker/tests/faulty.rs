@@ -99,6 +99,12 @@ impl WorkerStore for Faulty {
     fn work_signal(&self) -> watch::Receiver<u64> {
         self.inner.work_signal()
     }
+    async fn settle_release_backlog(&self, max_steps: usize) -> Result<BacklogProgress> {
+        self.inner.settle_release_backlog(max_steps).await
+    }
+    fn release_backlog_signal(&self) -> watch::Receiver<u64> {
+        self.inner.release_backlog_signal()
+    }
 }
 
 #[tokio::test]

@@ -70,6 +70,8 @@ mod typed;
 mod worker;
 mod workers;
 mod workflow;
+mod workflow_append;
+mod workflow_graph;
 
 /// Re-exported so that implementing [`JobHandler`], [`JsonHandler`] or the store
 /// traits needs no dependency besides `duraq-core`: write `#[duraq_core::async_trait]`.
@@ -146,3 +148,4 @@ pub use workers::{
 pub use workflow::{
     enqueue_workflow, workflow_steps, Workflow, WorkflowOutcome, WorkflowPlan, BATCH_CALLBACK,
 };
+pub use workflow_append::{append_workflow, WorkflowAppend};

@@ -61,6 +61,7 @@ pub mod schedule_ownership;
 pub mod search;
 pub mod trace_context;
 pub mod workers;
+pub mod workflow_append;
 
 mod suite;
 

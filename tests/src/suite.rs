@@ -192,6 +192,12 @@ macro_rules! store_suite {
                     a_replacement_refuses_dependencies,
                     a_workflow_is_inserted_whole_and_found_by_its_id,
                 ],
+                workflow_append: [
+                    a_step_after_a_completed_step_is_queued_at_once,
+                    a_step_after_an_open_step_waits_until_it_completes,
+                    a_step_after_a_failed_step_follows_its_policy, a_refused_append_writes_nothing,
+                    a_keyed_append_replays_its_ids, two_appends_of_one_step_name_never_both_insert,
+                ],
                 search: [
                     several_statuses_match_any_of_them, each_filter_narrows_alone_and_combined,
                     args_containment_follows_jsonb, error_text_ignores_case,

@@ -41,6 +41,7 @@ mod web;
 mod worker;
 mod workers;
 mod workflows;
+mod workflows_append;
 
 use std::process::ExitCode;
 

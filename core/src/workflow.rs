@@ -10,6 +10,9 @@
 //! workflow's and each step's job id are derived from it), and gives every step
 //! the idempotency key `<key>/<step>`: a retried request replays every step, so
 //! it answers with the ids of the first.
+//!
+//! The graph checks are in `workflow_graph.rs`, shared with
+//! `workflow_append.rs`, which adds steps to a workflow that already exists.
 
 use std::collections::{BTreeMap, HashMap};
 

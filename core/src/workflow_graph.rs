@@ -39,22 +39,31 @@ pub(crate) fn plan_steps(
     let mut index: HashMap<String, usize> = HashMap::with_capacity(specs.len());
     for (i, spec) in specs.iter().enumerate() {
         check_name(&spec.step, ErrorCode::InvalidWorkflow, "a step name")?;
-        if existing.contains_key(&spec.step) || index.insert(spec.step.clone(), i).is_some() {
+        if existing.contains_key(&spec.step) {
             return Err(Error::invalid(
                 ErrorCode::DuplicateStep,
                 format!(
-                    "workflow {workflow_id} would have two steps named {:?}",
+                    "workflow {workflow_id} already has a step named {:?}",
                     spec.step
                 ),
+            ));
+        }
+        if index.insert(spec.step.clone(), i).is_some() {
+            return Err(Error::invalid(
+                ErrorCode::DuplicateStep,
+                format!("two steps are named {:?}", spec.step),
             ));
         }
     }
     let order = topological_order(&specs, &index, existing)?;
     let ids: Vec<String> = specs
         .iter()
-        .map(|spec| match derive_ids {
-            true => step_id(workflow_id, &spec.step),
-            false => spec.job.id().to_owned(),
+        .map(|spec| {
+            if derive_ids {
+                step_id(workflow_id, &spec.step)
+            } else {
+                spec.job.id().to_owned()
+            }
         })
         .collect();
     let mut slots: Vec<Option<StepSpec>> = specs.into_iter().map(Some).collect();

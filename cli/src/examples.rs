@@ -346,6 +346,7 @@ other by step name; a step is pending until the steps it waits for have finished
 
 Examples:
   duraq workflows enqueue onboard.json
+  duraq workflows append 0193a0b0-0000-8000-8000-00000000000a more.json
   duraq workflows show 0193a0b0-0000-8000-8000-00000000000a
   duraq workflows retry 0193a0b0-0000-8000-8000-00000000000a";
 
@@ -377,6 +378,25 @@ States: active (a step not finished), completed (every step completed),
 failed (every step finished, one did not complete). With --json:
 {\"workflows\":[{\"workflowId\",\"state\",\"steps\",\"counts\":{status:n},
 \"createdAtMs\"}],\"next\"}; `next` (or null) is the --before of the next page.";
+
+pub const WORKFLOWS_APPEND: &str = "\
+Examples:
+  duraq workflows append 0193a0b0-0000-8000-8000-00000000000a more.json
+  generate-steps | duraq workflows append 0193a0b0-0000-8000-8000-00000000000a -
+
+FILE:
+  {\"idempotencyKey\": \"add-report\", \"steps\": [
+    {\"step\": \"report\", \"job\": \"build_report\", \"after\": [\"signup\"]},
+    {\"step\": \"mail\", \"job\": \"send_report\", \"after\": [\"report\"]}]}
+
+Steps are those of `workflows enqueue`; \"after\" names new steps or steps the
+workflow already has, whatever their status (a completed one is satisfied at once,
+a failed one cancels the new step unless it runs on failure). Prints
+{\"workflowId\",\"jobs\":{step:jobId},\"replayed\"} for the new steps. Nothing is
+written when W has no step (workflow-not-found), a name is taken (duplicate-step),
+an \"after\" names no step (dependency-not-found) or new steps wait in a circle
+(workflow-cycle). With an idempotencyKey, a second append of the same file replays
+the first one's ids.";
 
 pub const WORKFLOWS_SHOW: &str = "\
 Examples:

@@ -42,6 +42,7 @@ mod worker;
 mod workers;
 mod workflow_list;
 mod workflows;
+mod workflows_append;
 
 use std::process::ExitCode;
 

@@ -10,10 +10,10 @@
 //! graph before the database is opened (`invalid-workflow`, `duplicate-step`,
 //! `dependency-not-found`, `workflow-cycle`: nothing written), inserts every
 //! step in one transaction and prints `{"workflowId", "jobs": {step: jobId},
-//! "replayed"}`.
+//! "replayed"}`. `append W FILE.json` adds steps to W (`workflows_append.rs`).
 
 use std::collections::{BTreeMap, HashMap};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 use clap::Subcommand;
@@ -64,6 +64,15 @@ pub enum WorkflowsCommand {
         /// The workflow id.
         workflow_id: String,
     },
+    /// Add the steps FILE describes (JSON) to workflow W, every one or none;
+    /// they may wait for W's steps by name.
+    #[command(after_long_help = crate::examples::WORKFLOWS_APPEND)]
+    Append {
+        /// The workflow id.
+        workflow_id: String,
+        /// The steps file (`-` reads standard input).
+        file: PathBuf,
+    },
 }
 
 pub async fn run(db: &Database, command: WorkflowsCommand, json: bool) -> Result<()> {
@@ -98,13 +107,7 @@ pub async fn run(db: &Database, command: WorkflowsCommand, json: bool) -> Result
             .await
         }
         WorkflowsCommand::Enqueue { file } => {
-            let text = if file.as_os_str() == "-" {
-                std::io::read_to_string(std::io::stdin()).context("reading standard input")?
-            } else {
-                std::fs::read_to_string(&file)
-                    .with_context(|| format!("reading {}", file.display()))?
-            };
-            let workflow = parse_workflow(&text)?;
+            let workflow = parse_workflow(&read_file(&file)?)?;
             let store = db.open().await?;
             let outcome = crate::db::closing(&store, async {
                 Ok(enqueue_workflow(store.as_ref(), workflow).await?)
@@ -113,6 +116,18 @@ pub async fn run(db: &Database, command: WorkflowsCommand, json: bool) -> Result
             print_json(&serde_json::to_value(outcome)?);
             Ok(())
         }
+        WorkflowsCommand::Append { workflow_id, file } => {
+            crate::workflows_append::run(db, &workflow_id, &read_file(&file)?).await
+        }
+    }
+}
+
+/// The text of a workflow or steps file (`-`: standard input).
+fn read_file(file: &Path) -> Result<String> {
+    if file.as_os_str() == "-" {
+        std::io::read_to_string(std::io::stdin()).context("reading standard input")
+    } else {
+        std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))
     }
 }
 
@@ -232,29 +247,39 @@ pub fn parse_workflow(text: &str) -> Result<Workflow> {
     if let Some(key) = file.idempotency_key {
         workflow = workflow.idempotency_key(key);
     }
-    for (n, mut fields) in file.steps.into_iter().enumerate() {
-        let text_field = |fields: &mut Map<String, Value>, name: &str| match fields.remove(name) {
-            Some(Value::String(s)) => Ok(s),
-            _ => Err(invalid(format!("step {} needs a string {name:?}", n + 1))),
-        };
-        let step = text_field(&mut fields, "step")?;
-        let job = text_field(&mut fields, "job")?;
-        let args = fields.remove("args").unwrap_or(Value::Array(vec![]));
-        let after: Vec<String> = match fields.remove("after") {
-            None => Vec::new(),
-            Some(v) => serde_json::from_value(v).map_err(|_| {
-                invalid(format!("step {step:?}: \"after\" is a list of step names"))
-            })?,
-        };
-        let options: EnqueueOptions = serde_json::from_value(Value::Object(fields))
-            .map_err(|e| invalid(format!("step {step:?}: {e}")))?;
-        let job = NewJob::new(&job, args, options)?;
+    for (n, fields) in file.steps.into_iter().enumerate() {
+        let (step, job, after) = parse_step(n, fields)?;
         workflow = workflow.step_after(step, job, after);
     }
     Ok(workflow)
 }
 
-fn invalid(message: String) -> anyhow::Error {
+/// Step `n` (from 0) of a file: `{"step", "job", "args"?, "after"?: [step…],
+/// "onDependencyFailure"?, and any enqueue option}` → its name, its job and
+/// the steps it waits for.
+pub(crate) fn parse_step(
+    n: usize,
+    mut fields: Map<String, Value>,
+) -> Result<(String, NewJob, Vec<String>)> {
+    let text_field = |fields: &mut Map<String, Value>, name: &str| match fields.remove(name) {
+        Some(Value::String(s)) => Ok(s),
+        _ => Err(invalid(format!("step {} needs a string {name:?}", n + 1))),
+    };
+    let step = text_field(&mut fields, "step")?;
+    let job = text_field(&mut fields, "job")?;
+    let args = fields.remove("args").unwrap_or(Value::Array(vec![]));
+    let after: Vec<String> = match fields.remove("after") {
+        None => Vec::new(),
+        Some(v) => serde_json::from_value(v)
+            .map_err(|_| invalid(format!("step {step:?}: \"after\" is a list of step names")))?,
+    };
+    let options: EnqueueOptions = serde_json::from_value(Value::Object(fields))
+        .map_err(|e| invalid(format!("step {step:?}: {e}")))?;
+    let job = NewJob::new(&job, args, options)?;
+    Ok((step, job, after))
+}
+
+pub(crate) fn invalid(message: String) -> anyhow::Error {
     CliError::new("invalid-workflow", message).into()
 }
 

@@ -1,7 +1,8 @@
 //! `docs/workflows.md` from the command line: `enqueue --after`, the pending
-//! count, `jobs show` of a dependent, `duraq.echo`'s output, and `workflows
-//! enqueue` with its refusals (each writing nothing) and its keyed replay, run
-//! by a real `duraq worker` process on a real SQLite file.
+//! count, `jobs show` of a dependent, `duraq.echo`'s output, `workflows
+//! enqueue` and `workflows append` with their refusals (each writing nothing)
+//! and their keyed replays, run by a real `duraq worker` process on a real
+//! SQLite file.
 
 mod common;
 
@@ -262,4 +263,87 @@ fn workflows_are_listed_in_pages_with_their_state() {
     assert!(human.contains("completed 2"), "{human}");
 
     db.fails(&["workflows", "list", "--limit", "0"], "invalid-limit");
+}
+
+#[test]
+fn steps_are_appended_to_a_workflow_whole_or_not_at_all() {
+    let db = Db::new();
+    let write = |name: &str, text: &str| {
+        let path = db.dir.path().join(name);
+        std::fs::write(&path, text).unwrap();
+        path.display().to_string()
+    };
+    let flow = r#"{"name": "nightly", "steps": [{"step": "export", "job": "duraq.echo"}]}"#;
+    let flow = db.json(&["workflows", "enqueue", &write("flow.json", flow)]);
+    let id = flow["workflowId"].as_str().unwrap();
+    let more = write(
+        "more.json",
+        r#"{"idempotencyKey": "add-report", "steps": [
+            {"step": "mail", "job": "duraq.echo", "after": ["report"], "queue": "mail"},
+            {"step": "report", "job": "duraq.echo", "after": ["export"], "args": ["r"]}
+        ]}"#,
+    );
+    Db::new().fails(&["workflows", "append", id, &more], "database-not-found");
+    for (file, code) in [
+        (
+            r#"{"steps": [{"step": "export", "job": "j"}]}"#,
+            "duplicate-step",
+        ),
+        (
+            r#"{"steps": [{"step": "a", "job": "j"}, {"step": "a", "job": "j"}]}"#,
+            "duplicate-step",
+        ),
+        (
+            r#"{"steps": [{"step": "a", "job": "j"}, {"step": "b", "job": "j", "after": ["ghost"]}]}"#,
+            "dependency-not-found",
+        ),
+        (
+            r#"{"steps": [{"step": "a", "job": "j", "after": ["export", "b"]}, {"step": "b", "job": "j", "after": ["a"]}]}"#,
+            "workflow-cycle",
+        ),
+        (r#"{"steps": []}"#, "invalid-workflow"),
+    ] {
+        db.fails(&["workflows", "append", id, &write("bad.json", file)], code);
+    }
+    db.fails(
+        &["workflows", "append", "no-such-workflow", &more],
+        "workflow-not-found",
+    );
+
+    let added = db.json(&["workflows", "append", id, &more]);
+    assert_eq!(
+        (&added["workflowId"], &added["replayed"]),
+        (&flow["workflowId"], &false.into())
+    );
+    let report = db.job(added["jobs"]["report"].as_str().unwrap());
+    assert_eq!(
+        (&report["status"], &report["step"]),
+        (&"pending".into(), &"report".into())
+    );
+    assert_eq!(report["workflowId"], id);
+    assert_eq!(
+        db.job(added["jobs"]["mail"].as_str().unwrap())["queue"],
+        "mail"
+    );
+    let again = db.json(&["workflows", "append", id, &more]);
+    assert_eq!(
+        (&again["jobs"], &again["replayed"]),
+        (&added["jobs"], &true.into())
+    );
+    assert_eq!(db.counts()["total"], 3, "a replay adds nothing");
+
+    let late = r#"{"steps": [{"step": "late", "job": "duraq.echo", "after": ["export", "mail"]}]}"#;
+    let late = db.json_with_stdin(&["workflows", "append", id, "-"], late);
+    let shown = db.json(&["workflows", "show", id]);
+    assert_eq!(shown["total"], 4);
+    let late_step = shown["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["jobId"] == late["jobs"]["late"])
+        .unwrap();
+    assert_eq!(
+        late_step["dependsOn"],
+        serde_json::json!(["export", "mail"])
+    );
 }

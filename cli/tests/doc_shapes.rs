@@ -225,6 +225,17 @@ fn answers(db: &Db, command: &str) -> Vec<Value> {
                 db.json(&["workflows", "list", "--limit", "1"]),
             ]
         }
+        "workflows append W FILE" => {
+            let file = db.dir.path().join("flow.json");
+            let flow = r#"{"name": "w", "steps": [{"step": "a", "job": "duraq.echo"}]}"#;
+            std::fs::write(&file, flow).unwrap();
+            let flow = db.json(&["workflows", "enqueue", file.to_str().unwrap()]);
+            let more = db.dir.path().join("more.json");
+            let steps = r#"{"steps": [{"step": "b", "job": "duraq.echo", "after": ["a"]}]}"#;
+            std::fs::write(&more, steps).unwrap();
+            let id = flow["workflowId"].as_str().unwrap();
+            vec![db.json(&["workflows", "append", id, more.to_str().unwrap()])]
+        }
         "workflows show W" | "workflows cancel W / retry W" => {
             let file = db.dir.path().join("flow.json");
             std::fs::write(

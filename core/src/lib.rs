@@ -70,6 +70,8 @@ mod typed;
 mod worker;
 mod workers;
 mod workflow;
+mod workflow_append;
+mod workflow_graph;
 mod workflow_list;
 
 /// Re-exported so that implementing [`JobHandler`], [`JsonHandler`] or the store
@@ -147,6 +149,7 @@ pub use workers::{
 pub use workflow::{
     enqueue_workflow, workflow_steps, Workflow, WorkflowOutcome, WorkflowPlan, BATCH_CALLBACK,
 };
+pub use workflow_append::{append_workflow, WorkflowAppend};
 pub use workflow_list::{
     workflow_tally, WorkflowListRequest, WorkflowState, WorkflowSummary, WorkflowTally,
 };

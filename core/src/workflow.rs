@@ -10,19 +10,22 @@
 //! workflow's and each step's job id are derived from it), and gives every step
 //! the idempotency key `<key>/<step>`: a retried request replays every step, so
 //! it answers with the ids of the first.
+//!
+//! The graph checks are in `workflow_graph.rs`, shared with
+//! `workflow_append.rs`, which adds steps to a workflow that already exists.
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap};
 
 use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
 
 use crate::error::{Error, ErrorCode, Result};
-use crate::job::{Dependency, DependencyFailure};
+use crate::job::DependencyFailure;
 use crate::keys::{check_name, IdempotencyKey};
 use crate::options::{new_job_id, NewJob};
 use crate::requests::EnqueueOutcome;
 use crate::search::{JobCursor, JobFilter};
 use crate::store::{Inspect, Producer};
+use crate::workflow_graph::{derived_id, plan_steps, StepSpec};
 use crate::Job;
 
 /// The step name of a batch's callback ([`Workflow::batch`]).
@@ -58,13 +61,6 @@ pub struct Workflow {
     name: String,
     idempotency_key: Option<String>,
     steps: Vec<StepSpec>,
-}
-
-#[derive(Debug)]
-struct StepSpec {
-    step: String,
-    job: NewJob,
-    after: Vec<String>,
 }
 
 /// A checked workflow, ready to insert: its id, its jobs in insertion order
@@ -176,67 +172,18 @@ impl Workflow {
             .as_deref()
             .map(IdempotencyKey::new)
             .transpose()?;
-        let mut index: HashMap<String, usize> = HashMap::with_capacity(self.steps.len());
-        for (i, spec) in self.steps.iter().enumerate() {
-            check_name(&spec.step, ErrorCode::InvalidWorkflow, "a step name")?;
-            if index.insert(spec.step.clone(), i).is_some() {
-                return Err(Error::invalid(
-                    ErrorCode::DuplicateStep,
-                    format!(
-                        "workflow {:?} has two steps named {:?}",
-                        self.name, spec.step
-                    ),
-                ));
-            }
-        }
-        let order = topological_order(&self.steps, &index)?;
         let workflow_id = match &key {
             Some(key) => derived_id(&["workflow", &self.name, key.as_str()]),
             None => new_job_id(),
         };
-        let ids: Vec<String> = self
-            .steps
-            .iter()
-            .map(|spec| match &key {
-                Some(_) => derived_id(&["step", &workflow_id, &spec.step]),
-                None => spec.job.id().to_owned(),
-            })
-            .collect();
-        let mut slots: Vec<Option<StepSpec>> = self.steps.into_iter().map(Some).collect();
-        let mut jobs = Vec::with_capacity(slots.len());
-        let mut steps = BTreeMap::new();
-        for i in order {
-            let spec = slots[i].take().expect("each step is ordered once");
-            let mut job = spec
-                .job
-                .with_id(ids[i].clone())
-                .in_workflow(&workflow_id, &spec.step);
-            if let Some(key) = &key {
-                if job.idempotency_key().is_some() {
-                    return Err(Error::invalid(
-                        ErrorCode::UnsupportedOption,
-                        format!(
-                            "step {:?} has an idempotency key of its own; a keyed workflow keys its steps",
-                            spec.step
-                        ),
-                    ));
-                }
-                job = job.with_idempotency_key(IdempotencyKey::new(format!(
-                    "{}/{}",
-                    key.as_str(),
-                    spec.step
-                ))?);
-            }
-            let policy = job.dependency_policy();
-            for dep in &spec.after {
-                job.add_dependency(Dependency {
-                    job_id: ids[index[dep.as_str()]].clone(),
-                    on_failure: policy,
-                });
-            }
-            steps.insert(spec.step, job.id().to_owned());
-            jobs.push(job);
-        }
+        let derive_ids = key.is_some();
+        let (jobs, steps) = plan_steps(
+            &workflow_id,
+            key.as_ref(),
+            self.steps,
+            &HashMap::new(),
+            derive_ids,
+        )?;
         Ok(WorkflowPlan {
             workflow_id,
             jobs,
@@ -245,71 +192,10 @@ impl Workflow {
     }
 }
 
-/// The steps in an order where each comes after every step it waits for
-/// (Kahn's algorithm, ties in the order given), or the error naming what is
-/// wrong: an unknown step (`dependency-not-found`) or a cycle.
-fn topological_order(steps: &[StepSpec], index: &HashMap<String, usize>) -> Result<Vec<usize>> {
-    let mut waiting = vec![0usize; steps.len()];
-    let mut dependents: Vec<Vec<usize>> = vec![Vec::new(); steps.len()];
-    for (i, spec) in steps.iter().enumerate() {
-        let mut seen = std::collections::HashSet::new();
-        for dep in &spec.after {
-            let Some(&d) = index.get(dep.as_str()) else {
-                return Err(Error::invalid(
-                    ErrorCode::DependencyNotFound,
-                    format!(
-                        "step {:?} waits for {dep:?}, which is no step of the workflow",
-                        spec.step
-                    ),
-                ));
-            };
-            if seen.insert(d) {
-                waiting[i] += 1;
-                dependents[d].push(i);
-            }
-        }
-    }
-    let mut ready: VecDeque<usize> = (0..steps.len()).filter(|i| waiting[*i] == 0).collect();
-    let mut order = Vec::with_capacity(steps.len());
-    while let Some(i) = ready.pop_front() {
-        order.push(i);
-        for &d in &dependents[i] {
-            waiting[d] -= 1;
-            if waiting[d] == 0 {
-                ready.push_back(d);
-            }
-        }
-    }
-    if order.len() < steps.len() {
-        let stuck: Vec<&str> = (0..steps.len())
-            .filter(|i| waiting[*i] > 0)
-            .map(|i| steps[i].step.as_str())
-            .collect();
-        return Err(Error::invalid(
-            ErrorCode::WorkflowCycle,
-            format!("steps {stuck:?} wait for each other in a circle"),
-        ));
-    }
-    Ok(order)
-}
-
-/// A UUID (version 8, RFC 9562's custom layout) from the SHA-256 of `parts`.
-fn derived_id(parts: &[&str]) -> String {
-    let mut hasher = Sha256::new();
-    for part in parts {
-        hasher.update(part.as_bytes());
-        hasher.update([0]);
-    }
-    let digest = hasher.finalize();
-    let mut bytes = [0u8; 16];
-    bytes.copy_from_slice(&digest[..16]);
-    uuid::Uuid::new_v8(bytes).to_string()
-}
-
 /// Every step of workflow `workflow_id`, oldest first, read in pages of the
 /// store's search (`JobFilter::workflow_id`); `workflow-not-found` when no job
 /// carries the id. What `duraq workflows` and the dashboard's workflow page show.
-pub async fn workflow_steps(store: &dyn Inspect, workflow_id: &str) -> Result<Vec<Job>> {
+pub async fn workflow_steps<S: Inspect + ?Sized>(store: &S, workflow_id: &str) -> Result<Vec<Job>> {
     const PAGE: usize = 500;
     let mut filter = JobFilter {
         workflow_id: Some(workflow_id.to_owned()),

@@ -62,6 +62,7 @@ pub mod schedule_ownership;
 pub mod search;
 pub mod trace_context;
 pub mod workers;
+pub mod workflow_append;
 pub mod workflow_list;
 
 mod suite;

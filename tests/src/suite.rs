@@ -203,6 +203,12 @@ macro_rules! store_suite {
                     workflows_are_listed_in_pages_largest_id_first,
                     a_summary_counts_steps_per_status_and_names_the_state,
                 ],
+                workflow_append: [
+                    a_step_after_a_completed_step_is_queued_at_once,
+                    a_step_after_an_open_step_waits_until_it_completes,
+                    a_step_after_a_failed_step_follows_its_policy, a_refused_append_writes_nothing,
+                    a_keyed_append_replays_its_ids, two_appends_of_one_step_name_never_both_insert,
+                ],
                 search: [
                     several_statuses_match_any_of_them, each_filter_narrows_alone_and_combined,
                     args_containment_follows_jsonb, error_text_ignores_case,

@@ -85,6 +85,28 @@ impl Db {
         }
     }
 
+    /// Runs a command that must succeed with `--json`, `stdin` on its standard
+    /// input, and returns its one JSON object.
+    pub fn json_with_stdin(&self, args: &[&str], stdin: &str) -> Value {
+        let mut child = Command::new(bin())
+            .arg("--database")
+            .arg(self.url())
+            .args(args)
+            .arg("--json")
+            .env_remove("DURAQ_DATABASE_URL")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("run duraq");
+        let mut input = child.stdin.take().expect("stdin");
+        std::io::Write::write_all(&mut input, stdin.as_bytes()).expect("write stdin");
+        drop(input);
+        let out = child.wait_with_output().expect("wait for duraq");
+        assert!(out.status.success(), "duraq {args:?}: {out:?}");
+        parse_one(&out.stdout)
+    }
+
     /// The `counts --json` snapshot.
     pub fn counts(&self) -> Value {
         self.json(&["counts"])

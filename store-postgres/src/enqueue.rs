@@ -51,6 +51,9 @@ pub(crate) async fn enqueue_one(tx: &mut Tx<'_>, job: &NewJob) -> Result<Enqueue
         }
     }
     register_limits(tx, job).await?;
+    // The operation key is one of core's checks (step 3), decided before the
+    // dependencies are read, as every store does.
+    insert_operation(tx, job).await?;
     if let Some(scope) = &scope {
         let inserted = tx
             .db
@@ -88,7 +91,6 @@ pub(crate) async fn enqueue_one(tx: &mut Tx<'_>, job: &NewJob) -> Result<Enqueue
             )
             .await?;
     }
-    insert_operation(tx, job).await?;
     tx.change.added(&row.queue, row.status);
     tx.work |= row.status == JobStatus::Queued;
     Ok(EnqueueOutcome::Created(row.id))

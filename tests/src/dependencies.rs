@@ -10,7 +10,7 @@ use duraq_core::{
 };
 use serde_json::json;
 
-use crate::harness::{expect_invalid, job, key, Harness};
+use crate::harness::{expect_conflict, expect_invalid, job, key, Harness};
 
 fn after(ids: &[&str]) -> EnqueueOptions {
     ids.iter()
@@ -154,6 +154,47 @@ pub async fn an_unknown_dependency_writes_nothing(h: &Harness) {
         ErrorCode::DependencyNotFound,
     );
     h.assert_unchanged(&before, "refused dependencies").await;
+}
+
+/// Core's enqueue order: the checks (a cap, a rate, an operation key) come
+/// before the dependencies are read, so a job failing both answers the
+/// check's error on every store (found by the model suite on PostgreSQL).
+pub async fn the_checks_come_before_the_dependencies(h: &Harness) {
+    let op = || duraq_core::NewOperation {
+        key: "op-1".into(),
+        data: json!({}),
+    };
+    let keyed = |k: &str| EnqueueOptions::new().idempotency_key(k);
+    let owner = job("a", json!([]), keyed("k1"))
+        .with_operation(op())
+        .unwrap();
+    h.store.enqueue(owner).await.unwrap();
+    let before = h.state().await;
+    let missing = "0190a0b0-0000-7000-8000-000000000000";
+    let late = job("b", json!([]), keyed("k2").after(missing))
+        .with_operation(op())
+        .unwrap();
+    expect_conflict(h.store.enqueue(late).await, ErrorCode::IdempotencyConflict);
+    let in_batch = vec![
+        job("c", json!([]), keyed("k3"))
+            .with_operation(duraq_core::NewOperation {
+                key: "op-2".into(),
+                data: json!({}),
+            })
+            .unwrap(),
+        job("d", json!([]), keyed("k4").after(missing))
+            .with_operation(duraq_core::NewOperation {
+                key: "op-2".into(),
+                data: json!({}),
+            })
+            .unwrap(),
+    ];
+    expect_conflict(
+        h.store.enqueue_batch(in_batch).await,
+        ErrorCode::IdempotencyConflict,
+    );
+    h.assert_unchanged(&before, "refused on a taken operation key")
+        .await;
 }
 
 pub async fn a_batch_may_depend_on_its_own_earlier_jobs(h: &Harness) {

@@ -188,7 +188,7 @@ macro_rules! store_suite {
                     the_release_is_part_of_the_completing_mutation,
                     a_release_keeps_a_later_own_due_time,
                     a_completed_dependency_is_satisfied_at_once,
-                    an_unknown_dependency_writes_nothing, a_batch_may_depend_on_its_own_earlier_jobs,
+                    an_unknown_dependency_writes_nothing, a_batch_may_depend_on_its_own_earlier_jobs, the_checks_come_before_the_dependencies,
                     a_run_of_waiting_jobs_is_judged_in_batch_order,
                     a_failure_cancels_down_the_graph, the_run_policy_releases_after_a_failure,
                     orphaned_and_cancelled_dependencies_end_their_edges_too,

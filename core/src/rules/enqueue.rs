@@ -11,8 +11,10 @@
 //! 3. **Checks.** The job's concurrency key and rate key, if registered, must
 //!    have been registered with the same limits ([`check_cap`],
 //!    [`crate::RateLimit::check_registered`]); its operation key must be free
-//!    ([`operation_key_taken`]). The first failing check is the error, and the
-//!    transaction is rolled back: nothing is written.
+//!    ([`operation_key_taken`]). Only then are the dependencies read
+//!    ([`crate::rules::start_of`]: `dependency-not-found`). The first failing
+//!    check is the error, and the transaction is rolled back: nothing is
+//!    written.
 //! 4. **Insert.** The row ([`crate::transitions::new_job_row`]), the key
 //!    registrations of first use, the scope row and the operation row.
 //!

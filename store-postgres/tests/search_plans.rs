@@ -119,7 +119,9 @@ mod postgres {
     async fn a_workflow_page_reads_the_workflow_index_only() {
         let s = schema();
         let store = open(&s).await.unwrap();
-        let plain = (0..3_000).map(|_| job("j", EnqueueOptions::new())).collect();
+        let plain = (0..3_000)
+            .map(|_| job("j", EnqueueOptions::new()))
+            .collect();
         store.enqueue_batch(plain).await.unwrap();
         for n in 0..20 {
             let flow = duraq_core::Workflow::new("w")

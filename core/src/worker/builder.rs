@@ -53,7 +53,9 @@ pub enum PrefetchPolicy {
     /// that comes back short means the queue ran dry: the allowance drops to 0
     /// at once, so a worker that keeps up with its queue holds no job it is
     /// not running, and the jobs of a short burst are not locked away from
-    /// other workers. `Adaptive { max: 0 }` is `Fixed(0)`.
+    /// other workers. While the allowance is 0 the worker works exactly as
+    /// with `Fixed(0)` (its store calls one at a time); `Adaptive { max: 0 }`
+    /// is `Fixed(0)`.
     Adaptive {
         /// The most jobs held beyond the slots (at most [`MAX_PREFETCH`]).
         max: usize,

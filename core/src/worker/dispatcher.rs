@@ -31,9 +31,12 @@
 //! at once; with prefetch the rest wait there, and an attempt that ends hands
 //! its slot to the next one itself.
 //!
-//! Store calls follow the ledger's [`CallMode`]: with `prefetch(0)` one at a
-//! time, awaited in this loop; when the policy may claim ahead (the adaptive
-//! default, or a fixed prefetch) up to two, each on a task of its
+//! Store calls follow the ledger's [`CallMode`], which follows the allowance
+//! of the moment: while the worker may hold nothing beyond its slots
+//! (`prefetch(0)`, or the adaptive default with no backlog of short jobs) one
+//! at a time, awaited in this loop, exactly as a worker without prefetch; while
+//! it may hold jobs ahead (a fixed prefetch, or the adaptive allowance above
+//! 0) up to two, each on a task of its
 //! own ([`super::calls`]), while attempts go on running and their reports
 //! queue up for the next batch, so under a backlog the batches (and their
 //! refills) grow with the store's commit time by themselves; with no backlog a

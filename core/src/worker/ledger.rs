@@ -51,34 +51,28 @@ pub(crate) const MAX_REPORT_BATCH: usize = 256;
 /// Store calls in flight at once in [`CallMode::Overlapped`].
 const MAX_OVERLAPPED_CALLS: usize = 2;
 
-/// How the dispatcher makes its store calls (reports and claims).
+/// How the dispatcher makes its store calls (reports and claims). It follows
+/// the allowance of the moment ([`Ledger::mode`]): a worker that may hold
+/// nothing beyond its slots (`prefetch(0)`, or an adaptive one while its
+/// allowance is 0) calls inline; one that may hold jobs ahead, overlapped.
+/// Only a call's end changes the allowance, so when an adaptive worker drops
+/// back to inline at most one call (the other of the pair) is still in
+/// flight, which the inline bound allows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum CallMode {
-    /// Without prefetch: one call at a time, awaited in the dispatcher's loop,
-    /// so there is no task hop between a claim and its jobs' start, and a report
-    /// batch waits briefly for the attempts still running to join it. A second
-    /// call would only split the batch the first one makes.
+    /// Without jobs ahead: one call at a time, awaited in the dispatcher's
+    /// loop, so there is no task hop between a claim and its jobs' start, and a
+    /// report batch waits briefly for the attempts still running to join it. A
+    /// second call would only split the batch the first one makes.
     Inline,
-    /// With prefetch: up to two calls at once, each on a task of its own. Jobs
-    /// claimed ahead keep the slots busy while a batch commits, so the batches
-    /// form by themselves and the next one runs its statements while the
-    /// previous one commits.
+    /// With jobs ahead: up to two calls at once, each on a task of its own.
+    /// Jobs claimed ahead keep the slots busy while a batch commits, so the
+    /// batches form by themselves and the next one runs its statements while
+    /// the previous one commits.
     Overlapped,
 }
 
 impl CallMode {
-    /// The mode a worker with `prefetch` uses: inline when it never claims
-    /// ahead, overlapped when it may (an adaptive worker stays overlapped while
-    /// its allowance is 0: switching modes with calls in flight would break the
-    /// one-call bound, and with no backlog a claim is made at once either way).
-    pub(crate) fn for_prefetch(prefetch: PrefetchPolicy) -> Self {
-        if prefetch.max() == 0 {
-            Self::Inline
-        } else {
-            Self::Overlapped
-        }
-    }
-
     /// Reports and claims in flight at once.
     pub(crate) fn max_calls(self) -> usize {
         match self {
@@ -207,7 +201,6 @@ pub(crate) struct Ledger<S> {
     slots: usize,
     /// How many jobs may be held beyond the slots now.
     ahead: Ahead,
-    mode: CallMode,
     phase: Phase,
     held: HashMap<String, Held<S>>,
     /// Finished attempts whose report is not yet sent, in order.
@@ -234,7 +227,6 @@ impl<S> Ledger<S> {
         Self {
             slots,
             ahead: Ahead::new(slots, prefetch),
-            mode: CallMode::for_prefetch(prefetch),
             phase: Phase::Running,
             held: HashMap::new(),
             pending: Vec::new(),
@@ -247,8 +239,14 @@ impl<S> Ledger<S> {
         }
     }
 
+    /// How store calls are made now: inline while nothing may be held beyond
+    /// the slots, overlapped while jobs may be held ahead.
     pub(crate) fn mode(&self) -> CallMode {
-        self.mode
+        if self.ahead.now() == 0 {
+            CallMode::Inline
+        } else {
+            CallMode::Overlapped
+        }
     }
 
     /// The most jobs that may be held now: the slots plus the allowance.
@@ -297,7 +295,7 @@ impl<S> Ledger<S> {
 
     /// Whether another report or claim may be sent now.
     pub(crate) fn may_call(&self) -> bool {
-        self.calls < self.mode.max_calls()
+        self.calls < self.mode().max_calls()
     }
 
     /// Whether a plain claim is allowed now (running, and a slot free).
@@ -547,10 +545,10 @@ impl<S> Ledger<S> {
             self.reporting,
             self.overdraft,
         );
-        if self.mode == CallMode::Inline {
+        if self.ahead.max() == 0 {
             assert_eq!(self.overdraft, 0, "one call at a time never overdraws");
         }
-        assert!(self.calls <= self.mode.max_calls());
+        assert!(self.calls <= self.mode().max_calls());
         assert!(self.ahead.now() <= self.ahead.max());
         let mut ids = std::collections::HashSet::new();
         for r in &self.pending {

@@ -311,8 +311,8 @@ fn the_adaptive_allowance_grows_only_while_a_quarter_of_what_is_held_turns_over(
 #[test]
 fn an_adaptive_worker_claims_ahead_only_under_a_backlog_of_fast_jobs() {
     let mut ledger = Ledger::<()>::new(2, PrefetchPolicy::Adaptive { max: 6 });
-    assert_eq!(ledger.mode(), CallMode::Overlapped);
-    // Idle at first: a claim asks for the slots alone.
+    // Idle at first: a claim asks for the slots alone, inline.
+    assert_eq!(ledger.mode(), CallMode::Inline);
     let asked = ledger.begin_claim();
     assert_eq!(asked, 2);
     ledger.claim_done(asked);
@@ -327,6 +327,11 @@ fn an_adaptive_worker_claims_ahead_only_under_a_backlog_of_fast_jobs() {
     ledger.report_done(batch, refill, &[true; 2]);
     let mut held = hold(&mut ledger, jobs(2, 2), refill);
     assert_eq!((ledger.ahead(), ledger.free()), (2, 2));
+    assert_eq!(
+        ledger.mode(),
+        CallMode::Overlapped,
+        "jobs ahead: overlapped"
+    );
     // One more ends: a quarter of the slots, so the next full claim doubles.
     ledger.received(report(&held[0]));
     let asked = ledger.begin_claim();
@@ -351,6 +356,11 @@ fn an_adaptive_worker_claims_ahead_only_under_a_backlog_of_fast_jobs() {
     ledger.report_done(batch, refill, &[true; 2]);
     hold(&mut ledger, jobs(8, 1), refill);
     assert_eq!((ledger.ahead(), ledger.held(), ledger.free()), (0, 5, 0));
+    assert_eq!(
+        ledger.mode(),
+        CallMode::Inline,
+        "nothing ahead: inline again"
+    );
     for j in &held[2..5] {
         ledger.received(report(j));
     }
@@ -366,6 +376,36 @@ fn an_adaptive_worker_claims_ahead_only_under_a_backlog_of_fast_jobs() {
     let (batch, refill) = ledger.begin_report(true);
     ledger.report_done(batch, refill, &[true]);
     assert_eq!((ledger.held(), ledger.free()), (1, 1));
+    ledger.check_invariants();
+}
+
+#[test]
+fn an_adaptive_worker_back_to_inline_waits_for_the_call_still_in_flight() {
+    let mut ledger = Ledger::<()>::new(2, PrefetchPolicy::Adaptive { max: 4 });
+    let asked = ledger.begin_claim();
+    ledger.claim_done(asked);
+    let first = hold(&mut ledger, jobs(0, 2), asked);
+    ledger.received(report(&first[0]));
+    let (batch, refill) = ledger.begin_report(true);
+    ledger.report_done(batch, refill, &[true]);
+    let second = hold(&mut ledger, jobs(2, refill), refill);
+    assert_eq!(ledger.mode(), CallMode::Overlapped);
+    // Two calls in flight: a report (without a refill here) and a claim.
+    ledger.received(report(&first[1]));
+    ledger.received(report(&second[0]));
+    let (batch, report_refill) = ledger.begin_report(false);
+    let asked = ledger.begin_claim();
+    assert_eq!(asked, 4);
+    assert!(!ledger.may_call());
+    // The claim comes back short: inline again, and the report still in
+    // flight is the one call inline allows.
+    ledger.claim_done(asked);
+    hold(&mut ledger, Vec::new(), asked);
+    assert_eq!(ledger.mode(), CallMode::Inline);
+    assert!(!ledger.may_call(), "the report still in flight");
+    ledger.check_invariants();
+    ledger.report_done(batch, report_refill, &[true, true]);
+    assert!(ledger.may_call());
     ledger.check_invariants();
 }
 

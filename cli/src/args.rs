@@ -364,12 +364,15 @@ pub struct WorkerArgs {
     /// Jobs this worker runs at once.
     #[arg(long, value_name = "N", default_value_t = 10)]
     pub concurrency: usize,
-    /// Claim up to N jobs more than `--concurrency`, to wait in this worker for
-    /// a free slot (0 to 10000; default 0). Faster drains of many short jobs,
-    /// at a price: a waiting job counts as running (`handed_off`) on this
-    /// worker. At shutdown the waiting jobs go back to the queue unstarted.
-    #[arg(long, value_name = "N", default_value_t = 0)]
-    pub prefetch: usize,
+    /// Jobs claimed beyond `--concurrency`, to wait in this worker for a free
+    /// slot: `auto` (the default) claims ahead only while the queue has a
+    /// backlog of jobs that end quickly, up to 500 (`auto:N`: up to N), and
+    /// none once a claim finds the queue dry; `N` (0 to 10000) always up to N;
+    /// `0` never. Faster drains of many short jobs, at a price: a waiting job
+    /// counts as running (`handed_off`) on this worker. At shutdown the waiting
+    /// jobs go back to the queue unstarted. Long jobs: use 0.
+    #[arg(long, value_name = "N|auto|auto:N", default_value = "auto")]
+    pub prefetch: String,
     /// Recover the leases of workers silent for this long (their jobs run again).
     #[arg(long, value_name = "DURATION", default_value = "60s")]
     pub stale_after: String,

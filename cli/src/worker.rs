@@ -7,7 +7,7 @@
 //! `--schedule FILE` adds the periodic jobs a file declares (`schedule_file.rs`).
 
 use anyhow::Result;
-use duraq_core::{QueueConfig, Registry, Worker};
+use duraq_core::{PrefetchPolicy, QueueConfig, Registry, Worker, MAX_PREFETCH};
 use serde_json::json;
 
 use crate::args::WorkerArgs;
@@ -39,6 +39,32 @@ async fn first_signal_then_force(mut signals: Signals, json: bool) {
 const MAX_CONCURRENCY: usize = (u32::MAX >> 4) as usize;
 
 /// Parses `--queue-cap name=N`.
+/// `--prefetch`: `N` (fixed, 0 to [`MAX_PREFETCH`]), `auto` (adaptive up to
+/// the default cap) or `auto:N` (adaptive up to N).
+fn prefetch_policy(raw: &str) -> Result<PrefetchPolicy, CliError> {
+    let bad = |message: String| CliError::new("invalid-worker-config", message);
+    let number = |text: &str| match text.trim().parse::<usize>() {
+        Ok(n) if n <= MAX_PREFETCH => Ok(n),
+        Ok(_) => Err(bad("--prefetch must be from 0 to 10,000".into())),
+        Err(_) => Err(bad(format!(
+            "--prefetch takes N (0 to 10,000), auto or auto:N, not {raw:?}"
+        ))),
+    };
+    let text = raw.trim();
+    if text.eq_ignore_ascii_case("auto") {
+        return Ok(PrefetchPolicy::default());
+    }
+    match text.split_once(':') {
+        Some((auto, max)) if auto.trim().eq_ignore_ascii_case("auto") => {
+            Ok(PrefetchPolicy::Adaptive { max: number(max)? })
+        }
+        Some(_) => Err(bad(format!(
+            "--prefetch takes N (0 to 10,000), auto or auto:N, not {raw:?}"
+        ))),
+        None => Ok(PrefetchPolicy::Fixed(number(text)?)),
+    }
+}
+
 fn queue_cap(raw: &str) -> Result<(String, i64), CliError> {
     let bad = || {
         CliError::new(
@@ -68,9 +94,7 @@ pub async fn run(db: &Database, a: WorkerArgs, json: bool) -> Result<()> {
     if a.concurrency == 0 || a.concurrency > MAX_CONCURRENCY {
         return Err(bad_config("--concurrency must be from 1 to 268,435,455").into());
     }
-    if a.prefetch > duraq_core::MAX_PREFETCH {
-        return Err(bad_config("--prefetch must be from 0 to 10,000").into());
-    }
+    let prefetch = prefetch_policy(&a.prefetch)?;
     if ms(stale_after) < duraq_core::MIN_STALE_AFTER {
         return Err(bad_config("--stale-after must be at least 1s").into());
     }
@@ -101,7 +125,7 @@ pub async fn run(db: &Database, a: WorkerArgs, json: bool) -> Result<()> {
     let store = db.open_listening().await?;
     let mut builder = Worker::builder(store.clone(), registry)
         .concurrency(a.concurrency)
-        .prefetch(a.prefetch)
+        .prefetch_policy(prefetch)
         .stale_after(ms(stale_after))
         .drain_timeout(ms(drain_timeout))
         .cancel_grace(ms(cancel_grace));
@@ -224,6 +248,22 @@ mod tests {
             stop_line(&Default::default()),
             "0 jobs claimed, 0 completed"
         );
+    }
+
+    #[test]
+    fn parses_the_prefetch_policy() {
+        assert_eq!(prefetch_policy("auto").unwrap(), PrefetchPolicy::default());
+        assert_eq!(
+            prefetch_policy("auto:20").unwrap(),
+            PrefetchPolicy::Adaptive { max: 20 }
+        );
+        assert_eq!(prefetch_policy("0").unwrap(), PrefetchPolicy::Fixed(0));
+        assert_eq!(prefetch_policy("100").unwrap(), PrefetchPolicy::Fixed(100));
+        for bad in ["10001", "auto:10001", "-1", "auto:", "many", "fixed:3", ""] {
+            let e = prefetch_policy(bad).unwrap_err();
+            assert_eq!(e.code, "invalid-worker-config", "{bad}");
+            assert!(e.message.contains("--prefetch"), "{bad}: {}", e.message);
+        }
     }
 
     #[test]

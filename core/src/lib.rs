@@ -137,10 +137,11 @@ pub use typed::JobArgs;
 pub use worker::DueRun;
 pub use worker::{
     CronSchedule, JobContext, JobError, JobFinished, JobHandler, JobResult, JobStarted,
-    JsonHandler, PeriodicJob, PeriodicSchedule, Registry, RetentionPolicy, Worker, WorkerBuilder,
-    WorkerError, WorkerEvent, WorkerHandle, WorkerReport, DEFAULT_CANCEL_GRACE,
-    DEFAULT_CONCURRENCY, DEFAULT_DRAIN_TIMEOUT, DEFAULT_JOB_TIMEOUT, DEFAULT_LEASE_CHECK_INTERVAL,
-    DEFAULT_POLL_INTERVAL, DEFAULT_STALE_AFTER, EVENT_CAPACITY, MAX_PREFETCH, MIN_STALE_AFTER,
+    JsonHandler, PeriodicJob, PeriodicSchedule, PrefetchPolicy, Registry, RetentionPolicy, Worker,
+    WorkerBuilder, WorkerError, WorkerEvent, WorkerHandle, WorkerReport, DEFAULT_ADAPTIVE_PREFETCH,
+    DEFAULT_CANCEL_GRACE, DEFAULT_CONCURRENCY, DEFAULT_DRAIN_TIMEOUT, DEFAULT_JOB_TIMEOUT,
+    DEFAULT_LEASE_CHECK_INTERVAL, DEFAULT_POLL_INTERVAL, DEFAULT_STALE_AFTER, EVENT_CAPACITY,
+    MAX_PREFETCH, MIN_STALE_AFTER,
 };
 pub use workers::{
     unhandled_groups, worker_forget_cutoff_ms, DueJobGroup, RunningJob, WorkerInfo, WorkerRecord,

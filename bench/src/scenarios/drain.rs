@@ -13,7 +13,7 @@
 use std::time::{Duration, Instant};
 
 use anyhow::{ensure, Result};
-use duraq_core::{EnqueueOptions, JobError, JobStatus, NewJob, Registry, Worker};
+use duraq_core::{EnqueueOptions, JobError, JobStatus, NewJob, PrefetchPolicy, Registry, Worker};
 use serde_json::json;
 
 use super::{rate, wait_completed, Figure, Sizes};
@@ -124,22 +124,22 @@ pub async fn drain_saturated_key(target: &Target, sizes: Sizes) -> Result<Vec<Fi
 /// `local_queue` size in issue 18's peer comparison).
 pub const PREFETCH: usize = 100;
 
-/// In-process drain: one `Worker` with `slots` slots (and `prefetch` jobs
-/// claimed ahead) in this process (the producer's, as an application embedding
-/// duraq runs it) drains 10,000 no-op jobs (2,000 with `--quick`) enqueued in
-/// batches beforehand. The clock runs from the worker's start to the count
-/// snapshot showing every job completed.
+/// In-process drain: one `Worker` with `slots` slots (and `prefetch`: `None`
+/// for the builder's default, the adaptive prefetch) in this process (the
+/// producer's, as an application embedding duraq runs it) drains 10,000 no-op
+/// jobs (2,000 with `--quick`) enqueued in batches beforehand. The clock runs
+/// from the worker's start to the count snapshot showing every job completed.
 pub async fn drain_in_process(
     target: &Target,
     sizes: Sizes,
     slots: usize,
-    prefetch: usize,
+    prefetch: Option<PrefetchPolicy>,
 ) -> Result<Vec<Figure>> {
     let jobs = sizes.drain_in_process;
     let timed = enqueue_and_drain_in_process(target, jobs, slots, prefetch, 0).await?;
     let name = match prefetch {
-        0 => format!("drain_inproc_{slots}slots"),
-        p => format!("drain_inproc_{slots}slots_prefetch{p}"),
+        None => format!("drain_inproc_{slots}slots"),
+        Some(p) => format!("drain_inproc_{slots}slots_prefetch{}", p.max()),
     };
     Ok(vec![Figure::new(name, rate(jobs, timed.drain), "jobs/s")])
 }
@@ -153,7 +153,8 @@ pub struct InProcessDrain {
 }
 
 /// The body of the in-process drains: opens `target`, enqueues `jobs` no-op jobs
-/// in batches of 1,000, runs one in-process `Worker` (`slots`, `prefetch`) until
+/// in batches of 1,000, runs one in-process `Worker` (`slots`, `prefetch`, `None`
+/// for the default) until
 /// the count snapshot shows them all completed, stops it and closes the store.
 /// `history` is how many completed jobs the store already holds (the snapshot
 /// counts them too); the worker must complete exactly `jobs`.
@@ -161,7 +162,7 @@ pub async fn enqueue_and_drain_in_process(
     target: &Target,
     jobs: usize,
     slots: usize,
-    prefetch: usize,
+    prefetch: Option<PrefetchPolicy>,
     history: usize,
 ) -> Result<InProcessDrain> {
     let store = target.open().await?;
@@ -172,10 +173,11 @@ pub async fn enqueue_and_drain_in_process(
         .register_fn(crate::JOB, |_ctx, _args: serde_json::Value| async {
             Ok::<(), JobError>(())
         })?;
-    let worker = Worker::builder(store.clone(), registry)
-        .concurrency(slots)
-        .prefetch(prefetch)
-        .build()?;
+    let mut builder = Worker::builder(store.clone(), registry).concurrency(slots);
+    if let Some(policy) = prefetch {
+        builder = builder.prefetch_policy(policy);
+    }
+    let worker = builder.build()?;
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
     let started = Instant::now();
     let running = tokio::spawn(worker.run(async {

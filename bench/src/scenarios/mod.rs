@@ -35,7 +35,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Result};
-use duraq_core::{JobStatus, Store};
+use duraq_core::{JobStatus, PrefetchPolicy, Store};
 use serde_json::json;
 
 use crate::args::Args;
@@ -135,6 +135,7 @@ const ALL: &[&str] = &[
     "drain-inproc-10",
     "drain-inproc-64",
     "drain-inproc-10-prefetch",
+    "drain-inproc-10-prefetch0",
     "drain-inproc-64-prefetch",
     "drain-retained",
     "fan-out",
@@ -223,13 +224,18 @@ async fn run_one(scenario: &str, target: &Target, sizes: Sizes) -> Result<Vec<Fi
         "drain-1w" => drain::drain(target, sizes, 1).await,
         "drain-4w" => drain::drain(target, sizes, 4).await,
         "drain-saturated-key" => drain::drain_saturated_key(target, sizes).await,
-        "drain-inproc-10" => drain::drain_in_process(target, sizes, 10, 0).await,
-        "drain-inproc-64" => drain::drain_in_process(target, sizes, 64, 0).await,
+        "drain-inproc-10" => drain::drain_in_process(target, sizes, 10, None).await,
+        "drain-inproc-64" => drain::drain_in_process(target, sizes, 64, None).await,
+        "drain-inproc-10-prefetch0" => {
+            drain::drain_in_process(target, sizes, 10, Some(PrefetchPolicy::Fixed(0))).await
+        }
         "drain-inproc-10-prefetch" => {
-            drain::drain_in_process(target, sizes, 10, drain::PREFETCH).await
+            let prefetch = PrefetchPolicy::Fixed(drain::PREFETCH);
+            drain::drain_in_process(target, sizes, 10, Some(prefetch)).await
         }
         "drain-inproc-64-prefetch" => {
-            drain::drain_in_process(target, sizes, 64, drain::PREFETCH).await
+            let prefetch = PrefetchPolicy::Fixed(drain::PREFETCH);
+            drain::drain_in_process(target, sizes, 64, Some(prefetch)).await
         }
         "drain-retained" => retained::drain_retained(target, sizes).await,
         "fan-out" => dependencies::fan_out(target, sizes).await,

@@ -6,7 +6,9 @@
 //! `retained` completed jobs (1,000,000; 2,000 with `--quick`), so the report
 //! shows each pair side by side with its ratio:
 //!
-//! - the in-process 10-slot drain of 10,000 jobs (`drain-inproc-10`'s shape),
+//! - the in-process 10-slot drain of 10,000 jobs without prefetch
+//!   (`drain-inproc-10-prefetch0`'s shape: the store's cost, not the worker's
+//!   claiming ahead),
 //! - one-by-one enqueue (`enqueue-one`'s shape and size),
 //! - batch enqueue (`enqueue-batch`'s shape and size).
 //!
@@ -23,6 +25,7 @@
 use std::time::{Duration, Instant};
 
 use anyhow::Result;
+use duraq_core::PrefetchPolicy;
 
 use super::drain::{enqueue_and_drain_in_process, PREFETCH};
 use super::{rate, Figure, Sizes};
@@ -42,7 +45,14 @@ pub async fn drain_retained(target: &Target, sizes: Sizes) -> Result<Vec<Figure>
 }
 
 async fn pairs(lived: &Target, empty: &Target, sizes: Sizes) -> Result<Vec<Figure>> {
-    let fill = enqueue_and_drain_in_process(lived, sizes.retained, 10, PREFETCH, 0).await?;
+    let fill = enqueue_and_drain_in_process(
+        lived,
+        sizes.retained,
+        10,
+        Some(PrefetchPolicy::Fixed(PREFETCH)),
+        0,
+    )
+    .await?;
     tokio::time::sleep(REST).await;
     let label = retained_label(sizes.retained);
     let mut out = Vec::new();
@@ -67,7 +77,7 @@ async fn pairs(lived: &Target, empty: &Target, sizes: Sizes) -> Result<Vec<Figur
 /// The three shapes measured on both stores.
 #[derive(Clone, Copy)]
 enum Shape {
-    /// `drain-inproc-10`: 10,000 jobs, 10 slots, no prefetch.
+    /// `drain-inproc-10-prefetch0`: 10,000 jobs, 10 slots, `prefetch(0)`.
     Drain,
     /// `enqueue-one`.
     One,
@@ -90,7 +100,14 @@ impl Shape {
     async fn measure(self, target: &Target, sizes: Sizes, history: usize) -> Result<f64> {
         if let Self::Drain = self {
             let jobs = sizes.drain_in_process;
-            let timed = enqueue_and_drain_in_process(target, jobs, 10, 0, history).await?;
+            let timed = enqueue_and_drain_in_process(
+                target,
+                jobs,
+                10,
+                Some(PrefetchPolicy::Fixed(0)),
+                history,
+            )
+            .await?;
             return Ok(rate(jobs, timed.drain));
         }
         let store = target.open_producer().await?;

@@ -25,6 +25,60 @@ use crate::store::Store;
 pub const DEFAULT_CONCURRENCY: usize = 10;
 /// The most jobs a worker may claim ahead of its slots ([`WorkerBuilder::prefetch`]).
 pub const MAX_PREFETCH: usize = 10_000;
+/// The cap of the default, adaptive prefetch ([`PrefetchPolicy::default`]).
+pub const DEFAULT_ADAPTIVE_PREFETCH: usize = 500;
+
+/// How many jobs a worker claims beyond its slots, to wait in the worker for
+/// a free slot ([`WorkerBuilder::prefetch_policy`]).
+///
+/// A job claimed ahead is `handed_off` to this worker while it waits: its
+/// attempt is counted at the claim and no other worker can take it. At
+/// shutdown the waiting jobs go back to `queued` unstarted, their attempt not
+/// counted; if the worker dies they are recovered with its running jobs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum PrefetchPolicy {
+    /// Always up to this many ([`WorkerBuilder::prefetch`]). `Fixed(0)` never
+    /// holds a job beyond the slots: each claim asks only for free slots, and
+    /// claims and reports are made one at a time.
+    Fixed(usize),
+    /// The default: none while the queue has no backlog or its jobs are slow;
+    /// while it has a backlog of fast jobs, growing up to `max`
+    /// ([`WorkerBuilder::prefetch_adaptive`]). A claim that comes back with
+    /// every job it asked for means more is likely due: if at least a quarter
+    /// of what the worker may hold (its slots, or the allowance if larger)
+    /// ended since the claim before, the allowance grows (to the slots, then
+    /// doubling, up to `max`), so jobs claimed ahead start within a few claims'
+    /// time and jobs that end a few at a time are never claimed ahead. A claim
+    /// that comes back short means the queue ran dry: the allowance drops to 0
+    /// at once, so a worker that keeps up with its queue holds no job it is
+    /// not running, and the jobs of a short burst are not locked away from
+    /// other workers. While the allowance is 0 the worker works exactly as
+    /// with `Fixed(0)` (its store calls one at a time); `Adaptive { max: 0 }`
+    /// is `Fixed(0)`.
+    Adaptive {
+        /// The most jobs held beyond the slots (at most [`MAX_PREFETCH`]).
+        max: usize,
+    },
+}
+
+impl Default for PrefetchPolicy {
+    /// [`PrefetchPolicy::Adaptive`] up to [`DEFAULT_ADAPTIVE_PREFETCH`].
+    fn default() -> Self {
+        Self::Adaptive {
+            max: DEFAULT_ADAPTIVE_PREFETCH,
+        }
+    }
+}
+
+impl PrefetchPolicy {
+    /// The most jobs this policy ever lets a worker hold beyond its slots.
+    pub fn max(self) -> usize {
+        match self {
+            Self::Fixed(n) | Self::Adaptive { max: n } => n,
+        }
+    }
+}
 /// Default stale timeout (`docs/jobs.md`).
 pub const DEFAULT_STALE_AFTER: Duration = Duration::from_secs(60);
 /// Default attempt timeout for jobs without `timeoutMs`.
@@ -45,7 +99,7 @@ pub const DEFAULT_LEASE_CHECK_INTERVAL: Duration = Duration::from_secs(1);
 pub(crate) struct WorkerConfig {
     pub(crate) worker_id: String,
     pub(crate) concurrency: usize,
-    pub(crate) prefetch: usize,
+    pub(crate) prefetch: PrefetchPolicy,
     pub(crate) queues: Option<Vec<String>>,
     pub(crate) queue_config: BTreeMap<String, QueueConfig>,
     pub(crate) job_timeout: Option<Duration>,
@@ -82,7 +136,7 @@ pub struct WorkerBuilder {
     clock: Arc<dyn Clock>,
     worker_id: Option<String>,
     concurrency: usize,
-    prefetch: usize,
+    prefetch: PrefetchPolicy,
     queues: Option<Vec<String>>,
     queue_config: BTreeMap<String, QueueConfig>,
     job_timeout: Option<Duration>,
@@ -112,7 +166,7 @@ impl WorkerBuilder {
             clock: system_clock(),
             worker_id: None,
             concurrency: DEFAULT_CONCURRENCY,
-            prefetch: 0,
+            prefetch: PrefetchPolicy::default(),
             queues: None,
             queue_config: BTreeMap::new(),
             job_timeout: Some(DEFAULT_JOB_TIMEOUT),
@@ -136,17 +190,20 @@ impl WorkerBuilder {
     }
 
     /// Slots: at most this many attempts run at once (default 10, at least 1).
-    /// Without [`prefetch`](Self::prefetch) it is also the most jobs held.
+    /// With [`prefetch(0)`](Self::prefetch) it is also the most jobs held.
     pub fn concurrency(mut self, slots: usize) -> Self {
         self.concurrency = slots;
         self
     }
 
-    /// Claims up to `jobs` more than the slots (default 0, at most
-    /// [`MAX_PREFETCH`]): they wait in the worker, each starting when a slot
-    /// frees, so claims and reports overlap the work and one commit serves more
-    /// jobs. It pays for many short jobs on a store whose commits are slow
-    /// (PostgreSQL); the `cargo xtask bench` in-process drain shows both settings.
+    /// Claims up to `jobs` more than the slots, always ([`PrefetchPolicy::Fixed`];
+    /// at most [`MAX_PREFETCH`]): they wait in the worker, each starting when a
+    /// slot frees, so claims and reports overlap the work and one commit serves
+    /// more jobs. It pays for many short jobs on a store whose commits are slow
+    /// (PostgreSQL); the `cargo xtask bench` in-process drain shows the settings.
+    /// `prefetch(0)` never holds a job beyond the slots: the worker claims only
+    /// for free slots, one store call at a time. Without any `prefetch*` call
+    /// the worker uses the adaptive default ([`prefetch_adaptive`](Self::prefetch_adaptive)).
     ///
     /// The cost: a job waiting here is `handed_off` to this worker (its
     /// attempt is counted at the claim, and other workers cannot take it) while
@@ -166,8 +223,31 @@ impl WorkerBuilder {
     ///     .build()
     ///     .unwrap();
     /// ```
-    pub fn prefetch(mut self, jobs: usize) -> Self {
-        self.prefetch = jobs;
+    pub fn prefetch(self, jobs: usize) -> Self {
+        self.prefetch_policy(PrefetchPolicy::Fixed(jobs))
+    }
+
+    /// Claims ahead of the slots only while the queue has a backlog of jobs
+    /// that end quickly, up to `max` jobs ([`PrefetchPolicy::Adaptive`]; the
+    /// default, with [`DEFAULT_ADAPTIVE_PREFETCH`]). While claims come back
+    /// full and the slots turn over fast the worker drains like
+    /// [`prefetch(max)`](Self::prefetch); once a claim comes back short it
+    /// claims only for free slots again, so an idle or keeping-up worker holds
+    /// nothing it is not running. The price is that of
+    /// [`prefetch`](Self::prefetch) while a backlog lasts: up to `max` jobs wait
+    /// here that another worker could have run. The allowance grows only while
+    /// a quarter of what the worker holds ends between two claims, so those
+    /// jobs wait a few claims' time; but it does not shrink until the queue runs
+    /// dry, so if a backlog of fast jobs is followed without a gap by slow ones,
+    /// the slow ones may be held ahead. Give workers of long jobs `prefetch(0)`.
+    pub fn prefetch_adaptive(self, max: usize) -> Self {
+        self.prefetch_policy(PrefetchPolicy::Adaptive { max })
+    }
+
+    /// Sets how many jobs the worker claims beyond its slots (default
+    /// [`PrefetchPolicy::default`]: adaptive, up to [`DEFAULT_ADAPTIVE_PREFETCH`]).
+    pub fn prefetch_policy(mut self, policy: PrefetchPolicy) -> Self {
+        self.prefetch = policy;
         self
     }
 
@@ -315,7 +395,7 @@ impl WorkerBuilder {
         if self.concurrency == 0 || self.concurrency > u32::MAX as usize >> 4 {
             return bad("concurrency must be between 1 and 2^28");
         }
-        if self.prefetch > MAX_PREFETCH {
+        if self.prefetch.max() > MAX_PREFETCH {
             return bad("prefetch must be at most 10,000");
         }
         if [

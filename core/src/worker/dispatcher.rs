@@ -20,16 +20,23 @@
 //!   after the cancel grace period.
 //!
 //! A job is held from its claim until its report is made, and the worker never
-//! holds more jobs than its slots plus its prefetch (default 0), whatever wakes
-//! it. What it holds, what its calls in flight carry and whether it is running,
+//! holds more jobs than its slots plus its prefetch, whatever wakes it. The
+//! prefetch is a policy ([`crate::PrefetchPolicy`]): a fixed number, or by
+//! default an allowance the ledger adapts after every claim (none until a claim
+//! comes back full, then growing up to its cap; none again once one comes back
+//! short). What it holds, what its calls in flight carry and whether it is running,
 //! draining or abandoning is kept in the ledger ([`super::ledger`]), plain data
 //! with the counting rules; this loop decides when to act. Claimed jobs start
 //! through the local queue ([`super::local_queue`]), which runs at most `slots`
 //! at once; with prefetch the rest wait there, and an attempt that ends hands
 //! its slot to the next one itself.
 //!
-//! Store calls follow the ledger's [`CallMode`]: without prefetch one at a
-//! time, awaited in this loop; with prefetch up to two, each on a task of its
+//! Store calls follow the ledger's [`CallMode`], which follows the allowance
+//! of the moment: while the worker may hold nothing beyond its slots
+//! (`prefetch(0)`, or the adaptive default with no backlog of short jobs) one
+//! at a time, awaited in this loop, exactly as a worker without prefetch; while
+//! it may hold jobs ahead (a fixed prefetch, or the adaptive allowance above
+//! 0) up to two, each on a task of its
 //! own ([`super::calls`]), while attempts go on running and their reports
 //! queue up for the next batch, so under a backlog the batches (and their
 //! refills) grow with the store's commit time by themselves; with no backlog a
@@ -65,7 +72,7 @@ const REPORT_GRACE: Duration = Duration::from_secs(5);
 pub(crate) struct Settings {
     pub(crate) concurrency: usize,
     /// Jobs claimed beyond the slots, waiting in the local queue.
-    pub(crate) prefetch: usize,
+    pub(crate) prefetch: crate::PrefetchPolicy,
     pub(crate) poll: Duration,
     pub(crate) lease_check: Duration,
     pub(crate) drain_timeout: Duration,

@@ -20,6 +20,17 @@
 //!   as an overdraft;
 //! - no more store calls are in flight than the call mode allows.
 //!
+//! How far ahead of its slots the worker claims is the ledger's too
+//! ([`Ahead`]): a fixed number ([`PrefetchPolicy::Fixed`]), or, by default,
+//! an allowance that follows the queue ([`PrefetchPolicy::Adaptive`]): none
+//! until a claim comes back with every job it asked for while the jobs turn
+//! over fast, then growing with each such claim up to its cap, and none again
+//! as soon as a claim comes back short (the queue ran dry). Jobs already held
+//! when the allowance shrinks stay held (they run); only the claims that
+//! follow ask for less. The invariants
+//! above hold against the policy's ceiling (slots plus the cap), and a claim
+//! never asks for more than the allowance of the moment leaves free.
+//!
 //! What is *running* is not counted here: the local queue
 //! ([`super::local_queue`]) counts the attempts executing, once.
 
@@ -29,6 +40,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use super::execute::Report;
+use super::PrefetchPolicy;
 use crate::job::{Job, Lease};
 use crate::requests::LeaseLoss;
 
@@ -39,36 +51,92 @@ pub(crate) const MAX_REPORT_BATCH: usize = 256;
 /// Store calls in flight at once in [`CallMode::Overlapped`].
 const MAX_OVERLAPPED_CALLS: usize = 2;
 
-/// How the dispatcher makes its store calls (reports and claims).
+/// How the dispatcher makes its store calls (reports and claims). It follows
+/// the allowance of the moment ([`Ledger::mode`]): a worker that may hold
+/// nothing beyond its slots (`prefetch(0)`, or an adaptive one while its
+/// allowance is 0) calls inline; one that may hold jobs ahead, overlapped.
+/// Only a call's end changes the allowance, so when an adaptive worker drops
+/// back to inline at most one call (the other of the pair) is still in
+/// flight, which the inline bound allows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum CallMode {
-    /// Without prefetch: one call at a time, awaited in the dispatcher's loop,
-    /// so there is no task hop between a claim and its jobs' start, and a report
-    /// batch waits briefly for the attempts still running to join it. A second
-    /// call would only split the batch the first one makes.
+    /// Without jobs ahead: one call at a time, awaited in the dispatcher's
+    /// loop, so there is no task hop between a claim and its jobs' start, and a
+    /// report batch waits briefly for the attempts still running to join it. A
+    /// second call would only split the batch the first one makes.
     Inline,
-    /// With prefetch: up to two calls at once, each on a task of its own. Jobs
-    /// claimed ahead keep the slots busy while a batch commits, so the batches
-    /// form by themselves and the next one runs its statements while the
-    /// previous one commits.
+    /// With jobs ahead: up to two calls at once, each on a task of its own.
+    /// Jobs claimed ahead keep the slots busy while a batch commits, so the
+    /// batches form by themselves and the next one runs its statements while
+    /// the previous one commits.
     Overlapped,
 }
 
 impl CallMode {
-    /// The mode a worker with `prefetch` jobs claimed ahead uses.
-    pub(crate) fn for_prefetch(prefetch: usize) -> Self {
-        if prefetch == 0 {
-            Self::Inline
-        } else {
-            Self::Overlapped
-        }
-    }
-
     /// Reports and claims in flight at once.
     pub(crate) fn max_calls(self) -> usize {
         match self {
             Self::Inline => 1,
             Self::Overlapped => MAX_OVERLAPPED_CALLS,
+        }
+    }
+}
+
+/// How many jobs the worker may hold beyond its slots now: the rule of
+/// [`PrefetchPolicy`], as plain data.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Ahead {
+    slots: usize,
+    policy: PrefetchPolicy,
+    /// The allowance of the moment.
+    now: usize,
+}
+
+impl Ahead {
+    pub(crate) fn new(slots: usize, policy: PrefetchPolicy) -> Self {
+        let now = match policy {
+            PrefetchPolicy::Fixed(n) => n,
+            PrefetchPolicy::Adaptive { .. } => 0,
+        };
+        Self { slots, policy, now }
+    }
+
+    /// The allowance now.
+    pub(crate) fn now(&self) -> usize {
+        self.now
+    }
+
+    /// The most it can ever be.
+    pub(crate) fn max(&self) -> usize {
+        self.policy.max()
+    }
+
+    /// A claim that asked for `asked` jobs came back with `got`, and
+    /// `finished` attempts ended since the claim before it came back.
+    /// Adaptive:
+    ///
+    /// - a short claim (the queue ran dry) drops the allowance to 0, so a
+    ///   worker that keeps up holds nothing beyond what it runs;
+    /// - a full claim (more is likely due) grows it (to the slots at first,
+    ///   then doubling, up to the cap), but only while the jobs turn over fast:
+    ///   at least a quarter of what the worker may hold now (the slots, or the
+    ///   allowance if larger) ended between the two claims. Jobs claimed ahead
+    ///   then start within a few claims' time; long jobs, which end a few at a
+    ///   time, never make a worker claim ahead (nor would it gain anything);
+    /// - otherwise it stays as it is.
+    ///
+    /// Fixed: unchanged.
+    pub(crate) fn after_claim(&mut self, asked: usize, got: usize, finished: usize) {
+        let PrefetchPolicy::Adaptive { max } = self.policy else {
+            return;
+        };
+        if asked == 0 {
+            return;
+        }
+        if got < asked {
+            self.now = 0;
+        } else if finished.saturating_mul(4) >= self.now.max(self.slots) {
+            self.now = self.now.saturating_mul(2).max(self.slots).min(max);
         }
     }
 }
@@ -130,8 +198,9 @@ pub(crate) enum Lost<'a, S> {
 /// See the module docs. `S` is how an attempt is told its lease is gone (a
 /// watch sender in the worker, `()` in tests).
 pub(crate) struct Ledger<S> {
-    capacity: usize,
-    mode: CallMode,
+    slots: usize,
+    /// How many jobs may be held beyond the slots now.
+    ahead: Ahead,
     phase: Phase,
     held: HashMap<String, Held<S>>,
     /// Finished attempts whose report is not yet sent, in order.
@@ -145,17 +214,19 @@ pub(crate) struct Ledger<S> {
     /// Whether the last claim filled every slot it asked for (more is likely
     /// due, so report batches refill the slots).
     backlog: bool,
+    /// Attempts that ended since the last claim came back ([`Ahead::after_claim`]).
+    finished: usize,
     /// Jobs of failed report batches that claims in flight had counted as
     /// given back (see the module docs); 0 once the books are within capacity.
     overdraft: usize,
 }
 
 impl<S> Ledger<S> {
-    /// An empty ledger for `slots` plus `prefetch` jobs.
-    pub(crate) fn new(slots: usize, prefetch: usize) -> Self {
+    /// An empty ledger for `slots` and the jobs `prefetch` lets it claim ahead.
+    pub(crate) fn new(slots: usize, prefetch: PrefetchPolicy) -> Self {
         Self {
-            capacity: slots.saturating_add(prefetch),
-            mode: CallMode::for_prefetch(prefetch),
+            slots,
+            ahead: Ahead::new(slots, prefetch),
             phase: Phase::Running,
             held: HashMap::new(),
             pending: Vec::new(),
@@ -163,12 +234,35 @@ impl<S> Ledger<S> {
             claiming: 0,
             calls: 0,
             backlog: false,
+            finished: 0,
             overdraft: 0,
         }
     }
 
+    /// How store calls are made now: inline while nothing may be held beyond
+    /// the slots, overlapped while jobs may be held ahead.
     pub(crate) fn mode(&self) -> CallMode {
-        self.mode
+        if self.ahead.now() == 0 {
+            CallMode::Inline
+        } else {
+            CallMode::Overlapped
+        }
+    }
+
+    /// The most jobs that may be held now: the slots plus the allowance.
+    fn capacity(&self) -> usize {
+        self.slots.saturating_add(self.ahead.now())
+    }
+
+    /// The most jobs that may ever be held: the slots plus the policy's cap.
+    fn ceiling(&self) -> usize {
+        self.slots.saturating_add(self.ahead.max())
+    }
+
+    /// Jobs that may be held beyond the slots now.
+    #[cfg(test)]
+    pub(crate) fn ahead(&self) -> usize {
+        self.ahead.now()
     }
 
     #[cfg(test)]
@@ -196,12 +290,12 @@ impl<S> Ledger<S> {
     /// How many more jobs may be claimed now (see the module docs).
     pub(crate) fn free(&self) -> usize {
         let after = self.held.len().saturating_sub(self.reporting) + self.claiming;
-        self.capacity.saturating_sub(after)
+        self.capacity().saturating_sub(after)
     }
 
     /// Whether another report or claim may be sent now.
     pub(crate) fn may_call(&self) -> bool {
-        self.calls < self.mode.max_calls()
+        self.calls < self.mode().max_calls()
     }
 
     /// Whether a plain claim is allowed now (running, and a slot free).
@@ -214,7 +308,8 @@ impl<S> Ledger<S> {
     /// the capacity (a call's fixed cost is most of a small batch's).
     pub(crate) fn batch_ready(&self) -> bool {
         !self.pending.is_empty()
-            && (self.calls == 0 || self.pending.len() >= (self.capacity / 2).min(MAX_REPORT_BATCH))
+            && (self.calls == 0
+                || self.pending.len() >= (self.capacity() / 2).min(MAX_REPORT_BATCH))
     }
 
     /// Whether a report batch is as large as it may be.
@@ -226,6 +321,9 @@ impl<S> Ledger<S> {
     pub(crate) fn received(&mut self, report: Report) {
         if let Some(held) = self.held.get_mut(&report.lease.job_id) {
             held.ended = true;
+        }
+        if report.started {
+            self.finished += 1;
         }
         self.pending.push(report);
     }
@@ -261,7 +359,8 @@ impl<S> Ledger<S> {
         self.end_call(batch.len(), asked);
         // Claims made while the batch was in flight (returned or not) counted
         // its jobs as given back: what exceeds the capacity now is overdrawn.
-        let over = (self.held.len() - self.reporting + self.claiming).saturating_sub(self.capacity);
+        let over =
+            (self.held.len() - self.reporting + self.claiming).saturating_sub(self.ceiling());
         self.overdraft = self.overdraft.max(over);
         batch.append(&mut self.pending);
         self.pending = batch;
@@ -276,19 +375,24 @@ impl<S> Ledger<S> {
         results: &[bool],
     ) -> Vec<Settled> {
         self.end_call(batch.len(), asked);
-        batch
+        let settled = batch
             .into_iter()
             .enumerate()
             .map(|(i, report)| {
                 let loss = self.held.remove(&report.lease.job_id).and_then(|h| h.loss);
-                self.settle_overdraft();
                 Settled {
                     accepted: results.get(i).copied().unwrap_or(false),
                     loss,
                     report,
                 }
             })
-            .collect()
+            .collect();
+        // A refill's jobs are still to be held ([`Self::hold`] settles then):
+        // settling before them would forget an overdraft they may extend.
+        if asked == 0 {
+            self.settle_overdraft();
+        }
+        settled
     }
 
     /// A plain claim call ended (its jobs, if any, are then [`Self::hold`]).
@@ -304,7 +408,7 @@ impl<S> Ledger<S> {
 
     /// Clears the overdraft once the books are within capacity again.
     fn settle_overdraft(&mut self) {
-        if self.held.len().saturating_sub(self.reporting) + self.claiming <= self.capacity {
+        if self.held.len().saturating_sub(self.reporting) + self.claiming <= self.ceiling() {
             self.overdraft = 0;
         }
     }
@@ -320,6 +424,8 @@ impl<S> Ledger<S> {
         mut signal: impl FnMut() -> (S, R),
     ) -> Vec<(Job, R)> {
         self.backlog = jobs.len() == asked;
+        self.ahead
+            .after_claim(asked, jobs.len(), std::mem::take(&mut self.finished));
         if jobs.len() > asked {
             tracing::error!(
                 asked,
@@ -431,18 +537,19 @@ impl<S> Ledger<S> {
     pub(crate) fn check_invariants(&self) {
         assert!(self.pending.len() + self.reporting <= self.held.len());
         assert!(
-            self.held.len() + self.claiming <= self.capacity + self.reporting + self.overdraft,
-            "held {} + claiming {} > capacity {} + reporting {} + overdraft {}",
+            self.held.len() + self.claiming <= self.ceiling() + self.reporting + self.overdraft,
+            "held {} + claiming {} > ceiling {} + reporting {} + overdraft {}",
             self.held.len(),
             self.claiming,
-            self.capacity,
+            self.ceiling(),
             self.reporting,
             self.overdraft,
         );
-        if self.mode == CallMode::Inline {
+        if self.ahead.max() == 0 {
             assert_eq!(self.overdraft, 0, "one call at a time never overdraws");
         }
-        assert!(self.calls <= self.mode.max_calls());
+        assert!(self.calls <= self.mode().max_calls());
+        assert!(self.ahead.now() <= self.ahead.max());
         let mut ids = std::collections::HashSet::new();
         for r in &self.pending {
             assert!(

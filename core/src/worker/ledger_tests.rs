@@ -10,6 +10,7 @@ use tokio::time::Instant;
 
 use super::*;
 use crate::requests::Outcome;
+use crate::PrefetchPolicy;
 
 fn job(n: usize) -> Job {
     let mut job = crate::transitions::new_job_row(
@@ -50,7 +51,7 @@ fn hold(ledger: &mut Ledger<()>, jobs: Vec<Job>, asked: usize) -> Vec<Job> {
 
 #[test]
 fn free_counts_claims_in_flight_and_gives_back_reported_jobs() {
-    let mut ledger = Ledger::<()>::new(4, 0);
+    let mut ledger = Ledger::<()>::new(4, PrefetchPolicy::Fixed(0));
     assert_eq!(ledger.free(), 4);
     let asked = ledger.begin_claim();
     assert_eq!(
@@ -76,7 +77,7 @@ fn free_counts_claims_in_flight_and_gives_back_reported_jobs() {
 
 #[test]
 fn refills_only_under_a_backlog_while_running() {
-    let mut ledger = Ledger::<()>::new(2, 0);
+    let mut ledger = Ledger::<()>::new(2, PrefetchPolicy::Fixed(0));
     let asked = ledger.begin_claim();
     ledger.claim_done(asked);
     let held = hold(&mut ledger, jobs(0, 2), asked);
@@ -101,7 +102,7 @@ fn refills_only_under_a_backlog_while_running() {
 
 #[test]
 fn a_failed_batch_goes_back_to_the_front_in_order() {
-    let mut ledger = Ledger::<()>::new(8, 0);
+    let mut ledger = Ledger::<()>::new(8, PrefetchPolicy::Fixed(0));
     let asked = ledger.begin_claim();
     ledger.claim_done(asked);
     let held = hold(&mut ledger, jobs(0, 3), asked);
@@ -119,7 +120,7 @@ fn a_failed_batch_goes_back_to_the_front_in_order() {
 
 #[test]
 fn a_lease_loss_is_news_once_and_for_the_same_lease_only() {
-    let mut ledger = Ledger::<u32>::new(4, 4);
+    let mut ledger = Ledger::<u32>::new(4, PrefetchPolicy::Fixed(4));
     let mut n = 0;
     let asked = ledger.begin_claim();
     ledger.claim_done(asked);
@@ -163,7 +164,7 @@ fn a_lease_loss_is_news_once_and_for_the_same_lease_only() {
 
 #[test]
 fn over_delivered_and_unleased_jobs_are_not_held() {
-    let mut ledger = Ledger::<()>::new(2, 0);
+    let mut ledger = Ledger::<()>::new(2, PrefetchPolicy::Fixed(0));
     let asked = ledger.begin_claim();
     ledger.claim_done(asked);
     let mut delivered = jobs(0, 3);
@@ -179,7 +180,7 @@ fn over_delivered_and_unleased_jobs_are_not_held() {
 
 #[test]
 fn shutdown_drains_then_abandons_then_gives_up() {
-    let mut ledger = Ledger::<()>::new(2, 2);
+    let mut ledger = Ledger::<()>::new(2, PrefetchPolicy::Fixed(2));
     let asked = ledger.begin_claim();
     ledger.claim_done(asked);
     let held = hold(&mut ledger, jobs(0, 4), asked);
@@ -221,11 +222,11 @@ fn shutdown_drains_then_abandons_then_gives_up() {
 
 #[test]
 fn the_call_modes() {
-    let mut inline = Ledger::<()>::new(10, 0);
+    let mut inline = Ledger::<()>::new(10, PrefetchPolicy::Fixed(0));
     assert_eq!(inline.mode(), CallMode::Inline);
     inline.begin_claim();
     assert!(!inline.may_call(), "one call at a time inline");
-    let mut overlapped = Ledger::<()>::new(10, 100);
+    let mut overlapped = Ledger::<()>::new(10, PrefetchPolicy::Fixed(100));
     assert_eq!(overlapped.mode(), CallMode::Overlapped);
     let asked = overlapped.begin_claim();
     assert!(overlapped.may_call());
@@ -242,6 +243,177 @@ fn the_call_modes() {
     overlapped.begin_report(true);
     assert!(!overlapped.may_call(), "two calls at most");
     overlapped.check_invariants();
+}
+
+#[test]
+fn the_adaptive_allowance_grows_with_full_claims_of_fast_jobs_and_drops_when_a_claim_is_short() {
+    let mut ahead = Ahead::new(10, PrefetchPolicy::Adaptive { max: 100 });
+    assert_eq!(
+        ahead.now(),
+        0,
+        "nothing ahead before a claim shows a backlog"
+    );
+    // Each full claim after the slots turned over: to the slots, doubling, capped.
+    let mut seen = Vec::new();
+    for _ in 0..6 {
+        ahead.after_claim(10, 10, 100);
+        seen.push(ahead.now());
+    }
+    assert_eq!(seen, [10, 20, 40, 80, 100, 100]);
+    ahead.after_claim(0, 0, 100);
+    assert_eq!(
+        ahead.now(),
+        100,
+        "a claim that asked for nothing says nothing"
+    );
+    ahead.after_claim(50, 49, 100);
+    assert_eq!(ahead.now(), 0, "a short claim: the queue ran dry");
+    ahead.after_claim(3, 3, 3);
+    assert_eq!(
+        ahead.now(),
+        10,
+        "a full claim, however small, shows a backlog"
+    );
+
+    let mut small = Ahead::new(10, PrefetchPolicy::Adaptive { max: 4 });
+    small.after_claim(10, 10, 10);
+    assert_eq!(small.now(), 4, "the cap wins over the slots");
+
+    let mut fixed = Ahead::new(10, PrefetchPolicy::Fixed(5));
+    assert_eq!(fixed.now(), 5);
+    fixed.after_claim(15, 0, 0);
+    fixed.after_claim(15, 15, 100);
+    assert_eq!(fixed.now(), 5, "a fixed prefetch never moves");
+}
+
+#[test]
+fn the_adaptive_allowance_grows_only_while_a_quarter_of_what_is_held_turns_over() {
+    let mut ahead = Ahead::new(8, PrefetchPolicy::Adaptive { max: 500 });
+    // Long jobs: a backlog, but one or two end between claims.
+    for finished in [0, 1, 1, 0, 1] {
+        ahead.after_claim(1, 1, finished);
+    }
+    assert_eq!(ahead.now(), 0, "slow jobs are never claimed ahead");
+    ahead.after_claim(8, 8, 2);
+    assert_eq!(ahead.now(), 8, "a quarter of the slots ended");
+    ahead.after_claim(8, 8, 1);
+    assert_eq!(ahead.now(), 8, "too few ended for 8 ahead: it stays");
+    ahead.after_claim(8, 8, 2);
+    assert_eq!(ahead.now(), 16);
+    ahead.after_claim(16, 16, 3);
+    assert_eq!(ahead.now(), 16, "a quarter of 16 is 4");
+    ahead.after_claim(16, 16, 4);
+    assert_eq!(ahead.now(), 32);
+    ahead.after_claim(16, 15, 1_000);
+    assert_eq!(ahead.now(), 0, "however fast, a short claim drops it");
+}
+
+#[test]
+fn an_adaptive_worker_claims_ahead_only_under_a_backlog_of_fast_jobs() {
+    let mut ledger = Ledger::<()>::new(2, PrefetchPolicy::Adaptive { max: 6 });
+    // Idle at first: a claim asks for the slots alone, inline.
+    assert_eq!(ledger.mode(), CallMode::Inline);
+    let asked = ledger.begin_claim();
+    assert_eq!(asked, 2);
+    ledger.claim_done(asked);
+    let first = hold(&mut ledger, jobs(0, 2), asked);
+    assert_eq!(ledger.ahead(), 0, "full, but nothing had ended yet");
+    // Both end; their report refills the slots: a full refill of fast jobs.
+    for j in &first {
+        ledger.received(report(j));
+    }
+    let (batch, refill) = ledger.begin_report(true);
+    assert_eq!(refill, 2);
+    ledger.report_done(batch, refill, &[true; 2]);
+    let mut held = hold(&mut ledger, jobs(2, 2), refill);
+    assert_eq!((ledger.ahead(), ledger.free()), (2, 2));
+    assert_eq!(
+        ledger.mode(),
+        CallMode::Overlapped,
+        "jobs ahead: overlapped"
+    );
+    // One more ends: a quarter of the slots, so the next full claim doubles.
+    ledger.received(report(&held[0]));
+    let asked = ledger.begin_claim();
+    assert_eq!(asked, 2);
+    ledger.claim_done(asked);
+    held.extend(hold(&mut ledger, jobs(4, 2), asked));
+    assert_eq!(ledger.ahead(), 4);
+    ledger.received(report(&held[1]));
+    let asked = ledger.begin_claim();
+    ledger.claim_done(asked);
+    held.extend(hold(&mut ledger, jobs(6, asked), asked));
+    assert_eq!((ledger.ahead(), ledger.held()), (6, 6), "capped");
+    ledger.check_invariants();
+    // The queue runs dry: nothing ahead any more, and what is held beyond the
+    // slots blocks claims until it has been reported.
+    let (batch, refill) = ledger.begin_report(true);
+    assert_eq!(
+        (batch.len(), refill),
+        (2, 4),
+        "a backlog: the batch refills"
+    );
+    ledger.report_done(batch, refill, &[true; 2]);
+    hold(&mut ledger, jobs(8, 1), refill);
+    assert_eq!((ledger.ahead(), ledger.held(), ledger.free()), (0, 5, 0));
+    assert_eq!(
+        ledger.mode(),
+        CallMode::Inline,
+        "nothing ahead: inline again"
+    );
+    for j in &held[2..5] {
+        ledger.received(report(j));
+    }
+    let (batch, refill) = ledger.begin_report(true);
+    assert_eq!(refill, 0, "no backlog, no refill");
+    ledger.report_done(batch, refill, &[true; 3]);
+    assert_eq!(
+        (ledger.held(), ledger.free()),
+        (2, 0),
+        "the slots' worth held"
+    );
+    ledger.received(report(&held[5]));
+    let (batch, refill) = ledger.begin_report(true);
+    ledger.report_done(batch, refill, &[true]);
+    assert_eq!((ledger.held(), ledger.free()), (1, 1));
+    ledger.check_invariants();
+}
+
+#[test]
+fn an_adaptive_worker_back_to_inline_waits_for_the_call_still_in_flight() {
+    let mut ledger = Ledger::<()>::new(2, PrefetchPolicy::Adaptive { max: 4 });
+    let asked = ledger.begin_claim();
+    ledger.claim_done(asked);
+    let first = hold(&mut ledger, jobs(0, 2), asked);
+    ledger.received(report(&first[0]));
+    let (batch, refill) = ledger.begin_report(true);
+    ledger.report_done(batch, refill, &[true]);
+    let second = hold(&mut ledger, jobs(2, refill), refill);
+    assert_eq!(ledger.mode(), CallMode::Overlapped);
+    // Two calls in flight: a report (without a refill here) and a claim.
+    ledger.received(report(&first[1]));
+    ledger.received(report(&second[0]));
+    let (batch, report_refill) = ledger.begin_report(false);
+    let asked = ledger.begin_claim();
+    assert_eq!(asked, 4);
+    assert!(!ledger.may_call());
+    // The claim comes back short: inline again, and the report still in
+    // flight is the one call inline allows.
+    ledger.claim_done(asked);
+    hold(&mut ledger, Vec::new(), asked);
+    assert_eq!(ledger.mode(), CallMode::Inline);
+    assert!(!ledger.may_call(), "the report still in flight");
+    ledger.check_invariants();
+    ledger.report_done(batch, report_refill, &[true, true]);
+    assert!(ledger.may_call());
+    ledger.check_invariants();
+}
+
+#[test]
+fn adaptive_up_to_nothing_is_no_prefetch() {
+    let ledger = Ledger::<()>::new(4, PrefetchPolicy::Adaptive { max: 0 });
+    assert_eq!(ledger.mode(), CallMode::Inline);
+    assert_eq!(ledger.free(), 4);
 }
 
 /// One step of a random walk; indexes are taken modulo what exists.
@@ -284,8 +456,13 @@ struct World {
 }
 
 impl World {
+    /// Half the time a full claim (a backlog), otherwise a short one.
     fn deliver(&mut self, asked: usize, got: u8) {
-        let n = asked * usize::from(got) / 255;
+        let n = if got >= 128 {
+            asked
+        } else {
+            asked * usize::from(got) / 128
+        };
         let new = jobs(self.next_id, n);
         self.next_id += n;
         self.running.extend(hold(&mut self.ledger, new, asked));
@@ -341,7 +518,11 @@ proptest! {
     #[test]
     fn random_walks_keep_the_books_and_always_finish(
         slots in 1usize..6,
-        prefetch in prop_oneof![Just(0usize), 1usize..6],
+        prefetch in prop_oneof![
+            Just(PrefetchPolicy::Fixed(0)),
+            (1usize..6).prop_map(PrefetchPolicy::Fixed),
+            (0usize..12).prop_map(|max| PrefetchPolicy::Adaptive { max }),
+        ],
         steps in prop::collection::vec(step(), 0..120),
     ) {
         let mut world = World {

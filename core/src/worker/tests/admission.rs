@@ -37,8 +37,10 @@ async fn slots_are_never_exceeded() {
             }
         })
         .unwrap();
+    // `prefetch(0)`: the promise under test is holding no more than the slots.
     let worker = fast(store.clone(), registry)
         .concurrency(SLOTS)
+        .prefetch(0)
         .build()
         .unwrap();
     let mut events = worker.subscribe();

@@ -141,8 +141,11 @@ async fn a_backlog_is_refilled_with_the_reports_and_a_failed_refill_falls_back()
     for i in 0..20 {
         ids.push(enqueue(&store, "noop", json!([i]), EnqueueOptions::new()).await);
     }
+    // Exactly the slots, one call at a time: every job after the first two
+    // comes by a refill (claiming ahead would take them by plain claims).
     let worker = fast(store.clone(), registry)
         .concurrency(2)
+        .prefetch(0)
         .build()
         .unwrap();
     let mut events = worker.subscribe();

@@ -164,3 +164,51 @@ async fn a_waiting_job_whose_lease_is_gone_never_starts() {
         }
     }
 }
+
+/// The default, adaptive prefetch: a backlog of jobs that end one at a time
+/// (long jobs) never makes the worker claim ahead; it holds its slots' worth.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn by_default_long_jobs_are_never_claimed_ahead() {
+    const SLOTS: usize = 8;
+    let store = store();
+    let gate = Arc::new(Semaphore::new(0));
+    let (entered_tx, mut entered) = tokio::sync::mpsc::unbounded_channel();
+    let g = gate.clone();
+    let registry = Registry::new()
+        .register_fn("long", move |_ctx, _a| {
+            let (gate, entered) = (g.clone(), entered_tx.clone());
+            async move {
+                let _ = entered.send(());
+                gate.acquire().await.unwrap().forget();
+                Ok(())
+            }
+        })
+        .unwrap();
+    for i in 0..40 {
+        enqueue(&store, "long", json!([i]), EnqueueOptions::new()).await;
+    }
+    let worker = fast(store.clone(), registry)
+        .concurrency(SLOTS)
+        .build()
+        .unwrap();
+    let mut events = worker.subscribe();
+    let handle = worker.spawn();
+    for _ in 0..SLOTS {
+        entered.recv().await.unwrap();
+    }
+    assert_eq!(counts(&store).await, (32, 8, 0));
+    // One ends at a time; each time its report refills its slot, and the
+    // full refills of a slowly turning backlog never grow an allowance.
+    for done in 1..=12 {
+        gate.add_permits(1);
+        next_finished(&mut events).await;
+        entered.recv().await.unwrap();
+        assert_eq!(counts(&store).await, (32 - done, 8, done), "after {done}");
+    }
+    gate.add_permits(40);
+    for _ in 12..40 {
+        next_finished(&mut events).await;
+    }
+    let report = handle.shutdown_and_join().await.unwrap();
+    assert_eq!((report.claimed, report.completed), (40, 40));
+}

@@ -40,9 +40,9 @@ mod tenants;
 mod web;
 mod worker;
 mod workers;
+mod workflow_file;
 mod workflow_list;
 mod workflows;
-mod workflows_append;
 
 use std::process::ExitCode;
 

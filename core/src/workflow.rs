@@ -26,6 +26,7 @@ use crate::requests::EnqueueOutcome;
 use crate::search::{JobCursor, JobFilter};
 use crate::store::{Inspect, Producer};
 use crate::workflow_graph::{derived_id, plan_steps, StepSpec};
+use crate::workflow_list::{WorkflowListRequest, WorkflowState, WorkflowTally};
 use crate::Job;
 
 /// The step name of a batch's callback ([`Workflow::batch`]).
@@ -222,6 +223,56 @@ pub async fn workflow_steps<S: Inspect + ?Sized>(store: &S, workflow_id: &str) -
     }
     jobs.reverse();
     Ok(jobs)
+}
+
+/// Counts the workflows per state, walking [`Inspect::list_workflows`] in
+/// pages up to `budget` workflows (then `truncated`).
+///
+/// ```
+/// # duraq_core::__private::tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+/// use duraq_core::{enqueue_workflow, workflow_tally, EnqueueOptions, MemoryStore, NewJob, Workflow};
+/// let store = MemoryStore::new();
+/// let job = |name: &str| NewJob::new(name, serde_json::json!([]), EnqueueOptions::new()).unwrap();
+/// enqueue_workflow(&store, Workflow::new("w").step("a", job("a"))).await.unwrap();
+/// let tally = workflow_tally(&store, 1_000).await.unwrap();
+/// assert_eq!((tally.active, tally.completed, tally.truncated), (1, 0, false));
+/// # });
+/// ```
+pub async fn workflow_tally(store: &dyn Inspect, budget: usize) -> Result<WorkflowTally> {
+    const PAGE: usize = 500;
+    let mut tally = WorkflowTally::default();
+    let mut seen = 0usize;
+    let mut req = WorkflowListRequest {
+        before: None,
+        limit: PAGE.min(budget),
+    };
+    loop {
+        let page = if req.limit == 0 {
+            Vec::new()
+        } else {
+            store.list_workflows(&req).await?
+        };
+        for summary in &page {
+            match summary.state() {
+                WorkflowState::Active => tally.active += 1,
+                WorkflowState::Completed => tally.completed += 1,
+                WorkflowState::Failed => tally.failed += 1,
+            }
+        }
+        seen += page.len();
+        if let Some(last) = page.last() {
+            req.before = Some(last.workflow_id.clone());
+        }
+        if page.len() < req.limit {
+            return Ok(tally);
+        }
+        if seen >= budget {
+            req.limit = 1;
+            tally.truncated = !store.list_workflows(&req).await?.is_empty();
+            return Ok(tally);
+        }
+        req.limit = PAGE.min(budget - seen);
+    }
 }
 
 /// Inserts `workflow` with one `enqueue_batch`: every step or none.

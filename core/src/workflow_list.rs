@@ -1,21 +1,19 @@
 //! Listing workflows (`duraq workflows list`, the dashboard's overview). A
 //! workflow is no row of its own: it is the jobs that carry its id
-//! ([`crate::Workflow`]). So a store answers [`Inspect::list_workflows`] with
+//! ([`crate::Workflow`]). So a store answers [`crate::Inspect::list_workflows`] with
 //! one group per (workflow, status) for a page of workflow ids, walked
 //! newest id first through its partial index on `workflow_id`, and
 //! [`WorkflowSummary::from_groups`] folds those groups into summaries here,
 //! once for every store. The cost of a page is the steps of the workflows on
-//! it; [`workflow_tally`] walks pages up to a budget, so the overview's counts
+//! it; [`crate::workflow_tally`] walks pages up to a budget, so the overview's counts
 //! stay bounded however many workflows retention keeps.
 
 use serde::{Deserialize, Serialize};
 
 use crate::counts::StatusCounts;
-use crate::error::Result;
 use crate::job::{JobStatus, STATUS_COUNT};
-use crate::store::Inspect;
 
-/// A page of [`Inspect::list_workflows`]: the workflows whose id sorts before
+/// A page of [`crate::Inspect::list_workflows`]: the workflows whose id sorts before
 /// `before` (all when `None`), at most `limit`, largest id first (the ids
 /// duraq makes are UUIDv7, so newest first; keyed workflows' ids are derived
 /// from their key and sort anywhere).
@@ -124,7 +122,7 @@ impl WorkflowSummary {
     }
 }
 
-/// How many workflows are in each [`WorkflowState`] ([`workflow_tally`]).
+/// How many workflows are in each [`WorkflowState`] ([`crate::workflow_tally`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct WorkflowTally {
@@ -136,54 +134,4 @@ pub struct WorkflowTally {
     pub failed: u64,
     /// Whether the walk stopped at its budget (more workflows exist).
     pub truncated: bool,
-}
-
-/// Counts the workflows per state, walking [`Inspect::list_workflows`] in
-/// pages up to `budget` workflows (then `truncated`).
-///
-/// ```
-/// # duraq_core::__private::tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
-/// use duraq_core::{enqueue_workflow, workflow_tally, EnqueueOptions, MemoryStore, NewJob, Workflow};
-/// let store = MemoryStore::new();
-/// let job = |name: &str| NewJob::new(name, serde_json::json!([]), EnqueueOptions::new()).unwrap();
-/// enqueue_workflow(&store, Workflow::new("w").step("a", job("a"))).await.unwrap();
-/// let tally = workflow_tally(&store, 1_000).await.unwrap();
-/// assert_eq!((tally.active, tally.completed, tally.truncated), (1, 0, false));
-/// # });
-/// ```
-pub async fn workflow_tally(store: &dyn Inspect, budget: usize) -> Result<WorkflowTally> {
-    const PAGE: usize = 500;
-    let mut tally = WorkflowTally::default();
-    let mut seen = 0usize;
-    let mut req = WorkflowListRequest {
-        before: None,
-        limit: PAGE.min(budget),
-    };
-    loop {
-        let page = if req.limit == 0 {
-            Vec::new()
-        } else {
-            store.list_workflows(&req).await?
-        };
-        for summary in &page {
-            match summary.state() {
-                WorkflowState::Active => tally.active += 1,
-                WorkflowState::Completed => tally.completed += 1,
-                WorkflowState::Failed => tally.failed += 1,
-            }
-        }
-        seen += page.len();
-        if let Some(last) = page.last() {
-            req.before = Some(last.workflow_id.clone());
-        }
-        if page.len() < req.limit {
-            return Ok(tally);
-        }
-        if seen >= budget {
-            req.limit = 1;
-            tally.truncated = !store.list_workflows(&req).await?.is_empty();
-            return Ok(tally);
-        }
-        req.limit = PAGE.min(budget - seen);
-    }
 }

@@ -2,7 +2,7 @@
 //! `duraq_release_backlog` per finished job whose dependents did not all fit
 //! in a bounded transaction ([`crate::release`]), keyed by job.
 //!
-//! [`continue_step`] takes one entry `FOR UPDATE SKIP LOCKED`, so several
+//! [`take_entry`] takes one entry (for [`crate::release::continue_step`]) `FOR UPDATE SKIP LOCKED`, so several
 //! workers share a wide fan-out and none settles an edge twice: an entry is
 //! walked by one transaction at a time, and its cursor moves (or the entry
 //! goes) in that transaction; core's loop runs from the cursor
@@ -12,11 +12,11 @@
 //! deadlocking with it. A delete takes the entry along
 //! ([`crate::dependencies::DELETE_EDGES_WITH_JOBS`]).
 
-use duraq_core::rules::{BacklogEntry, BacklogWrite, DependencyRelease};
-use duraq_core::{CountChange, Result};
+use duraq_core::rules::{BacklogEntry, BacklogWrite};
+use duraq_core::{JobStatus, Result};
 
 use crate::backend::db::Db;
-use crate::release::{parse_status, run, Settled};
+use crate::rows::parse_status;
 
 /// Takes one backlog entry nobody else holds, with its job's status now.
 const TAKE_ENTRY: &str = "SELECT b.job_id, b.status, b.after_job_id, j.status \
@@ -34,12 +34,10 @@ const PUT_ENTRIES: &str = "INSERT INTO {s}.duraq_release_backlog (job_id, status
 pub(crate) const DROP_ENTRIES: &str =
     "DELETE FROM {s}.duraq_release_backlog WHERE job_id = ANY($1::text[])";
 
-/// One step of one backlog entry nobody else holds: `None` when there is none.
-pub(crate) async fn continue_step(
-    db: &Db<'_>,
-    now: i64,
-    change: &mut CountChange,
-) -> Result<Option<Settled>> {
+/// Takes one backlog entry nobody else holds (`FOR UPDATE SKIP LOCKED`, held
+/// until the transaction ends), with its job's status now (`None`: the job is
+/// gone); `None` when there is none.
+pub(crate) async fn take_entry(db: &Db<'_>) -> Result<Option<(BacklogEntry, Option<JobStatus>)>> {
     let Some(row) = db.query_opt(TAKE_ENTRY, &[]).await? else {
         return Ok(None);
     };
@@ -52,9 +50,7 @@ pub(crate) async fn continue_step(
         .get::<_, Option<String>>(3)
         .map(parse_status)
         .transpose()?;
-    let mut release = DependencyRelease::new();
-    release.resume(entry, current);
-    run(db, now, release, change).await.map(Some)
+    Ok(Some((entry, current)))
 }
 
 /// Persists core's backlog writes (a statement for the puts, one for the

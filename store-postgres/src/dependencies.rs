@@ -25,8 +25,7 @@ use duraq_core::rules::{reopen, reopened_open_count, start_of, DependencyStart};
 use duraq_core::{CountChange, Job, JobStatus, NewJob, Result};
 
 use crate::backend::db::Db;
-use crate::error::corrupt;
-use crate::rows::{loaded_from_row, save_jobs, Loaded, JOB_COLUMNS};
+use crate::rows::{loaded_from_row, parse_status, save_jobs, Loaded, JOB_COLUMNS};
 
 /// Locks the dependency rows (in id order, as every multi-row lock here),
 /// marks them as having dependents, and returns each one's status. The rows
@@ -59,11 +58,7 @@ pub(crate) async fn lock_dependencies(
     let rows = db.query(LOCK_DEPENDENCIES, &[&ids]).await?;
     let mut statuses: HashMap<String, JobStatus> = HashMap::with_capacity(rows.len());
     for row in &rows {
-        let status: String = row.get(1);
-        let status = status
-            .parse::<JobStatus>()
-            .map_err(|_| corrupt(format!("status {status:?}")))?;
-        statuses.insert(row.get(0), status);
+        statuses.insert(row.get(0), parse_status(row.get(1))?);
     }
     Ok(statuses)
 }
@@ -194,11 +189,7 @@ async fn dependency_statuses<'a>(
         .await?;
     let mut out = HashMap::with_capacity(rows.len());
     for row in &rows {
-        let status: String = row.get(1);
-        let status = status
-            .parse::<JobStatus>()
-            .map_err(|_| corrupt(format!("status {status:?}")))?;
-        out.insert(row.get(0), status);
+        out.insert(row.get(0), parse_status(row.get(1))?);
     }
     Ok(out)
 }

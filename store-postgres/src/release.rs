@@ -91,8 +91,23 @@ pub(crate) async fn settle(
     run(db, now, release, change).await
 }
 
+/// One step of one backlog entry nobody else holds ([`crate::backlog`]):
+/// core's loop resumed from its cursor; `None` when there is none.
+pub(crate) async fn continue_step(
+    db: &Db<'_>,
+    now: i64,
+    change: &mut CountChange,
+) -> Result<Option<Settled>> {
+    let Some((entry, current)) = crate::backlog::take_entry(db).await? else {
+        return Ok(None);
+    };
+    let mut release = DependencyRelease::new();
+    release.resume(entry, current);
+    run(db, now, release, change).await.map(Some)
+}
+
 /// Core's loop over the edge table, from what `release` was given.
-pub(crate) async fn run(
+async fn run(
     db: &Db<'_>,
     now: i64,
     mut release: DependencyRelease,
@@ -162,12 +177,6 @@ pub(crate) async fn run(
     Ok(settled)
 }
 
-pub(crate) fn parse_status(status: String) -> Result<JobStatus> {
-    status
-        .parse::<JobStatus>()
-        .map_err(|_| corrupt(format!("status {status:?}")))
-}
-
 /// One level's edges by finished job (in the order read), and its dependents
 /// by id (a missing dependent row has an edge and no entry).
 #[allow(clippy::type_complexity)]
@@ -198,7 +207,7 @@ fn read_level(
         let row = DependentRow {
             job_id: job_id.clone(),
             queue: r.get(3),
-            status: parse_status(status)?,
+            status: crate::rows::parse_status(status)?,
             open_dependencies: r.get(5),
             scheduled_at_ms: r.get(6),
         };

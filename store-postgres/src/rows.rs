@@ -52,9 +52,7 @@ pub(crate) fn job_from_row(row: &Row) -> Result<Job> {
         job_name: row.get(1),
         args: serde_json::from_str(&args).map_err(|e| corrupt(format!("args: {e}")))?,
         queue: row.get(3),
-        status: status
-            .parse::<JobStatus>()
-            .map_err(|_| corrupt(format!("status {status:?}")))?,
+        status: parse_status(status)?,
         attempts: row.get(5),
         max_retries: row.get(6),
         scheduled_at_ms: row.get(7),
@@ -182,4 +180,11 @@ pub(crate) async fn load_job(db: &Db<'_>, id: &str) -> Result<Option<Job>> {
         .as_ref()
         .map(job_from_row)
         .transpose()
+}
+
+/// A stored status, or a corrupt-data error naming it.
+pub(crate) fn parse_status(status: String) -> Result<JobStatus> {
+    status
+        .parse::<JobStatus>()
+        .map_err(|_| corrupt(format!("status {status:?}")))
 }

@@ -11,14 +11,13 @@
 
 use duraq_core::rules::SearchScan;
 use duraq_core::{
-    id_prefix_bound, Job, JobCursor, JobFilter, JobPage, JobStatus, Result, WorkflowListRequest,
+    id_prefix_bound, Job, JobCursor, JobFilter, JobPage, Result, WorkflowListRequest,
     WorkflowSummary,
 };
 use tokio_postgres::types::ToSql;
 
 use crate::backend::db::Db;
-use crate::error::corrupt;
-use crate::rows::{jobs_from_rows, JOB_COLUMNS};
+use crate::rows::{jobs_from_rows, parse_status, JOB_COLUMNS};
 
 /// Jobs matching `filter`, newest first, within its scan budget: every chunk
 /// in one read-only repeatable-read transaction (one snapshot), with
@@ -182,11 +181,7 @@ pub(crate) async fn list_workflows(
     };
     let mut groups = Vec::with_capacity(rows.len());
     for r in &rows {
-        let status: String = r.get(1);
-        let status = status
-            .parse::<JobStatus>()
-            .map_err(|_| corrupt(format!("status {status:?}")))?;
-        groups.push((r.get(0), status, r.get(2), r.get(3)));
+        groups.push((r.get(0), parse_status(r.get(1))?, r.get(2), r.get(3)));
     }
     Ok(WorkflowSummary::from_groups(groups))
 }

@@ -18,7 +18,7 @@ use crate::backend::db::{pooled, Conn, Db};
 use crate::backend::enqueue_group;
 use crate::tx::{pipelined_tx, write_tx};
 use crate::{
-    admin, backlog, bulk, claim, complete, counts, enqueue, enqueue_plain, operations, pause,
+    admin, bulk, claim, complete, counts, enqueue, enqueue_plain, operations, pause, release,
     report, rows, schedule, schema, workers, PostgresStore,
 };
 
@@ -203,7 +203,7 @@ impl WorkerStore for PostgresStore {
         while progress.steps < max_steps {
             // One transaction per step, holding one entry (see `crate::release`).
             let step = write_tx!(self, self.now(), |tx| {
-                let settled = backlog::continue_step(&tx.db, tx.now, &mut tx.change).await?;
+                let settled = release::continue_step(&tx.db, tx.now, &mut tx.change).await?;
                 if let Some(s) = &settled {
                     tx.work |= s.released;
                     tx.backlog |= s.backlog;

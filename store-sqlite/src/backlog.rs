@@ -5,24 +5,23 @@
 //!
 //! - **Written** with the release that left it ([`write`]) and signalled after
 //!   commit to this process's workers.
-//! - **Continued** by [`continue_step`]: the first entry, walked on from its
+//! - **Continued** by [`crate::release::continue_step`]: the first entry ([`first_entry`]), walked on from its
 //!   cursor under the same bound, one logical write each. The single writer
 //!   serializes the steps, so no edge is settled twice.
 //! - **Dropped** ([`drop_backlog`]) when its job is retried, reopened or
 //!   deleted: the dependents it had not reached still count it as open.
 
-use duraq_core::rules::{BacklogEntry, BacklogWrite, DependencyRelease};
-use duraq_core::Result;
+use duraq_core::rules::{BacklogEntry, BacklogWrite};
+use duraq_core::{JobStatus, Result};
 use rusqlite::{params, Connection, OptionalExtension};
 
 use crate::error::SqlResult;
 use crate::tx::Tx;
 
-/// One step of the first backlog entry (in job-id order): `None` when the
-/// backlog is empty, else the edges walked.
-pub(crate) fn continue_step(tx: &mut Tx<'_>) -> Result<Option<usize>> {
-    let entry = tx
-        .conn
+/// The first backlog entry (in job-id order) with its job's status now
+/// (`None`: the job is gone); `None` when the backlog is empty.
+pub(crate) fn first_entry(conn: &Connection) -> Result<Option<(BacklogEntry, Option<JobStatus>)>> {
+    let entry = conn
         .prepare_cached(
             "SELECT b.job_id, b.status, b.after_job_id, j.status FROM duraq_release_backlog AS b \
              LEFT JOIN duraq_jobs AS j ON j.id = b.job_id ORDER BY b.job_id LIMIT 1",
@@ -46,9 +45,7 @@ pub(crate) fn continue_step(tx: &mut Tx<'_>) -> Result<Option<usize>> {
         status: status.parse()?,
         after,
     };
-    let mut release = DependencyRelease::new();
-    release.resume(entry, current.map(|s| s.parse()).transpose()?);
-    crate::release::run(tx, release).map(Some)
+    Ok(Some((entry, current.map(|s| s.parse()).transpose()?)))
 }
 
 /// Persists the backlog writes core decided, and signals an entry put.

@@ -29,8 +29,20 @@ pub(crate) fn release(tx: &mut Tx<'_>, job_id: &str, status: JobStatus) -> Resul
     Ok(())
 }
 
+/// One step of the first backlog entry ([`crate::backlog`]), walked on from
+/// its cursor under the same bound: `None` when the backlog is empty, else
+/// the edges walked.
+pub(crate) fn continue_step(tx: &mut Tx<'_>) -> Result<Option<usize>> {
+    let Some((entry, current)) = crate::backlog::first_entry(tx.conn)? else {
+        return Ok(None);
+    };
+    let mut release = DependencyRelease::new();
+    release.resume(entry, current);
+    run(tx, release).map(Some)
+}
+
 /// Core's loop over the edge table; returns the edges walked.
-pub(crate) fn run(tx: &mut Tx<'_>, mut release: DependencyRelease) -> Result<usize> {
+fn run(tx: &mut Tx<'_>, mut release: DependencyRelease) -> Result<usize> {
     loop {
         let level = release.next_level();
         if level.is_empty() {

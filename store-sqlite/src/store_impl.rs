@@ -152,7 +152,7 @@ impl WorkerStore for SqliteStore {
         while progress.steps < max_steps {
             // One logical write per step: the writer may commit it with
             // others, but each is bounded by `RELEASE_BATCH` edges.
-            let Some(edges) = self.write(crate::backlog::continue_step).await? else {
+            let Some(edges) = self.write(crate::release::continue_step).await? else {
                 return Ok(progress);
             };
             progress.steps += 1;

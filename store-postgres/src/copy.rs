@@ -26,6 +26,7 @@
 
 use std::collections::HashSet;
 use std::pin::pin;
+use std::sync::OnceLock;
 
 use duraq_core::{digest_of_canonical, Job, NewJob, Result};
 use tokio_postgres::binary_copy::BinaryCopyInWriter;
@@ -33,6 +34,13 @@ use tokio_postgres::types::{ToSql, Type};
 
 use crate::backend::db::{Conn, Db};
 use crate::error::map_pg_error;
+use crate::insert::taken_ids_guard_sql;
+
+/// Refuses the ids finished jobs hold (see [`taken_ids_guard_sql`]).
+fn guard_sql() -> &'static str {
+    static SQL: OnceLock<String> = OnceLock::new();
+    SQL.get_or_init(|| format!("WITH {} SELECT 1", taken_ids_guard_sql(1)))
+}
 
 /// The smallest run of fresh rows sent through `COPY`. The `COPY` path takes
 /// five round trips more than one `INSERT` ([`crate::insert`]: `BEGIN`, the
@@ -100,11 +108,18 @@ impl ArgsText {
 /// `COPY`, inside the transaction `db` runs on.
 pub(crate) async fn copy_jobs(db: &Db<'_>, rows: &[Job], args: &[ArgsText]) -> Result<()> {
     // One round trip: the lock first (`biased`: the first polled is the first sent).
-    db.prepare(&[SCOPES_SQL]).await?;
+    db.prepare(&[SCOPES_SQL, guard_sql()]).await?;
     let lock = db
         .names
         .sql("LOCK TABLE {s}.duraq_jobs IN ROW EXCLUSIVE MODE");
-    let ((), scopes) = tokio::try_join!(biased; db.batch(&lock), db.query(SCOPES_SQL, &[]))?;
+    let ids: Vec<&str> = rows.iter().map(|r| r.id.as_str()).collect();
+    let guard: [&(dyn ToSql + Sync); 1] = [&ids];
+    let ((), scopes, _) = tokio::try_join!(
+        biased;
+        db.batch(&lock),
+        db.query(SCOPES_SQL, &[]),
+        db.execute(guard_sql(), &guard)
+    )?;
     let scopes: HashSet<(String, String)> = scopes.iter().map(|r| (r.get(0), r.get(1))).collect();
     let mut writer = pin!(start(db).await?);
     for (row, args) in rows.iter().zip(args) {

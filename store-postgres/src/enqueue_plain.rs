@@ -20,7 +20,7 @@ use crate::backend::db::{pooled, Conn, Db};
 use crate::copy::COPY_MIN_ROWS;
 use crate::counts::{update_sql, Effects, Entry, QueueDeltas, SHARDS, SHARD_CTE};
 use crate::enqueue::enqueue_many;
-use crate::insert::{insert_jobs_sql, NewRows};
+use crate::insert::{insert_jobs_sql, taken_ids_guard_sql, NewRows};
 use crate::tx::write_tx;
 use crate::PostgresStore;
 
@@ -30,7 +30,8 @@ fn sql() -> &'static str {
     static SQL: OnceLock<String> = OnceLock::new();
     SQL.get_or_init(|| {
         format!(
-            "WITH {SHARD_CTE}, i AS ({} RETURNING 1), {}",
+            "WITH {SHARD_CTE}, {}, i AS ({} RETURNING 1), {}",
+            taken_ids_guard_sql(10),
             insert_jobs_sql(10),
             update_sql(10 + NewRows::COUNT)
         )

@@ -7,6 +7,7 @@ use tokio_postgres::types::ToSql;
 
 use crate::backend::db::Db;
 use crate::dedupe::KEY_OF_DIGEST;
+use crate::schema_def::JOB_PARTITIONS;
 
 /// The columns of fresh rows as arrays, one bound parameter each (see
 /// [`insert_jobs_sql`]).
@@ -95,9 +96,29 @@ impl NewRows {
     }
 }
 
+/// A `WITH` item refusing ids a finished job holds: fresh rows go to the live
+/// partition, whose primary key cannot see the finished one's (`schema_def`,
+/// version 11). It inserts each finished row whose id is in the `text[]`
+/// parameter `$param` again, so a taken id fails the statement with the same
+/// unique violation (`idempotency-conflict`) as one a live job holds, and a
+/// free one costs a probe of the finished partition's primary key. It names
+/// the partitioned table, not the partition, so that it locks the table before
+/// the partition, in the order `LOCK TABLE` does (naming the partition first
+/// deadlocked with the dedupe registration's lock).
+pub(crate) fn taken_ids_guard_sql(param: usize) -> String {
+    let [_, done] = &JOB_PARTITIONS;
+    let finished: Vec<String> = done.statuses.iter().map(|s| format!("'{s}'")).collect();
+    format!(
+        "taken AS (INSERT INTO {{s}}.duraq_jobs SELECT * FROM {{s}}.duraq_jobs \
+         WHERE status IN ({}) AND id = ANY(${param}::text[]))",
+        finished.join(", ")
+    )
+}
+
 /// Inserts fresh rows; `digests[i]` is the args digest of `jobs[i]`.
 pub(crate) async fn insert_jobs(db: &Db<'_>, jobs: &[Job], digests: &[String]) -> Result<()> {
     let rows = NewRows::new(jobs, digests);
-    db.execute(&insert_jobs_sql(1), &rows.params()).await?;
+    let sql = format!("WITH {} {}", taken_ids_guard_sql(1), insert_jobs_sql(1));
+    db.execute(&sql, &rows.params()).await?;
     Ok(())
 }

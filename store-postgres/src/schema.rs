@@ -13,8 +13,10 @@
 //!    miss one of ours or have another type — before anything is written;
 //! 4. creates missing tables and indexes and records the missing versions.
 //!
-//! No table, column or row is ever rebuilt or dropped; only indexes a later
-//! version replaced are ([`RETIRED_INDEXES`]). Columns a later version added
+//! No column or row is ever dropped, and one table was rebuilt once: version 11
+//! partitions the job table (`partition_jobs`), moving its rows in the
+//! migration's transaction. Indexes a later version replaced are dropped
+//! ([`RETIRED_INDEXES`]). Columns a later version added
 //! ([`ADDED_COLUMNS`]) may be missing from a table whose ledger predates them;
 //! they are added with `ALTER TABLE … ADD COLUMN` (nullable, or with a constant
 //! default such as `errors`' `'[]'`: no table rewrite). Tables
@@ -31,14 +33,18 @@
 //! [`crate::workers`]); 7, throughput history (outcome totals on the queue
 //! counter rows, `duraq_history`; see [`crate::history`]); 8, job progress, logs
 //! and trace context; 9, job dependencies (edges, the `pending` counters; see
-//! [`crate::dependencies`]).
+//! [`crate::dependencies`]); 10, the release backlog; 11, the job table
+//! partitioned into live and finished jobs (see [`crate::schema_def`]).
 
 use duraq_core::{Error, Result};
 
 use crate::backend::db::Db;
 use crate::counts::SHARDS;
 use crate::error::Target;
-use crate::schema_def::{ADDED_COLUMNS, INDEXES, QUEUE_COUNTS_TABLE, RETIRED_INDEXES, TABLES};
+use crate::schema_def::{
+    job_index_ddl, Table, ADDED_COLUMNS, INDEXES, JOBS_PARTITION_BY, JOB_PARTITIONS,
+    QUEUE_COUNTS_TABLE, RETIRED_INDEXES, TABLES,
+};
 pub use crate::schema_def::{LEDGER_TABLE, MIGRATION_SCOPE, SCHEMA_VERSION};
 
 /// Whether opening may create the schema and its tables.
@@ -110,19 +116,7 @@ pub(crate) async fn migrate(
     }
     let backfill = !table_exists(db, QUEUE_COUNTS_TABLE).await?;
     for table in TABLES {
-        let mut defs: Vec<String> = table
-            .columns
-            .iter()
-            .map(|(n, _, ddl)| format!("{n} {ddl}"))
-            .collect();
-        if !table.constraints.is_empty() {
-            defs.push(table.constraints.to_owned());
-        }
-        let ddl = format!(
-            "CREATE TABLE IF NOT EXISTS {{s}}.{} ({})",
-            table.name,
-            defs.join(", ")
-        );
+        let ddl = format!("CREATE TABLE IF NOT EXISTS {}", create_table_body(table));
         db.batch(&db.names.sql(&ddl)).await?;
     }
     for (table, column, _) in ADDED_COLUMNS {
@@ -135,7 +129,12 @@ pub(crate) async fn migrate(
         let sql = format!("ALTER TABLE {{s}}.{table} ADD COLUMN IF NOT EXISTS {column} {ddl}");
         db.batch(&db.names.sql(&sql)).await?;
     }
-    for index in INDEXES {
+    partition_jobs(db).await?;
+    for index in job_index_ddl()
+        .iter()
+        .map(String::as_str)
+        .chain(INDEXES.iter().copied())
+    {
         db.batch(&db.names.sql(&format!("CREATE INDEX IF NOT EXISTS {index}")))
             .await?;
     }
@@ -164,6 +163,79 @@ pub(crate) async fn migrate(
     let mut applied: Vec<i64> = rows.iter().map(|r| r.get(0)).collect();
     applied.sort_unstable();
     Ok(applied)
+}
+
+/// `{s}.name (columns, constraints)`, and the job table's partitioning.
+fn create_table_body(table: &Table) -> String {
+    let mut defs: Vec<String> = (table.columns.iter())
+        .map(|(n, _, ddl)| format!("{n} {ddl}"))
+        .collect();
+    if !table.constraints.is_empty() {
+        defs.push(table.constraints.to_owned());
+    }
+    let partitioned = if table.name == JOBS_TABLE {
+        JOBS_PARTITION_BY
+    } else {
+        ""
+    };
+    format!("{{s}}.{} ({}) {partitioned}", table.name, defs.join(", "))
+}
+
+const JOBS_TABLE: &str = "duraq_jobs";
+
+/// Creates the job table's partitions (version 11). A job table from an older
+/// version is a plain table: it is renamed, the partitioned one created in its
+/// place, its rows moved over once and the old table dropped with its indexes,
+/// all in the migration's transaction (which holds its lock until commit, so
+/// writers wait rather than write to the old table). Its columns are complete
+/// by then: the columns loop ran first.
+async fn partition_jobs(db: &Db<'_>) -> Result<()> {
+    let kind: String = db
+        .query_one(
+            "SELECT c.relkind::text FROM pg_class AS c JOIN pg_namespace AS n \
+             ON n.oid = c.relnamespace WHERE n.nspname = $1 AND c.relname = $2",
+            &[&db.names.schema, &JOBS_TABLE],
+        )
+        .await?
+        .get(0);
+    let upgrade = kind == "r";
+    let jobs = TABLES
+        .iter()
+        .find(|t| t.name == JOBS_TABLE)
+        .expect("the job table is declared");
+    if upgrade {
+        db.batch(
+            &db.names
+                .sql("ALTER TABLE {s}.duraq_jobs RENAME TO duraq_jobs_unpartitioned"),
+        )
+        .await?;
+        let ddl = format!("CREATE TABLE {}", create_table_body(jobs));
+        db.batch(&db.names.sql(&ddl)).await?;
+    }
+    for part in &JOB_PARTITIONS {
+        let statuses: Vec<String> = part.statuses.iter().map(|s| format!("'{s}'")).collect();
+        let with = match part.with {
+            "" => String::new(),
+            with => format!(" WITH ({with})"),
+        };
+        let ddl = format!(
+            "CREATE TABLE IF NOT EXISTS {{s}}.{} PARTITION OF {{s}}.{JOBS_TABLE} (PRIMARY KEY (id)) \
+             FOR VALUES IN ({}){with}",
+            part.name,
+            statuses.join(", ")
+        );
+        db.batch(&db.names.sql(&ddl)).await?;
+    }
+    if upgrade {
+        let columns: Vec<&str> = jobs.columns.iter().map(|c| c.0).collect();
+        let columns = columns.join(", ");
+        let sql = format!(
+            "INSERT INTO {{s}}.{JOBS_TABLE} ({columns}) SELECT {columns} \
+             FROM {{s}}.duraq_jobs_unpartitioned; DROP TABLE {{s}}.duraq_jobs_unpartitioned"
+        );
+        db.batch(&db.names.sql(&sql)).await?;
+    }
+    Ok(())
 }
 
 /// Fills the per-queue counters from the jobs table, once, in the transaction

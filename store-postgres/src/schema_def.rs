@@ -38,10 +38,15 @@
 //! "Cost", see [`crate::release`]): `duraq_release_backlog` holds a row per
 //! finished job whose dependents did not all fit in the bounded transaction
 //! that finished it (its terminal status and the last dependent settled),
-//! keyed by job; a binary of version 9 would never continue it.
+//! keyed by job; a binary of version 9 would never continue it; 11, history
+//! apart from the hot path (`docs/postgres.md`, "Retention and vacuum"):
+//! `duraq_jobs` becomes a table partitioned by status into
+//! [`JOB_PARTITIONS`], `duraq_jobs_live` (queued, running, pending) and
+//! `duraq_jobs_done` (the terminal statuses), each with its own primary key on
+//! `id` and its own indexes ([`JOB_INDEXES`]); the upgrade moves the rows once.
 
 /// The newest schema version this binary knows.
-pub const SCHEMA_VERSION: i64 = 10;
+pub const SCHEMA_VERSION: i64 = 11;
 /// The per-queue counter table (version 3), filled from the jobs when created.
 pub(crate) const QUEUE_COUNTS_TABLE: &str = "duraq_queue_count_shards";
 /// The ledger table recording applied versions.
@@ -72,7 +77,7 @@ pub(crate) const TABLES: &[Table] = &[
     Table {
         name: "duraq_jobs",
         columns: &[
-            ("id", T, "text PRIMARY KEY"),
+            ("id", T, "text NOT NULL"),
             ("job_name", T, "text NOT NULL"),
             ("args", T, "text NOT NULL"),
             ("args_digest", T, "text NOT NULL"),
@@ -304,24 +309,140 @@ pub(crate) const TABLES: &[Table] = &[
     },
 ];
 
-pub(crate) const INDEXES: &[&str] = &[
-    "duraq_jobs_claim ON {s}.duraq_jobs (priority, scheduled_at_ms, created_at_ms, id COLLATE \"C\") \
-     WHERE status = 'queued'",
-    "duraq_rate_starts_key ON {s}.duraq_rate_starts (rate_key, at_ms)",
-    "duraq_jobs_queue_due ON {s}.duraq_jobs (queue, scheduled_at_ms) WHERE status = 'queued'",
-    "duraq_jobs_dedupe_key ON {s}.duraq_jobs (dedupe_key) \
-     WHERE status = 'queued' AND dedupe_key IS NOT NULL",
-    "duraq_jobs_running ON {s}.duraq_jobs (worker_id) WHERE status = 'handed_off'",
-    "duraq_jobs_reserved ON {s}.duraq_jobs (reservation_key) WHERE status = 'handed_off'",
-    "duraq_jobs_key ON {s}.duraq_jobs (schedule_key, schedule_order) WHERE schedule_key IS NOT NULL",
-    "duraq_jobs_created ON {s}.duraq_jobs (created_at_ms, id COLLATE \"C\")",
-    "duraq_jobs_completed ON {s}.duraq_jobs (completed_at_ms) WHERE status = 'completed'",
-    "duraq_jobs_failed ON {s}.duraq_jobs (failed_at_ms) WHERE status = 'failed'",
-    "duraq_jobs_orphaned ON {s}.duraq_jobs (orphaned_at_ms) WHERE status = 'orphaned'",
-    "duraq_jobs_cancelled ON {s}.duraq_jobs (cancelled_at_ms) WHERE status = 'cancelled'",
-    "duraq_jobs_pending ON {s}.duraq_jobs (created_at_ms) WHERE status = 'pending'",
-    "duraq_jobs_workflow ON {s}.duraq_jobs (workflow_id) WHERE workflow_id IS NOT NULL",
+/// The job table's partitioning (version 11): a row lives in the partition of
+/// its status, and a status change across the line moves it.
+pub(crate) const JOBS_PARTITION_BY: &str = "PARTITION BY LIST (status)";
+
+/// Which partitions of the job table an index is built on.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum Place {
+    /// The live partition only (the claim path).
+    Live,
+    /// The finished partition only (retention, searches by finish time).
+    Done,
+    /// Both: the live one's is named as declared, the finished one's gets `_done`.
+    Both,
+}
+
+/// A partition of the job table: name, the statuses it holds, storage
+/// parameters. The live partition is small and churns (every job is inserted
+/// and updated there, then leaves), so its autovacuum starts after a fixed
+/// number of dead rows rather than a fifth of the table, and does not sleep:
+/// each claim walks the dead index entries of the jobs before it until a
+/// VACUUM removes them, and a VACUUM of a table this small is cheap. Finished
+/// jobs keep the server's defaults: they are inserted once and deleted by
+/// retention.
+pub(crate) struct Partition {
+    pub name: &'static str,
+    pub statuses: &'static [&'static str],
+    pub with: &'static str,
+}
+
+pub(crate) const JOB_PARTITIONS: [Partition; 2] = [
+    Partition {
+        name: "duraq_jobs_live",
+        statuses: &["queued", "handed_off", "pending"],
+        with: "autovacuum_vacuum_scale_factor = 0, autovacuum_vacuum_threshold = 2000, \
+               autovacuum_vacuum_cost_delay = 0",
+    },
+    Partition {
+        name: "duraq_jobs_done",
+        statuses: &["completed", "failed", "cancelled", "orphaned"],
+        with: "",
+    },
 ];
+
+/// The job table's indexes: name, `(columns) WHERE …`, where. Each is built on
+/// its partitions directly (a partitioned index would name the partitions' own).
+pub(crate) const JOB_INDEXES: &[(&str, &str, Place)] = &[
+    (
+        "duraq_jobs_claim",
+        "(priority, scheduled_at_ms, created_at_ms, id COLLATE \"C\") WHERE status = 'queued'",
+        Place::Live,
+    ),
+    (
+        "duraq_jobs_queue_due",
+        "(queue, scheduled_at_ms) WHERE status = 'queued'",
+        Place::Live,
+    ),
+    (
+        "duraq_jobs_dedupe_key",
+        "(dedupe_key) WHERE status = 'queued' AND dedupe_key IS NOT NULL",
+        Place::Live,
+    ),
+    (
+        "duraq_jobs_running",
+        "(worker_id) WHERE status = 'handed_off'",
+        Place::Live,
+    ),
+    (
+        "duraq_jobs_reserved",
+        "(reservation_key) WHERE status = 'handed_off'",
+        Place::Live,
+    ),
+    (
+        "duraq_jobs_pending",
+        "(created_at_ms) WHERE status = 'pending'",
+        Place::Live,
+    ),
+    (
+        "duraq_jobs_key",
+        "(schedule_key, schedule_order) WHERE schedule_key IS NOT NULL",
+        Place::Both,
+    ),
+    (
+        "duraq_jobs_created",
+        "(created_at_ms, id COLLATE \"C\")",
+        Place::Both,
+    ),
+    (
+        "duraq_jobs_workflow",
+        "(workflow_id) WHERE workflow_id IS NOT NULL",
+        Place::Both,
+    ),
+    (
+        "duraq_jobs_completed",
+        "(completed_at_ms) WHERE status = 'completed'",
+        Place::Done,
+    ),
+    (
+        "duraq_jobs_failed",
+        "(failed_at_ms) WHERE status = 'failed'",
+        Place::Done,
+    ),
+    (
+        "duraq_jobs_orphaned",
+        "(orphaned_at_ms) WHERE status = 'orphaned'",
+        Place::Done,
+    ),
+    (
+        "duraq_jobs_cancelled",
+        "(cancelled_at_ms) WHERE status = 'cancelled'",
+        Place::Done,
+    ),
+];
+
+/// `CREATE INDEX` bodies (after `IF NOT EXISTS`) of [`JOB_INDEXES`], one per
+/// partition it is built on.
+pub(crate) fn job_index_ddl() -> Vec<String> {
+    let [live, done] = &JOB_PARTITIONS;
+    let mut out = Vec::new();
+    for (name, def, place) in JOB_INDEXES {
+        if matches!(place, Place::Live | Place::Both) {
+            out.push(format!("{name} ON {{s}}.{} {def}", live.name));
+        }
+        match place {
+            Place::Done => out.push(format!("{name} ON {{s}}.{} {def}", done.name)),
+            Place::Both => out.push(format!("{name}_done ON {{s}}.{} {def}", done.name)),
+            Place::Live => {}
+        }
+    }
+    out
+}
+
+/// Indexes on tables other than the job table.
+pub(crate) const INDEXES: &[&str] =
+    &["duraq_rate_starts_key ON {s}.duraq_rate_starts (rate_key, at_ms)"];
 
 /// Columns added after version 1: (table, column, version that added it).
 pub(crate) const ADDED_COLUMNS: &[(&str, &str, i64)] = &[

@@ -52,7 +52,7 @@ mod postgres {
             client
                 .query_one(
                     "SELECT array_agg(pg_relation_filenode(format('%I.%I', $1::text, t)::regclass)::int8 \
-                     ORDER BY t) FROM unnest(ARRAY['duraq_jobs', 'duraq_count_shards', \
+                     ORDER BY t) FROM unnest(ARRAY['duraq_jobs_live', 'duraq_count_shards', \
                      'duraq_queue_count_shards']) AS t",
                     &[&s],
                 )

@@ -138,7 +138,7 @@ mod postgres {
         );
         let indexes: Vec<String> = client
             .query(
-                "SELECT indexname::text FROM pg_indexes WHERE schemaname = $1 AND tablename = 'duraq_jobs'",
+                "SELECT indexname::text FROM pg_indexes WHERE schemaname = $1 AND tablename LIKE 'duraq\\_jobs%'",
                 &[&s],
             )
             .await
@@ -415,7 +415,7 @@ mod postgres {
         async fn relfilenode(client: &tokio_postgres::Client, s: &str) -> i64 {
             client
                 .query_one(
-                    "SELECT pg_relation_filenode(format('%I.duraq_jobs', $1::text)::regclass)::int8",
+                    "SELECT pg_relation_filenode(format('%I.duraq_jobs_live', $1::text)::regclass)::int8",
                     &[&s],
                 )
                 .await
@@ -488,7 +488,7 @@ mod postgres {
         let relfilenode = || async {
             client
                 .query_one(
-                    "SELECT pg_relation_filenode(format('%I.duraq_jobs', $1::text)::regclass)::int8",
+                    "SELECT pg_relation_filenode(format('%I.duraq_jobs_live', $1::text)::regclass)::int8",
                     &[&s],
                 )
                 .await
@@ -507,7 +507,7 @@ mod postgres {
         assert_eq!(relfilenode().await, file_before, "no table rewrite");
         let indexes: Vec<String> = client
             .query(
-                "SELECT indexname::text FROM pg_indexes WHERE schemaname = $1 AND tablename = 'duraq_jobs'",
+                "SELECT indexname::text FROM pg_indexes WHERE schemaname = $1 AND tablename LIKE 'duraq\\_jobs%'",
                 &[&s],
             )
             .await

@@ -35,7 +35,7 @@ mod postgres {
         let filenode = || async {
             client
                 .query_one(
-                    "SELECT pg_relation_filenode(format('%I.duraq_jobs', $1::text)::regclass)::int8",
+                    "SELECT pg_relation_filenode(format('%I.duraq_jobs_live', $1::text)::regclass)::int8",
                     &[&s],
                 )
                 .await

@@ -54,7 +54,8 @@ pub const JOB_STORE_VERSIONS: &[(i64, &str)] = &[
 /// keys, counts, schedule keys; 2 = dedupe keys for dedupe scopes only; 3 =
 /// counts per queue; 4 = paused queues; 5 = error history; 6 = visible
 /// workers; 7 = throughput history; 8 = job progress, logs and trace context;
-/// 9 = job dependencies and outputs; 10 = the release backlog of wide fan-outs.
+/// 9 = job dependencies and outputs; 10 = the release backlog of wide fan-outs;
+/// 11 = the job table partitioned into live and finished jobs.
 pub const POSTGRES_JOB_STORE_VERSIONS: &[(i64, &str)] = &[
     (1, "job_store"),
     (2, "dedupe_scopes"),
@@ -66,6 +67,7 @@ pub const POSTGRES_JOB_STORE_VERSIONS: &[(i64, &str)] = &[
     (8, "job_progress_logs_traces"),
     (9, "job_dependencies"),
     (10, "release_backlog"),
+    (11, "job_history_partitions"),
 ];
 
 /// Where a database records the migrations it has.

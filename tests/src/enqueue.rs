@@ -47,6 +47,58 @@ pub async fn enqueue_returns_created_and_persists(h: &Harness) {
     );
 }
 
+/// A finished job keeps its id: enqueueing that id again is refused on every
+/// path (one job, a keyed one, a job that waits, a small batch and one large
+/// enough for a store's bulk path), and nothing is written. PostgreSQL keeps
+/// finished jobs apart from live ones, so this is checked across the two.
+pub async fn an_id_a_finished_job_holds_is_refused(h: &Harness) {
+    for (id, status) in [
+        ("done-c", JobStatus::Completed),
+        ("done-f", JobStatus::Failed),
+    ] {
+        h.insert(job("j", json!([]), EnqueueOptions::new()).with_id(id))
+            .await;
+        h.drive_to(id, "j", status).await;
+    }
+    let dep = h.enqueue("j", json!(["dep"])).await;
+    let before = h.state().await;
+    let again = |id: &str, options: EnqueueOptions| job("j", json!([id]), options).with_id(id);
+    for id in ["done-c", "done-f"] {
+        expect_conflict(
+            h.store.enqueue(again(id, EnqueueOptions::new())).await,
+            ErrorCode::IdempotencyConflict,
+        );
+        let keyed = EnqueueOptions::new().idempotency_key(format!("k-{id}"));
+        expect_conflict(
+            h.store.enqueue(again(id, keyed)).await,
+            ErrorCode::IdempotencyConflict,
+        );
+        let waits = EnqueueOptions::new().after(dep.as_str());
+        let other = job("j", json!(["w"]), EnqueueOptions::new().after(dep.as_str()));
+        expect_conflict(
+            h.store.enqueue_batch(vec![other, again(id, waits)]).await,
+            ErrorCode::IdempotencyConflict,
+        );
+        let fresh = job("j", json!(["z"]), EnqueueOptions::new());
+        expect_conflict(
+            h.store
+                .enqueue_batch(vec![fresh, again(id, EnqueueOptions::new())])
+                .await,
+            ErrorCode::IdempotencyConflict,
+        );
+        let mut large: Vec<_> = (0..400)
+            .map(|i| job("j", json!([i]), EnqueueOptions::new()))
+            .collect();
+        large.push(again(id, EnqueueOptions::new()));
+        expect_conflict(
+            h.store.enqueue_batch(large).await,
+            ErrorCode::IdempotencyConflict,
+        );
+    }
+    h.assert_unchanged(&before, "an id a finished job holds")
+        .await;
+}
+
 pub async fn future_job_waits_until_due(h: &Harness) {
     let at = h.now() + 10_000;
     let id = h

@@ -178,6 +178,14 @@ macro_rules! delegate_store {
                 ) -> $crate::Result<bool> {
                     self.$field.record_progress(batch).await
                 }
+                async fn dead_rows(
+                    &self,
+                ) -> $crate::Result<::std::option::Option<$crate::rules::DeadRows>> {
+                    self.$field.dead_rows().await
+                }
+                async fn reclaim_dead_rows(&self) -> $crate::Result<()> {
+                    self.$field.reclaim_dead_rows().await
+                }
                 fn work_signal(&self) -> $crate::__private::tokio::sync::watch::Receiver<u64> {
                     self.$field.work_signal()
                 }

@@ -275,6 +275,22 @@ pub trait WorkerStore: Send + Sync + 'static {
         ))
     }
 
+    /// The dead row versions among the live jobs, for a store that keeps them
+    /// until a vacuum (PostgreSQL: its live partition); `None` (the default) for one that does not. The
+    /// worker's maintenance asks every few seconds and calls
+    /// [`WorkerStore::reclaim_dead_rows`] when [`crate::rules::reclaim_due`]
+    /// says so.
+    async fn dead_rows(&self) -> Result<Option<crate::rules::DeadRows>> {
+        Ok(None)
+    }
+
+    /// Reclaims the live jobs' dead row versions (PostgreSQL: `VACUUM
+    /// (ANALYZE)` of the live partition). Live jobs are neither read differently nor blocked.
+    /// The default does nothing.
+    async fn reclaim_dead_rows(&self) -> Result<()> {
+        Ok(())
+    }
+
     /// A counter that moves whenever work may have become available (enqueue,
     /// wake, retry, a job returned to the queue), in this process at once and from
     /// other processes within a short poll.

@@ -95,6 +95,7 @@ mod ownership;
 mod pause;
 mod progress;
 mod rate;
+mod reclaim;
 mod release;
 mod report;
 mod rows;

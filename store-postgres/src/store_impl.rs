@@ -194,6 +194,14 @@ impl WorkerStore for PostgresStore {
         })
     }
 
+    async fn dead_rows(&self) -> Result<Option<duraq_core::rules::DeadRows>> {
+        crate::reclaim::dead_rows(self.shared()).await
+    }
+
+    async fn reclaim_dead_rows(&self) -> Result<()> {
+        crate::reclaim::reclaim(self.shared()).await
+    }
+
     fn work_signal(&self) -> watch::Receiver<u64> {
         self.shared().work.subscribe()
     }

@@ -477,3 +477,32 @@ pub(crate) const ADDED_COLUMNS: &[(&str, &str, i64)] = &[
 
 /// Indexes a later version replaced, dropped when upgrading.
 pub(crate) const RETIRED_INDEXES: &[&str] = &["duraq_jobs_dedupe", "duraq_jobs_due"];
+
+#[cfg(test)]
+mod tests {
+    use duraq_core::JobStatus;
+
+    use super::JOB_PARTITIONS;
+
+    /// Every status lives in exactly one partition, and the finished one
+    /// holds exactly the terminal statuses: a status missing here would make
+    /// its rows fail to insert, a terminal one in the live partition would
+    /// keep history on the claim path.
+    #[test]
+    fn the_partitions_split_the_statuses_at_terminal() {
+        let [live, done] = &JOB_PARTITIONS;
+        for status in JobStatus::ALL {
+            let name = status.as_str();
+            let places = (live.statuses.contains(&name), done.statuses.contains(&name));
+            assert_eq!(
+                places,
+                (!status.is_terminal(), status.is_terminal()),
+                "{name}"
+            );
+        }
+        assert_eq!(
+            live.statuses.len() + done.statuses.len(),
+            JobStatus::ALL.len()
+        );
+    }
+}

@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use duraq_core::{new_job_id, Clock, QueueName, SystemClock, DEFAULT_MAX_RETRIES};
+use tokio_postgres::error::SqlState;
 
 use super::raw::{args_digest, args_text, shares, CLAIM_LIMIT};
 use crate::target::Target;
@@ -192,7 +193,16 @@ pub(super) async fn drain(target: &Target) -> Result<(usize, Duration)> {
             let mut drained = 0;
             loop {
                 let now = SystemClock.now_ms();
-                let rows = client.query(&claim, &[&now, &worker, &shard]).await?;
+                let rows = match client.query(&claim, &[&now, &worker, &shard]).await {
+                    Ok(rows) => rows,
+                    // A row this claim's snapshot saw queued was claimed and
+                    // finished by another drainer, which moved it to the
+                    // finished partition: PostgreSQL refuses the lock instead of
+                    // skipping the row. The claim changed nothing; claim again
+                    // (duraq's own transactions retry the same way).
+                    Err(e) if e.code() == Some(&SqlState::T_R_SERIALIZATION_FAILURE) => continue,
+                    Err(e) => return Err(e.into()),
+                };
                 if rows.is_empty() {
                     return anyhow::Ok(drained);
                 }

@@ -6,11 +6,12 @@
 mod common;
 
 mod announcements {
-    use std::time::Duration;
+    use std::time::{Duration, Instant};
 
     use duraq_core::prelude::*;
     use duraq_core::{CountDelta, EnqueueOptions};
     use tokio::sync::broadcast::Receiver;
+    use tokio_postgres::{AsyncMessage, NoTls};
 
     use crate::common::{job, next_delta, open, raw_client, schema};
 
@@ -71,6 +72,59 @@ mod announcements {
         );
         let snap = listener.count_snapshot().await.unwrap();
         assert_eq!((snap.counts.queued, snap.revision), (251, before + 1));
+    }
+
+    /// A producer enqueueing one job at a time announces in NOTIFYs at least
+    /// 5 ms apart: over a run of `elapsed`, no more than `elapsed / 5 ms + 1`
+    /// of them, and every job is in one. (Without the pace every call sent its
+    /// own, one per job.)
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn one_by_one_enqueues_share_paced_notifies() {
+        let s = schema();
+        let producer = open(&s).await.unwrap();
+        let (client, mut connection) = tokio_postgres::connect(&crate::common::url(), NoTls)
+            .await
+            .unwrap();
+        let (tx, mut heard) = tokio::sync::mpsc::unbounded_channel();
+        tokio::spawn(async move {
+            while let Some(Ok(message)) =
+                std::future::poll_fn(|cx| connection.poll_message(cx)).await
+            {
+                if let AsyncMessage::Notification(n) = message {
+                    let _ = tx.send(n.payload().to_owned());
+                }
+            }
+        });
+        client
+            .batch_execute(&format!("LISTEN \"{}\"", producer.notify_channel()))
+            .await
+            .unwrap();
+        const JOBS: usize = 200;
+        let started = Instant::now();
+        for _ in 0..JOBS {
+            producer
+                .enqueue(job("j", EnqueueOptions::new()))
+                .await
+                .unwrap();
+        }
+        let mut notifies = 0;
+        let mut announced = 0;
+        while announced < JOBS {
+            let payload = tokio::time::timeout(Duration::from_secs(10), heard.recv())
+                .await
+                .expect("every enqueue announced within 10 s")
+                .expect("listening connection open");
+            let payload: serde_json::Value = serde_json::from_str(&payload).unwrap();
+            announced += payload["e"].as_array().unwrap().len();
+            notifies += 1;
+        }
+        let bound = started.elapsed().as_millis() / 5 + 1;
+        assert_eq!(announced, JOBS);
+        assert!(
+            notifies as u128 <= bound,
+            "{notifies} NOTIFYs for {JOBS} enqueues in {:?} (at most {bound})",
+            started.elapsed()
+        );
     }
 
     #[tokio::test]

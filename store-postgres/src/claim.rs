@@ -149,8 +149,11 @@ async fn save_claimed(
     Ok(())
 }
 
+/// It names the live partition, not `duraq_jobs`: the rows were queued and
+/// stay live, so probing the finished jobs' key for each id (as an update of
+/// the partitioned table does) would be work for nothing.
 const SAVE_CLAIMED: &str =
-    "UPDATE {s}.duraq_jobs AS j SET status = 'handed_off', attempts = v.attempts, \
+    "UPDATE {s}.duraq_jobs_live AS j SET status = 'handed_off', attempts = v.attempts, \
      handoff_id = v.handoff_id, worker_id = $5, handed_off_at_ms = $6, \
      reservation_key = v.reservation_key \
      FROM unnest($1::text[], $2::int8[], $3::text[], $4::text[]) \

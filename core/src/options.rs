@@ -356,6 +356,8 @@ enum Timing {
 #[derive(Clone, Debug, PartialEq)]
 pub struct NewJob {
     id: String,
+    /// Whether [`NewJob::with_id`] chose the id (see [`NewJob::id_is_chosen`]).
+    id_chosen: bool,
     job_name: JobName,
     args: Value,
     queue: QueueName,
@@ -469,6 +471,7 @@ impl NewJob {
         let dependencies = dependencies_of(opts.after, dependency_policy);
         Ok(Self {
             id: new_job_id(),
+            id_chosen: false,
             job_name,
             args,
             queue,
@@ -558,7 +561,24 @@ impl NewJob {
     /// Replaces the generated id (tests use this to give two stores the same ids).
     pub fn with_id(mut self, id: impl Into<String>) -> Self {
         self.id = id.into();
+        self.id_chosen = true;
         self
+    }
+
+    /// Whether the id was chosen with [`NewJob::with_id`] rather than
+    /// generated. A generated UUIDv7 (a millisecond timestamp and 74 random
+    /// bits) is taken by no stored job, so a store may skip checking it
+    /// against the jobs it cannot check cheaply (PostgreSQL's finished
+    /// partition); a chosen id may repeat any id and is always checked.
+    ///
+    /// ```
+    /// use duraq_core::{EnqueueOptions, NewJob};
+    /// let job = NewJob::new("resize", serde_json::json!([7]), EnqueueOptions::new()).unwrap();
+    /// assert!(!job.id_is_chosen());
+    /// assert!(job.with_id("job-1").id_is_chosen());
+    /// ```
+    pub fn id_is_chosen(&self) -> bool {
+        self.id_chosen
     }
 
     /// The job id (a fresh UUIDv7 unless [`NewJob::with_id`] replaced it).

@@ -105,20 +105,31 @@ impl ArgsText {
 }
 
 /// Inserts fresh `rows` (with `args[i]` the args of `rows[i]`) with one
-/// `COPY`, inside the transaction `db` runs on.
-pub(crate) async fn copy_jobs(db: &Db<'_>, rows: &[Job], args: &[ArgsText]) -> Result<()> {
+/// `COPY`, inside the transaction `db` runs on; `chosen` are the ids callers
+/// chose, checked against finished jobs ([`crate::insert::chosen_ids`]).
+pub(crate) async fn copy_jobs(
+    db: &Db<'_>,
+    rows: &[Job],
+    args: &[ArgsText],
+    chosen: &[&str],
+) -> Result<()> {
     // One round trip: the lock first (`biased`: the first polled is the first sent).
     db.prepare(&[SCOPES_SQL, guard_sql()]).await?;
     let lock = db
         .names
         .sql("LOCK TABLE {s}.duraq_jobs IN ROW EXCLUSIVE MODE");
-    let ids: Vec<&str> = rows.iter().map(|r| r.id.as_str()).collect();
-    let guard: [&(dyn ToSql + Sync); 1] = [&ids];
+    let guard: [&(dyn ToSql + Sync); 1] = [&chosen];
+    let check_chosen = async {
+        if chosen.is_empty() {
+            return Ok(0);
+        }
+        db.execute(guard_sql(), &guard).await
+    };
     let ((), scopes, _) = tokio::try_join!(
         biased;
         db.batch(&lock),
         db.query(SCOPES_SQL, &[]),
-        db.execute(guard_sql(), &guard)
+        check_chosen
     )?;
     let scopes: HashSet<(String, String)> = scopes.iter().map(|r| (r.get(0), r.get(1))).collect();
     let mut writer = pin!(start(db).await?);

@@ -20,7 +20,7 @@ use duraq_core::{EnqueueOutcome, Error, JobStatus, NewJob, Result};
 use crate::copy::{copy_jobs, ArgsText, COPY_MIN_ROWS};
 use crate::dedupe;
 use crate::enqueue_waiting::enqueue_waiting;
-use crate::insert::insert_jobs;
+use crate::insert::{chosen_ids, insert_jobs};
 use crate::tx::Tx;
 
 /// One enqueue inside `tx`, following [`duraq_core::Store::enqueue`].
@@ -79,7 +79,12 @@ pub(crate) async fn enqueue_one(tx: &mut Tx<'_>, job: &NewJob) -> Result<Enqueue
         let start = crate::dependencies::start(&tx.db, job).await?;
         apply_start(&mut row, &start, tx.now);
     }
-    insert_jobs(&tx.db, std::slice::from_ref(&row), &[job.args_digest()]).await?;
+    insert_jobs(
+        &tx.db,
+        std::slice::from_ref(job),
+        std::slice::from_ref(&row),
+    )
+    .await?;
     if waits {
         crate::dependencies::write_edges(&tx.db, &row).await?;
     }
@@ -132,10 +137,9 @@ async fn insert_fresh(tx: &mut Tx<'_>, jobs: &[NewJob]) -> Result<Vec<EnqueueOut
     let rows: Vec<_> = jobs.iter().map(|j| new_job_row(j, tx.now)).collect();
     if jobs.len() >= COPY_MIN_ROWS {
         let args: Vec<ArgsText> = jobs.iter().map(ArgsText::of).collect();
-        copy_jobs(&tx.db, &rows, &args).await?;
+        copy_jobs(&tx.db, &rows, &args, &chosen_ids(jobs)).await?;
     } else {
-        let digests: Vec<String> = jobs.iter().map(NewJob::args_digest).collect();
-        insert_jobs(&tx.db, &rows, &digests).await?;
+        insert_jobs(&tx.db, jobs, &rows).await?;
     }
     for row in &rows {
         tx.change.added(&row.queue, JobStatus::Queued);

@@ -20,20 +20,21 @@ use crate::backend::db::{pooled, Conn, Db};
 use crate::copy::COPY_MIN_ROWS;
 use crate::counts::{update_sql, Effects, Entry, QueueDeltas, SHARDS, SHARD_CTE};
 use crate::enqueue::enqueue_many;
-use crate::insert::{insert_jobs_sql, taken_ids_guard_sql, NewRows};
+use crate::insert::{chosen_ids, insert_jobs_sql, taken_ids_guard_sql, NewRows};
 use crate::tx::write_tx;
 use crate::PostgresStore;
 
 /// Shard parameters `$1`..`$9` (as in [`crate::counts`]), rows from `$10`
-/// ([`NewRows::COUNT`] of them), then the queue arrays.
+/// ([`NewRows::COUNT`] of them), the queue arrays, then the chosen ids.
 fn sql() -> &'static str {
     static SQL: OnceLock<String> = OnceLock::new();
     SQL.get_or_init(|| {
+        let queues = 10 + NewRows::COUNT;
         format!(
             "WITH {SHARD_CTE}, {}, i AS ({} RETURNING 1), {}",
-            taken_ids_guard_sql(10),
+            taken_ids_guard_sql(queues + QueueDeltas::ARRAYS),
             insert_jobs_sql(10),
-            update_sql(10 + NewRows::COUNT)
+            update_sql(queues)
         )
     })
 }
@@ -54,6 +55,7 @@ pub(crate) async fn enqueue_plain(
     let rows: Vec<_> = jobs.iter().map(|j| new_job_row(j, now)).collect();
     let digests: Vec<String> = jobs.iter().map(NewJob::args_digest).collect();
     let new_rows = NewRows::new(&rows, &digests);
+    let chosen = chosen_ids(jobs);
     let mut change = CountChange::default();
     for row in &rows {
         change.added(&row.queue, JobStatus::Queued);
@@ -66,6 +68,7 @@ pub(crate) async fn enqueue_plain(
     ];
     params.extend(new_rows.params());
     params.extend(queues.params());
+    params.push(&chosen);
     let shared = store.shared();
     let row = {
         let client = pooled(&shared.pool).await?;

@@ -70,8 +70,7 @@ pub(crate) async fn enqueue_waiting(
         depended_on.extend(job.dependencies().iter().filter_map(|d| earlier(&d.job_id)));
         apply_start(&mut rows[i], &start, tx.now);
     }
-    let digests: Vec<String> = jobs.iter().map(NewJob::args_digest).collect();
-    insert_jobs(&tx.db, &rows, &digests).await?;
+    insert_jobs(&tx.db, jobs, &rows).await?;
 
     let depends_on: Vec<Option<String>> = (rows.iter())
         .map(|r| {

@@ -80,7 +80,12 @@ pub(crate) async fn replace(
     let mut row = new_job_row(job, tx.now);
     row.schedule_key = Some(key.to_owned());
     row.schedule_order = Some(order);
-    insert_jobs(&tx.db, std::slice::from_ref(&row), &[job.args_digest()]).await?;
+    insert_jobs(
+        &tx.db,
+        std::slice::from_ref(job),
+        std::slice::from_ref(&row),
+    )
+    .await?;
     tx.db
         .execute(
             "INSERT INTO {s}.duraq_schedule_owners (schedule_key, job_id) VALUES ($1, $2) \

@@ -34,7 +34,8 @@
 //! counter rows, `duraq_history`; see [`crate::history`]); 8, job progress, logs
 //! and trace context; 9, job dependencies (edges, the `pending` counters; see
 //! [`crate::dependencies`]); 10, the release backlog; 11, the job table
-//! partitioned into live and finished jobs (see [`crate::schema_def`]).
+//! partitioned into live and finished jobs (see [`crate::schema_def`]); 12,
+//! the index of reservations held only over running jobs that hold one.
 
 use duraq_core::{Error, Result};
 

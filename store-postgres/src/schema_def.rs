@@ -43,10 +43,13 @@
 //! `duraq_jobs` becomes a table partitioned by status into
 //! [`JOB_PARTITIONS`], `duraq_jobs_live` (queued, running, pending) and
 //! `duraq_jobs_done` (the terminal statuses), each with its own primary key on
-//! `id` and its own indexes ([`JOB_INDEXES`]); the upgrade moves the rows once.
+//! `id` and its own indexes ([`JOB_INDEXES`]); the upgrade moves the rows once;
+//! 12, `duraq_jobs_reserved_key` replaces `duraq_jobs_reserved`: it lists only
+//! running jobs that hold a reservation, so a claim of a job without a
+//! concurrency key writes one index entry fewer (built and dropped in place).
 
 /// The newest schema version this binary knows.
-pub const SCHEMA_VERSION: i64 = 11;
+pub const SCHEMA_VERSION: i64 = 12;
 /// The per-queue counter table (version 3), filled from the jobs when created.
 pub(crate) const QUEUE_COUNTS_TABLE: &str = "duraq_queue_count_shards";
 /// The ledger table recording applied versions.
@@ -376,8 +379,8 @@ pub(crate) const JOB_INDEXES: &[(&str, &str, Place)] = &[
         Place::Live,
     ),
     (
-        "duraq_jobs_reserved",
-        "(reservation_key) WHERE status = 'handed_off'",
+        "duraq_jobs_reserved_key",
+        "(reservation_key) WHERE status = 'handed_off' AND reservation_key IS NOT NULL",
         Place::Live,
     ),
     (
@@ -476,7 +479,10 @@ pub(crate) const ADDED_COLUMNS: &[(&str, &str, i64)] = &[
 ];
 
 /// Indexes a later version replaced, dropped when upgrading.
-pub(crate) const RETIRED_INDEXES: &[&str] = &["duraq_jobs_dedupe", "duraq_jobs_due"];
+/// Version 12 replaced `duraq_jobs_reserved`, which also held an entry for
+/// every running job without a reservation: one index entry more per claim.
+pub(crate) const RETIRED_INDEXES: &[&str] =
+    &["duraq_jobs_dedupe", "duraq_jobs_due", "duraq_jobs_reserved"];
 
 #[cfg(test)]
 mod tests {

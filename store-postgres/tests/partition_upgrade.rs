@@ -83,7 +83,7 @@ mod postgres {
         let store = PostgresStore::connect_existing(&url(), options(&s))
             .await
             .unwrap();
-        assert_eq!(store.migration().applied, vec![11]);
+        assert_eq!(store.migration().applied, vec![11, 12]);
         let kind: String = client
             .query_one(
                 "SELECT relkind::text FROM pg_class WHERE oid = format('%I.duraq_jobs', $1::text)::regclass",

@@ -85,7 +85,7 @@ mod postgres {
             plan.contains("Index Scan using duraq_jobs_live_pkey on duraq_jobs_live j"),
             "the batch's rows by the live partition's primary key:\n{plan}"
         );
-        for index in ["duraq_jobs_reserved", "duraq_jobs_running"] {
+        for index in ["duraq_jobs_reserved_key", "duraq_jobs_running"] {
             assert!(!plan.contains(index), "no walk of {index}:\n{plan}");
         }
         assert!(!plan.contains("Bitmap"), "no bitmap scan:\n{plan}");

@@ -25,18 +25,30 @@ use crate::tx::write_tx;
 use crate::PostgresStore;
 
 /// Shard parameters `$1`..`$9` (as in [`crate::counts`]), rows from `$10`
-/// ([`NewRows::COUNT`] of them), the queue arrays, then the chosen ids.
-fn sql() -> &'static str {
-    static SQL: OnceLock<String> = OnceLock::new();
-    SQL.get_or_init(|| {
+/// ([`NewRows::COUNT`] of them), the queue arrays, then, when `guarded`, the
+/// chosen ids (see [`chosen_ids`] on why the guard is left out otherwise).
+fn sql(guarded: bool) -> &'static str {
+    static SQL: [OnceLock<String>; 2] = [OnceLock::new(), OnceLock::new()];
+    SQL[usize::from(guarded)].get_or_init(|| {
         let queues = 10 + NewRows::COUNT;
+        let guard = if guarded {
+            format!("{}, ", taken_ids_guard_sql(queues + QueueDeltas::ARRAYS))
+        } else {
+            String::new()
+        };
         format!(
-            "WITH {SHARD_CTE}, {}, i AS ({} RETURNING 1), {}",
-            taken_ids_guard_sql(queues + QueueDeltas::ARRAYS),
+            "WITH {SHARD_CTE}, {guard}i AS ({} RETURNING 1), {}",
             insert_jobs_sql(10),
             update_sql(queues)
         )
     })
+}
+
+/// The statement a plain enqueue sends on `schema`, for the plan tests
+/// (`tests/plans.rs`): not an API.
+#[doc(hidden)]
+pub fn plain_enqueue_sql(schema: &str, guarded: bool) -> String {
+    sql(guarded).replace("{s}", &crate::backend::db::quote_identifier(schema))
 }
 
 /// Enqueues plain `jobs` (see [`NewJob::is_plain`]) with one statement, then
@@ -68,7 +80,9 @@ pub(crate) async fn enqueue_plain(
     ];
     params.extend(new_rows.params());
     params.extend(queues.params());
-    params.push(&chosen);
+    if !chosen.is_empty() {
+        params.push(&chosen);
+    }
     let shared = store.shared();
     let row = {
         let client = pooled(&shared.pool).await?;
@@ -76,7 +90,7 @@ pub(crate) async fn enqueue_plain(
             conn: Conn::Client(&client),
             names: &shared.names,
         };
-        db.query_one(sql(), &params).await?
+        db.query_one(sql(!chosen.is_empty()), &params).await?
     };
     store.publish(Effects {
         entry: Some(Entry {

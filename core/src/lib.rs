@@ -55,6 +55,7 @@ mod history;
 mod job;
 mod keys;
 mod memory;
+mod new_job;
 mod options;
 mod progress;
 mod rate;
@@ -111,9 +112,9 @@ pub use keys::{
     QUEUE_CONCURRENCY_PREFIX,
 };
 pub use memory::MemoryStore;
+pub use new_job::{new_job_id, NewJob};
 pub use options::{
-    new_job_id, After, ConcurrencyLimit, EnqueueOptions, NewJob, NewOperation, DEFAULT_MAX_RETRIES,
-    MAX_RUN_IN_MS,
+    After, ConcurrencyLimit, EnqueueOptions, NewOperation, DEFAULT_MAX_RETRIES, MAX_RUN_IN_MS,
 };
 pub use progress::{
     clean_line, lease_is_current, progress_write, JobProgress, LogLine, PendingLine, ProgressBatch,

@@ -45,7 +45,7 @@ use crate::error::Result;
 use crate::history::{HistorySample, QueueTotals};
 use crate::job::{Job, Lease};
 use crate::keys::{QueueName, ScheduleKey};
-use crate::options::NewJob;
+use crate::new_job::NewJob;
 use crate::progress::{JobProgress, ProgressBatch};
 use crate::requests::*;
 use crate::search::JobPage;

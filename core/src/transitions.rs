@@ -5,7 +5,7 @@
 use crate::backoff::retry_backoff_ms;
 use crate::error::{Error, ErrorCode, Result};
 use crate::job::{AttemptError, Job, JobStatus};
-use crate::options::NewJob;
+use crate::new_job::NewJob;
 use crate::requests::Outcome;
 
 /// The row a fresh enqueue inserts.

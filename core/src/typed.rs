@@ -25,7 +25,8 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::error::{Error, ErrorCode, Result};
-use crate::options::{EnqueueOptions, NewJob};
+use crate::new_job::NewJob;
+use crate::options::EnqueueOptions;
 
 /// A job type: its name, its arguments (the value itself) and its defaults.
 ///

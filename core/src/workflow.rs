@@ -21,7 +21,7 @@ use serde::{Deserialize, Serialize};
 use crate::error::{Error, ErrorCode, Result};
 use crate::job::DependencyFailure;
 use crate::keys::{check_name, IdempotencyKey};
-use crate::options::{new_job_id, NewJob};
+use crate::new_job::{new_job_id, NewJob};
 use crate::requests::EnqueueOutcome;
 use crate::search::{JobCursor, JobFilter};
 use crate::store::{Inspect, Producer};

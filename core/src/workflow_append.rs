@@ -22,7 +22,7 @@ use std::collections::{HashMap, HashSet};
 
 use crate::error::{Error, ErrorCode, Result};
 use crate::keys::IdempotencyKey;
-use crate::options::NewJob;
+use crate::new_job::NewJob;
 use crate::requests::EnqueueOutcome;
 use crate::store::{Inspect, Producer};
 use crate::workflow::{workflow_steps, Workflow, WorkflowOutcome, WorkflowPlan};

@@ -12,7 +12,7 @@ use sha2::{Digest, Sha256};
 use crate::error::{Error, ErrorCode, Result};
 use crate::job::Dependency;
 use crate::keys::{check_name, IdempotencyKey};
-use crate::options::NewJob;
+use crate::new_job::NewJob;
 
 /// One step as described: its name, its job and the step names it waits for.
 #[derive(Debug)]

@@ -11,7 +11,7 @@ use super::State;
 use crate::counts::CountChange;
 use crate::error::Result;
 use crate::job::Job;
-use crate::options::NewJob;
+use crate::new_job::NewJob;
 use crate::rules::{
     apply_dependent_change, reopen, reopened_open_count, start_of, BacklogWrite, DependencyRelease,
     DependencyStart, DependentEdge, DependentRow, ReleaseStep,

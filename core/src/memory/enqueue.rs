@@ -4,7 +4,7 @@ use super::{Cap, State};
 use crate::counts::CountChange;
 use crate::error::{Error, ErrorCode, Result};
 use crate::job::Job;
-use crate::options::NewJob;
+use crate::new_job::NewJob;
 use crate::requests::{EnqueueOutcome, Operation};
 use crate::rules::{
     apply_start, check_cap, is_duplicate_of, operation_key_taken, replay_owned_scope,

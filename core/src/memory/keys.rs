@@ -5,7 +5,7 @@ use crate::counts::CountChange;
 use crate::error::Result;
 use crate::job::Job;
 use crate::keys::ScheduleKey;
-use crate::options::NewJob;
+use crate::new_job::NewJob;
 use crate::requests::{
     CancelOutcome, KeyedOutcome, ReplaceOutcome, RunningOwner, ScheduledJobs, WakeOutcome,
 };

@@ -6,7 +6,7 @@ use super::{Cap, State};
 use crate::counts::CountChange;
 use crate::error::{Error, Result};
 use crate::job::{Job, JobStatus, Lease};
-use crate::options::new_job_id;
+use crate::new_job::new_job_id;
 use crate::rate::{rate_log_horizon, RateWindow};
 use crate::requests::{ClaimRequest, Outcome, PruneRequest};
 use crate::rules::{is_prunable, prune_order, Admission, AdmissionRead, ClaimAdmission};

@@ -11,7 +11,7 @@ use crate::error::{Error, ErrorCode, Result};
 use crate::history::{HistorySample, QueueTotals};
 use crate::job::{Job, JobStatus, Lease};
 use crate::keys::{QueueName, ScheduleKey};
-use crate::options::NewJob;
+use crate::new_job::NewJob;
 use crate::progress::{JobProgress, ProgressBatch};
 use crate::requests::*;
 use crate::rules::{PruneRun, SearchScan};

@@ -187,7 +187,8 @@ impl<'r> ClaimAdmission<'r> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::options::{EnqueueOptions, NewJob};
+    use crate::new_job::NewJob;
+    use crate::options::EnqueueOptions;
     use crate::requests::QueueConfig;
     use crate::transitions::new_job_row;
     use std::time::Duration;

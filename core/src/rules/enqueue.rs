@@ -26,7 +26,8 @@
 
 use crate::error::{Error, ErrorCode, Result};
 use crate::job::{Job, JobStatus};
-use crate::options::{ConcurrencyLimit, NewJob};
+use crate::new_job::NewJob;
+use crate::options::ConcurrencyLimit;
 use crate::requests::EnqueueOutcome;
 
 /// Step 1: the answer of an enqueue whose idempotency scope is already owned

@@ -9,7 +9,7 @@
 
 use crate::error::{Error, ErrorCode, Result};
 use crate::job::{Job, JobStatus};
-use crate::options::NewJob;
+use crate::new_job::NewJob;
 use crate::requests::{CancelOutcome, RunningOwner, WakeOutcome};
 
 /// What becomes of a key's current owner.

@@ -18,7 +18,7 @@ pub const DEFAULT_MAX_RETRIES: i64 = 10;
 /// [`SystemTime`] and unsigned counts, so a negative retry count or an
 /// ambiguous time unit does not compile. The public fields are the serde/JSON
 /// wire form (camelCase, milliseconds) that the CLI and dynamic producers fill;
-/// [`NewJob::new`] validates them either way and reports bad values with their
+/// [`NewJob::new`](crate::NewJob::new) validates them either way and reports bad values with their
 /// codes (`invalid-max-retries`, `invalid-scheduled-at`, `invalid-timeout`,
 /// `invalid-concurrency`, …).
 ///
@@ -163,7 +163,7 @@ impl EnqueueOptions {
         self
     }
     /// Runs the job no earlier than `at`. A time before the Unix epoch, or too
-    /// far in the future for `i64` milliseconds, makes [`NewJob::new`] fail with
+    /// far in the future for `i64` milliseconds, makes [`NewJob::new`](crate::NewJob::new) fail with
     /// `invalid-scheduled-at`. Replaces an earlier [`EnqueueOptions::run_in`].
     pub fn run_at(mut self, at: SystemTime) -> Self {
         self.scheduled_at_ms = Some(system_time_to_ms(at).unwrap_or_else(|bad| bad));
@@ -173,7 +173,7 @@ impl EnqueueOptions {
     /// Runs the job no earlier than `delay` after the store persists it, by the
     /// store's clock (whole milliseconds). The delay, not the resolved time, is
     /// part of an idempotent request's digest. A delay above [`MAX_RUN_IN_MS`]
-    /// makes [`NewJob::new`] fail with `invalid-scheduled-at`. Replaces an earlier
+    /// makes [`NewJob::new`](crate::NewJob::new) fail with `invalid-scheduled-at`. Replaces an earlier
     /// [`EnqueueOptions::run_at`].
     pub fn run_in(mut self, delay: Duration) -> Self {
         self.run_in_ms = Some(duration_to_ms(delay).unwrap_or(i64::MAX));
@@ -188,7 +188,7 @@ impl EnqueueOptions {
         self
     }
     /// Sets the job's priority within its queue: −100 (last) to 100 (first),
-    /// default 0. A value outside the range makes [`NewJob::new`] fail with
+    /// default 0. A value outside the range makes [`NewJob::new`](crate::NewJob::new) fail with
     /// `invalid-priority`.
     pub fn priority(mut self, priority: i8) -> Self {
         self.priority = Some(i64::from(priority));
@@ -216,14 +216,14 @@ impl EnqueueOptions {
     }
     /// Fails an attempt that runs longer than `timeout` (rounded up to whole
     /// milliseconds). Zero, or more than `i64::MAX` milliseconds, makes
-    /// [`NewJob::new`] fail with `invalid-timeout`.
+    /// [`NewJob::new`](crate::NewJob::new) fail with `invalid-timeout`.
     pub fn timeout(mut self, timeout: Duration) -> Self {
         self.timeout_ms = Some(duration_to_ms_ceil(timeout).unwrap_or(i64::MIN));
         self
     }
 
     /// Stores this W3C `traceparent` with the job (`docs/tracing.md`); one that is
-    /// not makes [`NewJob::new`] fail with `invalid-trace-parent`.
+    /// not makes [`NewJob::new`](crate::NewJob::new) fail with `invalid-trace-parent`.
     ///
     /// ```
     /// use duraq_core::{EnqueueOptions, NewJob};

@@ -2,6 +2,8 @@
 //! column (`UNNEST`), so a batch costs one statement whatever its size. The
 //! insert itself reads the dedupe scope registrations ([`crate::dedupe`]).
 
+use std::sync::OnceLock;
+
 use duraq_core::{Job, NewJob, Result};
 use tokio_postgres::types::ToSql;
 
@@ -137,13 +139,20 @@ pub(crate) async fn insert_jobs(db: &Db<'_>, jobs: &[NewJob], rows: &[Job]) -> R
     let new_rows = NewRows::new(rows, &digests);
     let chosen = chosen_ids(jobs);
     let mut params = new_rows.params();
-    let sql = if chosen.is_empty() {
-        insert_jobs_sql(1)
-    } else {
+    let guarded = !chosen.is_empty();
+    if guarded {
         params.push(&chosen);
-        let guard = taken_ids_guard_sql(1 + NewRows::COUNT);
-        format!("WITH {guard} {}", insert_jobs_sql(1))
-    };
-    db.execute(&sql, &params).await?;
+    }
+    // Built once per form, not per call: the text is the same every time.
+    static SQL: [OnceLock<String>; 2] = [OnceLock::new(), OnceLock::new()];
+    let sql = SQL[usize::from(guarded)].get_or_init(|| {
+        let insert = insert_jobs_sql(1);
+        if guarded {
+            format!("WITH {} {insert}", taken_ids_guard_sql(1 + NewRows::COUNT))
+        } else {
+            insert
+        }
+    });
+    db.execute(sql, &params).await?;
     Ok(())
 }

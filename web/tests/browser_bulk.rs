@@ -1,6 +1,6 @@
 //! The jobs page's bulk actions and search in a real browser: headless
 //! Chromium through `chromedriver` (see `support`), on a fresh SQLite store
-//! served in-process, as in `browser.rs`.
+//! served in-process, as in `browser/dash.rs`.
 //!
 //! Checking two rows and pressing Retry retries those two and no other; a
 //! search typed into the form, then "Retry all matching", leads to a

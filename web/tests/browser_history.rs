@@ -1,6 +1,6 @@
 //! The overview's throughput chart in a real browser: headless Chromium through
 //! `chromedriver` (see `support`), on a SQLite file served in-process, as in
-//! `browser.rs`.
+//! `browser/dash.rs`.
 //!
 //! After real jobs completed, failed, were retried and cancelled, the chart
 //! has its axes with tick labels and a legend whose totals are exactly what

@@ -1,14 +1,15 @@
-//! Upgrading a file to schema version 12 (the release backlog,
-//! `docs/workflows.md`, "Cost"): `duraq_release_backlog` is created, the jobs
-//! table is not rebuilt, and a fan-out wider than the bound finishes through
-//! the new table at once. A bounded step reads one range of the edge table's
-//! primary key, in order, without sorting.
+//! Version 12, the release backlog (`docs/workflows.md`, "Cost"):
+//! `duraq_release_backlog` is created, the jobs table is not rebuilt, and a
+//! fan-out wider than the bound finishes through the new table at once. (The
+//! bounded step's plan is in `query_plans`.)
 
 use duraq_core::prelude::*;
 use duraq_core::rules::RELEASE_BATCH;
-use duraq_core::{ClaimRequest, EnqueueOptions, JobStatus, NewJob, Outcome};
-use duraq_store_sqlite::{migrate, SqliteOptions, SqliteStore, SCHEMA_VERSION};
+use duraq_core::{EnqueueOptions, JobStatus, NewJob, Outcome};
+use duraq_store_sqlite::SCHEMA_VERSION;
 use rusqlite::Connection;
+
+use crate::support::{claim_request, enqueue, execute, job_rowid, open, open_existing, temp_db};
 
 fn backlog_rows(path: &std::path::Path) -> Vec<(String, String, Option<String>)> {
     let conn = Connection::open(path).unwrap();
@@ -23,32 +24,22 @@ fn backlog_rows(path: &std::path::Path) -> Vec<(String, String, Option<String>)>
 
 #[tokio::test]
 async fn upgrade_to_v12_adds_the_release_backlog_in_place() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("v11.db");
-    let store = SqliteStore::open(&path, SqliteOptions::default()).unwrap();
-    let root = NewJob::new("root", serde_json::json!([]), EnqueueOptions::new()).unwrap();
-    let root = store.enqueue(root).await.unwrap().job_id().to_owned();
+    let (_dir, path) = temp_db("v11.db");
+    let store = open(&path);
+    let root = enqueue(&store, "root", serde_json::json!([]), EnqueueOptions::new()).await;
     store.close().await.unwrap();
     drop(store);
-    let conn = Connection::open(&path).unwrap();
-    conn.execute_batch(
+    execute(
+        &path,
         "DROP TABLE duraq_release_backlog; DELETE FROM duraq_migrations WHERE version >= 12",
-    )
-    .unwrap();
-    let rowid = |conn: &Connection| -> i64 {
-        conn.query_row("SELECT rowid FROM duraq_jobs WHERE id = ?1", [&root], |r| {
-            r.get(0)
-        })
-        .unwrap()
-    };
-    let before = rowid(&conn);
-    drop(conn);
+    );
+    let before = job_rowid(&Connection::open(&path).unwrap(), &root);
 
-    let store = SqliteStore::open_existing(&path, SqliteOptions::default()).unwrap();
+    let store = open_existing(&path);
     assert_eq!(store.migration().applied, vec![12]);
     assert_eq!(SCHEMA_VERSION, 12);
     assert_eq!(
-        rowid(&Connection::open(&path).unwrap()),
+        job_rowid(&Connection::open(&path).unwrap(), &root),
         before,
         "no rebuild"
     );
@@ -61,12 +52,7 @@ async fn upgrade_to_v12_adds_the_release_backlog_in_place() {
         .collect();
     store.enqueue_batch(dependents).await.unwrap();
     let claimed = store
-        .claim(&ClaimRequest {
-            worker_id: "w".into(),
-            job_names: vec!["root".into()],
-            limit: 1,
-            ..ClaimRequest::default()
-        })
+        .claim(&claim_request("w", &["root"], 1))
         .await
         .unwrap();
     let lease = claimed[0].lease().unwrap();
@@ -105,32 +91,4 @@ async fn upgrade_to_v12_adds_the_release_backlog_in_place() {
         JobStatus::Completed
     );
     store.close().await.unwrap();
-}
-
-/// A bounded step reads its edges through the primary key, in its order.
-#[test]
-fn a_bounded_step_reads_the_primary_key_in_order() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("plan.db");
-    migrate(&path).unwrap();
-    let conn = Connection::open(&path).unwrap();
-    let mut stmt = conn
-        .prepare(
-            "EXPLAIN QUERY PLAN SELECT job_id, on_failure FROM duraq_job_dependents \
-             WHERE dep_id = 'a' AND job_id > 'b' ORDER BY job_id LIMIT 1001",
-        )
-        .unwrap();
-    let plan: Vec<String> = stmt
-        .query_map([], |r| r.get::<_, String>(3))
-        .unwrap()
-        .collect::<Result<_, _>>()
-        .unwrap();
-    let plan = plan.join("; ");
-    assert!(
-        plan.contains(
-            "USING INDEX sqlite_autoindex_duraq_job_dependents_1 (dep_id=? AND job_id>?)"
-        ),
-        "plan: {plan}"
-    );
-    assert!(!plan.contains("TEMP B-TREE"), "no sort: {plan}");
 }

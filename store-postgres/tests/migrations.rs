@@ -7,9 +7,9 @@ mod common;
 mod postgres {
     use duraq_core::prelude::*;
     use duraq_core::{EnqueueOptions, EnqueueOutcome, ErrorCode};
-    use duraq_store_postgres::{PostgresStore, SCHEMA_VERSION};
+    use duraq_store_postgres::SCHEMA_VERSION;
 
-    use crate::common::{job, open, options, raw_client, schema, url};
+    use crate::common::{filenodes, job, open, open_existing, raw_client, schema};
 
     /// Takes schema `s` back to the shape version 5 created: no priorities, rate
     /// limits or worker registrations, the due index `duraq_jobs_due` in place of
@@ -129,9 +129,7 @@ mod postgres {
             .unwrap();
 
         // A reading open upgrades an older duraq schema (it only refuses to create one).
-        let store = PostgresStore::connect_existing(&url(), options(&s))
-            .await
-            .unwrap();
+        let store = open_existing(&s).await.unwrap();
         assert_eq!(
             store.migration().applied,
             (2..=SCHEMA_VERSION).collect::<Vec<_>>()
@@ -207,9 +205,7 @@ mod postgres {
             .await
             .unwrap();
 
-        let store = PostgresStore::connect_existing(&url(), options(&s))
-            .await
-            .unwrap();
+        let store = open_existing(&s).await.unwrap();
         assert_eq!(
             store.migration().applied,
             (3..=SCHEMA_VERSION).collect::<Vec<_>>()
@@ -261,9 +257,7 @@ mod postgres {
             ))
             .await
             .unwrap();
-        let store = PostgresStore::connect_existing(&url(), options(&s))
-            .await
-            .unwrap();
+        let store = open_existing(&s).await.unwrap();
         assert_eq!(
             store.migration().applied,
             (4..=SCHEMA_VERSION).collect::<Vec<_>>()
@@ -412,27 +406,15 @@ mod postgres {
             ))
             .await
             .unwrap();
-        async fn relfilenode(client: &tokio_postgres::Client, s: &str) -> i64 {
-            client
-                .query_one(
-                    "SELECT pg_relation_filenode(format('%I.duraq_jobs_live', $1::text)::regclass)::int8",
-                    &[&s],
-                )
-                .await
-                .unwrap()
-                .get(0)
-        }
-        let file_before = relfilenode(&client, &s).await;
+        let file_before = filenodes(&client, &s, &["duraq_jobs_live"]).await;
 
-        let store = PostgresStore::connect_existing(&url(), options(&s))
-            .await
-            .unwrap();
+        let store = open_existing(&s).await.unwrap();
         assert_eq!(
             store.migration().applied,
             (5..=SCHEMA_VERSION).collect::<Vec<_>>()
         );
         assert_eq!(
-            relfilenode(&client, &s).await,
+            filenodes(&client, &s, &["duraq_jobs_live"]).await,
             file_before,
             "no table rewrite"
         );
@@ -485,26 +467,18 @@ mod postgres {
         drop(store);
         let client = raw_client().await;
         back_to_v5(&client, &s).await;
-        let relfilenode = || async {
-            client
-                .query_one(
-                    "SELECT pg_relation_filenode(format('%I.duraq_jobs_live', $1::text)::regclass)::int8",
-                    &[&s],
-                )
-                .await
-                .unwrap()
-                .get::<_, i64>(0)
-        };
-        let file_before = relfilenode().await;
+        let file_before = filenodes(&client, &s, &["duraq_jobs_live"]).await;
 
-        let store = PostgresStore::connect_existing(&url(), options(&s))
-            .await
-            .unwrap();
+        let store = open_existing(&s).await.unwrap();
         assert_eq!(
             store.migration().applied,
             (6..=SCHEMA_VERSION).collect::<Vec<_>>()
         );
-        assert_eq!(relfilenode().await, file_before, "no table rewrite");
+        assert_eq!(
+            filenodes(&client, &s, &["duraq_jobs_live"]).await,
+            file_before,
+            "no table rewrite"
+        );
         let indexes: Vec<String> = client
             .query(
                 "SELECT indexname::text FROM pg_indexes WHERE schemaname = $1 AND tablename LIKE 'duraq\\_jobs%'",
@@ -569,9 +543,7 @@ mod postgres {
             format!("SELECT last_heartbeat_ms FROM {s}.duraq_workers WHERE worker_id = 'old'");
         let before: i64 = client.query_one(&beat_sql, &[]).await.unwrap().get(0);
 
-        let store = PostgresStore::connect_existing(&url(), options(&s))
-            .await
-            .unwrap();
+        let store = open_existing(&s).await.unwrap();
         assert_eq!(
             store.migration().applied,
             (6..=SCHEMA_VERSION).collect::<Vec<_>>()

@@ -42,12 +42,33 @@ pub async fn open(schema: &str) -> duraq_core::Result<PostgresStore> {
     PostgresStore::connect(&url(), options(schema)).await
 }
 
+/// Opens the existing schema `schema` without creating it: an older duraq
+/// schema is upgraded, anything else refused.
+pub async fn open_existing(schema: &str) -> duraq_core::Result<PostgresStore> {
+    PostgresStore::connect_existing(&url(), options(schema)).await
+}
+
 pub async fn raw_client() -> tokio_postgres::Client {
     let (client, connection) = tokio_postgres::connect(&url(), NoTls)
         .await
         .expect("connect");
     tokio::spawn(connection);
     client
+}
+
+/// The file nodes of `tables` in `schema`, in that order. A table keeps its
+/// file node unless it is rewritten, so an upgrade that changes one rewrote
+/// the table rather than altering it in place.
+pub async fn filenodes(client: &tokio_postgres::Client, schema: &str, tables: &[&str]) -> Vec<i64> {
+    client
+        .query_one(
+            "SELECT array_agg(pg_relation_filenode(format('%I.%I', $1::text, t)::regclass)::int8 \
+             ORDER BY n) FROM unnest($2::text[]) WITH ORDINALITY AS u(t, n)",
+            &[&schema, &tables],
+        )
+        .await
+        .expect("filenodes")
+        .get(0)
 }
 
 pub fn job(name: &str, opts: EnqueueOptions) -> NewJob {
@@ -71,6 +92,16 @@ pub fn claim_req(limit: usize) -> duraq_core::ClaimRequest {
         worker_id: "w".into(),
         job_names: vec!["j".into()],
         limit,
+        ..duraq_core::ClaimRequest::default()
+    }
+}
+
+/// A claim of one job named `name` by worker `w`.
+pub fn claim_of(name: &str) -> duraq_core::ClaimRequest {
+    duraq_core::ClaimRequest {
+        worker_id: "w".into(),
+        job_names: vec![name.into()],
+        limit: 1,
         ..duraq_core::ClaimRequest::default()
     }
 }

@@ -1,0 +1,10 @@
+//! One module per schema version an existing deployment upgrades through.
+//! Every test needs the server, so every test's path names `postgres`: that
+//! is what `cargo xtask test-all --skip-postgres` filters out.
+
+mod dependencies;
+mod history;
+mod partitions;
+mod progress;
+mod release_backlog;
+mod reservation_index;

@@ -120,6 +120,8 @@ pub use counts::SHARDS;
 pub use enqueue_plain::plain_enqueue_sql;
 pub use error::{map_pg_error, map_pool_error};
 pub use schema::{LEDGER_TABLE, MIGRATION_SCOPE, SCHEMA_VERSION};
+#[doc(hidden)]
+pub use search::search_candidate_sql;
 
 /// How to open a [`PostgresStore`].
 #[derive(Clone, Debug)]

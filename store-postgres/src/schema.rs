@@ -35,7 +35,8 @@
 //! and trace context; 9, job dependencies (edges, the `pending` counters; see
 //! [`crate::dependencies`]); 10, the release backlog; 11, the job table
 //! partitioned into live and finished jobs (see [`crate::schema_def`]); 12,
-//! the index of reservations held only over running jobs that hold one.
+//! the index of reservations held only over running jobs that hold one; 13,
+//! the live partition's list-order index only over jobs that wait.
 
 use duraq_core::{Error, Result};
 

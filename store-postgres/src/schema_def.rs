@@ -46,10 +46,14 @@
 //! `id` and its own indexes ([`JOB_INDEXES`]); the upgrade moves the rows once;
 //! 12, `duraq_jobs_reserved_key` replaces `duraq_jobs_reserved`: it lists only
 //! running jobs that hold a reservation, so a claim of a job without a
-//! concurrency key writes one index entry fewer (built and dropped in place).
+//! concurrency key writes one index entry fewer (built and dropped in place);
+//! 13, `duraq_jobs_created_waiting` replaces the live partition's
+//! `duraq_jobs_created`: it lists only jobs that wait (queued, pending), so a
+//! claim writes one index entry fewer again; the job list reads running jobs
+//! through `duraq_jobs_running` (built and dropped in place).
 
 /// The newest schema version this binary knows.
-pub const SCHEMA_VERSION: i64 = 12;
+pub const SCHEMA_VERSION: i64 = 13;
 /// The per-queue counter table (version 3), filled from the jobs when created.
 pub(crate) const QUEUE_COUNTS_TABLE: &str = "duraq_queue_count_shards";
 /// The ledger table recording applied versions.
@@ -394,9 +398,18 @@ pub(crate) const JOB_INDEXES: &[(&str, &str, Place)] = &[
         Place::Both,
     ),
     (
-        "duraq_jobs_created",
+        // The list order of waiting jobs: a claim moves a job out of it, so
+        // the claim writes no entry here. Running jobs are listed through
+        // `duraq_jobs_running` and sorted: there are only as many as the
+        // workers' slots and prefetch (see `crate::search`).
+        "duraq_jobs_created_waiting",
+        "(created_at_ms, id COLLATE \"C\") WHERE status <> 'handed_off'",
+        Place::Live,
+    ),
+    (
+        "duraq_jobs_created_done",
         "(created_at_ms, id COLLATE \"C\")",
-        Place::Both,
+        Place::Done,
     ),
     (
         "duraq_jobs_workflow",
@@ -480,9 +493,15 @@ pub(crate) const ADDED_COLUMNS: &[(&str, &str, i64)] = &[
 
 /// Indexes a later version replaced, dropped when upgrading.
 /// Version 12 replaced `duraq_jobs_reserved`, which also held an entry for
-/// every running job without a reservation: one index entry more per claim.
-pub(crate) const RETIRED_INDEXES: &[&str] =
-    &["duraq_jobs_dedupe", "duraq_jobs_due", "duraq_jobs_reserved"];
+/// every running job without a reservation, and version 13 the live
+/// partition's `duraq_jobs_created`, which took a new entry at every claim:
+/// one index entry more per claim each.
+pub(crate) const RETIRED_INDEXES: &[&str] = &[
+    "duraq_jobs_dedupe",
+    "duraq_jobs_due",
+    "duraq_jobs_reserved",
+    "duraq_jobs_created",
+];
 
 #[cfg(test)]
 mod tests {

@@ -1,5 +1,5 @@
 //! `search_jobs` and id prefixes: the filter's indexed conditions in SQL, in
-//! list order (`duraq_jobs_created`, `created_at_ms, id COLLATE "C"`), read in
+//! list order (`created_at_ms, id COLLATE "C"`, see [`candidate_sql`]), read in
 //! chunks that core's [`SearchScan`] asks for and judges; id prefixes through
 //! the primary key.
 //!
@@ -11,7 +11,7 @@
 
 use duraq_core::rules::SearchScan;
 use duraq_core::{
-    id_prefix_bound, Job, JobCursor, JobFilter, JobPage, Result, WorkflowListRequest,
+    id_prefix_bound, Job, JobCursor, JobFilter, JobPage, JobStatus, Result, WorkflowListRequest,
     WorkflowSummary,
 };
 use tokio_postgres::types::ToSql;
@@ -49,6 +49,13 @@ async fn walk(db: &Db<'_>, filter: &JobFilter) -> Result<JobPage> {
 
 /// The statement reading at most `$last` candidates after an optional cursor,
 /// for `filter`'s indexed conditions (a template over `{s}`).
+///
+/// Waiting and finished jobs are read in list order through
+/// `duraq_jobs_created_waiting` and `duraq_jobs_created_done`; running jobs
+/// (`handed_off`), which a claim keeps out of the first so that it writes no
+/// entry there, through `duraq_jobs_running`, sorted: there are only as many
+/// as the workers' slots and prefetch. A filter that wants both reads both,
+/// each limited, and merges them.
 pub(crate) fn candidate_sql(filter: &JobFilter, with_cursor: bool) -> String {
     let mut conds: Vec<String> = Vec::new();
     let mut n = 0;
@@ -56,15 +63,6 @@ pub(crate) fn candidate_sql(filter: &JobFilter, with_cursor: bool) -> String {
         n += 1;
         n
     };
-    if !filter.statuses.is_empty() {
-        // Status names are constants, never user input: written as literals so
-        // that the planner can prove each status's partial index (an OR of
-        // them becomes a BitmapOr).
-        let arms: Vec<String> = (filter.statuses.iter())
-            .map(|s| format!("status = '{}'", s.as_str()))
-            .collect();
-        conds.push(format!("({})", arms.join(" OR ")));
-    }
     for (col, set) in [
         ("job_name", filter.job_name.is_some()),
         ("queue", filter.queue.is_some()),
@@ -87,16 +85,62 @@ pub(crate) fn candidate_sql(filter: &JobFilter, with_cursor: bool) -> String {
             "(created_at_ms, id COLLATE \"C\") < (${a}::bigint, ${b}::text COLLATE \"C\")"
         ));
     }
-    let condition = if conds.is_empty() {
-        String::new()
-    } else {
-        format!("WHERE {}", conds.join(" AND "))
-    };
-    format!(
-        "SELECT {JOB_COLUMNS} FROM {{s}}.duraq_jobs {condition} \
-         ORDER BY created_at_ms DESC, id COLLATE \"C\" DESC LIMIT ${}::bigint",
-        next()
-    )
+    let limit = next();
+    let arms: Vec<String> = status_arms(&filter.statuses)
+        .into_iter()
+        .map(|status| {
+            let all: Vec<&str> = std::iter::once(status.as_str())
+                .chain(conds.iter().map(String::as_str))
+                .collect();
+            format!(
+                "SELECT {JOB_COLUMNS} FROM {{s}}.duraq_jobs WHERE {} {ORDER} LIMIT ${limit}::bigint",
+                all.join(" AND ")
+            )
+        })
+        .collect();
+    match arms.as_slice() {
+        [one] => one.clone(),
+        _ => format!(
+            "SELECT * FROM (({})) AS u {ORDER} LIMIT ${limit}::bigint",
+            arms.join(") UNION ALL (")
+        ),
+    }
+}
+
+/// The statement [`candidate_sql`] builds, on `schema`, for the plan tests
+/// (`tests/search_plans.rs`): not an API.
+#[doc(hidden)]
+pub fn search_candidate_sql(schema: &str, filter: &JobFilter, with_cursor: bool) -> String {
+    candidate_sql(filter, with_cursor).replace("{s}", &crate::backend::db::quote_identifier(schema))
+}
+
+/// The list order, newest first.
+const ORDER: &str = "ORDER BY created_at_ms DESC, id COLLATE \"C\" DESC";
+
+/// The status condition of each read [`candidate_sql`] makes: one for the
+/// jobs that are not running, one for running jobs, as `statuses` asks.
+/// Status names are constants, never user input: written as literals so that
+/// the planner can prove each partial index (an OR of them becomes a
+/// BitmapOr).
+fn status_arms(statuses: &[JobStatus]) -> Vec<String> {
+    let running = statuses.is_empty() || statuses.contains(&JobStatus::HandedOff);
+    let others: Vec<String> = (statuses.iter())
+        .filter(|s| **s != JobStatus::HandedOff)
+        .map(|s| format!("status = '{}'", s.as_str()))
+        .collect();
+    let mut arms = Vec::new();
+    if statuses.is_empty() {
+        arms.push("status <> 'handed_off'".to_owned());
+    } else if !others.is_empty() {
+        arms.push(format!(
+            "status <> 'handed_off' AND ({})",
+            others.join(" OR ")
+        ));
+    }
+    if running {
+        arms.push("status = 'handed_off'".to_owned());
+    }
+    arms
 }
 
 async fn candidates(

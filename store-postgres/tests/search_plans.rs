@@ -4,8 +4,8 @@
 //!
 //! Why: a search narrows by status or queue in SQL and pages by the list
 //! index; a plan that read the whole jobs table would cost with history, not
-//! with the page, and no behaviour test notices. The SQL is written out here,
-//! as `store-postgres/src/search.rs` builds it.
+//! with the page, and no behaviour test notices. The statements are the
+//! store's own (`search_candidate_sql`).
 
 mod common;
 
@@ -13,9 +13,9 @@ mod postgres {
     use duraq_core::prelude::*;
     use duraq_core::{EnqueueOptions, JobFilter, JobStatus};
 
-    use crate::common::{job, open, raw_client, schema};
+    use duraq_store_postgres::search_candidate_sql;
 
-    const ORDER: &str = "ORDER BY created_at_ms DESC, id COLLATE \"C\" DESC";
+    use crate::common::{job, open, raw_client, schema};
 
     /// Statuses alone, a queue alone, both, and with the keyset cursor, as
     /// generic and as custom plans: never a sequential scan of the jobs table,
@@ -52,51 +52,83 @@ mod postgres {
                  WHERE id IN (SELECT id FROM {s}.duraq_jobs WHERE queue = 'a' ORDER BY id LIMIT 3900); \
                  UPDATE {s}.duraq_jobs SET status = 'failed', failed_at_ms = created_at_ms \
                  WHERE id IN (SELECT id FROM {s}.duraq_jobs WHERE status = 'queued' AND queue = 'a' LIMIT 5); \
+                 UPDATE {s}.duraq_jobs SET status = 'handed_off', worker_id = 'w', handoff_id = id \
+                 WHERE id IN (SELECT id FROM {s}.duraq_jobs WHERE status = 'queued' AND queue = 'a' LIMIT 5); \
                  ANALYZE {s}.duraq_jobs"
             ))
             .await
             .unwrap();
-        let cursor = "(created_at_ms, id COLLATE \"C\") < ($2::bigint, $3::text COLLATE \"C\")";
+        let queue_b = || Some("b".to_owned());
+        let statuses = |s: &[JobStatus]| s.to_vec();
+        // (filter, with the keyset cursor, an index the plan must read)
         let cases = [
-            ("(status = 'failed')", false),
-            ("(status = 'failed' OR status = 'cancelled')", false),
-            ("(status = 'queued') AND queue = $4::text", true),
-            ("queue = $4::text", true),
-            ("(status = 'completed')", true),
+            (
+                statuses(&[JobStatus::Failed]),
+                None,
+                false,
+                "duraq_jobs_failed",
+            ),
+            (
+                statuses(&[JobStatus::Failed, JobStatus::Cancelled]),
+                None,
+                false,
+                "duraq_jobs_cancelled",
+            ),
+            (
+                statuses(&[JobStatus::Queued]),
+                queue_b(),
+                true,
+                "duraq_jobs_",
+            ),
+            (Vec::new(), queue_b(), true, "duraq_jobs_running"),
+            (statuses(&[JobStatus::Completed]), None, true, "duraq_jobs_"),
+            (Vec::new(), None, false, "duraq_jobs_created_waiting"),
+            (Vec::new(), None, true, "duraq_jobs_created_done"),
+            (
+                statuses(&[JobStatus::HandedOff]),
+                None,
+                true,
+                "duraq_jobs_running",
+            ),
+            (
+                statuses(&[JobStatus::Queued, JobStatus::HandedOff]),
+                None,
+                false,
+                "duraq_jobs_running",
+            ),
         ];
         let modes = ["force_generic_plan", "force_custom_plan"];
         let runs = modes
             .iter()
-            .flat_map(|m| cases.iter().map(move |c| (*m, *c)));
-        for (n, (mode, (cond, with_cursor))) in runs.enumerate() {
+            .flat_map(|m| cases.iter().map(move |c| (*m, c)));
+        for (n, (mode, (statuses, queue, with_cursor, index))) in runs.enumerate() {
+            let filter = JobFilter {
+                statuses: statuses.clone(),
+                queue: queue.clone(),
+                ..JobFilter::default()
+            };
+            let sql = search_candidate_sql(&s, &filter, *with_cursor);
+            let mut args: Vec<&str> = Vec::new();
+            if queue.is_some() {
+                args.push("'b'");
+            }
+            if *with_cursor {
+                args.extend(["9000000000000000", "'z'"]);
+            }
+            args.push("500");
             let tx = client.transaction().await.unwrap();
             tx.batch_execute(&format!(
                 "SELECT set_config('enable_seqscan', 'off', true), \
-                 set_config('plan_cache_mode', '{mode}', true)"
-            ))
-            .await
-            .unwrap();
-            let (cond, args) = if with_cursor {
-                (
-                    format!("{cond} AND {cursor}"),
-                    "(500, 9000000000000000, 'z', 'b')",
-                )
-            } else {
-                (cond.replace("$4", "$2"), "(500)")
-            };
-            let types = if with_cursor {
-                "(int8, int8, text, text)"
-            } else {
-                "(int8)"
-            };
-            tx.batch_execute(&format!(
-                "PREPARE search_{n}{types} AS SELECT * FROM {s}.duraq_jobs \
-                 WHERE {cond} {ORDER} LIMIT $1::bigint"
+                 set_config('plan_cache_mode', '{mode}', true); \
+                 PREPARE search_{n} AS {sql}"
             ))
             .await
             .unwrap();
             let plan: String = tx
-                .query(&format!("EXPLAIN EXECUTE search_{n}{args}"), &[])
+                .query(
+                    &format!("EXPLAIN EXECUTE search_{n}({})", args.join(", ")),
+                    &[],
+                )
                 .await
                 .unwrap()
                 .iter()
@@ -105,7 +137,11 @@ mod postgres {
                 .join("\n");
             assert!(
                 !plan.contains("Seq Scan"),
-                "{cond} ({mode}): no sequential scan:\n{plan}"
+                "{filter:?} ({mode}): no sequential scan:\n{plan}"
+            );
+            assert!(
+                plan.contains(index),
+                "{filter:?} ({mode}): reads {index}:\n{plan}"
             );
             tx.rollback().await.unwrap();
         }

@@ -56,7 +56,8 @@ pub const JOB_STORE_VERSIONS: &[(i64, &str)] = &[
 /// workers; 7 = throughput history; 8 = job progress, logs and trace context;
 /// 9 = job dependencies and outputs; 10 = the release backlog of wide fan-outs;
 /// 11 = the job table partitioned into live and finished jobs; 12 = the
-/// reservation index only over running jobs that hold a reservation.
+/// reservation index only over running jobs that hold a reservation; 13 = the
+/// live jobs' list-order index only over jobs that wait.
 pub const POSTGRES_JOB_STORE_VERSIONS: &[(i64, &str)] = &[
     (1, "job_store"),
     (2, "dedupe_scopes"),
@@ -70,6 +71,7 @@ pub const POSTGRES_JOB_STORE_VERSIONS: &[(i64, &str)] = &[
     (10, "release_backlog"),
     (11, "job_history_partitions"),
     (12, "reservation_key_index"),
+    (13, "waiting_list_index"),
 ];
 
 /// Where a database records the migrations it has.

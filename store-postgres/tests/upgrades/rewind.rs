@@ -58,3 +58,16 @@ pub async fn upgrade_in_place(
     );
     store
 }
+
+/// The indexes on `table` of schema `s`: (name, definition), by name.
+pub async fn job_indexes(client: &Client, s: &str, table: &str) -> Vec<(String, String)> {
+    let rows = client
+        .query(
+            "SELECT indexname::text, indexdef FROM pg_indexes WHERE schemaname = $1 \
+             AND tablename = $2 ORDER BY indexname",
+            &[&s, &table],
+        )
+        .await
+        .unwrap();
+    rows.iter().map(|r| (r.get(0), r.get(1))).collect()
+}

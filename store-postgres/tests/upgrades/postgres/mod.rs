@@ -8,3 +8,4 @@ mod partitions;
 mod progress;
 mod release_backlog;
 mod reservation_index;
+mod waiting_list_index;

@@ -7,20 +7,9 @@ use duraq_core::prelude::*;
 use duraq_core::EnqueueOptions;
 
 use crate::common::{claim_req, job, open, open_existing, schema};
-use crate::rewind::undo;
+use duraq_store_postgres::SCHEMA_VERSION;
 
-/// The job indexes of schema `s`: (name, definition).
-async fn job_indexes(client: &tokio_postgres::Client, s: &str) -> Vec<(String, String)> {
-    let rows = client
-        .query(
-            "SELECT indexname::text, indexdef FROM pg_indexes WHERE schemaname = $1 \
-             AND tablename = 'duraq_jobs_live' ORDER BY indexname",
-            &[&s],
-        )
-        .await
-        .unwrap();
-    rows.iter().map(|r| (r.get(0), r.get(1))).collect()
-}
+use crate::rewind::{job_indexes, undo};
 
 #[tokio::test]
 async fn upgrade_to_v12_indexes_only_the_reservations_held() {
@@ -46,8 +35,11 @@ async fn upgrade_to_v12_indexes_only_the_reservations_held() {
     let client = undo(store, &s, 12, &sql).await;
 
     let store = open_existing(&s).await.unwrap();
-    assert_eq!(store.migration().applied, vec![12]);
-    let indexes = job_indexes(&client, &s).await;
+    assert_eq!(
+        store.migration().applied,
+        (12..=SCHEMA_VERSION).collect::<Vec<_>>()
+    );
+    let indexes = job_indexes(&client, &s, "duraq_jobs_live").await;
     assert!(
         !indexes
             .iter()

@@ -86,7 +86,7 @@ pub(crate) fn candidate_sql(filter: &JobFilter, with_cursor: bool) -> String {
         ));
     }
     let limit = next();
-    let arms: Vec<String> = status_arms(&filter.statuses)
+    let mut arms: Vec<String> = status_arms(&filter.statuses)
         .into_iter()
         .map(|status| {
             let all: Vec<&str> = std::iter::once(status.as_str())
@@ -98,13 +98,13 @@ pub(crate) fn candidate_sql(filter: &JobFilter, with_cursor: bool) -> String {
             )
         })
         .collect();
-    match arms.as_slice() {
-        [one] => one.clone(),
-        _ => format!(
-            "SELECT * FROM (({})) AS u {ORDER} LIMIT ${limit}::bigint",
-            arms.join(") UNION ALL (")
-        ),
+    if arms.len() == 1 {
+        return arms.remove(0);
     }
+    format!(
+        "SELECT * FROM (({})) AS u {ORDER} LIMIT ${limit}::bigint",
+        arms.join(") UNION ALL (")
+    )
 }
 
 /// The statement [`candidate_sql`] builds, on `schema`, for the plan tests

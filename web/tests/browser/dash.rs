@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use duraq_core::prelude::*;
 use duraq_core::{
-    ClaimRequest, EnqueueOptions, JobFilter, JobStatus, NewJob, Outcome, ScheduleKey,
+    ClaimRequest, EnqueueOptions, JobFilter, JobStatus, Lease, NewJob, Outcome, ScheduleKey,
 };
 use duraq_store_sqlite::{SqliteOptions, SqliteStore};
 use duraq_web::{router, WebOptions};
@@ -69,20 +69,7 @@ impl Dash {
                 EnqueueOptions::new().queue(queue).max_retries(0),
             )
             .await;
-        let claimed = self
-            .store
-            .claim(&ClaimRequest {
-                worker_id: "browser-test".into(),
-                job_names: vec![name.to_string()],
-                queues: Some(vec![queue.to_string()]),
-                limit: 1,
-                ..ClaimRequest::default()
-            })
-            .await
-            .expect("claim");
-        assert_eq!(claimed.len(), 1, "claimed the job just enqueued");
-        assert_eq!(claimed[0].id, id);
-        let lease = claimed[0].lease().expect("a lease");
+        let lease = self.claim_just_enqueued(name, Some(queue), &id).await;
         let failed = Outcome::Failed {
             error: error.to_string(),
             retry_in_ms: None,
@@ -101,18 +88,7 @@ impl Dash {
     /// A job that ran once and completed.
     pub(crate) async fn completed(&self, name: &str) -> String {
         let id = self.enqueue(name, json!({}), EnqueueOptions::new()).await;
-        let claimed = self
-            .store
-            .claim(&ClaimRequest {
-                worker_id: "browser-test".into(),
-                job_names: vec![name.to_string()],
-                limit: 1,
-                ..ClaimRequest::default()
-            })
-            .await
-            .expect("claim");
-        assert_eq!(claimed.len(), 1);
-        let lease = claimed[0].lease().expect("a lease");
+        let lease = self.claim_just_enqueued(name, None, &id).await;
         assert_eq!(
             self.store
                 .report_batch(vec![(lease, Outcome::Completed)])
@@ -138,19 +114,27 @@ impl Dash {
             .await
             .expect("register_worker");
         let id = self.enqueue(name, json!({}), EnqueueOptions::new()).await;
+        self.claim_just_enqueued(name, None, &id).await;
+        id
+    }
+
+    /// Claims, as worker `browser-test`, the job `id` just enqueued under
+    /// `name` (in `queue`, when given): it must be the only one claimed.
+    async fn claim_just_enqueued(&self, name: &str, queue: Option<&str>, id: &str) -> Lease {
         let claimed = self
             .store
             .claim(&ClaimRequest {
                 worker_id: "browser-test".into(),
                 job_names: vec![name.to_string()],
+                queues: queue.map(|q| vec![q.to_string()]),
                 limit: 1,
                 ..ClaimRequest::default()
             })
             .await
             .expect("claim");
-        assert_eq!(claimed.len(), 1);
+        assert_eq!(claimed.len(), 1, "claimed the job just enqueued");
         assert_eq!(claimed[0].id, id);
-        id
+        claimed[0].lease().expect("a lease")
     }
 
     pub(crate) async fn scheduled(&self, key: &str, name: &str, args: Value) -> String {

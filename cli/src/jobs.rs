@@ -195,7 +195,7 @@ fn show(job: &Job, json: bool) {
     }
 }
 
-/// `jobs show`: the job, then its progress and newest log lines (SPEC §21):
+/// `jobs show`: the job, then its progress and newest log lines:
 /// `{"job":{…},"progress":{"fraction","message","updatedAtMs","linesTotal",
 /// "logs":[{"seq","atMs","attempt","line"}]}}` (`null` when it said nothing).
 fn show_progress(job: &Job, progress: Option<&JobProgress>, json: bool) {

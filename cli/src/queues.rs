@@ -1,6 +1,6 @@
 //! `duraq queues`: counts per queue and status with each queue's latency (the age
 //! of its oldest due queued job) and whether it is paused, from one
-//! `queue_snapshot` (SPEC §16); `duraq queues pause|resume <QUEUE>` (SPEC §15).
+//! `queue_snapshot`; `duraq queues pause|resume <QUEUE>`.
 //! None of them creates a database (`open_existing`); pause and resume write
 //! one row and always print JSON, like other actions. The listing also warns
 //! about due jobs that no alive worker handles (`Inspect::unhandled_jobs`: a

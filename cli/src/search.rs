@@ -1,5 +1,5 @@
-//! The search flags `jobs list` and `jobs retry|cancel|delete` share
-//! (SPEC §19 "Search"), parsed into core's [`JobFilter`] before any database
+//! The search flags `jobs list` and `jobs retry|cancel|delete` share,
+//! parsed into core's [`JobFilter`] before any database
 //! is opened: bad JSON is `invalid-args`, a bad time `invalid-time`, a bad
 //! status `invalid-status`, each a usage error that writes nothing.
 

@@ -1,4 +1,4 @@
-//! What a new user ran into (SPEC §19, "Found when tried as a new user
+//! What a new user ran into ("found when tried as a new user
 //! would"), each through the real `duraq` binary on a real SQLite file,
 //! judged by exit codes, error codes and JSON answers: an empty queue name
 //! that paused `default`, queue names `--queues a,b` cannot express, `--rate

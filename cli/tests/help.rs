@@ -69,7 +69,7 @@ fn the_man_page_is_roff_and_lists_the_commands() {
         page.contains("DURAQ_DATABASE_URL"),
         "environment of --database"
     );
-    assert!(!page.contains("SPEC"), "no internal references");
+    assert!(!page.contains('§'), "no internal references");
 }
 
 #[test]
@@ -124,7 +124,7 @@ fn long_help_has_descriptions_and_examples() {
     assert!(top.contains("Global options"), "{top}");
     let short = succeeds(&["-h"]);
     assert!(short.contains("every command but `tenants`"), "{short}");
-    assert!(!top.contains("SPEC"), "{top}");
+    assert!(!top.contains('§'), "{top}");
 }
 
 #[test]

@@ -1,4 +1,4 @@
-//! SPEC §18 "Faults" on PostgreSQL, with real processes: a fan-out of one root
+//! Faults on PostgreSQL, with real processes: a fan-out of one root
 //! job into 3,000 dependents, run by three `duraq worker` processes, while the
 //! server is crash-restarted (`pg_ctl restart -m immediate`) twice: once in the
 //! middle of the transaction that completes the root and releases its

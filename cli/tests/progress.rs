@@ -1,4 +1,4 @@
-//! `duraq jobs show` with what a running job said (SPEC §21): the progress
+//! `duraq jobs show` with what a running job said: the progress
 //! and the kept log lines in the table and in the JSON answer
 //! (`schemas/jobs-show.json`), `null` for a job that said nothing, and text
 //! that cannot steer the terminal.

@@ -1,5 +1,5 @@
-//! `jobs list` search flags, id prefixes and their error paths (SPEC §19
-//! "Search"), on a real SQLite file and, when `DATABASE_URL` is set, on
+//! `jobs list` search flags, id prefixes and their error paths,
+//! on a real SQLite file and, when `DATABASE_URL` is set, on
 //! PostgreSQL in a schema of its own (otherwise that test says so and passes).
 
 mod common;

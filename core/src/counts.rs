@@ -1,4 +1,4 @@
-//! Count snapshots and deltas (SPEC §8).
+//! Count snapshots and deltas.
 
 use std::collections::BTreeMap;
 
@@ -284,7 +284,7 @@ pub struct QueueCounts {
     /// (`at_ms - scheduledAtMs`, at least 0); `None` when no queued job of the
     /// queue is due (none queued, or all scheduled for later).
     pub latency_ms: Option<i64>,
-    /// Whether the queue is paused (SPEC §15): workers claim none of its jobs
+    /// Whether the queue is paused: workers claim none of its jobs
     /// until it is resumed; jobs already running finish and report as usual.
     #[serde(default)]
     pub paused: bool,

@@ -1,4 +1,4 @@
-//! Throughput history (SPEC §19 "History", `docs/history.md`).
+//! Throughput history (`docs/history.md`).
 //!
 //! Net counts per status cannot give throughput: a prune lowers them. So every
 //! store also keeps, per queue, monotonic [`OutcomeTotals`] (how many jobs ever

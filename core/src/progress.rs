@@ -1,4 +1,4 @@
-//! Progress and log lines from a running job (SPEC §21, `docs/jobs.md`):
+//! Progress and log lines from a running job (`docs/jobs.md`):
 //! the values ([`JobProgress`], [`LogLine`]), the batch a worker sends
 //! ([`ProgressBatch`]), the throttle that decides when it sends one
 //! ([`ProgressBuffer`]) and the rule a store applies to persist one

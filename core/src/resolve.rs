@@ -1,7 +1,7 @@
 //! What a person typed as a job id, resolved to one job: the exact id first,
 //! else the one job whose id starts with it. Shared by `duraq jobs show` and
 //! the bulk actions' ids, and the dashboard's id box, so a prefix means the
-//! same everywhere (SPEC §19 "Search").
+//! same everywhere.
 
 use crate::error::{Error, ErrorCode, Result};
 use crate::job::Job;

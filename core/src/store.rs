@@ -1,5 +1,5 @@
-//! The store traits: every promise of SPEC §2–§9 that needs the database, split by
-//! who calls it (SPEC §22), so that each caller depends on what it uses:
+//! The store traits: every promise that needs the database, split by
+//! who calls it, so that each caller depends on what it uses:
 //!
 //! | trait | what | its callers |
 //! |---|---|---|
@@ -73,7 +73,7 @@ pub trait Store: Producer + WorkerStore + Inspect + Operate + MailOperations {}
 
 impl<T: Producer + WorkerStore + Inspect + Operate + MailOperations + ?Sized> Store for T {}
 
-/// Adding work: enqueue and the schedule-key writes (SPEC §3, §5, §6), for
+/// Adding work: enqueue and the schedule-key writes, for
 /// applications (and the worker's periodic jobs), plus [`Producer::close`].
 ///
 /// `close` lives here because the process that must close a store before it
@@ -83,7 +83,7 @@ impl<T: Producer + WorkerStore + Inspect + Operate + MailOperations + ?Sized> St
 /// Being a method of a part of [`Store`], it stays callable on `Arc<dyn Store>`.
 #[async_trait]
 pub trait Producer: Send + Sync + 'static {
-    /// Enqueues one job (SPEC §3, §6).
+    /// Enqueues one job.
     ///
     /// In order: with an idempotency key, an existing scope whose request digest
     /// matches returns `Replayed(original id)` (whatever the job's status, even
@@ -103,7 +103,7 @@ pub trait Producer: Send + Sync + 'static {
     /// follows the rules of [`Producer::enqueue`], seeing the effects of earlier ones.
     async fn enqueue_batch(&self, jobs: Vec<NewJob>) -> Result<Vec<EnqueueOutcome>>;
 
-    /// Inserts `job` as the new owner of `key` (SPEC §5) with `scheduleOrder` =
+    /// Inserts `job` as the new owner of `key` with `scheduleOrder` =
     /// high-water + 1. A `queued` previous owner becomes `cancelled`; a `handed_off`
     /// one keeps running with [`RunningOwner::KeepRunning`], or is cancelled as by
     /// [`Operate::cancel_job`] with [`RunningOwner::Stop`]
@@ -152,10 +152,10 @@ pub trait Producer: Send + Sync + 'static {
 
 /// The worker runtime's part ([`crate::Worker`]): claiming, fenced reports,
 /// liveness (heartbeats, registration, recovery of dead workers' leases), lease
-/// checks and the signals an idle worker waits on (SPEC §4, §15).
+/// checks and the signals an idle worker waits on.
 #[async_trait]
 pub trait WorkerStore: Send + Sync + 'static {
-    /// Claims up to `limit` due queued jobs (SPEC §4): names in `job_names`, queues
+    /// Claims up to `limit` due queued jobs: names in `job_names`, queues
     /// in `queues`; order queue priority desc, `scheduledAtMs`, `createdAtMs`, `id`;
     /// a job whose concurrency key is at its cap is skipped, and so is every job of
     /// a paused queue (read in the claim's own transaction, never blocking other
@@ -256,7 +256,7 @@ pub trait WorkerStore: Send + Sync + 'static {
         queues: Option<&[String]>,
     ) -> Result<Option<i64>>;
 
-    /// Persists what a running attempt said (SPEC §21, `docs/jobs.md`): the
+    /// Persists what a running attempt said (`docs/jobs.md`): the
     /// batch's progress (replacing the stored one) and its new log lines, of
     /// which the job keeps the newest [`crate::MAX_LOG_LINES`], as
     /// [`crate::progress_write`] decides, in one transaction. Fenced by the
@@ -316,7 +316,7 @@ pub trait WorkerStore: Send + Sync + 'static {
 }
 
 /// Reads: jobs, schedule keys, counts, workers and health, for the dashboard
-/// (`duraq-web`), `duraq` commands, metrics and applications (SPEC §8, §16). Never
+/// (`duraq-web`), `duraq` commands, metrics and applications. Never
 /// changes anything.
 #[async_trait]
 pub trait Inspect: Send + Sync + 'static {
@@ -350,7 +350,7 @@ pub trait Inspect: Send + Sync + 'static {
     /// Exact counts per status with their revision; constant cost in table size.
     async fn count_snapshot(&self) -> Result<CountSnapshot>;
 
-    /// Exact counts per status and per queue (SPEC §16), read together with their
+    /// Exact counts per status and per queue, read together with their
     /// revision (the one [`Inspect::count_snapshot`] reports for the same state), plus
     /// each queue's latency as of the clock reading `at_ms` (see
     /// [`crate::QueueCounts`]). Costs one read of the counter rows plus one index
@@ -419,7 +419,7 @@ pub trait Inspect: Send + Sync + 'static {
 }
 
 /// Operator actions: retry and cancel a job, pause and resume a queue, prune and
-/// reconcile (SPEC §15, §16), taken from the dashboard, `duraq` commands and the
+/// reconcile, taken from the dashboard, `duraq` commands and the
 /// worker's maintenance. It extends [`Inspect`] because every operator tool shows
 /// what it acts on: the dashboard takes one `Arc<dyn Operate>` for both.
 #[async_trait]
@@ -446,7 +446,7 @@ pub trait Operate: Inspect {
     /// batches.
     async fn act_on_jobs(&self, action: BulkAction, ids: &[String]) -> Result<BulkBatch>;
 
-    /// Pauses `queue` (SPEC §15): from the next claim on, no worker claims its
+    /// Pauses `queue`: from the next claim on, no worker claims its
     /// jobs (a durable row, seen by every process within a poll). Jobs already
     /// handed off keep running and report as usual; enqueueing into the queue
     /// still works. Returns `true` if the queue was running, `false` if it was

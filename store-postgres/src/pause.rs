@@ -1,4 +1,4 @@
-//! Paused queues (SPEC §15, `docs/queues.md`): one row per paused queue in
+//! Paused queues (`docs/queues.md`): one row per paused queue in
 //! `duraq_paused_queues` (schema version 4). Pausing and resuming change no
 //! count, so the revision stays; resuming sets the transaction's work flag, so
 //! the notifier's NOTIFY wakes idle workers in every process, as an enqueue

@@ -1,4 +1,4 @@
-//! Paused queues (SPEC §15, `docs/queues.md`): one row per paused queue in
+//! Paused queues (`docs/queues.md`): one row per paused queue in
 //! `duraq_paused_queues`. Pausing and resuming are not count mutations (the
 //! revision stays); resuming signals work so that idle workers, in this process
 //! and (through the work epoch) in others, claim the queue's due jobs at once.

@@ -1,4 +1,4 @@
-//! SPEC §15 cancelling running work, the store side: the lease check a worker
+//! Cancelling running work, the store side: the lease check a worker
 //! makes about once a second ([`duraq_core::WorkerStore::lost_leases`] over
 //! `lease_states`: which held leases are no longer current, and why), the
 //! in-process announcement of a running job's cancellation, and the

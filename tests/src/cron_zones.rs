@@ -1,4 +1,4 @@
-//! SPEC §21 time zones on every store's periodic path (`docs/periodic.md`): a
+//! Time zones on every store's periodic path (`docs/periodic.md`): a
 //! worker declaring a cron job in an IANA zone enqueues each tick once, keyed
 //! `periodic:<name>:<tick ms>` and scheduled at the zone's wall-clock instant,
 //! across a spring-forward gap (the skipped time fires once, at the end of the

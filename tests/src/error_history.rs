@@ -1,4 +1,4 @@
-//! SPEC §15 error history (`docs/retries.md`): every failed attempt (a failed
+//! The error history (`docs/retries.md`): every failed attempt (a failed
 //! report, retry or terminal, and a recovered lease) appends `{attempt, atMs,
 //! error, workerId}` to the job's `errors`, newest 20 kept; reschedules,
 //! returns to the queue, stale reports and operator actions append nothing.

@@ -1,4 +1,4 @@
-//! SPEC §19 "History" (`docs/history.md`): each queue's monotonic outcome totals
+//! Throughput history (`docs/history.md`): each queue's monotonic outcome totals
 //! move once per transition of their kind (enqueue, completion, terminal
 //! failure, retry of a failed or lost attempt, orphaning, cancellation) and for
 //! nothing else (reschedule, shutdown return, operator retry, prune, delete);

@@ -1,7 +1,7 @@
 //! Large `enqueue_batch` calls (`docs/jobs.md`): a store may write a run of
 //! plain jobs (no key, dedupe, operation, cap or rate limit) in bulk (the
 //! PostgreSQL store uses `COPY` from 256 rows on), so these cases pin what the
-//! bulk path must keep from the one-by-one rule (SPEC §6, §8, §20): jobs are
+//! bulk path must keep from the one-by-one rule: jobs are
 //! decided in order, so a replay, a dedupe request or a refusal in the middle of
 //! a long batch answers as it would alone; the rows read back as if enqueued one
 //! by one; the counts move exactly, as one mutation; and a refused batch leaves

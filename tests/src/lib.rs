@@ -1,7 +1,7 @@
 //! `duraq-tests`: the one conformance suite and the one model-based property suite
-//! that every [`duraq_core::Store`] must pass unchanged (SPEC §13).
+//! that every [`duraq_core::Store`] must pass unchanged.
 //!
-//! Each area of SPEC §3–§9 is a module of `pub async fn case(h: &Harness)` cases
+//! Each area of the job model is a module of `pub async fn case(h: &Harness)` cases
 //! written once against `Arc<dyn Store>`. A store crate plugs in by implementing
 //! [`StoreFactory`] (a fresh, empty store per call, reading a [`duraq_core::ManualClock`])
 //! and invoking [`store_suite!`] in an integration test:

@@ -1,4 +1,4 @@
-//! The model-based property suite (SPEC §13): proptest generates sequences of 10
+//! The model-based property suite: proptest generates sequences of 10
 //! to 40 operations — enqueue (plain, scheduled, delayed by `runInMs`, capped,
 //! idempotent with or without an operation record, dedupe-while-queued, batches,
 //! now and then with a queue name or concurrency key that breaks the name rule), replace/cancel/wake/get on

@@ -1,4 +1,4 @@
-//! SPEC §15 pause and resume of a queue: a paused queue's due jobs are never
+//! Pause and resume of a queue: a paused queue's due jobs are never
 //! claimed while other queues' are (whatever their priority), the worker's timer
 //! ignores them, jobs handed off before the pause finish and report as usual,
 //! resuming makes them claimable in claim order and wakes idle workers, the pause

@@ -1,4 +1,4 @@
-//! Progress and log lines of a running job (SPEC §21, `docs/jobs.md`):
+//! Progress and log lines of a running job (`docs/jobs.md`):
 //! `record_progress` is fenced by the lease like a report and changes no job
 //! and no count; new progress replaces the old, a batch without progress keeps
 //! it; lines are numbered across batches and attempts and only the newest 100

@@ -1,4 +1,4 @@
-//! SPEC §16 counts per queue: `queue_snapshot` is exact per (queue, status) after
+//! Counts per queue: `queue_snapshot` is exact per (queue, status) after
 //! every kind of transition, shares the global snapshot's revision, leaves out
 //! queues without jobs, is untouched by rolled-back calls, and reports each
 //! queue's latency (the age of its oldest due queued job).

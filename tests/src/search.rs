@@ -1,4 +1,4 @@
-//! Job search (SPEC §19 "Search"): several statuses, each filter alone and
+//! Job search: several statuses, each filter alone and
 //! combined (queue, name, key, error text ignoring case, args containment with
 //! jsonb `@>` semantics, created and finished bounds, half-open), the scan
 //! budget (a budget smaller than the candidates answers `resume`, and going on

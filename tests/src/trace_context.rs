@@ -1,4 +1,4 @@
-//! The trace context a job carries (`docs/tracing.md`, SPEC §21): a W3C
+//! The trace context a job carries (`docs/tracing.md`): a W3C
 //! `traceparent` given at enqueue is stored as it was checked and comes back
 //! on every read of the row (get, search, claim, after a retry, a completion
 //! and an operator retry), through every insert path (one job, a plain batch, a

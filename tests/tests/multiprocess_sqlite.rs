@@ -317,7 +317,7 @@ fn periodic_ticks_from_three_processes_are_enqueued_exactly_once() {
     });
 }
 
-/// SPEC §15 across processes: two worker processes drain every queue; once the
+/// Pausing across processes: two worker processes drain every queue; once the
 /// test process pauses `mail`, neither claims a mail job (new ones wait, a job
 /// already running finishes and reports) while `video` keeps flowing; resuming
 /// wakes them and the waiting mail jobs run.

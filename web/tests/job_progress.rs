@@ -1,4 +1,4 @@
-//! The job page's progress section through a real server (SPEC §21): a
+//! The job page's progress section through a real server: a
 //! running job's progress bar, message and kept lines (oldest first, numbered,
 //! escaped and scrubbed), marked `data-live` while it runs and not once it has
 //! ended; a job that said nothing says so.

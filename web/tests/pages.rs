@@ -334,7 +334,7 @@ async fn workers_page_lists_registered_workers_and_jobs_nobody_handles() {
     assert!(store.get_job(&typo).await.unwrap().is_some());
 }
 
-/// One vocabulary (SPEC §19): the jobs page filters by `running` as by
+/// One vocabulary: the jobs page filters by `running` as by
 /// `handed_off`, and a word that is no status is `invalid-status`, the code
 /// `duraq jobs list --status` gives.
 #[tokio::test]

@@ -1,4 +1,4 @@
-//! `soak`: does a steady load decay? (SPEC §20, issue 32.) Every other scenario
+//! `soak`: does a steady load decay? (issue 32.) Every other scenario
 //! is a sprint on a fresh database; a production queue runs for weeks at a
 //! steady rate with retention deleting its history, and what can go wrong there
 //! is slow: dead row versions autovacuum does not keep up with, a file that only

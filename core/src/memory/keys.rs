@@ -1,4 +1,4 @@
-//! Stable schedule keys (SPEC §5) on the in-memory state.
+//! Stable schedule keys on the in-memory state.
 
 use super::State;
 use crate::counts::CountChange;

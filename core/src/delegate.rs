@@ -53,6 +53,9 @@
 ///     async fn reconcile_reservations(&self) -> Result<u64> {
 ///         self.inner.reconcile_reservations().await
 ///     }
+///     async fn record_history(&self) -> Result<bool> {
+///         self.inner.record_history().await
+///     }
 /// }
 ///
 /// let store: std::sync::Arc<dyn duraq_core::Store> = std::sync::Arc::new(CountingRetries {
@@ -178,13 +181,8 @@ macro_rules! delegate_store {
                 ) -> $crate::Result<bool> {
                     self.$field.record_progress(batch).await
                 }
-                async fn dead_rows(
-                    &self,
-                ) -> $crate::Result<::std::option::Option<$crate::rules::DeadRows>> {
-                    self.$field.dead_rows().await
-                }
-                async fn reclaim_dead_rows(&self) -> $crate::Result<()> {
-                    self.$field.reclaim_dead_rows().await
+                async fn upkeep(&self) -> $crate::Result<$crate::Upkeep> {
+                    self.$field.upkeep().await
                 }
                 fn work_signal(&self) -> $crate::__private::tokio::sync::watch::Receiver<u64> {
                     self.$field.work_signal()
@@ -282,9 +280,6 @@ macro_rules! delegate_store {
                 ) -> $crate::Result<::std::vec::Vec<$crate::QueueTotals>> {
                     self.$field.outcome_totals().await
                 }
-                async fn record_history(&self) -> $crate::Result<bool> {
-                    self.$field.record_history().await
-                }
                 async fn history(
                     &self,
                     since_ms: i64,
@@ -327,6 +322,9 @@ macro_rules! delegate_store {
                 }
                 async fn reconcile_reservations(&self) -> $crate::Result<u64> {
                     self.$field.reconcile_reservations().await
+                }
+                async fn record_history(&self) -> $crate::Result<bool> {
+                    self.$field.record_history().await
                 }
             }
         };

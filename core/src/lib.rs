@@ -130,7 +130,7 @@ pub use requests::{
 };
 pub use resolve::{check_id_prefix, id_prefix_bound, resolve_job, MAX_ID_BYTES};
 pub use search::{contains_ignoring_case, json_contains, JobPage, DEFAULT_SCAN_LIMIT};
-pub use store::{Inspect, MailOperations, Operate, Producer, Store, WorkerStore};
+pub use store::{Inspect, MailOperations, Operate, Producer, Store, Upkeep, WorkerStore};
 pub use time::parse_time_ms;
 pub use trace::TraceParent;
 pub use transitions::MAX_OUTPUT_BYTES;

@@ -275,20 +275,14 @@ pub trait WorkerStore: Send + Sync + 'static {
         ))
     }
 
-    /// The dead row versions among the live jobs, for a store that keeps them
-    /// until a vacuum (PostgreSQL: its live partition); `None` (the default) for one that does not. The
-    /// worker's maintenance asks every few seconds and calls
-    /// [`WorkerStore::reclaim_dead_rows`] when [`crate::rules::reclaim_due`]
-    /// says so.
-    async fn dead_rows(&self) -> Result<Option<crate::rules::DeadRows>> {
-        Ok(None)
-    }
-
-    /// Reclaims the live jobs' dead row versions (PostgreSQL: `VACUUM
-    /// (ANALYZE)` of the live partition). Live jobs are neither read differently nor blocked.
-    /// The default does nothing.
-    async fn reclaim_dead_rows(&self) -> Result<()> {
-        Ok(())
+    /// The store's own upkeep, which every worker runs for it: once before its
+    /// first claim, then every two seconds while it runs. A store decides
+    /// there what its backend needs and how often (PostgreSQL reclaims the
+    /// dead row versions among its live jobs with a `VACUUM` when enough wait);
+    /// errors are the store's to log. [`Upkeep::Unneeded`] (the default) tells
+    /// the worker to stop asking.
+    async fn upkeep(&self) -> Result<Upkeep> {
+        Ok(Upkeep::Unneeded)
     }
 
     /// A counter that moves whenever work may have become available (enqueue,
@@ -313,6 +307,16 @@ pub trait WorkerStore: Send + Sync + 'static {
     /// release backlog entry, so the worker runtime continues it at once
     /// (entries left by other processes are found by its periodic pass).
     fn release_backlog_signal(&self) -> watch::Receiver<u64>;
+}
+
+/// What a store's [`WorkerStore::upkeep`] answers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Upkeep {
+    /// This store needs no upkeep from workers: they stop asking.
+    Unneeded,
+    /// Ask again at the next interval.
+    Again,
 }
 
 /// Reads: jobs, schedule keys, counts, workers and health, for the dashboard
@@ -404,22 +408,14 @@ pub trait Inspect: Send + Sync + 'static {
     /// per-queue counter rows: constant cost in the number of jobs.
     async fn outcome_totals(&self) -> Result<Vec<QueueTotals>>;
 
-    /// The history sampler: stores every queue's current totals as the sample of
-    /// the current minute ([`crate::history_minute`] of the store's clock),
-    /// unless that minute already has samples (the first sampler of a minute
-    /// wins, so any number of processes may call it), and deletes samples older
-    /// than [`crate::HISTORY_RETENTION_MS`]. Returns whether this call wrote the
-    /// minute's samples. Changes no job and no count, and moves no revision.
-    async fn record_history(&self) -> Result<bool>;
-
     /// The stored samples of minutes from `since_ms` on, ordered by minute then
     /// queue (byte order). Read by the primary key: cost grows with the
     /// minutes asked for (times the queues), not with the jobs.
     async fn history(&self, since_ms: i64) -> Result<Vec<HistorySample>>;
 }
 
-/// Operator actions: retry and cancel a job, pause and resume a queue, prune and
-/// reconcile, taken from the dashboard, `duraq` commands and the
+/// Operator actions: retry and cancel a job, pause and resume a queue, prune,
+/// reconcile and sample the history, taken from the dashboard, `duraq` commands and the
 /// worker's maintenance. It extends [`Inspect`] because every operator tool shows
 /// what it acts on: the dashboard takes one `Arc<dyn Operate>` for both.
 #[async_trait]
@@ -466,6 +462,14 @@ pub trait Operate: Inspect {
     /// Sets every reservation count to the number of `handed_off` jobs holding that
     /// key; returns how many keys changed.
     async fn reconcile_reservations(&self) -> Result<u64>;
+
+    /// The history sampler: stores every queue's current totals as the sample of
+    /// the current minute ([`crate::history_minute`] of the store's clock),
+    /// unless that minute already has samples (the first sampler of a minute
+    /// wins, so any number of processes may call it), and deletes samples older
+    /// than [`crate::HISTORY_RETENTION_MS`]. Returns whether this call wrote the
+    /// minute's samples. Changes no job and no count, and moves no revision.
+    async fn record_history(&self) -> Result<bool>;
 }
 
 /// Operation records of mail deliveries (`docs/mail.md`), for the mailer's

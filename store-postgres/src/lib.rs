@@ -119,6 +119,9 @@ pub use counts::SHARDS;
 #[doc(hidden)]
 pub use enqueue_plain::plain_enqueue_sql;
 pub use error::{map_pg_error, map_pool_error};
+pub use reclaim::{
+    reclaim_due, DeadRows, RECLAIM_DUTY_DIVISOR, RECLAIM_MIN_DEAD, RECLAIM_MIN_INTERVAL_MS,
+};
 pub use schema::{LEDGER_TABLE, MIGRATION_SCOPE, SCHEMA_VERSION};
 #[doc(hidden)]
 pub use search::search_candidate_sql;
@@ -186,6 +189,9 @@ pub(crate) struct Shared {
     pub notifier: tokio::sync::mpsc::UnboundedSender<backend::notify::Message>,
     /// Running jobs cancelled (by this process at once, by others via NOTIFY).
     pub cancels: broadcast::Sender<String>,
+    /// How long this store's last reclaim took (ms), -1 before the first
+    /// (`reclaim.rs`: reclaims are spaced by their own cost).
+    pub last_reclaim_ms: std::sync::atomic::AtomicI64,
 }
 
 impl Shared {

@@ -194,12 +194,8 @@ impl WorkerStore for PostgresStore {
         })
     }
 
-    async fn dead_rows(&self) -> Result<Option<duraq_core::rules::DeadRows>> {
-        crate::reclaim::dead_rows(self.shared()).await
-    }
-
-    async fn reclaim_dead_rows(&self) -> Result<()> {
-        crate::reclaim::reclaim(self.shared()).await
+    async fn upkeep(&self) -> Result<duraq_core::Upkeep> {
+        crate::reclaim::upkeep(self.shared()).await
     }
 
     fn work_signal(&self) -> watch::Receiver<u64> {
@@ -326,12 +322,6 @@ impl Inspect for PostgresStore {
         read!(self, |db| crate::history::outcome_totals(&db).await)
     }
 
-    async fn record_history(&self) -> Result<bool> {
-        write_tx!(self, self.now(), |tx| {
-            crate::history::record(&mut tx).await
-        })
-    }
-
     async fn history(&self, since_ms: i64) -> Result<Vec<duraq_core::HistorySample>> {
         read!(self, |db| crate::history::since(&db, since_ms).await)
     }
@@ -392,6 +382,12 @@ impl Operate for PostgresStore {
 
     async fn reconcile_reservations(&self) -> Result<u64> {
         write_tx!(self, self.now(), |tx| { admin::reconcile(&mut tx).await })
+    }
+
+    async fn record_history(&self) -> Result<bool> {
+        write_tx!(self, self.now(), |tx| {
+            crate::history::record(&mut tx).await
+        })
     }
 }
 

@@ -1,4 +1,4 @@
-//! Reclaiming dead row versions (`core::rules::reclaim`): a drained backlog
+//! Reclaiming dead row versions (the store's upkeep): a drained backlog
 //! leaves dead entries in front of every live job in the claim index, each
 //! claim walks them until a VACUUM, and the store's reclaim removes them. Needs
 //! `DATABASE_URL`; every test works in its own fresh schema.
@@ -9,8 +9,8 @@ mod postgres {
     use std::time::{Duration, Instant};
 
     use duraq_core::prelude::*;
-    use duraq_core::rules::{reclaim_due, DeadRows, RECLAIM_MIN_DEAD};
     use duraq_core::{ClaimRequest, EnqueueOptions, Outcome};
+    use duraq_store_postgres::{reclaim_due, DeadRows, RECLAIM_MIN_DEAD};
 
     use crate::common::{job, open, raw_client, schema};
 

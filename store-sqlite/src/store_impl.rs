@@ -260,10 +260,6 @@ impl Inspect for SqliteStore {
         self.read(crate::history::outcome_totals).await
     }
 
-    async fn record_history(&self) -> Result<bool> {
-        self.write(crate::history::record).await
-    }
-
     async fn history(&self, since_ms: i64) -> Result<Vec<duraq_core::HistorySample>> {
         self.read(move |conn| crate::history::since(conn, since_ms))
             .await
@@ -324,6 +320,10 @@ impl Operate for SqliteStore {
 
     async fn reconcile_reservations(&self) -> Result<u64> {
         self.write(admin::reconcile).await
+    }
+
+    async fn record_history(&self) -> Result<bool> {
+        self.write(crate::history::record).await
     }
 }
 

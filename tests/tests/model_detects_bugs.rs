@@ -167,6 +167,9 @@ impl Operate for Buggy {
     async fn reconcile_reservations(&self) -> Result<u64> {
         self.inner.reconcile_reservations().await
     }
+    async fn record_history(&self) -> Result<bool> {
+        self.inner.record_history().await
+    }
 }
 
 /// Whether the suite rejects a store with `bug` (its report is silenced). The

@@ -10,7 +10,7 @@
 //! slow browser simply skips to the newest value.
 //!
 //! The same task is a history sampler (`docs/history.md`): once per minute it
-//! calls [`Inspect::record_history`], so the stored history has samples while
+//! calls [`Operate::record_history`], so the stored history has samples while
 //! a dashboard runs even without workers, and when the counts or the minute
 //! move it reads the last hour of the stored history, so the event carries the
 //! per-minute throughput and the minute, and the page's script redraws the
@@ -24,8 +24,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use axum::extract::State as AxumState;
 use axum::response::sse::{Event, KeepAlive, Sse};
 use duraq_core::{
-    history_minute, throughput, with_current, CountSnapshot, HistoryRange, Inspect, QueueSnapshot,
-    StatusCounts, ThroughputPoint,
+    history_minute, throughput, with_current, CountSnapshot, HistoryRange, Inspect, Operate,
+    QueueSnapshot, StatusCounts, ThroughputPoint,
 };
 use futures_util::stream::{self, Stream};
 use serde::Serialize;
@@ -56,7 +56,7 @@ pub struct LiveCounts {
 
 /// The per-router live state.
 pub struct Live {
-    store: Arc<dyn Inspect>,
+    store: Arc<dyn Operate>,
     every: Duration,
     tx: watch::Sender<Option<Arc<LiveCounts>>>,
     /// The minute this dashboard last sampled the history in.
@@ -65,7 +65,7 @@ pub struct Live {
 }
 
 impl Live {
-    pub fn new(store: Arc<dyn Inspect>, every: Duration) -> Arc<Self> {
+    pub fn new(store: Arc<dyn Operate>, every: Duration) -> Arc<Self> {
         Arc::new(Self {
             store,
             every,
@@ -167,7 +167,7 @@ pub fn now_ms() -> i64 {
         .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
 }
 
-async fn poll(weak: Weak<Live>, store: Arc<dyn Inspect>, every: Duration) {
+async fn poll(weak: Weak<Live>, store: Arc<dyn Operate>, every: Duration) {
     let mut ticks = tokio::time::interval(every);
     ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {

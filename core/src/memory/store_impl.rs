@@ -365,11 +365,6 @@ impl Inspect for MemoryStore {
         Ok(self.lock().outcome_totals())
     }
 
-    async fn record_history(&self) -> Result<bool> {
-        let now = self.now();
-        Ok(self.lock().record_history(now))
-    }
-
     async fn history(&self, since_ms: i64) -> Result<Vec<HistorySample>> {
         Ok(self.lock().history_since(since_ms))
     }
@@ -478,6 +473,11 @@ impl Operate for MemoryStore {
 
     async fn reconcile_reservations(&self) -> Result<u64> {
         Ok(self.lock().reconcile_reservations())
+    }
+
+    async fn record_history(&self) -> Result<bool> {
+        let now = self.now();
+        Ok(self.lock().record_history(now))
     }
 }
 

@@ -6,7 +6,7 @@
 //! owner, claim admission (cap, rate limit, reservation, postponement, in that
 //! order), prune batching, the walk of a search within its scan budget,
 //! dependencies: how a dependent starts and the bounded release of a finished
-//! job's dependents, and when to reclaim dead row versions.
+//! job's dependents.
 //! They are plain functions and plain data over what
 //! a store has read: no I/O, no async. A store fetches the rows a rule needs
 //! inside its transaction, asks, and persists the answer in the same
@@ -17,7 +17,6 @@ mod dependencies;
 mod dependent;
 mod enqueue;
 mod prune;
-mod reclaim;
 mod release;
 mod schedule;
 mod search;
@@ -30,9 +29,6 @@ pub use dependencies::{
 pub use dependent::{apply_dependent_change, DependentChange, DependentEdge, DependentRow};
 pub use enqueue::{check_cap, is_duplicate_of, operation_key_taken, replay_owned_scope};
 pub use prune::{is_prunable, prune_order, PruneRun};
-pub use reclaim::{
-    reclaim_due, DeadRows, RECLAIM_DUTY_DIVISOR, RECLAIM_MIN_DEAD, RECLAIM_MIN_INTERVAL_MS,
-};
 pub use release::{
     BacklogEntry, BacklogWrite, DependencyRelease, Finished, ReleaseStep, RELEASE_BATCH,
 };

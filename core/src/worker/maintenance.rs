@@ -5,15 +5,15 @@
 //! after startup, which heartbeats and recovers once itself before claiming.
 //!
 //! The history sampler ([`history_loop`]) is a liveness duty of the same kind:
-//! every worker calls [`Inspect::record_history`] once a minute, and the store
+//! every worker calls [`Operate::record_history`] once a minute, and the store
 //! keeps the first sample of each minute, so the throughput history
 //! (`docs/history.md`) has a sample per minute while any worker runs.
 //!
-//! So is reclaiming dead row versions ([`reclaim_loop`]): every worker looks
-//! at startup (before its first claim, which would otherwise walk them) and
-//! then every [`RECLAIM_CHECK`], and reclaims when
-//! [`crate::rules::reclaim_due`] says so; the rule counts a reclaim by any
-//! worker, so a fleet reclaims about as often as one worker would.
+//! So is the store's own upkeep ([`upkeep_loop`]): every worker runs
+//! [`WorkerStore::upkeep`] at startup (before its first claim: on PostgreSQL
+//! that reclaims the dead row versions the claim would otherwise walk) and then
+//! every [`UPKEEP_INTERVAL`], until the store says it needs none. What the
+//! upkeep does and how often it acts is the store's: core knows no backend.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -23,11 +23,10 @@ use tokio::time::{interval_at, Instant, MissedTickBehavior};
 use super::events::{Telemetry, WorkerEvent};
 use super::handler::duration_ms;
 use crate::history::MINUTE_MS;
-use crate::rules::reclaim_due;
-use crate::store::{Inspect, WorkerStore};
+use crate::store::{Operate, Upkeep, WorkerStore};
 
-/// How often a worker asks its store about dead row versions.
-pub(crate) const RECLAIM_CHECK: Duration = Duration::from_secs(2);
+/// How often a worker runs its store's upkeep.
+pub(crate) const UPKEEP_INTERVAL: Duration = Duration::from_secs(2);
 
 /// Heartbeats every `every` until aborted (it runs through the drain, so the
 /// jobs being finished are not recovered from under the worker).
@@ -80,7 +79,7 @@ pub(crate) async fn recover_once(
 
 /// Samples the throughput history now and then once a minute until aborted;
 /// errors are logged (a missed minute is a gap in the charts, nothing more).
-pub(crate) async fn history_loop(store: Arc<dyn Inspect>) {
+pub(crate) async fn history_loop(store: Arc<dyn Operate>) {
     let every = Duration::from_millis(MINUTE_MS as u64);
     let mut ticker = interval_at(Instant::now(), every);
     ticker.set_missed_tick_behavior(MissedTickBehavior::Delay);
@@ -92,56 +91,29 @@ pub(crate) async fn history_loop(store: Arc<dyn Inspect>) {
     }
 }
 
-/// Reclaims the live jobs' dead row versions if [`reclaim_due`] says so, and
-/// returns how long that took (`None`: nothing to do, or it failed; errors are
-/// logged, autovacuum still runs). `Err(())` when the store keeps no dead rows.
-pub(crate) async fn reclaim_once(
-    store: &dyn WorkerStore,
-    last_took_ms: Option<i64>,
-) -> Result<Option<i64>, ()> {
-    let rows = match store.dead_rows().await {
-        Ok(Some(rows)) => rows,
-        Ok(None) => return Err(()),
+/// Runs the store's upkeep once; `false` when the store needs none (errors
+/// are logged and count as "ask again").
+pub(crate) async fn upkeep_once(store: &dyn WorkerStore) -> bool {
+    match store.upkeep().await {
+        Ok(Upkeep::Unneeded) => false,
+        Ok(_) => true,
         Err(e) => {
-            tracing::debug!("reading the live jobs' dead rows failed: {e}");
-            return Ok(None);
-        }
-    };
-    if !reclaim_due(&rows, last_took_ms) {
-        return Ok(None);
-    }
-    let started = Instant::now();
-    match store.reclaim_dead_rows().await {
-        Ok(()) => {
-            let took = duration_ms(started.elapsed());
-            tracing::debug!(
-                dead = rows.dead,
-                took_ms = took,
-                "reclaimed the live jobs' dead rows"
-            );
-            Ok(Some(took))
-        }
-        Err(e) => {
-            tracing::warn!("reclaiming the live jobs' dead rows failed: {e}");
-            Ok(None)
+            tracing::warn!("the store's upkeep failed: {e}");
+            true
         }
     }
 }
 
-/// After the worker's first [`reclaim_once`] (at startup, before it claims,
-/// which took `first`), reclaims whenever [`reclaim_due`] says so, looking
-/// every [`RECLAIM_CHECK`], until aborted.
-pub(crate) async fn reclaim_loop(store: Arc<dyn WorkerStore>, first: Option<i64>) {
-    let mut ticker = interval_at(Instant::now() + RECLAIM_CHECK, RECLAIM_CHECK);
+/// After the worker's first [`upkeep_once`] (at startup, before it claims),
+/// runs the store's upkeep every [`UPKEEP_INTERVAL`] until aborted or until
+/// the store says it needs none.
+pub(crate) async fn upkeep_loop(store: Arc<dyn WorkerStore>) {
+    let mut ticker = interval_at(Instant::now() + UPKEEP_INTERVAL, UPKEEP_INTERVAL);
     ticker.set_missed_tick_behavior(MissedTickBehavior::Delay);
-    let mut last_took_ms = first;
     loop {
         ticker.tick().await;
-        match reclaim_once(store.as_ref(), last_took_ms).await {
-            Ok(Some(took)) => last_took_ms = Some(took),
-            Ok(None) => {}
-            // This store keeps no dead row versions: nothing to ever do.
-            Err(()) => return,
+        if !upkeep_once(store.as_ref()).await {
+            return;
         }
     }
 }

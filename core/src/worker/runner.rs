@@ -18,7 +18,7 @@ use super::execute::Shared;
 use super::handle::Worker;
 use super::local_queue::LocalQueue;
 use super::maintenance::{
-    heartbeat_loop, history_loop, reclaim_loop, reclaim_once, recover_once, recovery_loop,
+    heartbeat_loop, history_loop, recover_once, recovery_loop, upkeep_loop, upkeep_once,
 };
 use super::periodic::run_periodic;
 use super::release::release_backlog_loop;
@@ -65,7 +65,7 @@ where
     };
     store.register_worker(&info).await?;
     recover_once(store.as_ref(), config.stale_after, &telemetry).await;
-    let reclaimed = reclaim_once(store.as_ref(), None).await;
+    let upkeep_wanted = upkeep_once(store.as_ref()).await;
 
     let (stopping_tx, stopping) = watch::channel(false);
     let (abort_tx, abort) = watch::channel(false);
@@ -90,8 +90,8 @@ where
     background.spawn(history_loop(store.clone()).in_current_span());
     background
         .spawn(release_backlog_loop(store.clone(), config.recovery_interval).in_current_span());
-    if let Ok(first) = reclaimed {
-        background.spawn(reclaim_loop(store.clone(), first).in_current_span());
+    if upkeep_wanted {
+        background.spawn(upkeep_loop(store.clone()).in_current_span());
     }
     for job in config.periodic.iter().cloned() {
         let task = run_periodic(

@@ -304,6 +304,7 @@ impl PostgresStore {
             mirror: Default::default(),
             notifier,
             cancels: broadcast::channel(1024).0,
+            last_reclaim_ms: std::sync::atomic::AtomicI64::new(-1),
         });
         let listener = if options.listen {
             let listen_config = match &options.listen_url {

@@ -11,7 +11,7 @@ use anyhow::{Context, Result};
 use serde_json::{json, Value};
 
 use crate::args::Args;
-use crate::targets::{binding, target};
+use crate::targets::{binding, target, Goal};
 
 /// The runs of one figure.
 #[derive(Default)]
@@ -76,8 +76,8 @@ pub fn main(args: &Args) -> Result<()> {
         let goal = target(&store, &figure);
         let met = goal.map(|g| g.met(med));
         let (goal_text, verdict) = match (goal, binding(&store)) {
-            (Some(g), true) => (g.describe(), if g.met(med) { "ok" } else { "MISS" }),
-            (Some(g), false) => (format!("({})", g.describe()), "info"),
+            (Some(g), true) => (describe(g), if g.met(med) { "ok" } else { "MISS" }),
+            (Some(g), false) => (format!("({})", describe(g)), "info"),
             (None, _) => (String::new(), ""),
         };
         println!(
@@ -102,7 +102,7 @@ pub fn main(args: &Args) -> Result<()> {
         ));
         figures.push(json!({
             "store": store, "figure": figure, "unit": s.unit, "median": med,
-            "min": lo, "max": hi, "runs": s.values, "target": goal.map(|g| g.describe()),
+            "min": lo, "max": hi, "runs": s.values, "target": goal.map(describe),
             "met": met, "binding": binding(&store), "load1_max": s.load_max,
         }));
     }
@@ -153,6 +153,14 @@ fn median(sorted: &[f64]) -> f64 {
         sorted[n / 2]
     } else {
         (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0
+    }
+}
+
+/// A goal for humans: `≥ 2,000`, `≤ 20.0`.
+fn describe(goal: Goal) -> String {
+    match goal {
+        Goal::AtLeast(t) => format!("≥ {}", num(t)),
+        Goal::AtMost(t) => format!("≤ {}", num(t)),
     }
 }
 

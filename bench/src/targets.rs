@@ -42,13 +42,6 @@ impl Goal {
             Self::AtMost(t) => value <= t,
         }
     }
-
-    pub fn describe(self) -> String {
-        match self {
-            Self::AtLeast(t) => format!("≥ {}", crate::report::num(t)),
-            Self::AtMost(t) => format!("≤ {}", crate::report::num(t)),
-        }
-    }
 }
 
 #[cfg(test)]

@@ -26,6 +26,7 @@ mod drain;
 mod enqueue;
 mod raw;
 mod raw_pg;
+mod raw_rows;
 mod retained;
 mod soak;
 mod soak_size;

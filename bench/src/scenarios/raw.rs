@@ -40,12 +40,11 @@ use duraq_core::{new_job_id, Clock, QueueName, SystemClock, DEFAULT_MAX_RETRIES}
 use rusqlite::{params, Connection};
 
 use super::raw_pg;
+use super::raw_rows::{args_text, shares, CLAIM_LIMIT};
 use super::{rate, Figure, Sizes};
 use crate::target::{Kind, Target};
 use crate::JOB;
 
-/// Jobs per claim (one worker's slots) and per completion batch.
-pub(super) const CLAIM_LIMIT: usize = 64;
 /// Concurrent inserting connections in `raw-8conn` (like `enqueue-8tasks`).
 const PRODUCERS: usize = 8;
 
@@ -138,31 +137,6 @@ async fn single_rows(target: &Target, total: usize, conns: usize) -> Result<(Dur
     }
     let target = target.clone();
     tokio::task::spawn_blocking(move || sqlite_single_rows(&target, total, conns)).await?
-}
-
-/// `total` split into `parts` consecutive ranges of (nearly) equal length.
-pub(super) fn shares(total: usize, parts: usize) -> Vec<Range<usize>> {
-    let parts = parts.max(1);
-    let mut start = 0;
-    (0..parts)
-        .map(|p| {
-            let len = total / parts + usize::from(p < total % parts);
-            start += len;
-            start - len..start
-        })
-        .collect()
-}
-
-/// The row values duraq's batch scenario produces for its `i`-th job: args
-/// `[i]` as JSON text and, on PostgreSQL, a 64-hex-digit args digest (duraq's
-/// is a SHA-256; the SQLite store keeps a digest only on rows of dedupe
-/// scopes, so raw SQLite rows hold an empty one, as duraq's do).
-pub(super) fn args_text(i: usize) -> String {
-    format!("[{i}]")
-}
-
-pub(super) fn args_digest(i: usize) -> String {
-    format!("{i:064x}")
 }
 
 // ---- SQLite -------------------------------------------------------------------

@@ -9,7 +9,7 @@ use anyhow::{Context, Result};
 use duraq_core::{new_job_id, Clock, QueueName, SystemClock, DEFAULT_MAX_RETRIES};
 use tokio_postgres::error::SqlState;
 
-use super::raw::{args_digest, args_text, shares, CLAIM_LIMIT};
+use super::raw_rows::{args_digest, args_text, shares, CLAIM_LIMIT};
 use crate::target::Target;
 use crate::JOB;
 

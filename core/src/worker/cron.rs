@@ -9,11 +9,10 @@ use std::fmt;
 
 use jiff::tz::TimeZone;
 
-pub(super) use super::cron_fields::SEARCH_DAYS;
-use super::cron_fields::{Fields, DAY_MINUTES};
+use super::cron_fields::{Fields, DAY_MINUTES, SEARCH_DAYS};
 use super::WorkerError;
 
-pub(super) const MINUTE_MS: i64 = 60_000;
+use crate::history::MINUTE_MS;
 
 /// A parsed cron schedule, with the zone its fields are read in.
 ///
@@ -55,7 +54,7 @@ pub(super) const MINUTE_MS: i64 = 60_000;
 pub struct CronSchedule {
     expr: String,
     text: String,
-    fields: Fields,
+    pub(super) fields: Fields,
     zone: Zone,
 }
 
@@ -194,28 +193,16 @@ impl CronSchedule {
     /// once, as the type's docs say.
     pub fn next_after_ms(&self, after_ms: i64) -> Option<i64> {
         match &self.zone {
-            Zone::Iana { tz, .. } => super::cron_zone::next_in_zone(self, tz, after_ms),
+            Zone::Iana { tz, .. } => super::cron_zone::next_in_zone(&self.fields, tz, after_ms),
             Zone::Fixed(offset) => {
                 let offset = i64::from(*offset);
                 // First whole local minute strictly after `after_ms`.
                 let start = (after_ms.div_euclid(MINUTE_MS) + 1).checked_add(offset)?;
                 let end = start.checked_add(SEARCH_DAYS * DAY_MINUTES)?;
-                let local = self.next_local_minute(start, end)?;
+                let local = self.fields.next_local_minute(start, end)?;
                 (local - offset).checked_mul(MINUTE_MS)
             }
         }
-    }
-
-    /// Whether the schedule matches every hour of the day, so that it fires in
-    /// both passes of a repeated hour.
-    pub(super) fn matches_every_hour(&self) -> bool {
-        self.fields.matches_every_hour()
-    }
-
-    /// The first matching wall-clock minute `m` (minutes since 1970-01-01T00:00
-    /// local) with `from <= m < until`, looking at most 28 years ahead.
-    pub(super) fn next_local_minute(&self, from: i64, until: i64) -> Option<i64> {
-        self.fields.next_local_minute(from, until)
     }
 }
 

@@ -2,7 +2,7 @@
 //! segments of constant UTC offset between transitions (jiff's bundled tz
 //! database); inside one segment the local wall clock is UTC plus that offset, so
 //! the fixed-offset search applies there unchanged. The daylight-saving rules
-//! (written down on [`CronSchedule`]) act only at the segment boundaries:
+//! (written down on `CronSchedule`) act only at the segment boundaries:
 //!
 //! - at a spring-forward transition `T` the wall-clock times
 //!   `[T + old offset, T + new offset)` never happen; if one of them matches,
@@ -19,14 +19,15 @@
 use jiff::tz::{AmbiguousOffset, Offset, TimeZone};
 use jiff::Timestamp;
 
-use super::cron::{CronSchedule, MINUTE_MS, SEARCH_DAYS};
+use super::cron_fields::{Fields, SEARCH_DAYS};
+use crate::history::MINUTE_MS;
 
 const DAY_MS: i64 = 86_400_000;
 
-/// The first tick of `schedule` strictly after `after_ms` on the wall clock of
+/// The first tick of the cron `schedule` strictly after `after_ms` on the wall clock of
 /// `tz`, or `None` if none falls within 28 years (or the range of dates jiff
 /// knows, years −9999 to 9999).
-pub(super) fn next_in_zone(schedule: &CronSchedule, tz: &TimeZone, after_ms: i64) -> Option<i64> {
+pub(super) fn next_in_zone(schedule: &Fields, tz: &TimeZone, after_ms: i64) -> Option<i64> {
     let end = after_ms.checked_add(SEARCH_DAYS * DAY_MS)?;
     // The earliest instant the answer may be (inclusive).
     let mut from = after_ms.checked_add(1)?;

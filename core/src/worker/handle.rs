@@ -9,7 +9,7 @@ use std::sync::Arc;
 use tokio::sync::{broadcast, watch};
 use tokio::task::JoinHandle;
 
-use super::builder::{WorkerBuilder, WorkerConfig};
+use super::config::WorkerConfig;
 use super::events::{WorkerEvent, WorkerReport};
 use super::registry::Registry;
 use super::WorkerError;
@@ -74,11 +74,6 @@ impl std::fmt::Debug for Worker {
 }
 
 impl Worker {
-    /// Starts configuring a worker over `store` running `registry`'s handlers.
-    pub fn builder(store: Arc<dyn Store>, registry: Registry) -> WorkerBuilder {
-        WorkerBuilder::new(store, registry)
-    }
-
     /// This worker's id (as stored in `workerId`).
     pub fn id(&self) -> &str {
         &self.config.worker_id
@@ -127,7 +122,14 @@ impl Worker {
     where
         F: Future<Output = ()> + Send,
     {
-        super::runner::run(self, shutdown).await
+        let Worker {
+            store,
+            registry,
+            clock,
+            events,
+            config,
+        } = self;
+        super::runner::run(store, registry, clock, events, config, shutdown).await
     }
 
     /// Runs the worker on a new tokio task.

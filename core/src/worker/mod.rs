@@ -33,6 +33,7 @@
 
 mod builder;
 mod calls;
+mod config;
 mod cron;
 mod cron_fields;
 mod cron_zone;
@@ -55,9 +56,10 @@ mod runner;
 #[cfg(test)]
 mod tests;
 
-pub use builder::{
-    PrefetchPolicy, WorkerBuilder, DEFAULT_ADAPTIVE_PREFETCH, DEFAULT_CANCEL_GRACE,
-    DEFAULT_CONCURRENCY, DEFAULT_DRAIN_TIMEOUT, DEFAULT_JOB_TIMEOUT, DEFAULT_LEASE_CHECK_INTERVAL,
+pub use builder::WorkerBuilder;
+pub use config::{
+    PrefetchPolicy, DEFAULT_ADAPTIVE_PREFETCH, DEFAULT_CANCEL_GRACE, DEFAULT_CONCURRENCY,
+    DEFAULT_DRAIN_TIMEOUT, DEFAULT_JOB_TIMEOUT, DEFAULT_LEASE_CHECK_INTERVAL,
     DEFAULT_POLL_INTERVAL, DEFAULT_STALE_AFTER, MAX_PREFETCH, MIN_STALE_AFTER,
 };
 pub use cron::CronSchedule;

@@ -8,43 +8,57 @@
 use std::future::Future;
 use std::sync::Arc;
 
-use tokio::sync::{mpsc, watch};
+use tokio::sync::{broadcast, mpsc, watch};
 use tokio::task::JoinSet;
 use tracing::Instrument;
 
+use super::config::WorkerConfig;
 use super::dispatcher::{Dispatcher, Settings};
-use super::events::{Telemetry, WorkerReport};
+use super::events::{Telemetry, WorkerEvent, WorkerReport};
 use super::execute::Shared;
-use super::handle::Worker;
 use super::local_queue::LocalQueue;
 use super::maintenance::{
     heartbeat_loop, history_loop, recover_once, recovery_loop, upkeep_loop, upkeep_once,
 };
 use super::periodic::run_periodic;
+use super::registry::Registry;
 use super::release::release_backlog_loop;
 use super::retention::run_retention;
 use super::WorkerError;
+use crate::clock::Clock;
 use crate::requests::ClaimRequest;
+use crate::store::Store;
 
-pub(crate) async fn run<F>(worker: Worker, shutdown: F) -> Result<WorkerReport, WorkerError>
+/// Runs a built worker (its parts, as [`super::handle::Worker::run`] hands
+/// them over) until `shutdown` resolves and the drain ends.
+pub(crate) async fn run<F>(
+    store: Arc<dyn Store>,
+    registry: Registry,
+    clock: Arc<dyn Clock>,
+    events: broadcast::Sender<WorkerEvent>,
+    config: WorkerConfig,
+    shutdown: F,
+) -> Result<WorkerReport, WorkerError>
 where
     F: Future<Output = ()> + Send,
 {
-    let span = tracing::info_span!("worker", worker_id = %worker.config.worker_id);
-    run_inner(worker, shutdown).instrument(span).await
+    let span = tracing::info_span!("worker", worker_id = %config.worker_id);
+    run_inner(store, registry, clock, events, config, shutdown)
+        .instrument(span)
+        .await
 }
 
-async fn run_inner<F>(worker: Worker, shutdown: F) -> Result<WorkerReport, WorkerError>
+async fn run_inner<F>(
+    store: Arc<dyn Store>,
+    registry: Registry,
+    clock: Arc<dyn Clock>,
+    events: broadcast::Sender<WorkerEvent>,
+    config: WorkerConfig,
+    shutdown: F,
+) -> Result<WorkerReport, WorkerError>
 where
     F: Future<Output = ()> + Send,
 {
-    let Worker {
-        store,
-        registry,
-        clock,
-        events,
-        config,
-    } = worker;
     let telemetry = Arc::new(Telemetry::new(events));
     let worker_id: Arc<str> = Arc::from(config.worker_id.as_str());
 

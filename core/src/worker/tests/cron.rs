@@ -1,6 +1,6 @@
 //! The five-field cron parser: syntax, matching rules, offsets, rejections.
 
-use crate::worker::cron::MINUTE_MS;
+use crate::history::MINUTE_MS;
 use crate::worker::cron_fields::civil_from_days;
 use crate::{CronSchedule, ErrorCode};
 

@@ -228,7 +228,7 @@ fn fires_at(schedule: &CronSchedule, fields: &CronSchedule, tz: &TimeZone, u: i6
             tz.to_ambiguous_timestamp(civil).offset(),
             AmbiguousOffset::Fold { after, .. } if i64::from(after.seconds()) * 1000 == off
         );
-        if !repeat || schedule.matches_every_hour() {
+        if !repeat || schedule.fields.matches_every_hour() {
             return true;
         }
     }

@@ -9,15 +9,16 @@
 //! the server's message with its SQLSTATE, detail and hint, newlines folded)
 //! into the message itself. Database URLs and PostgreSQL targets are printed
 //! through [`redact_url`] and [`pg_target`], which leave the password out, and
-//! so is the `Debug` of [`Tenant`] and [`TenantSource`].
+//! so is the `Debug` of [`Tenant`](crate::Tenant) and
+//! [`TenantSource`](crate::TenantSource).
 
 use std::error::Error as StdError;
 use std::fmt::Display;
 
 use tokio_postgres::error::DbError;
 
-use crate::error::BoxError;
-use crate::provider::{Tenant, TenantSource};
+/// A boxed source error from a backend.
+pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
 
 /// `context: <cause chain>` (just `context` without a cause, or when it already
 /// ends with the rendered cause).
@@ -162,33 +163,6 @@ pub(crate) fn pg_target(config: &tokio_postgres::Config) -> String {
         .unwrap_or_default();
     let dbname = config.get_dbname().unwrap_or_default();
     format!("{user}{hosts}/{dbname}")
-}
-
-// `Debug` of the public types that hold database URLs: redacted, since a URL may
-// carry a password and `Debug` output ends up in logs and panic messages.
-
-impl std::fmt::Debug for TenantSource {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Self::File(path) => f.debug_tuple("File").field(path).finish(),
-            Self::Directory(path) => f.debug_tuple("Directory").field(path).finish(),
-            Self::Query { control, query } => f
-                .debug_struct("Query")
-                .field("control", &redact_url(control))
-                .field("query", query)
-                .finish(),
-        }
-    }
-}
-
-impl std::fmt::Debug for Tenant {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Tenant")
-            .field("name", &self.name)
-            .field("database", &redact_url(&self.database))
-            .field("base_dir", &self.base_dir)
-            .finish()
-    }
 }
 
 #[cfg(test)]

@@ -17,11 +17,8 @@
 use std::fmt;
 use std::path::PathBuf;
 
-use crate::catalog::Migration;
 use crate::cause::with_cause;
-
-/// A boxed source error from a backend.
-pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
+pub use crate::cause::BoxError;
 
 /// `Result` with this crate's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -284,11 +281,16 @@ impl Error {
     }
 
     /// `tenant-migration-failed`: the rendered `cause` of `migration` failing.
-    pub(crate) fn migration_failed(tenant: &str, migration: &Migration, cause: BoxError) -> Self {
+    pub(crate) fn migration_failed(
+        tenant: &str,
+        version: i64,
+        name: &str,
+        cause: BoxError,
+    ) -> Self {
         Self::MigrationFailed {
             tenant: tenant.to_string(),
-            version: migration.version,
-            name: migration.name.clone(),
+            version,
+            name: name.to_string(),
             message: with_cause("", Some(&cause)),
             cause: Some(cause),
         }

@@ -279,9 +279,9 @@ impl Writer {
         if recorded {
             return Ok(false);
         }
-        tx.batch_execute(sql)
-            .await
-            .map_err(|e| Error::migration_failed(&tenant, migration, e.into()))?;
+        tx.batch_execute(sql).await.map_err(|e| {
+            Error::migration_failed(&tenant, migration.version, &migration.name, e.into())
+        })?;
         tx.execute(
             "INSERT INTO duraq_tenant_migrations (version, name, applied_at_ms) VALUES ($1, $2, $3)",
             &[&migration.version, &migration.name, &now_ms],

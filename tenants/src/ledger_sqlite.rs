@@ -188,8 +188,9 @@ impl Writer {
         if recorded {
             return Ok(false);
         }
-        tx.execute_batch(sql)
-            .map_err(|e| Error::migration_failed(&tenant, migration, e.into()))?;
+        tx.execute_batch(sql).map_err(|e| {
+            Error::migration_failed(&tenant, migration.version, &migration.name, e.into())
+        })?;
         tx.execute(
             "INSERT INTO duraq_tenant_migrations (version, name, applied_at_ms) VALUES (?1, ?2, ?3)",
             params![migration.version, migration.name, now_ms],

@@ -288,3 +288,30 @@ fn split_schema(url: &str) -> Result<(String, Option<String>), String> {
     };
     Ok((url, schema))
 }
+
+// `Debug` of the public types that hold database URLs: redacted, since a URL may
+// carry a password and `Debug` output ends up in logs and panic messages.
+
+impl std::fmt::Debug for TenantSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::File(path) => f.debug_tuple("File").field(path).finish(),
+            Self::Directory(path) => f.debug_tuple("Directory").field(path).finish(),
+            Self::Query { control, query } => f
+                .debug_struct("Query")
+                .field("control", &redact_url(control))
+                .field("query", query)
+                .finish(),
+        }
+    }
+}
+
+impl std::fmt::Debug for Tenant {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Tenant")
+            .field("name", &self.name)
+            .field("database", &redact_url(&self.database))
+            .field("base_dir", &self.base_dir)
+            .finish()
+    }
+}

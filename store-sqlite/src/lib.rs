@@ -46,7 +46,10 @@
 //! - `error.rs`: rusqlite errors to duraq errors, the bounded busy retry.
 //! - `tx.rs`: `Tx`, what one logical write sees (connection, clock reading,
 //!   count change, work signal, dedupe scopes looked up).
+//! - `columns/`: the job row described once (each column's SQL, version,
+//!   insert role and `Job` field), and the statements and reads derived from it.
 //! - `rows.rs`: job rows read into `Job` and written back.
+//! - `new_row.rs`: a new row (a job plus its args text, digest, dedupe key).
 //! - `insert.rs`: fresh job rows, many per statement; `insert_started.rs`:
 //!   a row with dependencies, in the status they gave it.
 //! - `enqueue.rs`: enqueue and batches (replay, dedupe, checks, insert).
@@ -83,6 +86,7 @@ mod admin;
 mod backend;
 mod backlog;
 mod claim;
+mod columns;
 mod counts;
 mod dedupe;
 mod dependencies;
@@ -91,6 +95,7 @@ mod error;
 mod history;
 mod insert;
 mod insert_started;
+mod new_row;
 mod operations;
 mod options;
 mod ownership;

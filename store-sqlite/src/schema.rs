@@ -20,9 +20,10 @@ use rusqlite::{params, Connection, OptionalExtension};
 
 use crate::backend::connection::open_connection;
 use crate::backend::opening::OpenMode;
+use crate::columns::Column;
 use crate::error::{opening_error, retry_busy, SqlResult};
 use crate::schema_def::{
-    Column, Table, INDEXES, LEDGER_TABLE, MIGRATION_SCOPE, QUEUE_COUNTS_TABLE, RETIRED_INDEXES,
+    Table, INDEXES, LEDGER_TABLE, MIGRATION_SCOPE, QUEUE_COUNTS_TABLE, RETIRED_INDEXES,
     SCHEMA_VERSION, TABLES,
 };
 

@@ -46,29 +46,14 @@
 //! [`crate::release`]). A binary of version 11 would never continue it, so it
 //! must refuse such a file.
 
+use crate::columns::{col, job_table, Column, COLUMNS};
+
 /// The newest schema version this binary knows.
 pub const SCHEMA_VERSION: i64 = 12;
 /// The ledger table recording applied versions.
 pub const LEDGER_TABLE: &str = "duraq_migrations";
 /// The ledger scope of the job store's own schema.
 pub const MIGRATION_SCOPE: &str = "duraq.jobs";
-
-pub(crate) struct Column {
-    pub(crate) name: &'static str,
-    pub(crate) ty: &'static str,
-    /// The column definition after its name (used by CREATE and ADD COLUMN).
-    pub(crate) rest: &'static str,
-    pub(crate) since: i64,
-}
-
-const fn col(name: &'static str, ty: &'static str, rest: &'static str, since: i64) -> Column {
-    Column {
-        name,
-        ty,
-        rest,
-        since,
-    }
-}
 
 pub(crate) struct Table {
     pub(crate) name: &'static str,
@@ -77,45 +62,8 @@ pub(crate) struct Table {
     pub(crate) constraints: &'static str,
 }
 
-const JOBS: &[Column] = &[
-    col("id", "TEXT", "NOT NULL PRIMARY KEY", 1),
-    col("job_name", "TEXT", "NOT NULL", 1),
-    col("args", "TEXT", "NOT NULL", 1),
-    col("queue", "TEXT", "NOT NULL", 1),
-    col("status", "TEXT", "NOT NULL", 1),
-    col("attempts", "INTEGER", "NOT NULL", 1),
-    col("max_retries", "INTEGER", "NOT NULL", 1),
-    col("scheduled_at_ms", "INTEGER", "NOT NULL", 1),
-    col("created_at_ms", "INTEGER", "NOT NULL", 1),
-    col("handed_off_at_ms", "INTEGER", "", 1),
-    col("completed_at_ms", "INTEGER", "", 1),
-    col("failed_at_ms", "INTEGER", "", 1),
-    col("cancelled_at_ms", "INTEGER", "", 1),
-    col("orphaned_at_ms", "INTEGER", "", 1),
-    col("last_error", "TEXT", "", 1),
-    col("worker_id", "TEXT", "", 1),
-    col("handoff_id", "TEXT", "", 1),
-    col("concurrency_key", "TEXT", "", 1),
-    col("max_concurrency", "INTEGER", "", 1),
-    col("idempotency_key", "TEXT", "", 1),
-    col("timeout_ms", "INTEGER", "", 1),
-    col("args_digest", "TEXT", "NOT NULL", 1),
-    col("reservation_key", "TEXT", "", 1),
-    col("schedule_key", "TEXT", "", 2),
-    col("schedule_order", "INTEGER", "", 2),
-    col("dedupe_key", "TEXT", "", 3),
-    col("errors", "TEXT", "NOT NULL DEFAULT '[]'", 6),
-    col("priority", "INTEGER", "NOT NULL DEFAULT 0", 7),
-    col("rate_key", "TEXT", "", 7),
-    col("rate_max", "INTEGER", "", 7),
-    col("rate_period_ms", "INTEGER", "", 7),
-    col("trace_parent", "TEXT", "", 10),
-    col("depends_on", "TEXT", "", 11),
-    col("open_dependencies", "INTEGER", "NOT NULL DEFAULT 0", 11),
-    col("output", "TEXT", "", 11),
-    col("workflow_id", "TEXT", "", 11),
-    col("step", "TEXT", "", 11),
-];
+/// The job table's columns, from the description of its row.
+const JOBS: [Column; COLUMNS.len()] = job_table();
 
 pub(crate) const TABLES: &[Table] = &[
     Table {
@@ -131,7 +79,7 @@ pub(crate) const TABLES: &[Table] = &[
     Table {
         name: "duraq_jobs",
         since: 1,
-        columns: JOBS,
+        columns: &JOBS,
         constraints: "",
     },
     Table {

@@ -70,7 +70,8 @@
 //! - `counts.rs`: counts, revision, work epoch, per-queue counters.
 //! - `operations.rs`: the mailer's durable operation records.
 //! - `workers.rs`: visible workers and due-job groups.
-//! - `schema.rs`: migrations and the ledger; `schema_def.rs`: the declared schema.
+//! - `schema.rs`: migrations and the ledger; `schema_def.rs`: the declared
+//!   tables; `schema_versions.rs`: the versions, in order, with their indexes.
 //! - `backend/writer.rs`: the single writer thread and its group commit.
 //! - `backend/reader.rs`: the pool of read connections.
 //! - `backend/opening.rs`: what opening a path may do, decided before connecting.
@@ -108,6 +109,7 @@ mod rows;
 mod schedule;
 mod schema;
 mod schema_def;
+mod schema_versions;
 mod search;
 mod store_impl;
 mod transactional;
@@ -123,7 +125,8 @@ use rusqlite::Connection;
 pub use backend::connection::PragmaReport;
 pub use options::{SqliteOptions, Synchronous};
 pub use schema::{migrate, MigrationReport};
-pub use schema_def::{LEDGER_TABLE, MIGRATION_SCOPE, SCHEMA_VERSION};
+pub use schema_def::{LEDGER_TABLE, MIGRATION_SCOPE};
+pub use schema_versions::{SchemaVersion, SCHEMA_VERSION, SCHEMA_VERSIONS};
 
 use backend::checkpoint::Checkpoints;
 use backend::connection::{enlarge_writer_cache, open_connection, read_pragmas};

@@ -1,6 +1,6 @@
 //! How a column of [`super::COLUMNS`] holds its value (the `value` word of its
 //! line), and the macro that turns the lines into the list, the index
-//! constants of [`super::col`] and [`super::job_from_row`].
+//! constants of [`super::col`](mod@super::col) and [`super::job_from_row`].
 //!
 //! Each kind is a module with `read` (from a selected row, at a column index
 //! known at compile time) and `write` (the value to bind); a line's kind picks

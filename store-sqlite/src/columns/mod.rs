@@ -5,7 +5,7 @@
 //!
 //! Everything else that names the row's columns is derived from that list:
 //! the table in [`crate::schema_def`] ([`job_table`]), the SELECT list and the
-//! index of each field in it ([`JOB_COLUMNS`], [`col`]), reading a row
+//! index of each field in it ([`JOB_COLUMNS`], [`col`](mod@col)), reading a row
 //! ([`job_from_row`]), the insert statements of [`crate::insert`] and
 //! [`crate::insert_started`], and the `UPDATE` of [`crate::rows::save_job`]
 //! (see [`sql`]). A column was once declared by position in about ten places
@@ -13,13 +13,18 @@
 //! field without its line does not compile ([`job_from_row`] builds the
 //! struct whole).
 //!
-//! A line reads `name: value = column(type, rest, since, insert)`, where
+//! A line reads `name: value = column(type, rest, since, insert)`, followed
+//! by `.saved()` when a transition may change the column, where
 //! `value` says how the column holds its value (see [`codec`]): `field` (the
 //! `Job` field of that name, as is), `status`, `json` (JSON text),
 //! `json_or_null` (JSON text, NULL when empty), `args` (JSON text, inserted
 //! from the caller's canonical text), `new_row` (not a `Job` field: a new
 //! row's own value, see [`crate::new_row::NewRow`]) or `store` (not a `Job`
-//! field: written by the store later, never by an insert).
+//! field: written by the store later, never by an insert). A new column
+//! comes with the schema version that adds it ([`crate::SCHEMA_VERSIONS`]).
+//!
+//! The lines keep the table's column order, which is a fresh file's order;
+//! the SELECT list and the inserts name the columns in that order too.
 
 mod codec;
 pub(crate) mod sql;

@@ -128,7 +128,7 @@ const fn utf8(bytes: &'static [u8]) -> &'static str {
 }
 
 /// The index in [`JOB_COLUMNS`] of the `Job` field column `name` (evaluated at
-/// compile time for [`super::col`]; a name that is not one fails the build).
+/// compile time for [`super::col`](mod@super::col); a name that is not one fails the build).
 pub(crate) const fn select_index(name: &str) -> usize {
     let (mut i, mut n) = (0, 0);
     while i < COLUMNS.len() {

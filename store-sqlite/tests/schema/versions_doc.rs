@@ -20,11 +20,7 @@ fn documented_versions() -> Vec<(i64, String, String)> {
         .take_while(|line| line.starts_with('|'))
         .skip(2) // the header and its separator
         .map(|line| {
-            let cells: Vec<&str> = line
-                .trim_matches('|')
-                .split(" | ")
-                .map(str::trim)
-                .collect();
+            let cells: Vec<&str> = line.trim_matches('|').split(" | ").map(str::trim).collect();
             assert_eq!(cells.len(), 3, "a row of three cells: {line}");
             let version = cells[0].parse().expect("a version number");
             let name = cells[1].trim_matches('`').to_owned();

@@ -23,11 +23,12 @@ use duraq_core::transitions;
 use duraq_core::{new_job_id, ClaimRequest, Job, JobStatus, Result};
 use rusqlite::{params, Connection, OptionalExtension};
 
+use crate::columns::JOB_COLUMNS;
 use crate::error::SqlResult;
 use crate::ownership::take_reservation;
 use crate::rate;
 use crate::report::heartbeat;
-use crate::rows::{json_text, query_jobs, save_job, JOB_COLUMNS};
+use crate::rows::{json_text, query_jobs, save_job};
 use crate::tx::Tx;
 
 /// Which queues one priority level covers.

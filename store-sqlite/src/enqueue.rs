@@ -7,13 +7,17 @@
 
 use duraq_core::rules::{apply_start, check_cap, operation_key_taken, replay_owned_scope};
 use duraq_core::transitions::{into_job_row, new_job_row};
-use duraq_core::{digest_of_canonical, EnqueueOutcome, Job, JobStatus, NewJob, Result};
+use duraq_core::{
+    canonical_json, digest_of_canonical, EnqueueOutcome, Job, JobStatus, NewJob, Result,
+};
 use rusqlite::{params, Connection, OptionalExtension};
 
 use crate::dedupe;
 use crate::dependencies;
 use crate::error::SqlResult;
-use crate::insert::{insert_job, insert_jobs, ArgsTexts, NewRow};
+use crate::insert::{insert_jobs, ArgsTexts};
+use crate::insert_started::insert_started;
+use crate::new_row::NewRow;
 use crate::rows::json_text;
 use crate::tx::Tx;
 
@@ -200,4 +204,18 @@ pub(crate) fn insert_checked(tx: &mut Tx<'_>, job: &NewJob, row: &Job) -> Result
     }
     tx.added(&row.queue, row.status);
     Ok(())
+}
+
+/// Inserts one new row; `keyed` (its scope is registered for dedupe) gives it
+/// its args digest, made from the canonical text it stores, as a batch's rows.
+/// A row with dependencies or of a workflow goes in through [`insert_started`].
+fn insert_job(tx: &Tx<'_>, job: &Job, keyed: bool) -> Result<()> {
+    let args = canonical_json(&job.args);
+    let digest = keyed.then(|| digest_of_canonical("args", args.as_bytes()));
+    let row = NewRow::new(job, &args, digest.as_deref());
+    if job.depends_on.is_empty() && job.workflow_id.is_none() {
+        insert_jobs(tx, &[row])
+    } else {
+        insert_started(tx, &row)
+    }
 }

@@ -4,9 +4,10 @@
 //!
 //! - **Literals for what every fresh row shares.** A row made by
 //!   [`duraq_core::transitions::new_job_row`] is queued, never attempted, has no
-//!   history and no worker: those 11 columns are literals of the statement, so a
-//!   row binds 20 parameters instead of 31 (each bound text is copied by SQLite;
-//!   a job without a trace context binds NULL for it).
+//!   history and no worker: those columns (the `Fresh` lines of
+//!   [`crate::columns`]) are literals of the statement, so a row binds 20
+//!   parameters instead of 31 (each bound text is copied by SQLite; a job
+//!   without a trace context binds NULL for it).
 //!   [`insert_jobs`] refuses a row that is not fresh rather than lose a field.
 //! - **`INSERT OR FAIL`.** A multi-row `INSERT` that may *abort* makes SQLite
 //!   open a statement journal and copy every page the statement touches into it,
@@ -19,7 +20,7 @@
 //!   connection, instead of one statement of a new size for every remainder.
 //! - **The args digest only where a lookup reads it.** A row keeps its 64-digit
 //!   args digest only while it has a dedupe key (see [`crate::dedupe`]); other
-//!   rows hold [`NO_DIGEST`], and nobody computes their digest. For a small
+//!   rows hold [`crate::dedupe::NO_DIGEST`], and nobody computes their digest. For a small
 //!   job that was a third of its row.
 //! - **Args as text, serialized by the caller** ([`ArgsTexts`]): a batch
 //!   enqueue serializes its jobs' args once, as canonical JSON, on the caller's
@@ -30,113 +31,25 @@
 
 use std::sync::OnceLock;
 
-use duraq_core::{
-    canonical_json, digest_of_canonical, Error, ErrorCode, Job, JobStatus, NewJob, Result,
-};
-use rusqlite::{params_from_iter, Connection, ToSql};
+use duraq_core::{Error, ErrorCode, Job, JobStatus, NewJob, Result};
+use rusqlite::types::ToSqlOutput;
+use rusqlite::Connection;
 
-use crate::dedupe::{key_of, NO_DIGEST};
+use crate::columns::sql::{insert_sql, FRESH_BOUND};
+use crate::columns::COLUMNS;
 use crate::error::{is_primary_key_violation, map_err};
+use crate::new_row::NewRow;
 use crate::tx::Tx;
-
-/// The columns a fresh row binds, in the order [`insert_sql`] names them.
-pub(crate) const BOUND: [&str; 20] = [
-    "id",
-    "job_name",
-    "args",
-    "queue",
-    "max_retries",
-    "scheduled_at_ms",
-    "created_at_ms",
-    "schedule_key",
-    "schedule_order",
-    "concurrency_key",
-    "max_concurrency",
-    "idempotency_key",
-    "timeout_ms",
-    "priority",
-    "rate_key",
-    "rate_max",
-    "rate_period_ms",
-    "args_digest",
-    "dedupe_key",
-    "trace_parent",
-];
-
-/// The columns every fresh row holds the same value in, with that value (the
-/// timestamps of later states, the worker and the error columns are NULL).
-pub(crate) const FRESH: [(&str, &str); 11] = [
-    ("status", "'queued'"),
-    ("attempts", "0"),
-    ("handed_off_at_ms", "NULL"),
-    ("completed_at_ms", "NULL"),
-    ("failed_at_ms", "NULL"),
-    ("cancelled_at_ms", "NULL"),
-    ("orphaned_at_ms", "NULL"),
-    ("last_error", "NULL"),
-    ("worker_id", "NULL"),
-    ("handoff_id", "NULL"),
-    ("errors", "'[]'"),
-];
 
 /// Rows per statement, largest first; a batch is cut greedily into these, so
 /// 1,000 rows take 10 statements. 256 × 20 parameters stays far below SQLite's
 /// limit of 32,766.
 const CHUNKS: [usize; 5] = [256, 64, 16, 4, 1];
 
-/// `INSERT OR FAIL … VALUES (…), (…)` for `rows` rows.
-fn insert_sql(rows: usize) -> String {
-    let columns: Vec<&str> = BOUND
-        .iter()
-        .chain(FRESH.iter().map(|(c, _)| c))
-        .copied()
-        .collect();
-    let one_row = format!(
-        "({}{})",
-        vec!["?"; BOUND.len()].join(", "),
-        FRESH
-            .iter()
-            .map(|(_, v)| format!(", {v}"))
-            .collect::<String>()
-    );
-    format!(
-        "INSERT OR FAIL INTO duraq_jobs ({}) VALUES {}",
-        columns.join(", "),
-        vec![one_row; rows].join(", ")
-    )
-}
-
 /// The SQL text for a chunk of `CHUNKS[i]` rows, built once per process.
 fn chunk_sql(i: usize) -> &'static str {
     static SQL: [OnceLock<String>; CHUNKS.len()] = [const { OnceLock::new() }; CHUNKS.len()];
     SQL[i].get_or_init(|| insert_sql(CHUNKS[i]))
-}
-
-/// A fresh row to insert: the job, its args as JSON text and, when its scope
-/// is registered for dedupe, its args digest (see [`crate::dedupe`]).
-pub(crate) struct NewRow<'a> {
-    job: &'a Job,
-    args: &'a str,
-    /// What the `args_digest` column holds: the digest on a row with a dedupe
-    /// key, the one lookup that reads it, [`NO_DIGEST`] on others.
-    stored_digest: &'a str,
-    dedupe_key: Option<&'a str>,
-}
-
-impl<'a> NewRow<'a> {
-    /// The row's job.
-    pub(crate) fn job(&self) -> &'a Job {
-        self.job
-    }
-
-    pub(crate) fn new(job: &'a Job, args: &'a str, digest: Option<&'a str>) -> Self {
-        Self {
-            job,
-            args,
-            stored_digest: digest.unwrap_or(NO_DIGEST),
-            dedupe_key: digest.map(key_of),
-        }
-    }
 }
 
 /// The args of many jobs as JSON texts, back to back in one buffer.
@@ -187,8 +100,9 @@ pub(crate) fn never_ran(job: &Job) -> bool {
         && job.output.is_none()
 }
 
-/// Whether `job` holds exactly the [`FRESH`] values (and no dependency, which
-/// the statement of [`insert_jobs`] does not write).
+/// Whether `job` holds exactly the values the statement of [`insert_jobs`]
+/// gives every fresh row as literals (the [`crate::columns::Insert::Fresh`]
+/// and `Started` lines), and no dependency, which it does not write.
 fn is_fresh(job: &Job) -> bool {
     job.status == JobStatus::Queued
         && job.cancelled_at_ms.is_none()
@@ -197,47 +111,6 @@ fn is_fresh(job: &Job) -> bool {
         && job.open_dependencies == 0
         && job.workflow_id.is_none()
         && never_ran(job)
-}
-
-/// Inserts one new row; `keyed` (its scope is registered for dedupe) gives it
-/// its args digest, made from the canonical text it stores, as a batch's rows.
-/// A row with dependencies goes in through [`crate::insert_started`].
-pub(crate) fn insert_job(tx: &Tx<'_>, job: &Job, keyed: bool) -> Result<()> {
-    let args = canonical_json(&job.args);
-    let digest = keyed.then(|| digest_of_canonical("args", args.as_bytes()));
-    let row = NewRow::new(job, &args, digest.as_deref());
-    if job.depends_on.is_empty() && job.workflow_id.is_none() {
-        insert_jobs(tx, &[row])
-    } else {
-        crate::insert_started::insert_started(tx, &row)
-    }
-}
-
-/// The values of [`BOUND`] for `r`, in order.
-pub(crate) fn bound<'r>(r: &'r NewRow<'_>) -> [&'r dyn ToSql; BOUND.len()] {
-    let j = r.job;
-    [
-        &j.id,
-        &j.job_name,
-        &r.args,
-        &j.queue,
-        &j.max_retries,
-        &j.scheduled_at_ms,
-        &j.created_at_ms,
-        &j.schedule_key,
-        &j.schedule_order,
-        &j.concurrency_key,
-        &j.max_concurrency,
-        &j.idempotency_key,
-        &j.timeout_ms,
-        &j.priority,
-        &j.rate_key,
-        &j.rate_max,
-        &j.rate_period_ms,
-        &r.stored_digest,
-        &r.dedupe_key,
-        &j.trace_parent,
-    ]
 }
 
 /// Inserts fresh rows, cut into [`CHUNKS`], through the writer's
@@ -256,10 +129,7 @@ pub(crate) fn insert_jobs(tx: &Tx<'_>, rows: &[NewRow<'_>]) -> Result<()> {
             .unwrap_or(CHUNKS.len() - 1);
         let (chunk, next) = rest.split_at(CHUNKS[size]);
         rest = next;
-        let mut values: Vec<&dyn ToSql> = Vec::with_capacity(chunk.len() * BOUND.len());
-        for r in chunk {
-            values.extend(bound(r));
-        }
+        let values = chunk.iter().flat_map(|r| bound(r, &FRESH_BOUND));
         execute(tx, chunk_sql(size), values)?;
     }
     Ok(())
@@ -273,11 +143,23 @@ pub(crate) fn not_insertable(id: &str) -> Error {
     }
 }
 
+/// The values of the `columns` (indexes in [`COLUMNS`]) of `r`, in order.
+pub(crate) fn bound<'r>(
+    r: &'r NewRow<'_>,
+    columns: &'r [usize],
+) -> impl Iterator<Item = rusqlite::Result<ToSqlOutput<'r>>> + 'r {
+    columns.iter().map(move |&i| (COLUMNS[i].bind)(r))
+}
+
 /// Runs one insert through the writer's static statements, else the cache of
 /// `tx`'s connection; an id in use is `idempotency-conflict`.
-pub(crate) fn execute(tx: &Tx<'_>, sql: &'static str, values: Vec<&dyn ToSql>) -> Result<()> {
+pub(crate) fn execute<'v>(
+    tx: &Tx<'_>,
+    sql: &'static str,
+    values: impl Iterator<Item = rusqlite::Result<ToSqlOutput<'v>>>,
+) -> Result<()> {
     let done = match tx.statements {
-        Some(statements) => statements.execute(sql, &values),
+        Some(statements) => statements.execute(sql, values),
         None => execute_cached(tx.conn, sql, values),
     };
     done.map_err(|e| {
@@ -291,8 +173,14 @@ pub(crate) fn execute(tx: &Tx<'_>, sql: &'static str, values: Vec<&dyn ToSql>) -
 }
 
 /// Runs `sql` through rusqlite's statement cache of `conn`.
-fn execute_cached(conn: &Connection, sql: &str, values: Vec<&dyn ToSql>) -> rusqlite::Result<()> {
-    conn.prepare_cached(sql)?
-        .execute(params_from_iter(values))
-        .map(drop)
+fn execute_cached<'v>(
+    conn: &Connection,
+    sql: &str,
+    values: impl Iterator<Item = rusqlite::Result<ToSqlOutput<'v>>>,
+) -> rusqlite::Result<()> {
+    let mut stmt = conn.prepare_cached(sql)?;
+    for (i, value) in values.enumerate() {
+        stmt.raw_bind_parameter(i + 1, value?)?;
+    }
+    stmt.raw_execute().map(drop)
 }

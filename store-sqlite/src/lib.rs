@@ -46,7 +46,10 @@
 //! - `error.rs`: rusqlite errors to duraq errors, the bounded busy retry.
 //! - `tx.rs`: `Tx`, what one logical write sees (connection, clock reading,
 //!   count change, work signal, dedupe scopes looked up).
+//! - `columns/`: the job row described once (each column's SQL, version,
+//!   insert role and `Job` field), and the statements and reads derived from it.
 //! - `rows.rs`: job rows read into `Job` and written back.
+//! - `new_row.rs`: a new row (a job plus its args text, digest, dedupe key).
 //! - `insert.rs`: fresh job rows, many per statement; `insert_started.rs`:
 //!   a row with dependencies, in the status they gave it.
 //! - `enqueue.rs`: enqueue and batches (replay, dedupe, checks, insert).
@@ -67,7 +70,8 @@
 //! - `counts.rs`: counts, revision, work epoch, per-queue counters.
 //! - `operations.rs`: the mailer's durable operation records.
 //! - `workers.rs`: visible workers and due-job groups.
-//! - `schema.rs`: migrations and the ledger; `schema_def.rs`: the declared schema.
+//! - `schema.rs`: migrations and the ledger; `schema_def.rs`: the declared
+//!   tables; `schema_versions.rs`: the versions, in order, with their indexes.
 //! - `backend/writer.rs`: the single writer thread and its group commit.
 //! - `backend/reader.rs`: the pool of read connections.
 //! - `backend/opening.rs`: what opening a path may do, decided before connecting.
@@ -83,6 +87,7 @@ mod admin;
 mod backend;
 mod backlog;
 mod claim;
+mod columns;
 mod counts;
 mod dedupe;
 mod dependencies;
@@ -91,6 +96,7 @@ mod error;
 mod history;
 mod insert;
 mod insert_started;
+mod new_row;
 mod operations;
 mod options;
 mod ownership;
@@ -103,6 +109,7 @@ mod rows;
 mod schedule;
 mod schema;
 mod schema_def;
+mod schema_versions;
 mod search;
 mod store_impl;
 mod transactional;
@@ -118,7 +125,8 @@ use rusqlite::Connection;
 pub use backend::connection::PragmaReport;
 pub use options::{SqliteOptions, Synchronous};
 pub use schema::{migrate, MigrationReport};
-pub use schema_def::{LEDGER_TABLE, MIGRATION_SCOPE, SCHEMA_VERSION};
+pub use schema_def::{LEDGER_TABLE, MIGRATION_SCOPE};
+pub use schema_versions::{SchemaVersion, SCHEMA_VERSION, SCHEMA_VERSIONS};
 
 use backend::checkpoint::Checkpoints;
 use backend::connection::{enlarge_writer_cache, open_connection, read_pragmas};

@@ -6,9 +6,10 @@ use duraq_core::transitions::{apply_outcome, recover_lost};
 use duraq_core::{CountChange, Error, JobStatus, Lease, LeaseState, Outcome, Result};
 use rusqlite::{params, Connection};
 
+use crate::columns::JOB_COLUMNS;
 use crate::error::SqlResult;
 use crate::ownership::{persist_transition, Reservation};
-use crate::rows::{load_for_report, query_jobs, JOB_COLUMNS};
+use crate::rows::{load_for_report, query_jobs};
 use crate::tx::Tx;
 
 /// Applies one fenced report; `false` (nothing changed) when the lease is stale.

@@ -14,10 +14,11 @@ use duraq_core::{
 };
 use rusqlite::{params, Connection, OptionalExtension};
 
+use crate::columns::JOB_COLUMNS;
 use crate::enqueue::{check_insert, insert_checked};
 use crate::error::SqlResult;
 use crate::ownership::{persist_transition, Reservation};
-use crate::rows::{load_job, query_jobs, JOB_COLUMNS};
+use crate::rows::{load_job, query_jobs};
 use crate::tx::Tx;
 
 /// The job that currently owns `key`, if its row exists.

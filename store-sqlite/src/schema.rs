@@ -1,6 +1,7 @@
 //! The versioned, additive schema and its migration ledger (`docs/operating.md`).
 //!
-//! Every table is declared once with the version that introduced each column.
+//! Every table is declared once with the version that introduced each column,
+//! and every version once, in order ([`crate::SCHEMA_VERSIONS`]).
 //! Opening a file, under `BEGIN IMMEDIATE` so that concurrent openers serialize:
 //! 1. refuses a ledger that records a version newer than [`SCHEMA_VERSION`];
 //! 2. checks every existing duraq table with `PRAGMA table_info`: an unknown or
@@ -10,7 +11,7 @@
 //!    `ALTER TABLE ADD COLUMN`, and records the missing versions.
 //!
 //! No table, column or row is ever rebuilt or dropped; only indexes a later
-//! version replaced are (see [`RETIRED_INDEXES`]). Tables carry a `duraq_` prefix so that an
+//! version replaced are (see [`crate::SchemaVersion::retired_indexes`]). Tables carry a `duraq_` prefix so that an
 //! application can share the file (see [`crate::SqliteStore::enqueue_in_transaction`]).
 
 use std::collections::HashMap;
@@ -20,11 +21,10 @@ use rusqlite::{params, Connection, OptionalExtension};
 
 use crate::backend::connection::open_connection;
 use crate::backend::opening::OpenMode;
+use crate::columns::Column;
 use crate::error::{opening_error, retry_busy, SqlResult};
-use crate::schema_def::{
-    Column, Table, INDEXES, LEDGER_TABLE, MIGRATION_SCOPE, QUEUE_COUNTS_TABLE, RETIRED_INDEXES,
-    SCHEMA_VERSION, TABLES,
-};
+use crate::schema_def::{Table, LEDGER_TABLE, MIGRATION_SCOPE, QUEUE_COUNTS_TABLE, TABLES};
+use crate::schema_versions::{SCHEMA_VERSION, SCHEMA_VERSIONS};
 
 /// What [`migrate`] (or opening a store) did.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -102,11 +102,11 @@ fn check_and_apply(conn: &Connection) -> Result<MigrationReport> {
         ))
         .db()?;
     }
-    for index in RETIRED_INDEXES {
+    for index in SCHEMA_VERSIONS.iter().flat_map(|v| v.retired_indexes) {
         conn.execute_batch(&format!("DROP INDEX IF EXISTS {index}"))
             .db()?;
     }
-    for index in INDEXES {
+    for index in SCHEMA_VERSIONS.iter().flat_map(|v| v.indexes) {
         conn.execute_batch(index).db()?;
     }
     seed_counts(conn)?;
@@ -116,7 +116,7 @@ fn check_and_apply(conn: &Connection) -> Result<MigrationReport> {
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as i64);
-    let applied: Vec<i64> = (1..=SCHEMA_VERSION)
+    let applied: Vec<i64> = (SCHEMA_VERSIONS.iter().map(|v| v.version))
         .filter(|v| !recorded.contains(v))
         .collect();
     for version in &applied {

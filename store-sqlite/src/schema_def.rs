@@ -1,74 +1,17 @@
 //! The declared schema: every table with the version that introduced each
-//! column, and every index. [`crate::schema`] compares a file against this
+//! column (the job table's come from [`crate::columns`]). [`crate::schema`] compares a file against this
 //! declaration and adds what is missing; no table or column is ever dropped or
 //! changed in place, only extended by a new version.
 //!
-//! Version 1: jobs, counts, idempotency ownership, concurrency reservations,
-//! worker heartbeats. Version 2: schedule keys (columns on jobs, ownership and
-//! high-water tables) and operation records. Version 3: partial job indexes,
-//! replacing the status-led ones that every transition rewrote, and dedupe keys
-//! (a jobs column and the registered dedupe scopes). Version 4: counts per queue
-//! (`duraq_queue_counts`, backfilled from the jobs once when created) and the
-//! per-queue index of queued jobs that queue latency reads. Version 5: paused
-//! queues (`duraq_paused_queues`, one row per paused queue, which every claim
-//! reads). Version 6: the error history (`duraq_jobs.errors`, JSON text, added in
-//! place as `NOT NULL DEFAULT '[]'`, so older rows read an empty history).
-//! Version 7: job priorities and rate limits (`priority NOT NULL DEFAULT 0` and
-//! the rate columns added in place; the claim index `duraq_jobs_claim` leads with
-//! the priority and replaces `duraq_jobs_queued`; `duraq_rate_limits` registers
-//! each key's limit, `duraq_rate_starts` logs recent starts per key), and visible
-//! workers (`duraq_workers` gains what a worker registers: `host`, `pid`,
-//! `queues` and `job_names` as JSON text, `slots`, `started_at_ms`; nullable,
-//! added in place; a row without `started_at_ms` only heartbeats and is not
-//! listed). Version 8: no new table or column; a job row keeps its args digest
-//! only while it has a dedupe key (`''` otherwise, see [`crate::dedupe`]), which
-//! a binary of version 7 would misread, so it must refuse such a file.
-//! Version 9: throughput history (`docs/history.md`): `duraq_queue_counts` gains
-//! the monotonic outcome totals (`enqueued_total` … `orphaned_total`, added in
-//! place as `NOT NULL DEFAULT 0`, so an upgraded file's totals start at 0), and
-//! `duraq_history` holds one sample per (minute, queue), keyed by both.
-//! Version 10: what a running job tells (`docs/jobs.md`): its progress and log
-//! lines, and the trace context it was enqueued under; nullable or in tables of
-//! their own, added in place, so jobs that use neither cost nothing more
-//! (`duraq_job_progress`, a row per job that said anything, and
-//! `duraq_job_logs`, its newest lines keyed by (job, seq); see [`crate::progress`]).
-//! Version 11: job dependencies (`docs/workflows.md`): `duraq_jobs` gains
-//! `depends_on` (the edges as JSON text, NULL when none), `open_dependencies`
-//! (`NOT NULL DEFAULT 0`) and `output` (JSON text, NULL when none), all added in
-//! place; `duraq_queue_counts` gains `pending` (`NOT NULL DEFAULT 0`: a file
-//! of version 10 holds no pending job); `duraq_job_dependents` holds one row per
-//! edge keyed by (dependency, dependent), so the dependents of a finished job
-//! are one primary-key range (see [`crate::dependencies`]).
-//! Version 12: the release backlog (`docs/workflows.md`, "Cost"):
-//! `duraq_release_backlog` holds a row per finished job whose dependents did
-//! not all fit in the bounded transaction that finished it (its terminal
-//! status and the last dependent settled, keyed by job; see
-//! [`crate::release`]). A binary of version 11 would never continue it, so it
-//! must refuse such a file.
+//! The history of versions and the indexes each introduced are
+//! [`crate::schema_versions`].
 
-/// The newest schema version this binary knows.
-pub const SCHEMA_VERSION: i64 = 12;
+use crate::columns::{col, job_table, Column, COLUMNS};
+
 /// The ledger table recording applied versions.
 pub const LEDGER_TABLE: &str = "duraq_migrations";
 /// The ledger scope of the job store's own schema.
 pub const MIGRATION_SCOPE: &str = "duraq.jobs";
-
-pub(crate) struct Column {
-    pub(crate) name: &'static str,
-    pub(crate) ty: &'static str,
-    /// The column definition after its name (used by CREATE and ADD COLUMN).
-    pub(crate) rest: &'static str,
-    pub(crate) since: i64,
-}
-
-const fn col(name: &'static str, ty: &'static str, rest: &'static str, since: i64) -> Column {
-    Column {
-        name,
-        ty,
-        rest,
-        since,
-    }
-}
 
 pub(crate) struct Table {
     pub(crate) name: &'static str,
@@ -77,45 +20,8 @@ pub(crate) struct Table {
     pub(crate) constraints: &'static str,
 }
 
-const JOBS: &[Column] = &[
-    col("id", "TEXT", "NOT NULL PRIMARY KEY", 1),
-    col("job_name", "TEXT", "NOT NULL", 1),
-    col("args", "TEXT", "NOT NULL", 1),
-    col("queue", "TEXT", "NOT NULL", 1),
-    col("status", "TEXT", "NOT NULL", 1),
-    col("attempts", "INTEGER", "NOT NULL", 1),
-    col("max_retries", "INTEGER", "NOT NULL", 1),
-    col("scheduled_at_ms", "INTEGER", "NOT NULL", 1),
-    col("created_at_ms", "INTEGER", "NOT NULL", 1),
-    col("handed_off_at_ms", "INTEGER", "", 1),
-    col("completed_at_ms", "INTEGER", "", 1),
-    col("failed_at_ms", "INTEGER", "", 1),
-    col("cancelled_at_ms", "INTEGER", "", 1),
-    col("orphaned_at_ms", "INTEGER", "", 1),
-    col("last_error", "TEXT", "", 1),
-    col("worker_id", "TEXT", "", 1),
-    col("handoff_id", "TEXT", "", 1),
-    col("concurrency_key", "TEXT", "", 1),
-    col("max_concurrency", "INTEGER", "", 1),
-    col("idempotency_key", "TEXT", "", 1),
-    col("timeout_ms", "INTEGER", "", 1),
-    col("args_digest", "TEXT", "NOT NULL", 1),
-    col("reservation_key", "TEXT", "", 1),
-    col("schedule_key", "TEXT", "", 2),
-    col("schedule_order", "INTEGER", "", 2),
-    col("dedupe_key", "TEXT", "", 3),
-    col("errors", "TEXT", "NOT NULL DEFAULT '[]'", 6),
-    col("priority", "INTEGER", "NOT NULL DEFAULT 0", 7),
-    col("rate_key", "TEXT", "", 7),
-    col("rate_max", "INTEGER", "", 7),
-    col("rate_period_ms", "INTEGER", "", 7),
-    col("trace_parent", "TEXT", "", 10),
-    col("depends_on", "TEXT", "", 11),
-    col("open_dependencies", "INTEGER", "NOT NULL DEFAULT 0", 11),
-    col("output", "TEXT", "", 11),
-    col("workflow_id", "TEXT", "", 11),
-    col("step", "TEXT", "", 11),
-];
+/// The job table's columns, from the description of its row.
+const JOBS: [Column; COLUMNS.len()] = job_table();
 
 pub(crate) const TABLES: &[Table] = &[
     Table {
@@ -131,7 +37,7 @@ pub(crate) const TABLES: &[Table] = &[
     Table {
         name: "duraq_jobs",
         since: 1,
-        columns: JOBS,
+        columns: &JOBS,
         constraints: "",
     },
     Table {
@@ -352,52 +258,3 @@ pub(crate) const PAUSED_QUEUES_TABLE: &str = "duraq_paused_queues";
 
 /// The table of per-queue counters (see [`crate::counts`]).
 pub(crate) const QUEUE_COUNTS_TABLE: &str = "duraq_queue_counts";
-
-/// The job indexes since version 3 (`queue_due` since 4). Every index but `list` is partial: a row sits
-/// only in the indexes of its own status, so a transition touches two small
-/// indexes instead of rewriting every status-led entry.
-///
-/// Dedupe is paid for only by those who use it: `dedupe_key` (a 16-hex-digit
-/// prefix of the args digest) is set only on jobs of a (job name, queue) scope
-/// that has seen a `deduplicateWhileQueued` request (see [`crate::dedupe`]), so
-/// other jobs never touch the randomly ordered dedupe index.
-pub(crate) const INDEXES: &[&str] = &[
-    "CREATE INDEX IF NOT EXISTS duraq_jobs_workflow ON duraq_jobs (workflow_id) \
-     WHERE workflow_id IS NOT NULL",
-    "CREATE INDEX IF NOT EXISTS duraq_jobs_claim ON duraq_jobs \
-     (priority, scheduled_at_ms, created_at_ms, id) WHERE status = 'queued'",
-    "CREATE INDEX IF NOT EXISTS duraq_jobs_queue_due ON duraq_jobs \
-     (queue, scheduled_at_ms) WHERE status = 'queued'",
-    "CREATE INDEX IF NOT EXISTS duraq_jobs_dedupe_key ON duraq_jobs (dedupe_key) \
-     WHERE status = 'queued' AND dedupe_key IS NOT NULL",
-    "CREATE INDEX IF NOT EXISTS duraq_jobs_running ON duraq_jobs (worker_id) \
-     WHERE status = 'handed_off'",
-    "CREATE INDEX IF NOT EXISTS duraq_jobs_list ON duraq_jobs (created_at_ms, id)",
-    "CREATE INDEX IF NOT EXISTS duraq_rate_starts_key ON duraq_rate_starts (key, at_ms)",
-    "CREATE INDEX IF NOT EXISTS duraq_jobs_keyed ON duraq_jobs (schedule_key, schedule_order) \
-     WHERE schedule_key IS NOT NULL",
-    "CREATE INDEX IF NOT EXISTS duraq_jobs_completed ON duraq_jobs \
-     (COALESCE(completed_at_ms, failed_at_ms, cancelled_at_ms, orphaned_at_ms), id) \
-     WHERE status = 'completed'",
-    "CREATE INDEX IF NOT EXISTS duraq_jobs_failed ON duraq_jobs \
-     (COALESCE(completed_at_ms, failed_at_ms, cancelled_at_ms, orphaned_at_ms), id) \
-     WHERE status = 'failed'",
-    "CREATE INDEX IF NOT EXISTS duraq_jobs_cancelled ON duraq_jobs \
-     (COALESCE(completed_at_ms, failed_at_ms, cancelled_at_ms, orphaned_at_ms), id) \
-     WHERE status = 'cancelled'",
-    "CREATE INDEX IF NOT EXISTS duraq_jobs_orphaned ON duraq_jobs \
-     (COALESCE(completed_at_ms, failed_at_ms, cancelled_at_ms, orphaned_at_ms), id) \
-     WHERE status = 'orphaned'",
-];
-
-/// Indexes a later version replaced with the ones above (version 3 the
-/// status-led ones of versions 1–2; version 7 `duraq_jobs_queued`, now
-/// `duraq_jobs_claim`); dropped when a file is upgraded. An index holds no data,
-/// so this rebuilds and loses nothing.
-pub(crate) const RETIRED_INDEXES: &[&str] = &[
-    "duraq_jobs_queued",
-    "duraq_jobs_due",
-    "duraq_jobs_dedupe",
-    "duraq_jobs_schedule",
-    "duraq_jobs_terminal",
-];

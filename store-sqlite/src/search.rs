@@ -14,8 +14,9 @@ use duraq_core::{
 use rusqlite::types::Value;
 use rusqlite::{params, params_from_iter, Connection};
 
+use crate::columns::JOB_COLUMNS;
 use crate::error::SqlResult;
-use crate::rows::{query_jobs, JOB_COLUMNS};
+use crate::rows::query_jobs;
 
 /// Jobs matching `filter`, newest first, within its scan budget; every chunk
 /// is read on `conn` (one read transaction, one snapshot).

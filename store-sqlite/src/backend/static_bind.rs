@@ -24,7 +24,7 @@ use std::ffi::{c_char, c_int, CStr};
 use std::ptr::NonNull;
 
 use rusqlite::types::{ToSqlOutput, ValueRef};
-use rusqlite::{ffi, Connection, ToSql};
+use rusqlite::{ffi, Connection};
 
 /// Prepared statements of one connection, keyed by their `'static` SQL text.
 pub(crate) struct StaticStatements<'c> {
@@ -46,13 +46,18 @@ impl<'c> StaticStatements<'c> {
     }
 
     /// Runs `sql` (no rows returned) once with `values` bound in order.
-    pub(crate) fn execute(&self, sql: &'static str, values: &[&dyn ToSql]) -> rusqlite::Result<()> {
+    pub(crate) fn execute<'v>(
+        &self,
+        sql: &'static str,
+        values: impl Iterator<Item = rusqlite::Result<ToSqlOutput<'v>>>,
+    ) -> rusqlite::Result<()> {
         let stmt = self.statement(sql)?.as_ptr();
         let mut result = Ok(());
-        for (i, value) in values.iter().enumerate() {
-            // SAFETY: `stmt` is a live statement of `self.conn`; every text bound
-            // here stays borrowed until the bindings are cleared below.
-            result = value.to_sql().and_then(|v| unsafe { bind(stmt, i + 1, v) });
+        for (i, value) in values.enumerate() {
+            // SAFETY: `stmt` is a live statement of `self.conn`; a borrowed
+            // value lives for `'v`, beyond this call, so past the clearing of
+            // the bindings below (an owned one is copied by SQLite).
+            result = value.and_then(|v| unsafe { bind(stmt, i + 1, v) });
             if result.is_err() {
                 break;
             }

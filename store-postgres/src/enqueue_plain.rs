@@ -17,6 +17,7 @@ use duraq_core::{CountChange, EnqueueOutcome, JobStatus, NewJob, Result};
 use tokio_postgres::types::ToSql;
 
 use crate::backend::db::{pooled, Conn, Db};
+use crate::columns::ArgsText;
 use crate::copy::COPY_MIN_ROWS;
 use crate::counts::{update_sql, Effects, Entry, QueueDeltas, SHARDS, SHARD_CTE};
 use crate::enqueue::enqueue_many;
@@ -65,8 +66,8 @@ pub(crate) async fn enqueue_plain(
     }
     let now = store.now();
     let rows: Vec<_> = jobs.iter().map(|j| new_job_row(j, now)).collect();
-    let digests: Vec<String> = jobs.iter().map(NewJob::args_digest).collect();
-    let new_rows = NewRows::new(&rows, &digests);
+    let args: Vec<ArgsText> = jobs.iter().map(ArgsText::of).collect();
+    let new_rows = NewRows::new(&rows, &args);
     let chosen = chosen_ids(jobs);
     let mut change = CountChange::default();
     for row in &rows {

@@ -313,7 +313,8 @@ const JOBS_TABLE: &str = "duraq_jobs";
 
 #[cfg(test)]
 mod tests {
-    use super::{indexes, retired_indexes, SCHEMA_VERSIONS};
+    use super::{added_columns, indexes, retired_indexes, SCHEMA_VERSION, SCHEMA_VERSIONS};
+    use crate::schema_def::TABLES;
 
     /// Versions count up from 1 without a gap (the ledger records them as
     /// such), and each name is used once.
@@ -334,6 +335,18 @@ mod tests {
         for name in &built {
             assert_eq!(built.iter().filter(|n| *n == name).count(), 1, "{name}");
             assert!(retired_indexes().all(|r| r != *name), "{name}");
+        }
+    }
+
+    /// Every column added in place is declared, by a version this binary
+    /// knows, after the first (which created every table it had).
+    #[test]
+    fn added_columns_are_declared_by_known_versions() {
+        for (table, column, version) in added_columns() {
+            let declared = TABLES.iter().find(|t| t.name == table);
+            let declared = declared.is_some_and(|t| t.columns.iter().any(|c| c.0 == column));
+            assert!(declared, "{table}.{column}");
+            assert!((2..=SCHEMA_VERSION).contains(&version), "{table}.{column}");
         }
     }
 }

@@ -159,14 +159,3 @@ fn statements_name_each_column_once() {
         assert_eq!(count(save, column.name), times, "{}", column.name);
     }
 }
-
-/// Prints the derived statements, to compare them by eye with a change.
-#[test]
-fn derived_statements() {
-    println!(
-        "{JOB_COLUMNS}\n{}\n{}\n{}",
-        insert_jobs_sql(1),
-        copy_sql(),
-        save_sql()
-    );
-}

@@ -52,6 +52,15 @@ pub fn plain_enqueue_sql(schema: &str, guarded: bool) -> String {
     sql(guarded).replace("{s}", &crate::backend::db::quote_identifier(schema))
 }
 
+/// The columns whose arrays [`plain_enqueue_sql`] binds after the nine shard
+/// parameters, as (name, element type), for the plan tests: not an API.
+#[doc(hidden)]
+pub fn plain_enqueue_columns() -> Vec<(&'static str, &'static str)> {
+    (crate::columns::statements::bound())
+        .map(|c| (c.name, c.kind.param()))
+        .collect()
+}
+
 /// Enqueues plain `jobs` (see [`NewJob::is_plain`]) with one statement, then
 /// announces; from [`COPY_MIN_ROWS`] jobs on, in a transaction through `COPY`
 /// ([`crate::copy`]), where the server's share of the work is smaller.

@@ -122,7 +122,7 @@ use tokio::sync::{broadcast, watch};
 pub use backend::connect::{migrate, MigrationReport};
 pub use counts::SHARDS;
 #[doc(hidden)]
-pub use enqueue_plain::plain_enqueue_sql;
+pub use enqueue_plain::{plain_enqueue_columns, plain_enqueue_sql};
 pub use error::{map_pg_error, map_pool_error};
 pub use schema::{LEDGER_TABLE, MIGRATION_SCOPE};
 #[doc(hidden)]

@@ -47,7 +47,7 @@ pub(crate) async fn take_entry(db: &Db<'_>) -> Result<Option<(BacklogEntry, Opti
         after: row.get(2),
     };
     let current = row
-        .get::<_, Option<String>>(3)
+        .get::<_, Option<&str>>(3)
         .map(parse_status)
         .transpose()?;
     Ok(Some((entry, current)))

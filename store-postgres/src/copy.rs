@@ -1,7 +1,7 @@
 //! Fresh job rows into `duraq_jobs` through `COPY … FROM STDIN (FORMAT binary)`.
 //!
 //! Why: a batch of fresh jobs inserted with `INSERT … SELECT FROM unnest(…)`
-//! makes the server parse 21 arrays, project them row by row, and insert each
+//! makes the server parse one array per column, project them row by row, and insert each
 //! row on its own (one heap WAL record per row). `COPY` sends the rows as binary
 //! tuples and the server inserts them in multi-row groups (one heap WAL record
 //! per page), so the server's share of a large batch shrinks (see the commit
@@ -28,11 +28,13 @@ use std::collections::HashSet;
 use std::pin::pin;
 use std::sync::OnceLock;
 
-use duraq_core::{digest_of_canonical, Job, NewJob, Result};
+use duraq_core::{Job, Result};
 use tokio_postgres::binary_copy::BinaryCopyInWriter;
-use tokio_postgres::types::{ToSql, Type};
+use tokio_postgres::types::ToSql;
 
 use crate::backend::db::{Conn, Db};
+use crate::columns::statements::{copy_sql, copy_types, fresh, FRESH};
+use crate::columns::{ArgsText, Source, Value};
 use crate::error::map_pg_error;
 use crate::insert::taken_ids_guard_sql;
 
@@ -52,57 +54,6 @@ pub(crate) const COPY_MIN_ROWS: usize = 256;
 
 /// The registered dedupe scopes (see the module docs).
 const SCOPES_SQL: &str = "SELECT job_name, queue FROM {s}.duraq_dedupe_scopes";
-
-/// The columns a fresh row gets (the others keep their defaults), in the
-/// order [`copy_jobs`] writes them.
-const COPY_SQL: &str = "COPY {s}.duraq_jobs (id, job_name, args, args_digest, queue, status, \
-     attempts, max_retries, scheduled_at_ms, created_at_ms, schedule_key, schedule_order, \
-     concurrency_key, max_concurrency, idempotency_key, timeout_ms, priority, rate_key, rate_max, \
-     rate_period_ms, trace_parent, dedupe_key) FROM STDIN (FORMAT binary)";
-
-/// The column types of [`COPY_SQL`], as the binary format needs them.
-const TYPES: [Type; 22] = [
-    Type::TEXT,
-    Type::TEXT,
-    Type::TEXT,
-    Type::TEXT,
-    Type::TEXT,
-    Type::TEXT,
-    Type::INT8,
-    Type::INT8,
-    Type::INT8,
-    Type::INT8,
-    Type::TEXT,
-    Type::INT8,
-    Type::TEXT,
-    Type::INT8,
-    Type::TEXT,
-    Type::INT8,
-    Type::INT8,
-    Type::TEXT,
-    Type::INT8,
-    Type::INT8,
-    Type::TEXT,
-    Type::TEXT,
-];
-
-/// A fresh row's args as stored (canonical JSON text) and their digest, made
-/// from the same bytes: the args are serialized once.
-pub(crate) struct ArgsText {
-    pub text: String,
-    pub digest: String,
-}
-
-impl ArgsText {
-    /// The canonical text and digest of `job`'s args.
-    pub fn of(job: &NewJob) -> Self {
-        let mut bytes = Vec::new();
-        job.write_args(&mut bytes);
-        let digest = digest_of_canonical("args", &bytes);
-        let text = String::from_utf8(bytes).expect("canonical JSON is UTF-8");
-        Self { text, digest }
-    }
-}
 
 /// Inserts fresh `rows` (with `args[i]` the args of `rows[i]`) with one
 /// `COPY`, inside the transaction `db` runs on; `chosen` are the ids callers
@@ -133,35 +84,17 @@ pub(crate) async fn copy_jobs(
     )?;
     let scopes: HashSet<(String, String)> = scopes.iter().map(|r| (r.get(0), r.get(1))).collect();
     let mut writer = pin!(start(db).await?);
+    // One buffer for every row's fields, in the order of `copy_sql`.
+    let mut values: Vec<Value> = Vec::with_capacity(FRESH);
     for (row, args) in rows.iter().zip(args) {
         let scoped =
             !scopes.is_empty() && scopes.contains(&(row.job_name.clone(), row.queue.clone()));
         let dedupe_key = scoped.then(|| &args.digest[..16]);
-        let values: [&(dyn ToSql + Sync); 22] = [
-            &row.id,
-            &row.job_name,
-            &args.text,
-            &args.digest,
-            &row.queue,
-            &row.status.as_str(),
-            &row.attempts,
-            &row.max_retries,
-            &row.scheduled_at_ms,
-            &row.created_at_ms,
-            &row.schedule_key,
-            &row.schedule_order,
-            &row.concurrency_key,
-            &row.max_concurrency,
-            &row.idempotency_key,
-            &row.timeout_ms,
-            &row.priority,
-            &row.rate_key,
-            &row.rate_max,
-            &row.rate_period_ms,
-            &row.trace_parent,
-            &dedupe_key,
-        ];
-        writer.as_mut().write(&values).await.map_err(map_pg_error)?;
+        values.clear();
+        let source = Source::fresh(row, args, dedupe_key);
+        values.extend(fresh().map(|c| (c.write)(&source)));
+        let fields: [&(dyn ToSql + Sync); FRESH] = std::array::from_fn(|i| values[i].as_sql());
+        writer.as_mut().write(&fields).await.map_err(map_pg_error)?;
     }
     writer.finish().await.map_err(map_pg_error)?;
     Ok(())
@@ -170,7 +103,7 @@ pub(crate) async fn copy_jobs(
 /// Starts the `COPY` on `db`'s connection (see the module docs on how it is
 /// prepared).
 async fn start(db: &Db<'_>) -> Result<BinaryCopyInWriter> {
-    let sql = db.names.sql(COPY_SQL);
+    let sql = db.names.sql(copy_sql());
     let cached = db.names.unnamed.is_none();
     let sink = match &db.conn {
         Conn::Pooled(tx) if cached => {
@@ -185,5 +118,8 @@ async fn start(db: &Db<'_>) -> Result<BinaryCopyInWriter> {
         Conn::Client(client) => client.copy_in(sql.as_str()).await,
         Conn::Borrowed(tx) => tx.copy_in(sql.as_str()).await,
     };
-    Ok(BinaryCopyInWriter::new(sink.map_err(map_pg_error)?, &TYPES))
+    Ok(BinaryCopyInWriter::new(
+        sink.map_err(map_pg_error)?,
+        copy_types(),
+    ))
 }

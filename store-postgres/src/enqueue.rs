@@ -17,7 +17,8 @@ use duraq_core::rules::{apply_start, check_cap, operation_key_taken, replay_owne
 use duraq_core::transitions::new_job_row;
 use duraq_core::{EnqueueOutcome, Error, JobStatus, NewJob, Result};
 
-use crate::copy::{copy_jobs, ArgsText, COPY_MIN_ROWS};
+use crate::columns::ArgsText;
+use crate::copy::{copy_jobs, COPY_MIN_ROWS};
 use crate::dedupe;
 use crate::enqueue_waiting::enqueue_waiting;
 use crate::insert::{chosen_ids, insert_jobs};

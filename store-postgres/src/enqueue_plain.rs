@@ -17,6 +17,7 @@ use duraq_core::{CountChange, EnqueueOutcome, JobStatus, NewJob, Result};
 use tokio_postgres::types::ToSql;
 
 use crate::backend::db::{pooled, Conn, Db};
+use crate::columns::ArgsText;
 use crate::copy::COPY_MIN_ROWS;
 use crate::counts::{update_sql, Effects, Entry, QueueDeltas, SHARDS, SHARD_CTE};
 use crate::enqueue::enqueue_many;
@@ -51,6 +52,15 @@ pub fn plain_enqueue_sql(schema: &str, guarded: bool) -> String {
     sql(guarded).replace("{s}", &crate::backend::db::quote_identifier(schema))
 }
 
+/// The columns whose arrays [`plain_enqueue_sql`] binds after the nine shard
+/// parameters, as (name, element type), for the plan tests: not an API.
+#[doc(hidden)]
+pub fn plain_enqueue_columns() -> Vec<(&'static str, &'static str)> {
+    (crate::columns::statements::bound())
+        .map(|c| (c.name, c.kind.param()))
+        .collect()
+}
+
 /// Enqueues plain `jobs` (see [`NewJob::is_plain`]) with one statement, then
 /// announces; from [`COPY_MIN_ROWS`] jobs on, in a transaction through `COPY`
 /// ([`crate::copy`]), where the server's share of the work is smaller.
@@ -65,8 +75,8 @@ pub(crate) async fn enqueue_plain(
     }
     let now = store.now();
     let rows: Vec<_> = jobs.iter().map(|j| new_job_row(j, now)).collect();
-    let digests: Vec<String> = jobs.iter().map(NewJob::args_digest).collect();
-    let new_rows = NewRows::new(&rows, &digests);
+    let args: Vec<ArgsText> = jobs.iter().map(ArgsText::of).collect();
+    let new_rows = NewRows::new(&rows, &args);
     let chosen = chosen_ids(jobs);
     let mut change = CountChange::default();
     for row in &rows {

@@ -8,93 +8,52 @@ use duraq_core::{Job, NewJob, Result};
 use tokio_postgres::types::ToSql;
 
 use crate::backend::db::Db;
+use crate::columns::statements::{array_params, arrays, bound, fresh, names, BOUND};
+use crate::columns::{ArgsText, Array, Source};
 use crate::dedupe::KEY_OF_DIGEST;
 use crate::schema_def::JOB_PARTITIONS;
 
 /// The columns of fresh rows as arrays, one bound parameter each (see
 /// [`insert_jobs_sql`]).
-pub(crate) struct NewRows {
-    texts: [Vec<Option<String>>; 11],
-    numbers: [Vec<Option<i64>>; 10],
+pub(crate) struct NewRows<'a> {
+    arrays: Vec<Array<'a>>,
 }
 
 /// Inserts [`NewRows`], whose parameters start at `$first`.
 pub(crate) fn insert_jobs_sql(first: usize) -> String {
-    const TYPES: [&str; NewRows::COUNT] = [
-        "text", "text", "text", "text", "text", "text", "int8", "int8", "int8", "int8", "text",
-        "int8", "text", "int8", "text", "int8", "int8", "text", "int8", "int8", "text",
-    ];
-    let arrays: Vec<String> = TYPES
-        .iter()
-        .enumerate()
-        .map(|(i, t)| format!("${}::{t}[]", first + i))
-        .collect();
     // A row of a registered dedupe scope gets its key (see `crate::dedupe`). The
     // registered scopes are read once per statement (an InitPlan), not probed
     // per row: with a per-row probe the generic plan looked costlier than a
     // one-row custom plan, so PostgreSQL re-planned every single-job enqueue
     // (measured: a third of the one-by-one enqueue rate).
     format!(
-        "INSERT INTO {{s}}.duraq_jobs (id, job_name, args, args_digest, queue, status, attempts, \
-         max_retries, scheduled_at_ms, created_at_ms, schedule_key, schedule_order, concurrency_key, \
-         max_concurrency, idempotency_key, timeout_ms, priority, rate_key, rate_max, rate_period_ms, \
-         trace_parent, dedupe_key) \
+        "INSERT INTO {{s}}.duraq_jobs ({}) \
          SELECT v.*, CASE WHEN (v.job_name, v.queue) = ANY (ARRAY(SELECT (d.job_name, d.queue) \
          FROM {{s}}.duraq_dedupe_scopes AS d)) THEN {KEY_OF_DIGEST} END \
-         FROM unnest({}) AS v(id, job_name, args, args_digest, queue, status, attempts, max_retries, \
-         scheduled_at_ms, created_at_ms, schedule_key, schedule_order, concurrency_key, \
-         max_concurrency, idempotency_key, timeout_ms, priority, rate_key, rate_max, rate_period_ms, \
-         trace_parent)",
-        arrays.join(", ")
+         FROM unnest({}) AS v({})",
+        names(fresh()),
+        array_params(bound(), first),
+        names(bound())
     )
 }
 
-impl NewRows {
-    /// `digests[i]` is the args digest of `jobs[i]`.
-    pub fn new(jobs: &[Job], digests: &[String]) -> Self {
-        let col = |f: fn(&Job) -> Option<String>| jobs.iter().map(f).collect::<Vec<_>>();
-        let num = |f: fn(&Job) -> Option<i64>| jobs.iter().map(f).collect::<Vec<_>>();
+impl<'a> NewRows<'a> {
+    /// `args[i]` is the args text and digest of `jobs[i]`.
+    pub fn new(jobs: &'a [Job], args: &'a [ArgsText]) -> Self {
+        let sources: Vec<Source> = (jobs.iter().zip(args))
+            .map(|(job, args)| Source::fresh(job, args, None))
+            .collect();
         Self {
-            texts: [
-                col(|j| Some(j.id.clone())),
-                col(|j| Some(j.job_name.clone())),
-                col(|j| Some(j.args.to_string())),
-                digests.iter().cloned().map(Some).collect(),
-                col(|j| Some(j.queue.clone())),
-                col(|j| Some(j.status.as_str().to_owned())),
-                col(|j| j.schedule_key.clone()),
-                col(|j| j.concurrency_key.clone()),
-                col(|j| j.idempotency_key.clone()),
-                col(|j| j.rate_key.clone()),
-                col(|j| j.trace_parent.clone()),
-            ],
-            numbers: [
-                num(|j| Some(j.attempts)),
-                num(|j| Some(j.max_retries)),
-                num(|j| Some(j.scheduled_at_ms)),
-                num(|j| Some(j.created_at_ms)),
-                num(|j| j.schedule_order),
-                num(|j| j.max_concurrency),
-                num(|j| j.timeout_ms),
-                num(|j| Some(j.priority)),
-                num(|j| j.rate_max),
-                num(|j| j.rate_period_ms),
-            ],
+            arrays: arrays(bound(), &sources),
         }
     }
 
     /// How many parameters [`NewRows::params`] binds (those of [`insert_jobs_sql`]).
-    pub const COUNT: usize = 21;
+    pub const COUNT: usize = BOUND;
 
     /// The parameters of [`insert_jobs_sql`], in order.
     pub fn params(&self) -> Vec<&(dyn ToSql + Sync)> {
-        let [id, name, args, digest, queue, status, key, ckey, ikey, rkey, trace] = &self.texts;
-        let [attempts, retries, scheduled, created, order, cmax, timeout, priority, rmax, rperiod] =
-            &self.numbers;
-        vec![
-            id, name, args, digest, queue, status, attempts, retries, scheduled, created, key,
-            order, ckey, cmax, ikey, timeout, priority, rkey, rmax, rperiod, trace,
-        ]
+        self.arrays.iter().map(Array::as_sql).collect()
     }
 }
 
@@ -135,8 +94,8 @@ pub(crate) fn chosen_ids(jobs: &[NewJob]) -> Vec<&str> {
 
 /// Inserts the fresh `rows` made from `jobs` (`rows[i]` from `jobs[i]`).
 pub(crate) async fn insert_jobs(db: &Db<'_>, jobs: &[NewJob], rows: &[Job]) -> Result<()> {
-    let digests: Vec<String> = jobs.iter().map(NewJob::args_digest).collect();
-    let new_rows = NewRows::new(rows, &digests);
+    let args: Vec<ArgsText> = jobs.iter().map(ArgsText::of).collect();
+    let new_rows = NewRows::new(rows, &args);
     let chosen = chosen_ids(jobs);
     let mut params = new_rows.params();
     let guarded = !chosen.is_empty();

@@ -36,6 +36,8 @@
 //!   transaction or one pooled read handed to a role module (no SQL).
 //! - `error.rs`: PostgreSQL failures to duraq errors ([`map_pg_error`]).
 //! - `tx.rs`: one call as one retried transaction (`write_tx!`, `pipelined_tx!`).
+//! - `columns.rs`: the job table's columns, described once; the select list,
+//!   fresh rows' arrays and `COPY` fields, and the write-back derive from it.
 //! - `rows.rs`: job rows read into `Job` and written back.
 //! - `insert.rs`: fresh job rows, many per statement.
 //! - `copy.rs`: fresh job rows of a large batch through `COPY`.
@@ -61,7 +63,8 @@
 //! - `counts.rs`: sharded counter rows and snapshots.
 //! - `operations.rs`: the mailer's durable operation records.
 //! - `workers.rs`: visible workers and due-job groups.
-//! - `schema.rs`: migrations and the ledger; `schema_def.rs`: the declared schema.
+//! - `schema.rs`: migrations and the ledger; `schema_def.rs`: the declared
+//!   schema; `versions.rs`: the schema's versions ([`SCHEMA_VERSIONS`]).
 //! - `backend/connect.rs`: opening a store (pool, schema, listener, notifier).
 //! - `backend/db.rs`: the pool and one way to run a statement (`{s}` templates).
 //! - `backend/plans.rs`: planner settings the claim and reports send.
@@ -79,6 +82,7 @@ mod backend;
 mod backlog;
 mod bulk;
 mod claim;
+mod columns;
 mod complete;
 mod copy;
 mod counts;
@@ -106,6 +110,7 @@ mod search;
 mod store_impl;
 mod transactional;
 mod tx;
+mod versions;
 mod workers;
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -117,14 +122,15 @@ use tokio::sync::{broadcast, watch};
 pub use backend::connect::{migrate, MigrationReport};
 pub use counts::SHARDS;
 #[doc(hidden)]
-pub use enqueue_plain::plain_enqueue_sql;
+pub use enqueue_plain::{plain_enqueue_columns, plain_enqueue_sql};
 pub use error::{map_pg_error, map_pool_error};
 pub use reclaim::{
     reclaim_due, DeadRows, RECLAIM_DUTY_DIVISOR, RECLAIM_MIN_DEAD, RECLAIM_MIN_INTERVAL_MS,
 };
-pub use schema::{LEDGER_TABLE, MIGRATION_SCOPE, SCHEMA_VERSION};
+pub use schema::{LEDGER_TABLE, MIGRATION_SCOPE};
 #[doc(hidden)]
 pub use search::search_candidate_sql;
+pub use versions::{SchemaVersion, SCHEMA_VERSION, SCHEMA_VERSIONS};
 
 /// How to open a [`PostgresStore`].
 #[derive(Clone, Debug)]

@@ -207,7 +207,7 @@ fn read_level(
         let row = DependentRow {
             job_id: job_id.clone(),
             queue: r.get(3),
-            status: crate::rows::parse_status(status)?,
+            status: crate::rows::parse_status(&status)?,
             open_dependencies: r.get(5),
             scheduled_at_ms: r.get(6),
         };

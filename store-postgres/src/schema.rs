@@ -15,39 +15,23 @@
 //!
 //! No column or row is ever dropped, and one table was rebuilt once: version 11
 //! partitions the job table (`partition_jobs`), moving its rows in the
-//! migration's transaction. Indexes a later version replaced are dropped
-//! ([`RETIRED_INDEXES`]). Columns a later version added
-//! ([`ADDED_COLUMNS`]) may be missing from a table whose ledger predates them;
-//! they are added with `ALTER TABLE … ADD COLUMN` (nullable, or with a constant
-//! default such as `errors`' `'[]'`: no table rewrite). Tables
-//! carry a `duraq_` prefix so that an application can share its schema with the
-//! queue (transactional enqueue).
-//!
-//! Versions: 1, the job store; 2, dedupe keys only for scopes that use dedupe
-//! (`dedupe_key`, `duraq_dedupe_scopes`, see [`crate::dedupe`]) instead of an
-//! index over every queued job's args digest; 3, counts per queue
-//! (`duraq_queue_count_shards`, see [`crate::counts`]), filled from the jobs
-//! table once when the table is created, and the index queue latency reads; 4,
-//! paused queues; 5, the error history (`duraq_jobs.errors`, JSON text, default
-//! `'[]'`); 6, what a worker registers (nullable `duraq_workers` columns, see
-//! [`crate::workers`]); 7, throughput history (outcome totals on the queue
-//! counter rows, `duraq_history`; see [`crate::history`]); 8, job progress, logs
-//! and trace context; 9, job dependencies (edges, the `pending` counters; see
-//! [`crate::dependencies`]); 10, the release backlog; 11, the job table
-//! partitioned into live and finished jobs (see [`crate::schema_def`]); 12,
-//! the index of reservations held only over running jobs that hold one; 13,
-//! the live partition's list-order index only over jobs that wait.
+//! migration's transaction. Indexes a later version replaced are dropped, and
+//! columns a later version added may be missing from a table whose ledger
+//! predates them; they are added with `ALTER TABLE … ADD COLUMN` (nullable, or
+//! with a constant default such as `errors`' `'[]'`: no table rewrite). What
+//! each version changed is [`SCHEMA_VERSIONS`]. Tables carry a `duraq_`
+//! prefix so that an application can share its schema with the queue
+//! (transactional enqueue).
 
 use duraq_core::{Error, Result};
 
 use crate::backend::db::Db;
 use crate::counts::SHARDS;
 use crate::error::Target;
-use crate::schema_def::{
-    job_index_ddl, Table, ADDED_COLUMNS, INDEXES, JOBS_PARTITION_BY, JOB_PARTITIONS,
-    QUEUE_COUNTS_TABLE, RETIRED_INDEXES, TABLES,
-};
-pub use crate::schema_def::{LEDGER_TABLE, MIGRATION_SCOPE, SCHEMA_VERSION};
+use crate::schema_def::{Table, JOBS_PARTITION_BY, JOB_PARTITIONS, QUEUE_COUNTS_TABLE, TABLES};
+pub use crate::schema_def::{LEDGER_TABLE, MIGRATION_SCOPE};
+use crate::versions::{added_columns, indexes, retired_indexes};
+use crate::versions::{SCHEMA_VERSION, SCHEMA_VERSIONS};
 
 /// Whether opening may create the schema and its tables.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -121,26 +105,22 @@ pub(crate) async fn migrate(
         let ddl = format!("CREATE TABLE IF NOT EXISTS {}", create_table_body(table));
         db.batch(&db.names.sql(&ddl)).await?;
     }
-    for (table, column, _) in ADDED_COLUMNS {
+    for (table, column, _) in added_columns() {
         let ddl = TABLES
             .iter()
-            .find(|t| t.name == *table)
-            .and_then(|t| t.columns.iter().find(|c| c.0 == *column))
+            .find(|t| t.name == table)
+            .and_then(|t| t.columns.iter().find(|c| c.0 == column))
             .map(|c| c.2)
             .expect("an added column is declared in TABLES");
         let sql = format!("ALTER TABLE {{s}}.{table} ADD COLUMN IF NOT EXISTS {column} {ddl}");
         db.batch(&db.names.sql(&sql)).await?;
     }
     partition_jobs(db).await?;
-    for index in job_index_ddl()
-        .iter()
-        .map(String::as_str)
-        .chain(INDEXES.iter().copied())
-    {
+    for index in indexes().flat_map(|i| i.ddl()) {
         db.batch(&db.names.sql(&format!("CREATE INDEX IF NOT EXISTS {index}")))
             .await?;
     }
-    for index in RETIRED_INDEXES {
+    for index in retired_indexes() {
         db.batch(&db.names.sql(&format!("DROP INDEX IF EXISTS {{s}}.{index}")))
             .await?;
     }
@@ -156,12 +136,11 @@ pub(crate) async fn migrate(
     .await?;
     let sql = format!(
         "INSERT INTO {{s}}.{LEDGER_TABLE} (scope, version, applied_at_ms) \
-         SELECT $1, v, $2 FROM generate_series(1::int8, $3::int8) AS v \
+         SELECT $1, v, $2 FROM unnest($3::int8[]) AS v \
          ON CONFLICT (scope, version) DO NOTHING RETURNING version"
     );
-    let rows = db
-        .query(&sql, &[&MIGRATION_SCOPE, &now, &SCHEMA_VERSION])
-        .await?;
+    let versions: Vec<i64> = SCHEMA_VERSIONS.iter().map(|v| v.version).collect();
+    let rows = db.query(&sql, &[&MIGRATION_SCOPE, &now, &versions]).await?;
     let mut applied: Vec<i64> = rows.iter().map(|r| r.get(0)).collect();
     applied.sort_unstable();
     Ok(applied)
@@ -300,9 +279,8 @@ async fn check_columns(db: &Db<'_>, recorded: i64) -> Result<()> {
                         db.names.schema, table.name
                     )))
                 }
-                None if ADDED_COLUMNS
-                    .iter()
-                    .any(|(t, c, v)| *t == table.name && c == column && *v > recorded) => {}
+                None if added_columns()
+                    .any(|(t, c, v)| t == table.name && c == *column && v > recorded) => {}
                 None => {
                     return Err(Error::schema(format!(
                         "{}.{} has no column {column}",

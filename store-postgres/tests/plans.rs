@@ -247,21 +247,35 @@ mod postgres {
         tx.batch_execute(&format!("PREPARE enqueue_one AS {sql}"))
             .await
             .unwrap();
-        // Shard, the per-status deltas, the shard count; one job's columns;
-        // its queue's deltas and totals.
+        // Shard, the per-status deltas, the shard count; one job's columns
+        // (those not named here NULL); its queue's deltas and totals.
+        let job_arrays = |id: &str| -> String {
+            let arrays: Vec<String> = duraq_store_postgres::plain_enqueue_columns()
+                .into_iter()
+                .map(|(name, ty)| match name {
+                    "id" => format!("ARRAY['{id}']"),
+                    "job_name" => "ARRAY['j']".to_owned(),
+                    "args" => "ARRAY['[1]']".to_owned(),
+                    "args_digest" => "ARRAY['d']".to_owned(),
+                    "queue" => "ARRAY['default']".to_owned(),
+                    "status" => "ARRAY['queued']".to_owned(),
+                    "attempts" | "priority" => "ARRAY[0::int8]".to_owned(),
+                    "max_retries" => "ARRAY[10::int8]".to_owned(),
+                    "scheduled_at_ms" | "created_at_ms" => "ARRAY[1::int8]".to_owned(),
+                    _ => format!("ARRAY[NULL::{ty}]"),
+                })
+                .collect();
+            arrays.join(", ")
+        };
         for i in 0..10 {
             let id = format!("00000000-0000-7000-8000-{i:012}");
             tx.batch_execute(&format!(
-                "EXECUTE enqueue_one(3, 1, 0, 0, 0, 0, 0, 0, 16, \
-                 ARRAY['{id}'], ARRAY['j'], ARRAY['[1]'], ARRAY['d'], ARRAY['default'], \
-                 ARRAY['queued'], ARRAY[0::int8], ARRAY[10::int8], ARRAY[1::int8], \
-                 ARRAY[1::int8], ARRAY[NULL::text], ARRAY[NULL::int8], ARRAY[NULL::text], \
-                 ARRAY[NULL::int8], ARRAY[NULL::text], ARRAY[NULL::int8], ARRAY[0::int8], \
-                 ARRAY[NULL::text], ARRAY[NULL::int8], ARRAY[NULL::int8], ARRAY[NULL::text], \
+                "EXECUTE enqueue_one(3, 1, 0, 0, 0, 0, 0, 0, 16, {}, \
                  ARRAY['default'], ARRAY[1::int8], ARRAY[0::int8], ARRAY[0::int8], \
                  ARRAY[0::int8], ARRAY[0::int8], ARRAY[0::int8], ARRAY[0::int8], \
                  ARRAY[1::int8], ARRAY[0::int8], ARRAY[0::int8], ARRAY[0::int8], \
-                 ARRAY[0::int8], ARRAY[0::int8])"
+                 ARRAY[0::int8], ARRAY[0::int8])",
+                job_arrays(&id)
             ))
             .await
             .unwrap();

@@ -22,7 +22,8 @@ use crate::backend::db::{pooled, Conn, Db, Names, Pool};
 use crate::backend::unnamed::Describer;
 use crate::backend::{listener, notify};
 use crate::error::{map_pg_error, Target};
-use crate::schema::{OpenMode, SCHEMA_VERSION};
+use crate::schema::OpenMode;
+use crate::versions::SCHEMA_VERSION;
 use crate::{Inner, PostgresOptions, PostgresStore, Shared};
 
 /// What [`migrate`] (or opening a store) did.

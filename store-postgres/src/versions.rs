@@ -1,0 +1,352 @@
+//! The versions of the job store's schema, oldest first, as data: what each
+//! one is called in the ledger and the tenant catalog, what it changed, and
+//! what an upgrade from before it must do that creating missing tables does
+//! not (columns added in place, indexes built and retired). The newest
+//! version ([`SCHEMA_VERSION`]), the refusal of a newer schema, the versions
+//! a migration records and the indexes it builds all read this list, so a
+//! version that only changes indexes is one entry here. `docs/postgres.md`
+//! shows the same list as a table (a test holds them equal).
+//!
+//! Two versions did work of their own, kept as steps in [`crate::schema`]:
+//! version 3 filled the per-queue counters from the jobs once, and version 11
+//! partitioned the job table, moving its rows once. The job table's columns
+//! carry the version that added each ([`crate::columns`]).
+
+use crate::schema_def::{On, JOB_PARTITIONS, QUEUE_COUNTS_TABLE};
+
+/// One version of the schema (see [`SCHEMA_VERSIONS`]).
+#[derive(Debug)]
+pub struct SchemaVersion {
+    /// Its number, one more than the version before.
+    pub version: i64,
+    /// Its name in the tenant catalog (snake case, stable).
+    pub name: &'static str,
+    /// What it changed, in one line.
+    pub description: &'static str,
+    /// Columns it added in place to tables other than the job table:
+    /// (table, column).
+    pub(crate) added_columns: &'static [(&'static str, &'static str)],
+    /// The indexes it built that today's schema keeps, as declared today.
+    pub(crate) indexes: &'static [Index],
+    /// Indexes of earlier versions it replaced, dropped by an upgrade.
+    pub(crate) retired_indexes: &'static [&'static str],
+}
+
+/// An index: name, where, and `(columns) WHERE …`.
+#[derive(Debug)]
+pub(crate) struct Index {
+    pub name: &'static str,
+    pub on: On,
+    pub definition: &'static str,
+}
+
+impl Index {
+    /// Its `CREATE INDEX` bodies (after `IF NOT EXISTS`), one per table or
+    /// partition it is built on.
+    pub(crate) fn ddl(&self) -> Vec<String> {
+        let [live, done] = &JOB_PARTITIONS;
+        let (name, def) = (self.name, self.definition);
+        match self.on {
+            On::Live => vec![format!("{name} ON {{s}}.{} {def}", live.name)],
+            On::Done => vec![format!("{name} ON {{s}}.{} {def}", done.name)],
+            On::Both => vec![
+                format!("{name} ON {{s}}.{} {def}", live.name),
+                format!("{name}_done ON {{s}}.{} {def}", done.name),
+            ],
+            On::Table(table) => vec![format!("{name} ON {{s}}.{table} {def}")],
+        }
+    }
+}
+
+const fn index(name: &'static str, on: On, definition: &'static str) -> Index {
+    Index {
+        name,
+        on,
+        definition,
+    }
+}
+
+const fn version(version: i64, name: &'static str, description: &'static str) -> SchemaVersion {
+    SchemaVersion {
+        version,
+        name,
+        description,
+        added_columns: &[],
+        indexes: &[],
+        retired_indexes: &[],
+    }
+}
+
+/// Every version of the schema, oldest first.
+pub const SCHEMA_VERSIONS: &[SchemaVersion] = &[
+    SchemaVersion {
+        indexes: &[
+            index(
+                "duraq_jobs_running",
+                On::Live,
+                "(worker_id) WHERE status = 'handed_off'",
+            ),
+            index(
+                "duraq_jobs_key",
+                On::Both,
+                "(schedule_key, schedule_order) WHERE schedule_key IS NOT NULL",
+            ),
+            index(
+                "duraq_jobs_completed",
+                On::Done,
+                "(completed_at_ms) WHERE status = 'completed'",
+            ),
+            index(
+                "duraq_jobs_failed",
+                On::Done,
+                "(failed_at_ms) WHERE status = 'failed'",
+            ),
+            index(
+                "duraq_jobs_orphaned",
+                On::Done,
+                "(orphaned_at_ms) WHERE status = 'orphaned'",
+            ),
+            index(
+                "duraq_jobs_cancelled",
+                On::Done,
+                "(cancelled_at_ms) WHERE status = 'cancelled'",
+            ),
+        ],
+        ..version(
+            1,
+            "job_store",
+            "The job store: jobs, counters, idempotency keys, operations, schedule keys, \
+             concurrency reservations and workers.",
+        )
+    },
+    SchemaVersion {
+        indexes: &[index(
+            "duraq_jobs_dedupe_key",
+            On::Live,
+            "(dedupe_key) WHERE status = 'queued' AND dedupe_key IS NOT NULL",
+        )],
+        retired_indexes: &["duraq_jobs_dedupe"],
+        ..version(
+            2,
+            "dedupe_scopes",
+            "Dedupe keys only for the scopes that use dedupe (`duraq_dedupe_scopes`), \
+             instead of an index over every queued job's args digest.",
+        )
+    },
+    SchemaVersion {
+        indexes: &[index(
+            "duraq_jobs_queue_due",
+            On::Live,
+            "(queue, scheduled_at_ms) WHERE status = 'queued'",
+        )],
+        ..version(
+            3,
+            "queue_counts",
+            "Counts per queue (`duraq_queue_count_shards`, filled from the jobs once) and \
+             the index of queued jobs per queue that queue latency reads.",
+        )
+    },
+    version(
+        4,
+        "paused_queues",
+        "Paused queues (`duraq_paused_queues`), which every claim leaves out.",
+    ),
+    version(
+        5,
+        "error_history",
+        "The error history of each job (`errors`, JSON text with the constant default `'[]'`).",
+    ),
+    SchemaVersion {
+        added_columns: &[
+            ("duraq_workers", "host"),
+            ("duraq_workers", "pid"),
+            ("duraq_workers", "queues"),
+            ("duraq_workers", "job_names"),
+            ("duraq_workers", "slots"),
+            ("duraq_workers", "started_at_ms"),
+        ],
+        indexes: &[
+            index(
+                "duraq_jobs_claim",
+                On::Live,
+                "(priority, scheduled_at_ms, created_at_ms, id COLLATE \"C\") \
+                 WHERE status = 'queued'",
+            ),
+            index(
+                "duraq_rate_starts_key",
+                On::Table("duraq_rate_starts"),
+                "(rate_key, at_ms)",
+            ),
+        ],
+        retired_indexes: &["duraq_jobs_due"],
+        ..version(
+            6,
+            "priorities_rate_limits_workers",
+            "Job priorities (a claim index led by the priority) and rate limits \
+             (`duraq_rate_limits`, `duraq_rate_starts`), and what a worker registers.",
+        )
+    },
+    SchemaVersion {
+        added_columns: &[
+            (QUEUE_COUNTS_TABLE, "enqueued_total"),
+            (QUEUE_COUNTS_TABLE, "completed_total"),
+            (QUEUE_COUNTS_TABLE, "failed_total"),
+            (QUEUE_COUNTS_TABLE, "retried_total"),
+            (QUEUE_COUNTS_TABLE, "cancelled_total"),
+            (QUEUE_COUNTS_TABLE, "orphaned_total"),
+        ],
+        ..version(
+            7,
+            "throughput_history",
+            "Throughput history: outcome totals on the queue counter rows and one sample \
+             per minute and queue (`duraq_history`).",
+        )
+    },
+    version(
+        8,
+        "job_progress_logs_traces",
+        "What a running job tells: its progress and log lines (`duraq_job_progress`, \
+         `duraq_job_logs`) and the trace context it was enqueued under.",
+    ),
+    SchemaVersion {
+        added_columns: &[
+            ("duraq_count_shards", "pending"),
+            (QUEUE_COUNTS_TABLE, "pending"),
+        ],
+        indexes: &[
+            index(
+                "duraq_jobs_pending",
+                On::Live,
+                "(created_at_ms) WHERE status = 'pending'",
+            ),
+            index(
+                "duraq_jobs_workflow",
+                On::Both,
+                "(workflow_id) WHERE workflow_id IS NOT NULL",
+            ),
+        ],
+        ..version(
+            9,
+            "job_dependencies",
+            "Job dependencies and workflows: edges (`duraq_job_dependents`), open counts, \
+             outputs, the `pending` counters and the index of pending jobs.",
+        )
+    },
+    version(
+        10,
+        "release_backlog",
+        "The release backlog (`duraq_release_backlog`): finished jobs whose dependents did \
+         not all fit in the transaction that finished them.",
+    ),
+    SchemaVersion {
+        indexes: &[index(
+            "duraq_jobs_created_done",
+            On::Done,
+            "(created_at_ms, id COLLATE \"C\")",
+        )],
+        ..version(
+            11,
+            "job_history_partitions",
+            "The job table partitioned by status into live and finished jobs, each with \
+             indexes of its own; the upgrade moves every row once.",
+        )
+    },
+    SchemaVersion {
+        indexes: &[index(
+            "duraq_jobs_reserved_key",
+            On::Live,
+            "(reservation_key) WHERE status = 'handed_off' AND reservation_key IS NOT NULL",
+        )],
+        retired_indexes: &["duraq_jobs_reserved"],
+        ..version(
+            12,
+            "reservation_key_index",
+            "The index of reservations lists only running jobs that hold one: a claim \
+             without a concurrency key writes one index entry fewer.",
+        )
+    },
+    SchemaVersion {
+        // The list order of waiting jobs: a claim moves a job out of it, so
+        // the claim writes no entry here. Running jobs are listed through
+        // `duraq_jobs_running` and sorted: there are only as many as the
+        // workers' slots and prefetch (see `crate::search`).
+        indexes: &[index(
+            "duraq_jobs_created_waiting",
+            On::Live,
+            "(created_at_ms, id COLLATE \"C\") WHERE status <> 'handed_off'",
+        )],
+        retired_indexes: &["duraq_jobs_created"],
+        ..version(
+            13,
+            "waiting_list_index",
+            "The live partition's list-order index holds only jobs that wait: a claim \
+             writes one index entry fewer, and running jobs are listed through their own.",
+        )
+    },
+];
+
+/// The newest schema version this binary knows.
+pub const SCHEMA_VERSION: i64 = SCHEMA_VERSIONS[SCHEMA_VERSIONS.len() - 1].version;
+
+/// Today's indexes: those every version built, in version order.
+pub(crate) fn indexes() -> impl Iterator<Item = &'static Index> {
+    SCHEMA_VERSIONS.iter().flat_map(|v| v.indexes)
+}
+
+/// The indexes later versions replaced, dropped when upgrading.
+pub(crate) fn retired_indexes() -> impl Iterator<Item = &'static str> {
+    SCHEMA_VERSIONS
+        .iter()
+        .flat_map(|v| v.retired_indexes.iter().copied())
+}
+
+/// Columns added in place after version 1: (table, column, version), the job
+/// table's ([`crate::columns`]) first.
+pub(crate) fn added_columns() -> impl Iterator<Item = (&'static str, &'static str, i64)> {
+    let jobs = crate::columns::statements::added().map(|(c, v)| (JOBS_TABLE, c, v));
+    let others = (SCHEMA_VERSIONS.iter())
+        .flat_map(|v| v.added_columns.iter().map(|(t, c)| (*t, *c, v.version)));
+    jobs.chain(others)
+}
+
+const JOBS_TABLE: &str = "duraq_jobs";
+
+#[cfg(test)]
+mod tests {
+    use super::{added_columns, indexes, retired_indexes, SCHEMA_VERSION, SCHEMA_VERSIONS};
+    use crate::schema_def::TABLES;
+
+    /// Versions count up from 1 without a gap (the ledger records them as
+    /// such), and each name is used once.
+    #[test]
+    fn versions_count_up_from_one() {
+        for (i, v) in SCHEMA_VERSIONS.iter().enumerate() {
+            assert_eq!(v.version, i as i64 + 1, "{}", v.name);
+            let same = SCHEMA_VERSIONS.iter().filter(|w| w.name == v.name).count();
+            assert_eq!(same, 1, "{}", v.name);
+        }
+    }
+
+    /// An index is built by one version at most, and no index built is one
+    /// that a version retires (the upgrade would build it and drop it).
+    #[test]
+    fn indexes_are_built_once_and_never_retired() {
+        let built: Vec<&str> = indexes().map(|i| i.name).collect();
+        for name in &built {
+            assert_eq!(built.iter().filter(|n| *n == name).count(), 1, "{name}");
+            assert!(retired_indexes().all(|r| r != *name), "{name}");
+        }
+    }
+
+    /// Every column added in place is declared, by a version this binary
+    /// knows, after the first (which created every table it had).
+    #[test]
+    fn added_columns_are_declared_by_known_versions() {
+        for (table, column, version) in added_columns() {
+            let declared = TABLES.iter().find(|t| t.name == table);
+            let declared = declared.is_some_and(|t| t.columns.iter().any(|c| c.0 == column));
+            assert!(declared, "{table}.{column}");
+            assert!((2..=SCHEMA_VERSION).contains(&version), "{table}.{column}");
+        }
+    }
+}

@@ -134,18 +134,3 @@ fn bad_tenant_file_and_usage_errors() {
         Some(2)
     );
 }
-
-/// `duraq-tenants` keeps the job store's versions by hand (it must not link the
-/// stores); the program links both, so this is where drift is caught.
-#[test]
-fn tenants_job_store_catalogs_match_the_store_schemas() {
-    let versions = |list: &[(i64, &str)]| list.iter().map(|(v, _)| *v).collect::<Vec<_>>();
-    assert_eq!(
-        versions(duraq_tenants::JOB_STORE_VERSIONS),
-        (1..=duraq_store_sqlite::SCHEMA_VERSION).collect::<Vec<_>>()
-    );
-    assert_eq!(
-        versions(duraq_tenants::POSTGRES_JOB_STORE_VERSIONS),
-        (1..=duraq_store_postgres::SCHEMA_VERSION).collect::<Vec<_>>()
-    );
-}

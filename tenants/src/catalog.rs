@@ -26,54 +26,6 @@ pub const TENANT_LEDGER_TABLE: &str = "duraq_tenant_migrations";
 pub const JOB_STORE_LEDGER_TABLE: &str = "duraq_migrations";
 /// The ledger scope of the job store's own schema in [`JOB_STORE_LEDGER_TABLE`].
 pub const JOB_STORE_SCOPE: &str = "duraq.jobs";
-/// The SQLite job store's schema versions, with their names. Kept by hand in step
-/// with `duraq-store-sqlite`'s `SCHEMA_VERSION` (this crate must not link the
-/// stores to answer a preflight; a `duraq-cli` test checks it): 1 = jobs, keys,
-/// counts; 2 = schedule keys; 3 = partial job indexes; 4 = counts per queue;
-/// 5 = paused queues; 6 = error history; 7 = priorities, rate limits and
-/// visible workers; 8 = args digests kept only for dedupe scopes; 9 =
-/// throughput history; 10 = job progress, logs and trace context; 11 = job
-/// dependencies and outputs; 12 = the release backlog of wide fan-outs.
-pub const JOB_STORE_VERSIONS: &[(i64, &str)] = &[
-    (1, "job_store"),
-    (2, "schedule_keys"),
-    (3, "partial_indexes"),
-    (4, "queue_counts"),
-    (5, "paused_queues"),
-    (6, "error_history"),
-    (7, "priorities_rate_limits_workers"),
-    (8, "dedupe_scope_digests"),
-    (9, "throughput_history"),
-    (10, "job_progress_logs_traces"),
-    (11, "job_dependencies"),
-    (12, "release_backlog"),
-];
-
-/// The PostgreSQL job store's schema versions (its own numbering, checked
-/// against `duraq-store-postgres`'s `SCHEMA_VERSION` the same way): 1 = jobs,
-/// keys, counts, schedule keys; 2 = dedupe keys for dedupe scopes only; 3 =
-/// counts per queue; 4 = paused queues; 5 = error history; 6 = visible
-/// workers; 7 = throughput history; 8 = job progress, logs and trace context;
-/// 9 = job dependencies and outputs; 10 = the release backlog of wide fan-outs;
-/// 11 = the job table partitioned into live and finished jobs; 12 = the
-/// reservation index only over running jobs that hold a reservation; 13 = the
-/// live jobs' list-order index only over jobs that wait.
-pub const POSTGRES_JOB_STORE_VERSIONS: &[(i64, &str)] = &[
-    (1, "job_store"),
-    (2, "dedupe_scopes"),
-    (3, "queue_counts"),
-    (4, "paused_queues"),
-    (5, "error_history"),
-    (6, "priorities_rate_limits_workers"),
-    (7, "throughput_history"),
-    (8, "job_progress_logs_traces"),
-    (9, "job_dependencies"),
-    (10, "release_backlog"),
-    (11, "job_history_partitions"),
-    (12, "reservation_key_index"),
-    (13, "waiting_list_index"),
-];
-
 /// Where a database records the migrations it has.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Ledger {
@@ -195,23 +147,35 @@ impl Catalog {
         })
     }
 
-    /// The job store's own schema as a catalog ([`JOB_STORE_VERSIONS`] for SQLite
-    /// tenants, [`POSTGRES_JOB_STORE_VERSIONS`] for PostgreSQL ones, recorded in
-    /// the store's ledger). Its migrations target every identifier and have no
+    /// The job store's own schema as a catalog: the SQLite store's
+    /// [`SCHEMA_VERSIONS`](duraq_store_sqlite::SCHEMA_VERSIONS) for SQLite
+    /// tenants, the PostgreSQL store's
+    /// [`SCHEMA_VERSIONS`](duraq_store_postgres::SCHEMA_VERSIONS) for
+    /// PostgreSQL ones (each store numbers its versions on its own), recorded in
+    /// the store's ledger. Its migrations target every identifier and have no
     /// phase (so a phase filter leaves none); they carry no SQL.
     ///
     /// ```
-    /// use duraq_tenants::{Catalog, JOB_STORE_VERSIONS, POSTGRES_JOB_STORE_VERSIONS};
+    /// use duraq_tenants::Catalog;
     /// let catalog = Catalog::job_store();
-    /// let numbers = |list: &[(i64, &str)]| list.iter().map(|(v, _)| *v).collect::<Vec<_>>();
     /// // 1, 2, 3, … up to each store's newest version.
-    /// assert_eq!(catalog.for_backend(false).versions(), numbers(JOB_STORE_VERSIONS));
-    /// assert_eq!(catalog.for_backend(true).versions(), numbers(POSTGRES_JOB_STORE_VERSIONS));
+    /// let sqlite = duraq_store_sqlite::SCHEMA_VERSIONS.iter().map(|v| v.version);
+    /// assert_eq!(catalog.for_backend(false).versions(), sqlite.collect::<Vec<_>>());
+    /// let postgres = duraq_store_postgres::SCHEMA_VERSIONS.iter().map(|v| v.version);
+    /// assert_eq!(catalog.for_backend(true).versions(), postgres.collect::<Vec<_>>());
     /// assert_eq!(catalog.for_backend(false).versions()[..3], [1, 2, 3]);
     /// ```
     pub fn job_store() -> Self {
-        let postgres = Self::job_store_of(POSTGRES_JOB_STORE_VERSIONS, None);
-        Self::job_store_of(JOB_STORE_VERSIONS, Some(Box::new(postgres)))
+        let sqlite: Vec<(i64, &str)> = duraq_store_sqlite::SCHEMA_VERSIONS
+            .iter()
+            .map(|v| (v.version, v.name))
+            .collect();
+        let postgres: Vec<(i64, &str)> = duraq_store_postgres::SCHEMA_VERSIONS
+            .iter()
+            .map(|v| (v.version, v.name))
+            .collect();
+        let postgres = Self::job_store_of(&postgres, None);
+        Self::job_store_of(&sqlite, Some(Box::new(postgres)))
     }
 
     fn job_store_of(versions: &[(i64, &str)], postgres: Option<Box<Catalog>>) -> Self {

@@ -48,7 +48,7 @@ impl CommandOutcome {
 /// let outcome = rt.block_on(pending_command(&request, true, &mut |_| {}));
 /// assert_eq!(outcome.exit_code, 0);
 /// // The job store's versions, one migration each.
-/// let count = duraq_tenants::JOB_STORE_VERSIONS.len();
+/// let count = duraq_store_sqlite::SCHEMA_VERSIONS.len();
 /// assert_eq!(
 ///     outcome.stdout.unwrap(),
 ///     format!(r#"{{"hasPendingMigrations":false,"identifier":"projectTenant","migrationCount":{count},"pendingTenantCount":0,"tenantCount":0}}"#)

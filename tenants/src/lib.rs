@@ -74,7 +74,7 @@ mod sqlite_open;
 
 pub use catalog::{
     Catalog, CatalogSource, Ledger, Migration, DEFAULT_IDENTIFIER, JOB_STORE_LEDGER_TABLE,
-    JOB_STORE_SCOPE, JOB_STORE_VERSIONS, POSTGRES_JOB_STORE_VERSIONS, TENANT_LEDGER_TABLE,
+    JOB_STORE_SCOPE, TENANT_LEDGER_TABLE,
 };
 pub use command::{migrate_command, pending_command, CommandOutcome};
 pub use error::{BoxError, Error, ErrorCode, Result, TenantFailure};

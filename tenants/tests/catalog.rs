@@ -4,7 +4,7 @@
 mod common;
 
 use common::{Fixture, ID, STANDARD};
-use duraq_tenants::{Catalog, Error, ErrorCode, Ledger, JOB_STORE_VERSIONS};
+use duraq_tenants::{Catalog, Error, ErrorCode, Ledger};
 
 fn load(files: &[(&str, &str)]) -> Result<Catalog, Error> {
     let fixture = Fixture::new();
@@ -121,7 +121,10 @@ fn a_missing_folder_is_refused() {
 fn the_job_store_schema_is_a_catalog() {
     let catalog = Catalog::job_store();
     assert_eq!(catalog.ledger(), Ledger::JobStore);
-    let expected: Vec<i64> = JOB_STORE_VERSIONS.iter().map(|(v, _)| *v).collect();
+    let expected: Vec<i64> = duraq_store_sqlite::SCHEMA_VERSIONS
+        .iter()
+        .map(|v| v.version)
+        .collect();
     assert_eq!(catalog.select("anything", None).versions(), expected);
     assert!(catalog
         .select("anything", Some("post-publication"))

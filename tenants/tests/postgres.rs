@@ -243,9 +243,9 @@ async fn postgres_control_query_lists_tenants() {
 async fn postgres_job_stores_are_checked_against_their_own_versions() {
     let client = admin().await;
     let (current, behind) = (unique("jsnow"), unique("jsold"));
-    let all: Vec<i64> = duraq_tenants::POSTGRES_JOB_STORE_VERSIONS
+    let all: Vec<i64> = duraq_store_postgres::SCHEMA_VERSIONS
         .iter()
-        .map(|(v, _)| *v)
+        .map(|v| v.version)
         .collect();
     let every = all
         .iter()

@@ -246,9 +246,9 @@ async fn the_job_store_catalog_reads_the_store_ledger() {
     );
     let report = run(&request).await.unwrap();
     // Every job-store version but the one the ledger records.
-    let expected: Vec<i64> = duraq_tenants::JOB_STORE_VERSIONS
+    let expected: Vec<i64> = duraq_store_sqlite::SCHEMA_VERSIONS
         .iter()
-        .map(|(v, _)| *v)
+        .map(|v| v.version)
         .filter(|v| *v != 1)
         .collect();
     assert_eq!(expected.first(), Some(&2));

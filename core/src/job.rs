@@ -369,6 +369,30 @@ pub struct Lease {
     pub handoff_id: String,
 }
 
+impl Lease {
+    /// The fence every report, progress write and lease check applies: the
+    /// lease is current while its job is `handed_off` under this handoff. A
+    /// store that fences in SQL instead (`WHERE status = 'handed_off' AND
+    /// handoff_id = …`) states the same rule; nothing else decides whether a
+    /// lease still holds.
+    ///
+    /// ```
+    /// use duraq_core::{JobStatus, Lease};
+    /// let lease = Lease { job_id: "j".into(), handoff_id: "h1".into() };
+    /// assert!(lease.is_current(JobStatus::HandedOff, Some("h1")));
+    /// assert!(!lease.is_current(JobStatus::HandedOff, Some("h2"))); // claimed again since
+    /// assert!(!lease.is_current(JobStatus::Queued, Some("h1"))); // recovered or returned
+    /// ```
+    pub fn is_current(&self, status: JobStatus, handoff_id: Option<&str>) -> bool {
+        status == JobStatus::HandedOff && handoff_id == Some(self.handoff_id.as_str())
+    }
+
+    /// [`Lease::is_current`] on a loaded row.
+    pub fn holds(&self, job: &Job) -> bool {
+        self.is_current(job.status, job.handoff_id.as_deref())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

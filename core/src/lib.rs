@@ -117,8 +117,8 @@ pub use options::{
     After, ConcurrencyLimit, EnqueueOptions, NewOperation, DEFAULT_MAX_RETRIES, MAX_RUN_IN_MS,
 };
 pub use progress::{
-    clean_line, lease_is_current, progress_write, JobProgress, LogLine, PendingLine, ProgressBatch,
-    ProgressBuffer, ProgressPoint, ProgressRow, ProgressWrite, MAX_LINE_BYTES, MAX_LOG_LINES,
+    clean_line, progress_write, JobProgress, LogLine, PendingLine, ProgressBatch, ProgressBuffer,
+    ProgressPoint, ProgressRow, ProgressWrite, MAX_LINE_BYTES, MAX_LOG_LINES,
     PROGRESS_FLUSH_INTERVAL_MS,
 };
 pub use rate::{rate_log_horizon, RateLimit, RateWindow};

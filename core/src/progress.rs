@@ -13,7 +13,7 @@ use std::collections::VecDeque;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, ErrorCode, Result};
-use crate::job::{JobStatus, Lease};
+use crate::job::Lease;
 
 /// The least time between two progress writes of one attempt, in milliseconds
 /// (the final write when the attempt ends comes on top).
@@ -309,12 +309,6 @@ impl ProgressBuffer {
     pub fn waiting_lines(&self) -> usize {
         self.batch.lines.len()
     }
-}
-
-/// The fence of a progress write, the same as a report's: the job is
-/// `handed_off` and its current handoff is the batch's.
-pub fn lease_is_current(status: JobStatus, handoff_id: Option<&str>, lease: &Lease) -> bool {
-    status == JobStatus::HandedOff && handoff_id == Some(lease.handoff_id.as_str())
 }
 
 fn progress_point(fraction: f64, message: String) -> Result<ProgressPoint> {

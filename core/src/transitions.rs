@@ -300,12 +300,7 @@ pub fn lost_leases(held: &[crate::Lease], states: &[crate::LeaseState]) -> Vec<c
     held.iter()
         .filter_map(|lease| {
             let loss = match by_id.get(lease.job_id.as_str()) {
-                Some(s)
-                    if s.status == JobStatus::HandedOff
-                        && s.handoff_id.as_deref() == Some(lease.handoff_id.as_str()) =>
-                {
-                    return None
-                }
+                Some(s) if lease.is_current(s.status, s.handoff_id.as_deref()) => return None,
                 Some(s) if s.status == JobStatus::Cancelled => crate::LeaseLoss::Cancelled,
                 _ => crate::LeaseLoss::Lost,
             };

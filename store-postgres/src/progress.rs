@@ -11,8 +11,7 @@
 //! their job is deleted: [`DELETE_WITH_JOBS`] is spliced into every delete.
 
 use duraq_core::{
-    lease_is_current, progress_write, JobProgress, JobStatus, LogLine, ProgressBatch, ProgressRow,
-    Result,
+    progress_write, JobProgress, JobStatus, LogLine, ProgressBatch, ProgressRow, Result,
 };
 
 use crate::backend::db::Db;
@@ -44,7 +43,7 @@ pub(crate) async fn record(tx: &mut Tx<'_>, batch: &ProgressBatch) -> Result<boo
     };
     let status: JobStatus = row.get::<_, String>(0).parse()?;
     let handoff_id: Option<String> = row.get(1);
-    if !lease_is_current(status, handoff_id.as_deref(), lease) {
+    if !lease.is_current(status, handoff_id.as_deref()) {
         return Ok(false);
     }
     let current = row.get::<_, Option<i64>>(5).map(|lines_total| ProgressRow {

@@ -13,7 +13,7 @@
 use std::collections::HashMap;
 
 use duraq_core::transitions::{apply_outcome, recover_lost};
-use duraq_core::{Job, JobStatus, Lease, LeaseState, Outcome, Result};
+use duraq_core::{Job, Lease, LeaseState, Outcome, Result};
 
 use crate::backend::db::Db;
 use crate::backend::plans::BY_KEY_ONLY;
@@ -72,10 +72,9 @@ pub(crate) async fn report_many(
     let mut released: Vec<String> = Vec::new();
     let mut keys: (Vec<String>, Vec<String>) = (Vec::new(), Vec::new());
     for (lease, outcome) in reports {
-        let current = loaded.get_mut(&lease.job_id).filter(|l| {
-            l.job.status == JobStatus::HandedOff
-                && l.job.handoff_id.as_deref() == Some(lease.handoff_id.as_str())
-        });
+        let current = loaded
+            .get_mut(&lease.job_id)
+            .filter(|l| lease.holds(&l.job));
         let Some(Loaded {
             job,
             reservation,

@@ -7,8 +7,7 @@
 //! ([`delete_for`], called by every delete in the same transaction).
 
 use duraq_core::{
-    lease_is_current, progress_write, JobProgress, JobStatus, LogLine, ProgressBatch, ProgressRow,
-    Result,
+    progress_write, JobProgress, JobStatus, LogLine, ProgressBatch, ProgressRow, Result,
 };
 use rusqlite::{params, Connection, OptionalExtension};
 
@@ -29,7 +28,7 @@ pub(crate) fn record(tx: &mut Tx<'_>, batch: &ProgressBatch) -> Result<bool> {
         return Ok(false);
     };
     let status: JobStatus = status.parse()?;
-    if !lease_is_current(status, handoff_id.as_deref(), lease) {
+    if !lease.is_current(status, handoff_id.as_deref()) {
         return Ok(false);
     }
     let row = load_row(tx.conn, &lease.job_id)?;

@@ -17,9 +17,7 @@ pub(crate) fn report(tx: &mut Tx<'_>, lease: &Lease, outcome: &Outcome) -> Resul
     let Some((mut job, reservation)) = load_for_report(tx.conn, &lease.job_id)? else {
         return Ok(false);
     };
-    if job.status != JobStatus::HandedOff
-        || job.handoff_id.as_deref() != Some(lease.handoff_id.as_str())
-    {
+    if !lease.holds(&job) {
         return Ok(false);
     }
     apply_outcome(&mut job, outcome, tx.now);

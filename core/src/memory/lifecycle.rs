@@ -115,9 +115,7 @@ impl State {
         let Some(job) = self.jobs.get_mut(&lease.job_id) else {
             return false;
         };
-        if job.status != JobStatus::HandedOff
-            || job.handoff_id.as_deref() != Some(lease.handoff_id.as_str())
-        {
+        if !lease.holds(job) {
             return false;
         }
         transitions::apply_outcome(job, outcome, now);

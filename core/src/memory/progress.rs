@@ -5,9 +5,7 @@
 use std::collections::VecDeque;
 
 use super::State;
-use crate::progress::{
-    lease_is_current, progress_write, JobProgress, LogLine, ProgressBatch, ProgressRow,
-};
+use crate::progress::{progress_write, JobProgress, LogLine, ProgressBatch, ProgressRow};
 
 /// One job's stored progress: the row and its kept lines, oldest first.
 #[derive(Clone, Debug, Default)]
@@ -23,7 +21,7 @@ impl State {
         let Some(job) = self.jobs.get(&lease.job_id) else {
             return false;
         };
-        if !lease_is_current(job.status, job.handoff_id.as_deref(), lease) {
+        if !lease.holds(job) {
             return false;
         }
         let stored = self.progress.entry(lease.job_id.clone()).or_default();

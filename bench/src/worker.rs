@@ -15,7 +15,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use anyhow::Result;
-use duraq_core::{JobError, Registry, RetentionPolicy, Worker};
+use duraq_core::worker::RetentionPolicy;
+use duraq_core::{JobError, Registry, Worker};
 use serde_json::{json, Value};
 
 use crate::args::Args;

@@ -134,7 +134,7 @@ pub async fn http(client: reqwest::Client, args: Value) -> Result<(), JobError> 
         let builder = e.is_builder();
         let message = format!(
             "duraq.http: request to {shown} failed: {}",
-            duraq_core::error_chain(&e.without_url())
+            duraq_core::inspect::error_chain(&e.without_url())
         );
         if builder {
             never(message)

@@ -1,5 +1,5 @@
 //! `duraq jobs retry|cancel|delete` with several ids or a filter: the bulk
-//! actions ([`duraq_core::run_bulk`]). One id and no filter keeps the
+//! actions ([`duraq_core::inspect::run_bulk`]). One id and no filter keeps the
 //! single-job answer of `retry` and `cancel` (`{"job":{…}}`, and an error when
 //! the job's status forbids the action); anything else answers
 //! `{"action","dryRun","matched","changed","skipped","batches","sample"}`,
@@ -11,10 +11,10 @@ use std::io::{IsTerminal, Write};
 
 use anyhow::Result;
 use clap::Args;
-use duraq_core::{
-    resolve_job, run_bulk, BulkAction, BulkReport, BulkRequest, BulkSelection, Error, ErrorCode,
-    JobStatus,
+use duraq_core::inspect::{
+    resolve_job, run_bulk, BulkAction, BulkReport, BulkRequest, BulkSelection,
 };
+use duraq_core::{Error, ErrorCode, JobStatus};
 use serde_json::json;
 
 use crate::db::{closing, Database};

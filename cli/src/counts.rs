@@ -6,7 +6,8 @@
 use std::time::Duration;
 
 use anyhow::Result;
-use duraq_core::{CountSnapshot, JobStatus};
+use duraq_core::inspect::CountSnapshot;
+use duraq_core::JobStatus;
 
 use crate::db::Database;
 use crate::output::{print_json, table};
@@ -50,7 +51,7 @@ pub fn snapshot_json(snap: &CountSnapshot) -> serde_json::Value {
 }
 
 /// One count per status, camelCase (`handedOff`), as `counts` and `queues` print them.
-pub fn status_counts_json(c: &duraq_core::StatusCounts) -> serde_json::Value {
+pub fn status_counts_json(c: &duraq_core::inspect::StatusCounts) -> serde_json::Value {
     serde_json::json!({
         "queued": c.queued,
         "handedOff": c.handed_off,

@@ -14,7 +14,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Result;
-use duraq_core::{system_clock, Store};
+use duraq_core::driver::system_clock;
+use duraq_core::Store;
 use duraq_store_postgres::{PostgresOptions, PostgresStore};
 use duraq_store_sqlite::{SqliteOptions, SqliteStore};
 use serde_json::json;

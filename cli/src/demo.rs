@@ -9,7 +9,9 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
-use duraq_core::{CountSnapshot, JobError, JobStatus, QueueConfig, Registry, Worker, WorkerEvent};
+use duraq_core::inspect::CountSnapshot;
+use duraq_core::worker::WorkerEvent;
+use duraq_core::{JobError, JobStatus, QueueConfig, Registry, Worker};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde_json::{json, Value};
 

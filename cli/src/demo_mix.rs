@@ -125,7 +125,7 @@ async fn flush(store: &Arc<dyn Store>, batch: &mut Vec<NewJob>, mix: &mut Mix) -
     let replays: Vec<NewJob> = batch
         .iter()
         .filter(|j| j.idempotency_key().is_some())
-        .map(|j| j.clone().with_id(duraq_core::new_job_id()))
+        .map(|j| j.clone().with_id(duraq_core::driver::new_job_id()))
         .collect();
     store.enqueue_batch(std::mem::take(batch)).await?;
     for outcome in store.enqueue_batch(replays).await? {

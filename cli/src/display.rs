@@ -5,7 +5,7 @@
 //! `visible`), shared with the dashboard; this module adds the program's own
 //! phrasing (`when`, `count`) and the names its tables use.
 
-pub use duraq_core::{
+pub use duraq_core::inspect::{
     relative_time as relative, thousands, utc_time as utc, visible as terminal_safe,
 };
 

@@ -15,10 +15,10 @@
 //! error (exit 1). `jobs retry` of a job that is not terminal is an error.
 
 use anyhow::Result;
-use duraq_core::{
-    resolve_job, BulkAction, ErrorCode, Job, JobCursor, JobFilter, JobProgress, JobStatus,
-    PruneRequest,
+use duraq_core::inspect::{
+    resolve_job, BulkAction, JobCursor, JobFilter, JobProgress, PruneRequest,
 };
+use duraq_core::{ErrorCode, Job, JobStatus};
 use serde_json::json;
 
 use crate::args::{JobsCommand, PruneArgs};

@@ -8,7 +8,8 @@
 use std::fmt;
 use std::sync::OnceLock;
 
-use duraq_core::{error_chain, Job, JobStatus};
+use duraq_core::inspect::error_chain;
+use duraq_core::{Job, JobStatus};
 use duraq_mailer::{Scrubber, Secret};
 use serde_json::{json, Value};
 
@@ -310,7 +311,7 @@ mod tests {
     #[test]
     fn job_detail_lists_the_error_history_newest_first() {
         let new = duraq_core::NewJob::new("j", json!([]), Default::default()).unwrap();
-        let mut job = duraq_core::transitions::new_job_row(&new, 0);
+        let mut job = duraq_core::driver::transitions::new_job_row(&new, 0);
         assert!(!job_detail(&job, 0).contains("Error history"));
         job.errors = vec![
             duraq_core::AttemptError {
@@ -341,7 +342,7 @@ mod tests {
     #[test]
     fn tables_say_running_for_handed_off() {
         let new = duraq_core::NewJob::new("j", json!([]), Default::default()).unwrap();
-        let mut job = duraq_core::transitions::new_job_row(&new, 0);
+        let mut job = duraq_core::driver::transitions::new_job_row(&new, 0);
         job.status = JobStatus::HandedOff;
         job.handed_off_at_ms = Some(0);
         for shown in [jobs_table(&[job.clone()], 0), job_detail(&job, 0)] {

@@ -74,10 +74,10 @@ pub fn queue_name(what: &str, raw: &str) -> Result<QueueName, CliError> {
 }
 
 /// Parses a delay from now (`--run-in`): a duration no longer than
-/// [`duraq_core::MAX_RUN_IN_MS`], so that adding it to a clock cannot overflow.
+/// [`duraq_core::limits::MAX_RUN_IN_MS`], so that adding it to a clock cannot overflow.
 pub fn delay_ms(flag: &str, raw: &str) -> Result<i64, CliError> {
     let ms = duration_ms(flag, raw)?;
-    if ms > duraq_core::MAX_RUN_IN_MS {
+    if ms > duraq_core::limits::MAX_RUN_IN_MS {
         return Err(CliError::new(
             "invalid-duration",
             format!("{flag} {raw:?} is too long"),
@@ -86,11 +86,11 @@ pub fn delay_ms(flag: &str, raw: &str) -> Result<i64, CliError> {
     Ok(ms)
 }
 
-/// Parses a time flag's value with core's one parser ([`duraq_core::parse_time_ms`]:
+/// Parses a time flag's value with core's one parser ([`duraq_core::inspect::parse_time_ms`]:
 /// RFC 3339 with offsets and fractions, or a date and time without an offset, as
 /// UTC) into milliseconds since the epoch; `invalid-time` naming the flag.
 pub fn rfc3339_ms(flag: &str, raw: &str) -> Result<i64, CliError> {
-    duraq_core::parse_time_ms(raw).map_err(|_| {
+    duraq_core::inspect::parse_time_ms(raw).map_err(|_| {
         CliError::new(
             "invalid-time",
             format!("{flag} {raw:?} is not an RFC 3339 time like 2026-01-02T03:04:05Z"),

@@ -8,7 +8,7 @@
 //! `--stale-after` like `duraq workers`.
 
 use anyhow::Result;
-use duraq_core::{DueJobGroup, QueueCounts, QueueSnapshot, WorkerState};
+use duraq_core::inspect::{DueJobGroup, QueueCounts, QueueSnapshot, WorkerState};
 
 use crate::args::QueuesCommand;
 use crate::db::Database;
@@ -212,7 +212,7 @@ fn latency(ms: i64) -> String {
 
 #[cfg(test)]
 mod tests {
-    use duraq_core::{QueueCounts, QueueSnapshot};
+    use duraq_core::inspect::{QueueCounts, QueueSnapshot};
 
     use super::*;
 

@@ -190,7 +190,7 @@ proptest! {
         (started, beat, now, stale) in (any::<i64>(), any::<i64>(), any::<i64>(), any::<i64>()),
         every_queue in any::<bool>(),
     ) {
-        let info = duraq_core::WorkerInfo {
+        let info = duraq_core::driver::WorkerInfo {
             worker_id: id.clone(),
             host,
             pid,
@@ -198,9 +198,9 @@ proptest! {
             job_names: vec![name.clone()],
             slots,
         };
-        let running = vec![duraq_core::RunningJob { id, job_name: name.clone() }];
-        let record = duraq_core::WorkerRecord::new(info, started, beat, now, stale, running);
-        let group = duraq_core::DueJobGroup {
+        let running = vec![duraq_core::inspect::RunningJob { id, job_name: name.clone() }];
+        let record = duraq_core::inspect::WorkerRecord::new(info, started, beat, now, stale, running);
+        let group = duraq_core::inspect::DueJobGroup {
             queue,
             job_name: name,
             due,

@@ -9,7 +9,8 @@
 //! there is nothing to do); only bad input and store failures exit 1.
 
 use anyhow::Result;
-use duraq_core::{NewJob, RunningOwner, ScheduleKey, ScheduledJobs};
+use duraq_core::inspect::ScheduledJobs;
+use duraq_core::{NewJob, RunningOwner, ScheduleKey};
 
 use crate::args::ScheduleCommand;
 use crate::db::{closing, Database};

@@ -181,7 +181,7 @@ pub(crate) fn at(src: &Source<'_>, span: Range<usize>, e: WorkerError) -> Schedu
         WorkerError::InvalidConfig(_) => INVALID,
         other => other.code().as_str(),
     };
-    src.error(code, span, duraq_core::error_chain(&e))
+    src.error(code, span, duraq_core::inspect::error_chain(&e))
 }
 
 #[cfg(test)]

@@ -4,7 +4,7 @@
 //! status `invalid-status`, each a usage error that writes nothing.
 
 use clap::Args;
-use duraq_core::JobFilter;
+use duraq_core::inspect::JobFilter;
 
 use crate::bulk::parse_status;
 use crate::output::CliError;

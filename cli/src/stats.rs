@@ -7,10 +7,11 @@
 //! the newest point runs to now. The arithmetic is core's [`throughput`].
 
 use anyhow::Result;
-use duraq_core::{
-    throughput, throughput_sum, utc_time, with_current, HistoryRange, OutcomeTotals, QueueName,
+use duraq_core::inspect::{
+    throughput, throughput_sum, utc_time, with_current, HistoryRange, OutcomeTotals,
     ThroughputPoint,
 };
+use duraq_core::QueueName;
 
 use crate::args::StatsArgs;
 use crate::db::Database;
@@ -102,7 +103,11 @@ pub(crate) fn render(range: HistoryRange, points: &[ThroughputPoint]) -> String 
     ];
     let row = |label: String, t: &OutcomeTotals| {
         std::iter::once(label)
-            .chain(t.as_array().iter().map(|n| duraq_core::thousands(*n)))
+            .chain(
+                t.as_array()
+                    .iter()
+                    .map(|n| duraq_core::inspect::thousands(*n)),
+            )
             .collect::<Vec<String>>()
     };
     let mut rows: Vec<Vec<String>> = points

@@ -15,7 +15,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use crate::display::terminal_safe;
 use crate::output::{print_error, scrub};
-use duraq_core::error_chain;
+use duraq_core::inspect::error_chain;
 
 #[derive(Debug, Subcommand)]
 pub enum TenantsCommand {

@@ -10,7 +10,7 @@
 use std::net::SocketAddr;
 
 use anyhow::Result;
-use duraq_core::error_chain;
+use duraq_core::inspect::error_chain;
 use duraq_web::{check_listen, router, serve, WebError, WebOptions};
 use tokio::net::TcpListener;
 

@@ -7,7 +7,8 @@
 //! `--schedule FILE` adds the periodic jobs a file declares (`schedule_file.rs`).
 
 use anyhow::Result;
-use duraq_core::{PrefetchPolicy, QueueConfig, Registry, Worker, MAX_PREFETCH};
+use duraq_core::worker::{PrefetchPolicy, MAX_PREFETCH};
+use duraq_core::{QueueConfig, Registry, Worker};
 use serde_json::json;
 
 use crate::args::WorkerArgs;
@@ -95,7 +96,7 @@ pub async fn run(db: &Database, a: WorkerArgs, json: bool) -> Result<()> {
         return Err(bad_config("--concurrency must be from 1 to 268,435,455").into());
     }
     let prefetch = prefetch_policy(&a.prefetch)?;
-    if ms(stale_after) < duraq_core::MIN_STALE_AFTER {
+    if ms(stale_after) < duraq_core::worker::MIN_STALE_AFTER {
         return Err(bad_config("--stale-after must be at least 1s").into());
     }
     // Every entry names a queue: `--queues mail,` or `--queues ''` is a
@@ -188,7 +189,7 @@ fn announce(job: &duraq_core::PeriodicJob, queues: &[String]) {
 
 /// The totals in words: every claimed job is accounted for, and a failed
 /// attempt that will be retried is not called a failed job.
-fn stop_line(r: &duraq_core::WorkerReport) -> String {
+fn stop_line(r: &duraq_core::worker::WorkerReport) -> String {
     let mut parts = vec![
         count(r.claimed as i64, "job") + " claimed",
         format!("{} completed", thousands(r.completed as i64)),
@@ -233,7 +234,7 @@ mod tests {
 
     #[test]
     fn the_stop_line_tells_retries_from_failures() {
-        let report = duraq_core::WorkerReport {
+        let report = duraq_core::worker::WorkerReport {
             claimed: 5,
             completed: 2,
             retried: 2,

@@ -4,7 +4,7 @@
 //! JSON). Opens an existing database only.
 
 use anyhow::Result;
-use duraq_core::WorkerRecord;
+use duraq_core::inspect::WorkerRecord;
 
 use crate::args::WorkersArgs;
 use crate::db::Database;
@@ -105,7 +105,8 @@ pub(crate) fn render(workers: &[WorkerRecord], jobs: bool, now_ms: i64) -> Strin
 
 #[cfg(test)]
 mod tests {
-    use duraq_core::{RunningJob, WorkerInfo};
+    use duraq_core::driver::WorkerInfo;
+    use duraq_core::inspect::RunningJob;
 
     use super::*;
 

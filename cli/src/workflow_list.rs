@@ -5,7 +5,8 @@
 //! `Inspect::list_workflows` read: its cost is the steps of the workflows listed.
 
 use anyhow::Result;
-use duraq_core::{utc_time, JobStatus, WorkflowListRequest, WorkflowSummary};
+use duraq_core::inspect::{utc_time, WorkflowListRequest, WorkflowSummary};
+use duraq_core::JobStatus;
 use serde_json::{json, Map, Value};
 
 use crate::db::Database;

@@ -18,8 +18,10 @@ use std::path::PathBuf;
 
 use anyhow::Result;
 use clap::Subcommand;
-use duraq_core::rules::was_cancelled_by_dependency;
-use duraq_core::{append_workflow, enqueue_workflow, workflow_steps, BulkAction, Job, JobStatus};
+use duraq_core::driver::rules::was_cancelled_by_dependency;
+use duraq_core::driver::workflow_steps;
+use duraq_core::inspect::BulkAction;
+use duraq_core::{append_workflow, enqueue_workflow, Job, JobStatus};
 use serde_json::{json, Value};
 
 use crate::db::Database;

@@ -35,7 +35,8 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::{bin, parse_one, signal, wait_exit};
-use duraq_core::{Inspect, OutcomeTotals, Producer, QueueTotals};
+use duraq_core::inspect::{OutcomeTotals, QueueTotals};
+use duraq_core::{Inspect, Producer};
 use duraq_store_postgres::{PostgresOptions, PostgresStore};
 use serde_json::{json, Value};
 use temp_server::TempServer;

@@ -6,8 +6,8 @@
 mod common;
 
 use common::{schema::assert_matches, Db};
+use duraq_core::driver::{ClaimRequest, ProgressBatch};
 use duraq_core::prelude::*;
-use duraq_core::{ClaimRequest, ProgressBatch};
 use duraq_store_sqlite::{SqliteOptions, SqliteStore};
 
 /// Claims the job named `name` on the database file and stores a batch.

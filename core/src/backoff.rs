@@ -7,7 +7,7 @@ use std::time::Duration;
 /// (1-based). Values below 1 are treated as 1.
 ///
 /// ```
-/// use duraq_core::retry_backoff_ms;
+/// use duraq_core::worker::retry_backoff_ms;
 /// assert_eq!(retry_backoff_ms(1), 10_000);
 /// assert_eq!(retry_backoff_ms(4), 3_600_000);
 /// assert_eq!(retry_backoff_ms(6), 3 * 3_600_000);
@@ -28,7 +28,7 @@ pub fn retry_backoff_ms(attempt: i64) -> i64 {
 ///
 /// ```
 /// use std::time::Duration;
-/// assert_eq!(duraq_core::retry_backoff(2), Duration::from_secs(60));
+/// assert_eq!(duraq_core::worker::retry_backoff(2), Duration::from_secs(60));
 /// ```
 pub fn retry_backoff(attempt: u32) -> Duration {
     Duration::from_millis(retry_backoff_ms(i64::from(attempt)).unsigned_abs())

@@ -100,7 +100,8 @@ impl BulkReport {
 /// ```
 /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
 /// use duraq_core::prelude::*;
-/// use duraq_core::{run_bulk, BulkAction, BulkRequest, BulkSelection, JobFilter, JobStatus};
+/// use duraq_core::JobStatus;
+/// use duraq_core::inspect::{run_bulk, BulkAction, BulkRequest, BulkSelection, JobFilter};
 /// use duraq_core::{EnqueueOptions, NewJob};
 /// let store = duraq_core::MemoryStore::new();
 /// let job = NewJob::new("report", serde_json::json!([]), EnqueueOptions::new()).unwrap();

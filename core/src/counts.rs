@@ -111,7 +111,8 @@ pub struct CountDelta {
 /// [`CountChange::per_status`] and [`CountChange::per_queue`] say.
 ///
 /// ```
-/// use duraq_core::{CountChange, JobStatus};
+/// use duraq_core::JobStatus;
+/// use duraq_core::driver::CountChange;
 /// let mut change = CountChange::default();
 /// change.moved("mail", JobStatus::Queued, JobStatus::HandedOff);
 /// change.added("mail", JobStatus::Queued);
@@ -129,7 +130,8 @@ pub struct CountDelta {
 /// an operator's retry count nothing.
 ///
 /// ```
-/// use duraq_core::{CountChange, JobStatus, Outcome};
+/// use duraq_core::{JobStatus, Outcome};
+/// use duraq_core::driver::CountChange;
 /// let mut change = CountChange::default();
 /// change.added("mail", JobStatus::Queued);
 /// change.reported("mail", &Outcome::failed("smtp down"), JobStatus::Queued);
@@ -208,7 +210,8 @@ impl CountChange {
     /// return is not.
     ///
     /// ```
-    /// use duraq_core::{CountChange, JobStatus, Outcome};
+    /// use duraq_core::{JobStatus, Outcome};
+    /// use duraq_core::driver::CountChange;
     /// assert!(CountChange::is_retry(None, JobStatus::Queued));
     /// assert!(!CountChange::is_retry(Some(&Outcome::ReturnToQueue), JobStatus::Queued));
     /// assert!(!CountChange::is_retry(Some(&Outcome::failed("x")), JobStatus::Failed));
@@ -360,7 +363,7 @@ impl QueueSnapshot {
     /// with this, from its table of paused queues).
     ///
     /// ```
-    /// use duraq_core::QueueSnapshot;
+    /// use duraq_core::inspect::QueueSnapshot;
     /// let snap = QueueSnapshot::new([0; 7], 0, 0, vec![]).with_paused(["mail".to_owned()]);
     /// assert!(snap.queue("mail").unwrap().paused);
     /// assert_eq!(snap.queue("mail").unwrap().counts.all, 0);

@@ -1,4 +1,4 @@
-//! [`delegate_store!`](crate::delegate_store): forwarding whole store traits to
+//! [`delegate_store!`](crate::driver::delegate_store): forwarding whole store traits to
 //! a field, so that a wrapper around a store (a fault injector in a test, a
 //! decorator that counts or traces calls) writes only the trait whose calls it
 //! changes.
@@ -15,7 +15,8 @@
 ///
 /// ```
 /// use std::sync::atomic::{AtomicUsize, Ordering};
-/// use duraq_core::{async_trait, delegate_store, MemoryStore, Operate, Result};
+/// use duraq_core::{async_trait, MemoryStore, Operate, Result};
+/// use duraq_core::driver::delegate_store;
 ///
 /// /// Counts operator retries; forwards everything else.
 /// struct CountingRetries {
@@ -36,9 +37,9 @@
 ///     }
 ///     async fn act_on_jobs(
 ///         &self,
-///         action: duraq_core::BulkAction,
+///         action: duraq_core::inspect::BulkAction,
 ///         ids: &[String],
-///     ) -> Result<duraq_core::BulkBatch> {
+///     ) -> Result<duraq_core::inspect::BulkBatch> {
 ///         self.inner.act_on_jobs(action, ids).await
 ///     }
 ///     async fn pause_queue(&self, queue: &duraq_core::QueueName) -> Result<bool> {
@@ -47,7 +48,7 @@
 ///     async fn resume_queue(&self, queue: &duraq_core::QueueName) -> Result<bool> {
 ///         self.inner.resume_queue(queue).await
 ///     }
-///     async fn prune(&self, req: &duraq_core::PruneRequest) -> Result<duraq_core::PruneReport> {
+///     async fn prune(&self, req: &duraq_core::inspect::PruneRequest) -> Result<duraq_core::inspect::PruneReport> {
 ///         self.inner.prune(req).await
 ///     }
 ///     async fn reconcile_reservations(&self) -> Result<u64> {
@@ -65,9 +66,10 @@
 /// # let _ = store;
 /// ```
 #[macro_export]
+#[doc(hidden)]
 macro_rules! delegate_store {
     (impl $($part:ident),+ $(,)? for $ty:ty => $field:ident) => {
-        $( $crate::delegate_store!(@part $part, $ty, $field); )+
+        $( $crate::driver::delegate_store!(@part $part, $ty, $field); )+
     };
     (@part Producer, $ty:ty, $field:ident) => {
         const _: () = {
@@ -119,27 +121,27 @@ macro_rules! delegate_store {
             impl $crate::WorkerStore for $ty {
                 async fn claim(
                     &self,
-                    req: &$crate::ClaimRequest,
+                    req: &$crate::driver::ClaimRequest,
                 ) -> $crate::Result<::std::vec::Vec<$crate::Job>> {
                     self.$field.claim(req).await
                 }
                 async fn report_batch(
                     &self,
-                    reports: ::std::vec::Vec<($crate::Lease, $crate::Outcome)>,
+                    reports: ::std::vec::Vec<($crate::driver::Lease, $crate::Outcome)>,
                 ) -> $crate::Result<::std::vec::Vec<bool>> {
                     self.$field.report_batch(reports).await
                 }
                 async fn report_and_claim(
                     &self,
-                    reports: ::std::vec::Vec<($crate::Lease, $crate::Outcome)>,
-                    req: &$crate::ClaimRequest,
-                ) -> $crate::Result<$crate::ReportedAndClaimed> {
+                    reports: ::std::vec::Vec<($crate::driver::Lease, $crate::Outcome)>,
+                    req: &$crate::driver::ClaimRequest,
+                ) -> $crate::Result<$crate::driver::ReportedAndClaimed> {
                     self.$field.report_and_claim(reports, req).await
                 }
                 async fn heartbeat(&self, worker_id: &str) -> $crate::Result<()> {
                     self.$field.heartbeat(worker_id).await
                 }
-                async fn register_worker(&self, info: &$crate::WorkerInfo) -> $crate::Result<()> {
+                async fn register_worker(&self, info: &$crate::driver::WorkerInfo) -> $crate::Result<()> {
                     self.$field.register_worker(info).await
                 }
                 async fn remove_worker(&self, worker_id: &str) -> $crate::Result<bool> {
@@ -154,13 +156,13 @@ macro_rules! delegate_store {
                 async fn lease_states(
                     &self,
                     job_ids: &[::std::string::String],
-                ) -> $crate::Result<::std::vec::Vec<$crate::LeaseState>> {
+                ) -> $crate::Result<::std::vec::Vec<$crate::driver::LeaseState>> {
                     self.$field.lease_states(job_ids).await
                 }
                 async fn lost_leases(
                     &self,
-                    held: &[$crate::Lease],
-                ) -> $crate::Result<::std::vec::Vec<$crate::LostLease>> {
+                    held: &[$crate::driver::Lease],
+                ) -> $crate::Result<::std::vec::Vec<$crate::driver::LostLease>> {
                     self.$field.lost_leases(held).await
                 }
                 fn subscribe_cancellations(
@@ -177,11 +179,11 @@ macro_rules! delegate_store {
                 }
                 async fn record_progress(
                     &self,
-                    batch: $crate::ProgressBatch,
+                    batch: $crate::driver::ProgressBatch,
                 ) -> $crate::Result<bool> {
                     self.$field.record_progress(batch).await
                 }
-                async fn upkeep(&self) -> $crate::Result<$crate::Upkeep> {
+                async fn upkeep(&self) -> $crate::Result<$crate::driver::Upkeep> {
                     self.$field.upkeep().await
                 }
                 fn work_signal(&self) -> $crate::__private::tokio::sync::watch::Receiver<u64> {
@@ -190,7 +192,7 @@ macro_rules! delegate_store {
                 async fn settle_release_backlog(
                     &self,
                     max_steps: usize,
-                ) -> $crate::Result<$crate::BacklogProgress> {
+                ) -> $crate::Result<$crate::driver::BacklogProgress> {
                     self.$field.settle_release_backlog(max_steps).await
                 }
                 fn release_backlog_signal(
@@ -215,8 +217,8 @@ macro_rules! delegate_store {
                 }
                 async fn search_jobs(
                     &self,
-                    filter: &$crate::JobFilter,
-                ) -> $crate::Result<$crate::JobPage> {
+                    filter: &$crate::inspect::JobFilter,
+                ) -> $crate::Result<$crate::inspect::JobPage> {
                     self.$field.search_jobs(filter).await
                 }
                 async fn jobs_with_id_prefix(
@@ -228,62 +230,62 @@ macro_rules! delegate_store {
                 }
                 async fn list_workflows(
                     &self,
-                    req: &$crate::WorkflowListRequest,
-                ) -> $crate::Result<::std::vec::Vec<$crate::WorkflowSummary>> {
+                    req: &$crate::inspect::WorkflowListRequest,
+                ) -> $crate::Result<::std::vec::Vec<$crate::inspect::WorkflowSummary>> {
                     self.$field.list_workflows(req).await
                 }
                 async fn get_scheduled(
                     &self,
                     key: &$crate::ScheduleKey,
                     include_latest_terminal: bool,
-                ) -> $crate::Result<$crate::ScheduledJobs> {
+                ) -> $crate::Result<$crate::inspect::ScheduledJobs> {
                     self.$field.get_scheduled(key, include_latest_terminal).await
                 }
-                async fn count_snapshot(&self) -> $crate::Result<$crate::CountSnapshot> {
+                async fn count_snapshot(&self) -> $crate::Result<$crate::inspect::CountSnapshot> {
                     self.$field.count_snapshot().await
                 }
-                async fn queue_snapshot(&self) -> $crate::Result<$crate::QueueSnapshot> {
+                async fn queue_snapshot(&self) -> $crate::Result<$crate::inspect::QueueSnapshot> {
                     self.$field.queue_snapshot().await
                 }
-                fn subscribe_counts(&self) -> $crate::__private::tokio::sync::broadcast::Receiver<$crate::CountDelta> {
+                fn subscribe_counts(&self) -> $crate::__private::tokio::sync::broadcast::Receiver<$crate::inspect::CountDelta> {
                     self.$field.subscribe_counts()
                 }
                 async fn list_workers(
                     &self,
                     stale_after_ms: i64,
-                ) -> $crate::Result<::std::vec::Vec<$crate::WorkerRecord>> {
+                ) -> $crate::Result<::std::vec::Vec<$crate::inspect::WorkerRecord>> {
                     self.$field.list_workers(stale_after_ms).await
                 }
                 async fn due_job_names(
                     &self,
                     limit: usize,
-                ) -> $crate::Result<::std::vec::Vec<$crate::DueJobGroup>> {
+                ) -> $crate::Result<::std::vec::Vec<$crate::inspect::DueJobGroup>> {
                     self.$field.due_job_names(limit).await
                 }
                 async fn unhandled_jobs(
                     &self,
                     stale_after_ms: i64,
-                ) -> $crate::Result<::std::vec::Vec<$crate::DueJobGroup>> {
+                ) -> $crate::Result<::std::vec::Vec<$crate::inspect::DueJobGroup>> {
                     self.$field.unhandled_jobs(stale_after_ms).await
                 }
                 async fn job_progress(
                     &self,
                     id: &str,
-                ) -> $crate::Result<::std::option::Option<$crate::JobProgress>> {
+                ) -> $crate::Result<::std::option::Option<$crate::inspect::JobProgress>> {
                     self.$field.job_progress(id).await
                 }
-                async fn health(&self) -> $crate::Result<$crate::Health> {
+                async fn health(&self) -> $crate::Result<$crate::inspect::Health> {
                     self.$field.health().await
                 }
                 async fn outcome_totals(
                     &self,
-                ) -> $crate::Result<::std::vec::Vec<$crate::QueueTotals>> {
+                ) -> $crate::Result<::std::vec::Vec<$crate::inspect::QueueTotals>> {
                     self.$field.outcome_totals().await
                 }
                 async fn history(
                     &self,
                     since_ms: i64,
-                ) -> $crate::Result<::std::vec::Vec<$crate::HistorySample>> {
+                ) -> $crate::Result<::std::vec::Vec<$crate::inspect::HistorySample>> {
                     self.$field.history(since_ms).await
                 }
             }
@@ -303,9 +305,9 @@ macro_rules! delegate_store {
                 }
                 async fn act_on_jobs(
                     &self,
-                    action: $crate::BulkAction,
+                    action: $crate::inspect::BulkAction,
                     ids: &[::std::string::String],
-                ) -> $crate::Result<$crate::BulkBatch> {
+                ) -> $crate::Result<$crate::inspect::BulkBatch> {
                     self.$field.act_on_jobs(action, ids).await
                 }
                 async fn pause_queue(&self, queue: &$crate::QueueName) -> $crate::Result<bool> {
@@ -316,8 +318,8 @@ macro_rules! delegate_store {
                 }
                 async fn prune(
                     &self,
-                    req: &$crate::PruneRequest,
-                ) -> $crate::Result<$crate::PruneReport> {
+                    req: &$crate::inspect::PruneRequest,
+                ) -> $crate::Result<$crate::inspect::PruneReport> {
                     self.$field.prune(req).await
                 }
                 async fn reconcile_reservations(&self) -> $crate::Result<u64> {
@@ -338,13 +340,13 @@ macro_rules! delegate_store {
                 async fn get_operation(
                     &self,
                     key: &str,
-                ) -> $crate::Result<::std::option::Option<$crate::Operation>> {
+                ) -> $crate::Result<::std::option::Option<$crate::inspect::Operation>> {
                     self.$field.get_operation(key).await
                 }
                 async fn start_operation_attempt(
                     &self,
                     key: &str,
-                ) -> $crate::Result<$crate::Operation> {
+                ) -> $crate::Result<$crate::inspect::Operation> {
                     self.$field.start_operation_attempt(key).await
                 }
                 async fn record_operation_result(

@@ -15,7 +15,7 @@ pub const DIGEST_FORMAT: &str = "duraq.v1";
 /// Writes `value` as canonical JSON.
 ///
 /// ```
-/// use duraq_core::canonical_json;
+/// use duraq_core::driver::canonical_json;
 /// let v = serde_json::json!({"b": [1, {"d": 2, "c": null}], "a": "x"});
 /// assert_eq!(canonical_json(&v), r#"{"a":"x","b":[1,{"c":null,"d":2}]}"#);
 /// ```
@@ -79,7 +79,7 @@ fn write_json<T: serde::Serialize + ?Sized>(value: &T, out: &mut Vec<u8>) {
 /// [`DIGEST_FORMAT`].
 ///
 /// ```
-/// use duraq_core::digest_hex;
+/// use duraq_core::driver::digest_hex;
 /// let a = digest_hex("args", &serde_json::json!({"x": 1, "y": 2}));
 /// let b = digest_hex("args", &serde_json::json!({"y": 2, "x": 1}));
 /// assert_eq!(a, b);
@@ -96,7 +96,7 @@ pub fn digest_hex(kind: &str, value: &Value) -> String {
 /// canonical text digests it without serializing the value again.
 ///
 /// ```
-/// use duraq_core::{canonical_json, digest_hex, digest_of_canonical};
+/// use duraq_core::driver::{canonical_json, digest_hex, digest_of_canonical};
 /// let value = serde_json::json!({"y": [2], "x": 1});
 /// let text = canonical_json(&value);
 /// assert_eq!(digest_of_canonical("args", text.as_bytes()), digest_hex("args", &value));

@@ -16,7 +16,7 @@ const MS_PER_DAY: i64 = 86_400_000;
 /// fails.
 ///
 /// ```
-/// use duraq_core::utc_time;
+/// use duraq_core::inspect::utc_time;
 /// assert_eq!(utc_time(951_782_400_000), "2000-02-29 00:00:00 UTC");
 /// assert_eq!(utc_time(253_402_300_800_000), "+10000-01-01 00:00:00 UTC");
 /// ```
@@ -38,7 +38,7 @@ pub fn utc_time(ms: i64) -> String {
 /// the nearest (a job due in 9 min 59 s is due "in 10 min"). Never overflows.
 ///
 /// ```
-/// use duraq_core::relative_time;
+/// use duraq_core::inspect::relative_time;
 /// let now = 1_700_000_000_000;
 /// assert_eq!(relative_time(now + 599_000, now), "in 10 min");
 /// assert_eq!(relative_time(now - 3_000, now), "3 s ago");
@@ -67,7 +67,7 @@ pub fn relative_time(ms: i64, now_ms: i64) -> String {
 /// `n` with thousands separators.
 ///
 /// ```
-/// assert_eq!(duraq_core::thousands(-1_234_567), "-1,234,567");
+/// assert_eq!(duraq_core::inspect::thousands(-1_234_567), "-1,234,567");
 /// ```
 pub fn thousands(n: i64) -> String {
     let digits = n.unsigned_abs().to_string();
@@ -91,7 +91,7 @@ pub fn thousands(n: i64) -> String {
 /// is a separate, later step.)
 ///
 /// ```
-/// assert_eq!(duraq_core::visible("a\u{1b}[2Jb"), "a\\u{1b}[2Jb");
+/// assert_eq!(duraq_core::inspect::visible("a\u{1b}[2Jb"), "a\\u{1b}[2Jb");
 /// ```
 pub fn visible(text: &str) -> Cow<'_, str> {
     if !text.chars().any(needs_escape) {

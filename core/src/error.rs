@@ -60,9 +60,9 @@ pub enum ErrorCode {
     /// No job has the given id.
     JobNotFound,
     /// Text given as a job id or id prefix that no id could start with (empty,
-    /// too long, spaces or control characters; see [`crate::resolve_job`]).
+    /// too long, spaces or control characters; see [`crate::inspect::resolve_job`]).
     InvalidId,
-    /// An id prefix that several jobs' ids start with ([`crate::resolve_job`]).
+    /// An id prefix that several jobs' ids start with ([`crate::inspect::resolve_job`]).
     AmbiguousId,
     /// An operator action on a job whose status does not allow it (retrying a
     /// queued job, cancelling a completed one).
@@ -71,7 +71,7 @@ pub enum ErrorCode {
     /// see [`crate::JobStatus`]'s `FromStr`).
     InvalidStatus,
     /// A history range that is not one of `1h`, `24h`, `7d` (`duraq stats
-    /// --since`, the dashboard's `?range=`; see [`crate::HistoryRange`]).
+    /// --since`, the dashboard's `?range=`; see [`crate::inspect::HistoryRange`]).
     InvalidRange,
     /// No operation record has the given key.
     OperationNotFound,
@@ -89,10 +89,10 @@ pub enum ErrorCode {
     /// A cron expression that does not parse or never fires.
     InvalidCron,
     /// A time zone name that the bundled IANA database does not know
-    /// (`CRON_TZ=`, [`crate::CronSchedule::in_time_zone`]).
+    /// (`CRON_TZ=`, [`crate::worker::CronSchedule::in_time_zone`]).
     InvalidTimeZone,
     /// A time a person typed is not one (`jobs list --created-before`, the
-    /// dashboard's search fields): see [`crate::parse_time_ms`].
+    /// dashboard's search fields): see [`crate::inspect::parse_time_ms`].
     InvalidTime,
     /// An impossible worker, periodic or retention setting.
     InvalidWorkerConfig,
@@ -104,7 +104,7 @@ pub enum ErrorCode {
     DependencyNotFound,
     /// A dependency failure policy that is neither `cancel` nor `run`.
     InvalidDependencyPolicy,
-    /// A handler's output larger than [`crate::MAX_OUTPUT_BYTES`] as JSON: the
+    /// A handler's output larger than [`crate::limits::MAX_OUTPUT_BYTES`] as JSON: the
     /// attempt fails with this code in `lastError`.
     OutputTooLarge,
     /// A workflow whose steps depend on each other in a circle; nothing was written.
@@ -307,7 +307,8 @@ impl Error {
 /// skipped, so nothing is printed twice.
 ///
 /// ```
-/// use duraq_core::{error_chain, Error};
+/// use duraq_core::Error;
+/// use duraq_core::inspect::error_chain;
 /// let io = std::io::Error::other("file is not a database");
 /// let err = Error::backend("sqlite", io);
 /// assert_eq!(err.to_string(), "backend error: sqlite");

@@ -8,7 +8,7 @@
 //! between consecutive samples, computed here once by [`throughput`], for the
 //! dashboard, `duraq stats` and anyone else.
 //!
-//! Which transition counts as what is decided in [`crate::CountChange`] (the one
+//! Which transition counts as what is decided in [`crate::driver::CountChange`] (the one
 //! rule for counts); this module holds the values, the sampling constants and
 //! the bucketing arithmetic, all pure.
 
@@ -27,7 +27,7 @@ pub const MINUTE_MS: i64 = 60_000;
 /// The start of the minute that holds `now_ms` (the key of a sample).
 ///
 /// ```
-/// assert_eq!(duraq_core::history_minute(125_000), 120_000);
+/// assert_eq!(duraq_core::inspect::history_minute(125_000), 120_000);
 /// ```
 pub fn history_minute(now_ms: i64) -> i64 {
     now_ms.div_euclid(MINUTE_MS) * MINUTE_MS
@@ -166,7 +166,8 @@ impl HistoryRange {
     /// Parses `1h`, `24h` or `7d` (also `1d`); anything else is `invalid-range`.
     ///
     /// ```
-    /// use duraq_core::{ErrorCode, HistoryRange};
+    /// use duraq_core::ErrorCode;
+    /// use duraq_core::inspect::HistoryRange;
     /// assert_eq!(HistoryRange::parse("24h").unwrap(), HistoryRange::Day);
     /// assert_eq!(HistoryRange::parse("2h").unwrap_err().code(), ErrorCode::InvalidRange);
     /// ```
@@ -246,7 +247,7 @@ pub struct ThroughputPoint {
 /// a gap (`None`).
 ///
 /// ```
-/// use duraq_core::{throughput, HistoryRange, HistorySample, OutcomeTotals};
+/// use duraq_core::inspect::{throughput, HistoryRange, HistorySample, OutcomeTotals};
 /// let s = |m: i64, done: i64| HistorySample {
 ///     minute_ms: m * 60_000,
 ///     queue: "q".into(),
@@ -307,7 +308,7 @@ pub fn throughput(
 /// sample, to the moment of reading.
 ///
 /// ```
-/// use duraq_core::{with_current, HistorySample, QueueTotals};
+/// use duraq_core::inspect::{with_current, HistorySample, QueueTotals};
 /// let samples = with_current(Vec::new(), &[QueueTotals::default()], 61_000);
 /// assert_eq!(samples[0].minute_ms, 61_000);
 /// ```

@@ -377,7 +377,8 @@ impl Lease {
     /// lease still holds.
     ///
     /// ```
-    /// use duraq_core::{JobStatus, Lease};
+    /// use duraq_core::JobStatus;
+    /// use duraq_core::driver::Lease;
     /// let lease = Lease { job_id: "j".into(), handoff_id: "h1".into() };
     /// assert!(lease.is_current(JobStatus::HandedOff, Some("h1")));
     /// assert!(!lease.is_current(JobStatus::HandedOff, Some("h2"))); // claimed again since

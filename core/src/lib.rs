@@ -61,22 +61,27 @@ mod progress;
 mod rate;
 mod requests;
 mod resolve;
-pub mod rules;
 mod search;
 mod store;
 mod time;
 mod trace;
-pub mod transitions;
 mod typed;
-mod worker;
 mod workers;
 mod workflow;
 mod workflow_append;
 mod workflow_graph;
 mod workflow_list;
 
-/// Re-exported so that implementing [`JobHandler`], [`JsonHandler`] or the store
-/// traits needs no dependency besides `duraq-core`: write `#[duraq_core::async_trait]`.
+pub mod driver;
+pub mod inspect;
+pub mod limits;
+pub mod worker;
+
+// Core's own code names the rules and transitions by their short paths.
+use driver::{rules, transitions};
+
+/// Re-exported so that implementing [`JobHandler`] or the store traits needs
+/// no dependency besides `duraq-core`: write `#[duraq_core::async_trait]`.
 pub use async_trait::async_trait;
 
 /// The store traits in one import, for applications: `use duraq_core::prelude::*;`
@@ -93,64 +98,27 @@ pub mod __private {
     pub use tokio;
 }
 
-pub use backoff::{retry_backoff, retry_backoff_ms};
-pub use bulk::{run_bulk, BulkReport, BulkRequest, BulkSelection};
-pub use clock::{system_clock, Clock, ManualClock, SystemClock};
-pub use counts::{
-    CountChange, CountDelta, CountSnapshot, QueueCounts, QueueSnapshot, StatusCounts,
-};
-pub use digest::{canonical_json, digest_hex, digest_of_canonical, DIGEST_FORMAT};
-pub use display::{relative_time, thousands, utc_time, visible};
-pub use error::{error_chain, BoxError, Error, ErrorCode, Result};
-pub use history::{
-    history_cutoff, history_minute, throughput, throughput_sum, with_current, HistoryRange,
-    HistorySample, OutcomeTotals, QueueTotals, ThroughputPoint, HISTORY_RETENTION_MS, MINUTE_MS,
-};
-pub use job::{AttemptError, Dependency, DependencyFailure, Job, JobStatus, Lease, STATUS_COUNT};
-pub use keys::{
-    queue_concurrency_key, IdempotencyKey, JobName, QueueName, ScheduleKey, MAX_NAME_CHARS,
-    QUEUE_CONCURRENCY_PREFIX,
-};
+// The application's surface: jobs and their options, typed jobs, the store
+// traits it calls and their answers, the worker, errors and clocks. Store
+// authors find the rest in `driver`; readers and operators in `inspect`; the
+// worker's finer knobs in `worker`; limits and defaults in `limits`.
+pub use clock::{Clock, ManualClock, SystemClock};
+pub use error::{Error, ErrorCode, Result};
+pub use job::{AttemptError, Dependency, DependencyFailure, Job, JobStatus};
+pub use keys::{IdempotencyKey, JobName, QueueName, ScheduleKey};
 pub use memory::MemoryStore;
-pub use new_job::{new_job_id, NewJob};
-pub use options::{
-    After, ConcurrencyLimit, EnqueueOptions, NewOperation, DEFAULT_MAX_RETRIES, MAX_RUN_IN_MS,
-};
-pub use progress::{
-    clean_line, progress_write, JobProgress, LogLine, PendingLine, ProgressBatch, ProgressBuffer,
-    ProgressPoint, ProgressRow, ProgressWrite, MAX_LINE_BYTES, MAX_LOG_LINES,
-    PROGRESS_FLUSH_INTERVAL_MS,
-};
-pub use rate::{rate_log_horizon, RateLimit, RateWindow};
+pub use new_job::NewJob;
+pub use options::{After, ConcurrencyLimit, EnqueueOptions, NewOperation};
+pub use rate::RateLimit;
 pub use requests::{
-    BacklogProgress, BulkAction, BulkBatch, CancelOutcome, ClaimRequest, EnqueueOutcome, Health,
-    JobCursor, JobFilter, KeyedOutcome, LeaseLoss, LeaseState, LostLease, Operation, Outcome,
-    PruneReport, PruneRequest, QueueConfig, ReplaceOutcome, ReportedAndClaimed, RunningOwner,
-    ScheduledJobs, WakeOutcome,
+    CancelOutcome, EnqueueOutcome, KeyedOutcome, Outcome, QueueConfig, ReplaceOutcome,
+    RunningOwner, WakeOutcome,
 };
-pub use resolve::{check_id_prefix, id_prefix_bound, resolve_job, MAX_ID_BYTES};
-pub use search::{contains_ignoring_case, json_contains, JobPage, DEFAULT_SCAN_LIMIT};
-pub use store::{Inspect, MailOperations, Operate, Producer, Store, Upkeep, WorkerStore};
-pub use time::parse_time_ms;
+pub use store::{Inspect, MailOperations, Operate, Producer, Store, WorkerStore};
 pub use trace::TraceParent;
-pub use transitions::MAX_OUTPUT_BYTES;
 pub use typed::JobArgs;
-pub use worker::DueRun;
 pub use worker::{
-    CronSchedule, JobContext, JobError, JobFinished, JobHandler, JobResult, JobStarted,
-    JsonHandler, PeriodicJob, PeriodicSchedule, PrefetchPolicy, Registry, RetentionPolicy, Worker,
-    WorkerBuilder, WorkerError, WorkerEvent, WorkerHandle, WorkerReport, DEFAULT_ADAPTIVE_PREFETCH,
-    DEFAULT_CANCEL_GRACE, DEFAULT_CONCURRENCY, DEFAULT_DRAIN_TIMEOUT, DEFAULT_JOB_TIMEOUT,
-    DEFAULT_LEASE_CHECK_INTERVAL, DEFAULT_POLL_INTERVAL, DEFAULT_STALE_AFTER, EVENT_CAPACITY,
-    MAX_PREFETCH, MIN_STALE_AFTER,
+    JobContext, JobError, JobHandler, JobResult, PeriodicJob, Registry, Worker, WorkerError,
 };
-pub use workers::{
-    unhandled_groups, worker_forget_cutoff_ms, DueJobGroup, RunningJob, WorkerInfo, WorkerRecord,
-    WorkerState, FORGET_WORKERS_AFTER_MS, UNHANDLED_SCAN_LIMIT,
-};
-pub use workflow::{
-    enqueue_workflow, workflow_steps, workflow_tally, Workflow, WorkflowOutcome, WorkflowPlan,
-    BATCH_CALLBACK,
-};
+pub use workflow::{enqueue_workflow, Workflow, WorkflowOutcome};
 pub use workflow_append::{append_workflow, WorkflowAppend};
-pub use workflow_list::{WorkflowListRequest, WorkflowState, WorkflowSummary, WorkflowTally};

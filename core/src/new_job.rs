@@ -400,11 +400,12 @@ impl NewJob {
 
     /// Appends the args as canonical JSON (compact, object keys in byte order:
     /// valid JSON of the same value) to `out`, so a store that keeps the args
-    /// as text can digest those bytes later ([`digest_of_canonical`](crate::digest_of_canonical))
+    /// as text can digest those bytes later ([`digest_of_canonical`](crate::driver::digest_of_canonical))
     /// instead of serializing them again.
     ///
     /// ```
-    /// use duraq_core::{digest_of_canonical, EnqueueOptions, NewJob};
+    /// use duraq_core::{EnqueueOptions, NewJob};
+    /// use duraq_core::driver::digest_of_canonical;
     /// let job = NewJob::new("j", serde_json::json!({"b": 1, "a": [true]}), EnqueueOptions::new())
     ///     .unwrap();
     /// let mut text = Vec::new();

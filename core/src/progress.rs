@@ -81,7 +81,7 @@ pub struct ProgressPoint {
 /// fraction, a line over the bound or more than [`MAX_LOG_LINES`] lines.
 ///
 /// ```
-/// use duraq_core::{Lease, ProgressBatch};
+/// use duraq_core::driver::{Lease, ProgressBatch};
 /// let lease = Lease { job_id: "j1".into(), handoff_id: "h1".into() };
 /// let batch = ProgressBatch::new(lease, 1)
 ///     .with_progress(0.5, "halfway")?
@@ -199,7 +199,7 @@ pub struct ProgressWrite {
 /// total (dropped lines counted), and only the newest [`MAX_LOG_LINES`] stay.
 ///
 /// ```
-/// use duraq_core::{progress_write, Lease, ProgressBatch};
+/// use duraq_core::driver::{progress_write, Lease, ProgressBatch};
 /// let lease = Lease { job_id: "j1".into(), handoff_id: "h1".into() };
 /// let batch = ProgressBatch::new(lease, 1).with_line(5, "a").with_line(6, "b");
 /// let write = progress_write(None, &batch, 10);

@@ -92,7 +92,8 @@ impl RateLimit {
 /// each candidate of that key in the claim (see the module docs).
 ///
 /// ```
-/// use duraq_core::{RateLimit, RateWindow};
+/// use duraq_core::RateLimit;
+/// use duraq_core::driver::RateWindow;
 /// let limit = RateLimit::new("k", 2, std::time::Duration::from_millis(1_000)).unwrap();
 /// let mut window = RateWindow::new(vec![400]); // one start logged at 400 ms
 /// assert_eq!(window.try_start(&limit, 1_000), Ok(()));

@@ -237,7 +237,8 @@ pub use crate::search::{JobCursor, JobFilter};
 ///
 /// ```
 /// use std::time::Duration;
-/// use duraq_core::{JobStatus, PruneRequest};
+/// use duraq_core::JobStatus;
+/// use duraq_core::inspect::PruneRequest;
 /// let req = PruneRequest {
 ///     completed_older_than: Some(Duration::from_secs(3600)),
 ///     ..PruneRequest::default()
@@ -288,7 +289,8 @@ impl PruneRequest {
     /// ```
     /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
     /// use std::time::Duration;
-    /// use duraq_core::{MemoryStore, PruneRequest};
+    /// use duraq_core::MemoryStore;
+    /// use duraq_core::inspect::PruneRequest;
     /// let store = MemoryStore::new();
     /// let req = PruneRequest { completed_older_than: Some(Duration::ZERO), ..PruneRequest::default() };
     /// assert_eq!(req.count_prunable(&store, 0).await.unwrap(), 0);
@@ -463,7 +465,8 @@ impl BulkAction {
     /// Whether the action changes a job in `status`.
     ///
     /// ```
-    /// use duraq_core::{BulkAction, JobStatus};
+    /// use duraq_core::JobStatus;
+    /// use duraq_core::inspect::BulkAction;
     /// assert!(BulkAction::Retry.applies_to(JobStatus::Failed));
     /// assert!(!BulkAction::Retry.applies_to(JobStatus::HandedOff));
     /// assert!(BulkAction::Cancel.applies_to(JobStatus::HandedOff));

@@ -40,7 +40,8 @@ pub fn check_id_prefix(input: &str) -> Result<()> {
 /// ```
 /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
 /// use duraq_core::prelude::*;
-/// use duraq_core::{resolve_job, EnqueueOptions, ErrorCode, MemoryStore, NewJob};
+/// use duraq_core::{EnqueueOptions, ErrorCode, MemoryStore, NewJob};
+/// use duraq_core::inspect::resolve_job;
 /// let store = MemoryStore::new();
 /// let job = NewJob::new("report", serde_json::json!([]), EnqueueOptions::new()).unwrap();
 /// let id = store.enqueue(job).await.unwrap().job_id().to_owned();

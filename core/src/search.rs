@@ -25,7 +25,8 @@ pub const DEFAULT_SCAN_LIMIT: usize = 10_000;
 /// finished bound.
 ///
 /// ```
-/// use duraq_core::{JobCursor, JobFilter, JobStatus};
+/// use duraq_core::JobStatus;
+/// use duraq_core::inspect::{JobCursor, JobFilter};
 /// let page = JobFilter {
 ///     statuses: vec![JobStatus::Failed, JobStatus::Orphaned],
 ///     queue: Some("mail".into()),
@@ -37,7 +38,7 @@ pub const DEFAULT_SCAN_LIMIT: usize = 10_000;
 ///     ..JobFilter::default()
 /// };
 /// assert_eq!(page.limit, Some(50));
-/// assert_eq!(page.scan_budget(), duraq_core::DEFAULT_SCAN_LIMIT);
+/// assert_eq!(page.scan_budget(), duraq_core::limits::DEFAULT_SCAN_LIMIT);
 /// ```
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct JobFilter {
@@ -138,7 +139,7 @@ pub fn contains_ignoring_case(haystack: &str, needle: &str) -> bool {
 /// equal scalars (numbers compare by value).
 ///
 /// ```
-/// use duraq_core::json_contains;
+/// use duraq_core::driver::json_contains;
 /// use serde_json::json;
 /// let args = json!({"user": {"id": 7, "tags": ["a", "b"]}, "n": 1});
 /// assert!(json_contains(&args, &json!({"user": {"tags": ["b"]}})));

@@ -15,14 +15,14 @@
 //! caller takes only one. The MemoryStore is their reference model; SQLite and
 //! PostgreSQL implement them for real, and `duraq-tests` checks them all against
 //! the same suite. A wrapper around a store (a decorator, a fault injector)
-//! forwards the traits it does not change with [`crate::delegate_store!`].
+//! forwards the traits it does not change with [`crate::driver::delegate_store!`].
 //!
 //! # Rules every implementation follows
 //! - Time: each call reads the store's [`crate::Clock`] once (`now`) and uses it
 //!   for every timestamp it writes and every "due" comparison it makes.
 //! - Atomicity: each call is one transaction; an error leaves the database as it was.
 //! - Counts: a call whose committed effect changes any status count (of any
-//!   queue: see [`crate::CountChange::is_zero`]) increases the
+//!   queue: see [`crate::driver::CountChange::is_zero`]) increases the
 //!   revision by exactly one and publishes one [`CountDelta`]; a call that changes
 //!   no count (a replay, a wake, a heartbeat, a report that lost its lease) leaves
 //!   it. `prune` is one mutation per non-empty batch; `enqueue_batch` is one.
@@ -217,7 +217,7 @@ pub trait WorkerStore: Send + Sync + 'static {
     /// (`lastError` says the worker was lost), `orphaned` when no retries are left.
     /// Returns the recovered job ids (sorted). One mutation. Also deletes
     /// the rows of workers (registered or not) last heard from before
-    /// [`crate::worker_forget_cutoff_ms`] (a day ago at least): gone for good,
+    /// [`crate::driver::worker_forget_cutoff_ms`] (a day ago at least): gone for good,
     /// they leave `duraq workers`. Forgetting is not a count mutation.
     async fn recover_stale(&self, stale_after_ms: i64) -> Result<Vec<String>>;
 
@@ -258,12 +258,12 @@ pub trait WorkerStore: Send + Sync + 'static {
 
     /// Persists what a running attempt said (`docs/jobs.md`): the
     /// batch's progress (replacing the stored one) and its new log lines, of
-    /// which the job keeps the newest [`crate::MAX_LOG_LINES`], as
-    /// [`crate::progress_write`] decides, in one transaction. Fenced by the
+    /// which the job keeps the newest [`crate::limits::MAX_LOG_LINES`], as
+    /// [`crate::driver::progress_write`] decides, in one transaction. Fenced by the
     /// batch's lease like a report: `false`, changing nothing, when the job is
     /// gone, not `handed_off`, or leased to another handoff. Changes no job row
     /// and no count. The worker sends at most one batch per attempt per
-    /// [`crate::PROGRESS_FLUSH_INTERVAL_MS`], and a last one before it reports.
+    /// [`crate::limits::PROGRESS_FLUSH_INTERVAL_MS`], and a last one before it reports.
     ///
     /// The default (a store that keeps no progress) fails with
     /// `unsupported-option`.
@@ -335,7 +335,7 @@ pub trait Inspect: Send + Sync + 'static {
     async fn search_jobs(&self, filter: &JobFilter) -> Result<JobPage>;
 
     /// At most `limit` jobs whose id starts with `prefix`, in id order (byte
-    /// order), read through the primary key. See [`crate::resolve_job`].
+    /// order), read through the primary key. See [`crate::inspect::resolve_job`].
     async fn jobs_with_id_prefix(&self, prefix: &str, limit: usize) -> Result<Vec<Job>>;
 
     /// A page of workflows, largest id first ([`WorkflowListRequest`]): one
@@ -357,7 +357,7 @@ pub trait Inspect: Send + Sync + 'static {
     /// Exact counts per status and per queue, read together with their
     /// revision (the one [`Inspect::count_snapshot`] reports for the same state), plus
     /// each queue's latency as of the clock reading `at_ms` (see
-    /// [`crate::QueueCounts`]). Costs one read of the counter rows plus one index
+    /// [`crate::inspect::QueueCounts`]). Costs one read of the counter rows plus one index
     /// lookup per queue that has queued jobs, whatever the number of jobs. Queues
     /// whose counts are all zero are left out unless paused; each entry says
     /// whether its queue is paused (see [`QueueSnapshot::with_paused`]).
@@ -369,7 +369,7 @@ pub trait Inspect: Send + Sync + 'static {
 
     /// Every registered worker, by id (byte order), with its state as of now
     /// (stale when its last heartbeat is older than `now - stale_after_ms`, see
-    /// [`crate::WorkerState::at`]) and the jobs handed off to it. Worker ids that only
+    /// [`crate::inspect::WorkerState::at`]) and the jobs handed off to it. Worker ids that only
     /// claimed (without [`WorkerStore::register_worker`]) are not listed. At most two reads
     /// (the worker rows, and the handed-off jobs through their own index),
     /// whatever the number of workers.
@@ -403,7 +403,7 @@ pub trait Inspect: Send + Sync + 'static {
     /// Backend, schema version and detail.
     async fn health(&self) -> Result<Health>;
 
-    /// Every queue's monotonic [`OutcomeTotals`](crate::OutcomeTotals) (`docs/history.md`), by name
+    /// Every queue's monotonic [`OutcomeTotals`](crate::inspect::OutcomeTotals) (`docs/history.md`), by name
     /// (byte order), including queues whose jobs were all pruned. Read from the
     /// per-queue counter rows: constant cost in the number of jobs.
     async fn outcome_totals(&self) -> Result<Vec<QueueTotals>>;
@@ -438,7 +438,7 @@ pub trait Operate: Inspect {
     /// workers are told of a cancel), a delete as a prune of exactly those
     /// jobs. Ids with no job are counted as missing, jobs whose status forbids
     /// the action as skipped; neither is an error. One count mutation (one
-    /// revision) when anything changed. [`crate::run_bulk`] drives it in
+    /// revision) when anything changed. [`crate::inspect::run_bulk`] drives it in
     /// batches.
     async fn act_on_jobs(&self, action: BulkAction, ids: &[String]) -> Result<BulkBatch>;
 
@@ -464,10 +464,10 @@ pub trait Operate: Inspect {
     async fn reconcile_reservations(&self) -> Result<u64>;
 
     /// The history sampler: stores every queue's current totals as the sample of
-    /// the current minute ([`crate::history_minute`] of the store's clock),
+    /// the current minute ([`crate::inspect::history_minute`] of the store's clock),
     /// unless that minute already has samples (the first sampler of a minute
     /// wins, so any number of processes may call it), and deletes samples older
-    /// than [`crate::HISTORY_RETENTION_MS`]. Returns whether this call wrote the
+    /// than [`crate::limits::HISTORY_RETENTION_MS`]. Returns whether this call wrote the
     /// minute's samples. Changes no job and no count, and moves no revision.
     async fn record_history(&self) -> Result<bool>;
 }

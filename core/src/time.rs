@@ -83,7 +83,8 @@ mod tests {
 /// the dashboard's search fields, on `jiff` rather than a hand-written calendar.
 ///
 /// ```
-/// use duraq_core::{parse_time_ms, ErrorCode};
+/// use duraq_core::ErrorCode;
+/// use duraq_core::inspect::parse_time_ms;
 /// assert_eq!(parse_time_ms("1970-01-01T00:00:01Z").unwrap(), 1_000);
 /// assert_eq!(parse_time_ms("1970-01-01T01:00:01.5+01:00").unwrap(), 1_500);
 /// assert_eq!(parse_time_ms("1970-01-02").unwrap(), 86_400_000);

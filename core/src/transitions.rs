@@ -177,7 +177,7 @@ pub const MAX_OUTPUT_BYTES: usize = 256 * 1024;
 /// (it starts with the stable code `output-too-large`), `None` when it fits.
 ///
 /// ```
-/// use duraq_core::transitions::output_size_error;
+/// use duraq_core::driver::transitions::output_size_error;
 /// assert_eq!(output_size_error(&serde_json::json!({"ok": true})), None);
 /// let big = serde_json::Value::String("x".repeat(300 * 1024));
 /// assert!(output_size_error(&big).unwrap().starts_with("output-too-large:"));
@@ -253,7 +253,7 @@ pub fn reservation_for(
         _ => queue_config
             .get(&job.queue)
             .and_then(|c| c.max_concurrent)
-            .map(|max| (crate::queue_concurrency_key(&job.queue), max)),
+            .map(|max| (crate::driver::queue_concurrency_key(&job.queue), max)),
     }
 }
 
@@ -276,12 +276,13 @@ pub fn claim_order(a: &Job, b: &Job) -> std::cmp::Ordering {
 /// states as a store read them (one query over the held job ids): a lease is
 /// current only while its job is `handed_off` under that very handoff id. A
 /// job missing from `states` (pruned) lost its lease too. A cancelled job is
-/// [`crate::LeaseLoss::Cancelled`]; anything else (recovered as a dead
+/// [`crate::driver::LeaseLoss::Cancelled`]; anything else (recovered as a dead
 /// worker's, re-queued, claimed again under another handoff) is
-/// [`crate::LeaseLoss::Lost`]. The order of `held` is kept.
+/// [`crate::driver::LeaseLoss::Lost`]. The order of `held` is kept.
 ///
 /// ```
-/// use duraq_core::{transitions::lost_leases, JobStatus, Lease, LeaseLoss, LeaseState};
+/// use duraq_core::JobStatus;
+/// use duraq_core::driver::{transitions::lost_leases, Lease, LeaseLoss, LeaseState};
 /// let held = vec![
 ///     Lease { job_id: "a".into(), handoff_id: "h1".into() },
 ///     Lease { job_id: "b".into(), handoff_id: "h2".into() },
@@ -294,17 +295,20 @@ pub fn claim_order(a: &Job, b: &Job) -> std::cmp::Ordering {
 /// assert_eq!(lost.len(), 1);
 /// assert_eq!((lost[0].lease.job_id.as_str(), lost[0].loss), ("b", LeaseLoss::Cancelled));
 /// ```
-pub fn lost_leases(held: &[crate::Lease], states: &[crate::LeaseState]) -> Vec<crate::LostLease> {
-    let by_id: std::collections::HashMap<&str, &crate::LeaseState> =
+pub fn lost_leases(
+    held: &[crate::driver::Lease],
+    states: &[crate::driver::LeaseState],
+) -> Vec<crate::driver::LostLease> {
+    let by_id: std::collections::HashMap<&str, &crate::driver::LeaseState> =
         states.iter().map(|s| (s.job_id.as_str(), s)).collect();
     held.iter()
         .filter_map(|lease| {
             let loss = match by_id.get(lease.job_id.as_str()) {
                 Some(s) if lease.is_current(s.status, s.handoff_id.as_deref()) => return None,
-                Some(s) if s.status == JobStatus::Cancelled => crate::LeaseLoss::Cancelled,
-                _ => crate::LeaseLoss::Lost,
+                Some(s) if s.status == JobStatus::Cancelled => crate::driver::LeaseLoss::Cancelled,
+                _ => crate::driver::LeaseLoss::Lost,
             };
-            Some(crate::LostLease {
+            Some(crate::driver::LostLease {
                 lease: lease.clone(),
                 loss,
             })

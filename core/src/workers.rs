@@ -20,7 +20,8 @@ pub const FORGET_WORKERS_AFTER_MS: i64 = 24 * 3_600_000;
 /// row is never forgotten while its worker could still count as alive.
 ///
 /// ```
-/// use duraq_core::{worker_forget_cutoff_ms, FORGET_WORKERS_AFTER_MS};
+/// use duraq_core::driver::worker_forget_cutoff_ms;
+/// use duraq_core::limits::FORGET_WORKERS_AFTER_MS;
 /// assert_eq!(worker_forget_cutoff_ms(100_000_000, 60_000), 100_000_000 - FORGET_WORKERS_AFTER_MS);
 /// assert_eq!(worker_forget_cutoff_ms(i64::MIN, 60_000), i64::MIN);
 /// ```
@@ -33,7 +34,7 @@ pub fn worker_forget_cutoff_ms(now_ms: i64, stale_after_ms: i64) -> i64 {
 /// heartbeats.
 ///
 /// ```
-/// use duraq_core::WorkerInfo;
+/// use duraq_core::driver::WorkerInfo;
 /// let info = WorkerInfo {
 ///     worker_id: "w-1".into(),
 ///     host: "app-1".into(),
@@ -91,7 +92,7 @@ impl WorkerState {
     /// the same boundary at which recovery takes its leases.
     ///
     /// ```
-    /// use duraq_core::WorkerState;
+    /// use duraq_core::inspect::WorkerState;
     /// assert_eq!(WorkerState::at(1_000, 61_000, 60_000), WorkerState::Alive);
     /// assert_eq!(WorkerState::at(999, 61_000, 60_000), WorkerState::Stale);
     /// ```

@@ -132,7 +132,8 @@ impl Workflow {
     /// and [`crate::JobContext::dependencies`].
     ///
     /// ```
-    /// use duraq_core::{DependencyFailure, EnqueueOptions, NewJob, Workflow, BATCH_CALLBACK};
+    /// use duraq_core::{DependencyFailure, EnqueueOptions, NewJob, Workflow};
+    /// use duraq_core::driver::BATCH_CALLBACK;
     /// let job = |name: &str| NewJob::new(name, serde_json::json!([]), EnqueueOptions::new()).unwrap();
     /// let plan = Workflow::batch("imports", (0..3).map(|_| job("import")), job("report")).build().unwrap();
     /// let callback = plan.jobs.iter().find(|j| j.id() == plan.steps[BATCH_CALLBACK]).unwrap();
@@ -230,7 +231,8 @@ pub async fn workflow_steps<S: Inspect + ?Sized>(store: &S, workflow_id: &str) -
 ///
 /// ```
 /// # duraq_core::__private::tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
-/// use duraq_core::{enqueue_workflow, workflow_tally, EnqueueOptions, MemoryStore, NewJob, Workflow};
+/// use duraq_core::{enqueue_workflow, EnqueueOptions, MemoryStore, NewJob, Workflow};
+/// use duraq_core::inspect::workflow_tally;
 /// let store = MemoryStore::new();
 /// let job = |name: &str| NewJob::new(name, serde_json::json!([]), EnqueueOptions::new()).unwrap();
 /// enqueue_workflow(&store, Workflow::new("w").step("a", job("a"))).await.unwrap();

@@ -5,7 +5,7 @@
 //! newest id first through its partial index on `workflow_id`, and
 //! [`WorkflowSummary::from_groups`] folds those groups into summaries here,
 //! once for every store. The cost of a page is the steps of the workflows on
-//! it; [`crate::workflow_tally`] walks pages up to a budget, so the overview's counts
+//! it; [`crate::inspect::workflow_tally`] walks pages up to a budget, so the overview's counts
 //! stay bounded however many workflows retention keeps.
 
 use serde::{Deserialize, Serialize};
@@ -66,7 +66,8 @@ impl WorkflowSummary {
     /// createdAtMs)` into summaries, largest id first.
     ///
     /// ```
-    /// use duraq_core::{JobStatus, WorkflowState, WorkflowSummary};
+    /// use duraq_core::JobStatus;
+    /// use duraq_core::inspect::{WorkflowState, WorkflowSummary};
     /// let groups = vec![
     ///     ("a".to_owned(), JobStatus::Completed, 3, 10),
     ///     ("b".to_owned(), JobStatus::Completed, 1, 20),
@@ -122,7 +123,7 @@ impl WorkflowSummary {
     }
 }
 
-/// How many workflows are in each [`WorkflowState`] ([`crate::workflow_tally`]).
+/// How many workflows are in each [`WorkflowState`] ([`crate::inspect::workflow_tally`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct WorkflowTally {

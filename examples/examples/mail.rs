@@ -14,7 +14,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use duraq_core::prelude::*;
-use duraq_core::{EnqueueOptions, Registry, Worker, WorkerEvent};
+use duraq_core::worker::WorkerEvent;
+use duraq_core::{EnqueueOptions, Registry, Worker};
 use duraq_mailer::{
     operation_key, DeliveryOperation, MailDeliverJob, MailPayload, Mailer, SmtpBackend,
     SmtpSettings, TlsMode,

@@ -10,9 +10,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use duraq_core::prelude::*;
+use duraq_core::worker::WorkerEvent;
 use duraq_core::{
     DependencyFailure, EnqueueOptions, JobError, JobResult, JobStatus, NewJob, Registry, Worker,
-    WorkerEvent,
 };
 use duraq_store_sqlite::{SqliteOptions, SqliteStore};
 use serde_json::{json, Value};

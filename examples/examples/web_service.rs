@@ -18,10 +18,10 @@ use std::time::Duration;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::{routing::post, Json, Router};
+use duraq_core::inspect::JobFilter;
 use duraq_core::prelude::*;
-use duraq_core::{
-    JobArgs, JobContext, JobError, JobFilter, JobHandler, JobResult, Registry, Worker, WorkerEvent,
-};
+use duraq_core::worker::WorkerEvent;
+use duraq_core::{JobArgs, JobContext, JobError, JobHandler, JobResult, Registry, Worker};
 use duraq_store_sqlite::{SqliteOptions, SqliteStore};
 use rusqlite::{Connection, TransactionBehavior};
 use serde::{Deserialize, Serialize};

@@ -11,7 +11,8 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use duraq_core::prelude::*;
-use duraq_core::{JobArgs, Outcome, PeriodicJob, QueueConfig, Registry, Worker, WorkerEvent};
+use duraq_core::worker::WorkerEvent;
+use duraq_core::{JobArgs, Outcome, PeriodicJob, QueueConfig, Registry, Worker};
 use duraq_store_sqlite::{SqliteOptions, SqliteStore};
 use tokio::sync::broadcast::error::RecvError;
 use tracing_subscriber::EnvFilter;

@@ -13,7 +13,7 @@
 use std::time::Duration;
 
 use async_trait::async_trait;
-use duraq_core::error_chain;
+use duraq_core::inspect::error_chain;
 use duraq_mailer::{
     freeze_sender, Delivered, IdempotencyCapability, MailBackend, MailError, MailPayload,
     MailResult, ProviderFailure, Scrubber, Secret,

@@ -8,7 +8,8 @@ mod support;
 
 use std::sync::Arc;
 
-use duraq_core::{error_chain, Clock, EnqueueOptions, JobStatus, ManualClock, Store};
+use duraq_core::inspect::error_chain;
+use duraq_core::{Clock, EnqueueOptions, JobStatus, ManualClock, Store};
 use duraq_mailer::{
     DeliveryOperation, MailBackend, MailDeliverJob, MailError, MailPayload, Mailer, Secret,
     SmtpSettings, TlsMode,

@@ -4,7 +4,8 @@ mod support;
 
 use std::sync::Arc;
 
-use duraq_core::{Clock, EnqueueOptions, JobFilter, JobStatus, ManualClock, Store};
+use duraq_core::inspect::JobFilter;
+use duraq_core::{Clock, EnqueueOptions, JobStatus, ManualClock, Store};
 use duraq_mailer::{
     operation_key, DeliveryContext, DeliveryOperation, MailDeliverJob, MailPayload, Mailer, Secret,
     SmtpSettings, TlsMode,

@@ -138,13 +138,13 @@ impl MailError {
 
     /// The attempt's failure as the worker records it: `lastError` is
     /// `<code>: <message>` with the error's source chain after the message
-    /// ([`duraq_core::error_chain`]), permanent errors discard the job, and a
+    /// ([`duraq_core::inspect::error_chain`]), permanent errors discard the job, and a
     /// provider's `retry-after` becomes the retry delay.
     pub fn into_job_error(self) -> JobError {
         let err = JobError::new(format!(
             "{}: {}",
             self.code(),
-            duraq_core::error_chain(&self)
+            duraq_core::inspect::error_chain(&self)
         ));
         match &self {
             Self::Transient {

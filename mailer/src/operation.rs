@@ -57,7 +57,7 @@ impl DeliveryOperation {
 /// assert_ne!(operation_key("a"), operation_key("b"));
 /// ```
 pub fn operation_key(id: &str) -> String {
-    duraq_core::digest_hex(OPERATION_KEY_KIND, &json!(id))
+    duraq_core::driver::digest_hex(OPERATION_KEY_KIND, &json!(id))
 }
 
 /// What a required delivery persists, both as the operation record's `data` and

@@ -187,7 +187,7 @@ impl MailPayload {
     /// The versioned SHA-256 digest (lower-case hex) of every provider-relevant
     /// field; equal payloads have equal digests whatever the header order.
     pub fn digest(&self) -> String {
-        duraq_core::digest_hex(
+        duraq_core::driver::digest_hex(
             PAYLOAD_DIGEST_KIND,
             &json!({
                 "to": self.to, "cc": self.cc, "bcc": self.bcc, "from": self.from,

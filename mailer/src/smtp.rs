@@ -18,7 +18,7 @@ use lettre::transport::smtp::authentication::Credentials;
 use lettre::transport::smtp::client::{Tls, TlsParameters};
 use lettre::{AsyncSmtpTransport, AsyncTransport, Message, Tokio1Executor};
 
-use duraq_core::error_chain;
+use duraq_core::inspect::error_chain;
 
 use crate::backend::{freeze_sender, Delivered, MailBackend};
 use crate::error::{MailError, MailResult};

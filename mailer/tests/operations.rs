@@ -5,9 +5,8 @@ mod support;
 
 use std::sync::Arc;
 
-use duraq_core::{
-    Clock, EnqueueOptions, EnqueueOutcome, JobFilter, ManualClock, PruneRequest, Store,
-};
+use duraq_core::inspect::{JobFilter, PruneRequest};
+use duraq_core::{Clock, EnqueueOptions, EnqueueOutcome, ManualClock, Store};
 use duraq_mailer::{
     operation_key, DeliveryContext, DeliveryOperation, MailPayload, Mailer, MemoryBackend,
     OperationRecord, SmtpBackend, SmtpSettings, TlsMode,

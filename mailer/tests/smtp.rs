@@ -6,7 +6,8 @@ mod support;
 
 use std::sync::Arc;
 
-use duraq_core::{EnqueueOptions, JobStatus, MemoryStore, Registry, Store, Worker, WorkerEvent};
+use duraq_core::worker::WorkerEvent;
+use duraq_core::{EnqueueOptions, JobStatus, MemoryStore, Registry, Store, Worker};
 use duraq_mailer::{
     DeliveryContext, MailDeliverJob, MailPayload, Mailer, SmtpBackend, SmtpSettings, TlsMode,
 };

@@ -8,7 +8,8 @@ mod support;
 
 use std::sync::Arc;
 
-use duraq_core::{error_chain, EnqueueOptions, JobStatus, ManualClock, MemoryStore, Store};
+use duraq_core::inspect::error_chain;
+use duraq_core::{EnqueueOptions, JobStatus, ManualClock, MemoryStore, Store};
 use duraq_mailer::{
     DeliveryContext, MailDeliverJob, MailError, MailPayload, Mailer, Secret, SmtpBackend,
     SmtpSettings, TlsMode,

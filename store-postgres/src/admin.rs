@@ -3,14 +3,15 @@
 //! `search.rs`).
 //!
 //! Retry and cancel load the row `FOR UPDATE`, apply the shared transition from
-//! `duraq_core::transitions`, and then give back what the job held
+//! `duraq_core::driver::transitions`, and then give back what the job held
 //! ([`crate::ownership`]). A cancel settles the job's dependents (through
 //! [`Tx::finished`]); a retry gives back the dependents its end cancelled
 //! ([`crate::dependencies::reopen_dependents`]). Pruning deletes the jobs'
 //! dependency edges in the same statement.
 
-use duraq_core::transitions::{operator_cancel, operator_retry};
-use duraq_core::{Error, Job, JobStatus, PruneRequest, Result};
+use duraq_core::driver::transitions::{operator_cancel, operator_retry};
+use duraq_core::inspect::PruneRequest;
+use duraq_core::{Error, Job, JobStatus, Result};
 
 use crate::dependencies::reopen_dependents;
 use crate::dependencies::DELETE_EDGES_WITH_JOBS;

@@ -6,13 +6,13 @@
 //! workers share a wide fan-out and none settles an edge twice: an entry is
 //! walked by one transaction at a time, and its cursor moves (or the entry
 //! goes) in that transaction; core's loop runs from the cursor
-//! ([`duraq_core::rules::DependencyRelease::resume`]). It does not lock the
+//! ([`duraq_core::driver::rules::DependencyRelease::resume`]). It does not lock the
 //! entry's job: an operator retry of it locks the job, then deletes the entry
 //! ([`DROP_ENTRIES`]), and so waits for a step under way instead of
 //! deadlocking with it. A delete takes the entry along
 //! ([`crate::dependencies::DELETE_EDGES_WITH_JOBS`]).
 
-use duraq_core::rules::{BacklogEntry, BacklogWrite};
+use duraq_core::driver::rules::{BacklogEntry, BacklogWrite};
 use duraq_core::{JobStatus, Result};
 
 use crate::backend::db::Db;

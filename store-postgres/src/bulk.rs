@@ -4,8 +4,9 @@
 //! [`crate::admin`] (see [`act_on_jobs`]). Deleting jobs deletes their
 //! progress, log lines and dependency edges in the same statement.
 
-use duraq_core::transitions::{operator_cancel, operator_retry};
-use duraq_core::{BulkAction, BulkBatch, ErrorCode, Job, JobStatus, Result};
+use duraq_core::driver::transitions::{operator_cancel, operator_retry};
+use duraq_core::inspect::{BulkAction, BulkBatch};
+use duraq_core::{ErrorCode, Job, JobStatus, Result};
 
 use crate::admin::{cancel_loaded, retry_job};
 use crate::dependencies::reopen_dependents;

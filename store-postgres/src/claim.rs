@@ -25,10 +25,11 @@
 //! walk of the due index is unchanged. A pause committed before the claim's
 //! statement starts is seen by it (READ COMMITTED takes a snapshot per statement).
 
-use duraq_core::rules::{Admission, AdmissionRead, ClaimAdmission};
-use duraq_core::transitions::claim as claim_row;
+use duraq_core::driver::rules::{Admission, AdmissionRead, ClaimAdmission};
+use duraq_core::driver::transitions::claim as claim_row;
 
-use duraq_core::{new_job_id, ClaimRequest, Job, JobStatus, RateLimit, Result};
+use duraq_core::driver::{new_job_id, ClaimRequest};
+use duraq_core::{Job, JobStatus, RateLimit, Result};
 
 use crate::backend::db::{pooled, Conn, Db};
 use crate::backend::plans::{by_key_only, walk_due_index, WALK_DUE_INDEX};
@@ -120,7 +121,7 @@ const TOP_PRIORITY: &str =
     "SELECT priority FROM {s}.duraq_jobs WHERE status = 'queued' ORDER BY priority DESC LIMIT 1";
 
 /// Writes claimed rows back: only the columns [`claim_row`] sets
-/// ([`duraq_core::transitions::CLAIM_CHANGES`], declared and tested in core)
+/// ([`duraq_core::driver::transitions::CLAIM_CHANGES`], declared and tested in core)
 /// and the reservation taken, not every
 /// mutable column as [`save_jobs`] does (a claim's rows carry arguments and
 /// error histories that it never changes). The conformance and model suites

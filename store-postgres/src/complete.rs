@@ -3,10 +3,10 @@
 //! A general report ([`crate::report::report_many`]) locks and loads each row,
 //! applies the outcome in Rust and writes every mutable column back: three
 //! statements and a row lock per job. A completion needs none of that: the
-//! transition (`duraq_core::transitions::apply_outcome` with
+//! transition (`duraq_core::driver::transitions::apply_outcome` with
 //! `Outcome::Completed`) sets `status` and `completed_at_ms` and nothing else
 //! (core declares and tests this shortcut:
-//! [`duraq_core::transitions::COMPLETION_CHANGES`]), and the lease check is a
+//! [`duraq_core::driver::transitions::COMPLETION_CHANGES`]), and the lease check is a
 //! comparison. So a batch of completions is one
 //! `UPDATE … RETURNING`, fenced in its `WHERE` (still `handed_off`, same
 //! handoff id); under READ COMMITTED a row changed by a concurrent cancel or
@@ -18,7 +18,8 @@
 //! batch of jobs nobody waits for pays nothing for dependencies. The
 //! conformance and model suites hold both paths to the same rows.
 
-use duraq_core::{JobStatus, Lease, Outcome, Result};
+use duraq_core::driver::Lease;
+use duraq_core::{JobStatus, Outcome, Result};
 
 use crate::backend::db::Db;
 use crate::backend::plans::BY_KEY_ONLY;

@@ -24,10 +24,9 @@
 
 use std::sync::{LazyLock, OnceLock};
 
-use duraq_core::{
-    CountChange, CountDelta, CountSnapshot, QueueCounts, QueueSnapshot, Result, StatusCounts,
-    STATUS_COUNT,
-};
+use duraq_core::driver::{CountChange, STATUS_COUNT};
+use duraq_core::inspect::{CountDelta, CountSnapshot, QueueCounts, QueueSnapshot, StatusCounts};
+use duraq_core::Result;
 use tokio_postgres::types::ToSql;
 
 use crate::backend::db::Db;

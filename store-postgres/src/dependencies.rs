@@ -3,8 +3,8 @@
 //! with deleted jobs. Settling dependents when a job finishes, and giving them
 //! back on an operator retry, is [`crate::release`].
 //!
-//! The decisions are core's ([`duraq_core::rules::start_of`],
-//! [`duraq_core::rules::apply_start`]); this module reads what they need inside
+//! The decisions are core's ([`duraq_core::driver::rules::start_of`],
+//! [`duraq_core::driver::rules::apply_start`]); this module reads what they need inside
 //! the enqueue's transaction and writes their answer. A dependency's row is
 //! locked while its status is read ([`start`]), so a dependency that finishes
 //! concurrently either committed first (its status says so) or waits for this
@@ -21,8 +21,9 @@
 
 use std::collections::{HashMap, VecDeque};
 
-use duraq_core::rules::{reopen, reopened_open_count, start_of, DependencyStart};
-use duraq_core::{CountChange, Job, JobStatus, NewJob, Result};
+use duraq_core::driver::rules::{reopen, reopened_open_count, start_of, DependencyStart};
+use duraq_core::driver::CountChange;
+use duraq_core::{Job, JobStatus, NewJob, Result};
 
 use crate::backend::db::Db;
 use crate::rows::{loaded_from_row, parse_status, save_jobs, Loaded, JOB_COLUMNS};
@@ -63,7 +64,7 @@ pub(crate) async fn lock_dependencies(
     Ok(statuses)
 }
 
-/// Writes what [`duraq_core::rules::apply_start`] set on the freshly inserted
+/// Writes what [`duraq_core::driver::rules::apply_start`] set on the freshly inserted
 /// `row` beyond its status (its edges as `depends_on`, the open count, and a
 /// start cancelled by a dependency) and inserts one edge per dependency, in
 /// one statement. A job cancelled at its start keeps its edges too: an operator

@@ -13,8 +13,8 @@
 //! that status, its edges written with it. A dependency that is no job refuses
 //! the enqueue (`dependency-not-found`), and with it the whole batch.
 
-use duraq_core::rules::{apply_start, check_cap, operation_key_taken, replay_owned_scope};
-use duraq_core::transitions::new_job_row;
+use duraq_core::driver::rules::{apply_start, check_cap, operation_key_taken, replay_owned_scope};
+use duraq_core::driver::transitions::new_job_row;
 use duraq_core::{EnqueueOutcome, Error, JobStatus, NewJob, Result};
 
 use crate::columns::ArgsText;

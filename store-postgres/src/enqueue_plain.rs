@@ -12,8 +12,9 @@
 
 use std::sync::OnceLock;
 
-use duraq_core::transitions::new_job_row;
-use duraq_core::{CountChange, EnqueueOutcome, JobStatus, NewJob, Result};
+use duraq_core::driver::transitions::new_job_row;
+use duraq_core::driver::CountChange;
+use duraq_core::{EnqueueOutcome, JobStatus, NewJob, Result};
 use tokio_postgres::types::ToSql;
 
 use crate::backend::db::{pooled, Conn, Db};

@@ -18,8 +18,8 @@
 
 use std::collections::{HashMap, HashSet};
 
-use duraq_core::rules::{apply_start, start_of};
-use duraq_core::transitions::new_job_row;
+use duraq_core::driver::rules::{apply_start, start_of};
+use duraq_core::driver::transitions::new_job_row;
 use duraq_core::{EnqueueOutcome, JobStatus, NewJob, Result};
 
 use crate::dependencies::lock_dependencies;

@@ -7,7 +7,7 @@
 //! become [`Error::Busy`], which the transaction runner retries before giving up.
 //!
 //! Every mapped error keeps the driver's error as its `source()`, so
-//! [`duraq_core::error_chain`] prints the cause ("connection refused", "password
+//! [`duraq_core::inspect::error_chain`] prints the cause ("connection refused", "password
 //! authentication failed"); a failure to reach the server also says which server
 //! ([`Target`]: host and port from the parsed config, or the socket path — never
 //! the password, which a URL may carry). An unreachable server used to print

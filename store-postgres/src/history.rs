@@ -10,9 +10,9 @@
 //! samples go with one `DELETE` through the primary key. Neither touches a
 //! count row, so the revision stays and no hot row is written.
 
-use duraq_core::{
-    history_cutoff, history_minute, HistorySample, OutcomeTotals, QueueTotals, Result,
-};
+use duraq_core::driver::history_cutoff;
+use duraq_core::inspect::{history_minute, HistorySample, OutcomeTotals, QueueTotals};
+use duraq_core::Result;
 use tokio_postgres::Row;
 
 use crate::backend::db::Db;

@@ -116,7 +116,8 @@ mod workers;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use duraq_core::{Clock, CountDelta};
+use duraq_core::inspect::CountDelta;
+use duraq_core::Clock;
 use tokio::sync::{broadcast, watch};
 
 pub use backend::connect::{migrate, MigrationReport};

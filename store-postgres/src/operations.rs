@@ -2,7 +2,8 @@
 //! their idempotent enqueue ([`crate::enqueue`]), read back before each
 //! attempt, stamped with the first attempt's start time, and given a result.
 
-use duraq_core::{Error, ErrorCode, Operation, Result};
+use duraq_core::inspect::Operation;
+use duraq_core::{Error, ErrorCode, Result};
 use tokio_postgres::Row;
 
 use crate::backend::db::Db;

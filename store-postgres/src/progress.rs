@@ -6,13 +6,13 @@
 //! A write is fenced by the lease like a report: the job row is read
 //! `FOR SHARE` (with the progress row, one statement), so a report, cancel
 //! or recovery of the same job waits for it or it sees theirs; then
-//! [`duraq_core::progress_write`] decides, and one statement upserts the row,
+//! [`duraq_core::driver::progress_write`] decides, and one statement upserts the row,
 //! inserts the lines and deletes those past the newest 100. The rows go when
 //! their job is deleted: [`DELETE_WITH_JOBS`] is spliced into every delete.
 
-use duraq_core::{
-    progress_write, JobProgress, JobStatus, LogLine, ProgressBatch, ProgressRow, Result,
-};
+use duraq_core::driver::{progress_write, ProgressBatch, ProgressRow};
+use duraq_core::inspect::{JobProgress, LogLine};
+use duraq_core::{JobStatus, Result};
 
 use crate::backend::db::Db;
 use crate::tx::Tx;

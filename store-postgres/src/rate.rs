@@ -6,7 +6,8 @@
 //! holder then reads the log in a later statement, whose snapshot includes every
 //! start that earlier holders committed before they let go of the row.
 
-use duraq_core::{rate_log_horizon, RateLimit, RateWindow, Result};
+use duraq_core::driver::{rate_log_horizon, RateWindow};
+use duraq_core::{RateLimit, Result};
 
 use crate::backend::db::Db;
 

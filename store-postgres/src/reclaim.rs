@@ -38,7 +38,8 @@
 use std::sync::atomic::Ordering;
 use std::time::Instant;
 
-use duraq_core::{Result, Upkeep};
+use duraq_core::driver::Upkeep;
+use duraq_core::Result;
 
 use crate::backend::db::{pooled, Conn, Db};
 use crate::Shared;

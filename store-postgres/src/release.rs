@@ -1,11 +1,11 @@
 //! Settling dependents in bounded transactions (`docs/workflows.md`, "Cost"):
-//! core's loop ([`duraq_core::rules::DependencyRelease`]) over the edge table,
+//! core's loop ([`duraq_core::driver::rules::DependencyRelease`]) over the edge table,
 //! in the transaction that finished their dependency (and in each step of the
 //! release backlog, [`crate::backlog`]).
 //!
 //! [`settle`] runs the loop level by level: the finished jobs of one level
 //! have their next edges (after each one's cursor, in dependent-id order, at
-//! most its share of [`duraq_core::rules::RELEASE_BATCH`] plus one: a
+//! most its share of [`duraq_core::driver::rules::RELEASE_BATCH`] plus one: a
 //! `LATERAL` range of the edge table's primary key each) and dependent rows
 //! read, and the dependents locked, in one statement ([`DEPENDENTS`]); core
 //! settles each finished job in turn on those rows, kept up to date in memory,
@@ -18,10 +18,11 @@
 
 use std::collections::{HashMap, HashSet};
 
-use duraq_core::rules::{
+use duraq_core::driver::rules::{
     DependencyRelease, DependentChange, DependentEdge, DependentRow, ReleaseStep,
 };
-use duraq_core::{CountChange, DependencyFailure, JobStatus, Result};
+use duraq_core::driver::CountChange;
+use duraq_core::{DependencyFailure, JobStatus, Result};
 use tokio_postgres::Row;
 
 use crate::backend::db::Db;

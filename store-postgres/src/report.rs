@@ -2,7 +2,7 @@
 //! (`docs/jobs.md`).
 //!
 //! A report loads the row `FOR UPDATE`, checks its lease, applies the shared
-//! transition from `duraq_core::transitions`, and then gives back what the job
+//! transition from `duraq_core::driver::transitions`, and then gives back what the job
 //! held ([`crate::ownership`]): its concurrency reservation when it leaves
 //! `handed_off`, and its schedule key when it becomes terminal (only if the key
 //! still points at it); a job made terminal that some job depends on has its
@@ -12,8 +12,9 @@
 
 use std::collections::HashMap;
 
-use duraq_core::transitions::{apply_outcome, recover_lost};
-use duraq_core::{Job, Lease, LeaseState, Outcome, Result};
+use duraq_core::driver::transitions::{apply_outcome, recover_lost};
+use duraq_core::driver::{Lease, LeaseState};
+use duraq_core::{Job, Outcome, Result};
 
 use crate::backend::db::Db;
 use crate::backend::plans::BY_KEY_ONLY;
@@ -142,7 +143,7 @@ pub(crate) async fn recover_stale(tx: &mut Tx<'_>, stale_after_ms: i64) -> Resul
     if !lost.is_empty() {
         tx.work = true;
     }
-    let forget = duraq_core::worker_forget_cutoff_ms(tx.now, stale_after_ms);
+    let forget = duraq_core::driver::worker_forget_cutoff_ms(tx.now, stale_after_ms);
     tx.db
         .execute(
             "DELETE FROM {s}.duraq_workers WHERE last_heartbeat_ms < $1",

@@ -1,7 +1,7 @@
 //! Job rows between PostgreSQL and [`duraq_core::Job`].
 //!
 //! Stores never edit a job column by column: they load the row, apply a pure
-//! transition from `duraq_core::transitions`, and write the mutable columns back
+//! transition from `duraq_core::driver::transitions`, and write the mutable columns back
 //! here, many rows per statement (`UNNEST` of one array per column). The
 //! columns, how each is read and which are written back are described once in
 //! [`crate::columns`].

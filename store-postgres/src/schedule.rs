@@ -8,13 +8,14 @@
 //! a superseded job can never remove a newer owner. The high-water mark lives in
 //! its own table, so it survives owner release and pruning.
 
-use duraq_core::rules::{
+use duraq_core::driver::rules::{
     check_replacement, owner_on_cancel, owner_on_replace, owner_on_wake, OwnerFate,
 };
-use duraq_core::transitions::new_job_row;
+use duraq_core::driver::transitions::new_job_row;
+use duraq_core::inspect::ScheduledJobs;
 use duraq_core::{
     CancelOutcome, JobStatus, KeyedOutcome, NewJob, ReplaceOutcome, Result, RunningOwner,
-    ScheduleKey, ScheduledJobs, WakeOutcome,
+    ScheduleKey, WakeOutcome,
 };
 
 use crate::backend::db::Db;

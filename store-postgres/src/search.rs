@@ -9,11 +9,10 @@
 //! `($1 IS NULL OR …)`; `store-postgres/tests/search_plans.rs` checks that a
 //! status or a queue never costs a sequential scan of the jobs table.
 
-use duraq_core::rules::SearchScan;
-use duraq_core::{
-    id_prefix_bound, Job, JobCursor, JobFilter, JobPage, JobStatus, Result, WorkflowListRequest,
-    WorkflowSummary,
-};
+use duraq_core::driver::id_prefix_bound;
+use duraq_core::driver::rules::SearchScan;
+use duraq_core::inspect::{JobCursor, JobFilter, JobPage, WorkflowListRequest, WorkflowSummary};
+use duraq_core::{Job, JobStatus, Result};
 use tokio_postgres::types::ToSql;
 
 use crate::backend::db::Db;

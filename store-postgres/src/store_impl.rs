@@ -3,14 +3,19 @@
 //! reads run on a pooled connection without an explicit transaction.
 
 use async_trait::async_trait;
-use duraq_core::rules::PruneRun;
-use duraq_core::{
-    BacklogProgress, BulkAction, BulkBatch, CancelOutcome, ClaimRequest, CountDelta, CountSnapshot,
-    DueJobGroup, EnqueueOutcome, Health, Inspect, Job, JobFilter, JobPage, JobStatus, KeyedOutcome,
-    Lease, LeaseState, MailOperations, NewJob, Operate, Operation, Outcome, Producer, PruneReport,
-    PruneRequest, QueueName, QueueSnapshot, ReplaceOutcome, ReportedAndClaimed, Result,
-    RunningOwner, ScheduleKey, ScheduledJobs, WakeOutcome, WorkerInfo, WorkerRecord, WorkerStore,
+use duraq_core::driver::rules::PruneRun;
+use duraq_core::driver::{
+    BacklogProgress, ClaimRequest, Lease, LeaseState, ReportedAndClaimed, WorkerInfo,
+};
+use duraq_core::inspect::{
+    BulkAction, BulkBatch, CountDelta, CountSnapshot, DueJobGroup, Health, JobFilter, JobPage,
+    Operation, PruneReport, PruneRequest, QueueSnapshot, ScheduledJobs, WorkerRecord,
     WorkflowListRequest, WorkflowSummary,
+};
+use duraq_core::{
+    CancelOutcome, EnqueueOutcome, Inspect, Job, JobStatus, KeyedOutcome, MailOperations, NewJob,
+    Operate, Outcome, Producer, QueueName, ReplaceOutcome, Result, RunningOwner, ScheduleKey,
+    WakeOutcome, WorkerStore,
 };
 use tokio::sync::{broadcast, watch};
 
@@ -188,13 +193,13 @@ impl WorkerStore for PostgresStore {
         claim::next_due(self.shared(), job_names, queues).await
     }
 
-    async fn record_progress(&self, batch: duraq_core::ProgressBatch) -> Result<bool> {
+    async fn record_progress(&self, batch: duraq_core::driver::ProgressBatch) -> Result<bool> {
         write_tx!(self, self.now(), |tx| {
             crate::progress::record(&mut tx, &batch).await
         })
     }
 
-    async fn upkeep(&self) -> Result<duraq_core::Upkeep> {
+    async fn upkeep(&self) -> Result<duraq_core::driver::Upkeep> {
         crate::reclaim::upkeep(self.shared()).await
     }
 
@@ -235,7 +240,7 @@ impl Inspect for PostgresStore {
         read!(self, |db| rows::load_job(&db, id).await)
     }
 
-    async fn job_progress(&self, id: &str) -> Result<Option<duraq_core::JobProgress>> {
+    async fn job_progress(&self, id: &str) -> Result<Option<duraq_core::inspect::JobProgress>> {
         read!(self, |db| crate::progress::get(&db, id).await)
     }
 
@@ -318,11 +323,11 @@ impl Inspect for PostgresStore {
         })
     }
 
-    async fn outcome_totals(&self) -> Result<Vec<duraq_core::QueueTotals>> {
+    async fn outcome_totals(&self) -> Result<Vec<duraq_core::inspect::QueueTotals>> {
         read!(self, |db| crate::history::outcome_totals(&db).await)
     }
 
-    async fn history(&self, since_ms: i64) -> Result<Vec<duraq_core::HistorySample>> {
+    async fn history(&self, since_ms: i64) -> Result<Vec<duraq_core::inspect::HistorySample>> {
         read!(self, |db| crate::history::since(&db, since_ms).await)
     }
 }

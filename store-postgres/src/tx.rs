@@ -26,7 +26,8 @@ use std::future::Future;
 use std::task::{Context, Waker};
 use std::time::Duration;
 
-use duraq_core::{CountChange, JobStatus, Result};
+use duraq_core::driver::CountChange;
+use duraq_core::{JobStatus, Result};
 
 use crate::backend::db::{Conn, Db, Names};
 use crate::counts::{record, Effects};

@@ -4,9 +4,11 @@
 //! the handed-off jobs grouped by worker, read through the partial
 //! `duraq_jobs_running` index. The due-job groups read at most `limit` of the
 //! first due jobs in claim order through `duraq_jobs_claim`. Which of them no worker handles is
-//! decided in core ([`duraq_core::unhandled_groups`]).
+//! decided in core ([`duraq_core::driver::unhandled_groups`]).
 
-use duraq_core::{DueJobGroup, Result, RunningJob, WorkerInfo, WorkerRecord};
+use duraq_core::driver::WorkerInfo;
+use duraq_core::inspect::{DueJobGroup, RunningJob, WorkerRecord};
+use duraq_core::Result;
 
 use crate::backend::db::Db;
 use crate::claim::QUEUED_PRIORITIES;

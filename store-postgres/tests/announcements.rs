@@ -8,8 +8,9 @@ mod common;
 mod announcements {
     use std::time::{Duration, Instant};
 
+    use duraq_core::inspect::CountDelta;
     use duraq_core::prelude::*;
-    use duraq_core::{CountDelta, EnqueueOptions};
+    use duraq_core::EnqueueOptions;
     use tokio::sync::broadcast::Receiver;
     use tokio_postgres::{AsyncMessage, NoTls};
 

@@ -11,11 +11,10 @@ mod common;
 mod postgres {
     use std::collections::BTreeMap;
 
+    use duraq_core::driver::ClaimRequest;
+    use duraq_core::inspect::{BulkAction, BulkBatch, PruneRequest};
     use duraq_core::prelude::*;
-    use duraq_core::{
-        BulkAction, BulkBatch, ClaimRequest, EnqueueOptions, Job, MemoryStore, NewJob, Outcome,
-        PruneRequest,
-    };
+    use duraq_core::{EnqueueOptions, Job, MemoryStore, NewJob, Outcome};
 
     use std::sync::Arc;
 

@@ -13,8 +13,9 @@ mod common;
 mod postgres {
     use std::sync::Arc;
 
+    use duraq_core::driver::digest_hex;
     use duraq_core::prelude::*;
-    use duraq_core::{digest_hex, EnqueueOptions, EnqueueOutcome, ErrorCode, ManualClock, NewJob};
+    use duraq_core::{EnqueueOptions, EnqueueOutcome, ErrorCode, ManualClock, NewJob};
     use duraq_store_postgres::PostgresStore;
     use serde_json::{json, Value};
 

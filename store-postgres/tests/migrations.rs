@@ -167,7 +167,8 @@ mod postgres {
     /// from the jobs once, and later mutations keep them exact.
     #[tokio::test]
     async fn upgrade_to_v3_backfills_counts_per_queue() {
-        use duraq_core::{ClaimRequest, Outcome};
+        use duraq_core::driver::ClaimRequest;
+        use duraq_core::Outcome;
         let s = schema();
         let store = open(&s).await.unwrap();
         for queue in ["mail", "mail", "mail", "video"] {
@@ -238,7 +239,8 @@ mod postgres {
     /// across reopening.
     #[tokio::test]
     async fn upgrade_to_v4_adds_paused_queues() {
-        use duraq_core::{ClaimRequest, QueueName};
+        use duraq_core::driver::ClaimRequest;
+        use duraq_core::QueueName;
         let s = schema();
         let store = open(&s).await.unwrap();
         for queue in ["mail", "video"] {
@@ -370,7 +372,8 @@ mod postgres {
     /// failures append to it.
     #[tokio::test]
     async fn upgrade_to_v5_adds_the_error_history_in_place() {
-        use duraq_core::{ClaimRequest, Outcome};
+        use duraq_core::driver::ClaimRequest;
+        use duraq_core::Outcome;
         let s = schema();
         let store = open(&s).await.unwrap();
         let mut ids = Vec::new();
@@ -457,7 +460,7 @@ mod postgres {
     /// priorities and rate limits work at once.
     #[tokio::test]
     async fn upgrade_to_v6_adds_priorities_and_rate_limits_in_place() {
-        use duraq_core::ClaimRequest;
+        use duraq_core::driver::ClaimRequest;
         let s = schema();
         let store = open(&s).await.unwrap();
         let old = store
@@ -532,7 +535,8 @@ mod postgres {
     /// not listed, and a worker registers and is listed after the upgrade.
     #[tokio::test]
     async fn upgrade_to_v6_adds_worker_registrations_in_place() {
-        use duraq_core::{WorkerInfo, WorkerState};
+        use duraq_core::driver::WorkerInfo;
+        use duraq_core::inspect::WorkerState;
         let s = schema();
         let store = open(&s).await.unwrap();
         store.heartbeat("old").await.unwrap();
@@ -606,7 +610,9 @@ mod postgres {
     }
 }
 
-fn counts_of(snap: &duraq_core::QueueSnapshot) -> Vec<(String, duraq_core::StatusCounts)> {
+fn counts_of(
+    snap: &duraq_core::inspect::QueueSnapshot,
+) -> Vec<(String, duraq_core::inspect::StatusCounts)> {
     snap.queues
         .iter()
         .map(|q| (q.queue.clone(), q.counts))

@@ -14,10 +14,12 @@ mod postgres {
     use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
     use std::sync::Arc;
 
+    use duraq_core::driver::ClaimRequest;
+    use duraq_core::inspect::JobFilter;
     use duraq_core::prelude::*;
     use duraq_core::{
-        ClaimRequest, Clock, EnqueueOptions, JobFilter, JobStatus, ManualClock, NewJob, Registry,
-        ScheduleKey, SystemClock, Worker,
+        Clock, EnqueueOptions, JobStatus, ManualClock, NewJob, Registry, ScheduleKey, SystemClock,
+        Worker,
     };
     use duraq_store_postgres::{PostgresOptions, PostgresStore};
     use serde_json::{json, Value};

@@ -10,8 +10,9 @@
 mod common;
 
 mod postgres {
+    use duraq_core::inspect::error_chain;
     use duraq_core::prelude::*;
-    use duraq_core::{error_chain, ErrorCode};
+    use duraq_core::ErrorCode;
     use duraq_store_postgres::{PostgresOptions, PostgresStore, LEDGER_TABLE};
 
     use crate::common::{open, options, raw_client, schema, url};

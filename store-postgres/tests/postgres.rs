@@ -8,11 +8,10 @@ mod common;
 mod postgres {
     use std::time::Duration;
 
+    use duraq_core::driver::ClaimRequest;
+    use duraq_core::inspect::JobFilter;
     use duraq_core::prelude::*;
-    use duraq_core::{
-        ClaimRequest, EnqueueOptions, EnqueueOutcome, ErrorCode, JobFilter, JobStatus, NewJob,
-        ScheduleKey,
-    };
+    use duraq_core::{EnqueueOptions, EnqueueOutcome, ErrorCode, JobStatus, NewJob, ScheduleKey};
     use duraq_store_postgres::{PostgresOptions, PostgresStore};
     use serde_json::json;
 

@@ -8,8 +8,9 @@ mod common;
 mod postgres {
     use std::time::{Duration, Instant};
 
+    use duraq_core::driver::ClaimRequest;
     use duraq_core::prelude::*;
-    use duraq_core::{ClaimRequest, EnqueueOptions, Outcome};
+    use duraq_core::{EnqueueOptions, Outcome};
     use duraq_store_postgres::{reclaim_due, DeadRows, RECLAIM_MIN_DEAD};
 
     use crate::common::{job, open, raw_client, schema};

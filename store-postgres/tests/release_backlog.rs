@@ -12,9 +12,10 @@ mod common;
 mod postgres {
     use std::time::Duration;
 
+    use duraq_core::driver::rules::RELEASE_BATCH;
+    use duraq_core::driver::ClaimRequest;
     use duraq_core::prelude::*;
-    use duraq_core::rules::RELEASE_BATCH;
-    use duraq_core::{ClaimRequest, EnqueueOptions, NewJob, Outcome};
+    use duraq_core::{EnqueueOptions, NewJob, Outcome};
 
     use crate::common::{job, open, raw_client, schema};
 

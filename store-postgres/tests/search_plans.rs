@@ -10,8 +10,9 @@
 mod common;
 
 mod postgres {
+    use duraq_core::inspect::JobFilter;
     use duraq_core::prelude::*;
-    use duraq_core::{EnqueueOptions, JobFilter, JobStatus};
+    use duraq_core::{EnqueueOptions, JobStatus};
 
     use duraq_store_postgres::search_candidate_sql;
 
@@ -166,7 +167,7 @@ mod postgres {
             duraq_core::enqueue_workflow(&store, flow).await.unwrap();
         }
         let listed = store
-            .list_workflows(&duraq_core::WorkflowListRequest {
+            .list_workflows(&duraq_core::inspect::WorkflowListRequest {
                 before: None,
                 limit: 5,
             })

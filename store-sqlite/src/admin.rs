@@ -1,8 +1,9 @@
 //! Operator actions and queries: retry, cancel, bulk actions, pruning in
 //! batches, and reservation reconciliation (searching is `search.rs`).
 
-use duraq_core::transitions::{operator_cancel, operator_retry};
-use duraq_core::{BulkAction, BulkBatch, Job, JobStatus, PruneRequest, Result};
+use duraq_core::driver::transitions::{operator_cancel, operator_retry};
+use duraq_core::inspect::{BulkAction, BulkBatch, PruneRequest};
+use duraq_core::{Job, JobStatus, Result};
 use rusqlite::params;
 
 use crate::error::SqlResult;

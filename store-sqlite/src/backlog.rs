@@ -11,7 +11,7 @@
 //! - **Dropped** ([`drop_backlog`]) when its job is retried, reopened or
 //!   deleted: the dependents it had not reached still count it as open.
 
-use duraq_core::rules::{BacklogEntry, BacklogWrite};
+use duraq_core::driver::rules::{BacklogEntry, BacklogWrite};
 use duraq_core::{JobStatus, Result};
 use rusqlite::{params, Connection, OptionalExtension};
 

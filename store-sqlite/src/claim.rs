@@ -18,9 +18,10 @@
 
 use std::collections::BTreeMap;
 
-use duraq_core::rules::{Admission, AdmissionRead, ClaimAdmission};
-use duraq_core::transitions;
-use duraq_core::{new_job_id, ClaimRequest, Job, JobStatus, Result};
+use duraq_core::driver::rules::{Admission, AdmissionRead, ClaimAdmission};
+use duraq_core::driver::transitions;
+use duraq_core::driver::{new_job_id, ClaimRequest};
+use duraq_core::{Job, JobStatus, Result};
 use rusqlite::{params, Connection, OptionalExtension};
 
 use crate::columns::JOB_COLUMNS;

@@ -18,10 +18,9 @@
 //! `docs/history.md`) to six more columns of the queue row: no extra row and no
 //! extra statement per commit.
 
-use duraq_core::{
-    CountChange, CountDelta, CountSnapshot, Error, JobStatus, QueueCounts, QueueSnapshot, Result,
-    STATUS_COUNT,
-};
+use duraq_core::driver::{CountChange, STATUS_COUNT};
+use duraq_core::inspect::{CountDelta, CountSnapshot, QueueCounts, QueueSnapshot};
+use duraq_core::{Error, JobStatus, Result};
 use rusqlite::Connection;
 
 use crate::error::SqlResult;

@@ -29,7 +29,8 @@
 //! leaves the memo saying "registered": the jobs inserted meanwhile get a key
 //! they did not need, which costs an index entry and changes no answer.)
 
-use duraq_core::{digest_hex, Error, NewJob, Result};
+use duraq_core::driver::digest_hex;
+use duraq_core::{Error, NewJob, Result};
 use rusqlite::{params, Connection, OptionalExtension};
 
 use crate::error::SqlResult;

@@ -1,5 +1,5 @@
 //! Job dependencies (`docs/workflows.md`) on SQLite: the loops of
-//! [`duraq_core::rules`] over `duraq_job_dependents`, one row per edge keyed by
+//! [`duraq_core::driver::rules`] over `duraq_job_dependents`, one row per edge keyed by
 //! (dependency, dependent), inside the transaction of the mutation that asks.
 //!
 //! - **Start.** A new job with dependencies reads each dependency's status
@@ -18,7 +18,9 @@
 
 use std::collections::{HashMap, VecDeque};
 
-use duraq_core::rules::{reopen, reopened_open_count, start_of, DependencyStart, DependentEdge};
+use duraq_core::driver::rules::{
+    reopen, reopened_open_count, start_of, DependencyStart, DependentEdge,
+};
 use duraq_core::{Dependency, Job, JobStatus, Result};
 use rusqlite::{params, Connection, OptionalExtension};
 

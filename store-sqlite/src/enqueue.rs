@@ -5,11 +5,10 @@
 //! store's own writer and by [`crate::SqliteStore::enqueue_in_transaction`] on a
 //! caller's transaction, so both follow exactly the same rules.
 
-use duraq_core::rules::{apply_start, check_cap, operation_key_taken, replay_owned_scope};
-use duraq_core::transitions::{into_job_row, new_job_row};
-use duraq_core::{
-    canonical_json, digest_of_canonical, EnqueueOutcome, Job, JobStatus, NewJob, Result,
-};
+use duraq_core::driver::rules::{apply_start, check_cap, operation_key_taken, replay_owned_scope};
+use duraq_core::driver::transitions::{into_job_row, new_job_row};
+use duraq_core::driver::{canonical_json, digest_of_canonical};
+use duraq_core::{EnqueueOutcome, Job, JobStatus, NewJob, Result};
 use rusqlite::{params, Connection, OptionalExtension};
 
 use crate::dedupe;

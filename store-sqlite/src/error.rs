@@ -4,7 +4,7 @@
 //! reports `database-busy`, never a raw SQLite message.
 //!
 //! Every mapped error keeps the rusqlite error as its `source()`, so
-//! [`duraq_core::error_chain`] prints SQLite's own reason ("file is not a
+//! [`duraq_core::inspect::error_chain`] prints SQLite's own reason ("file is not a
 //! database", "database or disk is full", "database disk image is malformed").
 //! Opening adds what was being opened ([`opening_error`]): a text file, a
 //! directory, a read-only mount and a corrupt page then read
@@ -77,8 +77,8 @@ pub(crate) fn describe(err: &Error) -> String {
         Error::Backend {
             message,
             source: Some(source),
-        } if message == GENERIC => duraq_core::error_chain(source.as_ref()),
-        other => duraq_core::error_chain(other),
+        } if message == GENERIC => duraq_core::inspect::error_chain(source.as_ref()),
+        other => duraq_core::inspect::error_chain(other),
     }
 }
 

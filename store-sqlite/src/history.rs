@@ -8,9 +8,9 @@
 //! one `DELETE` of samples older than the retention through the primary key.
 //! Neither touches a count, so the revision stays.
 
-use duraq_core::{
-    history_cutoff, history_minute, HistorySample, OutcomeTotals, QueueTotals, Result,
-};
+use duraq_core::driver::history_cutoff;
+use duraq_core::inspect::{history_minute, HistorySample, OutcomeTotals, QueueTotals};
+use duraq_core::Result;
 use rusqlite::{params, Connection, Row};
 
 use crate::error::SqlResult;

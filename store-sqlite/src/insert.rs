@@ -3,7 +3,7 @@
 //! `enqueue_batch` (1,000 jobs per call):
 //!
 //! - **Literals for what every fresh row shares.** A row made by
-//!   [`duraq_core::transitions::new_job_row`] is queued, never attempted, has no
+//!   [`duraq_core::driver::transitions::new_job_row`] is queued, never attempted, has no
 //!   history and no worker: those columns (the `Fresh` lines of
 //!   [`crate::columns`]) are literals of the statement, so a row binds 20
 //!   parameters instead of 31 (each bound text is copied by SQLite; a job
@@ -61,7 +61,7 @@ pub(crate) struct ArgsTexts {
 impl ArgsTexts {
     /// Writes each job's args as canonical JSON ([`NewJob::write_args`]), so
     /// that a row that needs its digest gets it from these bytes
-    /// ([`duraq_core::digest_of_canonical`]). Canonical JSON is what serde_json writes
+    /// ([`duraq_core::driver::digest_of_canonical`]). Canonical JSON is what serde_json writes
     /// anyway (compact, keys in order) unless a build turns on its
     /// `preserve_order` feature; then a batch's args are kept with their keys
     /// in order.

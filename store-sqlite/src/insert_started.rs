@@ -1,7 +1,7 @@
 //! New rows with dependencies (or of a workflow, with its `workflow_id` and
 //! `step`) into `duraq_jobs`, one per statement: such a row
 //! is inserted in the status its dependencies gave it
-//! ([`duraq_core::rules::apply_start`]: `queued`, `pending` or `cancelled`),
+//! ([`duraq_core::driver::rules::apply_start`]: `queued`, `pending` or `cancelled`),
 //! with its edges as JSON text in `depends_on`, so it is not a fresh row of
 //! [`crate::insert`]'s statements, which stay as they are for every other job.
 //! It binds the columns a fresh row binds and the `Started` ones of

@@ -18,7 +18,7 @@
 //!   process is noticed through `PRAGMA data_version` and a one-row work epoch,
 //!   polled by the writer thread between batches.
 //! - **One set of rules.** Rows are loaded, changed with
-//!   [`duraq_core::transitions`], and written back; SQL only finds and persists.
+//!   [`duraq_core::driver::transitions`], and written back; SQL only finds and persists.
 //! - **Additive schema.** Versioned tables with a migration ledger; opening
 //!   upgrades, never rebuilds, and refuses what it does not understand ([`migrate`]).
 //!
@@ -119,7 +119,8 @@ mod workers;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use duraq_core::{system_clock, Clock, Error, Result};
+use duraq_core::driver::system_clock;
+use duraq_core::{Clock, Error, Result};
 use rusqlite::Connection;
 
 pub use backend::connection::PragmaReport;
@@ -205,7 +206,8 @@ impl SqliteStore {
     /// a database, or a read-only or corrupt one.
     ///
     /// ```no_run
-    /// use duraq_core::{error_chain, ErrorCode};
+    /// use duraq_core::ErrorCode;
+    /// use duraq_core::inspect::error_chain;
     /// use duraq_store_sqlite::{SqliteOptions, SqliteStore};
     /// match SqliteStore::open_existing("duraq.db", SqliteOptions::default()) {
     ///     Ok(store) => println!("opened {}", store.path().display()),
@@ -238,7 +240,8 @@ impl SqliteStore {
     /// clone is dropped: the SQLite answer to `sqlite::memory:` (a real in-memory
     /// database cannot be shared by several connections in WAL mode).
     pub fn open_temporary(opts: SqliteOptions, clock: Arc<dyn Clock>) -> Result<Self> {
-        let path = std::env::temp_dir().join(format!("duraq-{}.db", duraq_core::new_job_id()));
+        let path =
+            std::env::temp_dir().join(format!("duraq-{}.db", duraq_core::driver::new_job_id()));
         Self::open_inner(path, opts, clock, true, OpenMode::Create)
     }
 

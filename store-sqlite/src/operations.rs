@@ -2,7 +2,8 @@
 //! their idempotent enqueue, read back before each attempt, stamped with the
 //! first attempt's start time, and given a result.
 
-use duraq_core::{Error, ErrorCode, Operation, Result};
+use duraq_core::inspect::Operation;
+use duraq_core::{Error, ErrorCode, Result};
 use rusqlite::{params, Connection, OptionalExtension, Row};
 
 use crate::error::SqlResult;

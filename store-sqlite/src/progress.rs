@@ -3,12 +3,12 @@
 //! newest lines (`duraq_job_logs`, keyed by job and `seq`), in tables of
 //! their own so that the jobs table and its hot updates stay as they are.
 //! A write is fenced by the lease like a report, and applies
-//! [`duraq_core::progress_write`]; the rows go when their job is deleted
+//! [`duraq_core::driver::progress_write`]; the rows go when their job is deleted
 //! ([`delete_for`], called by every delete in the same transaction).
 
-use duraq_core::{
-    progress_write, JobProgress, JobStatus, LogLine, ProgressBatch, ProgressRow, Result,
-};
+use duraq_core::driver::{progress_write, ProgressBatch, ProgressRow};
+use duraq_core::inspect::{JobProgress, LogLine};
+use duraq_core::{JobStatus, Result};
 use rusqlite::{params, Connection, OptionalExtension};
 
 use crate::error::SqlResult;

@@ -4,7 +4,8 @@
 //! one write transaction SQLite allows at a time, so no two claims ever decide on
 //! the same window at once.
 
-use duraq_core::{rate_log_horizon, RateLimit, RateWindow, Result};
+use duraq_core::driver::{rate_log_horizon, RateWindow};
+use duraq_core::{RateLimit, Result};
 use rusqlite::{params, Connection};
 
 use crate::error::SqlResult;

@@ -1,17 +1,17 @@
 //! Settling the dependents of a job that became terminal, in bounded
 //! transactions (`docs/workflows.md`, "Cost"): core's loop
-//! ([`duraq_core::rules::DependencyRelease`]) over `duraq_job_dependents`.
+//! ([`duraq_core::driver::rules::DependencyRelease`]) over `duraq_job_dependents`.
 //!
 //! [`release`], called by [`crate::ownership::persist_transition`] for every
 //! job that became terminal, walks at most
-//! [`duraq_core::rules::RELEASE_BATCH`] edges in the finishing transaction. A
+//! [`duraq_core::driver::rules::RELEASE_BATCH`] edges in the finishing transaction. A
 //! step's edges are one range of the edge table's primary key (`dep_id = ?
 //! AND job_id > ?`, in id order, `LIMIT`), so a plain job pays one empty index
 //! probe, and a finished job at most the bound of its own edges. What does not
 //! fit is a release backlog entry, written in the same transaction and
 //! continued later ([`crate::backlog`]).
 
-use duraq_core::rules::{
+use duraq_core::driver::rules::{
     DependencyRelease, DependentChange, DependentEdge, DependentRow, ReleaseStep,
 };
 use duraq_core::{JobStatus, Result};
@@ -121,7 +121,7 @@ fn dependent_rows(conn: &Connection, edges: &[DependentEdge]) -> Result<Vec<Depe
 }
 
 /// Writes one [`DependentChange`]: the columns
-/// [`duraq_core::rules::apply_dependent_change`] sets, and the count of its move
+/// [`duraq_core::driver::rules::apply_dependent_change`] sets, and the count of its move
 /// out of `pending`.
 fn write_change(tx: &mut Tx<'_>, change: &DependentChange) -> Result<()> {
     match change {

@@ -1,9 +1,10 @@
 //! Fenced reports, heartbeats, lease checks and lost-lease recovery (`docs/jobs.md`). A report changes
 //! a row only while the lease it names is current: the row is read, the lease
-//! compared, and the outcome applied with [`duraq_core::transitions::apply_outcome`].
+//! compared, and the outcome applied with [`duraq_core::driver::transitions::apply_outcome`].
 
-use duraq_core::transitions::{apply_outcome, recover_lost};
-use duraq_core::{CountChange, Error, JobStatus, Lease, LeaseState, Outcome, Result};
+use duraq_core::driver::transitions::{apply_outcome, recover_lost};
+use duraq_core::driver::{CountChange, Lease, LeaseState};
+use duraq_core::{Error, JobStatus, Outcome, Result};
 use rusqlite::{params, Connection};
 
 use crate::columns::JOB_COLUMNS;
@@ -71,7 +72,7 @@ pub(crate) fn recover_stale(tx: &mut Tx<'_>, stale_after_ms: i64) -> Result<Vec<
         }
         ids.push(job.id);
     }
-    let forget = duraq_core::worker_forget_cutoff_ms(tx.now, stale_after_ms);
+    let forget = duraq_core::driver::worker_forget_cutoff_ms(tx.now, stale_after_ms);
     tx.conn
         .prepare_cached("DELETE FROM duraq_workers WHERE last_heartbeat_ms < ?1")
         .db()?

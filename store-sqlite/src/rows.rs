@@ -1,5 +1,5 @@
 //! Job rows in and out of `duraq_jobs`. The store reads a row into a
-//! [`duraq_core::Job`], applies a pure transition from `duraq_core::transitions`,
+//! [`duraq_core::Job`], applies a pure transition from `duraq_core::driver::transitions`,
 //! and writes the changed fields back with [`save_job`], so the rules of the state
 //! diagram are never re-implemented in SQL. Fresh rows go in through
 //! [`crate::insert`].

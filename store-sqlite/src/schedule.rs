@@ -4,13 +4,14 @@
 //! release and pruning. Concurrent replacements from many processes serialize on
 //! SQLite's single write lock, so exactly one owner remains.
 
-use duraq_core::rules::{
+use duraq_core::driver::rules::{
     check_replacement, owner_on_cancel, owner_on_replace, owner_on_wake, OwnerFate,
 };
-use duraq_core::transitions::{new_job_row, operator_cancel};
+use duraq_core::driver::transitions::{new_job_row, operator_cancel};
+use duraq_core::inspect::ScheduledJobs;
 use duraq_core::{
     CancelOutcome, Job, KeyedOutcome, NewJob, ReplaceOutcome, Result, RunningOwner, ScheduleKey,
-    ScheduledJobs, WakeOutcome,
+    WakeOutcome,
 };
 use rusqlite::{params, Connection, OptionalExtension};
 

@@ -6,11 +6,10 @@
 //! user value bound; statuses, constants, as literals), so the planner sees plain equalities and ranges it can use
 //! an index for, never `(? IS NULL OR …)`.
 
-use duraq_core::rules::SearchScan;
-use duraq_core::{
-    id_prefix_bound, Job, JobCursor, JobFilter, JobPage, JobStatus, Result, WorkflowListRequest,
-    WorkflowSummary,
-};
+use duraq_core::driver::id_prefix_bound;
+use duraq_core::driver::rules::SearchScan;
+use duraq_core::inspect::{JobCursor, JobFilter, JobPage, WorkflowListRequest, WorkflowSummary};
+use duraq_core::{Job, JobStatus, Result};
 use rusqlite::types::Value;
 use rusqlite::{params, params_from_iter, Connection};
 

@@ -3,7 +3,9 @@
 //! pooled read; the domain modules do the work.
 
 use async_trait::async_trait;
-use duraq_core::rules::PruneRun;
+use duraq_core::driver::rules::PruneRun;
+use duraq_core::driver::*;
+use duraq_core::inspect::*;
 use duraq_core::*;
 use serde_json::Value;
 use tokio::sync::{broadcast, watch};
@@ -256,11 +258,11 @@ impl Inspect for SqliteStore {
         })
     }
 
-    async fn outcome_totals(&self) -> Result<Vec<duraq_core::QueueTotals>> {
+    async fn outcome_totals(&self) -> Result<Vec<duraq_core::inspect::QueueTotals>> {
         self.read(crate::history::outcome_totals).await
     }
 
-    async fn history(&self, since_ms: i64) -> Result<Vec<duraq_core::HistorySample>> {
+    async fn history(&self, since_ms: i64) -> Result<Vec<duraq_core::inspect::HistorySample>> {
         self.read(move |conn| crate::history::since(conn, since_ms))
             .await
     }

@@ -21,7 +21,7 @@ impl SqliteStore {
     /// visible when the caller commits. Workers in this process and in other
     /// processes notice it through the store's `PRAGMA data_version` poll (and
     /// the `work` epoch it bumps) within one poll interval; the count revision moves in the file, but no in-process
-    /// [`duraq_core::CountDelta`] is published for it (the store cannot see the
+    /// [`duraq_core::inspect::CountDelta`] is published for it (the store cannot see the
     /// caller's commit). The caller's connection should set a busy timeout.
     ///
     /// ```no_run

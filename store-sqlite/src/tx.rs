@@ -3,7 +3,9 @@
 //! call's pending count change, work and release backlog signals, so that domain code just records
 //! what it moved and the writer turns that into one revision after it succeeds.
 
-use duraq_core::{CountChange, CountDelta, JobStatus, Result};
+use duraq_core::driver::CountChange;
+use duraq_core::inspect::CountDelta;
+use duraq_core::{JobStatus, Result};
 use rusqlite::Connection;
 
 use crate::backend::static_bind::StaticStatements;

@@ -3,11 +3,13 @@
 //! reads (the registered rows, and the handed-off jobs through the partial
 //! `duraq_jobs_running` index); the due-job groups read the first due jobs in
 //! claim order through the `duraq_jobs_claim` index, at most `limit` of them. Which of
-//! them no worker handles is decided in core ([`duraq_core::unhandled_groups`]).
+//! them no worker handles is decided in core ([`duraq_core::driver::unhandled_groups`]).
 
 use std::collections::{BTreeMap, HashMap};
 
-use duraq_core::{DueJobGroup, Error, Result, RunningJob, WorkerInfo, WorkerRecord};
+use duraq_core::driver::WorkerInfo;
+use duraq_core::inspect::{DueJobGroup, RunningJob, WorkerRecord};
+use duraq_core::{Error, Result};
 use rusqlite::{params, Connection};
 
 use crate::error::SqlResult;

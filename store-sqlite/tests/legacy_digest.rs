@@ -9,8 +9,9 @@
 
 use std::sync::Arc;
 
+use duraq_core::driver::digest_hex;
 use duraq_core::prelude::*;
-use duraq_core::{digest_hex, EnqueueOptions, EnqueueOutcome, ErrorCode, ManualClock, NewJob};
+use duraq_core::{EnqueueOptions, EnqueueOutcome, ErrorCode, ManualClock, NewJob};
 use duraq_store_sqlite::{SqliteOptions, SqliteStore};
 use rusqlite::Connection;
 use serde_json::{json, Value};

@@ -11,8 +11,9 @@
 
 use std::path::Path;
 
+use duraq_core::inspect::error_chain;
 use duraq_core::prelude::*;
-use duraq_core::{error_chain, Error, ErrorCode};
+use duraq_core::{Error, ErrorCode};
 use duraq_store_sqlite::{migrate, SqliteOptions, SqliteStore};
 use rusqlite::Connection;
 

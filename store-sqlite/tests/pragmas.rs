@@ -39,7 +39,8 @@ fn in_memory_path_is_refused_because_wal_cannot_apply() {
 #[test]
 fn temporary_store_removes_its_file() {
     let store =
-        SqliteStore::open_temporary(SqliteOptions::default(), duraq_core::system_clock()).unwrap();
+        SqliteStore::open_temporary(SqliteOptions::default(), duraq_core::driver::system_clock())
+            .unwrap();
     let path = store.path().to_path_buf();
     assert!(path.exists());
     drop(store);

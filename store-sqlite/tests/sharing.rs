@@ -104,7 +104,8 @@ async fn a_lock_held_past_every_retry_is_database_busy() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrent_writers_share_group_commits_and_fail_alone() {
     let store = Arc::new(
-        SqliteStore::open_temporary(SqliteOptions::default(), duraq_core::system_clock()).unwrap(),
+        SqliteStore::open_temporary(SqliteOptions::default(), duraq_core::driver::system_clock())
+            .unwrap(),
     );
     let mut deltas = store.subscribe_counts();
     let mut tasks = Vec::new();
@@ -152,7 +153,7 @@ async fn only_work_moves_the_cross_process_epoch() {
         .unwrap()
     };
     let start = epoch();
-    let req = duraq_core::ClaimRequest {
+    let req = duraq_core::driver::ClaimRequest {
         worker_id: "idle".into(),
         job_names: vec!["ping".into()],
         limit: 4,

@@ -10,7 +10,7 @@
 //! connection to u@127.0.0.1:9/x failed: error connecting to server: Connection
 //! refused`), rendered when the error is made, because the backends' own
 //! `Display` often says only `db error`; so `to_string()`, `{:#}` and
-//! `duraq_core::error_chain` all print the same complete line, and no error
+//! `duraq_core::inspect::error_chain` all print the same complete line, and no error
 //! returns its cause from `source()` as well (that would print it twice). The
 //! original error is kept in the `cause` field. Messages never hold a password.
 

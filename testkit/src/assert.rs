@@ -6,7 +6,8 @@
 
 use std::fmt::Write as _;
 
-use duraq_core::{Job, JobArgs, JobFilter, JobStatus};
+use duraq_core::inspect::JobFilter;
+use duraq_core::{Job, JobArgs, JobStatus};
 
 use crate::{Error, TestKit};
 
@@ -100,7 +101,7 @@ impl TestKit {
         let mut jobs = Vec::new();
         loop {
             let page = self.kit.base.search_jobs(&filter).await?;
-            let last = page.jobs.last().map(duraq_core::JobCursor::after);
+            let last = page.jobs.last().map(duraq_core::inspect::JobCursor::after);
             let full = page.jobs.len() == filter.limit.unwrap_or(0);
             jobs.extend(page.jobs);
             filter.after = match (page.resume, last) {

@@ -6,7 +6,8 @@ use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
 
-use duraq_core::{Clock, ManualClock, MemoryStore, Registry, Store, Worker, WorkerBuilder};
+use duraq_core::worker::WorkerBuilder;
+use duraq_core::{Clock, ManualClock, MemoryStore, Registry, Store, Worker};
 #[cfg(feature = "sqlite")]
 use duraq_store_sqlite::{SqliteOptions, SqliteStore, Synchronous};
 

@@ -59,9 +59,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use duraq_core::{
-    Clock, Job, JobArgs, JobFinished, ManualClock, Producer, Registry, Store, Worker,
-};
+use duraq_core::worker::JobFinished;
+use duraq_core::{Clock, Job, JobArgs, ManualClock, Producer, Registry, Store, Worker};
 
 pub use assert::Enqueued;
 pub use builder::TestKitBuilder;

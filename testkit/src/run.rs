@@ -11,7 +11,8 @@
 
 use std::time::Duration;
 
-use duraq_core::{JobArgs, JobFinished, JobStatus, WorkerError};
+use duraq_core::worker::JobFinished;
+use duraq_core::{JobArgs, JobStatus, WorkerError};
 
 use crate::{system_time_ms, Error, Kit, TestKit};
 

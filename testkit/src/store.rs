@@ -10,9 +10,10 @@
 use std::sync::{Arc, Weak};
 
 use async_trait::async_trait;
+use duraq_core::driver::delegate_store;
 use duraq_core::{
-    delegate_store, EnqueueOutcome, KeyedOutcome, NewJob, Producer, ReplaceOutcome, Result,
-    RunningOwner, ScheduleKey, Store, WakeOutcome, WorkerError,
+    EnqueueOutcome, KeyedOutcome, NewJob, Producer, ReplaceOutcome, Result, RunningOwner,
+    ScheduleKey, Store, WakeOutcome, WorkerError,
 };
 
 use crate::{Kit, KitLink};

@@ -4,10 +4,11 @@
 //! cancel, dry runs and unknown ids writing nothing, and filters walked in
 //! bounded batches.
 
-use duraq_core::{
-    run_bulk, BulkAction, BulkBatch, BulkReport, BulkRequest, BulkSelection, EnqueueOptions,
-    ErrorCode, Job, JobFilter, JobStatus, LeaseLoss,
+use duraq_core::driver::LeaseLoss;
+use duraq_core::inspect::{
+    run_bulk, BulkAction, BulkBatch, BulkReport, BulkRequest, BulkSelection, JobFilter,
 };
+use duraq_core::{EnqueueOptions, ErrorCode, Job, JobStatus};
 use serde_json::json;
 
 use crate::harness::{expect_not_found, job, lease, Harness};

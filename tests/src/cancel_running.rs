@@ -9,9 +9,8 @@
 
 use std::time::Duration;
 
-use duraq_core::{
-    CancelOutcome, EnqueueOptions, JobStatus, Lease, LeaseLoss, Outcome, RunningOwner,
-};
+use duraq_core::driver::{Lease, LeaseLoss};
+use duraq_core::{CancelOutcome, EnqueueOptions, JobStatus, Outcome, RunningOwner};
 use serde_json::json;
 use tokio::sync::broadcast;
 

@@ -6,9 +6,9 @@
 
 use std::collections::BTreeMap;
 
-use duraq_core::{
-    retry_backoff_ms, ClaimRequest, EnqueueOptions, JobStatus, Lease, Outcome, QueueConfig,
-};
+use duraq_core::driver::{ClaimRequest, Lease};
+use duraq_core::worker::retry_backoff_ms;
+use duraq_core::{EnqueueOptions, JobStatus, Outcome, QueueConfig};
 use serde_json::json;
 
 use crate::harness::{claim_req, job, lease, Harness, WireOptions};

@@ -4,7 +4,8 @@
 
 use std::collections::BTreeMap;
 
-use duraq_core::{ClaimRequest, EnqueueOptions, JobStatus, Outcome, QueueConfig};
+use duraq_core::driver::ClaimRequest;
+use duraq_core::{EnqueueOptions, JobStatus, Outcome, QueueConfig};
 use serde_json::json;
 
 use crate::harness::{claim_req, job, key, Harness};

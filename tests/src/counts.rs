@@ -3,9 +3,9 @@
 //! at all otherwise (replays, dedupes, wakes, heartbeats, lost reports, failed
 //! calls), and each revision step is published as one matching delta.
 
-use duraq_core::{
-    CountDelta, CountSnapshot, EnqueueOptions, ErrorCode, JobStatus, Lease, Outcome, PruneRequest,
-};
+use duraq_core::driver::Lease;
+use duraq_core::inspect::{CountDelta, CountSnapshot, PruneRequest};
+use duraq_core::{EnqueueOptions, ErrorCode, JobStatus, Outcome};
 use serde_json::json;
 use std::time::Duration;
 use tokio::sync::broadcast::Receiver;
@@ -39,7 +39,7 @@ impl Tracker {
         if bump == 1 {
             let delta = next_delta(&mut self.rx, what).await;
             assert_eq!(delta.revision, now.revision, "delta revision after {what}");
-            let diff: Vec<i64> = (0..duraq_core::STATUS_COUNT)
+            let diff: Vec<i64> = (0..duraq_core::driver::STATUS_COUNT)
                 .map(|i| now.counts.as_array()[i] - self.last.counts.as_array()[i])
                 .collect();
             assert_eq!(delta.deltas.as_array().to_vec(), diff, "delta after {what}");
@@ -231,7 +231,7 @@ pub async fn prune_is_one_mutation_per_batch(h: &Harness) {
     };
     assert_eq!(
         h.store.prune(&empty).await.unwrap(),
-        duraq_core::PruneReport {
+        duraq_core::inspect::PruneReport {
             deleted: 0,
             batches: 0
         }

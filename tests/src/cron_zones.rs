@@ -10,9 +10,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use duraq_core::{
-    Clock, JobStatus, Outcome, PeriodicJob, Registry, Worker, WorkerEvent, WorkerHandle,
-};
+use duraq_core::worker::{WorkerEvent, WorkerHandle};
+use duraq_core::{Clock, JobStatus, Outcome, PeriodicJob, Registry, Worker};
 
 use crate::harness::Harness;
 

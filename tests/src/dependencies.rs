@@ -4,9 +4,10 @@
 //! it down the graph, or satisfies it under `run`; an operator retry gives back
 //! what a dependency cancelled; a handler's output is kept on the job.
 
+use duraq_core::inspect::PruneRequest;
+use duraq_core::limits::MAX_OUTPUT_BYTES;
 use duraq_core::{
-    DependencyFailure, EnqueueOptions, EnqueueOutcome, ErrorCode, JobStatus, Outcome, PruneRequest,
-    RunningOwner, MAX_OUTPUT_BYTES,
+    DependencyFailure, EnqueueOptions, EnqueueOutcome, ErrorCode, JobStatus, Outcome, RunningOwner,
 };
 use serde_json::json;
 
@@ -513,7 +514,7 @@ pub async fn a_workflow_is_inserted_whole_and_found_by_its_id(h: &Harness) {
         summary.workflow_id.as_deref(),
         Some(first.workflow_id.as_str())
     );
-    let filter = duraq_core::JobFilter {
+    let filter = duraq_core::inspect::JobFilter {
         workflow_id: Some(first.workflow_id.clone()),
         ..Default::default()
     };

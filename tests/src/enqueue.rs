@@ -2,7 +2,8 @@
 //! caps, `enqueue_batch` (all or nothing, one mutation, later jobs see earlier
 //! ones), the worker timer query, the work signal and `search_jobs`.
 
-use duraq_core::{EnqueueOptions, EnqueueOutcome, ErrorCode, JobCursor, JobFilter, JobStatus};
+use duraq_core::inspect::{JobCursor, JobFilter};
+use duraq_core::{EnqueueOptions, EnqueueOutcome, ErrorCode, JobStatus};
 use serde_json::json;
 
 use crate::harness::{expect_conflict, job, Harness, WireOptions};

@@ -71,7 +71,10 @@ pub async fn history_keeps_the_newest_twenty(h: &Harness) {
         assert!(h.report(&claimed, fail_now(format!("fail {n}"))).await);
     }
     let j = h.get(&id).await;
-    assert_eq!(j.errors.len(), duraq_core::transitions::MAX_ERROR_HISTORY);
+    assert_eq!(
+        j.errors.len(),
+        duraq_core::driver::transitions::MAX_ERROR_HISTORY
+    );
     let attempts: Vec<i64> = j.errors.iter().map(|e| e.attempt).collect();
     assert_eq!(attempts, (6..=25).collect::<Vec<_>>(), "oldest dropped");
     assert_eq!(j.errors[19], entry(25, h.now(), "fail 25", "w25"));

@@ -13,11 +13,11 @@ use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use duraq_core::rules::RELEASE_BATCH;
-use duraq_core::{
-    BacklogProgress, BulkAction, Clock, DependencyFailure, EnqueueOptions, JobStatus, Registry,
-    Worker, WorkerEvent,
-};
+use duraq_core::driver::rules::RELEASE_BATCH;
+use duraq_core::driver::BacklogProgress;
+use duraq_core::inspect::BulkAction;
+use duraq_core::worker::WorkerEvent;
+use duraq_core::{Clock, DependencyFailure, EnqueueOptions, JobStatus, Registry, Worker};
 use serde_json::json;
 
 use crate::harness::{job, Harness};
@@ -173,7 +173,7 @@ pub async fn a_failure_cascades_through_the_backlog(h: &Harness) {
     assert!(
         row.last_error
             .as_deref()
-            .is_some_and(|e| e.starts_with(duraq_core::rules::CANCELLED_BY_DEPENDENCY)),
+            .is_some_and(|e| e.starts_with(duraq_core::driver::rules::CANCELLED_BY_DEPENDENCY)),
         "{:?}",
         row.last_error
     );

@@ -7,10 +7,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
+use duraq_core::driver::{ClaimRequest, Lease};
+use duraq_core::inspect::{CountDelta, CountSnapshot, JobFilter};
 use duraq_core::{
-    ClaimRequest, CountDelta, CountSnapshot, EnqueueOptions, EnqueueOutcome, Error, ErrorCode, Job,
-    JobFilter, JobStatus, Lease, ManualClock, NewJob, Outcome, ReplaceOutcome, Result, ScheduleKey,
-    Store,
+    EnqueueOptions, EnqueueOutcome, Error, ErrorCode, Job, JobStatus, ManualClock, NewJob, Outcome,
+    ReplaceOutcome, Result, ScheduleKey, Store,
 };
 use serde_json::Value;
 use tokio::sync::broadcast::Receiver;

@@ -6,10 +6,9 @@
 //! samples older than seven days; a second handle on the database sees the
 //! same history.
 
-use duraq_core::{
-    throughput, throughput_sum, EnqueueOptions, HistoryRange, JobStatus, Outcome, OutcomeTotals,
-    PruneRequest, HISTORY_RETENTION_MS, MINUTE_MS,
-};
+use duraq_core::inspect::{throughput, throughput_sum, HistoryRange, OutcomeTotals, PruneRequest};
+use duraq_core::limits::{HISTORY_RETENTION_MS, MINUTE_MS};
+use duraq_core::{EnqueueOptions, JobStatus, Outcome};
 use serde_json::json;
 use std::time::Duration;
 

@@ -2,7 +2,8 @@
 //! which request differences conflict (and write nothing), and what the scope is
 //! made of (job name and queue pick the scope; ids and wall-clock time do not count).
 
-use duraq_core::{EnqueueOptions, EnqueueOutcome, ErrorCode, JobStatus, PruneRequest};
+use duraq_core::inspect::PruneRequest;
+use duraq_core::{EnqueueOptions, EnqueueOutcome, ErrorCode, JobStatus};
 use serde_json::json;
 
 use crate::harness::{expect_conflict, job, Harness, WireOptions};

@@ -2,9 +2,11 @@
 //! Every result is turned into JSON (errors into `{"error": code}`), so the runner
 //! can compare two stores' answers field by field.
 
+use duraq_core::driver::{ClaimRequest, Lease, WorkerInfo};
+use duraq_core::inspect::{JobFilter, PruneRequest};
 use duraq_core::{
-    ClaimRequest, EnqueueOptions, JobFilter, JobStatus, Lease, NewJob, NewOperation, Outcome,
-    PruneRequest, QueueConfig, QueueName, Result, ScheduleKey, Store, WorkerInfo,
+    EnqueueOptions, JobStatus, NewJob, NewOperation, Outcome, QueueConfig, QueueName, Result,
+    ScheduleKey, Store,
 };
 use serde::Serialize;
 use serde_json::{json, Value};

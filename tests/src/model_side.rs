@@ -6,7 +6,9 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use duraq_core::{Clock, CountDelta, JobFilter, Lease, ManualClock, Store};
+use duraq_core::driver::Lease;
+use duraq_core::inspect::{CountDelta, JobFilter};
+use duraq_core::{Clock, ManualClock, Store};
 use serde_json::{json, Value};
 use tokio::sync::broadcast::Receiver;
 

@@ -13,9 +13,9 @@
 
 use std::collections::BTreeMap;
 
-use duraq_core::{
-    ClaimRequest, EnqueueOptions, ErrorCode, Job, NewJob, Outcome, QueueConfig, MAX_NAME_CHARS,
-};
+use duraq_core::driver::ClaimRequest;
+use duraq_core::limits::MAX_NAME_CHARS;
+use duraq_core::{EnqueueOptions, ErrorCode, Job, NewJob, Outcome, QueueConfig};
 use serde_json::json;
 
 use crate::harness::{claim_req, expect_invalid, job, Harness};

@@ -7,10 +7,9 @@
 
 use std::collections::BTreeMap;
 
-use duraq_core::{
-    ClaimRequest, EnqueueOptions, ErrorCode, JobStatus, Outcome, QueueConfig, QueueName,
-    QueueSnapshot,
-};
+use duraq_core::driver::ClaimRequest;
+use duraq_core::inspect::QueueSnapshot;
+use duraq_core::{EnqueueOptions, ErrorCode, JobStatus, Outcome, QueueConfig, QueueName};
 use serde_json::json;
 
 use crate::harness::{claim_req, expect_invalid, job, Harness, WireOptions};

@@ -7,7 +7,8 @@
 
 use std::collections::BTreeMap;
 
-use duraq_core::{ClaimRequest, EnqueueOptions, EnqueueOutcome, ErrorCode, NewJob, QueueConfig};
+use duraq_core::driver::ClaimRequest;
+use duraq_core::{EnqueueOptions, EnqueueOutcome, ErrorCode, NewJob, QueueConfig};
 use serde_json::json;
 
 use crate::harness::{claim_req, expect_conflict, expect_invalid, job, Harness, WireOptions};

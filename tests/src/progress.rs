@@ -7,10 +7,10 @@
 
 use std::time::Duration;
 
-use duraq_core::{
-    BulkAction, EnqueueOptions, Job, JobProgress, Lease, Outcome, ProgressBatch, PruneRequest,
-    MAX_LINE_BYTES, MAX_LOG_LINES,
-};
+use duraq_core::driver::{Lease, ProgressBatch};
+use duraq_core::inspect::{BulkAction, JobProgress, PruneRequest};
+use duraq_core::limits::{MAX_LINE_BYTES, MAX_LOG_LINES};
+use duraq_core::{EnqueueOptions, Job, Outcome};
 use serde_json::json;
 
 use crate::harness::{job, lease, Harness};

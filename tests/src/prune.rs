@@ -2,9 +2,8 @@
 //! age go, in batches; live jobs, idempotency ownership, operation rows and
 //! schedule high-water marks are never touched.
 
-use duraq_core::{
-    EnqueueOptions, EnqueueOutcome, JobStatus, NewOperation, PruneReport, PruneRequest,
-};
+use duraq_core::inspect::{PruneReport, PruneRequest};
+use duraq_core::{EnqueueOptions, EnqueueOutcome, JobStatus, NewOperation};
 use serde_json::json;
 use std::time::Duration;
 

@@ -6,10 +6,9 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use duraq_core::{
-    ClaimRequest, EnqueueOptions, ErrorCode, JobStatus, Outcome, PruneRequest, QueueSnapshot,
-    StatusCounts,
-};
+use duraq_core::driver::ClaimRequest;
+use duraq_core::inspect::{PruneRequest, QueueSnapshot, StatusCounts};
+use duraq_core::{EnqueueOptions, ErrorCode, JobStatus, Outcome};
 use serde_json::json;
 
 use crate::harness::{claim_req, expect_err, job, key, lease, next_delta, Harness, WireOptions};
@@ -24,7 +23,7 @@ async fn assert_exact(h: &Harness, what: &str) -> QueueSnapshot {
     let snap = queue_snapshot(h).await;
     let global = h.snapshot().await;
     assert_eq!(snap.count_snapshot(), global, "global part after {what}");
-    let mut expected: BTreeMap<String, [i64; duraq_core::STATUS_COUNT]> = BTreeMap::new();
+    let mut expected: BTreeMap<String, [i64; duraq_core::driver::STATUS_COUNT]> = BTreeMap::new();
     for j in h.jobs().await {
         expected.entry(j.queue.clone()).or_default()[j.status.index()] += 1;
     }

@@ -2,7 +2,8 @@
 //! the stale timeout is recovered as a failed attempt (`orphaned` when exhausted),
 //! the old lease is fenced off, and live workers keep theirs.
 
-use duraq_core::{retry_backoff_ms, EnqueueOptions, JobStatus, Outcome};
+use duraq_core::worker::retry_backoff_ms;
+use duraq_core::{EnqueueOptions, JobStatus, Outcome};
 use serde_json::json;
 
 use crate::harness::Harness;

@@ -3,7 +3,8 @@
 //! then n − 3 h) until `maxRetries` is used up, `retry_in_ms` and `discard`
 //! override it, and reschedule / return-to-queue end an attempt without using it.
 
-use duraq_core::{retry_backoff_ms, EnqueueOptions, JobStatus, Outcome};
+use duraq_core::worker::retry_backoff_ms;
+use duraq_core::{EnqueueOptions, JobStatus, Outcome};
 use serde_json::json;
 
 use crate::harness::Harness;

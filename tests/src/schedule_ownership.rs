@@ -2,7 +2,8 @@
 //! from job rows (it survives owner release and prune), a retry keeps ownership,
 //! and a superseded job, however it ends, never removes a newer owner.
 
-use duraq_core::{EnqueueOptions, JobStatus, Outcome, PruneRequest};
+use duraq_core::inspect::PruneRequest;
+use duraq_core::{EnqueueOptions, JobStatus, Outcome};
 use serde_json::json;
 
 use crate::harness::{job, key, Harness};

@@ -5,7 +5,8 @@
 //! from it finds the rest, nothing twice), and id prefixes (unique, ambiguous,
 //! none, invalid). A search writes nothing.
 
-use duraq_core::{resolve_job, EnqueueOptions, ErrorCode, JobFilter, JobPage, JobStatus, Outcome};
+use duraq_core::inspect::{resolve_job, JobFilter, JobPage};
+use duraq_core::{EnqueueOptions, ErrorCode, JobStatus, Outcome};
 use serde_json::{json, Value};
 
 use crate::harness::{expect_invalid, expect_not_found, job, Harness};

@@ -7,7 +7,9 @@
 //! unhandled ones are those no alive worker claims (a typo'd name, a queue
 //! nobody serves). Recovery forgets workers last heard from a day ago.
 
-use duraq_core::{DueJobGroup, EnqueueOptions, WorkerInfo, WorkerRecord, WorkerState};
+use duraq_core::driver::WorkerInfo;
+use duraq_core::inspect::{DueJobGroup, WorkerRecord, WorkerState};
+use duraq_core::EnqueueOptions;
 use serde_json::json;
 
 use crate::harness::{Harness, WireOptions};
@@ -217,7 +219,7 @@ pub async fn unhandled_jobs_are_those_no_alive_worker_claims(h: &Harness) {
 }
 
 pub async fn recovery_forgets_workers_gone_for_a_day(h: &Harness) {
-    use duraq_core::FORGET_WORKERS_AFTER_MS;
+    use duraq_core::limits::FORGET_WORKERS_AFTER_MS;
     register(h, &info("old", None, &["x"])).await;
     h.advance(1);
     register(h, &info("young", None, &["x"])).await;

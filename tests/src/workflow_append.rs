@@ -5,9 +5,10 @@
 //! refused append writes nothing; a keyed append replays its ids; and two
 //! appends of one step name can never both insert.
 
+use duraq_core::driver::workflow_steps;
 use duraq_core::{
-    append_workflow, enqueue_workflow, workflow_steps, DependencyFailure, EnqueueOptions,
-    ErrorCode, JobStatus, NewJob, Workflow, WorkflowAppend, WorkflowOutcome,
+    append_workflow, enqueue_workflow, DependencyFailure, EnqueueOptions, ErrorCode, JobStatus,
+    NewJob, Workflow, WorkflowAppend, WorkflowOutcome,
 };
 use serde_json::json;
 

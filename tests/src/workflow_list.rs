@@ -3,10 +3,8 @@
 //! status, and `workflow_tally` counts them per state; jobs outside every
 //! workflow are never listed.
 
-use duraq_core::{
-    enqueue_workflow, workflow_tally, EnqueueOptions, JobStatus, Workflow, WorkflowListRequest,
-    WorkflowState, WorkflowSummary,
-};
+use duraq_core::inspect::{workflow_tally, WorkflowListRequest, WorkflowState, WorkflowSummary};
+use duraq_core::{enqueue_workflow, EnqueueOptions, JobStatus, Workflow};
 use serde_json::json;
 
 use crate::harness::{job, Harness};

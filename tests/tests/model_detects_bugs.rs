@@ -5,6 +5,8 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
+use duraq_core::driver::*;
+use duraq_core::inspect::*;
 use duraq_core::*;
 use duraq_tests::{MemoryFactory, StoreFactory};
 use tokio::sync::watch;
@@ -110,7 +112,7 @@ impl WorkerStore for Buggy {
         };
         self.inner.recover_stale(stale_after_ms * factor).await
     }
-    async fn lease_states(&self, ids: &[String]) -> Result<Vec<duraq_core::LeaseState>> {
+    async fn lease_states(&self, ids: &[String]) -> Result<Vec<duraq_core::driver::LeaseState>> {
         self.inner.lease_states(ids).await
     }
     async fn next_scheduled_at(

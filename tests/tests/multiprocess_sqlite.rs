@@ -13,7 +13,8 @@ use std::path::Path;
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::sync::Arc;
 
-use duraq_core::{Clock, JobFilter, JobStatus, ManualClock, ScheduleKey, Store, SystemClock};
+use duraq_core::inspect::JobFilter;
+use duraq_core::{Clock, JobStatus, ManualClock, ScheduleKey, Store, SystemClock};
 use duraq_store_sqlite::{SqliteOptions, SqliteStore};
 use serde_json::Value;
 
@@ -479,7 +480,7 @@ fn a_fan_in_survives_sigkilled_workers() {
         store.recover_stale(60_000).await.unwrap();
         later.advance(3_600_000);
         loop {
-            let req = duraq_core::ClaimRequest {
+            let req = duraq_core::driver::ClaimRequest {
                 worker_id: "finisher".into(),
                 job_names: vec!["p".into()],
                 limit: 50,
@@ -494,7 +495,7 @@ fn a_fan_in_survives_sigkilled_workers() {
                 let completed = store.count_snapshot().await.unwrap().counts.completed;
                 assert_eq!(before.status, JobStatus::Pending, "released early");
                 assert_eq!(before.open_dependencies, open_now(completed));
-                let lease = duraq_core::Lease {
+                let lease = duraq_core::driver::Lease {
                     job_id: job.id.clone(),
                     handoff_id: job.handoff_id.clone().unwrap(),
                 };

@@ -7,7 +7,7 @@
 //! HTML escaping is separate and automatic (maud escapes every interpolation);
 //! this module only decides *what text* is shown.
 
-pub use duraq_core::{relative_time as relative, thousands, utc_time as utc, visible};
+pub use duraq_core::inspect::{relative_time as relative, thousands, utc_time as utc, visible};
 
 /// A duration in ms as `850 ms`, `12.3 s`, `4 min`, `2 h`.
 pub fn duration(ms: i64) -> String {

@@ -23,10 +23,11 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use axum::extract::State as AxumState;
 use axum::response::sse::{Event, KeepAlive, Sse};
-use duraq_core::{
-    history_minute, throughput, with_current, CountSnapshot, HistoryRange, Inspect, Operate,
-    QueueSnapshot, StatusCounts, ThroughputPoint,
+use duraq_core::inspect::{
+    history_minute, throughput, with_current, CountSnapshot, HistoryRange, QueueSnapshot,
+    StatusCounts, ThroughputPoint,
 };
+use duraq_core::{Inspect, Operate};
 use futures_util::stream::{self, Stream};
 use serde::Serialize;
 use tokio::sync::watch;

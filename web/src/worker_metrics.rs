@@ -10,7 +10,9 @@
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 
-use duraq_core::{LeaseLoss, Outcome, WorkerEvent};
+use duraq_core::driver::LeaseLoss;
+use duraq_core::worker::WorkerEvent;
+use duraq_core::Outcome;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};

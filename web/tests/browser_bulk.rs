@@ -13,8 +13,9 @@ mod support;
 
 use std::sync::Arc;
 
+use duraq_core::driver::ClaimRequest;
 use duraq_core::prelude::*;
-use duraq_core::{ClaimRequest, EnqueueOptions, JobStatus, NewJob, Outcome};
+use duraq_core::{EnqueueOptions, JobStatus, NewJob, Outcome};
 use duraq_store_sqlite::{SqliteOptions, SqliteStore};
 use duraq_web::{router, WebOptions};
 use serde_json::json;

@@ -18,8 +18,9 @@ mod support;
 use std::path::Path;
 use std::sync::Arc;
 
+use duraq_core::driver::ClaimRequest;
 use duraq_core::prelude::*;
-use duraq_core::{ClaimRequest, EnqueueOptions, NewJob, Outcome};
+use duraq_core::{EnqueueOptions, NewJob, Outcome};
 use duraq_store_sqlite::{SqliteOptions, SqliteStore};
 use duraq_web::{router, WebOptions};
 use serde_json::json;

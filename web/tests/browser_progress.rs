@@ -12,7 +12,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use duraq_core::prelude::*;
-use duraq_core::{EnqueueOptions, JobContext, JobResult, NewJob, Registry, Worker, WorkerEvent};
+use duraq_core::worker::WorkerEvent;
+use duraq_core::{EnqueueOptions, JobContext, JobResult, NewJob, Registry, Worker};
 use duraq_store_sqlite::{SqliteOptions, SqliteStore};
 use duraq_web::{router, WebOptions};
 use serde_json::json;

@@ -12,10 +12,9 @@ mod support;
 
 use std::sync::Arc;
 
+use duraq_core::driver::{ClaimRequest, Lease};
 use duraq_core::prelude::*;
-use duraq_core::{
-    enqueue_workflow, ClaimRequest, EnqueueOptions, Lease, NewJob, Outcome, Workflow,
-};
+use duraq_core::{enqueue_workflow, EnqueueOptions, NewJob, Outcome, Workflow};
 use duraq_store_sqlite::{SqliteOptions, SqliteStore};
 use duraq_web::{router, WebOptions};
 use serde_json::json;

@@ -11,7 +11,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::get;
-use duraq_core::{EnqueueOptions, NewJob, Outcome, PruneRequest, Store};
+use duraq_core::inspect::PruneRequest;
+use duraq_core::{EnqueueOptions, NewJob, Outcome, Store};
 use duraq_store_sqlite::{SqliteOptions, SqliteStore};
 use duraq_web::{render_metrics, router, WebOptions};
 
@@ -33,7 +34,7 @@ async fn run(store: &Arc<dyn Store>, queue: &str, completed: usize, failed: usiz
     for _ in 0..completed + failed {
         store.enqueue(job_in(queue)).await.unwrap();
     }
-    let req = duraq_core::ClaimRequest {
+    let req = duraq_core::driver::ClaimRequest {
         worker_id: "w".into(),
         job_names: vec!["work".into()],
         queues: Some(vec![queue.to_owned()]),

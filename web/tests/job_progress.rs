@@ -8,7 +8,8 @@ mod common;
 use std::sync::Arc;
 
 use common::*;
-use duraq_core::{MemoryStore, Outcome, ProgressBatch, Store};
+use duraq_core::driver::ProgressBatch;
+use duraq_core::{MemoryStore, Outcome, Store};
 use duraq_web::{router, WebOptions};
 
 #[tokio::test]

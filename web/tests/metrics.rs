@@ -15,9 +15,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::{http, spawn_server};
+use duraq_core::driver::ClaimRequest;
 use duraq_core::{
-    ClaimRequest, EnqueueOptions, JobError, JobStatus, ManualClock, MemoryStore, NewJob, Outcome,
-    QueueName, Registry, Store, Worker,
+    EnqueueOptions, JobError, JobStatus, ManualClock, MemoryStore, NewJob, Outcome, QueueName,
+    Registry, Store, Worker,
 };
 use duraq_web::{metrics_router, render_metrics, router, WebOptions, WorkerMetrics};
 
@@ -278,8 +279,8 @@ async fn a_job_cancelled_while_running_counts_as_cancelled() {
     let mut events = worker.subscribe();
     let handle = worker.spawn();
     let id = loop {
-        if let duraq_core::WorkerEvent::Started(s) = events.recv().await.unwrap() {
-            metrics.observe(&duraq_core::WorkerEvent::Started(s.clone()));
+        if let duraq_core::worker::WorkerEvent::Started(s) = events.recv().await.unwrap() {
+            metrics.observe(&duraq_core::worker::WorkerEvent::Started(s.clone()));
             break s.job_id;
         }
     };
@@ -287,7 +288,7 @@ async fn a_job_cancelled_while_running_counts_as_cancelled() {
     loop {
         let event = events.recv().await.unwrap();
         metrics.observe(&event);
-        if matches!(event, duraq_core::WorkerEvent::Finished(_)) {
+        if matches!(event, duraq_core::worker::WorkerEvent::Finished(_)) {
             break;
         }
     }

@@ -258,9 +258,8 @@ async fn nested_under_a_mount_path_links_stay_inside() {
 /// text (worker id, host, names) comes out escaped.
 #[tokio::test]
 async fn workers_page_lists_registered_workers_and_jobs_nobody_handles() {
-    use duraq_core::{
-        ClaimRequest, EnqueueOptions, ManualClock, MemoryStore, NewJob, Store, WorkerInfo,
-    };
+    use duraq_core::driver::{ClaimRequest, WorkerInfo};
+    use duraq_core::{EnqueueOptions, ManualClock, MemoryStore, NewJob, Store};
     use std::sync::Arc;
     let clock = ManualClock::new(1_700_000_000_000);
     let store: Arc<dyn Store> = Arc::new(MemoryStore::with_clock(Arc::new(clock.clone())));

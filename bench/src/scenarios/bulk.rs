@@ -12,10 +12,8 @@
 use std::time::{Duration, Instant};
 
 use anyhow::{ensure, Result};
-use duraq_core::{
-    run_bulk, BulkAction, BulkRequest, BulkSelection, EnqueueOptions, JobError, JobFilter,
-    JobStatus, NewJob, Registry, Worker,
-};
+use duraq_core::inspect::{run_bulk, BulkAction, BulkRequest, BulkSelection, JobFilter};
+use duraq_core::{EnqueueOptions, JobError, JobStatus, NewJob, Registry, Worker};
 use serde_json::json;
 
 use super::{rate, Figure, Sizes};

@@ -12,7 +12,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{ensure, Result};
-use duraq_core::{JobFilter, JobStatus, Store, DEFAULT_SCAN_LIMIT};
+use duraq_core::inspect::JobFilter;
+use duraq_core::limits::DEFAULT_SCAN_LIMIT;
+use duraq_core::{JobStatus, Store};
 use serde_json::json;
 
 use super::{Figure, Sizes};

@@ -13,7 +13,8 @@
 use std::time::{Duration, Instant};
 
 use anyhow::{ensure, Result};
-use duraq_core::{EnqueueOptions, JobError, JobStatus, NewJob, PrefetchPolicy, Registry, Worker};
+use duraq_core::worker::PrefetchPolicy;
+use duraq_core::{EnqueueOptions, JobError, JobStatus, NewJob, Registry, Worker};
 use serde_json::json;
 
 use super::{rate, wait_completed, Figure, Sizes};

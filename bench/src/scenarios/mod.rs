@@ -36,7 +36,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Result};
-use duraq_core::{JobStatus, PrefetchPolicy, Store};
+use duraq_core::worker::PrefetchPolicy;
+use duraq_core::{JobStatus, Store};
 use serde_json::json;
 
 use crate::args::Args;

@@ -36,7 +36,9 @@ use std::ops::Range;
 use std::time::{Duration, Instant};
 
 use anyhow::{ensure, Context, Result};
-use duraq_core::{new_job_id, Clock, QueueName, SystemClock, DEFAULT_MAX_RETRIES};
+use duraq_core::driver::new_job_id;
+use duraq_core::limits::DEFAULT_MAX_RETRIES;
+use duraq_core::{Clock, QueueName, SystemClock};
 use rusqlite::{params, Connection};
 
 use super::raw_pg;

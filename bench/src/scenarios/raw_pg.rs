@@ -6,7 +6,9 @@
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
-use duraq_core::{new_job_id, Clock, QueueName, SystemClock, DEFAULT_MAX_RETRIES};
+use duraq_core::driver::new_job_id;
+use duraq_core::limits::DEFAULT_MAX_RETRIES;
+use duraq_core::{Clock, QueueName, SystemClock};
 use tokio_postgres::error::SqlState;
 
 use super::raw_rows::{args_digest, args_text, shares, CLAIM_LIMIT};

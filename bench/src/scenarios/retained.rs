@@ -30,7 +30,7 @@
 use std::time::{Duration, Instant};
 
 use anyhow::Result;
-use duraq_core::PrefetchPolicy;
+use duraq_core::worker::PrefetchPolicy;
 
 use super::drain::{enqueue_and_drain_in_process, PREFETCH};
 use super::{rate, Figure, Sizes};

@@ -5,7 +5,8 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use duraq_core::{PeriodicJob, PeriodicSchedule, Registry};
+use duraq_core::worker::PeriodicSchedule;
+use duraq_core::{PeriodicJob, Registry};
 use duraq_mailer::{MailDeliverJob, MemoryBackend};
 
 use super::{parse, ScheduleError, INVALID};

@@ -1,6 +1,6 @@
 //! Progress and log lines in `MemoryStore`: a row and its newest lines per
 //! job, beside the jobs (as the stores' `duraq_job_progress` and
-//! `duraq_job_logs` tables), written by [`crate::progress_write`].
+//! `duraq_job_logs` tables), written by [`crate::driver::progress_write`].
 
 use std::collections::VecDeque;
 

@@ -72,9 +72,10 @@ pub enum Admission {
 /// and what it has taken since (see the module docs).
 ///
 /// ```
-/// use duraq_core::rules::{Admission, AdmissionRead, ClaimAdmission};
-/// use duraq_core::transitions::new_job_row;
-/// use duraq_core::{ClaimRequest, EnqueueOptions, NewJob};
+/// use duraq_core::driver::rules::{Admission, AdmissionRead, ClaimAdmission};
+/// use duraq_core::driver::transitions::new_job_row;
+/// use duraq_core::{EnqueueOptions, NewJob};
+/// use duraq_core::driver::ClaimRequest;
 ///
 /// let capped = EnqueueOptions::new().concurrency("acct:1", 1);
 /// let job = new_job_row(&NewJob::new("sync", serde_json::json!([]), capped).unwrap(), 0);

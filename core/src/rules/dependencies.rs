@@ -42,7 +42,7 @@ pub enum DependencyStart {
 /// (`None`: no such job, `dependency-not-found`, and nothing may be written).
 ///
 /// ```
-/// use duraq_core::rules::{start_of, DependencyStart};
+/// use duraq_core::driver::rules::{start_of, DependencyStart};
 /// use duraq_core::{Dependency, DependencyFailure, JobStatus};
 /// let deps = vec![
 ///     Dependency { job_id: "a".into(), on_failure: DependencyFailure::Cancel },

@@ -34,7 +34,7 @@ use crate::requests::EnqueueOutcome;
 /// by the request with digest `request_digest`, which created `job_id`.
 ///
 /// ```
-/// use duraq_core::rules::replay_owned_scope;
+/// use duraq_core::driver::rules::replay_owned_scope;
 /// use duraq_core::{EnqueueOptions, EnqueueOutcome, ErrorCode, NewJob};
 /// let job = NewJob::new("j", serde_json::json!([1]), EnqueueOptions::new().idempotency_key("k")).unwrap();
 /// let same = replay_owned_scope(&job, &job.request_digest(), "first".into()).unwrap();

@@ -3,7 +3,7 @@
 //!
 //! A prune deletes, one transaction per batch, the terminal jobs whose terminal
 //! timestamp is strictly older than the cutoff of their status
-//! ([`crate::PruneRequest::cutoff_ms`]), oldest first ([`prune_order`]), at most
+//! ([`crate::inspect::PruneRequest::cutoff_ms`]), oldest first ([`prune_order`]), at most
 //! `batch_size` per batch, until a batch comes back short. Each non-empty batch
 //! is one count mutation. A store selects a batch with SQL that follows
 //! [`is_prunable`] and [`prune_order`], deletes it, and asks [`PruneRun::record`]
@@ -30,8 +30,8 @@ pub fn prune_order(a: (i64, &str), b: (i64, &str)) -> Ordering {
 /// One prune's progress through its batches.
 ///
 /// ```
-/// use duraq_core::rules::PruneRun;
-/// use duraq_core::PruneRequest;
+/// use duraq_core::driver::rules::PruneRun;
+/// use duraq_core::inspect::PruneRequest;
 /// let mut run = PruneRun::new(&PruneRequest { batch_size: 2, ..PruneRequest::default() });
 /// assert!(run.record(2)); // a full batch: there may be more
 /// assert!(!run.record(1)); // a short one: done

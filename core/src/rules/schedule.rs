@@ -51,7 +51,7 @@ pub fn check_replacement(job: &NewJob) -> Result<()> {
 /// the owner).
 ///
 /// ```
-/// use duraq_core::rules::{owner_on_replace, OwnerFate};
+/// use duraq_core::driver::rules::{owner_on_replace, OwnerFate};
 /// use duraq_core::{JobStatus, RunningOwner};
 /// assert_eq!(owner_on_replace(JobStatus::Queued, RunningOwner::KeepRunning), OwnerFate::CancelQueued);
 /// assert_eq!(owner_on_replace(JobStatus::HandedOff, RunningOwner::KeepRunning), OwnerFate::Keep);

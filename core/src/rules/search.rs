@@ -15,8 +15,8 @@ pub const SEARCH_CHUNK: usize = 500;
 /// One search request in progress.
 ///
 /// ```
-/// use duraq_core::rules::SearchScan;
-/// use duraq_core::JobFilter;
+/// use duraq_core::driver::rules::SearchScan;
+/// use duraq_core::inspect::JobFilter;
 /// let filter = JobFilter { limit: Some(10), ..JobFilter::default() };
 /// let mut scan = SearchScan::new(&filter);
 /// assert_eq!(scan.next_chunk(), Some(10));

@@ -122,7 +122,7 @@ impl WorkerBuilder {
     /// The cost: a job waiting here is `handed_off` to this worker (its
     /// attempt is counted at the claim, and other workers cannot take it) while
     /// it has not started. At shutdown the waiting jobs go back to `queued`
-    /// unstarted, their attempt not counted ([`crate::WorkerReport::returned_unstarted`]);
+    /// unstarted, their attempt not counted ([`crate::worker::WorkerReport::returned_unstarted`]);
     /// if the worker dies they are recovered like its running jobs. A waiting
     /// job whose lease is gone (cancelled) never starts.
     ///
@@ -143,7 +143,7 @@ impl WorkerBuilder {
 
     /// Claims ahead of the slots only while the queue has a backlog of jobs
     /// that end quickly, up to `max` jobs ([`PrefetchPolicy::Adaptive`]; the
-    /// default, with [`DEFAULT_ADAPTIVE_PREFETCH`]). While claims come back
+    /// default, with [`DEFAULT_ADAPTIVE_PREFETCH`](super::DEFAULT_ADAPTIVE_PREFETCH)). While claims come back
     /// full and the slots turn over fast the worker drains like
     /// [`prefetch(max)`](Self::prefetch); once a claim comes back short it
     /// claims only for free slots again, so an idle or keeping-up worker holds
@@ -159,7 +159,7 @@ impl WorkerBuilder {
     }
 
     /// Sets how many jobs the worker claims beyond its slots (default
-    /// [`PrefetchPolicy::default`]: adaptive, up to [`DEFAULT_ADAPTIVE_PREFETCH`]).
+    /// [`PrefetchPolicy::default`]: adaptive, up to [`DEFAULT_ADAPTIVE_PREFETCH`](super::DEFAULT_ADAPTIVE_PREFETCH)).
     pub fn prefetch_policy(mut self, policy: PrefetchPolicy) -> Self {
         self.prefetch = policy;
         self

@@ -12,13 +12,13 @@ use crate::requests::QueueConfig;
 
 /// Default number of concurrent jobs per worker.
 pub const DEFAULT_CONCURRENCY: usize = 10;
-/// The most jobs a worker may claim ahead of its slots ([`WorkerBuilder::prefetch`](crate::WorkerBuilder::prefetch)).
+/// The most jobs a worker may claim ahead of its slots ([`WorkerBuilder::prefetch`](crate::worker::WorkerBuilder::prefetch)).
 pub const MAX_PREFETCH: usize = 10_000;
 /// The cap of the default, adaptive prefetch ([`PrefetchPolicy::default`]).
 pub const DEFAULT_ADAPTIVE_PREFETCH: usize = 500;
 
 /// How many jobs a worker claims beyond its slots, to wait in the worker for
-/// a free slot ([`WorkerBuilder::prefetch_policy`](crate::WorkerBuilder::prefetch_policy)).
+/// a free slot ([`WorkerBuilder::prefetch_policy`](crate::worker::WorkerBuilder::prefetch_policy)).
 ///
 /// A job claimed ahead is `handed_off` to this worker while it waits: its
 /// attempt is counted at the claim and no other worker can take it. At
@@ -27,13 +27,13 @@ pub const DEFAULT_ADAPTIVE_PREFETCH: usize = 500;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum PrefetchPolicy {
-    /// Always up to this many ([`WorkerBuilder::prefetch`](crate::WorkerBuilder::prefetch)). `Fixed(0)` never
+    /// Always up to this many ([`WorkerBuilder::prefetch`](crate::worker::WorkerBuilder::prefetch)). `Fixed(0)` never
     /// holds a job beyond the slots: each claim asks only for free slots, and
     /// claims and reports are made one at a time.
     Fixed(usize),
     /// The default: none while the queue has no backlog or its jobs are slow;
     /// while it has a backlog of fast jobs, growing up to `max`
-    /// ([`WorkerBuilder::prefetch_adaptive`](crate::WorkerBuilder::prefetch_adaptive)). A claim that comes back with
+    /// ([`WorkerBuilder::prefetch_adaptive`](crate::worker::WorkerBuilder::prefetch_adaptive)). A claim that comes back with
     /// every job it asked for means more is likely due: if at least a quarter
     /// of what the worker may hold (its slots, or the allowance if larger)
     /// ended since the claim before, the allowance grows (to the slots, then

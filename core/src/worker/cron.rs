@@ -17,7 +17,8 @@ use crate::history::MINUTE_MS;
 /// A parsed cron schedule, with the zone its fields are read in.
 ///
 /// ```
-/// use duraq_core::{CronSchedule, ErrorCode};
+/// use duraq_core::ErrorCode;
+/// use duraq_core::worker::CronSchedule;
 /// let every_15 = CronSchedule::parse("*/15 * * * *").unwrap();
 /// // 2024-01-01T00:07:00Z → 00:15
 /// assert_eq!(every_15.next_after_ms(1_704_067_620_000), Some(1_704_068_100_000));
@@ -135,7 +136,8 @@ impl CronSchedule {
     /// Errors: `invalid-time-zone` if the database has no zone of that name.
     ///
     /// ```
-    /// use duraq_core::{CronSchedule, ErrorCode};
+    /// use duraq_core::ErrorCode;
+    /// use duraq_core::worker::CronSchedule;
     /// let kolkata = CronSchedule::parse("0 9 * * *").unwrap().in_time_zone("Asia/Kolkata").unwrap();
     /// // 09:00 IST is 03:30 UTC: 2026-01-01T00:00Z → 2026-01-01T03:30Z
     /// assert_eq!(kolkata.next_after_ms(1_767_225_600_000), Some(1_767_238_200_000));

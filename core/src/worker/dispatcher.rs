@@ -12,7 +12,7 @@
 //!   instead of two. Whether a batch is "report" or "report and claim" is decided
 //!   here and nowhere else.
 //! - **Learn of lost leases**: about once a second while it holds jobs
-//!   ([`crate::WorkerBuilder::lease_check_interval`]) it asks the store which of
+//!   ([`crate::worker::WorkerBuilder::lease_check_interval`]) it asks the store which of
 //!   its leases are no longer current ([`Store::lost_leases`], one read), and at
 //!   once when the store announces a cancellation of a job it holds
 //!   ([`Store::subscribe_cancellations`]). The attempt's context is told
@@ -21,7 +21,7 @@
 //!
 //! A job is held from its claim until its report is made, and the worker never
 //! holds more jobs than its slots plus its prefetch, whatever wakes it. The
-//! prefetch is a policy ([`crate::PrefetchPolicy`]): a fixed number, or by
+//! prefetch is a policy ([`crate::worker::PrefetchPolicy`]): a fixed number, or by
 //! default an allowance the ledger adapts after every claim (none until a claim
 //! comes back full, then growing up to its cap; none again once one comes back
 //! short). What it holds, what its calls in flight carry and whether it is running,
@@ -72,7 +72,7 @@ const REPORT_GRACE: Duration = Duration::from_secs(5);
 pub(crate) struct Settings {
     pub(crate) concurrency: usize,
     /// Jobs claimed beyond the slots, waiting in the local queue.
-    pub(crate) prefetch: crate::PrefetchPolicy,
+    pub(crate) prefetch: crate::worker::PrefetchPolicy,
     pub(crate) poll: Duration,
     pub(crate) lease_check: Duration,
     pub(crate) drain_timeout: Duration,

@@ -14,7 +14,7 @@ use crate::requests::{LeaseLoss, Outcome};
 pub const EVENT_CAPACITY: usize = 4096;
 
 /// Something a worker did. Subscribe with [`crate::Worker::subscribe`] or
-/// [`crate::WorkerHandle::subscribe`].
+/// [`crate::worker::WorkerHandle::subscribe`].
 #[derive(Clone, Debug, PartialEq)]
 #[non_exhaustive]
 pub enum WorkerEvent {
@@ -114,7 +114,7 @@ pub struct WorkerReport {
     pub rescheduled: u64,
     /// Jobs given back at the drain deadline.
     pub returned_to_queue: u64,
-    /// Jobs claimed ahead ([`crate::WorkerBuilder::prefetch`]) and given back
+    /// Jobs claimed ahead ([`crate::worker::WorkerBuilder::prefetch`]) and given back
     /// unstarted at shutdown: `queued` again, no attempt used.
     pub returned_unstarted: u64,
     /// Reports that lost to recovery (returned false; changed nothing).

@@ -20,9 +20,9 @@ use crate::store::Store;
 ///
 /// ```
 /// use std::sync::Arc;
+/// use duraq_core::worker::WorkerEvent;
 /// use duraq_core::{
 ///     JobArgs, JobContext, JobError, JobHandler, JobResult, MemoryStore, Registry, Store, Worker,
-///     WorkerEvent,
 /// };
 ///
 /// #[derive(serde::Serialize, serde::Deserialize)]
@@ -104,7 +104,8 @@ impl Worker {
     /// ```
     /// # tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap().block_on(async {
     /// use std::sync::Arc;
-    /// use duraq_core::{EnqueueOptions, MemoryStore, NewJob, Registry, Store, Worker, WorkerEvent};
+    /// use duraq_core::{EnqueueOptions, MemoryStore, NewJob, Registry, Store, Worker};
+    /// use duraq_core::worker::WorkerEvent;
     /// let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
     /// store.enqueue(NewJob::new("hello", serde_json::json!([]), EnqueueOptions::new()).unwrap()).await.unwrap();
     /// let registry = Registry::new().register_fn("hello", |_ctx, _args| async { Ok(()) }).unwrap();

@@ -81,7 +81,8 @@ pub trait JobHandler: Send + Sync + 'static {
 /// registry wraps a [`JobHandler`] in a `JsonHandler` that decodes first.
 ///
 /// ```
-/// use duraq_core::{JobContext, JobError, JobResult, JsonHandler, Registry};
+/// use duraq_core::{JobContext, JobError, JobResult, Registry};
+/// use duraq_core::worker::JsonHandler;
 ///
 /// struct Echo;
 ///
@@ -163,7 +164,7 @@ impl From<()> for JobResult {
 /// A failed attempt: the message becomes `lastError`.
 ///
 /// Any `std::error::Error` converts into it, so `?` works in handlers, and the
-/// message keeps the error's whole source chain ([`crate::error_chain`]:
+/// message keeps the error's whole source chain ([`crate::inspect::error_chain`]:
 /// `outer: cause: root cause`), so that `lastError` says what failed and why.
 /// [`JobError::new`] formats its message in the alternate form (`{:#}`), in
 /// which an `anyhow::Error` prints its chain of contexts too:
@@ -252,7 +253,7 @@ impl fmt::Display for JobError {
 }
 
 impl<E: std::error::Error + Send + Sync + 'static> From<E> for JobError {
-    /// The error with its whole source chain ([`crate::error_chain`]).
+    /// The error with its whole source chain ([`crate::inspect::error_chain`]).
     fn from(err: E) -> Self {
         Self::new(crate::error::error_chain(&err))
     }
@@ -310,12 +311,12 @@ impl JobContext {
 
     /// How this job's dependencies ended, one count per status (a batch's
     /// callback: how many of the batch completed, failed, were cancelled).
-    pub async fn dependency_counts(&self) -> Result<crate::StatusCounts, Error> {
+    pub async fn dependency_counts(&self) -> Result<crate::inspect::StatusCounts, Error> {
         let mut per_status = [0i64; crate::job::STATUS_COUNT];
         for job in self.dependencies().await? {
             per_status[job.status.index()] += 1;
         }
-        Ok(crate::StatusCounts::from_array(per_status))
+        Ok(crate::inspect::StatusCounts::from_array(per_status))
     }
 
     /// The output of dependency `job_id` decoded as `T` (a typed job's
@@ -399,7 +400,7 @@ impl JobContext {
     /// at most once a second, and for the last time before the attempt's
     /// outcome, so the final value is never lost. A NaN or out-of-range
     /// fraction is refused with `invalid-progress` and changes nothing; a
-    /// message is cut at [`crate::MAX_LINE_BYTES`] and its control characters
+    /// message is cut at [`crate::limits::MAX_LINE_BYTES`] and its control characters
     /// become spaces.
     ///
     /// ```
@@ -423,9 +424,9 @@ impl JobContext {
     /// Adds a line to the job's log, shown with its progress. Cheap and never
     /// waits for the database: lines are buffered and stored together at most
     /// once a second, and for the last time before the attempt's outcome. The
-    /// job keeps its newest [`crate::MAX_LOG_LINES`] lines across attempts
+    /// job keeps its newest [`crate::limits::MAX_LOG_LINES`] lines across attempts
     /// (and at most that many wait in memory, however many are logged); a
-    /// line is cut at [`crate::MAX_LINE_BYTES`] and its control characters
+    /// line is cut at [`crate::limits::MAX_LINE_BYTES`] and its control characters
     /// become spaces. After a lost lease the attempt's lines are dropped.
     pub fn log(&self, line: impl Into<String>) {
         self.progress.log(line.into())
@@ -437,7 +438,7 @@ impl JobContext {
     /// recovery by another process). Either way the attempt's outcome will not
     /// be recorded, so the handler should stop and return; if it does not, the
     /// runtime aborts it after the worker's cancel grace period (default 10 s,
-    /// [`crate::WorkerBuilder::cancel_grace`]).
+    /// [`crate::worker::WorkerBuilder::cancel_grace`]).
     pub fn is_cancelled(&self) -> bool {
         *self.cancel.borrow()
     }

@@ -10,7 +10,7 @@ use tokio::time::Instant;
 
 use super::*;
 use crate::requests::Outcome;
-use crate::PrefetchPolicy;
+use crate::worker::PrefetchPolicy;
 
 fn job(n: usize) -> Job {
     let mut job = crate::transitions::new_job_row(

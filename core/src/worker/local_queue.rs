@@ -1,6 +1,6 @@
 //! The worker's local queue: jobs it has claimed and not yet started, and the
 //! count of attempts executing. It is what lets a worker claim ahead of its
-//! slots ([`crate::WorkerBuilder::prefetch`]) without running more than its
+//! slots ([`crate::worker::WorkerBuilder::prefetch`]) without running more than its
 //! slots at once.
 //!
 //! Why it is shared rather than owned by the dispatcher: a report or a claim

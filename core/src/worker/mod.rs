@@ -56,6 +56,7 @@ mod runner;
 #[cfg(test)]
 mod tests;
 
+pub use crate::backoff::{retry_backoff, retry_backoff_ms};
 pub use builder::WorkerBuilder;
 pub use config::{
     PrefetchPolicy, DEFAULT_ADAPTIVE_PREFETCH, DEFAULT_CANCEL_GRACE, DEFAULT_CONCURRENCY,

@@ -2,7 +2,7 @@
 //! behind a plain mutex, so the calls are cheap and never wait for the
 //! database, and a flusher task, started by the first call, that writes a
 //! batch whenever the buffer says one is due (at most once per
-//! [`crate::PROGRESS_FLUSH_INTERVAL_MS`]). When the attempt ends,
+//! [`crate::limits::PROGRESS_FLUSH_INTERVAL_MS`]). When the attempt ends,
 //! [`ProgressSink::finish`] waits for a write in flight and writes what is
 //! left, before the attempt's report is sent, so a job's last line is stored
 //! while its lease is still current. An attempt that never calls either

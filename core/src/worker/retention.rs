@@ -18,7 +18,7 @@ use crate::store::Operate;
 ///
 /// ```
 /// use std::time::Duration;
-/// use duraq_core::RetentionPolicy;
+/// use duraq_core::worker::RetentionPolicy;
 /// let policy = RetentionPolicy::new(Duration::from_secs(600))
 ///     .completed(Duration::from_secs(24 * 3600))
 ///     .failed(Duration::from_secs(7 * 24 * 3600));

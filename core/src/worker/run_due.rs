@@ -46,7 +46,7 @@ impl Worker {
     /// once, then reports every outcome under its lease in one batch and
     /// returns what happened. Nothing keeps running when it returns.
     ///
-    /// Time is the worker's clock ([`crate::WorkerBuilder::clock`]): with a
+    /// Time is the worker's clock ([`crate::worker::WorkerBuilder::clock`]): with a
     /// [`crate::ManualClock`], a job scheduled later runs once the clock has
     /// been moved past it. A round claims once; jobs that become due during it
     /// (a retry with no backoff, a job a handler enqueued) wait for the next.

@@ -3,7 +3,8 @@
 
 use std::sync::Arc;
 
-use duraq_core::{ClaimRequest, Job, Outcome, Store};
+use duraq_core::driver::ClaimRequest;
+use duraq_core::{Job, Outcome, Store};
 use duraq_mailer::{MailDeliverJob, DELIVER_JOB};
 
 /// Where every test clock starts.

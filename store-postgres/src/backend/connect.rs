@@ -14,7 +14,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use deadpool_postgres::{Manager, ManagerConfig, RecyclingMethod, Runtime};
-use duraq_core::{system_clock, Clock, Error, Result};
+use duraq_core::driver::system_clock;
+use duraq_core::{Clock, Error, Result};
 use tokio::sync::{broadcast, watch};
 use tokio_postgres::NoTls;
 
@@ -250,7 +251,8 @@ impl PostgresStore {
     ///
     /// ```no_run
     /// # async fn demo() {
-    /// use duraq_core::{error_chain, ErrorCode};
+    /// use duraq_core::ErrorCode;
+    /// use duraq_core::inspect::error_chain;
     /// use duraq_store_postgres::{PostgresOptions, PostgresStore};
     /// let options = PostgresOptions { listen: false, ..PostgresOptions::default() };
     /// match PostgresStore::connect_existing("postgres://app@db/app", options).await {

@@ -15,7 +15,8 @@
 
 use std::collections::BTreeSet;
 
-use duraq_core::{CountDelta, StatusCounts, STATUS_COUNT};
+use duraq_core::driver::STATUS_COUNT;
+use duraq_core::inspect::{CountDelta, StatusCounts};
 
 use crate::counts::Entry;
 

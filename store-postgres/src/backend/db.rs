@@ -39,12 +39,12 @@ pub(crate) struct Names {
 impl Names {
     pub fn new(schema: &str) -> Result<Self> {
         validate_identifier(schema)?;
-        let digest = duraq_core::digest_hex("channel", &serde_json::json!(schema));
+        let digest = duraq_core::driver::digest_hex("channel", &serde_json::json!(schema));
         Ok(Self {
             schema: schema.to_owned(),
             quoted: quote_identifier(schema),
             channel: format!("duraq_{}", &digest[..24]),
-            origin: duraq_core::new_job_id(),
+            origin: duraq_core::driver::new_job_id(),
             unnamed: None,
         })
     }

@@ -3,7 +3,7 @@
 //! Every store announces its committed changes on the schema's channel after
 //! commit ([`crate::backend::notify`]): entries (shard, shard revision, delta, revision)
 //! and whether work may be available. This task turns other stores' entries into
-//! [`duraq_core::CountDelta`]s (through the [`crate::backend::count_mirror`], so none is counted
+//! [`duraq_core::inspect::CountDelta`]s (through the [`crate::backend::count_mirror`], so none is counted
 //! twice), work-signal bumps and cancellations of running jobs (for the
 //! workers running them); its own store's were published in-process right
 //! after commit. Every [`CHECK_INTERVAL`] it reads the counter rows, so that an
@@ -131,7 +131,9 @@ fn lock_mirror(shared: &Shared) -> std::sync::MutexGuard<'_, crate::backend::cou
         .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
-async fn read_rows(shared: &Shared) -> Result<Vec<(i32, i64, [i64; duraq_core::STATUS_COUNT])>> {
+async fn read_rows(
+    shared: &Shared,
+) -> Result<Vec<(i32, i64, [i64; duraq_core::driver::STATUS_COUNT])>> {
     let client = pooled(&shared.pool).await?;
     let db = Db {
         conn: Conn::Client(&client),
@@ -143,7 +145,7 @@ async fn read_rows(shared: &Shared) -> Result<Vec<(i32, i64, [i64; duraq_core::S
 /// Whether `listening` hears a NOTIFY sent through the pool (see the module
 /// docs); what else it hears meanwhile is handled as usual.
 async fn hears(listening: &mut Listening, shared: &Shared) -> Result<bool> {
-    let probe = serde_json::json!({ "probe": duraq_core::new_job_id() }).to_string();
+    let probe = serde_json::json!({ "probe": duraq_core::driver::new_job_id() }).to_string();
     {
         let client = pooled(&shared.pool).await?;
         let db = Db {

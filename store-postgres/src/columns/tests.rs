@@ -1,6 +1,6 @@
 //! The derived statements agree with the description and with each other.
 
-use duraq_core::transitions::new_job_row;
+use duraq_core::driver::transitions::new_job_row;
 use duraq_core::{Dependency, DependencyFailure, EnqueueOptions, Job, NewJob};
 use serde_json::json;
 use tokio_postgres::types::{ToSql, Type};

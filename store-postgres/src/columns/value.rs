@@ -9,7 +9,8 @@
 
 use std::borrow::Cow;
 
-use duraq_core::{digest_of_canonical, AttemptError, Dependency, Job, JobStatus, NewJob, Result};
+use duraq_core::driver::digest_of_canonical;
+use duraq_core::{AttemptError, Dependency, Job, JobStatus, NewJob, Result};
 use tokio_postgres::types::{FromSql, ToSql};
 use tokio_postgres::Row;
 

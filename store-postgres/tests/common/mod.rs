@@ -77,9 +77,9 @@ pub fn job(name: &str, opts: EnqueueOptions) -> NewJob {
 
 /// The next count delta on `rx`, or a panic naming `what` after 10 s.
 pub async fn next_delta(
-    rx: &mut tokio::sync::broadcast::Receiver<duraq_core::CountDelta>,
+    rx: &mut tokio::sync::broadcast::Receiver<duraq_core::inspect::CountDelta>,
     what: &str,
-) -> duraq_core::CountDelta {
+) -> duraq_core::inspect::CountDelta {
     tokio::time::timeout(std::time::Duration::from_secs(10), rx.recv())
         .await
         .unwrap_or_else(|_| panic!("{what} within 10 s"))
@@ -87,22 +87,22 @@ pub async fn next_delta(
 }
 
 /// A claim of up to `limit` jobs named `j` by worker `w`.
-pub fn claim_req(limit: usize) -> duraq_core::ClaimRequest {
-    duraq_core::ClaimRequest {
+pub fn claim_req(limit: usize) -> duraq_core::driver::ClaimRequest {
+    duraq_core::driver::ClaimRequest {
         worker_id: "w".into(),
         job_names: vec!["j".into()],
         limit,
-        ..duraq_core::ClaimRequest::default()
+        ..duraq_core::driver::ClaimRequest::default()
     }
 }
 
 /// A claim of one job named `name` by worker `w`.
-pub fn claim_of(name: &str) -> duraq_core::ClaimRequest {
-    duraq_core::ClaimRequest {
+pub fn claim_of(name: &str) -> duraq_core::driver::ClaimRequest {
+    duraq_core::driver::ClaimRequest {
         worker_id: "w".into(),
         job_names: vec![name.into()],
         limit: 1,
-        ..duraq_core::ClaimRequest::default()
+        ..duraq_core::driver::ClaimRequest::default()
     }
 }
 

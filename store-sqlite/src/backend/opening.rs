@@ -111,7 +111,7 @@ mod tests {
         for mode in [OpenMode::Create, OpenMode::Existing] {
             let err = preflight(dir.path(), mode).unwrap_err();
             assert_eq!(err.code(), ErrorCode::Backend);
-            let chain = duraq_core::error_chain(&err);
+            let chain = duraq_core::inspect::error_chain(&err);
             assert!(chain.contains("directory"), "{chain}");
         }
     }

@@ -4,7 +4,7 @@
 //! received by the store's subscribers. Kept apart so that the writer and the
 //! poller both depend on it and not on each other.
 
-use duraq_core::CountDelta;
+use duraq_core::inspect::CountDelta;
 use tokio::sync::{broadcast, watch};
 
 /// In-process notification channels, shared by the writer, the poller and the store.

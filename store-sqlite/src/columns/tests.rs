@@ -4,7 +4,7 @@
 
 use std::collections::BTreeSet;
 
-use duraq_core::transitions::new_job_row;
+use duraq_core::driver::transitions::new_job_row;
 use duraq_core::{AttemptError, Dependency, DependencyFailure, EnqueueOptions, JobStatus, NewJob};
 use rusqlite::Connection;
 use serde_json::json;

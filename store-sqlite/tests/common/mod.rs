@@ -14,7 +14,7 @@ pub fn back_to_v7(conn: &Connection) {
         rows.collect::<Result<_, _>>().unwrap()
     };
     for (rowid, args) in rows {
-        let digest = duraq_core::digest_hex("args", &serde_json::from_str(&args).unwrap());
+        let digest = duraq_core::driver::digest_hex("args", &serde_json::from_str(&args).unwrap());
         conn.execute(
             "UPDATE duraq_jobs SET args_digest = ?2 WHERE rowid = ?1",
             rusqlite::params![rowid, digest],

@@ -5,8 +5,9 @@
 
 use std::path::{Path, PathBuf};
 
+use duraq_core::driver::ClaimRequest;
 use duraq_core::prelude::*;
-use duraq_core::{ClaimRequest, EnqueueOptions, NewJob};
+use duraq_core::{EnqueueOptions, NewJob};
 use duraq_store_sqlite::{SqliteOptions, SqliteStore, SCHEMA_VERSION};
 use rusqlite::Connection;
 use tempfile::TempDir;

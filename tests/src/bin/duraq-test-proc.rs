@@ -20,10 +20,9 @@ use std::io::{BufRead, Write};
 use std::sync::Arc;
 use std::time::Duration;
 
+use duraq_core::driver::ClaimRequest;
 use duraq_core::prelude::*;
-use duraq_core::{
-    ClaimRequest, EnqueueOptions, NewJob, PeriodicJob, Registry, ScheduleKey, Worker,
-};
+use duraq_core::{EnqueueOptions, NewJob, PeriodicJob, Registry, ScheduleKey, Worker};
 use duraq_store_sqlite::{SqliteOptions, SqliteStore};
 use serde_json::json;
 

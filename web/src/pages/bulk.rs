@@ -16,7 +16,8 @@
 use axum::extract::{RawQuery, State as AxumState};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use duraq_core::{run_bulk, BulkAction, BulkReport, BulkRequest, BulkSelection, JobStatus};
+use duraq_core::inspect::{run_bulk, BulkAction, BulkReport, BulkRequest, BulkSelection};
+use duraq_core::JobStatus;
 use maud::{html, Markup};
 
 use super::jobs::pairs;

@@ -6,7 +6,7 @@
 //! Every number comes from the database, so two dashboards (or one restarted)
 //! draw the same chart.
 
-use duraq_core::{throughput_sum, utc_time, HistoryRange, OutcomeTotals, ThroughputPoint};
+use duraq_core::inspect::{throughput_sum, utc_time, HistoryRange, OutcomeTotals, ThroughputPoint};
 use maud::{html, Markup};
 
 /// The series drawn, in legend order: (`data-series` name, legend label,

@@ -20,7 +20,8 @@
 use axum::extract::{Path, Query, State as AxumState};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::Form;
-use duraq_core::{ErrorCode, Job, JobProgress, JobStatus};
+use duraq_core::inspect::JobProgress;
+use duraq_core::{ErrorCode, Job, JobStatus};
 use maud::{html, Markup};
 use serde::Deserialize;
 
@@ -177,7 +178,7 @@ fn errors(state: &AppState, job: &Job) -> Markup {
         @if job.errors.is_empty() {
             p.muted { "No failed attempts." }
         } @else {
-            p.muted { "The newest " (duraq_core::transitions::MAX_ERROR_HISTORY) " failed attempts are kept." }
+            p.muted { "The newest " (duraq_core::driver::transitions::MAX_ERROR_HISTORY) " failed attempts are kept." }
         }
     }
 }

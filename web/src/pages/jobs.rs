@@ -19,7 +19,9 @@
 use axum::extract::{Query, RawQuery, State as AxumState};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Redirect, Response};
-use duraq_core::{resolve_job, BulkAction, ErrorCode, JobCursor, JobStatus, DEFAULT_SCAN_LIMIT};
+use duraq_core::inspect::{resolve_job, BulkAction, JobCursor};
+use duraq_core::limits::DEFAULT_SCAN_LIMIT;
+use duraq_core::{ErrorCode, JobStatus};
 use maud::{html, Markup};
 use serde::Deserialize;
 

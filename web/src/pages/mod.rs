@@ -21,7 +21,8 @@ pub mod workflows;
 
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use duraq_core::{Inspect, StatusCounts};
+use duraq_core::inspect::StatusCounts;
+use duraq_core::Inspect;
 use maud::html;
 
 use crate::html::{notice, page};
@@ -45,7 +46,7 @@ pub struct QueueRow {
 
 /// The stale timeout the dashboard judges workers by (the worker's default).
 pub fn stale_after_ms() -> i64 {
-    i64::try_from(duraq_core::DEFAULT_STALE_AFTER.as_millis()).unwrap_or(i64::MAX)
+    i64::try_from(duraq_core::worker::DEFAULT_STALE_AFTER.as_millis()).unwrap_or(i64::MAX)
 }
 
 /// The per-queue numbers (queues holding at least one job, by name), the
@@ -92,7 +93,7 @@ pub fn store_error(state: &AppState, name: &'static str, err: &duraq_core::Error
         duraq_core::Error::Conflict { .. } => StatusCode::CONFLICT,
         _ => StatusCode::SERVICE_UNAVAILABLE,
     };
-    let chain = state.options.scrub(&duraq_core::error_chain(err));
+    let chain = state.options.scrub(&duraq_core::inspect::error_chain(err));
     let text = format!("error[{}]: {chain}", err.code().as_str());
     let body = html! { h1 { "Something went wrong" } (notice("error", &text)) };
     (status, page(state, name, "Error", body)).into_response()

@@ -11,7 +11,8 @@
 use axum::extract::{Query, State as AxumState};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use duraq_core::{ScheduleKey, WorkerState};
+use duraq_core::inspect::WorkerState;
+use duraq_core::ScheduleKey;
 use maud::html;
 use serde::Deserialize;
 

@@ -10,7 +10,8 @@
 
 use axum::extract::{Form, Path, Query, State as AxumState};
 use axum::response::{IntoResponse, Redirect, Response};
-use duraq_core::{HistoryRange, JobStatus, QueueName};
+use duraq_core::inspect::HistoryRange;
+use duraq_core::{JobStatus, QueueName};
 use maud::{html, Markup};
 
 use super::job::ActionForm;

@@ -10,7 +10,8 @@
 //! `invalid-scheduled-at`. Times are read as UTC (`2026-12-04T10:30`, seconds
 //! optional, or a bare date), the form of `<input type="datetime-local">`.
 
-use duraq_core::{Error, ErrorCode, JobFilter, JobStatus};
+use duraq_core::inspect::JobFilter;
+use duraq_core::{Error, ErrorCode, JobStatus};
 
 /// Statuses whose list shows each job's last error.
 pub const ERROR_STATUSES: [JobStatus; 3] =
@@ -169,12 +170,14 @@ impl Search {
         let bound = |name: &str, v: &str| -> Result<Option<i64>, Error> {
             match v {
                 "" => Ok(None),
-                v => duraq_core::parse_time_ms(v).map(Some).map_err(|_| {
-                    Error::invalid(
-                        ErrorCode::InvalidTime,
-                        format!("{name} must be a UTC time like 2026-12-04T10:30, not {v:?}"),
-                    )
-                }),
+                v => duraq_core::inspect::parse_time_ms(v)
+                    .map(Some)
+                    .map_err(|_| {
+                        Error::invalid(
+                            ErrorCode::InvalidTime,
+                            format!("{name} must be a UTC time like 2026-12-04T10:30, not {v:?}"),
+                        )
+                    }),
             }
         };
         Ok(JobFilter {

@@ -4,14 +4,15 @@
 //! its job, in columns by depth (a step stands one column right of the
 //! deepest step it waits for), with an edge from each dependency to its
 //! dependent. A workflow larger than [`MAX_DRAWN`] steps gets the table alone.
-//! The steps are read with `duraq_core::workflow_steps` (pages of the indexed
+//! The steps are read with `duraq_core::driver::workflow_steps` (pages of the indexed
 //! search by `workflowId`).
 
 use std::collections::HashMap;
 
 use axum::extract::{Path, State as AxumState};
 use axum::response::Response;
-use duraq_core::{workflow_steps, Job, JobStatus};
+use duraq_core::driver::workflow_steps;
+use duraq_core::{Job, JobStatus};
 use maud::{html, Markup};
 
 use super::overview::{label, urlencode};

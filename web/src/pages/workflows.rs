@@ -7,7 +7,8 @@
 
 use axum::extract::{Query, State as AxumState};
 use axum::response::Response;
-use duraq_core::{workflow_tally, JobStatus, WorkflowListRequest, WorkflowState, WorkflowTally};
+use duraq_core::inspect::{workflow_tally, WorkflowListRequest, WorkflowState, WorkflowTally};
+use duraq_core::JobStatus;
 use maud::{html, Markup};
 
 use super::overview::{label, urlencode};

@@ -7,10 +7,10 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use duraq_core::driver::{ClaimRequest, Lease};
+use duraq_core::inspect::JobFilter;
 use duraq_core::prelude::*;
-use duraq_core::{
-    ClaimRequest, EnqueueOptions, JobFilter, JobStatus, Lease, NewJob, Outcome, ScheduleKey,
-};
+use duraq_core::{EnqueueOptions, JobStatus, NewJob, Outcome, ScheduleKey};
 use duraq_store_sqlite::{SqliteOptions, SqliteStore};
 use duraq_web::{router, WebOptions};
 use serde_json::{json, Value};
@@ -103,7 +103,7 @@ impl Dash {
     /// `name`) and still running.
     pub(crate) async fn running(&self, name: &str) -> String {
         self.store
-            .register_worker(&duraq_core::WorkerInfo {
+            .register_worker(&duraq_core::driver::WorkerInfo {
                 worker_id: "browser-test".into(),
                 host: "browser-host".into(),
                 pid: 1,

@@ -4,8 +4,9 @@
 //! paths an operator takes before doing anything, so they run first and
 //! screenshot each page.
 
+use duraq_core::inspect::JobFilter;
 use duraq_core::prelude::*;
-use duraq_core::{EnqueueOptions, JobFilter, JobStatus};
+use duraq_core::{EnqueueOptions, JobStatus};
 use duraq_web::WebOptions;
 use serde_json::json;
 

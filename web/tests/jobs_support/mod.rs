@@ -8,7 +8,8 @@ use std::sync::Arc;
 
 use axum::body::Body;
 use axum::http::{header, Request};
-use duraq_core::{ClaimRequest, EnqueueOptions, JobStatus, MemoryStore, NewJob, Outcome, Store};
+use duraq_core::driver::ClaimRequest;
+use duraq_core::{EnqueueOptions, JobStatus, MemoryStore, NewJob, Outcome, Store};
 
 /// A job in `queue` that ran once and failed for good with `error`.
 pub async fn failed(store: &Arc<dyn Store>, queue: &str, error: &str) -> String {

@@ -9,7 +9,9 @@ use tokio::sync::{mpsc, Notify};
 
 use super::running::fast;
 use super::*;
-use crate::{ClaimRequest, EnqueueOptions, JobFilter, JobStatus, Outcome, QueueConfig, Registry};
+use crate::driver::ClaimRequest;
+use crate::inspect::JobFilter;
+use crate::{EnqueueOptions, JobStatus, Outcome, QueueConfig, Registry};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn slots_are_never_exceeded() {

@@ -9,9 +9,10 @@ use tokio::sync::Notify;
 
 use super::running::fast;
 use super::*;
+use crate::driver::LeaseLoss;
 use crate::{
-    EnqueueOptions, JobContext, JobError, JobResult, JobStatus, LeaseLoss, Outcome, Registry,
-    RunningOwner, ScheduleKey,
+    EnqueueOptions, JobContext, JobError, JobResult, JobStatus, Outcome, Registry, RunningOwner,
+    ScheduleKey,
 };
 
 async fn next_lease_lost(rx: &mut broadcast::Receiver<WorkerEvent>) -> (String, LeaseLoss) {

@@ -2,7 +2,8 @@
 
 use crate::history::MINUTE_MS;
 use crate::worker::cron_fields::civil_from_days;
-use crate::{CronSchedule, ErrorCode};
+use crate::worker::CronSchedule;
+use crate::ErrorCode;
 
 /// Milliseconds of a UTC date-time (test helper, inverse of `civil_from_days`).
 fn at(y: i64, mo: u32, d: u32, h: i64, mi: i64) -> i64 {

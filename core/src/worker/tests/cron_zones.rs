@@ -8,7 +8,8 @@ use jiff::tz::{AmbiguousOffset, Offset, TimeZone};
 use jiff::Timestamp;
 use proptest::prelude::*;
 
-use crate::{CronSchedule, ErrorCode, PeriodicJob};
+use crate::worker::CronSchedule;
+use crate::{ErrorCode, PeriodicJob};
 
 /// Milliseconds of an RFC 3339 instant.
 fn at(text: &str) -> i64 {

@@ -9,7 +9,8 @@ use tokio::sync::Mutex;
 
 use super::running::fast;
 use super::*;
-use crate::{enqueue_workflow, JobError, JobResult, JobStatus, Registry, StatusCounts, Workflow};
+use crate::inspect::StatusCounts;
+use crate::{enqueue_workflow, JobError, JobResult, JobStatus, Registry, Workflow};
 
 /// What the callback read: its dependencies' counts and their outputs.
 type Seen = (StatusCounts, Vec<serde_json::Value>);
@@ -44,7 +45,7 @@ async fn a_batch_callback_sees_every_outcome_and_output() {
     let callback = NewJob::new("sum", json!([]), EnqueueOptions::new()).unwrap();
     let batch = Workflow::batch("parts", (0..4).map(part), callback);
     let outcome = enqueue_workflow(store.as_ref(), batch).await.unwrap();
-    let callback_id = outcome.jobs[crate::BATCH_CALLBACK].clone();
+    let callback_id = outcome.jobs[crate::driver::BATCH_CALLBACK].clone();
     assert_eq!(job(&store, &callback_id).await.status, JobStatus::Pending);
 
     let worker = fast(store.clone(), registry)

@@ -65,7 +65,7 @@ async fn no_new_claims_after_shutdown_begins() {
     let report = handle.join().await.unwrap();
     assert_eq!((report.claimed, report.completed), (1, 1));
     let queued = store
-        .search_jobs(&crate::JobFilter {
+        .search_jobs(&crate::inspect::JobFilter {
             statuses: vec![JobStatus::Queued],
             ..Default::default()
         })

@@ -11,9 +11,10 @@ use tokio::sync::{broadcast, watch, Notify};
 
 use super::running::fast;
 use super::*;
+use crate::driver::Lease;
 use crate::requests::*;
 use crate::workers::WorkerInfo;
-use crate::{Error, Lease, Registry, Result, Store, WorkerStore};
+use crate::{Error, Registry, Result, Store, WorkerStore};
 
 struct Faulty {
     inner: MemoryStore,
@@ -48,7 +49,7 @@ fn take_failure(counter: &AtomicUsize) -> Result<()> {
     }
 }
 
-crate::delegate_store!(impl Producer, Inspect, Operate, MailOperations for Faulty => inner);
+crate::driver::delegate_store!(impl Producer, Inspect, Operate, MailOperations for Faulty => inner);
 
 #[async_trait]
 impl WorkerStore for Faulty {

@@ -23,10 +23,8 @@ use std::time::Duration;
 use serde_json::Value;
 use tokio::sync::broadcast;
 
-use crate::{
-    EnqueueOptions, Job, JobFinished, JobStarted, ManualClock, MemoryStore, NewJob, Store,
-    WorkerEvent,
-};
+use crate::worker::{JobFinished, JobStarted, WorkerEvent};
+use crate::{EnqueueOptions, Job, ManualClock, MemoryStore, NewJob, Store};
 
 /// Far enough that a correct test never meets it.
 const PATIENCE: Duration = Duration::from_secs(10);

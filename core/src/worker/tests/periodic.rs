@@ -7,10 +7,9 @@ use serde_json::json;
 use tokio::sync::mpsc;
 
 use super::*;
-use crate::{
-    EnqueueOptions, JobFilter, JobStatus, PeriodicJob, PeriodicSchedule, Registry, RetentionPolicy,
-    Worker,
-};
+use crate::inspect::JobFilter;
+use crate::worker::{PeriodicSchedule, RetentionPolicy};
+use crate::{EnqueueOptions, JobStatus, PeriodicJob, Registry, Worker};
 
 #[test]
 fn every_ticks_are_aligned_to_the_epoch() {

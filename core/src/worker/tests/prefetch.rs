@@ -11,7 +11,8 @@ use tokio::sync::Semaphore;
 
 use super::running::fast;
 use super::*;
-use crate::{EnqueueOptions, JobContext, JobStatus, LeaseLoss, Registry};
+use crate::driver::LeaseLoss;
+use crate::{EnqueueOptions, JobContext, JobStatus, Registry};
 
 async fn counts(store: &Arc<dyn Store>) -> (i64, i64, i64) {
     let c = store.count_snapshot().await.unwrap().counts;

@@ -12,12 +12,11 @@ use tokio::sync::{broadcast, watch};
 
 use super::running::fast;
 use super::*;
+use crate::driver::{Lease, ProgressBatch};
+use crate::limits::{MAX_LOG_LINES, PROGRESS_FLUSH_INTERVAL_MS};
 use crate::requests::*;
 use crate::workers::WorkerInfo;
-use crate::{
-    ErrorCode, JobError, JobResult, JobStatus, Lease, ProgressBatch, Registry, Result, WorkerStore,
-    MAX_LOG_LINES, PROGRESS_FLUSH_INTERVAL_MS,
-};
+use crate::{ErrorCode, JobError, JobResult, JobStatus, Registry, Result, WorkerStore};
 
 /// A `MemoryStore` that counts `record_progress` calls; forwards the rest.
 struct Counting {
@@ -25,7 +24,7 @@ struct Counting {
     writes: AtomicUsize,
 }
 
-crate::delegate_store!(impl Producer, Inspect, Operate, MailOperations for Counting => inner);
+crate::driver::delegate_store!(impl Producer, Inspect, Operate, MailOperations for Counting => inner);
 
 #[async_trait]
 impl WorkerStore for Counting {

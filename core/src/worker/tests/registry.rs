@@ -82,7 +82,7 @@ fn backoff_override_wins_over_the_handlers_own() {
 
 #[test]
 fn builder_rejects_impossible_settings() {
-    let cases: Vec<Box<dyn Fn(crate::WorkerBuilder) -> crate::WorkerBuilder>> = vec![
+    let cases: Vec<Box<dyn Fn(crate::worker::WorkerBuilder) -> crate::worker::WorkerBuilder>> = vec![
         Box::new(|b| b.concurrency(0)),
         Box::new(|b| {
             b.stale_after(Duration::from_secs(1))
@@ -107,6 +107,6 @@ fn builder_rejects_impossible_settings() {
         assert_eq!(err.code(), ErrorCode::InvalidWorkerConfig, "case {i}");
     }
     let worker = Worker::builder(store(), Registry::new()).build().unwrap();
-    assert_eq!(worker.concurrency(), crate::DEFAULT_CONCURRENCY);
+    assert_eq!(worker.concurrency(), crate::worker::DEFAULT_CONCURRENCY);
     assert_eq!(worker.id().len(), 36, "a UUID");
 }

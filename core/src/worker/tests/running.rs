@@ -9,7 +9,7 @@ use super::*;
 use crate::Clock;
 use crate::{EnqueueOptions, JobError, JobResult, JobStatus, Outcome, Registry, Worker};
 
-pub(super) fn fast(store: Arc<dyn Store>, registry: Registry) -> crate::WorkerBuilder {
+pub(super) fn fast(store: Arc<dyn Store>, registry: Registry) -> crate::worker::WorkerBuilder {
     Worker::builder(store, registry).poll_interval(Duration::from_millis(20))
 }
 

@@ -241,9 +241,9 @@ fn time_builders_map_onto_the_wire_form_and_its_checks() {
         Some(ErrorCode::InvalidScheduledAt)
     );
     assert_eq!(
-        code_of(
-            EnqueueOptions::new().run_in(Duration::from_millis(crate::MAX_RUN_IN_MS as u64 + 1))
-        ),
+        code_of(EnqueueOptions::new().run_in(Duration::from_millis(
+            crate::limits::MAX_RUN_IN_MS as u64 + 1
+        ))),
         Some(ErrorCode::InvalidScheduledAt)
     );
     assert_eq!(

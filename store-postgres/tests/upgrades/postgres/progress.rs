@@ -3,8 +3,9 @@
 //! is not rewritten, old jobs are kept and say nothing, and a running job's
 //! progress is stored at once.
 
+use duraq_core::driver::ProgressBatch;
 use duraq_core::prelude::*;
-use duraq_core::{EnqueueOptions, ProgressBatch};
+use duraq_core::EnqueueOptions;
 
 use crate::common::{claim_req, job, open, schema};
 use crate::rewind::{enqueued, undo, upgrade_in_place};

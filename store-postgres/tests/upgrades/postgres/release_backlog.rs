@@ -3,8 +3,8 @@
 //! is rewritten, and a fan-out wider than the bound finishes through the new
 //! table at once.
 
+use duraq_core::driver::rules::RELEASE_BATCH;
 use duraq_core::prelude::*;
-use duraq_core::rules::RELEASE_BATCH;
 use duraq_core::{EnqueueOptions, NewJob, Outcome};
 
 use crate::common::{claim_of, job, open, schema};

@@ -3,8 +3,9 @@
 //! no entry in it; the full index it replaces is dropped, and the job list
 //! still reads every job, running ones included, in the same order.
 
+use duraq_core::inspect::JobFilter;
 use duraq_core::prelude::*;
-use duraq_core::{EnqueueOptions, JobFilter, JobStatus};
+use duraq_core::{EnqueueOptions, JobStatus};
 use duraq_store_postgres::{PostgresStore, SCHEMA_VERSION};
 
 use crate::common::{claim_req, job, open, open_existing, schema};

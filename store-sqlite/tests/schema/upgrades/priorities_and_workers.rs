@@ -2,8 +2,10 @@
 //! priorities and rate limits on the jobs (the claim index replacing
 //! `duraq_jobs_queued`), and the registration of visible workers.
 
+use duraq_core::driver::WorkerInfo;
+use duraq_core::inspect::WorkerState;
 use duraq_core::prelude::*;
-use duraq_core::{EnqueueOptions, WorkerInfo, WorkerState};
+use duraq_core::EnqueueOptions;
 use rusqlite::Connection;
 
 use crate::support::{

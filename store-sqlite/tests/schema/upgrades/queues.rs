@@ -3,8 +3,9 @@
 //! version 5's paused-queue table starts empty, with every job claimable, and
 //! a pause survives reopening.
 
+use duraq_core::driver::ClaimRequest;
 use duraq_core::prelude::*;
-use duraq_core::{ClaimRequest, EnqueueOptions, Outcome, QueueName};
+use duraq_core::{EnqueueOptions, Outcome, QueueName};
 use duraq_store_sqlite::SCHEMA_VERSION;
 
 use crate::support::{
@@ -73,7 +74,9 @@ async fn upgrade_to_v4_backfills_counts_per_queue() {
     assert_eq!((mail.handed_off, mail.completed), (0, 2));
 }
 
-fn counts_of(snap: &duraq_core::QueueSnapshot) -> Vec<(String, duraq_core::StatusCounts)> {
+fn counts_of(
+    snap: &duraq_core::inspect::QueueSnapshot,
+) -> Vec<(String, duraq_core::inspect::StatusCounts)> {
     snap.queues
         .iter()
         .map(|q| (q.queue.clone(), q.counts))

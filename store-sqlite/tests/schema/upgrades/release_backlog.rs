@@ -3,8 +3,8 @@
 //! fan-out wider than the bound finishes through the new table at once. (The
 //! bounded step's plan is in `query_plans`.)
 
+use duraq_core::driver::rules::RELEASE_BATCH;
 use duraq_core::prelude::*;
-use duraq_core::rules::RELEASE_BATCH;
 use duraq_core::{EnqueueOptions, JobStatus, NewJob, Outcome};
 use duraq_store_sqlite::SCHEMA_VERSION;
 use rusqlite::Connection;

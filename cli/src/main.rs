@@ -141,7 +141,9 @@ fn usage_exit(err: clap::Error) -> ! {
 /// them in), then the others (the database password and the web token).
 fn configured_secrets(database: &str) -> (Vec<String>, Vec<String>) {
     let env = |vars: &[&str]| -> Vec<String> {
-        vars.iter().filter_map(|var| std::env::var(var).ok()).collect()
+        vars.iter()
+            .filter_map(|var| std::env::var(var).ok())
+            .collect()
     };
     let mail = env(&["DURAQ_SMTP_PASSWORD", "RESEND_API_KEY"]);
     let mut other = env(&["DURAQ_WEB_TOKEN"]);

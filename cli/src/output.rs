@@ -107,7 +107,10 @@ pub fn print_error(err: &anyhow::Error, json: bool) {
 /// Prints a usage error (exit status 2) in the `--json` error form.
 pub fn print_usage_error(message: &str) {
     let message = scrub(message);
-    eprintln!("{}", json!({"error": {"code": "usage", "message": message}}));
+    eprintln!(
+        "{}",
+        json!({"error": {"code": "usage", "message": message}})
+    );
 }
 
 /// Prints one JSON object on stdout.

@@ -48,7 +48,12 @@ fn an_offset_beyond_a_day_is_invalid_time() {
         db.fails(&["enqueue", "duraq.noop", "--run-at", at], "invalid-time");
         db.fails(&["jobs", "list", "--created-before", at], "invalid-time");
     }
-    let ok = db.json(&["enqueue", "duraq.noop", "--run-at", "2026-01-01T00:00:00+23:59"]);
+    let ok = db.json(&[
+        "enqueue",
+        "duraq.noop",
+        "--run-at",
+        "2026-01-01T00:00:00+23:59",
+    ]);
     assert!(ok["jobId"].is_string(), "{ok}");
 }
 

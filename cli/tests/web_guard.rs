@@ -97,7 +97,10 @@ fn a_token_too_short_to_be_a_secret_is_refused_at_start() {
             .unwrap();
         assert_eq!(out.status.code(), Some(1), "{out:?}");
         let stderr = String::from_utf8_lossy(&out.stderr);
-        assert!(stderr.starts_with("error[web-token-too-short]:"), "{stderr}");
+        assert!(
+            stderr.starts_with("error[web-token-too-short]:"),
+            "{stderr}"
+        );
     }
 }
 

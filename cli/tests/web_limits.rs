@@ -23,7 +23,9 @@ fn stop(mut child: std::process::Child) {
 /// A connection that sent the start of a request and never its end.
 fn half_open(addr: std::net::SocketAddr) -> Option<TcpStream> {
     let mut stream = TcpStream::connect(addr).ok()?;
-    stream.write_all(b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ").ok()?;
+    stream
+        .write_all(b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ")
+        .ok()?;
     Some(stream)
 }
 
@@ -62,7 +64,8 @@ fn a_client_that_never_finishes_its_headers_is_disconnected() {
     db.enqueue(&["duraq.noop"]);
     let (child, addr) = spawn_web(&db, None, &["--header-read-timeout", "1s"]);
     let mut slow = half_open(addr).unwrap();
-    slow.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+    slow.set_read_timeout(Some(Duration::from_secs(60)))
+        .unwrap();
     let mut rest = Vec::new();
     // The server answers (408) or just closes; either way the read ends.
     slow.read_to_end(&mut rest)

@@ -150,10 +150,7 @@ mod parse_tests {
             1_700_000_000_000
         );
         assert_eq!(parse_time_ms("1970-01-01T00:00:01-00:01").unwrap(), 61_000);
-        assert_eq!(
-            parse_time_ms("1970-01-02T00:00:00+23:59").unwrap(),
-            60_000
-        );
+        assert_eq!(parse_time_ms("1970-01-02T00:00:00+23:59").unwrap(), 60_000);
         for bad in [
             "2023-02-29",
             "2023-13-01",

@@ -49,8 +49,8 @@ mod options;
 mod pages;
 mod scrub;
 mod security;
-mod serve;
 mod series;
+mod serve;
 mod worker_metrics;
 
 use std::sync::Arc;

@@ -164,7 +164,10 @@ async fn outcome_counters(
     let family = Sorted::<[Label; 2], Counter>::default();
     for (queue, totals) in &queues {
         for (outcome, n) in OutcomeTotals::NAMES.iter().zip(totals.as_array()) {
-            let labels = [("queue", queue.as_str().into()), ("outcome", (*outcome).into())];
+            let labels = [
+                ("queue", queue.as_str().into()),
+                ("outcome", (*outcome).into()),
+            ];
             family.with(labels, |c| c.inc_by(u64::try_from(n).unwrap_or(0)));
         }
     }

@@ -66,8 +66,14 @@ mod tests {
     #[test]
     fn only_whole_occurrences_are_masked() {
         let msg = "no SQLite database at /tmp/e/jobs.db";
-        assert_eq!(mask_secrets(msg, ["e"]), "no SQLite database at /tmp/***/jobs.db");
-        assert_eq!(mask_secrets("tokentoken token", ["token"]), "tokentoken ***");
+        assert_eq!(
+            mask_secrets(msg, ["e"]),
+            "no SQLite database at /tmp/***/jobs.db"
+        );
+        assert_eq!(
+            mask_secrets("tokentoken token", ["token"]),
+            "tokentoken ***"
+        );
         assert_eq!(mask_secrets("a=s3cr3t;b", ["s3cr3t"]), "a=***;b");
         assert_eq!(mask_secrets("x-!k!-y", ["-!k!-"]), "x***y");
         assert_eq!(mask_secrets("xx", [""]), "xx");

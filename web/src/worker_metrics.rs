@@ -141,7 +141,10 @@ impl WorkerMetrics {
                 };
                 let name = finished.job_name.clone();
                 m.attempts.with(
-                    [("job_name", name.as_str().into()), ("outcome", outcome.into())],
+                    [
+                        ("job_name", name.as_str().into()),
+                        ("outcome", outcome.into()),
+                    ],
                     |c| {
                         c.inc();
                     },

@@ -88,8 +88,8 @@ fn run_promtool(promtool: &PathBuf, text: &str, openmetrics: bool) -> Result<(),
         return Ok(());
     }
     // Exit status 3: lint remarks only (1 is a parse failure).
-    let remarks = String::from_utf8_lossy(&out.stderr).into_owned()
-        + &String::from_utf8_lossy(&out.stdout);
+    let remarks =
+        String::from_utf8_lossy(&out.stderr).into_owned() + &String::from_utf8_lossy(&out.stdout);
     let only_counter_help = remarks.lines().all(|l| {
         l.strip_suffix(" no help text")
             .is_some_and(|name| name.ends_with("_total"))

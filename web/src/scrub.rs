@@ -45,8 +45,8 @@ fn mask_one(text: &str, secret: &str) -> String {
         let end = start + secret.len();
         let before = text[..start].chars().next_back();
         let after = text[end..].chars().next();
-        let whole = !(first_is_word && word(before)) && !(last_is_word && word(after));
-        if whole {
+        let glued = (first_is_word && word(before)) || (last_is_word && word(after));
+        if !glued {
             out.push_str(&text[done..start]);
             out.push_str(MASK);
             done = end;

@@ -225,3 +225,37 @@ async fn serve_one(
         _ = closed => {}
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_full_registry_closes_its_oldest_idle_connection_or_refuses() {
+        let registry = Registry::default();
+        let (first, first_busy, mut first_closed) = registry.admit(2).unwrap();
+        let (_, second_busy, mut second_closed) = registry.admit(2).unwrap();
+        // Full: the oldest idle one (the first) makes room.
+        let (third, third_busy, _third_closed) = registry.admit(2).unwrap();
+        assert!(
+            matches!(
+                first_closed.try_recv(),
+                Err(oneshot::error::TryRecvError::Closed)
+            ),
+            "the first was closed"
+        );
+        assert!(matches!(
+            second_closed.try_recv(),
+            Err(oneshot::error::TryRecvError::Empty)
+        ));
+        registry.forget(first);
+        // Both open ones busy: no room.
+        let _a = Busy::new(&second_busy);
+        let _b = Busy::new(&third_busy);
+        assert!(registry.admit(2).is_none());
+        drop(_b);
+        assert!(registry.admit(2).is_some(), "the third is idle again");
+        assert!(!registry.lock().contains_key(&third));
+        drop(first_busy);
+    }
+}

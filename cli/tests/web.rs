@@ -32,7 +32,7 @@ fn refuses_a_public_address_without_a_token_and_creates_nothing() {
 fn serves_pages_and_metrics_from_an_existing_database() {
     let db = Db::new();
     let id = db.enqueue(&["duraq.noop"]);
-    let (mut child, addr) = spawn_web(&db, None, &["--read-only"]);
+    let (web, addr) = spawn_web(&db, None, &["--read-only"]);
     let (status, page) = get(addr, "/", &[]);
     assert_eq!(status, 200, "{page}");
     assert!(page.contains("<main data-page=\"overview\">"));
@@ -46,8 +46,7 @@ fn serves_pages_and_metrics_from_an_existing_database() {
         metrics.contains("duraq_jobs{status=\"queued\"} 1"),
         "{metrics}"
     );
-    signal(&child, libc::SIGTERM);
-    assert!(wait_exit(&mut child, Duration::from_secs(30)).success());
+    web.stop();
 }
 
 #[test]
@@ -55,7 +54,7 @@ fn a_token_guards_every_request() {
     let db = Db::new();
     db.enqueue(&["duraq.noop"]);
     let token = "t0ken-for-the-test-4b1d";
-    let (mut child, addr) = spawn_web(&db, Some(token), &[]);
+    let (web, addr) = spawn_web(&db, Some(token), &[]);
     assert_eq!(get(addr, "/", &[]).0, 401);
     assert_eq!(
         get(addr, "/metrics", &[("Authorization", "Bearer wrong")]).0,
@@ -74,8 +73,7 @@ fn a_token_guards_every_request() {
     assert!(login.contains("HttpOnly; SameSite=Strict"), "{login}");
     let cookie = format!("duraq_token={token}");
     assert_eq!(get(addr, "/jobs", &[("Cookie", &cookie)]).0, 200);
-    signal(&child, libc::SIGTERM);
-    assert!(wait_exit(&mut child, Duration::from_secs(30)).success());
+    web.stop();
 }
 
 #[test]

@@ -6,17 +6,10 @@
 
 mod common;
 
-use std::time::Duration;
-
 use common::web::{get, header, request, spawn_web};
 use common::*;
 
 const TOKEN: &str = "a-test-token-of-32-bytes-0123456";
-
-fn stop(mut child: std::process::Child) {
-    signal(&child, libc::SIGTERM);
-    assert!(wait_exit(&mut child, Duration::from_secs(30)).success());
-}
 
 /// The form token of a page, as a browser would submit it.
 fn csrf(page: &str) -> String {
@@ -60,7 +53,7 @@ fn a_rebound_domain_reads_and_changes_nothing_without_a_token() {
         let (status, answer) = get(addr, "/queues", &[("Host", &host)]);
         assert_eq!(status, 200, "{host}: {answer}");
     }
-    stop(child);
+    child.stop();
 }
 
 #[test]
@@ -80,7 +73,7 @@ fn the_token_login_never_redirects_off_the_dashboard() {
     }
     let (_, answer) = get(addr, &format!("/jobs?status=failed&token={TOKEN}"), &[]);
     assert_eq!(header(&answer, "location"), Some("/jobs?status=failed"));
-    stop(child);
+    child.stop();
 }
 
 #[test]
@@ -120,5 +113,5 @@ fn metrics_escape_quotes_and_backslashes_in_label_values() {
             assert!(scrape.contains(line), "{accept}: no {line} in\n{scrape}");
         }
     }
-    stop(child);
+    child.stop();
 }

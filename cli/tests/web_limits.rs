@@ -15,11 +15,6 @@ use common::*;
 
 const TOKEN: &str = "a-test-token-of-32-bytes-0123456";
 
-fn stop(mut child: std::process::Child) {
-    signal(&child, libc::SIGTERM);
-    assert!(wait_exit(&mut child, Duration::from_secs(30)).success());
-}
-
 /// A connection that sent the start of a request and never its end.
 fn half_open(addr: std::net::SocketAddr) -> Option<TcpStream> {
     let mut stream = TcpStream::connect(addr).ok()?;
@@ -55,7 +50,7 @@ fn half_open_connections_beyond_the_cap_do_not_starve_an_authorized_request() {
         assert_eq!(status, 200, "{page}");
     }
     drop(held);
-    stop(child);
+    child.stop();
 }
 
 #[test]
@@ -70,7 +65,7 @@ fn a_client_that_never_finishes_its_headers_is_disconnected() {
     // The server answers (408) or just closes; either way the read ends.
     slow.read_to_end(&mut rest)
         .expect("the server closes the connection");
-    stop(child);
+    child.stop();
 }
 
 #[test]
@@ -98,5 +93,5 @@ fn live_update_streams_are_capped_and_pages_still_served() {
         let (status, _) = open_stream();
         (status == "HTTP/1.1 200").then_some(())
     });
-    stop(child);
+    child.stop();
 }

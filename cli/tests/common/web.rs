@@ -6,11 +6,34 @@ use std::net::{SocketAddr, TcpStream};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use super::{bin, Db};
+use super::{bin, signal, wait_exit, Db};
+
+/// A running `duraq web`, killed when dropped (a failed test leaves no
+/// server behind); [`WebProcess::stop`] is the clean end a test asserts.
+pub struct WebProcess {
+    child: Child,
+}
+
+impl WebProcess {
+    /// SIGTERM; the server must exit with success.
+    pub fn stop(mut self) {
+        signal(&self.child, libc::SIGTERM);
+        assert!(wait_exit(&mut self.child, Duration::from_secs(30)).success());
+    }
+}
+
+impl Drop for WebProcess {
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
 
 /// Starts `duraq web --listen 127.0.0.1:0 <extra>` with `token` as
 /// `DURAQ_WEB_TOKEN` and reads the address it announces.
-pub fn spawn_web(db: &Db, token: Option<&str>, extra: &[&str]) -> (Child, SocketAddr) {
+pub fn spawn_web(db: &Db, token: Option<&str>, extra: &[&str]) -> (WebProcess, SocketAddr) {
     spawn_web_with(db, token, extra, |_| {})
 }
 
@@ -20,7 +43,7 @@ pub fn spawn_web_with(
     token: Option<&str>,
     extra: &[&str],
     adjust: impl FnOnce(&mut Command),
-) -> (Child, SocketAddr) {
+) -> (WebProcess, SocketAddr) {
     let mut cmd = Command::new(bin());
     cmd.arg("--database")
         .arg(db.url())
@@ -35,6 +58,7 @@ pub fn spawn_web_with(
     adjust(&mut cmd);
     let mut child = cmd.spawn().expect("spawn duraq web");
     let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let child = WebProcess { child };
     let mut line = String::new();
     while !line.contains("http://") {
         line.clear();

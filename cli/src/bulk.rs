@@ -5,7 +5,9 @@
 //! `{"action","dryRun","matched","changed","skipped","batches","sample"}`,
 //! where `skipped` counts the jobs whose status forbids the action. A real run
 //! works in batches of `--batch-size` jobs, one transaction each, and shows
-//! its progress on a terminal.
+//! its progress on a terminal. A run stopped by an error says how far it got
+//! ([`Interrupted`]): the batches before the error stay committed, and running
+//! the same command again is safe (done jobs are skipped).
 
 use std::io::{IsTerminal, Write};
 
@@ -84,7 +86,9 @@ pub async fn run(db: &Database, action: BulkAction, args: BulkArgs, json: bool) 
         if let (true, false, BulkSelection::Ids(ids)) = (single, req.dry_run, &req.selection) {
             refuse_forbidden(store.as_ref(), action, &ids[0]).await?;
         }
+        let mut last = BulkReport::default();
         let mut progress = |r: &BulkReport| {
+            last.clone_from(r);
             if live {
                 let mut err = std::io::stderr();
                 let _ = write!(
@@ -98,7 +102,11 @@ pub async fn run(db: &Database, action: BulkAction, args: BulkArgs, json: bool) 
                 let _ = err.flush();
             }
         };
-        Ok(run_bulk(store.as_ref(), &req, &mut progress).await?)
+        let outcome = run_bulk(store.as_ref(), &req, &mut progress).await;
+        Ok(outcome.map_err(|error| Interrupted {
+            progress: last,
+            error,
+        })?)
     })
     .await?;
     if live && report.matched > 0 && !dry_run {
@@ -147,6 +155,47 @@ async fn selection(store: &dyn duraq_core::Store, target: BulkTarget) -> Result<
     }
     Ok(BulkSelection::Ids(ids))
 }
+
+/// A bulk action stopped by `error` after `progress` (what the committed
+/// batches did). Printed with the error's own code, and with `progress` as
+/// `{matched, changed, skipped, batchesCommitted}` in the `--json` error.
+#[derive(Debug)]
+pub struct Interrupted {
+    pub progress: BulkReport,
+    pub error: Error,
+}
+
+impl Interrupted {
+    /// `progress` as the `--json` error's `progress` object.
+    pub fn progress_json(&self) -> serde_json::Value {
+        let p = &self.progress;
+        json!({
+            "matched": p.matched,
+            "changed": p.changed,
+            "skipped": p.skipped,
+            "batchesCommitted": p.batches,
+        })
+    }
+}
+
+impl std::fmt::Display for Interrupted {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let p = &self.progress;
+        write!(
+            f,
+            "{}; before it stopped: {} matched, {} changed, {} skipped, {} {} committed \
+             (running the same command again is safe: it skips what is done)",
+            duraq_core::inspect::error_chain(&self.error),
+            p.matched,
+            p.changed,
+            p.skipped,
+            p.batches,
+            if p.batches == 1 { "batch" } else { "batches" },
+        )
+    }
+}
+
+impl std::error::Error for Interrupted {}
 
 /// `--status` of `jobs list` and the bulk actions (`running` is `handed_off`).
 pub(crate) fn parse_status(s: &str) -> Result<JobStatus, CliError> {

@@ -55,7 +55,8 @@ use crate::args::{Cli, Command};
 fn main() -> ExitCode {
     let cli = parse_command_line();
     let json = cli.json;
-    output::register_secrets(configured_secrets(&cli.database));
+    let (mail, other) = configured_secrets(&cli.database);
+    output::register_secrets(mail, other);
     // The worker narrates its runtime at `info`; the demo's failures are on
     // purpose and its summary says what happened; every other command speaks
     // only when something is wrong.
@@ -90,21 +91,21 @@ fn main() -> ExitCode {
     }
 }
 
-/// Parses the command line (exiting 2 on a usage error) and applies the rules
-/// that depend on where `--database` came from.
+/// Parses the command line (exiting 2 on a usage error, [`usage_exit`]) and
+/// applies the rules that depend on where `--database` came from.
 fn parse_command_line() -> Cli {
-    let matches = Cli::command().get_matches();
-    let mut cli =
-        Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.format(&mut Cli::command()).exit());
+    let matches = Cli::command()
+        .try_get_matches()
+        .unwrap_or_else(|e| usage_exit(e));
+    let mut cli = Cli::from_arg_matches(&matches)
+        .unwrap_or_else(|e| usage_exit(e.format(&mut Cli::command())));
     let database_given = matches.value_source("database") == Some(ValueSource::CommandLine);
     match &mut cli.command {
-        Command::Tenants(_) if database_given => Cli::command()
-            .error(
-                ErrorKind::ArgumentConflict,
-                "`tenants` does not use --database: it reads the tenant databases from \
-                 --tenants, --tenants-dir or --tenants-query (with --control-database)",
-            )
-            .exit(),
+        Command::Tenants(_) if database_given => usage_exit(Cli::command().error(
+            ErrorKind::ArgumentConflict,
+            "`tenants` does not use --database: it reads the tenant databases from \
+             --tenants, --tenants-dir or --tenants-query (with --control-database)",
+        )),
         Command::Demo(a) => {
             a.database = database_given.then(|| cli.database.clone());
             a.schema = cli.schema.clone();
@@ -114,12 +115,40 @@ fn parse_command_line() -> Cli {
     cli
 }
 
+/// Exits with clap's answer: help and version on stdout with status 0, a usage
+/// error with status 2, as `{"error":{"code":"usage","message":…}}` on stderr
+/// when `--json` is on the command line (the parse that failed cannot say).
+fn usage_exit(err: clap::Error) -> ! {
+    let is_error = !matches!(
+        err.kind(),
+        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion
+    );
+    let json = std::env::args_os()
+        .skip(1)
+        .take_while(|a| a != "--")
+        .any(|a| a == "--json");
+    if !(is_error && json) {
+        err.exit();
+    }
+    let text = err.render().to_string();
+    let message = text.trim().strip_prefix("error: ").unwrap_or(text.trim());
+    output::print_usage_error(message);
+    std::process::exit(2);
+}
+
 /// Every secret this process may hold: printed nowhere, scrubbed from errors.
-fn configured_secrets(database: &str) -> Vec<String> {
-    let from_env = ["DURAQ_SMTP_PASSWORD", "RESEND_API_KEY", "DURAQ_WEB_TOKEN"]
-        .into_iter()
-        .filter_map(|var| std::env::var(var).ok());
-    db::password(database).into_iter().chain(from_env).collect()
+/// The mail credentials (also masked in the forms an SMTP exchange echoes
+/// them in), then the others (the database password and the web token).
+fn configured_secrets(database: &str) -> (Vec<String>, Vec<String>) {
+    let env = |vars: &[&str]| -> Vec<String> {
+        vars.iter()
+            .filter_map(|var| std::env::var(var).ok())
+            .collect()
+    };
+    let mail = env(&["DURAQ_SMTP_PASSWORD", "RESEND_API_KEY"]);
+    let mut other = env(&["DURAQ_WEB_TOKEN"]);
+    other.extend(db::password(database));
+    (mail, other)
 }
 
 /// Runs one command; `Ok` carries the exit status (`tenants pending` may exit 3).

@@ -40,24 +40,33 @@ impl fmt::Display for CliError {
 
 impl std::error::Error for CliError {}
 
-/// The secrets this process was configured with (database password, SMTP
-/// password, API keys), scrubbed from every printed error (in clear and in the
-/// base64 forms an SMTP AUTH echo carries) as a last line of defence: the stores
-/// and backends already keep them out of their messages.
-static SECRETS: OnceLock<Scrubber> = OnceLock::new();
+/// The secrets this process was configured with, scrubbed from every printed
+/// error as a last line of defence (the stores and backends already keep them
+/// out of their messages): the mail credentials in clear and in the base64
+/// forms an SMTP AUTH echo carries (the mailer's [`Scrubber`]), the database
+/// password and the web token where they occur whole
+/// ([`duraq_web::mask_secrets`]: a short secret must not mask letters of
+/// other words, which garbles the message and reveals the secret).
+static SECRETS: OnceLock<(Scrubber, Vec<String>)> = OnceLock::new();
 
-/// Remembers `secrets` (empty ones are ignored) for [`scrub`]. First call wins.
-pub fn register_secrets(secrets: impl IntoIterator<Item = String>) {
-    let scrubber = secrets.into_iter().fold(Scrubber::new(), |s, secret| {
+/// Remembers the secrets (empty ones are ignored) for [`scrub`]. First call wins.
+pub fn register_secrets(
+    mail: impl IntoIterator<Item = String>,
+    whole: impl IntoIterator<Item = String>,
+) {
+    let scrubber = mail.into_iter().fold(Scrubber::new(), |s, secret| {
         s.with_secret(&Secret::new(secret))
     });
-    let _ = SECRETS.set(scrubber);
+    let whole = whole.into_iter().filter(|s| !s.is_empty()).collect();
+    let _ = SECRETS.set((scrubber, whole));
 }
 
 /// `text` with every registered secret replaced by `***`.
 pub fn scrub(text: &str) -> String {
     match SECRETS.get() {
-        Some(scrubber) => scrubber.scrub(text),
+        Some((scrubber, whole)) => {
+            duraq_web::mask_secrets(&scrubber.scrub(text), whole.iter().map(String::as_str))
+        }
         None => text.to_string(),
     }
 }
@@ -67,6 +76,8 @@ pub fn scrub(text: &str) -> String {
 pub fn error_parts(err: &anyhow::Error) -> (String, String) {
     let (code, message) = if let Some(e) = err.downcast_ref::<CliError>() {
         (e.code.to_string(), e.message.clone())
+    } else if let Some(e) = err.downcast_ref::<crate::bulk::Interrupted>() {
+        (e.error.code().as_str().to_string(), e.to_string())
     } else if let Some(e) = err.downcast_ref::<duraq_core::Error>() {
         (e.code().as_str().to_string(), error_chain(e))
     } else if let Some(e) = err.downcast_ref::<duraq_core::WorkerError>() {
@@ -84,10 +95,23 @@ pub fn error_parts(err: &anyhow::Error) -> (String, String) {
 pub fn print_error(err: &anyhow::Error, json: bool) {
     let (code, message) = error_parts(err);
     if json {
-        eprintln!("{}", json!({"error": {"code": code, "message": message}}));
+        let mut error = json!({"code": code, "message": message});
+        if let Some(e) = err.downcast_ref::<crate::bulk::Interrupted>() {
+            error["progress"] = e.progress_json();
+        }
+        eprintln!("{}", json!({ "error": error }));
     } else {
         eprintln!("error[{code}]: {}", terminal_safe(&message));
     }
+}
+
+/// Prints a usage error (exit status 2) in the `--json` error form.
+pub fn print_usage_error(message: &str) {
+    let message = scrub(message);
+    eprintln!(
+        "{}",
+        json!({"error": {"code": "usage", "message": message}})
+    );
 }
 
 /// Prints one JSON object on stdout.

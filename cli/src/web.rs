@@ -8,15 +8,17 @@
 //! the database is opened or a port bound, and fails with `web-token-required`.
 
 use std::net::SocketAddr;
+use std::time::Duration;
 
 use anyhow::Result;
 use duraq_core::inspect::error_chain;
-use duraq_web::{check_listen, router, serve, WebError, WebOptions};
+use duraq_web::{check_listen, router, serve, ServeLimits, WebError, WebOptions};
 use tokio::net::TcpListener;
 
 use crate::args::WebArgs;
 use crate::db::Database;
 use crate::output::CliError;
+use crate::parse::duration_ms;
 use crate::signals::Signals;
 
 /// The token from `DURAQ_WEB_TOKEN` (empty means none).
@@ -64,11 +66,17 @@ pub async fn bind(flag: &str, listen: &str, token: Option<&str>) -> Result<TcpLi
 pub async fn run(db: &Database, a: WebArgs) -> Result<()> {
     let token = token();
     // Validate before opening anything: a refused address leaves no trace.
+    let header_timeout = duration_ms("--header-read-timeout", &a.header_read_timeout)?;
+    let limits = ServeLimits::new()
+        .max_connections(a.max_connections)
+        .header_read_timeout(Duration::from_millis(header_timeout.max(1) as u64));
     let signals = Signals::new()?;
     let listener = bind("--listen", &a.listen, token.as_deref()).await?;
     let store = db.open_existing(false).await?;
     let mut options = WebOptions::new()
         .read_only(a.read_only)
+        .allowed_hosts(a.allowed_hosts)
+        .max_live_streams(a.max_live_streams)
         .secrets(crate::db::password(&db_url(db)));
     if let Some(token) = &token {
         options = options.token(token.clone());
@@ -84,7 +92,8 @@ pub async fn run(db: &Database, a: WebArgs) -> Result<()> {
         },
     );
     let mut signals = signals;
-    let served = serve(listener, router(store.clone(), options), async move {
+    let app = router(store.clone(), options);
+    let served = serve(listener, app, limits, async move {
         signals.next().await;
     })
     .await

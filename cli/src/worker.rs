@@ -156,7 +156,13 @@ pub async fn run(db: &Database, a: WorkerArgs, json: bool) -> Result<()> {
             "duraq worker: metrics on http://{}/metrics",
             listener.local_addr()?
         );
-        tokio::spawn(duraq_web::serve(listener, app, std::future::pending()));
+        let limits = duraq_web::ServeLimits::default();
+        tokio::spawn(duraq_web::serve(
+            listener,
+            app,
+            limits,
+            std::future::pending(),
+        ));
     }
     let report = worker.run(first_signal_then_force(signals, json)).await;
     // The last reports' announcements leave before the process exits.

@@ -4,63 +4,13 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{SocketAddr, TcpStream};
-use std::process::{Child, Command, Stdio};
+use std::io::{BufRead, BufReader};
+use std::net::SocketAddr;
+use std::process::{Command, Stdio};
 use std::time::Duration;
 
+use common::web::{get, spawn_web};
 use common::*;
-
-/// Starts `duraq web --listen 127.0.0.1:0` and reads the address it announces.
-fn spawn_web(db: &Db, token: Option<&str>, extra: &[&str]) -> (Child, SocketAddr) {
-    let mut cmd = Command::new(bin());
-    cmd.arg("--database")
-        .arg(db.url())
-        .args(["web", "--listen", "127.0.0.1:0"])
-        .args(extra);
-    cmd.env_remove("DURAQ_WEB_TOKEN")
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped());
-    if let Some(t) = token {
-        cmd.env("DURAQ_WEB_TOKEN", t);
-    }
-    let mut child = cmd.spawn().expect("spawn duraq web");
-    let mut stderr = BufReader::new(child.stderr.take().unwrap());
-    let mut line = String::new();
-    while !line.contains("http://") {
-        line.clear();
-        assert!(
-            stderr.read_line(&mut line).unwrap() > 0,
-            "duraq web exited before serving"
-        );
-    }
-    let addr = line
-        .split("http://")
-        .nth(1)
-        .unwrap()
-        .split('/')
-        .next()
-        .unwrap();
-    (child, addr.parse().unwrap())
-}
-
-/// One GET over a fresh connection: (status, body).
-fn get(addr: SocketAddr, path: &str, headers: &[(&str, &str)]) -> (u16, String) {
-    let mut stream = TcpStream::connect(addr).unwrap();
-    stream
-        .set_read_timeout(Some(Duration::from_secs(30)))
-        .unwrap();
-    let mut req = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n");
-    for (k, v) in headers {
-        req.push_str(&format!("{k}: {v}\r\n"));
-    }
-    req.push_str("\r\n");
-    stream.write_all(req.as_bytes()).unwrap();
-    let mut text = String::new();
-    stream.read_to_string(&mut text).unwrap();
-    let status = text.split(' ').nth(1).unwrap().parse().unwrap();
-    (status, text)
-}
 
 #[test]
 fn refuses_a_public_address_without_a_token_and_creates_nothing() {
@@ -82,7 +32,7 @@ fn refuses_a_public_address_without_a_token_and_creates_nothing() {
 fn serves_pages_and_metrics_from_an_existing_database() {
     let db = Db::new();
     let id = db.enqueue(&["duraq.noop"]);
-    let (mut child, addr) = spawn_web(&db, None, &["--read-only"]);
+    let (web, addr) = spawn_web(&db, None, &["--read-only"]);
     let (status, page) = get(addr, "/", &[]);
     assert_eq!(status, 200, "{page}");
     assert!(page.contains("<main data-page=\"overview\">"));
@@ -96,8 +46,7 @@ fn serves_pages_and_metrics_from_an_existing_database() {
         metrics.contains("duraq_jobs{status=\"queued\"} 1"),
         "{metrics}"
     );
-    signal(&child, libc::SIGTERM);
-    assert!(wait_exit(&mut child, Duration::from_secs(30)).success());
+    web.stop();
 }
 
 #[test]
@@ -105,7 +54,7 @@ fn a_token_guards_every_request() {
     let db = Db::new();
     db.enqueue(&["duraq.noop"]);
     let token = "t0ken-for-the-test-4b1d";
-    let (mut child, addr) = spawn_web(&db, Some(token), &[]);
+    let (web, addr) = spawn_web(&db, Some(token), &[]);
     assert_eq!(get(addr, "/", &[]).0, 401);
     assert_eq!(
         get(addr, "/metrics", &[("Authorization", "Bearer wrong")]).0,
@@ -124,8 +73,7 @@ fn a_token_guards_every_request() {
     assert!(login.contains("HttpOnly; SameSite=Strict"), "{login}");
     let cookie = format!("duraq_token={token}");
     assert_eq!(get(addr, "/jobs", &[("Cookie", &cookie)]).0, 200);
-    signal(&child, libc::SIGTERM);
-    assert!(wait_exit(&mut child, Duration::from_secs(30)).success());
+    web.stop();
 }
 
 #[test]

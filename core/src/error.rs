@@ -82,6 +82,9 @@ pub enum ErrorCode {
     DatabaseNotFound,
     /// The database stayed locked by other writers past every retry.
     DatabaseBusy,
+    /// The database's disk (or its quota) is full: nothing more can be written
+    /// until space is freed (SQLite `SQLITE_FULL`, PostgreSQL SQLSTATE 53100).
+    StorageFull,
     /// Anything else a backend reports (I/O, a broken connection, corruption).
     Backend,
     /// Two handlers registered for one job name ([`crate::WorkerError`]).
@@ -150,6 +153,7 @@ impl ErrorCode {
             Self::SchemaIncompatible => "schema-incompatible",
             Self::DatabaseNotFound => "database-not-found",
             Self::DatabaseBusy => "database-busy",
+            Self::StorageFull => "storage-full",
             Self::Backend => "backend-error",
             Self::DuplicateHandler => "duplicate-handler",
             Self::InvalidCron => "invalid-cron",
@@ -224,6 +228,16 @@ pub enum Error {
         /// What was being done.
         message: String,
     },
+    /// The database's disk is full (`storage-full`); the message says what
+    /// to free.
+    #[error("storage full: {message}")]
+    StorageFull {
+        /// Which storage, and what to free.
+        message: String,
+        /// The driver's error.
+        #[source]
+        source: Option<BoxError>,
+    },
     /// Any other backend failure.
     #[error("backend error: {message}")]
     Backend {
@@ -244,6 +258,7 @@ impl Error {
             | Self::NotFound { code, .. } => *code,
             Self::SchemaIncompatible { .. } => ErrorCode::SchemaIncompatible,
             Self::Busy { .. } => ErrorCode::DatabaseBusy,
+            Self::StorageFull { .. } => ErrorCode::StorageFull,
             Self::Backend { .. } => ErrorCode::Backend,
         }
     }
@@ -275,6 +290,14 @@ impl Error {
     /// A backend failure with its source.
     pub fn backend(message: impl Into<String>, source: impl Into<BoxError>) -> Self {
         Self::Backend {
+            message: message.into(),
+            source: Some(source.into()),
+        }
+    }
+
+    /// `storage-full` with what to free, keeping the driver's error.
+    pub fn storage_full(message: impl Into<String>, source: impl Into<BoxError>) -> Self {
+        Self::StorageFull {
             message: message.into(),
             source: Some(source.into()),
         }

@@ -79,7 +79,9 @@ mod tests {
 /// (`2026-12-04T10:30:00Z`, `…+01:00`, fractions allowed), or a date and time
 /// without an offset, read as UTC (`2026-12-04`, `2026-12-04T10:30`,
 /// `2026-12-04 10:30:15`: what a browser's `datetime-local` field sends).
-/// Anything else is `invalid-time`. The one parser of the CLI's time flags and
+/// An offset must be within a day (±23:59, as RFC 3339 and every real zone
+/// are; `jiff` alone accepts up to ±25:59). Anything else is `invalid-time`.
+/// The one parser of the CLI's time flags and
 /// the dashboard's search fields, on `jiff` rather than a hand-written calendar.
 ///
 /// ```
@@ -100,7 +102,9 @@ pub fn parse_time_ms(text: &str) -> crate::Result<i64> {
         )
     };
     if let Ok(t) = text.parse::<jiff::Timestamp>() {
-        return Ok(t.as_millisecond());
+        return offset_within_a_day(text)
+            .then(|| t.as_millisecond())
+            .ok_or_else(bad);
     }
     let civil = text
         .parse::<jiff::civil::DateTime>()
@@ -113,6 +117,21 @@ pub fn parse_time_ms(text: &str) -> crate::Result<i64> {
         .to_timestamp(civil)
         .map_err(|_| bad())?;
     Ok(instant.as_millisecond())
+}
+
+/// Whether the numeric UTC offset of a parsed RFC 3339 `text`, if any, has
+/// hours 0 to 23 (`Z` has none; an annotation like `[Etc/GMT-5]` is not it).
+fn offset_within_a_day(text: &str) -> bool {
+    let text = text.split('[').next().unwrap_or(text);
+    let Some(time) = text.get(10..) else {
+        return true;
+    };
+    time.rfind(['+', '-']).is_none_or(|at| {
+        time[at + 1..]
+            .get(..2)
+            .and_then(|hours| hours.parse::<u8>().ok())
+            .is_some_and(|hours| hours <= 23)
+    })
 }
 
 #[cfg(test)]
@@ -132,6 +151,7 @@ mod parse_tests {
             1_700_000_000_000
         );
         assert_eq!(parse_time_ms("1970-01-01T00:00:01-00:01").unwrap(), 61_000);
+        assert_eq!(parse_time_ms("1970-01-02T00:00:00+23:59").unwrap(), 60_000);
         for bad in [
             "2023-02-29",
             "2023-13-01",
@@ -139,6 +159,9 @@ mod parse_tests {
             "yesterday",
             "2023-01-01T24:00",
             "2026-01-01T00:00:00\u{e9}00:00",
+            "1970-01-01T00:00:00-25:00",
+            "1970-01-01T00:00:00+24:00",
+            "1970-01-01T00:00:00+2559",
             "",
         ] {
             assert_eq!(

@@ -119,6 +119,14 @@ fn map(err: tokio_postgres::Error, connecting: Option<&Target>) -> Error {
         // A row that must be unique already exists: the only ones duraq does not
         // resolve with ON CONFLICT are job ids and operation keys.
         SqlState::UNIQUE_VIOLATION => Error::conflict(ErrorCode::IdempotencyConflict, message),
+        // 53100: the server's disk is full (data directory or WAL).
+        SqlState::DISK_FULL => Error::storage_full(
+            format!(
+                "PostgreSQL's disk is full ({message}); free space on the database \
+                 server's data directory or WAL volume, then retry"
+            ),
+            err,
+        ),
         SqlState::UNDEFINED_TABLE | SqlState::UNDEFINED_COLUMN | SqlState::INVALID_SCHEMA_NAME => {
             Error::schema(message)
         }
@@ -175,6 +183,26 @@ pub(crate) fn corrupt(what: impl std::fmt::Display) -> Error {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A real error with SQLSTATE 53100 from the server of `DATABASE_URL`
+    /// (raised on purpose: filling a disk is not something a test can do).
+    #[tokio::test]
+    async fn disk_full_is_storage_full() {
+        let url = std::env::var("DATABASE_URL")
+            .ok()
+            .filter(|u| !u.is_empty())
+            .expect("DATABASE_URL is not set: run `cargo xtask pg` and export its URL");
+        let (client, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
+            .await
+            .unwrap();
+        tokio::spawn(connection);
+        let err = client
+            .batch_execute("DO $$ BEGIN RAISE EXCEPTION 'no space' USING ERRCODE = '53100'; END $$")
+            .await
+            .unwrap_err();
+        assert_eq!(err.code(), Some(&SqlState::DISK_FULL));
+        assert_eq!(map_pg_error(err).code(), ErrorCode::StorageFull);
+    }
 
     #[test]
     fn targets_name_hosts_ports_sockets_and_never_the_password() {

@@ -38,12 +38,21 @@ pub(crate) fn is_primary_key_violation(err: &rusqlite::Error) -> bool {
 /// the source.
 const GENERIC: &str = "sqlite";
 
-/// Maps every rusqlite error into duraq's error type, keeping it as the source.
+/// Maps every rusqlite error into duraq's error type, keeping it as the source:
+/// busy and locked are `database-busy`, a full disk (`SQLITE_FULL`, which
+/// `PRAGMA max_page_count` also raises) is `storage-full`, the rest `backend-error`.
 pub(crate) fn map_err(err: rusqlite::Error) -> Error {
     if is_busy(&err) {
         return Error::Busy {
             message: err.to_string(),
         };
+    }
+    if err.sqlite_error_code() == Some(Code::DiskFull) {
+        return Error::storage_full(
+            "the disk holding the SQLite database or its temporary files is full; \
+             free space there (or raise the file-size quota), then retry",
+            err,
+        );
     }
     Error::backend(GENERIC, err)
 }
@@ -162,6 +171,26 @@ mod tests {
         })
         .unwrap();
         assert_eq!((value, calls), (7, 3));
+    }
+
+    #[test]
+    fn a_full_database_is_storage_full() {
+        let dir = tempfile::tempdir().unwrap();
+        let conn = rusqlite::Connection::open(dir.path().join("full.db")).unwrap();
+        // A real SQLITE_FULL: the file may not grow past a few pages.
+        conn.execute_batch("CREATE TABLE t(x); PRAGMA max_page_count = 3;")
+            .unwrap();
+        let err = (0..1000)
+            .find_map(|_| {
+                conn.execute("INSERT INTO t VALUES (randomblob(1000))", [])
+                    .err()
+            })
+            .expect("the file filled up");
+        assert_eq!(map_err(err).code(), ErrorCode::StorageFull);
+        assert_eq!(
+            map_err(sqlite_err(rusqlite::ffi::SQLITE_FULL)).code(),
+            ErrorCode::StorageFull
+        );
     }
 
     #[test]

@@ -28,6 +28,12 @@ pub enum WebError {
         /// Why (never the token itself).
         reason: &'static str,
     },
+    /// The token is shorter than it must be to be a secret.
+    #[error("the web token is too short: use at least {min} random bytes (`openssl rand -hex 16` makes one)")]
+    TokenTooShort {
+        /// The shortest length accepted, in bytes.
+        min: usize,
+    },
     /// The listen address could not be bound or served.
     #[error("cannot serve on {addr}")]
     Io {
@@ -47,11 +53,13 @@ pub enum WebError {
 
 impl WebError {
     /// The stable code: `web-token-required`, `invalid-web-token`,
+    /// `web-token-too-short`,
     /// `web-listen-failed`, `web-random-unavailable`, or the store error's own.
     pub fn code(&self) -> &'static str {
         match self {
             Self::TokenRequired { .. } => "web-token-required",
             Self::InvalidToken { .. } => "invalid-web-token",
+            Self::TokenTooShort { .. } => "web-token-too-short",
             Self::Io { .. } => "web-listen-failed",
             Self::Store(e) => e.code().as_str(),
             Self::Random(_) => "web-random-unavailable",
@@ -76,6 +84,10 @@ mod tests {
         assert_eq!(
             WebError::InvalidToken { reason: "empty" }.code(),
             "invalid-web-token"
+        );
+        assert_eq!(
+            WebError::TokenTooShort { min: 16 }.code(),
+            "web-token-too-short"
         );
         let missing = duraq_core::Error::job_not_found("x");
         assert_eq!(WebError::from(missing).code(), "job-not-found");

@@ -38,14 +38,18 @@
 #[doc = include_str!("../../docs/dashboard.md")]
 mod dashboard_guide {}
 
+mod accept;
 mod error;
 mod format;
+mod host;
 mod html;
 mod live;
 mod metrics;
 mod options;
 mod pages;
+mod scrub;
 mod security;
+mod series;
 mod serve;
 mod worker_metrics;
 
@@ -55,9 +59,11 @@ use axum::routing::{get, post};
 use axum::Router;
 use duraq_core::Operate;
 
+pub use accept::ServeLimits;
 pub use error::{Result, WebError};
 pub use metrics::{metrics_router, render_metrics};
 pub use options::WebOptions;
+pub use scrub::{mask_secrets, MIN_TOKEN_BYTES};
 pub use serve::{check_listen, is_loopback, serve};
 pub use worker_metrics::WorkerMetrics;
 
@@ -89,7 +95,11 @@ pub(crate) type State = Arc<AppState>;
 /// seed only if the operating system has no randomness (see [`WebOptions`]).
 pub fn router(store: Arc<dyn Operate>, options: WebOptions) -> Router {
     let csrf = security::random_token();
-    let live = live::Live::new(store.clone(), options.poll_interval);
+    let live = live::Live::new(
+        store.clone(),
+        options.poll_interval,
+        options.max_live_streams,
+    );
     if tokio::runtime::Handle::try_current().is_ok() {
         live.ensure_started();
     }

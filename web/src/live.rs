@@ -22,15 +22,17 @@ use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use axum::extract::State as AxumState;
+use axum::http::{header, StatusCode};
 use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
 use duraq_core::inspect::{
     history_minute, throughput, with_current, CountSnapshot, HistoryRange, QueueSnapshot,
     StatusCounts, ThroughputPoint,
 };
 use duraq_core::{Inspect, Operate};
-use futures_util::stream::{self, Stream};
+use futures_util::stream;
 use serde::Serialize;
-use tokio::sync::watch;
+use tokio::sync::{watch, Semaphore};
 
 use crate::State;
 
@@ -63,11 +65,14 @@ pub struct Live {
     /// The minute this dashboard last sampled the history in.
     sampled: Mutex<Option<i64>>,
     started: OnceLock<()>,
+    /// One permit per open `/events` stream ([`crate::WebOptions::max_live_streams`]).
+    streams: Arc<Semaphore>,
 }
 
 impl Live {
-    pub fn new(store: Arc<dyn Operate>, every: Duration) -> Arc<Self> {
+    pub fn new(store: Arc<dyn Operate>, every: Duration, max_streams: usize) -> Arc<Self> {
         Arc::new(Self {
+            streams: Arc::new(Semaphore::new(max_streams)),
             store,
             every,
             tx: watch::channel(None).0,
@@ -208,22 +213,33 @@ async fn poll(weak: Weak<Live>, store: Arc<dyn Operate>, every: Duration) {
 }
 
 /// `GET /events`: `text/event-stream`, one `counts` event (JSON [`LiveCounts`])
-/// now and one per change after.
-pub async fn events(
-    AxumState(state): AxumState<State>,
-) -> Sse<impl Stream<Item = Result<Event, Infallible>>> {
+/// now and one per change after; 503 when the router already serves its cap of
+/// streams (each holds a connection and some memory for as long as a page is
+/// open), freed when a stream's client leaves.
+pub async fn events(AxumState(state): AxumState<State>) -> Response {
+    let Ok(permit) = state.live.streams.clone().try_acquire_owned() else {
+        return (
+            StatusCode::SERVICE_UNAVAILABLE,
+            [(header::RETRY_AFTER, "30")],
+            "too many live-update streams are open\n",
+        )
+            .into_response();
+    };
     state.live.ensure_started();
     let mut rx = state.live.tx.subscribe();
     rx.mark_changed();
-    let stream = stream::unfold(rx, |mut rx| async move {
+    let stream = stream::unfold((rx, permit), |(mut rx, permit)| async move {
         loop {
             rx.changed().await.ok()?;
             let current = rx.borrow_and_update().clone();
             if let Some(counts) = current {
                 let data = serde_json::to_string(&*counts).unwrap_or_default();
-                return Some((Ok(Event::default().event("counts").data(data)), rx));
+                let event = Event::default().event("counts").data(data);
+                return Some((Ok::<_, Infallible>(event), (rx, permit)));
             }
         }
     });
-    Sse::new(stream).keep_alive(KeepAlive::default())
+    Sse::new(stream)
+        .keep_alive(KeepAlive::default())
+        .into_response()
 }

@@ -16,10 +16,12 @@
 //!   there is nothing to count, so a queue's series never vanish and come back.
 //! - Series come in label order (`Sorted`), the same from one scrape to the next
 //!   (prometheus-client's `Family` is a `HashMap`, whose order is not).
+//! - Label values are escaped (`\\`, `"`, newline) in both formats: queue and
+//!   job names are anyone's text ([`crate::series::LabelValue`]).
 
 use std::collections::{BTreeMap, HashSet};
 use std::sync::atomic::AtomicU64;
-use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard};
+use std::sync::Arc;
 
 use axum::extract::{Request, State as AxumState};
 use axum::http::{header, HeaderMap, StatusCode};
@@ -29,96 +31,17 @@ use axum::routing::get;
 use axum::Router;
 use duraq_core::inspect::OutcomeTotals;
 use duraq_core::{Inspect, JobStatus};
-use prometheus_client::encoding::{EncodeLabelSet, EncodeMetric, MetricEncoder};
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::gauge::Gauge;
-use prometheus_client::metrics::{MetricType, TypedMetric};
 use prometheus_client::registry::Registry;
 
 use crate::pages::queue_rows;
+use crate::series::{Label, Sorted};
 use crate::worker_metrics::WorkerMetrics;
 use crate::State;
 
 const OPENMETRICS: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
 const CLASSIC: &str = "text/plain; version=0.0.4; charset=utf-8";
-
-/// One label: its name and value.
-type Label = (&'static str, String);
-
-/// A metric family whose series are encoded in the order of their label sets,
-/// so the exposition is the same from one scrape to the next. Cheap to clone
-/// (shared); each series is made on first use by `make`.
-pub(crate) struct Sorted<S, M> {
-    series: Arc<RwLock<BTreeMap<S, M>>>,
-    make: fn() -> M,
-}
-
-impl<S, M> Clone for Sorted<S, M> {
-    fn clone(&self) -> Self {
-        Self {
-            series: self.series.clone(),
-            make: self.make,
-        }
-    }
-}
-
-impl<S: Ord, M: Default> Default for Sorted<S, M> {
-    fn default() -> Self {
-        Self::new(M::default)
-    }
-}
-
-impl<S: Ord, M> Sorted<S, M> {
-    /// An empty family whose series start as `make()`.
-    pub(crate) fn new(make: fn() -> M) -> Self {
-        Self {
-            series: Arc::default(),
-            make,
-        }
-    }
-
-    /// Runs `f` on the series of `labels`, made first if it is new.
-    pub(crate) fn with<R>(&self, labels: S, f: impl FnOnce(&M) -> R) -> R {
-        if let Some(series) = self.read().get(&labels) {
-            return f(series);
-        }
-        let mut all = self.series.write().unwrap_or_else(PoisonError::into_inner);
-        f(all.entry(labels).or_insert_with(self.make))
-    }
-
-    fn read(&self) -> RwLockReadGuard<'_, BTreeMap<S, M>> {
-        self.series.read().unwrap_or_else(PoisonError::into_inner)
-    }
-}
-
-impl<S, M> EncodeMetric for Sorted<S, M>
-where
-    S: Ord + EncodeLabelSet,
-    M: EncodeMetric + TypedMetric,
-{
-    fn encode(&self, mut encoder: MetricEncoder) -> Result<(), std::fmt::Error> {
-        for (labels, series) in self.read().iter() {
-            series.encode(encoder.encode_family(labels)?)?;
-        }
-        Ok(())
-    }
-
-    fn metric_type(&self) -> MetricType {
-        M::TYPE
-    }
-
-    fn is_empty(&self) -> bool {
-        self.read().is_empty()
-    }
-}
-
-impl<S: Ord, M> std::fmt::Debug for Sorted<S, M> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Sorted")
-            .field("series", &self.read().len())
-            .finish()
-    }
-}
 
 type IntGauges<const N: usize> = Sorted<[Label; N], Gauge>;
 type FloatGauges<const N: usize> = Sorted<[Label; N], Gauge<f64, AtomicU64>>;
@@ -139,7 +62,7 @@ pub async fn render_metrics(
 ) -> crate::Result<String> {
     let mut registry = Registry::default();
     let build = IntGauges::<1>::default();
-    build.with([("version", env!("CARGO_PKG_VERSION").to_owned())], |g| {
+    build.with([("version", env!("CARGO_PKG_VERSION").into())], |g| {
         g.set(1)
     });
     registry.register(
@@ -157,14 +80,14 @@ pub async fn render_metrics(
         let rev = Gauge::<i64>::default();
         rev.set(revision);
         for status in JobStatus::ALL {
-            let labels = [("status", status.as_str().to_owned())];
+            let labels = [("status", status.as_str().into())];
             jobs.with(labels, |g| g.set(total.get(status)));
         }
         for row in &rows {
             let Some(queue) = &row.queue else { continue };
-            let q = || ("queue", queue.clone());
+            let q = || ("queue", queue.as_str().into());
             for status in JobStatus::ALL {
-                let labels = [q(), ("status", status.as_str().to_owned())];
+                let labels = [q(), ("status", status.as_str().into())];
                 queue_jobs.with(labels, |g| g.set(row.counts.get(status)));
             }
             let seconds = row.latency_ms.unwrap_or(0).max(0) as f64 / 1000.0;
@@ -173,7 +96,7 @@ pub async fn render_metrics(
             for (name, due) in &row.unhandled {
                 let due = i64::try_from(*due).unwrap_or(i64::MAX);
                 due_in_queue = due_in_queue.saturating_add(due);
-                unhandled.with([q(), ("job_name", name.clone())], |g| g.set(due));
+                unhandled.with([q(), ("job_name", name.as_str().into())], |g| g.set(due));
             }
             queue_unhandled.with([q()], |g| g.set(due_in_queue));
         }
@@ -242,7 +165,10 @@ async fn outcome_counters(
     let family = Sorted::<[Label; 2], Counter>::default();
     for (queue, totals) in &queues {
         for (outcome, n) in OutcomeTotals::NAMES.iter().zip(totals.as_array()) {
-            let labels = [("queue", queue.clone()), ("outcome", (*outcome).to_owned())];
+            let labels = [
+                ("queue", queue.as_str().into()),
+                ("outcome", (*outcome).into()),
+            ];
             family.with(labels, |c| c.inc_by(u64::try_from(n).unwrap_or(0)));
         }
     }

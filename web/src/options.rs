@@ -22,6 +22,8 @@ pub struct WebOptions {
     pub(crate) mount_path: String,
     pub(crate) poll_interval: Duration,
     pub(crate) secrets: Vec<String>,
+    pub(crate) allowed_hosts: Vec<String>,
+    pub(crate) max_live_streams: usize,
 }
 
 impl Default for WebOptions {
@@ -32,11 +34,16 @@ impl Default for WebOptions {
             mount_path: String::new(),
             poll_interval: Duration::from_secs(1),
             secrets: Vec::new(),
+            allowed_hosts: Vec::new(),
+            max_live_streams: Self::DEFAULT_LIVE_STREAMS,
         }
     }
 }
 
 impl WebOptions {
+    /// The default cap on open live-update streams: 100.
+    pub const DEFAULT_LIVE_STREAMS: usize = 100;
+
     /// Read-write, no token, mounted at `/`, live counts polled every second.
     pub fn new() -> Self {
         Self::default()
@@ -91,15 +98,33 @@ impl WebOptions {
         self
     }
 
-    /// `text` with every configured secret (and the token) replaced by `***`.
+    /// `text` with every whole occurrence of a configured secret (and the
+    /// token) replaced by `***` ([`crate::mask_secrets`]).
     pub fn scrub(&self, text: &str) -> String {
-        let mut out = text.to_string();
-        for secret in self.secrets.iter().chain(self.token.iter()) {
-            if out.contains(secret.as_str()) {
-                out = out.replace(secret.as_str(), "***");
-            }
-        }
-        out
+        let secrets = self.secrets.iter().chain(self.token.iter());
+        crate::mask_secrets(text, secrets.map(String::as_str))
+    }
+
+    /// Without a token, serve requests whose `Host` is also one of these names
+    /// (any port), besides the loopback names and addresses: the name a
+    /// reverse proxy or an SSH tunnel forwards. Every other `Host` is answered
+    /// 421, so a web page whose domain rebinds to 127.0.0.1 reads nothing.
+    pub fn allowed_hosts<I, S>(mut self, names: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.allowed_hosts
+            .extend(names.into_iter().map(Into::into).filter(|n| !n.is_empty()));
+        self
+    }
+
+    /// At most this many live-update streams (`/events`, one per open page)
+    /// at once; more are answered 503 (default
+    /// [`WebOptions::DEFAULT_LIVE_STREAMS`], at least 1).
+    pub fn max_live_streams(mut self, streams: usize) -> Self {
+        self.max_live_streams = streams.max(1);
+        self
     }
 
     /// Whether actions are hidden and POSTs refused.
@@ -126,6 +151,8 @@ impl fmt::Debug for WebOptions {
             .field("mount_path", &self.mount_path)
             .field("poll_interval", &self.poll_interval)
             .field("secrets", &self.secrets.len())
+            .field("allowed_hosts", &self.allowed_hosts)
+            .field("max_live_streams", &self.max_live_streams)
             .finish()
     }
 }

@@ -1,9 +1,14 @@
-//! The guard in front of every route: token, CSRF, read-only, response headers.
+//! The guard in front of every route: `Host`, token, CSRF, read-only, response
+//! headers.
 //!
+//! - Without a token, only a loopback or allowed `Host` is served
+//!   ([`crate::host`]: the DNS-rebinding guard); any other is 421.
 //! - With a token, every request must carry it: `Authorization: Bearer <token>`
 //!   (scrapers, scripts) or the `duraq_token` cookie that a one-time
 //!   `?token=<token>` visit sets (HttpOnly, SameSite=Strict) before redirecting
 //!   to the same URL without the token, so it stays out of history and logs.
+//!   That URL is always a path of the dashboard: a path that a browser would
+//!   read as another host (`//evil.example/x`, `/\\evil.example`) becomes `/`.
 //!   Comparisons are constant-time (`subtle`).
 //! - State changes are POST only. A POST is refused (403) when the router is
 //!   read-only, when `Origin` (else `Referer`) names another host than `Host`,
@@ -47,6 +52,18 @@ pub fn same_secret(given: &str, expected: &str) -> bool {
 
 /// The middleware. See the module doc.
 pub async fn guard(AxumState(state): AxumState<State>, request: Request, next: Next) -> Response {
+    if state.options.token.is_none()
+        && !crate::host::allowed(
+            request.headers(),
+            request.uri(),
+            &state.options.allowed_hosts,
+        )
+    {
+        return denied(
+            StatusCode::MISDIRECTED_REQUEST,
+            "this dashboard answers only to loopback names and --allowed-host names",
+        );
+    }
     if let Some(token) = &state.options.token {
         match authenticate(request.headers(), request.uri(), token) {
             Auth::Ok => {}
@@ -133,7 +150,7 @@ fn login_redirect(state: &State, request: &Request, token: &str) -> Response {
         .into_iter()
         .filter(|(k, _)| k != "token")
         .collect();
-    let path = crate::html::link(state, uri.path());
+    let path = crate::html::link(state, same_site_path(uri.path()));
     let target = match serde_urlencoded::to_string(&rest) {
         Ok(q) if !q.is_empty() => format!("{path}?{q}"),
         _ => path,
@@ -148,6 +165,19 @@ fn login_redirect(state: &State, request: &Request, token: &str) -> Response {
         response.headers_mut().insert(header::SET_COOKIE, value);
     }
     response
+}
+
+/// `path`, or `/` when a browser would read it as another host: a second
+/// leading `/` or a `\\` (which browsers treat as `/`) makes it
+/// scheme-relative (`//evil.example/x`); a path not starting with `/` is not
+/// one of ours either.
+fn same_site_path(path: &str) -> &str {
+    let second = path.as_bytes().get(1);
+    if path.starts_with('/') && !matches!(second, Some(b'/' | b'\\')) {
+        path
+    } else {
+        "/"
+    }
 }
 
 /// `Origin` (else `Referer`), when present, must name the `Host` the request
@@ -215,6 +245,20 @@ mod tests {
         h.insert(header::ORIGIN, HeaderValue::from_static("null"));
         assert!(!same_origin(&h));
         assert_eq!(authority("https://a.b:1/x?y"), Some("a.b:1"));
+    }
+
+    #[test]
+    fn login_redirects_stay_on_the_site() {
+        for (path, kept) in [
+            ("/jobs", "/jobs"),
+            ("/", "/"),
+            ("//evil.example/x", "/"),
+            ("/\\evil.example", "/"),
+            ("evil", "/"),
+            ("", "/"),
+        ] {
+            assert_eq!(same_site_path(path), kept, "{path}");
+        }
     }
 
     #[test]

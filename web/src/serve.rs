@@ -1,9 +1,9 @@
 //! Starting a server safely: the listen-address rule and a serve helper.
 //!
 //! The dashboard can retry and cancel any job and shows every job's args, so it
-//! may listen beyond the loopback interface only with a token. The rule lives
-//! here, not in the CLI, so an application that serves the router itself can
-//! apply the same check.
+//! may listen beyond the loopback interface only with a token, and a token must
+//! be long enough to be a secret. The rule lives here, not in the CLI, so an
+//! application that serves the router itself can apply the same check.
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -11,16 +11,20 @@ use std::net::SocketAddr;
 use axum::Router;
 use tokio::net::TcpListener;
 
+use crate::accept::ServeLimits;
 use crate::error::{Result, WebError};
+use crate::scrub::MIN_TOKEN_BYTES;
 
 /// Whether `addr` is reachable only from this machine (127.0.0.0/8, ::1).
 pub fn is_loopback(addr: &SocketAddr) -> bool {
     addr.ip().is_loopback()
 }
 
-/// Refuses a non-loopback `addr` without a token (`web-token-required`) and a
+/// Refuses a non-loopback `addr` without a token (`web-token-required`), a
 /// token a cookie or header cannot carry (`invalid-web-token`: empty, or with
-/// spaces, quotes, `;`, `,`, `\` or non-ASCII characters).
+/// spaces, quotes, `;`, `,`, `\` or non-ASCII characters), and a token shorter
+/// than 16 bytes (`web-token-too-short`: it could be guessed, and masking it
+/// in messages would mask parts of words).
 ///
 /// ```
 /// use duraq_web::check_listen;
@@ -28,6 +32,8 @@ pub fn is_loopback(addr: &SocketAddr) -> bool {
 /// let err = check_listen("0.0.0.0:8080".parse().unwrap(), None).unwrap_err();
 /// assert_eq!(err.code(), "web-token-required");
 /// assert!(check_listen("0.0.0.0:8080".parse().unwrap(), Some("a-long-random-token")).is_ok());
+/// let short = check_listen("127.0.0.1:8080".parse().unwrap(), Some("s3cret")).unwrap_err();
+/// assert_eq!(short.code(), "web-token-too-short");
 /// ```
 pub fn check_listen(addr: SocketAddr, token: Option<&str>) -> Result<()> {
     if let Some(token) = token {
@@ -42,6 +48,11 @@ pub fn check_listen(addr: SocketAddr, token: Option<&str>) -> Result<()> {
                 reason: "use visible ASCII without spaces, quotes, ';', ',' or '\\'",
             });
         }
+        if token.len() < MIN_TOKEN_BYTES {
+            return Err(WebError::TokenTooShort {
+                min: MIN_TOKEN_BYTES,
+            });
+        }
         return Ok(());
     }
     if is_loopback(&addr) {
@@ -51,19 +62,17 @@ pub fn check_listen(addr: SocketAddr, token: Option<&str>) -> Result<()> {
     }
 }
 
-/// Serves `app` on `listener` until `shutdown` resolves, then stops at once:
-/// the dashboard's requests are short reads, and its server-sent event streams
-/// never end on their own, so a graceful drain would wait for every open tab.
+/// Serves `app` on `listener` within `limits` (a header-read timeout and a
+/// cap on open connections, see [`ServeLimits`]) until `shutdown` resolves,
+/// then stops at once: the dashboard's requests are short reads, and its
+/// server-sent event streams never end on their own, so a graceful drain would
+/// wait for every open tab.
 pub async fn serve(
     listener: TcpListener,
     app: Router,
+    limits: ServeLimits,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<()> {
-    let addr = listener
-        .local_addr()
-        .map_or_else(|_| "?".to_string(), |a| a.to_string());
-    tokio::select! {
-        served = axum::serve(listener, app) => served.map_err(|source| WebError::Io { addr, source }),
-        () = shutdown => Ok(()),
-    }
+    crate::accept::run(listener, app, limits, shutdown).await;
+    Ok(())
 }

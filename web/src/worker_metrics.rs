@@ -19,10 +19,10 @@ use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use prometheus_client::registry::Registry;
 use tokio::sync::broadcast;
 
-use crate::metrics::Sorted;
+use crate::series::{Label, Sorted};
 
-type Name = [(&'static str, String); 1];
-type NameOutcome = [(&'static str, String); 2];
+type Name = [Label; 1];
+type NameOutcome = [Label; 2];
 
 /// A worker's metrics: attempts by job name and outcome, run time and wait time
 /// histograms, slot utilization (`duraq_worker_slot_utilization_ratio`). Cheap
@@ -120,7 +120,7 @@ impl WorkerMetrics {
             WorkerEvent::Started(started) => {
                 let wait = started.latency_ms.max(0) as f64 / 1000.0;
                 m.wait_time
-                    .with([("job_name", started.job_name.clone())], |h| {
+                    .with([("job_name", started.job_name.as_str().into())], |h| {
                         h.observe(wait)
                     });
                 self.set_running(m.running.get() + 1);
@@ -143,12 +143,15 @@ impl WorkerMetrics {
                 };
                 let name = finished.job_name.clone();
                 m.attempts.with(
-                    [("job_name", name.clone()), ("outcome", outcome.into())],
+                    [
+                        ("job_name", name.as_str().into()),
+                        ("outcome", outcome.into()),
+                    ],
                     |c| {
                         c.inc();
                     },
                 );
-                m.run_time.with([("job_name", name)], |h| {
+                m.run_time.with([("job_name", name.into())], |h| {
                     h.observe(finished.duration.as_secs_f64())
                 });
                 self.set_running(m.running.get() - 1);

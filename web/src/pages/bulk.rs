@@ -11,7 +11,9 @@
 //! a confirmation gone stale (jobs came or went since) acts on what matches
 //! then and says both numbers. Delete applies to finished jobs only: with no
 //! status in the search, "delete all matching" walks the terminal statuses;
-//! any other job is skipped by the store and counted as such.
+//! any other job is skipped by the store and counted as such. An action
+//! stopped by a store error says how far it got (`[data-bulk-progress]`): the
+//! batches before the error stay done, and running it again is safe.
 
 use axum::extract::{RawQuery, State as AxumState};
 use axum::http::StatusCode;
@@ -23,7 +25,7 @@ use maud::{html, Markup};
 use super::jobs::pairs;
 use super::overview::urlencode;
 use super::search::Search;
-use super::store_error;
+use super::{store_error, store_error_and};
 use crate::format::{thousands, visible};
 use crate::html::{csrf_field, link, page};
 use crate::security::check_csrf;
@@ -111,9 +113,9 @@ pub async fn selected(AxumState(state): AxumState<State>, body: String) -> Respo
     }
     let back = value(&form, "back").to_string();
     let req = BulkRequest::new(action, BulkSelection::Ids(ids));
-    match run_bulk(state.store.as_ref(), &req, &mut |_| {}).await {
+    match act(&state, &req).await {
         Ok(report) => result(&state, action, &report, None, &back),
-        Err(e) => store_error(&state, "bulk", &e),
+        Err(stopped) => stopped,
     }
 }
 
@@ -210,10 +212,35 @@ pub async fn all(AxumState(state): AxumState<State>, body: String) -> Response {
     };
     let expected = value(&form, "expected").parse::<u64>().ok();
     let req = BulkRequest::new(action, selection);
-    match run_bulk(state.store.as_ref(), &req, &mut |_| {}).await {
+    match act(&state, &req).await {
         Ok(report) => result(&state, action, &report, expected, &search.query()),
-        Err(e) => store_error(&state, "bulk", &e),
+        Err(stopped) => stopped,
     }
+}
+
+/// Runs `req`; a store error answers with its page, which also says how far
+/// the action got when some batches were committed before it.
+async fn act(state: &AppState, req: &BulkRequest) -> Result<BulkReport, Response> {
+    let mut done = BulkReport::default();
+    let outcome = run_bulk(state.store.as_ref(), req, &mut |r| done.clone_from(r)).await;
+    let err = match outcome {
+        Ok(report) => return Ok(report),
+        Err(err) => err,
+    };
+    if done.batches == 0 {
+        return Err(store_error(state, "bulk", &err));
+    }
+    let progress = html! {
+        p data-bulk-progress data-matched=(done.matched) data-changed=(done.changed)
+            data-skipped=(done.skipped) data-batches=(done.batches) {
+            "Before it stopped: " (thousands(done.matched as i64)) " matched, "
+            (thousands(done.changed as i64)) " changed, "
+            (thousands(done.skipped as i64)) " skipped, in "
+            (thousands(done.batches as i64)) " committed batches. "
+            "Running the action again is safe: what is done is skipped."
+        }
+    };
+    Err(store_error_and(state, "bulk", &err, progress))
 }
 
 /// The report page (`section[data-bulk-result]`).

@@ -87,6 +87,16 @@ pub async fn not_found(axum::extract::State(state): axum::extract::State<State>)
 
 /// A store error as a page: its stable code and message, nothing else.
 pub fn store_error(state: &AppState, name: &'static str, err: &duraq_core::Error) -> Response {
+    store_error_and(state, name, err, html! {})
+}
+
+/// [`store_error`] followed by `more` (what an interrupted action had done).
+pub fn store_error_and(
+    state: &AppState,
+    name: &'static str,
+    err: &duraq_core::Error,
+    more: maud::Markup,
+) -> Response {
     let status = match err {
         duraq_core::Error::NotFound { .. } => StatusCode::NOT_FOUND,
         duraq_core::Error::Invalid { .. } => StatusCode::BAD_REQUEST,
@@ -95,6 +105,6 @@ pub fn store_error(state: &AppState, name: &'static str, err: &duraq_core::Error
     };
     let chain = state.options.scrub(&duraq_core::inspect::error_chain(err));
     let text = format!("error[{}]: {chain}", err.code().as_str());
-    let body = html! { h1 { "Something went wrong" } (notice("error", &text)) };
+    let body = html! { h1 { "Something went wrong" } (notice("error", &text)) (more) };
     (status, page(state, name, "Error", body)).into_response()
 }

@@ -111,7 +111,13 @@ pub fn csrf_of(html: &str) -> String {
 pub async fn spawn_server(app: Router) -> std::net::SocketAddr {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
-    tokio::spawn(duraq_web::serve(listener, app, std::future::pending()));
+    let limits = duraq_web::ServeLimits::default();
+    tokio::spawn(duraq_web::serve(
+        listener,
+        app,
+        limits,
+        std::future::pending(),
+    ));
     addr
 }
 

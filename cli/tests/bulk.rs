@@ -131,13 +131,16 @@ fn run_now_makes_jobs_due_later_due() {
         .map(|i| db.enqueue(&["report", "--args", &format!("[{i}]"), "--run-in", "1h"]))
         .collect();
     let due = db.enqueue(&["report", "--args", "[9]"]);
-    let scheduled = |id: &str| db.job(id)["job"]["scheduledAtMs"].as_i64().expect("ms");
+    let scheduled = |id: &str| db.job(id)["scheduledAtMs"].as_i64().expect("ms");
     let first = scheduled(&later[0]);
 
     // A dry run by filter counts the jobs due later and changes nothing.
     let dry = db.json(&["jobs", "run-now", "--status", "queued", "--dry-run"]);
     assert_eq!(keys(&dry), BULK_KEYS);
-    assert_eq!((&dry["action"], &dry["dryRun"]), (&"run-now".into(), &true.into()));
+    assert_eq!(
+        (&dry["action"], &dry["dryRun"]),
+        (&"run-now".into(), &true.into())
+    );
     assert_eq!(
         (&dry["matched"], &dry["changed"], &dry["skipped"]),
         (&Value::from(4), &Value::from(3), &Value::from(1))
@@ -155,14 +158,7 @@ fn run_now_makes_jobs_due_later_due() {
     assert_eq!(db.status(&later[0]), "queued", "only the time moved");
 
     // By filter, in batches: exact counts.
-    let by_filter = db.json(&[
-        "jobs",
-        "run-now",
-        "--status",
-        "queued",
-        "--batch-size",
-        "3",
-    ]);
+    let by_filter = db.json(&["jobs", "run-now", "--status", "queued", "--batch-size", "3"]);
     assert_eq!(
         (
             &by_filter["matched"],

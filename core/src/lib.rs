@@ -103,8 +103,9 @@ pub use digest::{canonical_json, digest_hex, digest_of_canonical, DIGEST_FORMAT}
 pub use display::{relative_time, thousands, utc_time, visible};
 pub use error::{error_chain, BoxError, Error, ErrorCode, Result};
 pub use history::{
-    history_baseline, history_cutoff, history_minute, throughput, throughput_sum, with_current, HistoryRange,
-    HistorySample, OutcomeTotals, QueueTotals, ThroughputPoint, HISTORY_RETENTION_MS, MINUTE_MS,
+    history_baseline, history_cutoff, history_minute, throughput, throughput_sum, with_current,
+    HistoryRange, HistorySample, OutcomeTotals, QueueTotals, ThroughputPoint, HISTORY_RETENTION_MS,
+    MINUTE_MS,
 };
 pub use job::{AttemptError, Dependency, DependencyFailure, Job, JobStatus, Lease, STATUS_COUNT};
 pub use keys::{

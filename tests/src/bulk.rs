@@ -11,7 +11,7 @@ use duraq_core::{
 };
 use serde_json::json;
 
-use crate::harness::{expect_not_found, job, lease, Harness};
+use crate::harness::{expect_not_found, job, lease, Harness, WireOptions};
 
 /// Every status, in an order that drives each job there without touching the
 /// others (orphaning moves the clock past the lease timeout, so it goes before
@@ -95,6 +95,7 @@ pub async fn each_action_changes_what_it_may_and_skips_the_rest(h: &Harness) {
                     assert_eq!(after.map(|j| j.status), Some(JobStatus::Cancelled))
                 }
                 (true, BulkAction::Delete) => assert_eq!(after, None, "deleted"),
+                (true, BulkAction::RunNow) => unreachable!("not among the actions"),
             }
         }
         // Tidy up for the next action: nothing live is left to claim.
@@ -232,8 +233,12 @@ pub async fn an_unknown_id_changes_nothing(h: &Harness) {
 /// A queued job named `name` due `in_ms` from now.
 async fn due_in(h: &Harness, name: &str, in_ms: i64) -> String {
     let at = h.now() + in_ms;
-    h.insert(job(name, json!([]), EnqueueOptions::new().scheduled_at_ms(at)))
-        .await
+    h.insert(job(
+        name,
+        json!([]),
+        EnqueueOptions::new().scheduled_at_ms(at),
+    ))
+    .await
 }
 
 pub async fn run_now_makes_only_jobs_due_later_due(h: &Harness) {
@@ -257,7 +262,10 @@ pub async fn run_now_makes_only_jobs_due_later_due(h: &Harness) {
         skipped: 6,
         missing: 1,
     };
-    assert_eq!(batch, expected, "due, running and finished jobs are skipped");
+    assert_eq!(
+        batch, expected,
+        "due, running and finished jobs are skipped"
+    );
     assert!(work.has_changed().unwrap(), "idle workers hear of it");
     assert_eq!(h.revision().await, r0, "no count moved");
     for old in before {
@@ -310,7 +318,12 @@ pub async fn run_now_by_filter_counts_exactly(h: &Harness) {
     };
     let report = run_bulk(h.store.as_ref(), &req, &mut |_| {}).await.unwrap();
     assert_eq!(
-        (report.matched, report.changed, report.skipped, report.batches),
+        (
+            report.matched,
+            report.changed,
+            report.skipped,
+            report.batches
+        ),
         (4, 2, 2, 2)
     );
     for id in later.iter().chain([&due]) {

@@ -165,7 +165,11 @@ pub async fn samples_older_than_seven_days_are_deleted(h: &Harness) {
     assert!(h.store.record_history().await.unwrap());
     h.advance(MINUTE_MS);
     assert!(h.store.record_history().await.unwrap());
-    assert_eq!(h.store.history(0).await.unwrap().len(), 3, "a baseline, two samples");
+    assert_eq!(
+        h.store.history(0).await.unwrap().len(),
+        3,
+        "a baseline, two samples"
+    );
     h.advance(HISTORY_RETENTION_MS);
     assert!(h.store.record_history().await.unwrap());
     let samples = h.store.history(0).await.unwrap();

@@ -69,7 +69,10 @@ async fn each_view_lists_its_queued_jobs() {
     assert!(!row(&retries, &due_later) && !row(&retries, &due_now) && !row(&retries, &dead));
     assert!(retries.contains("data-attempts=\"1\""), "attempts shown");
     assert!(retries.contains("crm answered 503"), "the last error shown");
-    assert!(retries.contains("data-next-attempt"), "the next attempt time");
+    assert!(
+        retries.contains("data-next-attempt"),
+        "the next attempt time"
+    );
 
     let (code, _, scheduled) = get(&app, "/scheduled").await;
     assert_eq!(code, StatusCode::OK, "{scheduled}");
@@ -80,7 +83,9 @@ async fn each_view_lists_its_queued_jobs() {
 
     // Both are in the nav of every page.
     let (_, _, overview) = get(&app, "/").await;
-    assert!(overview.contains("data-nav=\"retries\"") && overview.contains("data-nav=\"scheduled\""));
+    assert!(
+        overview.contains("data-nav=\"retries\"") && overview.contains("data-nav=\"scheduled\"")
+    );
 }
 
 #[tokio::test]
@@ -117,7 +122,10 @@ async fn run_now_per_job_and_in_bulk_with_exact_counts() {
     );
     assert_eq!(counts, (3, 1, 2));
     let (_, _, after) = get(&app, "/scheduled").await;
-    assert!(!row(&after, &a) && !row(&after, &b), "both due now: {after}");
+    assert!(
+        !row(&after, &a) && !row(&after, &b),
+        "both due now: {after}"
+    );
 
     // No CSRF token: refused, nothing changes.
     let c = later(&store).await;
@@ -155,6 +163,9 @@ async fn tables_show_short_ids_with_the_whole_id_a_hover_away() {
             page.contains(&format!("title=\"{id}\">…{tail}</a>")),
             "{path}: {page}"
         );
-        assert!(!page.contains(&format!(">{id}<")), "{path}: the whole id is not the text");
+        assert!(
+            !page.contains(&format!(">{id}<")),
+            "{path}: the whole id is not the text"
+        );
     }
 }

@@ -142,11 +142,7 @@ fn all_matching(
     fields: &[(String, String)],
 ) -> Result<(BulkAction, Search, BulkSelection), Box<Response>> {
     let Some(action) = action_of(value(fields, "action")) else {
-        return Err(Box::new(refused(
-            state,
-            "invalid-bulk-action",
-            ACTIONS,
-        )));
+        return Err(Box::new(refused(state, "invalid-bulk-action", ACTIONS)));
     };
     let search = Search::from_pairs(fields);
     if !search.is_set() {

@@ -137,7 +137,11 @@ pub async fn scheduled(state: AxumState<State>, raw: RawQuery) -> Response {
     render(state, raw, View::Scheduled).await
 }
 
-async fn render(AxumState(state): AxumState<State>, RawQuery(raw): RawQuery, view: View) -> Response {
+async fn render(
+    AxumState(state): AxumState<State>,
+    RawQuery(raw): RawQuery,
+    view: View,
+) -> Response {
     let query = pairs(raw.as_deref());
     let after = query
         .iter()
@@ -147,12 +151,16 @@ async fn render(AxumState(state): AxumState<State>, RawQuery(raw): RawQuery, vie
         Ok(found) => found,
         Err(e) => return store_error(&state, view.name(), &e),
     };
-    found.jobs.sort_by_key(|j| (j.scheduled_at_ms, j.id.clone()));
+    found
+        .jobs
+        .sort_by_key(|j| (j.scheduled_at_ms, j.id.clone()));
     let path = link(&state, &format!("/{}", view.name()));
-    let next = found
-        .next
-        .as_ref()
-        .map(|id| format!("{path}?{}", serde_urlencoded::to_string([("after", id)]).unwrap_or_default()));
+    let next = found.next.as_ref().map(|id| {
+        format!(
+            "{path}?{}",
+            serde_urlencoded::to_string([("after", id)]).unwrap_or_default()
+        )
+    });
     let actions = !state.options.is_read_only();
     let body = html! {
         h1 { (view.title()) }
@@ -191,10 +199,14 @@ async fn render(AxumState(state): AxumState<State>, RawQuery(raw): RawQuery, vie
 
 fn intro(view: View) -> &'static str {
     match view {
-        View::Retries => "Queued jobs whose last attempt failed: each runs again at its next \
-                          attempt time, or now if you say so. Jobs with no retries left are failed.",
-        View::Scheduled => "Queued jobs due later that have not run yet, soonest first. \
-                            Run now makes a job due at once; nothing else about it changes.",
+        View::Retries => {
+            "Queued jobs whose last attempt failed: each runs again at its next \
+                          attempt time, or now if you say so. Jobs with no retries left are failed."
+        }
+        View::Scheduled => {
+            "Queued jobs due later that have not run yet, soonest first. \
+                            Run now makes a job due at once; nothing else about it changes."
+        }
     }
 }
 

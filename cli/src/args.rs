@@ -305,6 +305,10 @@ pub enum JobsCommand {
     /// several, or a filter.
     #[command(after_long_help = crate::examples::JOBS_DELETE)]
     Delete(crate::bulk::BulkArgs),
+    /// Make queued jobs due later due now (only their scheduled time moves;
+    /// idle workers are woken). One id, several, or a filter.
+    #[command(after_long_help = crate::examples::JOBS_RUN_NOW)]
+    RunNow(crate::bulk::BulkArgs),
     /// Delete old terminal jobs.
     #[command(after_long_help = crate::examples::JOBS_PRUNE)]
     Prune(PruneArgs),

@@ -1,9 +1,10 @@
-//! `duraq jobs retry|cancel|delete` with several ids or a filter: the bulk
-//! actions ([`duraq_core::inspect::run_bulk`]). One id and no filter keeps the
+//! `duraq jobs retry|cancel|delete|run-now` with several ids or a filter: the
+//! bulk actions ([`duraq_core::inspect::run_bulk`]). One id and no filter keeps the
 //! single-job answer of `retry` and `cancel` (`{"job":{…}}`, and an error when
 //! the job's status forbids the action); anything else answers
 //! `{"action","dryRun","matched","changed","skipped","batches","sample"}`,
-//! where `skipped` counts the jobs whose status forbids the action. A real run
+//! where `skipped` counts the jobs the action does not change (for run-now,
+//! also queued jobs already due). A real run
 //! works in batches of `--batch-size` jobs, one transaction each, and shows
 //! its progress on a terminal. A run stopped by an error says how far it got
 //! ([`Interrupted`]): the batches before the error stay committed, and running
@@ -78,10 +79,9 @@ pub async fn run(db: &Database, action: BulkAction, args: BulkArgs, json: bool) 
         let selection = selection(store.as_ref(), args.target).await?;
         let single = matches!(&selection, BulkSelection::Ids(ids) if ids.len() == 1);
         let req = BulkRequest {
-            action,
-            selection,
             dry_run,
             batch_size,
+            ..BulkRequest::new(action, selection)
         };
         if let (true, false, BulkSelection::Ids(ids)) = (single, req.dry_run, &req.selection) {
             refuse_forbidden(store.as_ref(), action, &ids[0]).await?;
@@ -133,6 +133,7 @@ async fn refuse_forbidden(
     let allowed = match action {
         BulkAction::Cancel => "queued and running jobs",
         BulkAction::Retry | BulkAction::Delete => "finished jobs",
+        BulkAction::RunNow => "queued jobs",
     };
     Err(Error::invalid(
         ErrorCode::InvalidJobState,
@@ -215,6 +216,14 @@ fn past(action: BulkAction) -> &'static str {
         BulkAction::Retry => "retried",
         BulkAction::Cancel => "cancelled",
         BulkAction::Delete => "deleted",
+        BulkAction::RunNow => "made due now",
+    }
+}
+
+fn skip_reason(action: BulkAction) -> &'static str {
+    match action {
+        BulkAction::RunNow => "already due, running or finished",
+        _ => "their status forbids it",
     }
 }
 
@@ -237,10 +246,11 @@ fn print(action: BulkAction, dry_run: bool, r: &BulkReport, json: bool) {
         past(action).to_owned()
     };
     println!(
-        "{} matched, {} {verb}, {} skipped (their status forbids it){}",
+        "{} matched, {} {verb}, {} skipped ({}){}",
         thousands(r.matched as i64),
         thousands(r.changed as i64),
         thousands(r.skipped as i64),
+        skip_reason(action),
         if dry_run {
             String::new()
         } else {

@@ -135,6 +135,16 @@ Examples:
   duraq jobs delete 0191d2b4-7c1e-7a3b-9f2e-3c4d5e6f7a8b
   duraq jobs delete --status cancelled --queue reports --dry-run";
 
+pub const JOBS_RUN_NOW: &str = "\
+Only queued jobs due later change: their scheduled time becomes now, nothing
+else (attempts, errors and options stay). Jobs already due, running or
+finished are skipped and counted (one named job that is running or finished
+is an error).
+
+Examples:
+  duraq jobs run-now 0191d2b4-7c1e-7a3b-9f2e-3c4d5e6f7a8b
+  duraq jobs run-now --status queued --queue reports --dry-run";
+
 pub const JOBS_CANCEL: &str = "\
 A running job is stopped: its lease is voided at once (whatever its worker
 reports later is not recorded), and the worker running it learns of it within

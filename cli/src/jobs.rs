@@ -1,4 +1,4 @@
-//! `duraq jobs list|show|retry|cancel|delete|prune`: operator views and actions
+//! `duraq jobs list|show|retry|cancel|delete|run-now|prune`: operator views and actions
 //! (several ids or a filter go to [`crate::bulk`]). Tables by default, one JSON object with `--json`: `{"jobs":[…],"total",
 //! "nextAfter"}`, `{"job":{…}}` (every field of the row; `jobs show` adds
 //! `"progress"`: what the job said, `null` if nothing, see [`show_progress`]) and
@@ -90,6 +90,7 @@ pub async fn run(db: &Database, cmd: JobsCommand, json: bool) -> Result<()> {
             show(&job, json);
         }
         JobsCommand::Delete(args) => bulk::run(db, BulkAction::Delete, args, json).await?,
+        JobsCommand::RunNow(args) => bulk::run(db, BulkAction::RunNow, args, json).await?,
         JobsCommand::Prune(p) => prune(db, p, json).await?,
     }
     Ok(())

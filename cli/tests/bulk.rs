@@ -1,4 +1,4 @@
-//! `duraq jobs retry|cancel|delete` on several ids or a filter, against a real
+//! `duraq jobs retry|cancel|delete|run-now` on ids or a filter, against a real
 //! SQLite file: the answer's shape and numbers, dry runs, batches, and the
 //! error paths writing nothing.
 
@@ -122,4 +122,66 @@ fn errors_change_nothing() {
     }
     assert_eq!(db.status(&queued), "queued");
     assert_eq!(db.status(&done), "cancelled");
+}
+
+#[test]
+fn run_now_makes_jobs_due_later_due() {
+    let db = Db::new();
+    let later: Vec<String> = (0..3)
+        .map(|i| db.enqueue(&["report", "--args", &format!("[{i}]"), "--run-in", "1h"]))
+        .collect();
+    let due = db.enqueue(&["report", "--args", "[9]"]);
+    let scheduled = |id: &str| db.job(id)["scheduledAtMs"].as_i64().expect("ms");
+    let first = scheduled(&later[0]);
+
+    // A dry run by filter counts the jobs due later and changes nothing.
+    let dry = db.json(&["jobs", "run-now", "--status", "queued", "--dry-run"]);
+    assert_eq!(keys(&dry), BULK_KEYS);
+    assert_eq!(
+        (&dry["action"], &dry["dryRun"]),
+        (&"run-now".into(), &true.into())
+    );
+    assert_eq!(
+        (&dry["matched"], &dry["changed"], &dry["skipped"]),
+        (&Value::from(4), &Value::from(3), &Value::from(1))
+    );
+    assert_eq!(scheduled(&later[0]), first);
+
+    // By ids: the job already due is skipped, not an error.
+    let by_ids = db.json(&["jobs", "run-now", &later[0], &due]);
+    assert_eq!(keys(&by_ids), BULK_KEYS);
+    assert_eq!(
+        (&by_ids["changed"], &by_ids["skipped"]),
+        (&Value::from(1), &Value::from(1))
+    );
+    assert!(scheduled(&later[0]) < first, "due now");
+    assert_eq!(db.status(&later[0]), "queued", "only the time moved");
+
+    // By filter, in batches: exact counts.
+    let by_filter = db.json(&["jobs", "run-now", "--status", "queued", "--batch-size", "3"]);
+    assert_eq!(
+        (
+            &by_filter["matched"],
+            &by_filter["changed"],
+            &by_filter["skipped"],
+            &by_filter["batches"]
+        ),
+        (
+            &Value::from(4),
+            &Value::from(2),
+            &Value::from(2),
+            &Value::from(2)
+        )
+    );
+    for id in &later {
+        assert!(scheduled(id) < first, "{id} is due now");
+    }
+    let people = db.run(&["jobs", "run-now", &later[1]]);
+    assert!(people.status.success(), "{people:?}");
+
+    // A finished job named alone is refused, and nothing changes.
+    db.json(&["jobs", "cancel", &due]);
+    db.fails(&["jobs", "run-now", &due], "invalid-job-state");
+    db.fails(&["jobs", "run-now", "no-such-job"], "job-not-found");
+    assert_eq!(db.status(&due), "cancelled");
 }

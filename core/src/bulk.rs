@@ -1,7 +1,7 @@
-//! Operator actions on many jobs at once: retry, cancel or delete a list of
-//! ids or every job matching a filter, in bounded batches.
+//! Operator actions on many jobs at once: retry, cancel, delete or run now a
+//! list of ids or every job matching a filter, in bounded batches.
 //!
-//! The rule of which job an action applies to is [`BulkAction::applies_to`]
+//! The rule of which job an action changes is [`BulkAction::changes`]
 //! (beside the store's other request types, in `requests`),
 //! once; a store applies an action to one batch of ids in one transaction
 //! ([`Operate::act_on_jobs`]), and [`run_bulk`] walks the selection in keyset
@@ -10,8 +10,9 @@
 //! A job whose status forbids the action is skipped, never an error: under a
 //! filter, what matched may have moved on by the time its batch is acted on.
 
+use crate::clock::Clock;
 use crate::error::{Error, Result};
-use crate::job::JobStatus;
+use crate::job::Job;
 use crate::requests::{BulkAction, BulkBatch, JobCursor, JobFilter};
 use crate::rules::SEARCH_CHUNK;
 use crate::store::Operate;
@@ -41,6 +42,10 @@ pub struct BulkRequest {
     pub dry_run: bool,
     /// Jobs per transaction (min 1).
     pub batch_size: usize,
+    /// The instant a dry run judges jobs at (a run-now skips a job due by
+    /// then); [`BulkRequest::new`] takes the wall clock. A real run judges
+    /// each batch at the store's clock, in its transaction.
+    pub now_ms: i64,
 }
 
 impl BulkRequest {
@@ -54,6 +59,7 @@ impl BulkRequest {
             selection,
             dry_run: false,
             batch_size: Self::DEFAULT_BATCH,
+            now_ms: crate::SystemClock.now_ms(),
         }
     }
 }
@@ -124,7 +130,7 @@ pub async fn run_bulk<S: Operate + ?Sized>(
     match &req.selection {
         BulkSelection::Ids(ids) => {
             let mut unique: Vec<String> = Vec::with_capacity(ids.len());
-            let mut statuses = Vec::with_capacity(ids.len());
+            let mut jobs = Vec::with_capacity(ids.len());
             for id in ids {
                 if unique.contains(id) {
                     continue;
@@ -133,12 +139,12 @@ pub async fn run_bulk<S: Operate + ?Sized>(
                     .get_job(id)
                     .await?
                     .ok_or_else(|| Error::job_not_found(id))?;
-                statuses.push(job.status);
-                unique.push(job.id);
+                unique.push(job.id.clone());
+                jobs.push(job);
             }
             if req.dry_run {
                 report.saw(&unique);
-                tally_dry(&mut report, req.action, &statuses);
+                tally_dry(&mut report, req, &jobs);
                 progress(&report);
                 return Ok(report);
             }
@@ -167,8 +173,7 @@ pub async fn run_bulk<S: Operate + ?Sized>(
                     let ids: Vec<String> = page.jobs.iter().map(|j| j.id.clone()).collect();
                     report.saw(&ids);
                     if req.dry_run {
-                        let statuses: Vec<JobStatus> = page.jobs.iter().map(|j| j.status).collect();
-                        tally_dry(&mut report, req.action, &statuses);
+                        tally_dry(&mut report, req, &page.jobs);
                     } else {
                         report.add(store.act_on_jobs(req.action, &ids).await?);
                     }
@@ -183,8 +188,11 @@ pub async fn run_bulk<S: Operate + ?Sized>(
     Ok(report)
 }
 
-fn tally_dry(report: &mut BulkReport, action: BulkAction, statuses: &[JobStatus]) {
-    let applies = statuses.iter().filter(|s| action.applies_to(**s)).count() as u64;
+fn tally_dry(report: &mut BulkReport, req: &BulkRequest, jobs: &[Job]) {
+    let applies = jobs
+        .iter()
+        .filter(|j| req.action.changes(j, req.now_ms))
+        .count() as u64;
     report.changed += applies;
-    report.skipped += statuses.len() as u64 - applies;
+    report.skipped += jobs.len() as u64 - applies;
 }

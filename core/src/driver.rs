@@ -21,7 +21,7 @@ pub use crate::counts::CountChange;
 pub use crate::delegate_store;
 pub use crate::digest::{canonical_json, digest_hex, digest_of_canonical, DIGEST_FORMAT};
 pub use crate::error::BoxError;
-pub use crate::history::history_cutoff;
+pub use crate::history::{history_baseline, history_cutoff};
 pub use crate::job::{Lease, STATUS_COUNT};
 pub use crate::keys::{queue_concurrency_key, QUEUE_CONCURRENCY_PREFIX};
 pub use crate::new_job::new_job_id;

@@ -38,6 +38,25 @@ pub fn history_cutoff(now_ms: i64) -> i64 {
     history_minute(now_ms) - HISTORY_RETENTION_MS
 }
 
+/// The minute of a database's baseline sample: every queue at zero, written
+/// by the first sampler ever (the history holds no sample yet) just before its
+/// own sample, so that what happened before the first sample (the enqueues of
+/// a fresh database) is the difference between the two, not lost. It is the
+/// minute of the oldest job's creation (`oldest_created_ms`), or the minute
+/// before `minute_ms` when that is later or there is no job.
+///
+/// ```
+/// use duraq_core::driver::history_baseline;
+/// use duraq_core::limits::MINUTE_MS;
+/// assert_eq!(history_baseline(10 * MINUTE_MS, Some(3 * MINUTE_MS + 5)), 3 * MINUTE_MS);
+/// assert_eq!(history_baseline(10 * MINUTE_MS, Some(10 * MINUTE_MS + 5)), 9 * MINUTE_MS);
+/// assert_eq!(history_baseline(10 * MINUTE_MS, None), 9 * MINUTE_MS);
+/// ```
+pub fn history_baseline(minute_ms: i64, oldest_created_ms: Option<i64>) -> i64 {
+    let before = minute_ms - MINUTE_MS;
+    oldest_created_ms.map_or(before, |at| history_minute(at).min(before))
+}
+
 /// How many jobs of a queue ever entered each outcome. Monotonic: prune, delete
 /// and operator retries never lower them.
 ///

@@ -459,10 +459,19 @@ pub enum BulkAction {
     Cancel,
     /// Terminal jobs deleted (as a prune of exactly these jobs).
     Delete,
+    /// `queued` jobs due later made due now: only their scheduled time moves
+    /// (as [`crate::Store::wake_scheduled`] does for a schedule key's owner),
+    /// and idle workers are woken as for an enqueue.
+    RunNow,
 }
 
 impl BulkAction {
-    /// Whether the action changes a job in `status`.
+    /// Every action, in the order people read them.
+    pub const ALL: [BulkAction; 4] = [Self::Retry, Self::Cancel, Self::Delete, Self::RunNow];
+
+    /// Whether the action may change a job in `status` (for
+    /// [`BulkAction::RunNow`] the job must also be due later: see
+    /// [`BulkAction::changes`]).
     ///
     /// ```
     /// use duraq_core::JobStatus;
@@ -472,21 +481,57 @@ impl BulkAction {
     /// assert!(BulkAction::Cancel.applies_to(JobStatus::HandedOff));
     /// assert!(!BulkAction::Cancel.applies_to(JobStatus::Cancelled));
     /// assert!(!BulkAction::Delete.applies_to(JobStatus::Queued));
+    /// assert!(!BulkAction::RunNow.applies_to(JobStatus::HandedOff));
     /// ```
     pub fn applies_to(self, status: JobStatus) -> bool {
         match self {
             Self::Retry | Self::Delete => status.is_terminal(),
             Self::Cancel => !status.is_terminal(),
+            Self::RunNow => status == JobStatus::Queued,
         }
     }
 
-    /// The verb, for people (`retry`, `cancel`, `delete`).
+    /// Whether the action changes `job` at `now_ms`: the one rule every store
+    /// and dry run judges a job by. A run-now changes a `queued` job due after
+    /// `now_ms` only; one already due has nothing to gain and is skipped.
+    ///
+    /// ```
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// use duraq_core::prelude::*;
+    /// use duraq_core::{EnqueueOptions, MemoryStore, NewJob};
+    /// use duraq_core::inspect::BulkAction;
+    /// let store = MemoryStore::new();
+    /// let new = NewJob::new("report", serde_json::json!([]), EnqueueOptions::new()).unwrap();
+    /// let id = store.enqueue(new).await.unwrap().job_id().to_owned();
+    /// let job = store.get_job(&id).await.unwrap().unwrap();
+    /// assert!(BulkAction::RunNow.changes(&job, job.scheduled_at_ms - 1));
+    /// assert!(!BulkAction::RunNow.changes(&job, job.scheduled_at_ms), "already due");
+    /// assert!(BulkAction::Cancel.changes(&job, job.scheduled_at_ms));
+    /// # });
+    /// ```
+    pub fn changes(self, job: &Job, now_ms: i64) -> bool {
+        self.applies_to(job.status) && (self != Self::RunNow || job.scheduled_at_ms > now_ms)
+    }
+
+    /// The verb, for people and URLs (`retry`, `cancel`, `delete`, `run-now`).
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Retry => "retry",
             Self::Cancel => "cancel",
             Self::Delete => "delete",
+            Self::RunNow => "run-now",
         }
+    }
+
+    /// The action [`BulkAction::as_str`] spells `text`, if any.
+    ///
+    /// ```
+    /// use duraq_core::inspect::BulkAction;
+    /// assert_eq!(BulkAction::parse("run-now"), Some(BulkAction::RunNow));
+    /// assert_eq!(BulkAction::parse("run"), None);
+    /// ```
+    pub fn parse(text: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|a| a.as_str() == text)
     }
 }
 
@@ -495,7 +540,7 @@ impl BulkAction {
 pub struct BulkBatch {
     /// Jobs the action changed.
     pub changed: u64,
-    /// Jobs whose status forbids the action.
+    /// Jobs the action does not apply to ([`BulkAction::changes`]).
     pub skipped: u64,
     /// Ids with no job.
     pub missing: u64,

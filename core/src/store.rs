@@ -432,13 +432,15 @@ pub trait Operate: Inspect {
     /// and [`WorkerStore::lost_leases`]) and stops the attempt.
     async fn cancel_job(&self, id: &str) -> Result<Job>;
 
-    /// Applies `action` to each of `ids` that it applies to
-    /// ([`BulkAction::applies_to`]), in one transaction: a retry or cancel as
-    /// [`Operate::retry_job`] / [`Operate::cancel_job`] would (running jobs'
-    /// workers are told of a cancel), a delete as a prune of exactly those
-    /// jobs. Ids with no job are counted as missing, jobs whose status forbids
-    /// the action as skipped; neither is an error. One count mutation (one
-    /// revision) when anything changed. [`crate::inspect::run_bulk`] drives it in
+    /// Applies `action` to each of `ids` that it changes
+    /// ([`BulkAction::changes`] at the store's clock), in one transaction: a
+    /// retry or cancel as [`Operate::retry_job`] / [`Operate::cancel_job`]
+    /// would (running jobs' workers are told of a cancel), a delete as a prune
+    /// of exactly those jobs, a run-now by moving the jobs' scheduled time to
+    /// now (idle workers are woken as for an enqueue; no count moves, so the
+    /// revision stays). Ids with no job are counted as missing, jobs the action
+    /// does not change as skipped; neither is an error. One count mutation (one
+    /// revision) when a count changed. [`crate::inspect::run_bulk`] drives it in
     /// batches.
     async fn act_on_jobs(&self, action: BulkAction, ids: &[String]) -> Result<BulkBatch>;
 

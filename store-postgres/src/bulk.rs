@@ -1,8 +1,10 @@
-//! Bulk operator actions (`Operate::act_on_jobs`): retry, cancel or delete
-//! many jobs in one transaction, set-based while no job of the batch has
-//! dependents, else one job at a time through the single-job paths of
+//! Bulk operator actions (`Operate::act_on_jobs`): retry, cancel, delete or
+//! run now many jobs in one transaction, set-based while no job of the batch
+//! has dependents, else one job at a time through the single-job paths of
 //! [`crate::admin`] (see [`act_on_jobs`]). Deleting jobs deletes their
-//! progress, log lines and dependency edges in the same statement.
+//! progress, log lines and dependency edges in the same statement; running
+//! jobs now is one statement too, dependents or not (it moves only the
+//! scheduled time, which no dependent reads).
 
 use duraq_core::driver::transitions::{operator_cancel, operator_retry};
 use duraq_core::inspect::{BulkAction, BulkBatch};
@@ -36,8 +38,10 @@ pub(crate) async fn act_on_jobs(
     let mut unique: Vec<&String> = ids.iter().collect();
     unique.sort();
     unique.dedup();
-    if action == BulkAction::Delete {
-        return delete_jobs(tx, &unique).await;
+    match action {
+        BulkAction::Delete => return delete_jobs(tx, &unique).await,
+        BulkAction::RunNow => return run_now(tx, &unique).await,
+        _ => {}
     }
     if action == BulkAction::Retry {
         let rows = tx
@@ -203,6 +207,32 @@ async fn delete_jobs(tx: &mut Tx<'_>, ids: &[&String]) -> Result<(BulkBatch, Vec
         changed: rows.len() as u64,
         skipped: remaining as u64,
         missing: (ids.len() - rows.len()) as u64 - remaining as u64,
+    };
+    Ok((batch, Vec::new()))
+}
+
+/// The run-now arm of [`act_on_jobs`]: one statement locks the rows of `ids`,
+/// moves the scheduled time of the queued ones due later to now (core's
+/// [`BulkAction::changes`], in SQL) and counts both; the rest that exist are
+/// skipped. Idle workers are woken after the commit, as for an enqueue.
+async fn run_now(tx: &mut Tx<'_>, ids: &[&String]) -> Result<(BulkBatch, Vec<String>)> {
+    let row = tx
+        .db
+        .query_one(
+            "WITH target AS (SELECT id, status = 'queued' AND scheduled_at_ms > $2 AS later \
+             FROM {s}.duraq_jobs WHERE id = ANY($1) ORDER BY id FOR UPDATE), \
+             moved AS (UPDATE {s}.duraq_jobs AS j SET scheduled_at_ms = $2 FROM target \
+             WHERE j.id = target.id AND target.later RETURNING j.id) \
+             SELECT (SELECT count(*) FROM target), (SELECT count(*) FROM moved)",
+            &[&ids, &tx.now],
+        )
+        .await?;
+    let (found, moved): (i64, i64) = (row.get(0), row.get(1));
+    tx.work |= moved > 0;
+    let batch = BulkBatch {
+        changed: moved as u64,
+        skipped: (found - moved) as u64,
+        missing: (ids.len() as i64 - found) as u64,
     };
     Ok((batch, Vec::new()))
 }

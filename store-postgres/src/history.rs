@@ -10,7 +10,7 @@
 //! samples go with one `DELETE` through the primary key. Neither touches a
 //! count row, so the revision stays and no hot row is written.
 
-use duraq_core::driver::history_cutoff;
+use duraq_core::driver::{history_baseline, history_cutoff};
 use duraq_core::inspect::{history_minute, HistorySample, OutcomeTotals, QueueTotals};
 use duraq_core::Result;
 use tokio_postgres::Row;
@@ -43,9 +43,29 @@ pub(crate) async fn outcome_totals(db: &Db<'_>) -> Result<Vec<QueueTotals>> {
 }
 
 /// Samples every queue for the minute of `tx.now` unless it has samples, and
-/// deletes samples older than the retention; `true` if this call sampled.
+/// deletes samples older than the retention; `true` if this call sampled. The
+/// first sample ever comes after a zero baseline ([`history_baseline`]).
 pub(crate) async fn record(tx: &mut Tx<'_>) -> Result<bool> {
     let minute = history_minute(tx.now);
+    let row = tx
+        .db
+        .query_one(
+            "SELECT EXISTS (SELECT 1 FROM {s}.duraq_history), \
+             (SELECT min(created_at_ms) FROM {s}.duraq_jobs)",
+            &[],
+        )
+        .await?;
+    let (sampled, oldest): (bool, Option<i64>) = (row.get(0), row.get(1));
+    if !sampled {
+        tx.db
+            .execute(
+                "INSERT INTO {s}.duraq_history (minute_ms, queue, enqueued, completed, failed, \
+                 retried, cancelled, orphaned) SELECT DISTINCT $1::int8, queue, 0, 0, 0, 0, 0, 0 \
+                 FROM {s}.duraq_queue_count_shards ON CONFLICT (minute_ms, queue) DO NOTHING",
+                &[&history_baseline(minute, oldest)],
+            )
+            .await?;
+    }
     tx.db
         .execute(
             "DELETE FROM {s}.duraq_history WHERE minute_ms < $1",

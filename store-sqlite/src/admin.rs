@@ -1,4 +1,5 @@
-//! Operator actions and queries: retry, cancel, bulk actions, pruning in
+//! Operator actions and queries: retry, cancel, bulk actions (run now moves
+//! only a queued job's scheduled time, as waking a schedule key does), pruning in
 //! batches, and reservation reconciliation (searching is `search.rs`).
 
 use duraq_core::driver::transitions::{operator_cancel, operator_retry};
@@ -54,7 +55,7 @@ pub(crate) fn act_on_jobs(
             batch.missing += 1;
             continue;
         };
-        if !action.applies_to(job.status) {
+        if !action.changes(&job, tx.now) {
             batch.skipped += 1;
             continue;
         }
@@ -79,6 +80,14 @@ pub(crate) fn act_on_jobs(
                 crate::dependencies::delete_edges(tx.conn, id, depends_on.as_deref())?;
                 tx.removed(&job.queue, job.status);
                 deleted.push(id);
+            }
+            BulkAction::RunNow => {
+                tx.conn
+                    .prepare_cached("UPDATE duraq_jobs SET scheduled_at_ms = ?2 WHERE id = ?1")
+                    .db()?
+                    .execute(params![id, tx.now])
+                    .db()?;
+                tx.signal_work();
             }
         }
         batch.changed += 1;

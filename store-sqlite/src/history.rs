@@ -8,7 +8,7 @@
 //! one `DELETE` of samples older than the retention through the primary key.
 //! Neither touches a count, so the revision stays.
 
-use duraq_core::driver::history_cutoff;
+use duraq_core::driver::{history_baseline, history_cutoff};
 use duraq_core::inspect::{history_minute, HistorySample, OutcomeTotals, QueueTotals};
 use duraq_core::Result;
 use rusqlite::{params, Connection, Row};
@@ -44,9 +44,28 @@ pub(crate) fn outcome_totals(conn: &Connection) -> Result<Vec<QueueTotals>> {
 }
 
 /// Samples every queue for the minute of `tx.now` unless it has samples, and
-/// deletes samples older than the retention; `true` if this call sampled.
+/// deletes samples older than the retention; `true` if this call sampled. The
+/// first sample ever comes after a zero baseline ([`history_baseline`]).
 pub(crate) fn record(tx: &mut Tx<'_>) -> Result<bool> {
     let minute = history_minute(tx.now);
+    let (sampled, oldest): (bool, Option<i64>) = tx
+        .conn
+        .prepare_cached(
+            "SELECT EXISTS (SELECT 1 FROM duraq_history), (SELECT min(created_at_ms) FROM duraq_jobs)",
+        )
+        .db()?
+        .query_row([], |r| Ok((r.get(0)?, r.get(1)?)))
+        .db()?;
+    if !sampled {
+        tx.conn
+            .prepare_cached(
+                "INSERT INTO duraq_history (minute_ms, queue, enqueued, completed, failed, retried, \
+                 cancelled, orphaned) SELECT ?1, queue, 0, 0, 0, 0, 0, 0 FROM duraq_queue_counts",
+            )
+            .db()?
+            .execute([history_baseline(minute, oldest)])
+            .db()?;
+    }
     tx.conn
         .prepare_cached("DELETE FROM duraq_history WHERE minute_ms < ?1")
         .db()?

@@ -1,8 +1,9 @@
-//! Bulk operator actions (`jobs retry|cancel|delete` with several ids or a
+//! Bulk operator actions (`jobs retry|cancel|delete|run-now` with ids or a
 //! filter): one transaction per batch with one revision, what the action
 //! forbids skipped rather than refused, running jobs' workers told of a bulk
 //! cancel, dry runs and unknown ids writing nothing, and filters walked in
-//! bounded batches.
+//! bounded batches; a run-now moving only the scheduled time of the queued
+//! jobs due later, waking idle workers.
 
 use duraq_core::driver::LeaseLoss;
 use duraq_core::inspect::{
@@ -11,7 +12,7 @@ use duraq_core::inspect::{
 use duraq_core::{EnqueueOptions, ErrorCode, Job, JobStatus};
 use serde_json::json;
 
-use crate::harness::{expect_not_found, job, lease, Harness};
+use crate::harness::{expect_not_found, job, lease, Harness, WireOptions};
 
 /// Every status, in an order that drives each job there without touching the
 /// others (orphaning moves the clock past the lease timeout, so it goes before
@@ -95,6 +96,7 @@ pub async fn each_action_changes_what_it_may_and_skips_the_rest(h: &Harness) {
                     assert_eq!(after.map(|j| j.status), Some(JobStatus::Cancelled))
                 }
                 (true, BulkAction::Delete) => assert_eq!(after, None, "deleted"),
+                (true, BulkAction::RunNow) => unreachable!("not among the actions"),
             }
         }
         // Tidy up for the next action: nothing live is left to claim.
@@ -227,4 +229,106 @@ pub async fn an_unknown_id_changes_nothing(h: &Harness) {
     );
     h.assert_unchanged(&before, "a bulk retry naming a missing job")
         .await;
+}
+
+/// A queued job named `name` due `in_ms` from now.
+async fn due_in(h: &Harness, name: &str, in_ms: i64) -> String {
+    let at = h.now() + in_ms;
+    h.insert(job(
+        name,
+        json!([]),
+        EnqueueOptions::new().scheduled_at_ms(at),
+    ))
+    .await
+}
+
+pub async fn run_now_makes_only_jobs_due_later_due(h: &Harness) {
+    let jobs = one_of_each(h).await;
+    let later = due_in(h, "bulk-later", 60_000).await;
+    let mut asked = ids(&jobs);
+    asked.push(later.clone());
+    asked.push("no-such-job".into());
+    h.advance(5);
+    let before = h.jobs().await;
+    let r0 = h.revision().await;
+    let mut work = h.store.work_signal();
+    work.borrow_and_update();
+    let batch = h
+        .store
+        .act_on_jobs(BulkAction::RunNow, &asked)
+        .await
+        .unwrap();
+    let expected = BulkBatch {
+        changed: 1,
+        skipped: 6,
+        missing: 1,
+    };
+    assert_eq!(
+        batch, expected,
+        "due, running and finished jobs are skipped"
+    );
+    assert!(work.has_changed().unwrap(), "idle workers hear of it");
+    assert_eq!(h.revision().await, r0, "no count moved");
+    for old in before {
+        let now = h.get(&old.id).await;
+        if old.id == later {
+            let moved = Job {
+                scheduled_at_ms: h.now(),
+                ..old
+            };
+            assert_eq!(now, moved, "only the scheduled time moves");
+        } else {
+            assert_eq!(now, old, "skipped jobs are untouched");
+        }
+    }
+    let claimed = h.claim("w", &["bulk-later"], 10).await;
+    assert_eq!(ids(&claimed), vec![later], "due now, so claimable");
+
+    let again = h
+        .store
+        .act_on_jobs(BulkAction::RunNow, &ids(&claimed))
+        .await
+        .unwrap();
+    assert_eq!((again.changed, again.skipped), (0, 1), "running: skipped");
+}
+
+pub async fn run_now_by_filter_counts_exactly(h: &Harness) {
+    let later: Vec<String> = [
+        due_in(h, "bulk-soon", 1_000).await,
+        due_in(h, "bulk-soon", 2_000).await,
+        due_in(h, "bulk-soon", 3_000).await,
+    ]
+    .to_vec();
+    let due = due_in(h, "bulk-soon", 0).await;
+    h.advance(1_500);
+    let filter = JobFilter {
+        statuses: vec![JobStatus::Queued],
+        job_name: Some("bulk-soon".into()),
+        ..JobFilter::default()
+    };
+    let mut dry = BulkRequest::new(BulkAction::RunNow, BulkSelection::Matching(filter.clone()));
+    dry.dry_run = true;
+    dry.now_ms = h.now();
+    let before = h.state().await;
+    let report = run_bulk(h.store.as_ref(), &dry, &mut |_| {}).await.unwrap();
+    assert_eq!((report.matched, report.changed, report.skipped), (4, 2, 2));
+    h.assert_unchanged(&before, "a dry run").await;
+    let req = BulkRequest {
+        batch_size: 3,
+        ..BulkRequest::new(BulkAction::RunNow, BulkSelection::Matching(filter))
+    };
+    let report = run_bulk(h.store.as_ref(), &req, &mut |_| {}).await.unwrap();
+    assert_eq!(
+        (
+            report.matched,
+            report.changed,
+            report.skipped,
+            report.batches
+        ),
+        (4, 2, 2, 2)
+    );
+    for id in later.iter().chain([&due]) {
+        assert!(h.get(id).await.scheduled_at_ms <= h.now(), "{id} is due");
+    }
+    assert_eq!(h.get(&later[2]).await.scheduled_at_ms, h.now());
 }

@@ -3,8 +3,9 @@
 //! failure, retry of a failed or lost attempt, orphaning, cancellation) and for
 //! nothing else (reschedule, shutdown return, operator retry, prune, delete);
 //! the sampler keeps the first sample of a minute, changes no count, and drops
-//! samples older than seven days; a second handle on the database sees the
-//! same history.
+//! samples older than seven days; the first sample ever follows a zero
+//! baseline, so a fresh database counts from its first enqueue; a second
+//! handle on the database sees the same history.
 
 use duraq_core::inspect::{throughput, throughput_sum, HistoryRange, OutcomeTotals, PruneRequest};
 use duraq_core::limits::{HISTORY_RETENTION_MS, MINUTE_MS};
@@ -139,22 +140,23 @@ pub async fn the_first_sample_of_a_minute_wins(h: &Harness) {
         "same minute: kept the first sample"
     );
     let samples = h.store.history(0).await.expect("history");
-    assert_eq!(samples.len(), 1);
-    assert_eq!(samples[0].queue, "q");
-    assert_eq!(samples[0].totals.enqueued, 1);
-    assert_eq!(samples[0].minute_ms % MINUTE_MS, 0);
+    assert_eq!(samples.len(), 2, "the first sample ever follows a baseline");
+    assert_eq!(samples[0].totals, OutcomeTotals::default(), "the baseline");
+    assert_eq!(samples[1].queue, "q");
+    assert_eq!(samples[1].totals.enqueued, 1);
+    assert_eq!(samples[1].minute_ms % MINUTE_MS, 0);
 
     h.drive_to(&first, "s", JobStatus::Completed).await;
     h.advance(MINUTE_MS);
     assert!(h.store.record_history().await.unwrap());
     let samples = h.store.history(0).await.unwrap();
-    assert_eq!(samples.len(), 2);
-    assert_eq!(samples[1].minute_ms - samples[0].minute_ms, MINUTE_MS);
+    assert_eq!(samples.len(), 3, "no second baseline");
+    assert_eq!(samples[2].minute_ms - samples[1].minute_ms, MINUTE_MS);
     let points = throughput(&samples, None, HistoryRange::Hour, h.now());
     let sum = throughput_sum(&points);
-    assert_eq!((sum.enqueued, sum.completed, sum.failed), (1, 1, 0));
-    let since = h.store.history(samples[1].minute_ms).await.unwrap();
-    assert_eq!(since, samples[1..].to_vec(), "history(since) starts there");
+    assert_eq!((sum.enqueued, sum.completed, sum.failed), (2, 1, 0));
+    let since = h.store.history(samples[2].minute_ms).await.unwrap();
+    assert_eq!(since, samples[2..].to_vec(), "history(since) starts there");
 }
 
 pub async fn samples_older_than_seven_days_are_deleted(h: &Harness) {
@@ -162,7 +164,11 @@ pub async fn samples_older_than_seven_days_are_deleted(h: &Harness) {
     assert!(h.store.record_history().await.unwrap());
     h.advance(MINUTE_MS);
     assert!(h.store.record_history().await.unwrap());
-    assert_eq!(h.store.history(0).await.unwrap().len(), 2);
+    assert_eq!(
+        h.store.history(0).await.unwrap().len(),
+        3,
+        "a baseline, two samples"
+    );
     h.advance(HISTORY_RETENTION_MS);
     assert!(h.store.record_history().await.unwrap());
     let samples = h.store.history(0).await.unwrap();
@@ -196,4 +202,33 @@ pub async fn a_second_handle_sees_the_same_history(h: &Harness) {
         other.outcome_totals().await.unwrap(),
         h.store.outcome_totals().await.unwrap()
     );
+}
+
+pub async fn a_fresh_database_counts_from_its_first_enqueue(h: &Harness) {
+    assert!(
+        !h.store.record_history().await.unwrap(),
+        "an empty database has nothing to sample"
+    );
+    h.advance(5 * MINUTE_MS);
+    for _ in 0..14 {
+        enqueue_in(h, "f", "q", 0).await;
+    }
+    h.advance(3 * MINUTE_MS);
+    assert!(h.store.record_history().await.unwrap());
+    let samples = h.store.history(0).await.unwrap();
+    let points = throughput(&samples, None, HistoryRange::Hour, h.now());
+    assert_eq!(throughput_sum(&points).enqueued, 14, "{samples:?}");
+    let enqueued_at = points
+        .iter()
+        .position(|p| p.counts.is_some_and(|c| c.enqueued == 14))
+        .expect("one point holds them");
+    assert_eq!(
+        points[enqueued_at].start_ms,
+        duraq_core::inspect::history_minute(h.now() - 3 * MINUTE_MS),
+        "in the minute of the first enqueue"
+    );
+    h.advance(MINUTE_MS);
+    assert!(h.store.record_history().await.unwrap());
+    let again = h.store.history(0).await.unwrap();
+    assert_eq!(again.len(), samples.len() + 1, "one baseline, ever");
 }

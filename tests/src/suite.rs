@@ -95,6 +95,7 @@ macro_rules! store_suite {
                     the_first_sample_of_a_minute_wins,
                     samples_older_than_seven_days_are_deleted,
                     a_second_handle_sees_the_same_history,
+                    a_fresh_database_counts_from_its_first_enqueue,
                 ],
                 recovery: [
                     stale_worker_is_recovered, heartbeat_keeps_lease, stale_boundary_is_strict,
@@ -176,7 +177,8 @@ macro_rules! store_suite {
                     each_action_changes_what_it_may_and_skips_the_rest,
                     nothing_changed_is_no_mutation, a_bulk_cancel_tells_the_running_jobs_worker,
                     a_filter_is_walked_in_bounded_batches, a_dry_run_counts_and_changes_nothing,
-                    an_unknown_id_changes_nothing,
+                    an_unknown_id_changes_nothing, run_now_makes_only_jobs_due_later_due,
+                    run_now_by_filter_counts_exactly,
                 ],
                 fan_out: [
                     a_wide_fan_out_is_released_in_bounded_steps,

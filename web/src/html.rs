@@ -21,10 +21,12 @@ const JS: &str = include_str!("../assets/app.js");
 const BULK_JS: &str = include_str!("../assets/bulk.js");
 
 /// The nav entries: (`data-nav`, path, label).
-const NAV: [(&str, &str, &str); 6] = [
+const NAV: [(&str, &str, &str); 8] = [
     ("overview", "/", "Overview"),
     ("queues", "/queues", "Queues"),
     ("jobs", "/jobs", "Jobs"),
+    ("retries", "/retries", "Retries"),
+    ("scheduled", "/scheduled", "Scheduled"),
     ("workflows", "/workflows", "Workflows"),
     ("workers", "/workers", "Workers"),
     ("keys", "/keys", "Schedule keys"),
@@ -40,8 +42,8 @@ pub fn link(state: &AppState, path: &str) -> String {
 }
 
 /// The whole document for page `name` (one of `overview`, `queues`, `jobs`,
-/// `job`, `bulk`, `workers`, `keys`). The jobs page also loads
-/// `assets/bulk.js`, its selection boxes.
+/// `job`, `bulk`, `retries`, `scheduled`, `workers`, `keys`). The pages
+/// with selection boxes (jobs, retries, scheduled) also load `assets/bulk.js`.
 pub fn page(state: &AppState, name: &'static str, title: &str, body: Markup) -> Response {
     let current = match name {
         "job" | "bulk" | "workflow" => "jobs",
@@ -57,7 +59,7 @@ pub fn page(state: &AppState, name: &'static str, title: &str, body: Markup) -> 
                 title { (title) " · duraq" }
                 link rel="stylesheet" href=(link(state, "/assets/app.css"));
                 script src=(link(state, "/assets/app.js")) defer {}
-                @if name == "jobs" {
+                @if matches!(name, "jobs" | "retries" | "scheduled") {
                     script src=(link(state, "/assets/bulk.js")) defer {}
                 }
             }

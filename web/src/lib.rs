@@ -123,6 +123,8 @@ pub fn router(store: Arc<dyn Operate>, options: WebOptions) -> Router {
         .route("/jobs/{id}", get(pages::job::detail))
         .route("/jobs/{id}/retry", post(pages::job::retry))
         .route("/jobs/{id}/cancel", post(pages::job::cancel))
+        .route("/retries", get(pages::views::retries))
+        .route("/scheduled", get(pages::views::scheduled))
         .route("/workflows", get(pages::workflows::list))
         .route("/workflows/{id}", get(pages::workflow::detail))
         .route("/workers", get(pages::other::workers))

@@ -130,12 +130,31 @@ async fn metrics_counters_come_from_the_stored_totals_and_survive_a_restart() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fresh_database_counts_every_enqueue_in_the_legend() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(&dir.path().join("duraq.db")).await;
+    // A dashboard's sampler on the empty database finds nothing to sample.
+    store.record_history().await.unwrap();
+    for _ in 0..14 {
+        store.enqueue(job_in("webhooks")).await.unwrap();
+    }
+    // The first sampler after them (a worker's, a dashboard's).
+    store.record_history().await.unwrap();
+    let app = router(store.clone(), WebOptions::default());
+    let (_, _, html) = get(&app, "/").await;
+    assert_eq!(legend_total(&html, "enqueued"), 14);
+    drop(app);
+    store.close().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_overview_charts_the_stored_history_the_same_in_every_dashboard() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("duraq.db");
     let store = open(&path).await;
     store.enqueue(job_in("mail")).await.unwrap();
-    // A sample before the jobs run: the chart shows what happened since.
+    // A sample before the jobs run: the chart shows what happened since, and
+    // (the database's first sample) what happened before it too.
     store.record_history().await.unwrap();
     run(&store, "mail", 4, 3).await;
 
@@ -153,7 +172,7 @@ async fn the_overview_charts_the_stored_history_the_same_in_every_dashboard() {
     }
     assert_eq!(legend_total(&html, "completed"), 4);
     assert_eq!(legend_total(&html, "failed"), 3);
-    assert_eq!(legend_total(&html, "enqueued"), 7);
+    assert_eq!(legend_total(&html, "enqueued"), 8, "from the first enqueue");
 
     // Another dashboard on another handle of the same file, and the 24 h view.
     let other_store = open(&path).await;

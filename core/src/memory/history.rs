@@ -3,7 +3,9 @@
 //! (`docs/history.md`), on the in-memory state.
 
 use super::State;
-use crate::history::{history_cutoff, history_minute, HistorySample, QueueTotals};
+use crate::history::{
+    history_baseline, history_cutoff, history_minute, HistorySample, OutcomeTotals, QueueTotals,
+};
 
 impl State {
     /// Every queue's totals, by name.
@@ -18,10 +20,12 @@ impl State {
     }
 
     /// Samples every queue for the minute of `now` unless that minute has
-    /// samples, and drops samples older than the retention.
+    /// samples, and drops samples older than the retention; the first sample
+    /// ever comes after a zero baseline ([`history_baseline`]).
     pub(super) fn record_history(&mut self, now: i64) -> bool {
         let minute = history_minute(now);
         let cutoff = history_cutoff(now);
+        let first_ever = self.history.is_empty();
         self.history.retain(|(m, _), _| *m >= cutoff);
         let taken = self
             .history
@@ -30,6 +34,14 @@ impl State {
             .is_some_and(|((m, _), _)| *m == minute);
         if taken || self.queue_totals.is_empty() {
             return false;
+        }
+        if first_ever {
+            let oldest = self.jobs.values().map(|j| j.created_at_ms).min();
+            let base = history_baseline(minute, oldest);
+            for queue in self.queue_totals.keys() {
+                self.history
+                    .insert((base, queue.clone()), OutcomeTotals::default());
+            }
         }
         for (queue, totals) in &self.queue_totals {
             self.history.insert((minute, queue.clone()), *totals);

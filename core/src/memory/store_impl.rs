@@ -402,14 +402,15 @@ impl Operate for MemoryStore {
         let mut batch = BulkBatch::default();
         let mut stopped = Vec::new();
         for id in ids {
-            let Some(status) = st.jobs.get(id).map(|j| j.status) else {
+            let Some(job) = st.jobs.get_mut(id) else {
                 batch.missing += 1;
                 continue;
             };
-            if !action.applies_to(status) {
+            if !action.changes(job, now) {
                 batch.skipped += 1;
                 continue;
             }
+            let status = job.status;
             match action {
                 BulkAction::Retry => {
                     st.retry_job(id, now, &mut change)?;
@@ -421,6 +422,7 @@ impl Operate for MemoryStore {
                     }
                 }
                 BulkAction::Delete => st.delete(std::slice::from_ref(id), &mut change),
+                BulkAction::RunNow => job.scheduled_at_ms = now,
             }
             batch.changed += 1;
         }
@@ -429,7 +431,7 @@ impl Operate for MemoryStore {
         for id in stopped {
             let _ = self.cancels.send(id);
         }
-        if action == BulkAction::Retry && batch.changed > 0 {
+        if matches!(action, BulkAction::Retry | BulkAction::RunNow) && batch.changed > 0 {
             self.signal_work();
         }
         Ok(batch)

@@ -9,7 +9,9 @@
 //! matched, changed and skipped (`[data-bulk-result]`). The confirmation counts
 //! N with a dry run of the same request; the POST re-selects by the search, so
 //! a confirmation gone stale (jobs came or went since) acts on what matches
-//! then and says both numbers. Delete applies to finished jobs only: with no
+//! then and says both numbers. A row's own "Run now" button (`run=<id>`) is
+//! a run-now of that job alone, and a form from the retries or scheduled view
+//! (`view=`) leads back there, a job page's button back to the job. Delete applies to finished jobs only: with no
 //! status in the search, "delete all matching" walks the terminal statuses;
 //! any other job is skipped by the store and counted as such. An action
 //! stopped by a store error says how far it got (`[data-bulk-progress]`): the
@@ -39,13 +41,11 @@ fn value<'a>(pairs: &'a [(String, String)], key: &str) -> &'a str {
 }
 
 fn action_of(text: &str) -> Option<BulkAction> {
-    match text {
-        "retry" => Some(BulkAction::Retry),
-        "cancel" => Some(BulkAction::Cancel),
-        "delete" => Some(BulkAction::Delete),
-        _ => None,
-    }
+    BulkAction::parse(text)
 }
+
+/// The refusal of an unknown action.
+const ACTIONS: &str = "the action must be retry, cancel, delete or run-now";
 
 /// A refused request: the code in `data-error`, a 400, the page frame.
 fn refused(state: &AppState, code: &str, text: &str) -> Response {
@@ -66,6 +66,7 @@ fn imperative(action: BulkAction) -> &'static str {
         BulkAction::Retry => "Retry",
         BulkAction::Cancel => "Cancel",
         BulkAction::Delete => "Delete",
+        BulkAction::RunNow => "Run",
     }
 }
 
@@ -74,6 +75,15 @@ fn past(action: BulkAction) -> &'static str {
         BulkAction::Retry => "Retried",
         BulkAction::Cancel => "Cancelled",
         BulkAction::Delete => "Deleted",
+        BulkAction::RunNow => "Made due now",
+    }
+}
+
+/// Why a job is skipped, for people.
+fn skip_reason(action: BulkAction) -> &'static str {
+    match action {
+        BulkAction::RunNow => "already due, running or finished",
+        _ => "their status forbids it",
     }
 }
 
@@ -96,22 +106,31 @@ pub async fn selected(AxumState(state): AxumState<State>, body: String) -> Respo
     if let Some(denied) = check_csrf(&state, value(&form, "csrf")) {
         return denied;
     }
-    let Some(action) = action_of(value(&form, "action")) else {
-        return refused(
-            &state,
-            "invalid-bulk-action",
-            "the action must be retry, cancel or delete",
-        );
+    // A row's own "Run now" button names its job alone (`run=<id>`).
+    let run = value(&form, "run");
+    let action = match run {
+        "" => action_of(value(&form, "action")),
+        _ => Some(BulkAction::RunNow),
     };
-    let ids: Vec<String> = form
-        .iter()
-        .filter(|(k, v)| k == "id" && !v.trim().is_empty())
-        .map(|(_, v)| v.trim().to_string())
-        .collect();
+    let Some(action) = action else {
+        return refused(&state, "invalid-bulk-action", ACTIONS);
+    };
+    let ids: Vec<String> = match run {
+        "" => form
+            .iter()
+            .filter(|(k, v)| k == "id" && !v.trim().is_empty())
+            .map(|(_, v)| v.trim().to_string())
+            .collect(),
+        id => vec![id.to_owned()],
+    };
     if ids.is_empty() {
         return refused(&state, "no-jobs-selected", "select at least one job first");
     }
-    let back = value(&form, "back").to_string();
+    let back = match (super::views::View::parse(value(&form, "view")), run) {
+        (Some(view), _) => link(&state, &format!("/{}", view.name())),
+        (None, "") => jobs_link(&state, value(&form, "back")),
+        (None, id) => link(&state, &format!("/jobs/{}", urlencode(id))),
+    };
     let req = BulkRequest::new(action, BulkSelection::Ids(ids));
     match act(&state, &req).await {
         Ok(report) => result(&state, action, &report, None, &back),
@@ -126,11 +145,7 @@ fn all_matching(
     fields: &[(String, String)],
 ) -> Result<(BulkAction, Search, BulkSelection), Box<Response>> {
     let Some(action) = action_of(value(fields, "action")) else {
-        return Err(Box::new(refused(
-            state,
-            "invalid-bulk-action",
-            "the action must be retry, cancel or delete",
-        )));
+        return Err(Box::new(refused(state, "invalid-bulk-action", ACTIONS)));
     };
     let search = Search::from_pairs(fields);
     if !search.is_set() {
@@ -172,7 +187,7 @@ pub async fn confirm(AxumState(state): AxumState<State>, RawQuery(raw): RawQuery
                 }
             }
             p { (thousands(report.changed as i64)) " of them would be " (past(action).to_lowercase())
-                "; " span data-would-skip=(report.skipped) { (thousands(report.skipped as i64)) } " would be skipped (their status forbids it)." }
+                "; " span data-would-skip=(report.skipped) { (thousands(report.skipped as i64)) } " would be skipped (" (skip_reason(action)) ")." }
             @if !report.sample.is_empty() {
                 p.muted { "Among them:" }
                 ul data-sample {
@@ -213,7 +228,10 @@ pub async fn all(AxumState(state): AxumState<State>, body: String) -> Response {
     let expected = value(&form, "expected").parse::<u64>().ok();
     let req = BulkRequest::new(action, selection);
     match act(&state, &req).await {
-        Ok(report) => result(&state, action, &report, expected, &search.query()),
+        Ok(report) => {
+            let back = jobs_link(&state, &search.query());
+            result(&state, action, &report, expected, &back)
+        }
         Err(stopped) => stopped,
     }
 }
@@ -243,7 +261,15 @@ async fn act(state: &AppState, req: &BulkRequest) -> Result<BulkReport, Response
     Err(store_error_and(state, "bulk", &err, progress))
 }
 
-/// The report page (`section[data-bulk-result]`).
+/// The jobs list of the search `query` (the list itself when empty).
+fn jobs_link(state: &AppState, query: &str) -> String {
+    match query {
+        "" => link(state, "/jobs"),
+        q => link(state, &format!("/jobs?{q}")),
+    }
+}
+
+/// The report page (`section[data-bulk-result]`), its back link to `back`.
 fn result(
     state: &AppState,
     action: BulkAction,
@@ -251,10 +277,6 @@ fn result(
     expected: Option<u64>,
     back: &str,
 ) -> Response {
-    let back = match back {
-        "" => link(state, "/jobs"),
-        q => link(state, &format!("/jobs?{q}")),
-    };
     let n = |v: u64| thousands(i64::try_from(v).unwrap_or(i64::MAX));
     let body: Markup = html! {
         h1 { (past(action)) " jobs" }
@@ -263,7 +285,7 @@ fn result(
                 dt { "Matched" } dd data-matched=(report.matched) { (n(report.matched)) }
                 dt { "Changed" } dd data-changed=(report.changed) { (n(report.changed)) }
                 dt { "Skipped" } dd data-skipped=(report.skipped) { (n(report.skipped))
-                    span.muted { " (their status forbids it, or they were gone)" } }
+                    span.muted { " (" (skip_reason(action)) ", or they were gone)" } }
                 dt { "Transactions" } dd data-batches=(report.batches) { (n(report.batches)) }
             }
             @if let Some(expected) = expected.filter(|e| *e != report.matched) {
@@ -273,7 +295,7 @@ fn result(
                 }
             }
         }
-        p { a href=(back) data-back { "Back to the jobs" } }
+        p { a href=(back) data-back { "Back" } }
     };
     page(state, "bulk", "Bulk action", body)
 }

@@ -1,4 +1,5 @@
-//! `GET /jobs/{id}` and its actions, `POST /jobs/{id}/retry` and `/cancel`.
+//! `GET /jobs/{id}` and its actions, `POST /jobs/{id}/retry` and `/cancel`
+//! (and "Run now" for a queued job due later, a run-now of `pages::bulk`).
 //!
 //! The detail shows every field a store keeps: args as pretty JSON, every
 //! timestamp in UTC with a relative time, keys, the lease, `lastError` and the
@@ -20,7 +21,7 @@
 use axum::extract::{Path, Query, State as AxumState};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::Form;
-use duraq_core::inspect::JobProgress;
+use duraq_core::inspect::{BulkAction, JobProgress};
 use duraq_core::{ErrorCode, Job, JobStatus};
 use maud::{html, Markup};
 use serde::Deserialize;
@@ -198,6 +199,13 @@ fn actions(state: &AppState, job: &Job) -> Markup {
                         button type="submit" { "Retry" }
                     }
                 } @else {
+                    @if BulkAction::RunNow.changes(job, now_ms()) {
+                        form data-action="run-now" method="post" action=(link(state, "/jobs/bulk")) {
+                            (csrf_field(state))
+                            input type="hidden" name="run" value=(job.id);
+                            button type="submit" { "Run now" }
+                        }
+                    }
                     form data-action="cancel" method="post" action=(path("cancel")) {
                         (csrf_field(state))
                         button.danger type="submit" { "Cancel" }

@@ -16,6 +16,7 @@ pub mod other;
 pub mod overview;
 pub mod search;
 pub mod table;
+pub mod views;
 pub mod workflow;
 pub mod workflows;
 

@@ -3,6 +3,12 @@
 //! the selection boxes of the bulk actions and the last error of failed,
 //! cancelled and orphaned jobs (its first line, cut; the whole, scrubbed, in
 //! `title`, so an error is read without opening the job).
+//!
+//! No cell breaks a word (`app.css`): a UUID's 36 characters are shown as
+//! their last [`SHORT_ID`] (the random part, which tells jobs apart; the
+//! leading timestamp is shared by jobs of the same moment), the whole id in
+//! `title` and one click away on the job's page, and a table wider than the
+//! screen scrolls sideways in its `div.table` rather than squeezing columns.
 
 use duraq_core::Job;
 use maud::{html, Markup};
@@ -15,6 +21,28 @@ use crate::AppState;
 
 /// How much of a last error's first line the list shows.
 const ERROR_CHARS: usize = 120;
+
+/// How many trailing characters of a long id a table shows.
+pub const SHORT_ID: usize = 8;
+
+/// `id` as a table shows it: whole when short, else `…` and its last
+/// [`SHORT_ID`] characters.
+pub fn short_id(id: &str) -> String {
+    let n = id.chars().count();
+    if n <= SHORT_ID + 4 {
+        return visible(id).into_owned();
+    }
+    let tail: String = id.chars().skip(n - SHORT_ID).collect();
+    format!("…{}", visible(&tail))
+}
+
+/// The id cell: the short id, linking to the job's page, the whole id in
+/// `title` (`a[data-job-link]`).
+pub fn id_cell(state: &AppState, id: &str) -> Markup {
+    html! {
+        td.id { a.mono data-job-link href=(link(state, &format!("/jobs/{}", urlencode(id)))) title=(visible(id)) { (short_id(id)) } }
+    }
+}
 
 /// What a jobs table shows beyond the common columns.
 #[derive(Clone, Copy, Debug, Default)]
@@ -34,7 +62,7 @@ pub fn job_table(state: &AppState, jobs: &[Job]) -> Markup {
 pub fn job_table_with(state: &AppState, jobs: &[Job], table: Table) -> Markup {
     let now = now_ms();
     html! {
-        table data-table="jobs" {
+        div.table { table data-table="jobs" {
             thead { tr {
                 @if table.select {
                     th { input type="checkbox" data-select-all aria-label="Select every job on this page"; }
@@ -49,7 +77,7 @@ pub fn job_table_with(state: &AppState, jobs: &[Job], table: Table) -> Markup {
                         @if table.select {
                             td { input type="checkbox" name="id" value=(job.id) data-select aria-label="Select this job"; }
                         }
-                        td { a.mono href=(link(state, &format!("/jobs/{}", urlencode(&job.id)))) { (visible(&job.id)) } }
+                        (id_cell(state, &job.id))
                         td { (visible(&job.job_name)) }
                         td { (visible(&job.queue)) }
                         td { span.status.(job.status.as_str()) { (label(job.status)) } }
@@ -60,13 +88,13 @@ pub fn job_table_with(state: &AppState, jobs: &[Job], table: Table) -> Markup {
                     }
                 }
             }
-        }
+        } }
     }
 }
 
 /// The first line of the last error, cut to [`ERROR_CHARS`], the whole
 /// (scrubbed) text in `title`.
-fn error_cell(state: &AppState, job: &Job) -> Markup {
+pub fn error_cell(state: &AppState, job: &Job) -> Markup {
     match &job.last_error {
         None => html! { td.muted data-last-error="" { "—" } },
         Some(e) => {

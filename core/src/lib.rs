@@ -149,8 +149,8 @@ pub use workers::{
     WorkerState, FORGET_WORKERS_AFTER_MS, UNHANDLED_SCAN_LIMIT,
 };
 pub use workflow::{
-    enqueue_workflow, workflow_steps, workflow_tally, Workflow, WorkflowOutcome, WorkflowPlan,
-    BATCH_CALLBACK,
+    enqueue_workflow, resolve_workflow, workflow_steps, workflow_tally, Workflow, WorkflowOutcome,
+    WorkflowPlan, BATCH_CALLBACK,
 };
 pub use workflow_append::{append_workflow, WorkflowAppend};
 pub use workflow_list::{WorkflowListRequest, WorkflowState, WorkflowSummary, WorkflowTally};

@@ -73,7 +73,12 @@ pub fn enqueue_options(a: &JobArgs, spelling: Spelling) -> Result<EnqueueOptions
         let name = spelling.name(field);
         move |error: CliError| OptionError {
             field,
-            error: CliError::new(error.code, error.message.replacen(&format!("--{}", field.replace('_', "-")), &name, 1)),
+            error: CliError::new(
+                error.code,
+                error
+                    .message
+                    .replacen(&format!("--{}", field.replace('_', "-")), &name, 1),
+            ),
         }
     };
     // `runIn` stays a delay: the store adds it to its own clock, and an
@@ -101,14 +106,25 @@ pub fn enqueue_options(a: &JobArgs, spelling: Spelling) -> Result<EnqueueOptions
         .map(|t| duration_ms("--timeout", t))
         .transpose()
         .map_err(at("timeout"))?;
-    let rate = a.rate.as_deref().map(rate_ms).transpose().map_err(at("rate"))?;
+    let rate = a
+        .rate
+        .as_deref()
+        .map(rate_ms)
+        .transpose()
+        .map_err(at("rate"))?;
     let (rate_max, rate_period_ms) = match rate {
         Some((n, _)) if n < 1 => {
-            let why = CliError::new("invalid-rate-limit", "--rate must allow at least 1 start per period");
+            let why = CliError::new(
+                "invalid-rate-limit",
+                "--rate must allow at least 1 start per period",
+            );
             return Err(at("rate")(why));
         }
         Some((_, 0)) => {
-            let why = CliError::new("invalid-rate-limit", "--rate needs a period of at least 1ms");
+            let why = CliError::new(
+                "invalid-rate-limit",
+                "--rate needs a period of at least 1ms",
+            );
             return Err(at("rate")(why));
         }
         Some((n, ms)) => (Some(n), Some(ms)),
@@ -121,7 +137,10 @@ pub fn enqueue_options(a: &JobArgs, spelling: Spelling) -> Result<EnqueueOptions
     // Core's message for a cap below 1 names both options of the pair; only
     // this one is wrong.
     if matches!(a.max_concurrency, Some(n) if n < 1) {
-        let why = CliError::new("invalid-concurrency", "--max-concurrency must be at least 1");
+        let why = CliError::new(
+            "invalid-concurrency",
+            "--max-concurrency must be at least 1",
+        );
         return Err(at("max_concurrency")(why));
     }
     Ok(EnqueueOptions {
@@ -191,7 +210,11 @@ mod tests {
         };
         let err = enqueue_options(&a, Spelling::Json).unwrap_err();
         assert_eq!((err.field, err.error.code), ("run_in", "invalid-duration"));
-        assert!(err.error.message.starts_with("runIn "), "{}", err.error.message);
+        assert!(
+            err.error.message.starts_with("runIn "),
+            "{}",
+            err.error.message
+        );
         let a = JobArgs {
             run_in: Some("5m".into()),
             timeout: Some("30s".into()),

@@ -105,13 +105,16 @@ pub(crate) fn parse_step(
     let policy = text(&mut fields, "onDependencyFailure", &at)?
         .map(|p| p.parse::<DependencyFailure>())
         .transpose()
-        .map_err(|_| invalid(format!("{at}: \"onDependencyFailure\" is \"cancel\" or \"run\"")))?;
+        .map_err(|_| {
+            invalid(format!(
+                "{at}: \"onDependencyFailure\" is \"cancel\" or \"run\""
+            ))
+        })?;
     let idempotency_key = text(&mut fields, "idempotencyKey", &at)?;
-    let flags: JobArgs = serde_json::from_value(Value::Object(fields))
-        .map_err(|e| invalid(format!("{at}: {e}")))?;
-    let mut options = enqueue_options(&flags, Spelling::Json).map_err(|e| {
-        CliError::new(e.error.code, format!("{at}: {}", e.error.message))
-    })?;
+    let flags: JobArgs =
+        serde_json::from_value(Value::Object(fields)).map_err(|e| invalid(format!("{at}: {e}")))?;
+    let mut options = enqueue_options(&flags, Spelling::Json)
+        .map_err(|e| CliError::new(e.error.code, format!("{at}: {}", e.error.message)))?;
     options.on_dependency_failure = policy;
     options.idempotency_key = idempotency_key;
     let job = NewJob::new(&job, args, options).map_err(|e| {
@@ -311,10 +314,22 @@ mod tests {
     #[test]
     fn unknown_keys_are_refused_by_name_anywhere() {
         for (file, key) in [
-            (r#"{"name": "w", "steps": [{"step": "a", "job": "j", "depends_on": ["b"]}]}"#, "depends_on"),
-            (r#"{"name": "w", "steps": [{"step": "a", "job": "j", "runInMs": 5}]}"#, "runInMs"),
-            (r#"{"name": "w", "steps": [{"step": "a", "job": "j", "max_retries": 2}]}"#, "max_retries"),
-            (r#"{"name": "w", "owner": "me", "steps": [{"step": "a", "job": "j"}]}"#, "owner"),
+            (
+                r#"{"name": "w", "steps": [{"step": "a", "job": "j", "depends_on": ["b"]}]}"#,
+                "depends_on",
+            ),
+            (
+                r#"{"name": "w", "steps": [{"step": "a", "job": "j", "runInMs": 5}]}"#,
+                "runInMs",
+            ),
+            (
+                r#"{"name": "w", "steps": [{"step": "a", "job": "j", "max_retries": 2}]}"#,
+                "max_retries",
+            ),
+            (
+                r#"{"name": "w", "owner": "me", "steps": [{"step": "a", "job": "j"}]}"#,
+                "owner",
+            ),
         ] {
             let err = parse_workflow(file).unwrap_err();
             let err = err.downcast_ref::<CliError>().unwrap();
@@ -345,8 +360,25 @@ mod tests {
             "invalid-time"
         );
         assert_eq!(
-            code(r#"{"name": "w", "steps": [{"step": "a", "job": "duraq.sleep", "args": {"ms": "fast"}}]}"#),
+            code(
+                r#"{"name": "w", "steps": [{"step": "a", "job": "duraq.sleep", "args": {"ms": "fast"}}]}"#
+            ),
             "invalid-args"
         );
+    }
+
+    /// `docs/workflows.md` lists a step's every key, and only those.
+    #[test]
+    fn the_docs_list_every_step_key() {
+        let docs = include_str!("../../docs/workflows.md");
+        let table = docs.split("| key | type | meaning |").nth(1).unwrap();
+        let mut documented: Vec<&str> = (table.lines().skip(2))
+            .take_while(|l| l.starts_with('|'))
+            .filter_map(|l| l.strip_prefix("| `")?.split('`').next())
+            .collect();
+        let mut parsed: Vec<&str> = STEP_KEYS.iter().chain(option_keys()).copied().collect();
+        documented.sort_unstable();
+        parsed.sort_unstable();
+        assert_eq!(documented, parsed);
     }
 }

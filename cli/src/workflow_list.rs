@@ -127,7 +127,14 @@ fn list_table(workflows: &[WorkflowSummary]) -> String {
         })
         .collect();
     table(
-        &["WORKFLOW", "NAME", "STATE", "STEPS", "PER STATUS", "CREATED"],
+        &[
+            "WORKFLOW",
+            "NAME",
+            "STATE",
+            "STEPS",
+            "PER STATUS",
+            "CREATED",
+        ],
         &rows,
     )
 }

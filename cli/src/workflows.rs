@@ -21,8 +21,7 @@ use anyhow::Result;
 use clap::Subcommand;
 use duraq_core::rules::was_cancelled_by_dependency;
 use duraq_core::{
-    append_workflow, enqueue_workflow, resolve_workflow, workflow_steps, BulkAction, Job,
-    JobStatus,
+    append_workflow, enqueue_workflow, resolve_workflow, workflow_steps, BulkAction, Job, JobStatus,
 };
 use serde_json::{json, Value};
 

@@ -89,7 +89,9 @@ impl WorkflowSummary {
         let mut by_id: std::collections::BTreeMap<String, Folded> =
             std::collections::BTreeMap::new();
         for (id, name, status, steps, created) in groups {
-            let entry = by_id.entry(id).or_insert((None, [0; STATUS_COUNT], created));
+            let entry = by_id
+                .entry(id)
+                .or_insert((None, [0; STATUS_COUNT], created));
             entry.0 = entry.0.take().or(name);
             entry.1[status.index()] += steps;
             entry.2 = entry.2.min(created);

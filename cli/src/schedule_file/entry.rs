@@ -233,7 +233,11 @@ fn options(src: &Source<'_>, e: &Entry) -> Result<EnqueueOptions, ScheduleError>
             "max_concurrency" => e.max_concurrency.as_ref().map(Spanned::span),
             _ => None,
         };
-        src.error(err.error.code, span.unwrap_or_else(|| e.name.span()), err.error.message)
+        src.error(
+            err.error.code,
+            span.unwrap_or_else(|| e.name.span()),
+            err.error.message,
+        )
     })
 }
 

@@ -4,7 +4,9 @@
 //! upgrade is listed with its own, which the steps appended to it carry too.
 
 use duraq_core::prelude::*;
-use duraq_core::{append_workflow, enqueue_workflow, EnqueueOptions, Workflow, WorkflowListRequest};
+use duraq_core::{
+    append_workflow, enqueue_workflow, EnqueueOptions, Workflow, WorkflowListRequest,
+};
 
 use crate::common::{job, open, schema};
 use crate::rewind::{undo, upgrade_in_place};
@@ -14,18 +16,24 @@ async fn upgrade_to_v14_adds_workflow_names_in_place() {
     let s = schema();
     let store = open(&s).await.unwrap();
     let step = |name: &str| job(name, EnqueueOptions::new());
-    let old = enqueue_workflow(&store, Workflow::new("nightly").step("export", step("export")))
-        .await
-        .unwrap();
+    let old = enqueue_workflow(
+        &store,
+        Workflow::new("nightly").step("export", step("export")),
+    )
+    .await
+    .unwrap();
     let sql = format!("ALTER TABLE {s}.duraq_jobs DROP COLUMN workflow_name");
     let client = undo(store, &s, 14, &sql).await;
 
     let store = upgrade_in_place(&client, &s, 14, &["duraq_jobs_live"]).await;
     let old_step = store.get_job(&old.jobs["export"]).await.unwrap().unwrap();
     assert_eq!(old_step.workflow_name, None);
-    let new = enqueue_workflow(&store, Workflow::new("onboard").step("signup", step("signup")))
-        .await
-        .unwrap();
+    let new = enqueue_workflow(
+        &store,
+        Workflow::new("onboard").step("signup", step("signup")),
+    )
+    .await
+    .unwrap();
     for (id, name) in [(&old.workflow_id, "report"), (&new.workflow_id, "welcome")] {
         let more = Workflow::append_to(id.as_str()).step(name, step(name));
         append_workflow(&store, more).await.unwrap();

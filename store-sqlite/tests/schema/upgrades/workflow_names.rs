@@ -20,9 +20,12 @@ fn job(name: &str) -> NewJob {
 async fn upgrade_to_v13_adds_workflow_names_in_place() {
     let (_dir, path) = temp_db("v12.db");
     let store = open(&path);
-    let old = enqueue_workflow(&store, Workflow::new("nightly").step("export", job("export")))
-        .await
-        .unwrap();
+    let old = enqueue_workflow(
+        &store,
+        Workflow::new("nightly").step("export", job("export")),
+    )
+    .await
+    .unwrap();
     store.close().await.unwrap();
     drop(store);
     execute(
@@ -44,9 +47,12 @@ async fn upgrade_to_v13_adds_workflow_names_in_place() {
     let old_step = store.get_job(export).await.unwrap().unwrap();
     assert_eq!(old_step.workflow_name, None);
 
-    let new = enqueue_workflow(&store, Workflow::new("onboard").step("signup", job("signup")))
-        .await
-        .unwrap();
+    let new = enqueue_workflow(
+        &store,
+        Workflow::new("onboard").step("signup", job("signup")),
+    )
+    .await
+    .unwrap();
     for (id, step) in [(&old.workflow_id, "report"), (&new.workflow_id, "welcome")] {
         let more = Workflow::append_to(id.as_str()).step(step, job(step));
         append_workflow(&store, more).await.unwrap();

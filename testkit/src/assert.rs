@@ -55,10 +55,10 @@ impl TestKit {
     /// true; the message lists the queued jobs of `T` (args, queue, when due)
     /// and how many of other names are queued, after the place of the call.
     #[track_caller]
-    pub fn assert_enqueued<T: JobArgs>(
-        &self,
-        matches: impl Fn(&T) -> bool + Send,
-    ) -> impl Future<Output = ()> + Send + '_ {
+    pub fn assert_enqueued<'a, T: JobArgs>(
+        &'a self,
+        matches: impl Fn(&T) -> bool + Send + Sync + 'a,
+    ) -> impl Future<Output = ()> + Send + 'a {
         let caller = Location::caller();
         async move {
             self.enqueued_matching::<T>(caller, |e| matches(&e.args))
@@ -70,10 +70,10 @@ impl TestKit {
     /// the due time or the options:
     /// `kit.assert_enqueued_job::<T>(|e| e.job.queue == "mail")`.
     #[track_caller]
-    pub fn assert_enqueued_job<T: JobArgs>(
-        &self,
-        matches: impl Fn(&Enqueued<T>) -> bool + Send,
-    ) -> impl Future<Output = ()> + Send + '_ {
+    pub fn assert_enqueued_job<'a, T: JobArgs>(
+        &'a self,
+        matches: impl Fn(&Enqueued<T>) -> bool + Send + Sync + 'a,
+    ) -> impl Future<Output = ()> + Send + 'a {
         let caller = Location::caller();
         async move { self.enqueued_matching::<T>(caller, matches).await }
     }
@@ -81,7 +81,7 @@ impl TestKit {
     async fn enqueued_matching<T: JobArgs>(
         &self,
         caller: &'static Location<'static>,
-        matches: impl Fn(&Enqueued<T>) -> bool,
+        matches: impl Fn(&Enqueued<T>) -> bool + Send + Sync,
     ) {
         let jobs = match self.enqueued_jobs::<T>().await {
             Ok(jobs) => jobs,

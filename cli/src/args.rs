@@ -165,11 +165,16 @@ pub struct WorkersArgs {
     pub stale_after: String,
 }
 
-/// Options that shape any new job (shared by `enqueue` and `schedule replace`).
-#[derive(Debug, Args, Default)]
+/// Options that shape any new job: the flags of `enqueue` and `schedule
+/// replace`, and the same options in a workflow file's step (camelCase keys,
+/// the flags' values: `"runIn": "5m"`), read by one parser
+/// ([`crate::options`]). An unknown key of a file is refused by name.
+#[derive(Debug, Args, Default, serde::Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct JobArgs {
     /// Job arguments as JSON, handed to the handler (default `[]`).
     #[arg(long, value_name = "JSON")]
+    #[serde(skip)]
     pub args: Option<String>,
     /// Queue name (default `default`; no commas, since workers choose queues
     /// with `--queues a,b`).
@@ -179,7 +184,7 @@ pub struct JobArgs {
     #[arg(long, value_name = "TIME", conflicts_with = "run_in")]
     pub run_at: Option<String>,
     /// Run after this delay (`10s`, `5m`, `1h`, `7d`).
-    #[arg(long, value_name = "DURATION")]
+    #[arg(long, value_name = "DURATION", allow_hyphen_values = true)]
     pub run_in: Option<String>,
     /// Retries after the first attempt (default 10).
     #[arg(long, value_name = "N", allow_negative_numbers = true)]
@@ -191,7 +196,7 @@ pub struct JobArgs {
     #[arg(long, value_name = "N", allow_negative_numbers = true)]
     pub max_concurrency: Option<i64>,
     /// Fail an attempt that runs longer than this (`30s`).
-    #[arg(long, value_name = "DURATION")]
+    #[arg(long, value_name = "DURATION", allow_hyphen_values = true)]
     pub timeout: Option<String>,
     /// Priority within the queue, -100 (last) to 100 (first); default 0.
     #[arg(long, value_name = "N", allow_negative_numbers = true)]
@@ -203,6 +208,16 @@ pub struct JobArgs {
     /// (`100/1s`, `5/10m`; a unit alone is one of it: `100/s`, `5/m`).
     #[arg(long, value_name = "N/PERIOD", requires = "rate_key")]
     pub rate: Option<String>,
+    /// Not a flag: `--delay` is refused with the real one's name (`--run-in`).
+    #[arg(long, hide = true, value_name = "DURATION", allow_hyphen_values = true,
+          value_parser = |_: &str| Err::<String, _>("there is no --delay: use --run-in DURATION (10s, 5m) or --run-at TIME"))]
+    #[serde(skip)]
+    pub delay: Option<String>,
+    /// Not a flag: `--retries` is refused with the real one's name (`--max-retries`).
+    #[arg(long, hide = true, value_name = "N", allow_hyphen_values = true,
+          value_parser = |_: &str| Err::<String, _>("there is no --retries: use --max-retries N"))]
+    #[serde(skip)]
+    pub retries: Option<String>,
 }
 
 #[derive(Debug, Args)]
@@ -292,6 +307,10 @@ pub enum JobsCommand {
     Show {
         /// The job id, as printed by `enqueue` or `jobs list`.
         id: String,
+        /// Print the job again whenever it changes, and exit once it is
+        /// finished (completed, failed, cancelled or orphaned).
+        #[arg(long)]
+        watch: bool,
     },
     /// Re-queue finished jobs (operator retry): due now, attempts reset. One
     /// id, several, or a filter.

@@ -98,16 +98,29 @@ fn sleep_ms(args: &Value) -> Result<u64, JobError> {
 }
 
 /// Checks `args` the way the built-in job `name`'s handler reads them, before
-/// any job exists (`duraq worker --schedule` refuses a file with args its
-/// handler would refuse at once): `Err` carries the handler's own message.
-/// `duraq.noop` takes anything; other names are not checked here.
+/// any job exists (`duraq enqueue`, a workflow file and `duraq worker
+/// --schedule` refuse args its handler would refuse at once, as
+/// `invalid-args`): `Err` carries the handler's own message. `duraq.noop` and
+/// `duraq.echo` take anything; other names are the application's, not
+/// checked here.
 pub fn check_args(name: &str, args: &Value) -> Result<(), String> {
+    if name == duraq_mailer::DELIVER_JOB {
+        let deliver: duraq_mailer::DeliverArgs = serde_json::from_value(args.clone())
+            .map_err(|e| format!("duraq.mail.deliver expects {{\"payload\": {{…}}}}: {e}"))?;
+        return deliver.payload.validate().map_err(|e| e.to_string());
+    }
     let checked = match name {
         SLEEP => sleep_ms(args).map(drop),
         HTTP => http_request(args).map(drop),
         _ => Ok(()),
     };
     checked.map_err(|e| e.message().to_owned())
+}
+
+/// [`check_args`] for a job about to be enqueued: `invalid-args`.
+pub fn checked_args(name: &str, args: &Value) -> Result<(), crate::output::CliError> {
+    check_args(name, args)
+        .map_err(|m| crate::output::CliError::new("invalid-args", format!("--args: {m}")))
 }
 
 /// `duraq.http`: `{"url", "method"?: "POST", "headers"?: {…}, "body"?: any}`.

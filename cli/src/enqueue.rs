@@ -17,6 +17,7 @@ use crate::parse::{flag_error, job_options};
 
 pub async fn run(db: &Database, a: EnqueueArgs) -> Result<()> {
     let (args, mut opts) = job_options(&a.job)?;
+    crate::builtin::checked_args(&a.name, &args)?;
     opts.deduplicate_while_queued = a.dedupe_while_queued;
     opts.idempotency_key = a.idempotency_key;
     opts.after = a.after.into_iter().map(After::Id).collect();

@@ -44,15 +44,36 @@ pub async fn run(db: &Database, cmd: JobsCommand, json: bool) -> Result<()> {
             };
             list(db, filter, after, json).await?;
         }
-        JobsCommand::Show { id } => {
+        JobsCommand::Show { id, watch } => {
             let store = db.open_existing(false).await?;
-            let (job, progress) = closing(&store, async {
-                let job = resolve_job(store.as_ref(), &id).await?;
-                let progress = store.job_progress(&job.id).await?;
-                Ok((job, progress))
+            closing(&store, async {
+                let id = resolve_job(store.as_ref(), &id).await?.id;
+                let read = || async {
+                    let job = store.get_job(&id).await?;
+                    let job = job.ok_or_else(|| duraq_core::Error::job_not_found(&id))?;
+                    let progress = store.job_progress(&job.id).await?;
+                    Ok((job, progress))
+                };
+                let to_json = |(job, progress): &(Job, Option<JobProgress>)| {
+                    json!({ "job": to_json(job), "progress": to_json(progress) })
+                };
+                let to_text = |(job, progress): &(Job, Option<JobProgress>)| {
+                    progress_text(job, progress.as_ref())
+                };
+                if watch {
+                    let done = |(job, _): &(Job, Option<JobProgress>)| job.status.is_terminal();
+                    crate::watch::until_done(read, to_json, to_text, done, json).await
+                } else {
+                    let shown = read().await?;
+                    if json {
+                        print_json(&to_json(&shown));
+                    } else {
+                        print!("{}", to_text(&shown));
+                    }
+                    Ok(())
+                }
             })
             .await?;
-            show_progress(&job, progress.as_ref(), json);
         }
         JobsCommand::Retry(args) => {
             let Some(id) = args.single().map(str::to_owned) else {
@@ -196,19 +217,17 @@ fn show(job: &Job, json: bool) {
     }
 }
 
-/// `jobs show`: the job, then its progress and newest log lines:
-/// `{"job":{…},"progress":{"fraction","message","updatedAtMs","linesTotal",
-/// "logs":[{"seq","atMs","attempt","line"}]}}` (`null` when it said nothing).
-fn show_progress(job: &Job, progress: Option<&JobProgress>, json: bool) {
-    if json {
-        print_json(&json!({ "job": to_json(job), "progress": to_json(&progress) }));
-    } else {
-        let now = crate::parse::now_ms();
-        print!("{}", job_detail(job, now));
-        if let Some(p) = progress {
-            print!("{}", progress_detail(p, now));
-        }
+/// `jobs show` for people: the job, then its progress and newest log lines
+/// (`--json`: `{"job":{…},"progress":{"fraction","message","updatedAtMs",
+/// "linesTotal","logs":[{"seq","atMs","attempt","line"}]}}`, `null` when it
+/// said nothing).
+fn progress_text(job: &Job, progress: Option<&JobProgress>) -> String {
+    let now = crate::parse::now_ms();
+    let mut out = job_detail(job, now);
+    if let Some(p) = progress {
+        out.push_str(&progress_detail(p, now));
     }
+    out
 }
 
 /// The text of a job's progress: one line for the fraction and message, then

@@ -24,6 +24,7 @@ mod jobs;
 mod logging;
 mod mail;
 mod manual;
+mod options;
 #[cfg(feature = "otel")]
 mod otel;
 mod output;
@@ -37,6 +38,7 @@ mod search;
 mod signals;
 mod stats;
 mod tenants;
+mod watch;
 mod web;
 mod worker;
 mod workers;

@@ -40,6 +40,16 @@ impl fmt::Display for CliError {
 
 impl std::error::Error for CliError {}
 
+/// A file that could not be read: `file-not-found` when it does not exist,
+/// else `file-unreadable` (a folder, no permission, not UTF-8), naming the path.
+pub fn file_error(path: &std::path::Path, e: &std::io::Error) -> CliError {
+    let code = match e.kind() {
+        std::io::ErrorKind::NotFound => "file-not-found",
+        _ => "file-unreadable",
+    };
+    CliError::new(code, format!("{}: {e}", path.display()))
+}
+
 /// The secrets this process was configured with, scrubbed from every printed
 /// error as a last line of defence (the stores and backends already keep them
 /// out of their messages): the mail credentials in clear and in the base64

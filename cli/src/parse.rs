@@ -19,8 +19,15 @@ pub fn json_args(raw: Option<&str>) -> Result<Value, CliError> {
     }
 }
 
-/// Parses a duration such as `10s`, `5m`, `1h`, `7d` into milliseconds.
+/// Parses a duration such as `10s`, `5m`, `1h`, `7d` into milliseconds; a
+/// negative one says so rather than what humantime expected instead.
 pub fn duration_ms(flag: &str, raw: &str) -> Result<i64, CliError> {
+    if raw.trim_start().starts_with('-') {
+        return Err(CliError::new(
+            "invalid-duration",
+            format!("{flag} {raw:?} must not be negative: give a duration like 10s, 5m, 1h or 7d"),
+        ));
+    }
     let d = humantime::parse_duration(raw.trim()).map_err(|e| {
         CliError::new(
             "invalid-duration",
@@ -137,69 +144,12 @@ pub fn now_ms() -> i64 {
         .unwrap_or(0)
 }
 
-/// Builds `(args, options)` from the shared job flags. Core validation of the
-/// options (retries, concurrency, timeout) happens later in `NewJob::new`.
+/// Builds `(args, options)` from the shared job flags ([`crate::options`]).
+/// Core validation of the options (retries, concurrency, timeout) happens
+/// later in `NewJob::new`.
 pub fn job_options(a: &JobArgs) -> Result<(Value, EnqueueOptions), CliError> {
     let args = json_args(a.args.as_deref())?;
-    // `--run-in` stays a delay: the store adds it to its own clock, and an
-    // idempotent request digests the delay, not a resolved time (`docs/idempotency.md`).
-    let (scheduled_at_ms, run_in_ms) = match (&a.run_at, &a.run_in) {
-        (Some(at), _) => (Some(rfc3339_ms("--run-at", at)?), None),
-        (None, Some(d)) => (None, Some(delay_ms("--run-in", d)?)),
-        (None, None) => (None, None),
-    };
-    let timeout_ms = a
-        .timeout
-        .as_deref()
-        .map(|t| duration_ms("--timeout", t))
-        .transpose()?;
-    let (rate_max, rate_period_ms) = match a.rate.as_deref().map(rate_ms).transpose()? {
-        Some((n, _)) if n < 1 => {
-            return Err(CliError::new(
-                "invalid-rate-limit",
-                "--rate must allow at least 1 start per period",
-            ))
-        }
-        Some((_, 0)) => {
-            return Err(CliError::new(
-                "invalid-rate-limit",
-                "--rate needs a period of at least 1ms",
-            ))
-        }
-        Some((n, ms)) => (Some(n), Some(ms)),
-        None => (None, None),
-    };
-    let queue = a
-        .queue
-        .as_deref()
-        .map(|q| queue_name("--queue", q))
-        .transpose()?;
-    // Core's message for a cap below 1 names both flags of the pair; only
-    // this one is wrong.
-    if matches!(a.max_concurrency, Some(n) if n < 1) {
-        return Err(CliError::new(
-            "invalid-concurrency",
-            "--max-concurrency must be at least 1",
-        ));
-    }
-    let opts = EnqueueOptions {
-        queue: queue.map(String::from),
-        max_retries: a.max_retries,
-        scheduled_at_ms,
-        run_in_ms,
-        concurrency_key: a.concurrency_key.clone(),
-        max_concurrency: a.max_concurrency,
-        deduplicate_while_queued: false,
-        idempotency_key: None,
-        timeout_ms,
-        priority: a.priority,
-        rate_key: a.rate_key.clone(),
-        rate_max,
-        rate_period_ms,
-        trace_parent: None,
-        after: Vec::new(),
-        on_dependency_failure: None,
-    };
+    let opts = crate::options::enqueue_options(a, crate::options::Spelling::Flag)?;
     Ok((args, opts))
 }
 
@@ -270,10 +220,9 @@ mod tests {
     fn parses_durations() {
         assert_eq!(duration_ms("d", "10s").unwrap(), 10_000);
         assert_eq!(duration_ms("d", "7d").unwrap(), 7 * 86_400_000);
-        assert_eq!(
-            duration_ms("d", "soon").unwrap_err().code,
-            "invalid-duration"
-        );
+        for bad in ["soon", "-5s", " -1m"] {
+            assert_eq!(duration_ms("d", bad).unwrap_err().code, "invalid-duration");
+        }
     }
 
     #[test]

@@ -68,7 +68,7 @@ fn job() -> impl Strategy<Value = Job> {
                 errors,
             )| {
                 let output = last_error_output(&sk);
-                let (workflow_id, step) = (ik.clone(), ck.clone());
+                let (workflow_id, step, workflow_name) = (ik.clone(), ck.clone(), sk.clone());
                 Job {
                     id,
                     job_name: name.clone(),
@@ -112,6 +112,7 @@ fn job() -> impl Strategy<Value = Job> {
                     output,
                     workflow_id,
                     step,
+                    workflow_name,
                 }
             },
         )

@@ -34,6 +34,7 @@ pub async fn run(db: &Database, cmd: ScheduleCommand, json: bool) -> Result<()> 
         } => {
             let key = ScheduleKey::new(key)?;
             let (args, opts) = job_options(&job)?;
+            crate::builtin::checked_args(&name, &args)?;
             let job = NewJob::new(&name, args, opts).map_err(flag_error)?;
             let store = db.open().await?;
             let running = running(stop_running);

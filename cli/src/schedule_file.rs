@@ -113,11 +113,14 @@ pub fn load(
     for path in paths {
         let path = path.as_ref();
         let file = path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|e| ScheduleError {
-            code: INVALID,
-            file: file.clone(),
-            at: None,
-            message: format!("cannot read the schedule file: {e}"),
+        let text = std::fs::read_to_string(path).map_err(|e| {
+            let found = crate::output::file_error(path, &e);
+            ScheduleError {
+                code: found.code,
+                file: file.clone(),
+                at: None,
+                message: format!("cannot read the schedule file: {e}"),
+            }
         })?;
         jobs.extend(parse(&file, &text, registry, &mut seen)?);
     }

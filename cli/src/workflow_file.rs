@@ -1,26 +1,50 @@
 //! The files `duraq workflows enqueue` and `append` read: a workflow
 //! `{"name", "idempotencyKey"?, "steps": [...]}` and a steps file
-//! `{"idempotencyKey"?, "steps": [...]}`, each step `{"step", "job", "args"?,
-//! "after"?: [step…], "onDependencyFailure"?, and any enqueue option}`. Every
-//! error of a file itself is `invalid-workflow` (or an enqueue option's own
-//! code), found before the database is opened.
+//! `{"idempotencyKey"?, "steps": [...]}`, each step one object of [`STEP_KEYS`]
+//! and the enqueue options with their flags' spellings and units
+//! (`"runIn": "5m"`, `"timeout": "30s"`, `"runAt"` in RFC 3339), parsed by the
+//! flags' own parser ([`crate::options`]). The keys and their types are
+//! documented in `docs/workflows.md`, and a test holds the two lists equal.
+//!
+//! The file is strict because a key it ignored would change what runs: a step
+//! with `"depends_on"` would run at once. An unknown key anywhere, a key of the
+//! wrong type and an unreadable file are `invalid-workflow-file` naming the key
+//! and the step; an option's bad value has its flag's code
+//! (`invalid-duration`, …), a built-in job's bad args `invalid-args`; all are
+//! found before the database is opened.
 
 use std::path::Path;
 
-use anyhow::{Context, Result};
-use duraq_core::{EnqueueOptions, NewJob, Workflow, WorkflowAppend};
+use anyhow::Result;
+use duraq_core::{DependencyFailure, NewJob, Workflow, WorkflowAppend};
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
+use crate::args::JobArgs;
+use crate::options::{enqueue_options, Spelling};
 use crate::output::CliError;
 
-/// The text of a workflow or steps file (`-`: standard input).
+/// The code of a file that is no workflow or steps file.
+pub const INVALID: &str = "invalid-workflow-file";
+
+/// The keys of a step besides the enqueue options ([`JobArgs`]'s).
+pub const STEP_KEYS: &[&str] = &[
+    "step",
+    "job",
+    "args",
+    "after",
+    "onDependencyFailure",
+    "idempotencyKey",
+];
+
+/// The text of a workflow or steps file (`-`: standard input):
+/// `file-not-found` or `file-unreadable` naming the path.
 pub fn read_file(file: &Path) -> Result<String> {
     if file.as_os_str() == "-" {
-        std::io::read_to_string(std::io::stdin()).context("reading standard input")
-    } else {
-        std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))
+        return std::io::read_to_string(std::io::stdin())
+            .map_err(|e| CliError::new("file-unreadable", format!("standard input: {e}")).into());
     }
+    std::fs::read_to_string(file).map_err(|e| crate::output::file_error(file, &e).into())
 }
 
 #[derive(Deserialize)]
@@ -48,33 +72,88 @@ pub fn parse_workflow(text: &str) -> Result<Workflow> {
     Ok(workflow)
 }
 
-/// Step `n` (from 0) of a file: `{"step", "job", "args"?, "after"?: [step…],
-/// "onDependencyFailure"?, and any enqueue option}` → its name, its job and
-/// the steps it waits for.
+/// Step `n` (from 0) of a file → its name, its job and the steps it waits for.
 pub(crate) fn parse_step(
     n: usize,
     mut fields: Map<String, Value>,
 ) -> Result<(String, NewJob, Vec<String>)> {
-    let text_field = |fields: &mut Map<String, Value>, name: &str| match fields.remove(name) {
-        Some(Value::String(s)) => Ok(s),
-        _ => Err(invalid(format!("step {} needs a string {name:?}", n + 1))),
+    let text = |fields: &mut Map<String, Value>, key: &str, step: &str| match fields.remove(key) {
+        None => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s)),
+        Some(_) => Err(invalid(format!("{step}: {key:?} must be a string"))),
     };
-    let step = text_field(&mut fields, "step")?;
-    let job = text_field(&mut fields, "job")?;
+    let at = format!("step {}", n + 1);
+    let step = text(&mut fields, "step", &at)?
+        .ok_or_else(|| invalid(format!("{at} needs a string \"step\"")))?;
+    let at = format!("step {step:?}");
+    if let Some(key) = fields
+        .keys()
+        .find(|k| !STEP_KEYS.contains(&k.as_str()) && !option_keys().contains(&k.as_str()))
+    {
+        return Err(invalid(format!("{at}: unknown key {key:?}{}", hint(key))));
+    }
+    let job = text(&mut fields, "job", &at)?
+        .ok_or_else(|| invalid(format!("{at} needs a string \"job\"")))?;
     let args = fields.remove("args").unwrap_or(Value::Array(vec![]));
+    crate::builtin::check_args(&job, &args)
+        .map_err(|m| CliError::new("invalid-args", format!("{at}: args: {m}")))?;
     let after: Vec<String> = match fields.remove("after") {
         None => Vec::new(),
         Some(v) => serde_json::from_value(v)
-            .map_err(|_| invalid(format!("step {step:?}: \"after\" is a list of step names")))?,
+            .map_err(|_| invalid(format!("{at}: \"after\" is a list of step names")))?,
     };
-    let options: EnqueueOptions = serde_json::from_value(Value::Object(fields))
-        .map_err(|e| invalid(format!("step {step:?}: {e}")))?;
-    let job = NewJob::new(&job, args, options)?;
+    let policy = text(&mut fields, "onDependencyFailure", &at)?
+        .map(|p| p.parse::<DependencyFailure>())
+        .transpose()
+        .map_err(|_| {
+            invalid(format!(
+                "{at}: \"onDependencyFailure\" is \"cancel\" or \"run\""
+            ))
+        })?;
+    let idempotency_key = text(&mut fields, "idempotencyKey", &at)?;
+    let flags: JobArgs =
+        serde_json::from_value(Value::Object(fields)).map_err(|e| invalid(format!("{at}: {e}")))?;
+    let mut options = enqueue_options(&flags, Spelling::Json)
+        .map_err(|e| CliError::new(e.error.code, format!("{at}: {}", e.error.message)))?;
+    options.on_dependency_failure = policy;
+    options.idempotency_key = idempotency_key;
+    let job = NewJob::new(&job, args, options).map_err(|e| {
+        let code = e.code().as_str();
+        CliError::new(
+            code,
+            format!("{at}: {}", duraq_core::inspect::error_chain(&e)),
+        )
+    })?;
     Ok((step, job, after))
 }
 
+/// The enqueue option keys of a step: [`JobArgs`]'s, as serde reads them.
+pub(crate) fn option_keys() -> &'static [&'static str] {
+    crate::options::serde_fields::<JobArgs>()
+}
+
+/// A pointer to the key meant by a common mistake.
+fn hint(key: &str) -> String {
+    let meant = match key {
+        "depends_on" | "dependsOn" | "needs" | "waitFor" => "after",
+        "runInMs" | "delay" | "run_in" => "runIn",
+        "scheduledAtMs" | "run_at" | "scheduledAt" => "runAt",
+        "timeoutMs" => "timeout",
+        "name" => "step",
+        k => {
+            let camel = Spelling::Json.name(k);
+            return if camel != k && option_keys().contains(&camel.as_str()) {
+                format!(" (did you mean {camel:?}?)")
+            } else {
+                " (a step's keys are in docs/workflows.md)".to_owned()
+            };
+        }
+    };
+    format!(" (did you mean {meant:?}?)")
+}
+
 pub(crate) fn invalid(message: String) -> anyhow::Error {
-    CliError::new("invalid-workflow", message).into()
+    CliError::new(INVALID, message).into()
 }
 
 #[derive(Deserialize)]
@@ -85,23 +164,43 @@ struct AppendFile {
     steps: Vec<Map<String, Value>>,
 }
 
-/// The steps a file adds to workflow `workflow_id`; every error of the file
-/// itself before any store call.
-pub fn parse_append(workflow_id: &str, text: &str) -> Result<WorkflowAppend> {
+/// A steps file, checked, before the workflow it adds to is known (the id
+/// on the command line may be a prefix, resolved in the database).
+pub struct Steps {
+    idempotency_key: Option<String>,
+    steps: Vec<(String, NewJob, Vec<String>)>,
+}
+
+impl Steps {
+    /// The steps added to workflow `workflow_id`.
+    pub fn append_to(self, workflow_id: &str) -> WorkflowAppend {
+        let mut append = Workflow::append_to(workflow_id);
+        if let Some(key) = self.idempotency_key {
+            append = append.idempotency_key(key);
+        }
+        for (step, job, after) in self.steps {
+            append = append.step_after(step, job, after);
+        }
+        append
+    }
+}
+
+/// The steps a file adds to a workflow; every error of the file itself
+/// before any store call.
+pub fn parse_steps(text: &str) -> Result<Steps> {
     let file: AppendFile = serde_json::from_str(text)
         .map_err(|e| invalid(format!("the steps file is not a list of steps: {e}")))?;
     if file.steps.is_empty() {
-        return Err(invalid("the steps file has no steps".to_owned()));
+        let message = "the steps file has no steps".to_owned();
+        return Err(CliError::new("invalid-workflow", message).into());
     }
-    let mut append = Workflow::append_to(workflow_id);
-    if let Some(key) = file.idempotency_key {
-        append = append.idempotency_key(key);
-    }
-    for (n, fields) in file.steps.into_iter().enumerate() {
-        let (step, job, after) = parse_step(n, fields)?;
-        append = append.step_after(step, job, after);
-    }
-    Ok(append)
+    let steps = (file.steps.into_iter().enumerate())
+        .map(|(n, fields)| parse_step(n, fields))
+        .collect::<Result<_>>()?;
+    Ok(Steps {
+        idempotency_key: file.idempotency_key,
+        steps,
+    })
 }
 
 #[cfg(test)]
@@ -145,21 +244,19 @@ mod tests {
 
     #[test]
     fn each_bad_file_has_its_code() {
-        assert_eq!(code("[]"), "invalid-workflow");
-        assert_eq!(
-            code(r#"{"name": "w", "steps": [{"job": "j"}]}"#),
-            "invalid-workflow"
-        );
+        assert_eq!(code("[]"), INVALID);
+        assert_eq!(code(r#"{"name": "w", "steps": [{"job": "j"}]}"#), INVALID);
         assert_eq!(
             code(r#"{"name": "w", "steps": [{"step": "a", "job": "j", "after": "b"}]}"#),
-            "invalid-workflow"
+            INVALID
         );
         assert_eq!(
             code(
                 r#"{"name": "w", "steps": [{"step": "a", "job": "j", "onDependencyFailure": "skip"}]}"#
             ),
-            "invalid-workflow"
+            INVALID
         );
+        assert_eq!(code(r#"{"name": "w", "steps": []}"#), "invalid-workflow");
         assert_eq!(
             code(
                 r#"{"name": "w", "steps": [{"step": "a", "job": "j"}, {"step": "a", "job": "j"}]}"#
@@ -183,40 +280,108 @@ mod tests {
     }
 
     fn append_code(text: &str) -> String {
-        code_of(parse_append("w", text).map(drop))
+        code_of(parse_steps(text).map(drop))
     }
 
     #[test]
     fn a_file_becomes_steps_for_the_workflow() {
-        let append = parse_append(
-            "0193a0b0-0000-8000-8000-00000000000a",
+        let append = parse_steps(
             r#"{"idempotencyKey": "add-report", "steps": [
                 {"step": "report", "job": "duraq.echo", "after": ["export"], "queue": "reports"}
             ]}"#,
         )
-        .unwrap();
+        .unwrap()
+        .append_to("0193a0b0-0000-8000-8000-00000000000a");
         assert_eq!(append.workflow_id(), "0193a0b0-0000-8000-8000-00000000000a");
     }
 
     #[test]
     fn each_bad_steps_file_has_its_code() {
-        assert_eq!(append_code("[]"), "invalid-workflow");
+        assert_eq!(append_code("[]"), INVALID);
         assert_eq!(append_code(r#"{"steps": []}"#), "invalid-workflow");
         assert_eq!(
             append_code(r#"{"name": "w", "steps": [{"step": "a", "job": "j"}]}"#),
-            "invalid-workflow"
+            INVALID
         );
-        assert_eq!(
-            append_code(r#"{"steps": [{"job": "j"}]}"#),
-            "invalid-workflow"
-        );
+        assert_eq!(append_code(r#"{"steps": [{"job": "j"}]}"#), INVALID);
         assert_eq!(
             append_code(r#"{"steps": [{"step": "a", "job": "j", "after": "b"}]}"#),
-            "invalid-workflow"
+            INVALID
         );
         assert_eq!(
             append_code(r#"{"steps": [{"step": "a", "job": "j", "maxRetries": -1}]}"#),
             "invalid-max-retries"
         );
+    }
+
+    #[test]
+    fn unknown_keys_are_refused_by_name_anywhere() {
+        for (file, key) in [
+            (
+                r#"{"name": "w", "steps": [{"step": "a", "job": "j", "depends_on": ["b"]}]}"#,
+                "depends_on",
+            ),
+            (
+                r#"{"name": "w", "steps": [{"step": "a", "job": "j", "runInMs": 5}]}"#,
+                "runInMs",
+            ),
+            (
+                r#"{"name": "w", "steps": [{"step": "a", "job": "j", "max_retries": 2}]}"#,
+                "max_retries",
+            ),
+            (
+                r#"{"name": "w", "owner": "me", "steps": [{"step": "a", "job": "j"}]}"#,
+                "owner",
+            ),
+        ] {
+            let err = parse_workflow(file).unwrap_err();
+            let err = err.downcast_ref::<CliError>().unwrap();
+            assert_eq!(err.code, INVALID, "{file}");
+            assert!(err.message.contains(key), "{}", err.message);
+        }
+    }
+
+    #[test]
+    fn options_take_the_flags_spellings_and_units() {
+        let plan = parse_workflow(
+            r#"{"name": "w", "steps": [
+                {"step": "a", "job": "j", "runIn": "5m", "timeout": "30s", "maxRetries": 2,
+                 "rate": "10/s", "rateKey": "r", "priority": 5}
+            ]}"#,
+        )
+        .unwrap()
+        .build()
+        .unwrap();
+        let a = &plan.jobs[0];
+        assert_eq!((a.max_retries(), a.timeout_ms()), (2, Some(30_000)));
+        assert_eq!(
+            code(r#"{"name": "w", "steps": [{"step": "a", "job": "j", "runIn": "-5m"}]}"#),
+            "invalid-duration"
+        );
+        assert_eq!(
+            code(r#"{"name": "w", "steps": [{"step": "a", "job": "j", "runAt": "soon"}]}"#),
+            "invalid-time"
+        );
+        assert_eq!(
+            code(
+                r#"{"name": "w", "steps": [{"step": "a", "job": "duraq.sleep", "args": {"ms": "fast"}}]}"#
+            ),
+            "invalid-args"
+        );
+    }
+
+    /// `docs/workflows.md` lists a step's every key, and only those.
+    #[test]
+    fn the_docs_list_every_step_key() {
+        let docs = include_str!("../../docs/workflows.md");
+        let table = docs.split("| key | type | meaning |").nth(1).unwrap();
+        let mut documented: Vec<&str> = (table.lines().skip(2))
+            .take_while(|l| l.starts_with('|'))
+            .filter_map(|l| l.strip_prefix("| `")?.split('`').next())
+            .collect();
+        let mut parsed: Vec<&str> = STEP_KEYS.iter().chain(option_keys()).copied().collect();
+        documented.sort_unstable();
+        parsed.sort_unstable();
+        assert_eq!(documented, parsed);
     }
 }

@@ -1,17 +1,18 @@
 //! `duraq workflows`: named groups of jobs that wait for each other by step
 //! name (`docs/workflows.md`). `list` pages through the workflows
-//! ([`crate::workflow_list`]); `show W` lists a workflow's steps with their
-//! status, what each waits for and its output's size, and the counts per
-//! status; `cancel W` cancels every step not finished; `retry W` retries every
-//! failed, orphaned or operator-cancelled step, which gives back what their
-//! failure cancelled. `enqueue FILE.json` reads
-//! `{"name", "idempotencyKey"?, "steps": [{"step", "job", "args"?, "after"?:
-//! [step…], "onDependencyFailure"?, and any enqueue option}]}`, checks the whole
-//! graph before the database is opened (`invalid-workflow`, `duplicate-step`,
-//! `dependency-not-found`, `workflow-cycle`: nothing written), inserts every
-//! step in one transaction and prints `{"workflowId", "jobs": {step: jobId},
-//! "replayed"}`. `append W FILE.json` adds steps to W, whose database must exist.
-//! The files are read by [`crate::workflow_file`].
+//! ([`crate::workflow_list`]); `show W` lists a workflow's name and steps with
+//! their status, what each waits for and its output's size, and the counts
+//! per status (`--watch`: again at each change, until every step has
+//! finished); `cancel W` cancels every step not finished; `retry W` retries
+//! every failed, orphaned or operator-cancelled step, which gives back what
+//! their failure cancelled. W is a workflow id or its unique start, as `jobs
+//! show` takes a job's (`ambiguous-id`, `workflow-not-found`).
+//! `enqueue FILE.json` reads a workflow file ([`crate::workflow_file`]),
+//! checks it whole before the database is opened (`invalid-workflow-file`,
+//! `invalid-workflow`, `duplicate-step`, `dependency-not-found`,
+//! `workflow-cycle`: nothing written), inserts every step in one transaction
+//! and prints `{"workflowId", "jobs": {step: jobId}, "replayed"}`. `append W
+//! FILE.json` adds steps to W, whose database must exist.
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
@@ -20,13 +21,13 @@ use anyhow::Result;
 use clap::Subcommand;
 use duraq_core::driver::rules::was_cancelled_by_dependency;
 use duraq_core::driver::workflow_steps;
-use duraq_core::inspect::BulkAction;
+use duraq_core::inspect::{resolve_workflow, BulkAction};
 use duraq_core::{append_workflow, enqueue_workflow, Job, JobStatus};
 use serde_json::{json, Value};
 
 use crate::db::Database;
 use crate::output::{print_json, table};
-use crate::workflow_file::{parse_append, parse_workflow, read_file};
+use crate::workflow_file::{parse_steps, parse_workflow, read_file};
 
 #[derive(Debug, Subcommand)]
 pub enum WorkflowsCommand {
@@ -39,6 +40,9 @@ pub enum WorkflowsCommand {
     /// The workflows, newest first: state, steps, steps per status.
     #[command(after_long_help = crate::examples::WORKFLOWS_LIST)]
     List {
+        /// Only the workflows of this name (as the file's `"name"` gave it).
+        #[arg(long, value_name = "NAME")]
+        name: Option<String>,
         /// Continue after the page that ended at this workflow id (its `next`).
         #[arg(long, value_name = "ID")]
         before: Option<String>,
@@ -49,8 +53,12 @@ pub enum WorkflowsCommand {
     /// The steps of workflow W: status, job id, what each waits for, output size.
     #[command(after_long_help = crate::examples::WORKFLOWS_SHOW)]
     Show {
-        /// The workflow id, as `workflows enqueue` printed it.
+        /// The workflow id, as `workflows enqueue` printed it, or its unique start.
         workflow_id: String,
+        /// Print the steps again whenever one changes, and exit once every
+        /// step has finished (completed, failed, cancelled or orphaned).
+        #[arg(long)]
+        watch: bool,
     },
     /// Cancel every step of workflow W that has not finished.
     #[command(after_long_help = crate::examples::WORKFLOWS_CANCEL)]
@@ -78,21 +86,32 @@ pub enum WorkflowsCommand {
 
 pub async fn run(db: &Database, command: WorkflowsCommand, json: bool) -> Result<()> {
     match command {
-        WorkflowsCommand::List { before, limit } => {
-            crate::workflow_list::run(db, before, limit, json).await
-        }
-        WorkflowsCommand::Show { workflow_id } => {
-            let store = db.open().await?;
-            let jobs: Vec<Job> = crate::db::closing(&store, async {
-                Ok(workflow_steps(store.as_ref(), &workflow_id).await?)
+        WorkflowsCommand::List {
+            name,
+            before,
+            limit,
+        } => crate::workflow_list::run(db, name, before, limit, json).await,
+        WorkflowsCommand::Show { workflow_id, watch } => {
+            let store = db.open_existing(false).await?;
+            crate::db::closing(&store, async {
+                let id = resolve_workflow(store.as_ref(), &workflow_id).await?;
+                let read = || async { Ok(workflow_steps(store.as_ref(), &id).await?) };
+                let to_json = |jobs: &Vec<Job>| show_json(&id, jobs);
+                let to_text = |jobs: &Vec<Job>| show_table(&id, jobs);
+                if watch {
+                    let done = |jobs: &Vec<Job>| jobs.iter().all(|j| j.status.is_terminal());
+                    crate::watch::until_done(read, to_json, to_text, done, json).await
+                } else {
+                    let jobs = read().await?;
+                    if json {
+                        print_json(&to_json(&jobs));
+                    } else {
+                        print!("{}", to_text(&jobs));
+                    }
+                    Ok(())
+                }
             })
-            .await?;
-            if json {
-                print_json(&show_json(&workflow_id, &jobs));
-            } else {
-                print!("{}", show_table(&jobs));
-            }
-            Ok(())
+            .await
         }
         WorkflowsCommand::Cancel { workflow_id } => {
             act(db, &workflow_id, BulkAction::Cancel, |j| {
@@ -118,11 +137,12 @@ pub async fn run(db: &Database, command: WorkflowsCommand, json: bool) -> Result
             Ok(())
         }
         WorkflowsCommand::Append { workflow_id, file } => {
-            let append = parse_append(&workflow_id, &read_file(&file)?)?;
+            let steps = parse_steps(&read_file(&file)?)?;
             // The database must exist: `database-not-found`, nothing created.
             let store = db.open_existing(false).await?;
             let outcome = crate::db::closing(&store, async {
-                Ok(append_workflow(store.as_ref(), append).await?)
+                let id = resolve_workflow(store.as_ref(), &workflow_id).await?;
+                Ok(append_workflow(store.as_ref(), steps.append_to(&id)).await?)
             })
             .await?;
             print_json(&serde_json::to_value(outcome)?);
@@ -139,9 +159,10 @@ async fn act(
     action: BulkAction,
     chosen: impl Fn(&Job) -> bool,
 ) -> Result<()> {
-    let store = db.open().await?;
-    let (changed, skipped) = crate::db::closing(&store, async {
-        let jobs = workflow_steps(store.as_ref(), workflow_id).await?;
+    let store = db.open_existing(false).await?;
+    let (workflow_id, changed, skipped) = crate::db::closing(&store, async {
+        let workflow_id = resolve_workflow(store.as_ref(), workflow_id).await?;
+        let jobs = workflow_steps(store.as_ref(), &workflow_id).await?;
         let ids: Vec<String> = jobs
             .iter()
             .filter(|j| chosen(j))
@@ -152,7 +173,7 @@ async fn act(
             let done = store.act_on_jobs(action, batch).await?;
             (changed, skipped) = (changed + done.changed, skipped + done.skipped);
         }
-        Ok((changed, skipped))
+        Ok((workflow_id, changed, skipped))
     })
     .await?;
     print_json(&json!({
@@ -164,7 +185,12 @@ async fn act(
     Ok(())
 }
 
-/// `show --json`: the counts per status and each step.
+/// The workflow's name, as its steps carry it (`None`: stored before names were).
+fn name_of(jobs: &[Job]) -> Option<&str> {
+    jobs.iter().find_map(|j| j.workflow_name.as_deref())
+}
+
+/// `show --json`: the name, the counts per status and each step.
 fn show_json(workflow_id: &str, jobs: &[Job]) -> Value {
     let mut counts: BTreeMap<&str, i64> = JobStatus::ALL.iter().map(|s| (s.as_str(), 0)).collect();
     for job in jobs {
@@ -185,11 +211,17 @@ fn show_json(workflow_id: &str, jobs: &[Job]) -> Value {
             })
         })
         .collect();
-    json!({"workflowId": workflow_id, "counts": counts, "total": jobs.len(), "steps": steps})
+    json!({
+        "workflowId": workflow_id,
+        "name": name_of(jobs),
+        "counts": counts,
+        "total": jobs.len(),
+        "steps": steps,
+    })
 }
 
-/// The people's table of `show`.
-fn show_table(jobs: &[Job]) -> String {
+/// The people's table of `show`, under a line with the workflow's name and id.
+fn show_table(workflow_id: &str, jobs: &[Job]) -> String {
     let step_of = step_names(jobs);
     let rows: Vec<Vec<String>> = jobs
         .iter()
@@ -208,7 +240,11 @@ fn show_table(jobs: &[Job]) -> String {
             ]
         })
         .collect();
-    table(&["STEP", "STATUS", "JOB", "WAITS FOR", "OUTPUT"], &rows)
+    let title = format!(
+        "workflow {} ({workflow_id})\n",
+        crate::display::terminal_safe(name_of(jobs).unwrap_or("-"))
+    );
+    title + &table(&["STEP", "STATUS", "JOB", "WAITS FOR", "OUTPUT"], &rows)
 }
 
 fn step_names(jobs: &[Job]) -> HashMap<&str, &str> {

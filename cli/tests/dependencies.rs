@@ -96,7 +96,7 @@ fn a_workflow_file_is_inserted_whole_or_not_at_all() {
         (r#"{"name": "w", "steps": []}"#, "invalid-workflow"),
         (
             r#"{"name": "w", "steps": [{"step": "a"}]}"#,
-            "invalid-workflow",
+            "invalid-workflow-file",
         ),
     ] {
         db.fails(&["workflows", "enqueue", &write("bad.json", file)], code);
@@ -156,7 +156,8 @@ fn a_workflow_is_retried_and_cancelled_as_a_whole() {
     std::fs::write(
         &file,
         r#"{"name": "nightly", "steps": [
-            {"step": "export", "job": "duraq.sleep", "args": {"ms": "soon"}},
+            {"step": "export", "job": "duraq.http", "maxRetries": 0,
+             "args": {"url": "http://127.0.0.1:1/closed"}},
             {"step": "report", "job": "duraq.echo", "after": ["export"]}
         ]}"#,
     )

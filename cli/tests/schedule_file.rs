@@ -130,7 +130,7 @@ fn a_bad_file_stops_the_worker_before_the_database_is_created() {
     let missing = db.dir.path().join("missing.toml");
     db.fails(
         &["worker", "--schedule", missing.to_str().unwrap()],
-        "invalid-schedule-file",
+        "file-not-found",
     );
 }
 

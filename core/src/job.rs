@@ -213,6 +213,10 @@ pub struct Job {
     /// The job's step name within its workflow.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub step: Option<String>,
+    /// The name of the workflow the job is a step of (`None` in rows written
+    /// before workflow names were stored).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workflow_name: Option<String>,
 }
 
 fn is_zero(n: &i64) -> bool {

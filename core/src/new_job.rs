@@ -54,8 +54,17 @@ pub struct NewJob {
     trace_parent: Option<TraceParent>,
     dependencies: Vec<Dependency>,
     dependency_policy: DependencyFailure,
-    /// (workflow id, step name) of a workflow's step.
-    workflow: Option<(String, String)>,
+    /// The workflow this job is a step of.
+    workflow: Option<StepOf>,
+}
+
+/// Where a workflow's step belongs: the workflow's id and name, and the
+/// step's name within it.
+#[derive(Clone, Debug, PartialEq)]
+struct StepOf {
+    workflow_id: String,
+    workflow_name: Option<String>,
+    step: String,
 }
 
 impl NewJob {
@@ -184,20 +193,31 @@ impl NewJob {
         }
     }
 
-    /// Makes the job step `step` of workflow `workflow_id` (the builder's).
-    pub(crate) fn in_workflow(mut self, workflow_id: &str, step: &str) -> Self {
-        self.workflow = Some((workflow_id.to_owned(), step.to_owned()));
+    /// Makes the job step `step` of workflow `workflow_id`, named `name`
+    /// (the builder's; an append to a workflow stored before names were
+    /// has none).
+    pub(crate) fn in_workflow(mut self, workflow_id: &str, name: Option<&str>, step: &str) -> Self {
+        self.workflow = Some(StepOf {
+            workflow_id: workflow_id.to_owned(),
+            workflow_name: name.map(str::to_owned),
+            step: step.to_owned(),
+        });
         self
     }
 
     /// The workflow this job is a step of, if any.
     pub fn workflow_id(&self) -> Option<&str> {
-        self.workflow.as_ref().map(|(w, _)| w.as_str())
+        self.workflow.as_ref().map(|w| w.workflow_id.as_str())
+    }
+
+    /// The name of the workflow this job is a step of, if any.
+    pub fn workflow_name(&self) -> Option<&str> {
+        self.workflow.as_ref()?.workflow_name.as_deref()
     }
 
     /// The job's step name within its workflow, if any.
     pub fn step(&self) -> Option<&str> {
-        self.workflow.as_ref().map(|(_, s)| s.as_str())
+        self.workflow.as_ref().map(|w| w.step.as_str())
     }
 
     /// Replaces the idempotency key (a keyed workflow keys its steps).

@@ -64,6 +64,7 @@ fn row_without_identity(job: &NewJob, now_ms: i64) -> Job {
         output: None,
         workflow_id: job.workflow_id().map(str::to_owned),
         step: job.step().map(str::to_owned),
+        workflow_name: job.workflow_name().map(str::to_owned),
     }
 }
 

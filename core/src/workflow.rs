@@ -181,6 +181,7 @@ impl Workflow {
         let derive_ids = key.is_some();
         let (jobs, steps) = plan_steps(
             &workflow_id,
+            Some(&self.name),
             key.as_ref(),
             self.steps,
             &HashMap::new(),
@@ -224,6 +225,83 @@ pub async fn workflow_steps<S: Inspect + ?Sized>(store: &S, workflow_id: &str) -
     }
     jobs.reverse();
     Ok(jobs)
+}
+
+/// The workflow `input` names: the workflow with exactly that id, else the
+/// only one whose id starts with it (case-insensitive, as `jobs show` takes a
+/// job's). One read of at most two workflows ([`Inspect::list_workflows`]
+/// from just past the ids starting with `input`), so no store needs to learn
+/// prefixes.
+///
+/// Errors: `invalid-id` (see [`crate::check_id_prefix`]), `workflow-not-found`
+/// when no workflow id starts with it, `ambiguous-id` when several do.
+///
+/// ```
+/// # duraq_core::__private::tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+/// use duraq_core::{enqueue_workflow, EnqueueOptions, MemoryStore, NewJob, Workflow};
+/// use duraq_core::inspect::resolve_workflow;
+/// let store = MemoryStore::new();
+/// let job = NewJob::new("report", serde_json::json!([]), EnqueueOptions::new()).unwrap();
+/// let id = enqueue_workflow(&store, Workflow::new("w").step("a", job)).await.unwrap().workflow_id;
+/// assert_eq!(resolve_workflow(&store, &id[..8]).await.unwrap(), id);
+/// let err = resolve_workflow(&store, "ffff").await.unwrap_err();
+/// assert_eq!(err.code().as_str(), "workflow-not-found");
+/// # });
+/// ```
+pub async fn resolve_workflow<S: Inspect + ?Sized>(store: &S, input: &str) -> Result<String> {
+    crate::resolve::check_id_prefix(input)?;
+    let prefix = input.to_ascii_lowercase();
+    let found: Vec<String> = match past_prefix(&prefix) {
+        Some(before) => store
+            .list_workflows(&WorkflowListRequest {
+                before: Some(before),
+                limit: 2,
+            })
+            .await?
+            .into_iter()
+            .map(|w| w.workflow_id)
+            .filter(|id| id.starts_with(&prefix))
+            .collect(),
+        // Not a UUID's start: only the exact id can match.
+        None => {
+            let filter = JobFilter {
+                workflow_id: Some(input.to_owned()),
+                limit: Some(1),
+                ..JobFilter::default()
+            };
+            let page = store.search_jobs(&filter).await?;
+            page.jobs.into_iter().map(|_| input.to_owned()).collect()
+        }
+    };
+    match found.as_slice() {
+        [] => Err(Error::NotFound {
+            code: ErrorCode::WorkflowNotFound,
+            message: format!("no workflow id starts with {input:?}"),
+        }),
+        [one] => Ok(one.clone()),
+        [first, ..] if *first == prefix => Ok(first.clone()),
+        _ => Err(Error::invalid(
+            ErrorCode::AmbiguousId,
+            format!("several workflows have an id starting with {input:?}; type more of it"),
+        )),
+    }
+}
+
+/// The least text sorting after every UUID starting with `prefix` (lowercase
+/// hex digits and dashes), in byte order and in any collation that orders
+/// digits before letters: the last digit moved up by one (`9` to `a`, `f` to
+/// `g`), trailing dashes dropped first. `None` for what starts no UUID.
+fn past_prefix(prefix: &str) -> Option<String> {
+    let trimmed = prefix.trim_end_matches('-');
+    if !prefix.chars().all(|c| c.is_ascii_hexdigit() || c == '-') {
+        return None;
+    }
+    let last = trimmed.chars().last()?;
+    let next = match last {
+        '9' => 'a',
+        c => char::from(c as u8 + 1),
+    };
+    Some(format!("{}{next}", &trimmed[..trimmed.len() - 1]))
 }
 
 /// Counts the workflows per state, walking [`Inspect::list_workflows`] in

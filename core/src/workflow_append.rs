@@ -111,6 +111,8 @@ impl WorkflowAppend {
             .as_deref()
             .map(IdempotencyKey::new)
             .transpose()?;
+        // Appended steps carry the workflow's name, as its first steps do.
+        let name = existing.iter().find_map(|j| j.workflow_name.clone());
         let new: HashSet<&str> = self.steps.iter().map(|s| s.step.as_str()).collect();
         let mut taken = HashMap::with_capacity(existing.len());
         for job in existing {
@@ -122,7 +124,14 @@ impl WorkflowAppend {
             }
             taken.insert(step.to_owned(), job.id.clone());
         }
-        let (jobs, steps) = plan_steps(&self.workflow_id, key.as_ref(), self.steps, &taken, true)?;
+        let (jobs, steps) = plan_steps(
+            &self.workflow_id,
+            name.as_deref(),
+            key.as_ref(),
+            self.steps,
+            &taken,
+            true,
+        )?;
         Ok(WorkflowPlan {
             workflow_id: self.workflow_id,
             jobs,

@@ -22,7 +22,8 @@ pub(crate) struct StepSpec {
     pub(crate) after: Vec<String>,
 }
 
-/// Checks `specs` and turns them into jobs of workflow `workflow_id`, in an
+/// Checks `specs` and turns them into jobs of workflow `workflow_id` (named
+/// `name`: `None` only for a workflow stored before names were), in an
 /// order where each comes after the new steps it waits for; also returns each
 /// step's job id. A step waits for another of `specs` by name, or for one of
 /// the workflow's `existing` steps (step name → job id), whose names `specs`
@@ -31,6 +32,7 @@ pub(crate) struct StepSpec {
 /// inserts of one step of one workflow can never both succeed.
 pub(crate) fn plan_steps(
     workflow_id: &str,
+    name: Option<&str>,
     key: Option<&IdempotencyKey>,
     specs: Vec<StepSpec>,
     existing: &HashMap<String, String>,
@@ -74,7 +76,7 @@ pub(crate) fn plan_steps(
         let mut job = spec
             .job
             .with_id(ids[i].clone())
-            .in_workflow(workflow_id, &spec.step);
+            .in_workflow(workflow_id, name, &spec.step);
         if let Some(key) = key {
             if job.idempotency_key().is_some() {
                 return Err(Error::invalid(

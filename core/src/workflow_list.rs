@@ -48,13 +48,16 @@ impl WorkflowState {
     }
 }
 
-/// One workflow as listed: its id, how many of its steps are in each status,
-/// and when its first step was enqueued.
+/// One workflow as listed: its id and name, how many of its steps are in
+/// each status, and when its first step was enqueued.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct WorkflowSummary {
     /// The workflow's id.
     pub workflow_id: String,
+    /// The workflow's name (`Workflow::new`); `None` for a workflow stored
+    /// before names were.
+    pub name: Option<String>,
     /// Its steps per status.
     pub counts: StatusCounts,
     /// The earliest `createdAtMs` among its steps.
@@ -62,38 +65,45 @@ pub struct WorkflowSummary {
 }
 
 impl WorkflowSummary {
-    /// Folds a store's groups `(workflow id, status, steps, earliest
-    /// createdAtMs)` into summaries, largest id first.
+    /// Folds a store's groups `(workflow id, workflow name, status, steps,
+    /// earliest createdAtMs)` into summaries, largest id first.
     ///
     /// ```
     /// use duraq_core::JobStatus;
     /// use duraq_core::inspect::{WorkflowState, WorkflowSummary};
+    /// let name = |n: &str| Some(n.to_owned());
     /// let groups = vec![
-    ///     ("a".to_owned(), JobStatus::Completed, 3, 10),
-    ///     ("b".to_owned(), JobStatus::Completed, 1, 20),
-    ///     ("b".to_owned(), JobStatus::Pending, 2, 21),
+    ///     ("a".to_owned(), name("nightly"), JobStatus::Completed, 3, 10),
+    ///     ("b".to_owned(), name("onboard"), JobStatus::Completed, 1, 20),
+    ///     ("b".to_owned(), name("onboard"), JobStatus::Pending, 2, 21),
     /// ];
     /// let list = WorkflowSummary::from_groups(groups);
     /// assert_eq!(list[0].workflow_id, "b");
+    /// assert_eq!(list[0].name.as_deref(), Some("onboard"));
     /// assert_eq!((list[0].steps(), list[0].state()), (3, WorkflowState::Active));
     /// assert_eq!((list[1].created_at_ms, list[1].state()), (10, WorkflowState::Completed));
     /// ```
     pub fn from_groups(
-        groups: impl IntoIterator<Item = (String, JobStatus, i64, i64)>,
+        groups: impl IntoIterator<Item = (String, Option<String>, JobStatus, i64, i64)>,
     ) -> Vec<WorkflowSummary> {
-        let mut by_id: std::collections::BTreeMap<String, ([i64; STATUS_COUNT], i64)> =
+        type Folded = (Option<String>, [i64; STATUS_COUNT], i64);
+        let mut by_id: std::collections::BTreeMap<String, Folded> =
             std::collections::BTreeMap::new();
-        for (id, status, steps, created) in groups {
-            let entry = by_id.entry(id).or_insert(([0; STATUS_COUNT], created));
-            entry.0[status.index()] += steps;
-            entry.1 = entry.1.min(created);
+        for (id, name, status, steps, created) in groups {
+            let entry = by_id
+                .entry(id)
+                .or_insert((None, [0; STATUS_COUNT], created));
+            entry.0 = entry.0.take().or(name);
+            entry.1[status.index()] += steps;
+            entry.2 = entry.2.min(created);
         }
         by_id
             .into_iter()
             .rev()
             .map(
-                |(workflow_id, (per_status, created_at_ms))| WorkflowSummary {
+                |(workflow_id, (name, per_status, created_at_ms))| WorkflowSummary {
                     workflow_id,
+                    name,
                     counts: StatusCounts::from_array(per_status),
                     created_at_ms,
                 },

@@ -69,6 +69,7 @@ job_columns! {
     workflow_id        Text  "text"                                  9  Default  Keep  job(Plain);
     step               Text  "text"                                  9  Default  Keep  job(Plain);
     has_dependents     Bool  "boolean NOT NULL DEFAULT false"        9  Default  Keep  internal(read, unwritten);
+    workflow_name      Text  "text"                                 14  Bind     Keep  job(Plain);
 }
 
 /// The digest of a fresh row's args.

@@ -201,7 +201,8 @@ pub(crate) async fn list_workflows(
     db: &Db<'_>,
     req: &WorkflowListRequest,
 ) -> Result<Vec<WorkflowSummary>> {
-    const GROUPS: &str = "SELECT workflow_id, status, count(*), min(created_at_ms) \
+    const GROUPS: &str = "SELECT workflow_id, max(workflow_name), status, count(*), \
+         min(created_at_ms) \
          FROM {s}.duraq_jobs WHERE workflow_id = ANY(ARRAY(";
     let limit = i64::try_from(req.limit).unwrap_or(i64::MAX);
     let rows = match &req.before {
@@ -224,7 +225,13 @@ pub(crate) async fn list_workflows(
     };
     let mut groups = Vec::with_capacity(rows.len());
     for r in &rows {
-        groups.push((r.get(0), parse_status(r.get(1))?, r.get(2), r.get(3)));
+        groups.push((
+            r.get(0),
+            r.get(1),
+            parse_status(r.get(2))?,
+            r.get(3),
+            r.get(4),
+        ));
     }
     Ok(WorkflowSummary::from_groups(groups))
 }

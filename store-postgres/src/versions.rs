@@ -283,6 +283,14 @@ pub const SCHEMA_VERSIONS: &[SchemaVersion] = &[
              writes one index entry fewer, and running jobs are listed through their own.",
         )
     },
+    // `duraq_jobs.workflow_name`, nullable and added in place: the steps of
+    // a workflow enqueued before it read no name.
+    version(
+        14,
+        "workflow_names",
+        "The name of the workflow a job is a step of (`workflow_name`), shown and searched \
+         by `duraq workflows list`.",
+    ),
 ];
 
 /// The newest schema version this binary knows.

@@ -188,6 +188,13 @@ pub const SCHEMA_VERSIONS: &[SchemaVersion] = &[
         "release_backlog",
         "The release backlog: finished jobs whose dependents are still to be settled.",
     ),
+    // `duraq_jobs.workflow_name`, nullable and added in place: the steps of
+    // a workflow enqueued before it read no name.
+    version(
+        13,
+        "workflow_names",
+        "The name of the workflow a job is a step of (`workflow_name`).",
+    ),
 ];
 
 /// The newest schema version this binary knows (the last of

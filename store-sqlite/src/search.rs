@@ -116,7 +116,8 @@ pub(crate) fn list_workflows(
     };
     values.push(Value::Integer(i64::try_from(req.limit).unwrap_or(i64::MAX)));
     let sql = format!(
-        "SELECT workflow_id, status, count(*), min(created_at_ms) FROM duraq_jobs \
+        "SELECT workflow_id, max(workflow_name), status, count(*), min(created_at_ms) \
+         FROM duraq_jobs \
          WHERE workflow_id IN (SELECT DISTINCT workflow_id FROM duraq_jobs \
          WHERE workflow_id IS NOT NULL {bound} ORDER BY workflow_id DESC LIMIT ?) \
          GROUP BY workflow_id, status"
@@ -126,16 +127,17 @@ pub(crate) fn list_workflows(
         .query_map(params_from_iter(values), |r| {
             Ok((
                 r.get::<_, String>(0)?,
-                r.get::<_, String>(1)?,
-                r.get(2)?,
+                r.get::<_, Option<String>>(1)?,
+                r.get::<_, String>(2)?,
                 r.get(3)?,
+                r.get(4)?,
             ))
         })
         .db()?;
     let mut groups = Vec::new();
     for row in rows {
-        let (id, status, steps, created) = row.db()?;
-        groups.push((id, status.parse::<JobStatus>()?, steps, created));
+        let (id, name, status, steps, created) = row.db()?;
+        groups.push((id, name, status.parse::<JobStatus>()?, steps, created));
     }
     Ok(WorkflowSummary::from_groups(groups))
 }

@@ -5,6 +5,8 @@
 //! enqueued), in the order they were enqueued.
 
 use std::fmt::Write as _;
+use std::future::Future;
+use std::panic::Location;
 
 use duraq_core::inspect::JobFilter;
 use duraq_core::{Job, JobArgs, JobStatus};
@@ -52,41 +54,81 @@ impl TestKit {
 
     /// Panics unless a queued job of `T` has args for which `matches` is
     /// true; the message lists the queued jobs of `T` (args, queue, when due)
-    /// and how many of other names are queued.
-    pub async fn assert_enqueued<T: JobArgs>(&self, matches: impl Fn(&T) -> bool) {
-        self.assert_enqueued_job::<T>(|e| matches(&e.args)).await;
+    /// and how many of other names are queued, after the place of the call.
+    #[track_caller]
+    pub fn assert_enqueued<'a, T: JobArgs>(
+        &'a self,
+        matches: impl Fn(&T) -> bool + Send + Sync + 'a,
+    ) -> impl Future<Output = ()> + Send + 'a {
+        let caller = Location::caller();
+        async move {
+            self.enqueued_matching::<T>(caller, |e| matches(&e.args))
+                .await
+        }
     }
 
     /// As [`TestKit::assert_enqueued`], with the row too, to check the queue,
     /// the due time or the options:
     /// `kit.assert_enqueued_job::<T>(|e| e.job.queue == "mail")`.
-    pub async fn assert_enqueued_job<T: JobArgs>(&self, matches: impl Fn(&Enqueued<T>) -> bool) {
-        let jobs = self.enqueued_jobs::<T>().await.unwrap_or_else(|e| {
-            panic!(
-                "assert_enqueued::<{}>: reading the queue failed: {e}",
-                T::NAME
-            )
-        });
+    #[track_caller]
+    pub fn assert_enqueued_job<'a, T: JobArgs>(
+        &'a self,
+        matches: impl Fn(&Enqueued<T>) -> bool + Send + Sync + 'a,
+    ) -> impl Future<Output = ()> + Send + 'a {
+        let caller = Location::caller();
+        async move { self.enqueued_matching::<T>(caller, matches).await }
+    }
+
+    async fn enqueued_matching<T: JobArgs>(
+        &self,
+        caller: &'static Location<'static>,
+        matches: impl Fn(&Enqueued<T>) -> bool + Send + Sync,
+    ) {
+        let jobs = match self.enqueued_jobs::<T>().await {
+            Ok(jobs) => jobs,
+            Err(e) => fail(
+                caller,
+                format!(
+                    "assert_enqueued::<{}>: reading the queue failed: {e}",
+                    T::NAME
+                ),
+            ),
+        };
         if !jobs.iter().any(matches) {
             let listing = self.listing(T::NAME).await;
-            panic!(
-                "assert_enqueued::<{}>: no queued job matches; {listing}",
-                T::NAME
+            fail(
+                caller,
+                format!(
+                    "assert_enqueued::<{}>: no queued job matches; {listing}",
+                    T::NAME
+                ),
             );
         }
     }
 
-    /// Panics if any job of `T`'s name is queued; the message lists them.
-    pub async fn assert_not_enqueued<T: JobArgs>(&self) {
-        let rows = self.queued(Some(T::NAME)).await.unwrap_or_else(|e| {
-            panic!(
-                "assert_not_enqueued::<{}>: reading the queue failed: {e}",
-                T::NAME
-            )
-        });
-        if !rows.is_empty() {
-            let listing = self.listing(T::NAME).await;
-            panic!("assert_not_enqueued::<{}>: {listing}", T::NAME);
+    /// Panics if any job of `T`'s name is queued; the message lists them,
+    /// after the place of the call.
+    #[track_caller]
+    pub fn assert_not_enqueued<T: JobArgs>(&self) -> impl Future<Output = ()> + Send + '_ {
+        let caller = Location::caller();
+        async move {
+            let rows = match self.queued(Some(T::NAME)).await {
+                Ok(rows) => rows,
+                Err(e) => fail(
+                    caller,
+                    format!(
+                        "assert_not_enqueued::<{}>: reading the queue failed: {e}",
+                        T::NAME
+                    ),
+                ),
+            };
+            if !rows.is_empty() {
+                let listing = self.listing(T::NAME).await;
+                fail(
+                    caller,
+                    format!("assert_not_enqueued::<{}>: {listing}", T::NAME),
+                );
+            }
         }
     }
 
@@ -146,4 +188,20 @@ impl TestKit {
         }
         out
     }
+}
+
+/// Fails an assertion at `caller`, the test's line that called it. An async
+/// function cannot be `#[track_caller]` (the caller is gone by the time it
+/// runs), so the assertions take the location when called, and the panic
+/// says it as a panic at that line would: in the printed
+/// `thread '…' panicked at FILE:LINE:COL:` line, and at the start of its
+/// message, which is what a test that catches it reads.
+fn fail(caller: &'static Location<'static>, message: String) -> ! {
+    let message = format!("{caller}: {message}");
+    let thread = std::thread::current();
+    eprintln!(
+        "\nthread '{}' panicked at {caller}:\n{message}",
+        thread.name().unwrap_or("<unnamed>")
+    );
+    std::panic::resume_unwind(Box::new(message))
 }

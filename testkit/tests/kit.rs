@@ -181,6 +181,16 @@ async fn failed_assertions_list_what_was_enqueued(make: MakeKit) {
     let k = kit.clone();
     let message = panic_of(async move { k.assert_not_enqueued::<Flaky>().await }).await;
     assert!(message.contains(r#"{"fails":0}"#), "{message}");
+    // A failed assertion points at the test's line, not at the kit's.
+    let k = kit.clone();
+    let line = line!() + 2;
+    let message = panic_of(async move {
+        k.assert_enqueued_job::<SendWelcome>(|e| e.args.user_id == 78)
+            .await
+    })
+    .await;
+    let at = format!("{}:{line}:", file!());
+    assert!(message.starts_with(&at), "{at} in {message}");
 }
 
 /// Runs `f` on a task of its own; the text it panicked with.

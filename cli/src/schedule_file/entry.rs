@@ -14,6 +14,7 @@ use serde_json::Value;
 use toml::Spanned;
 
 use super::{at, ScheduleError, Source, INVALID};
+use crate::options::{enqueue_options, Spelling};
 
 /// The keys of a `[[job]]` (see `docs/periodic.md`, "Schedules without Rust").
 #[derive(Deserialize)]
@@ -208,37 +209,36 @@ fn mail_args(value: &Value) -> Result<(), String> {
     args.payload.validate().map_err(|e| e.to_string())
 }
 
-/// The enqueue options, each value parsed where the CLI's flags parse it.
+/// The enqueue options, parsed by the flags' own parser ([`crate::options`]),
+/// a mistake reported at its key.
 fn options(src: &Source<'_>, e: &Entry) -> Result<EnqueueOptions, ScheduleError> {
-    let at_key = |s: &Spanned<String>, err: crate::output::CliError| {
-        src.error(err.code, s.span(), err.message)
+    let text = |v: &Option<Spanned<String>>| v.as_ref().map(|v| v.get_ref().clone());
+    let number = |v: &Option<Spanned<i64>>| v.as_ref().map(|v| *v.get_ref());
+    let flags = crate::args::JobArgs {
+        queue: text(&e.queue),
+        max_retries: number(&e.max_retries),
+        concurrency_key: text(&e.concurrency_key),
+        max_concurrency: number(&e.max_concurrency),
+        timeout: text(&e.timeout),
+        priority: number(&e.priority),
+        rate_key: text(&e.rate_key),
+        rate: text(&e.rate),
+        ..crate::args::JobArgs::default()
     };
-    let mut o = EnqueueOptions::new();
-    if let Some(q) = &e.queue {
-        crate::parse::queue_name("queue", q.get_ref()).map_err(|err| at_key(q, err))?;
-        o.queue = Some(q.get_ref().clone());
-    }
-    if let Some(t) = &e.timeout {
-        o.timeout_ms =
-            Some(crate::parse::duration_ms("timeout", t.get_ref()).map_err(|err| at_key(t, err))?);
-    }
-    if let Some(r) = &e.rate {
-        let (max, period_ms) = crate::parse::rate_ms(r.get_ref()).map_err(|err| {
-            let message = format!(
-                "rate {:?} is not N/PERIOD like 100/1s, or a unit alone like 100/s",
-                r.get_ref()
-            );
-            src.error(err.code, r.span(), message)
-        })?;
-        o.rate_max = Some(max);
-        o.rate_period_ms = Some(period_ms);
-    }
-    o.max_retries = e.max_retries.as_ref().map(|v| *v.get_ref());
-    o.priority = e.priority.as_ref().map(|v| *v.get_ref());
-    o.concurrency_key = e.concurrency_key.as_ref().map(|v| v.get_ref().clone());
-    o.max_concurrency = e.max_concurrency.as_ref().map(|v| *v.get_ref());
-    o.rate_key = e.rate_key.as_ref().map(|v| v.get_ref().clone());
-    Ok(o)
+    enqueue_options(&flags, Spelling::Toml).map_err(|err| {
+        let span = match err.field {
+            "queue" => e.queue.as_ref().map(Spanned::span),
+            "timeout" => e.timeout.as_ref().map(Spanned::span),
+            "rate" => e.rate.as_ref().map(Spanned::span),
+            "max_concurrency" => e.max_concurrency.as_ref().map(Spanned::span),
+            _ => None,
+        };
+        src.error(
+            err.error.code,
+            span.unwrap_or_else(|| e.name.span()),
+            err.error.message,
+        )
+    })
 }
 
 /// The key a core option error is about, and its span.

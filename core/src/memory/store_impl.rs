@@ -301,7 +301,13 @@ impl Inspect for MemoryStore {
         Ok(WorkflowSummary::from_groups(st.jobs.values().filter_map(
             |j| {
                 let w = j.workflow_id.as_deref().filter(|w| page.contains(w))?;
-                Some((w.to_owned(), j.status, 1, j.created_at_ms))
+                Some((
+                    w.to_owned(),
+                    j.workflow_name.clone(),
+                    j.status,
+                    1,
+                    j.created_at_ms,
+                ))
             },
         )))
     }

@@ -23,6 +23,7 @@ fn sample() -> (Job, ArgsText) {
     job.output = Some(json!({"ok": true}));
     job.workflow_id = Some("wf".into());
     job.step = Some("send".into());
+    job.workflow_name = Some("nightly".into());
     (job, args)
 }
 

@@ -195,6 +195,7 @@ job_columns! {
     output: json_or_null = column("TEXT", "", 11, Omitted).saved(),
     workflow_id: field = column("TEXT", "", 11, Started(None)),
     step: field = column("TEXT", "", 11, Started(None)),
+    workflow_name: field = column("TEXT", "", 13, Started(None)),
 }
 
 /// The columns of `duraq_jobs` for the declared schema, in table order.

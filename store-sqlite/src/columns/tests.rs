@@ -141,6 +141,7 @@ fn a_job_with_every_field_set_round_trips() {
     job.open_dependencies = 1;
     job.output = Some(json!(null));
     (job.workflow_id, job.step) = (Some("wf".into()), Some("s".into()));
+    job.workflow_name = Some("nightly".into());
 
     let conn = Connection::open(&path).unwrap();
     let columns: Vec<&str> = COLUMNS.iter().map(|c| c.column.name).collect();

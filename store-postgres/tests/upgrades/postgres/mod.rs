@@ -9,3 +9,4 @@ mod progress;
 mod release_backlog;
 mod reservation_index;
 mod waiting_list_index;
+mod workflow_names;

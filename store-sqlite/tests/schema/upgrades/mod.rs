@@ -18,3 +18,4 @@ mod progress;
 mod queues;
 mod release_backlog;
 mod throughput_history;
+mod workflow_names;

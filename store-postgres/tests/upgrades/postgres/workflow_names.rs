@@ -1,0 +1,56 @@
+//! Upgrading a schema to version 14 (workflow names, `docs/workflows.md`):
+//! `duraq_jobs` gains `workflow_name` in place (no table rewritten), the
+//! steps written before read no name, and a workflow enqueued after the
+//! upgrade is listed with its own, which the steps appended to it carry too.
+
+use duraq_core::inspect::WorkflowListRequest;
+use duraq_core::prelude::*;
+use duraq_core::{append_workflow, enqueue_workflow, EnqueueOptions, Workflow};
+
+use crate::common::{job, open, schema};
+use crate::rewind::{undo, upgrade_in_place};
+
+#[tokio::test]
+async fn upgrade_to_v14_adds_workflow_names_in_place() {
+    let s = schema();
+    let store = open(&s).await.unwrap();
+    let step = |name: &str| job(name, EnqueueOptions::new());
+    let old = enqueue_workflow(
+        &store,
+        Workflow::new("nightly").step("export", step("export")),
+    )
+    .await
+    .unwrap();
+    let sql = format!("ALTER TABLE {s}.duraq_jobs DROP COLUMN workflow_name");
+    let client = undo(store, &s, 14, &sql).await;
+
+    let store = upgrade_in_place(&client, &s, 14, &["duraq_jobs_live"]).await;
+    let old_step = store.get_job(&old.jobs["export"]).await.unwrap().unwrap();
+    assert_eq!(old_step.workflow_name, None);
+    let new = enqueue_workflow(
+        &store,
+        Workflow::new("onboard").step("signup", step("signup")),
+    )
+    .await
+    .unwrap();
+    for (id, name) in [(&old.workflow_id, "report"), (&new.workflow_id, "welcome")] {
+        let more = Workflow::append_to(id.as_str()).step(name, step(name));
+        append_workflow(&store, more).await.unwrap();
+    }
+    let req = WorkflowListRequest {
+        before: None,
+        limit: 10,
+    };
+    let names: Vec<(String, Option<String>, i64)> = (store.list_workflows(&req).await.unwrap())
+        .into_iter()
+        .map(|w| (w.workflow_id.clone(), w.name.clone(), w.steps()))
+        .collect();
+    assert!(
+        names.contains(&(old.workflow_id.clone(), None, 2)),
+        "{names:?}"
+    );
+    assert!(
+        names.contains(&(new.workflow_id.clone(), Some("onboard".into()), 2)),
+        "{names:?}"
+    );
+}

@@ -427,7 +427,7 @@ pub struct WebArgs {
     #[arg(long)]
     pub read_only: bool,
     /// Without a token, also answer requests for this host name (a reverse
-    /// proxy's or tunnel's), besides localhost, 127.0.0.1 and [::1]; repeatable.
+    /// proxy's or tunnel's), besides localhost, 127.0.0.1 and ::1; repeatable.
     /// Any other Host is refused (421), which defeats DNS rebinding.
     #[arg(long = "allowed-host", value_name = "NAME")]
     pub allowed_hosts: Vec<String>,

@@ -1,7 +1,7 @@
 //! `duraq jobs list|show|retry|cancel|delete|run-now|prune`: operator views and actions
 //! (several ids or a filter go to [`crate::bulk`]). Tables by default, one JSON object with `--json`: `{"jobs":[…],"total",
 //! "nextAfter"}`, `{"job":{…}}` (every field of the row; `jobs show` adds
-//! `"progress"`: what the job said, `null` if nothing, see [`show_progress`]) and
+//! `"progress"`: what the job said, `null` if nothing, see [`progress_text`]) and
 //! `{"deleted":N,"batches":M}` (`prune --dry-run`: `{"wouldDelete":N,"dryRun":true}`,
 //! counted by `PruneRequest::count_prunable`, a read that deletes nothing).
 //!

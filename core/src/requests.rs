@@ -460,7 +460,7 @@ pub enum BulkAction {
     /// Terminal jobs deleted (as a prune of exactly these jobs).
     Delete,
     /// `queued` jobs due later made due now: only their scheduled time moves
-    /// (as [`crate::Store::wake_scheduled`] does for a schedule key's owner),
+    /// (as [`crate::Producer::wake_scheduled`] does for a schedule key's owner),
     /// and idle workers are woken as for an enqueue.
     RunNow,
 }

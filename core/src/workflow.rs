@@ -233,7 +233,7 @@ pub async fn workflow_steps<S: Inspect + ?Sized>(store: &S, workflow_id: &str) -
 /// from just past the ids starting with `input`), so no store needs to learn
 /// prefixes.
 ///
-/// Errors: `invalid-id` (see [`crate::check_id_prefix`]), `workflow-not-found`
+/// Errors: `invalid-id` (see [`crate::inspect::check_id_prefix`]), `workflow-not-found`
 /// when no workflow id starts with it, `ambiguous-id` when several do.
 ///
 /// ```

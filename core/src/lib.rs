@@ -63,6 +63,7 @@ mod requests;
 mod resolve;
 pub mod rules;
 mod search;
+pub mod steps;
 mod store;
 mod time;
 mod trace;

@@ -4,7 +4,8 @@
 //! A store implements the traits of [`crate::Store`] and keeps no rule of its
 //! own: it reads the rows a rule asks for inside its transaction, applies the
 //! pure functions of [`transitions`] (one job row) and [`rules`] (several),
-//! and persists the answer. The types here are what the worker runtime and
+//! and persists the answer; where an operation has several steps, core drives
+//! them over the store's primitives ([`steps`]). The types here are what the worker runtime and
 //! the store speak to each other ([`ClaimRequest`], [`Lease`],
 //! [`ReportedAndClaimed`], [`Upkeep`]), the digests and ids a store writes, and
 //! [`delegate_store!`](crate::driver::delegate_store) for wrappers. Nothing here is
@@ -12,6 +13,8 @@
 
 #[path = "rules/mod.rs"]
 pub mod rules;
+#[path = "steps/mod.rs"]
+pub mod steps;
 #[path = "transitions.rs"]
 pub mod transitions;
 

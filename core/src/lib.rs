@@ -78,7 +78,7 @@ pub mod limits;
 pub mod worker;
 
 // Core's own code names the rules and transitions by their short paths.
-use driver::{rules, transitions};
+use driver::{rules, steps, transitions};
 
 /// Re-exported so that implementing [`JobHandler`] or the store traits needs
 /// no dependency besides `duraq-core`: write `#[duraq_core::async_trait]`.

@@ -1,21 +1,31 @@
 //! Enqueue (`docs/jobs.md`, `docs/idempotency.md`, `docs/dedupe.md`,
-//! `docs/queues.md`): idempotency scopes, dedupe-while-queued, cap registration,
-//! operation records, and batches.
+//! `docs/queues.md`): this store's primitives for core's one-job driver
+//! ([`duraq_core::driver::steps::enqueue`], which owns the order), and its batches.
 //!
-//! Races between processes are settled by unique keys, never by reading first and
-//! hoping: the scope row is inserted with `ON CONFLICT DO NOTHING`, which waits for
-//! a concurrent inserter and, if that one committed, lets this transaction read its
-//! row and answer `Replayed` (or `idempotency-conflict`) — the transaction stays
-//! usable, so one job per scope comes out of any number of concurrent producers.
+//! Races between processes are settled by unique keys and locks, never by
+//! reading first and hoping. The scope row is inserted with `ON CONFLICT DO
+//! NOTHING`, which waits for a concurrent inserter and, if that one committed,
+//! lets this transaction read its row and answer `Replayed` (or
+//! `idempotency-conflict`): the transaction stays usable, so one job per scope
+//! comes out of any number of concurrent producers. A cap or rate key is
+//! registered the same way and then read; an operation key is taken by its
+//! insert; identical dedupe requests take turns on an advisory lock.
 //!
 //! A job with dependencies starts as its dependencies' statuses say
 //! ([`crate::dependencies`]): `queued`, `pending` or `cancelled`, counted in
 //! that status, its edges written with it. A dependency that is no job refuses
 //! the enqueue (`dependency-not-found`), and with it the whole batch.
+//!
+//! A batch decides runs of plain jobs and of jobs that only wait together
+//! ([`enqueue_many`]): the rule's own case of jobs with nothing to register.
 
-use duraq_core::driver::rules::{apply_start, check_cap, operation_key_taken, replay_owned_scope};
+use duraq_core::driver::rules::{check_cap, DependencyStart};
+use duraq_core::driver::steps::{EnqueueSteps, ScopeClaim, ScopeOwner};
 use duraq_core::driver::transitions::new_job_row;
-use duraq_core::{EnqueueOutcome, Error, JobStatus, NewJob, Result};
+use duraq_core::{
+    ConcurrencyLimit, EnqueueOutcome, Error, Job, JobStatus, NewJob, NewOperation, RateLimit,
+    Result,
+};
 
 use crate::columns::ArgsText;
 use crate::copy::{copy_jobs, COPY_MIN_ROWS};
@@ -24,16 +34,25 @@ use crate::enqueue_waiting::enqueue_waiting;
 use crate::insert::{chosen_ids, insert_jobs};
 use crate::tx::Tx;
 
-/// One enqueue inside `tx`, following [`duraq_core::Store::enqueue`].
+/// One enqueue inside `tx`: core's driver ([`duraq_core::driver::steps::enqueue`])
+/// over [`PgSteps`].
 pub(crate) async fn enqueue_one(tx: &mut Tx<'_>, job: &NewJob) -> Result<EnqueueOutcome> {
-    let scope = job.scope_digest();
-    if let Some(scope) = &scope {
-        if let Some(found) = owned_scope(tx, scope, job).await? {
-            return found;
-        }
+    let now = tx.now;
+    duraq_core::driver::steps::enqueue(&mut PgSteps(tx), job, now).await
+}
+
+/// PostgreSQL's [`EnqueueSteps`] (see the module docs for how each race is
+/// settled).
+struct PgSteps<'t, 'a>(&'t mut Tx<'a>);
+
+impl EnqueueSteps for PgSteps<'_, '_> {
+    async fn scope_owner(&mut self, scope: &str) -> Result<Option<ScopeOwner>> {
+        scope_owner(self.0, scope).await
     }
-    if job.deduplicate_while_queued() {
+
+    async fn find_duplicate(&mut self, job: &NewJob) -> Result<Option<String>> {
         // Concurrent identical dedupe requests take turns, so they converge.
+        let tx = &*self.0;
         let class = format!("duraq.dedupe:{}", tx.db.names.schema);
         let identity = format!(
             "{}\u{1f}{}\u{1f}{}",
@@ -47,59 +66,77 @@ pub(crate) async fn enqueue_one(tx: &mut Tx<'_>, job: &NewJob) -> Result<Enqueue
                 &[&class, &identity],
             )
             .await?;
-        if let Some(id) = dedupe::find_duplicate(tx, job).await? {
-            return Ok(EnqueueOutcome::Deduplicated(id));
-        }
+        dedupe::find_duplicate(tx, job).await
     }
-    register_limits(tx, job).await?;
-    // The operation key is one of core's checks (step 3), decided before the
-    // dependencies are read, as every store does.
-    insert_operation(tx, job).await?;
-    if let Some(scope) = &scope {
+
+    async fn claim_scope(&mut self, scope: &str, job: &NewJob) -> Result<ScopeClaim> {
+        let tx = &*self.0;
         let inserted = tx
             .db
             .query(
                 "INSERT INTO {s}.duraq_idempotency (scope_digest, request_digest, job_id, created_at_ms) \
                  VALUES ($1, $2, $3, $4) ON CONFLICT (scope_digest) DO NOTHING RETURNING 1",
-                &[scope, &job.request_digest(), &job.id(), &tx.now],
+                &[&scope, &job.request_digest(), &job.id(), &tx.now],
             )
             .await?;
-        if inserted.is_empty() {
-            // A concurrent first enqueue committed the scope while we waited.
-            if let Some(found) = owned_scope(tx, scope, job).await? {
-                return found;
-            }
-            return Err(Error::Busy {
+        if !inserted.is_empty() {
+            return Ok(ScopeClaim::Claimed);
+        }
+        // A concurrent first enqueue committed the scope while we waited.
+        match scope_owner(tx, scope).await? {
+            Some(owner) => Ok(ScopeClaim::OwnedBy(owner)),
+            None => Err(Error::Busy {
                 message: "idempotency scope changed concurrently".into(),
-            });
+            }),
         }
     }
-    let mut row = new_job_row(job, tx.now);
-    let waits = !job.dependencies().is_empty();
-    if waits {
-        let start = crate::dependencies::start(&tx.db, job).await?;
-        apply_start(&mut row, &start, tx.now);
+
+    async fn register_cap(&mut self, limit: &ConcurrencyLimit) -> Result<Option<i64>> {
+        register_cap(self.0, limit).await.map(Some)
     }
-    insert_jobs(
-        &tx.db,
-        std::slice::from_ref(job),
-        std::slice::from_ref(&row),
-    )
-    .await?;
-    if waits {
-        crate::dependencies::write_edges(&tx.db, &row).await?;
+
+    async fn register_rate(&mut self, limit: &RateLimit) -> Result<Option<(i64, i64)>> {
+        register_rate(self.0, limit).await.map(Some)
     }
-    if let (Some(workflow_id), Some(step)) = (&row.workflow_id, &row.step) {
-        tx.db
-            .execute(
-                "UPDATE {s}.duraq_jobs SET workflow_id = $2, step = $3 WHERE id = $1",
-                &[&row.id, workflow_id, step],
+
+    async fn insert_operation(&mut self, job: &NewJob, op: &NewOperation) -> Result<bool> {
+        let tx = &*self.0;
+        let inserted = tx
+            .db
+            .query(
+                "INSERT INTO {s}.duraq_operations (op_key, data, job_id, created_at_ms) VALUES ($1, $2, $3, $4) \
+                 ON CONFLICT (op_key) DO NOTHING RETURNING 1",
+                &[&op.key, &op.data.to_string(), &job.id(), &tx.now],
             )
             .await?;
+        Ok(!inserted.is_empty())
     }
-    tx.change.added(&row.queue, row.status);
-    tx.work |= row.status == JobStatus::Queued;
-    Ok(EnqueueOutcome::Created(row.id))
+
+    async fn dependency_start(&mut self, job: &NewJob) -> Result<DependencyStart> {
+        crate::dependencies::start(&self.0.db, job).await
+    }
+
+    async fn insert_job(&mut self, job: &NewJob, row: &Job) -> Result<()> {
+        let tx = &mut *self.0;
+        insert_jobs(&tx.db, std::slice::from_ref(job), std::slice::from_ref(row)).await?;
+        if !row.depends_on.is_empty() {
+            crate::dependencies::write_edges(&tx.db, row).await?;
+        }
+        if let (Some(workflow_id), Some(step)) = (&row.workflow_id, &row.step) {
+            tx.db
+                .execute(
+                    "UPDATE {s}.duraq_jobs SET workflow_id = $2, step = $3 WHERE id = $1",
+                    &[&row.id, workflow_id, step],
+                )
+                .await?;
+        }
+        tx.change.added(&row.queue, row.status);
+        Ok(())
+    }
+
+    fn signal_work(&mut self) {
+        self.0.work = true;
+    }
 }
 
 /// Many enqueues in one transaction, in order. Each run of consecutive plain
@@ -152,12 +189,8 @@ async fn insert_fresh(tx: &mut Tx<'_>, jobs: &[NewJob]) -> Result<Vec<EnqueueOut
         .collect())
 }
 
-/// `Some(Ok(Replayed))` or `Some(Err(conflict))` when the scope is already owned.
-async fn owned_scope(
-    tx: &Tx<'_>,
-    scope: &str,
-    job: &NewJob,
-) -> Result<Option<Result<EnqueueOutcome>>> {
+/// Who owns idempotency scope `scope`, if anyone does.
+async fn scope_owner(tx: &Tx<'_>, scope: &str) -> Result<Option<ScopeOwner>> {
     let row = tx
         .db
         .query_opt(
@@ -165,63 +198,63 @@ async fn owned_scope(
             &[&scope],
         )
         .await?;
-    Ok(row.map(|row| replay_owned_scope(job, row.get(0), row.get(1))))
+    Ok(row.map(|row| ScopeOwner {
+        request_digest: row.get(0),
+        job_id: row.get(1),
+    }))
 }
 
 /// Registers an explicit key's cap and the job's rate limit on first use; a
-/// different cap or limit later conflicts.
+/// different cap or limit later conflicts. For a schedule key's replacement,
+/// which is no enqueue.
 pub(crate) async fn register_limits(tx: &Tx<'_>, job: &NewJob) -> Result<()> {
     if let Some(limit) = job.concurrency() {
-        tx.db
-            .execute(
-                "INSERT INTO {s}.duraq_concurrency (concurrency_key, max_concurrency, active) VALUES ($1, $2, 0) \
-                 ON CONFLICT (concurrency_key) DO NOTHING",
-                &[&limit.key, &limit.max],
-            )
-            .await?;
-        let row = tx
-            .db
-            .query_one(
-                "SELECT max_concurrency FROM {s}.duraq_concurrency WHERE concurrency_key = $1",
-                &[&limit.key],
-            )
-            .await?;
-        check_cap(limit, row.get(0))?;
+        check_cap(limit, register_cap(tx, limit).await?)?;
     }
     if let Some(limit) = job.rate_limit() {
-        tx.db
-            .execute(
-                "INSERT INTO {s}.duraq_rate_limits (rate_key, max_starts, period_ms) VALUES ($1, $2, $3) \
-                 ON CONFLICT (rate_key) DO NOTHING",
-                &[&limit.key, &limit.max, &limit.period_ms],
-            )
-            .await?;
-        let row = tx
-            .db
-            .query_one(
-                "SELECT max_starts, period_ms FROM {s}.duraq_rate_limits WHERE rate_key = $1",
-                &[&limit.key],
-            )
-            .await?;
-        limit.check_registered(row.get(0), row.get(1))?;
+        let (max, period_ms) = register_rate(tx, limit).await?;
+        limit.check_registered(max, period_ms)?;
     }
     Ok(())
 }
 
-async fn insert_operation(tx: &Tx<'_>, job: &NewJob) -> Result<()> {
-    let Some(op) = job.operation() else {
-        return Ok(());
-    };
-    let inserted = tx
-        .db
-        .query(
-            "INSERT INTO {s}.duraq_operations (op_key, data, job_id, created_at_ms) VALUES ($1, $2, $3, $4) \
-             ON CONFLICT (op_key) DO NOTHING RETURNING 1",
-            &[&op.key, &op.data.to_string(), &job.id(), &tx.now],
+/// Registers `limit`'s cap unless its key is registered, then reads the cap
+/// in force: a concurrent first registration is waited for by the insert and
+/// seen by the read, a statement later.
+async fn register_cap(tx: &Tx<'_>, limit: &ConcurrencyLimit) -> Result<i64> {
+    tx.db
+        .execute(
+            "INSERT INTO {s}.duraq_concurrency (concurrency_key, max_concurrency, active) VALUES ($1, $2, 0) \
+             ON CONFLICT (concurrency_key) DO NOTHING",
+            &[&limit.key, &limit.max],
         )
         .await?;
-    if inserted.is_empty() {
-        return Err(operation_key_taken());
-    }
-    Ok(())
+    let row = tx
+        .db
+        .query_one(
+            "SELECT max_concurrency FROM {s}.duraq_concurrency WHERE concurrency_key = $1",
+            &[&limit.key],
+        )
+        .await?;
+    Ok(row.get(0))
+}
+
+/// Registers rate limit `limit` unless its key is registered, then reads the
+/// limit in force (as [`register_cap`]).
+async fn register_rate(tx: &Tx<'_>, limit: &RateLimit) -> Result<(i64, i64)> {
+    tx.db
+        .execute(
+            "INSERT INTO {s}.duraq_rate_limits (rate_key, max_starts, period_ms) VALUES ($1, $2, $3) \
+             ON CONFLICT (rate_key) DO NOTHING",
+            &[&limit.key, &limit.max, &limit.period_ms],
+        )
+        .await?;
+    let row = tx
+        .db
+        .query_one(
+            "SELECT max_starts, period_ms FROM {s}.duraq_rate_limits WHERE rate_key = $1",
+            &[&limit.key],
+        )
+        .await?;
+    Ok((row.get(0), row.get(1)))
 }

@@ -3,12 +3,17 @@
 //! dependencies (`docs/workflows.md`: a job with some is read against them and
 //! inserted `pending`, `queued` or `cancelled`), and the insert itself. Used by the
 //! store's own writer and by [`crate::SqliteStore::enqueue_in_transaction`] on a
-//! caller's transaction, so both follow exactly the same rules.
+//! caller's transaction, so both follow exactly the same rules: core's order
+//! ([`duraq_core::driver::steps::enqueue`]) over this store's primitives
+//! ([`SqliteSteps`]). A plain batch is this store's own shortcut ([`Batch`]).
 
-use duraq_core::driver::rules::{apply_start, check_cap, operation_key_taken, replay_owned_scope};
-use duraq_core::driver::transitions::{into_job_row, new_job_row};
+use duraq_core::driver::rules::{check_cap, operation_key_taken, DependencyStart};
+use duraq_core::driver::steps::{run_ready, EnqueueSteps, ScopeClaim, ScopeOwner};
+use duraq_core::driver::transitions::into_job_row;
 use duraq_core::driver::{canonical_json, digest_of_canonical};
-use duraq_core::{EnqueueOutcome, Job, JobStatus, NewJob, Result};
+use duraq_core::{
+    ConcurrencyLimit, EnqueueOutcome, Job, JobStatus, NewJob, NewOperation, RateLimit, Result,
+};
 use rusqlite::{params, Connection, OptionalExtension};
 
 use crate::dedupe;
@@ -20,49 +25,88 @@ use crate::new_row::NewRow;
 use crate::rows::json_text;
 use crate::tx::Tx;
 
-/// One enqueue, checking everything before it writes anything.
+/// One enqueue: core's driver over [`SqliteSteps`], run in place (the writer
+/// thread's statements never wait on anything but SQLite itself).
 pub(crate) fn enqueue(tx: &mut Tx<'_>, job: NewJob) -> Result<EnqueueOutcome> {
-    let scope = job.scope_digest();
-    if let Some(scope) = &scope {
-        let owned: Option<(String, String)> = tx
+    let now = tx.now;
+    run_ready(duraq_core::driver::steps::enqueue(
+        &mut SqliteSteps(tx),
+        &job,
+        now,
+    ))
+}
+
+/// SQLite's [`EnqueueSteps`]: one statement each where it can be, on the
+/// transaction's connection. The single writer needs no lock for a race:
+/// a scope found free is simply claimed, and a key is registered only when
+/// the read found it absent.
+struct SqliteSteps<'t, 'c>(&'t mut Tx<'c>);
+
+impl EnqueueSteps for SqliteSteps<'_, '_> {
+    async fn scope_owner(&mut self, scope: &str) -> Result<Option<ScopeOwner>> {
+        self.0
             .conn
             .prepare_cached(
                 "SELECT request_digest, job_id FROM duraq_idempotency WHERE scope_digest = ?1",
             )
             .db()?
-            .query_row([scope], |r| Ok((r.get(0)?, r.get(1)?)))
+            .query_row([scope], |r| {
+                Ok(ScopeOwner {
+                    request_digest: r.get(0)?,
+                    job_id: r.get(1)?,
+                })
+            })
             .optional()
-            .db()?;
-        if let Some((request, job_id)) = owned {
-            return replay_owned_scope(&job, &request, job_id);
-        }
+            .db()
     }
-    if job.deduplicate_while_queued() {
-        if let Some(existing) = dedupe::find_duplicate(tx, &job)? {
-            return Ok(EnqueueOutcome::Deduplicated(existing));
-        }
+
+    async fn find_duplicate(&mut self, job: &NewJob) -> Result<Option<String>> {
+        dedupe::find_duplicate(self.0, job)
     }
-    check_insert(tx.conn, &job)?;
-    let mut row = new_job_row(&job, tx.now);
-    if !job.dependencies().is_empty() {
-        let start = dependencies::start(tx.conn, job.dependencies())?;
-        apply_start(&mut row, &start, tx.now);
-    }
-    insert_checked(tx, &job, &row)?;
-    if let Some(scope) = scope {
-        tx.conn
+
+    async fn claim_scope(&mut self, scope: &str, job: &NewJob) -> Result<ScopeClaim> {
+        self.0
+            .conn
             .prepare_cached(
                 "INSERT INTO duraq_idempotency (scope_digest, request_digest, job_id, created_at_ms) \
                  VALUES (?1, ?2, ?3, ?4)",
             )
             .db()?
-            .execute(params![scope, job.request_digest(), job.id(), tx.now])
+            .execute(params![scope, job.request_digest(), job.id(), self.0.now])
             .db()?;
+        Ok(ScopeClaim::Claimed)
     }
-    if row.status == JobStatus::Queued {
-        tx.signal_work();
+
+    async fn register_cap(&mut self, limit: &ConcurrencyLimit) -> Result<Option<i64>> {
+        match registered_cap(self.0.conn, &limit.key)? {
+            // A key registered without a cap (NULL) has nothing to conflict with.
+            Some(max) => Ok(max),
+            None => insert_cap(self.0.conn, limit).map(|()| None),
+        }
     }
-    Ok(EnqueueOutcome::Created(job.id().to_owned()))
+
+    async fn register_rate(&mut self, limit: &RateLimit) -> Result<Option<(i64, i64)>> {
+        match registered_rate(self.0.conn, &limit.key)? {
+            Some(registered) => Ok(Some(registered)),
+            None => insert_rate(self.0.conn, limit).map(|()| None),
+        }
+    }
+
+    async fn insert_operation(&mut self, job: &NewJob, op: &NewOperation) -> Result<bool> {
+        insert_operation(self.0.conn, op, job.id(), self.0.now)
+    }
+
+    async fn dependency_start(&mut self, job: &NewJob) -> Result<DependencyStart> {
+        dependencies::start(self.0.conn, job.dependencies())
+    }
+
+    async fn insert_job(&mut self, job: &NewJob, row: &Job) -> Result<()> {
+        insert_row(self.0, job, row)
+    }
+
+    fn signal_work(&mut self) {
+        self.0.signal_work();
+    }
 }
 
 /// A batch enqueue as the writer receives it: see [`Batch::prepare`].
@@ -122,29 +166,17 @@ pub(crate) fn enqueue_many(tx: &mut Tx<'_>, batch: Batch) -> Result<Vec<EnqueueO
         .collect())
 }
 
-/// Refuses an insert that would conflict: another cap for the key, or an
-/// operation key in use.
+/// Refuses a schedule key's replacement that would conflict: another cap
+/// or rate limit for its key, or an operation key in use. Reads only; the
+/// replacement writes with [`insert_checked`].
 pub(crate) fn check_insert(conn: &Connection, job: &NewJob) -> Result<()> {
     if let Some(limit) = job.concurrency() {
-        let registered: Option<Option<i64>> = conn
-            .prepare_cached("SELECT max_concurrency FROM duraq_concurrency WHERE key = ?1")
-            .db()?
-            .query_row([&limit.key], |r| r.get(0))
-            .optional()
-            .db()?;
-        // A key registered without a cap (NULL) has nothing to conflict with.
-        if let Some(Some(max)) = registered {
+        if let Some(Some(max)) = registered_cap(conn, &limit.key)? {
             check_cap(limit, max)?;
         }
     }
     if let Some(limit) = job.rate_limit() {
-        let registered: Option<(i64, i64)> = conn
-            .prepare_cached("SELECT max_starts, period_ms FROM duraq_rate_limits WHERE key = ?1")
-            .db()?
-            .query_row([&limit.key], |r| Ok((r.get(0)?, r.get(1)?)))
-            .optional()
-            .db()?;
-        if let Some((max, period_ms)) = registered {
+        if let Some((max, period_ms)) = registered_rate(conn, &limit.key)? {
             limit.check_registered(max, period_ms)?;
         }
     }
@@ -164,38 +196,82 @@ pub(crate) fn check_insert(conn: &Connection, job: &NewJob) -> Result<()> {
     Ok(())
 }
 
-/// Inserts a checked row (in the status its dependencies gave it, with their
-/// edges) with its cap registration and operation record.
+/// Inserts a row [`check_insert`] passed with its cap and rate registrations
+/// and its operation record.
 pub(crate) fn insert_checked(tx: &mut Tx<'_>, job: &NewJob, row: &Job) -> Result<()> {
     if let Some(limit) = job.concurrency() {
-        tx.conn
-            .prepare_cached(
-                "INSERT INTO duraq_concurrency (key, max_concurrency, active_count) VALUES (?1, ?2, 0) \
-                 ON CONFLICT (key) DO NOTHING",
-            )
-            .db()?
-            .execute(params![limit.key, limit.max])
-            .db()?;
+        insert_cap(tx.conn, limit)?;
     }
     if let Some(limit) = job.rate_limit() {
-        tx.conn
-            .prepare_cached(
-                "INSERT INTO duraq_rate_limits (key, max_starts, period_ms) VALUES (?1, ?2, ?3) \
-                 ON CONFLICT (key) DO NOTHING",
-            )
-            .db()?
-            .execute(params![limit.key, limit.max, limit.period_ms])
-            .db()?;
+        insert_rate(tx.conn, limit)?;
     }
     if let Some(op) = job.operation() {
-        tx.conn
-            .prepare_cached(
-                "INSERT INTO duraq_operations (key, data, job_id, created_at_ms) VALUES (?1, ?2, ?3, ?4)",
-            )
-            .db()?
-            .execute(params![op.key, json_text(&op.data)?, row.id, tx.now])
-            .db()?;
+        if !insert_operation(tx.conn, op, &row.id, tx.now)? {
+            return Err(operation_key_taken());
+        }
     }
+    insert_row(tx, job, row)
+}
+
+/// The cap key `key` is registered with: `Some(None)` for a key registered
+/// without one, `None` for a key not registered.
+fn registered_cap(conn: &Connection, key: &str) -> Result<Option<Option<i64>>> {
+    conn.prepare_cached("SELECT max_concurrency FROM duraq_concurrency WHERE key = ?1")
+        .db()?
+        .query_row([key], |r| r.get(0))
+        .optional()
+        .db()
+}
+
+/// Registers the cap of `limit` unless its key is registered.
+fn insert_cap(conn: &Connection, limit: &ConcurrencyLimit) -> Result<()> {
+    conn.prepare_cached(
+        "INSERT INTO duraq_concurrency (key, max_concurrency, active_count) VALUES (?1, ?2, 0) \
+         ON CONFLICT (key) DO NOTHING",
+    )
+    .db()?
+    .execute(params![limit.key, limit.max])
+    .db()?;
+    Ok(())
+}
+
+/// The (max, period) rate key `key` is registered with, if it is.
+fn registered_rate(conn: &Connection, key: &str) -> Result<Option<(i64, i64)>> {
+    conn.prepare_cached("SELECT max_starts, period_ms FROM duraq_rate_limits WHERE key = ?1")
+        .db()?
+        .query_row([key], |r| Ok((r.get(0)?, r.get(1)?)))
+        .optional()
+        .db()
+}
+
+/// Registers `limit` unless its key is registered.
+fn insert_rate(conn: &Connection, limit: &RateLimit) -> Result<()> {
+    conn.prepare_cached(
+        "INSERT INTO duraq_rate_limits (key, max_starts, period_ms) VALUES (?1, ?2, ?3) \
+         ON CONFLICT (key) DO NOTHING",
+    )
+    .db()?
+    .execute(params![limit.key, limit.max, limit.period_ms])
+    .db()?;
+    Ok(())
+}
+
+/// Records operation `op` of job `job_id`; `false` when its key is taken.
+fn insert_operation(conn: &Connection, op: &NewOperation, job_id: &str, now: i64) -> Result<bool> {
+    let inserted = conn
+        .prepare_cached(
+            "INSERT INTO duraq_operations (key, data, job_id, created_at_ms) VALUES (?1, ?2, ?3, ?4) \
+             ON CONFLICT (key) DO NOTHING",
+        )
+        .db()?
+        .execute(params![op.key, json_text(&op.data)?, job_id, now])
+        .db()?;
+    Ok(inserted == 1)
+}
+
+/// Inserts a decided row (in the status its dependencies gave it, with their
+/// edges) and counts it.
+fn insert_row(tx: &mut Tx<'_>, job: &NewJob, row: &Job) -> Result<()> {
     let registered = dedupe::scope_registered(tx, job.job_name().as_str(), job.queue().as_str())?;
     insert_job(tx, row, registered)?;
     if !row.depends_on.is_empty() {

@@ -2,11 +2,13 @@
 //! caps, `enqueue_batch` (all or nothing, one mutation, later jobs see earlier
 //! ones), the worker timer query, the work signal and `search_jobs`.
 
+use std::time::Duration;
+
 use duraq_core::inspect::{JobCursor, JobFilter};
-use duraq_core::{EnqueueOptions, EnqueueOutcome, ErrorCode, JobStatus};
+use duraq_core::{EnqueueOptions, EnqueueOutcome, ErrorCode, JobStatus, NewJob, NewOperation};
 use serde_json::json;
 
-use crate::harness::{expect_conflict, job, Harness, WireOptions};
+use crate::harness::{expect_conflict, expect_invalid, job, Harness, WireOptions};
 
 pub async fn enqueue_returns_created_and_persists(h: &Harness) {
     let new = job("j", json!(["x"]), EnqueueOptions::new()).with_id("job-1");
@@ -165,6 +167,75 @@ pub async fn concurrency_cap_conflict(h: &Harness) {
         h.store.enqueue(again).await,
         ErrorCode::ConcurrencyCapConflict,
     );
+}
+
+/// A job named with every key: cap `cap`, `rate` starts an hour, operation
+/// `op`, idempotency key `idem`, waiting for job `after`.
+fn keyed(idem: &str, args: i64, cap: u32, rate: u32, op: &str, after: Option<&str>) -> NewJob {
+    let mut opts = EnqueueOptions::new()
+        .idempotency_key(idem)
+        .concurrency("cap", cap)
+        .rate_limit("rate", rate, Duration::from_secs(3_600));
+    if let Some(after) = after {
+        opts = opts.after(after);
+    }
+    let op = NewOperation {
+        key: op.into(),
+        data: json!({}),
+    };
+    job("j", json!([args]), opts).with_operation(op).unwrap()
+}
+
+/// The first failing check is the answer (cap, rate limit, operation key,
+/// then the dependencies), and a refused enqueue keeps nothing it wrote on
+/// the way: its scope, its keys' first registrations, its operation.
+pub async fn the_first_failing_check_wins_and_keeps_nothing(h: &Harness) {
+    let first = h
+        .store
+        .enqueue(keyed("first", 0, 2, 5, "taken", None))
+        .await;
+    assert!(matches!(first.unwrap(), EnqueueOutcome::Created(_)));
+    let before = h.state().await;
+    let missing = Some("0193a0b0-0000-7000-8000-000000000001");
+    let refused = |cap, rate, op| h.store.enqueue(keyed("second", 1, cap, rate, op, missing));
+    expect_conflict(
+        refused(3, 6, "taken").await,
+        ErrorCode::ConcurrencyCapConflict,
+    );
+    expect_conflict(refused(2, 6, "taken").await, ErrorCode::RateLimitConflict);
+    expect_conflict(refused(2, 5, "taken").await, ErrorCode::IdempotencyConflict);
+    expect_invalid(refused(2, 5, "free").await, ErrorCode::DependencyNotFound);
+    h.assert_unchanged(&before, "refused enqueues").await;
+
+    // Fresh keys, refused only by the missing dependency: none is kept.
+    let fresh = |cap: u32, after: Option<&str>| {
+        let mut opts = EnqueueOptions::new()
+            .idempotency_key("fresh")
+            .concurrency("fresh-cap", cap)
+            .rate_limit("fresh-rate", cap, Duration::from_secs(60));
+        if let Some(after) = after {
+            opts = opts.after(after);
+        }
+        let op = NewOperation {
+            key: "fresh-op".into(),
+            data: json!({}),
+        };
+        job("k", json!([cap]), opts).with_operation(op).unwrap()
+    };
+    expect_invalid(
+        h.store.enqueue(fresh(1, missing)).await,
+        ErrorCode::DependencyNotFound,
+    );
+    h.assert_unchanged(&before, "a refused enqueue with fresh keys")
+        .await;
+    // Another request of the scope, with other limits for the keys and the
+    // same operation key, is a first enqueue of each.
+    let created = h.store.enqueue(fresh(2, None)).await.unwrap();
+    let EnqueueOutcome::Created(id) = created else {
+        panic!("expected a created job, got {created:?}");
+    };
+    let op = h.store.get_operation("fresh-op").await.unwrap();
+    assert_eq!(op.map(|op| op.job_id), Some(id));
 }
 
 pub async fn batch_is_one_mutation(h: &Harness) {

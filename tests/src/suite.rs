@@ -36,7 +36,8 @@ macro_rules! store_suite {
                 enqueue: [
                     enqueue_returns_created_and_persists, an_id_a_finished_job_holds_is_refused,
                     future_job_waits_until_due,
-                    concurrency_cap_conflict, batch_is_one_mutation, batch_sees_earlier_jobs,
+                    concurrency_cap_conflict, the_first_failing_check_wins_and_keeps_nothing,
+                    batch_is_one_mutation, batch_sees_earlier_jobs,
                     batch_is_all_or_nothing, next_scheduled_at_for_timer, work_signal_moves,
                     list_jobs_filters_and_order, list_jobs_pages_by_cursor_and_key,
                 ],

@@ -1,5 +1,6 @@
 //! The enqueue decision (`docs/jobs.md`, `docs/idempotency.md`, `docs/dedupe.md`),
-//! in the one order every store follows inside the enqueue's transaction:
+//! in the one order [`crate::steps::enqueue`] drives over every store's
+//! primitives, inside the enqueue's transaction:
 //!
 //! 1. **Replay.** With an idempotency key, a scope already owned answers the
 //!    enqueue: the same request is replayed, another one is refused
@@ -7,7 +8,9 @@
 //! 2. **Dedupe.** With `deduplicate_while_queued`, the earliest (`scheduledAtMs`,
 //!    `createdAtMs`, `id`) queued job of the same name, queue and args due no
 //!    later than this one is returned instead ([`is_duplicate_of`] says which
-//!    rows qualify; the store finds the earliest through its index).
+//!    rows qualify; the store finds the earliest through its index). Otherwise
+//!    a free scope is claimed for this request now; a concurrent first enqueue
+//!    of the same scope that won the claim answers as in step 1.
 //! 3. **Checks.** The job's concurrency key and rate key, if registered, must
 //!    have been registered with the same limits ([`check_cap`],
 //!    [`crate::RateLimit::check_registered`]); its operation key must be free
@@ -15,14 +18,18 @@
 //!    ([`crate::rules::start_of`]: `dependency-not-found`). The first failing
 //!    check is the error, and the transaction is rolled back: nothing is
 //!    written.
-//! 4. **Insert.** The row ([`crate::transitions::new_job_row`]), the key
-//!    registrations of first use, the scope row and the operation row.
+//! 4. **Insert.** The row ([`crate::transitions::new_job_row`], started as
+//!    [`crate::rules::apply_start`] says), counted, and work signalled when it
+//!    is queued. A key's first registration, the operation row and the scope
+//!    row are written by the steps that check them (or with the row, by a
+//!    store with a single writer).
 //!
 //! A run of consecutive jobs in a batch that are all [`NewJob::is_plain`]
 //! skips steps 1–3 (there is nothing to read) and may insert its rows with one
 //! statement (PostgreSQL: one `COPY` for a long run), before the next keyed job
 //! is decided: that is the only shortcut, and it is the rule's own case of jobs
-//! with no keys.
+//! with no keys. It stays each store's own; every other job goes through
+//! [`crate::steps::enqueue`].
 
 use crate::error::{Error, ErrorCode, Result};
 use crate::job::{Job, JobStatus};

@@ -11,6 +11,8 @@
 //! a store has read: no I/O, no async. A store fetches the rows a rule needs
 //! inside its transaction, asks, and persists the answer in the same
 //! transaction; SQL and locking are the store's, the decision is never.
+//! Where the order of the steps is itself the rule (the enqueue), core drives
+//! the store's primitives instead: [`crate::steps`].
 
 mod claim;
 mod dependencies;

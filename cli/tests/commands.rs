@@ -514,10 +514,11 @@ fn usage_errors_exit_2() {
 fn jobs_show_prints_the_error_history() {
     use std::time::Duration;
     let db = Db::new();
+    // A request to a closed port fails its only attempt.
     let id = db.enqueue(&[
-        "duraq.sleep",
+        "duraq.http",
         "--args",
-        r#"{"ms":"soon"}"#,
+        r#"{"url":"http://127.0.0.1:1/closed"}"#,
         "--max-retries",
         "0",
     ]);
@@ -549,7 +550,7 @@ fn jobs_show_prints_the_error_history() {
     assert!(
         lines[1].starts_with("1 ")
             && lines[1].contains(worker_id)
-            && lines[1].contains("duraq.sleep"),
+            && lines[1].contains("duraq.http"),
         "{text}"
     );
     assert_eq!(lines.len(), 2, "{text}");

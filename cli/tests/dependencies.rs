@@ -152,7 +152,7 @@ fn a_workflow_is_retried_and_cancelled_as_a_whole() {
     let db = Db::new();
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("flow.json");
-    // `duraq.sleep` with args it refuses fails at once, without retries.
+    // A request to a closed port fails at once, without retries.
     std::fs::write(
         &file,
         r#"{"name": "nightly", "steps": [

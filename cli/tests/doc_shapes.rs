@@ -180,9 +180,11 @@ fn answers(db: &Db, command: &str) -> Vec<Value> {
                 db.json(&["jobs", "retry", &job]),
             ]
         }
-        "jobs retry / cancel / delete (several ids or a filter)" => {
+        "jobs retry / cancel / delete (several ids or a filter), jobs run-now" => {
             let (a, b) = (id(), id());
             vec![
+                db.json(&["jobs", "run-now", &a, &b]),
+                db.json(&["jobs", "run-now", "--status", "queued", "--dry-run"]),
                 db.json(&["jobs", "cancel", &a, &b]),
                 db.json(&["jobs", "retry", "--status", "cancelled", "--dry-run"]),
                 db.json(&["jobs", "delete", "--status", "cancelled,queued"]),

@@ -49,9 +49,9 @@ fn search_scenario(url: &str) {
         r#"{"user":{"id":8}}"#,
     ]);
     let bad = enqueue(&[
-        "duraq.sleep",
+        "duraq.http",
         "--args",
-        r#"{"ms":"soon"}"#,
+        r#"{"url":"http://127.0.0.1:1/closed"}"#,
         "--max-retries",
         "0",
     ]);
@@ -94,7 +94,7 @@ fn search_scenario(url: &str) {
         [cancelled.as_str()]
     );
     assert_eq!(
-        ids(&list(&["--error-contains", "DURAQ.SLEEP EXPECTS"])),
+        ids(&list(&["--error-contains", "DURAQ.HTTP: REQUEST TO"])),
         [bad.as_str()]
     );
     assert_eq!(
@@ -162,7 +162,7 @@ fn search_scenario(url: &str) {
     assert!(text.contains(&format!("--after {resume}")), "{text}");
     // The failed list shows the error's first line.
     let failed = run_with_url(url, &["jobs", "list", "--status", "failed"]);
-    assert!(String::from_utf8_lossy(&failed.stdout).contains("duraq.sleep expects"));
+    assert!(String::from_utf8_lossy(&failed.stdout).contains("duraq.http: request to"));
 
     // Prefixes: a unique one names the job; a shared one is ambiguous.
     let shown = json_at(url, &["jobs", "show", &bad[..bad.len() - 4]]);

@@ -80,9 +80,10 @@ async fn legend(page: &Page) -> Vec<(String, String)> {
 }
 
 fn expected(completed: u32) -> Vec<(String, String)> {
-    // 4 (+1 live) completed, 3 failed, 1 retried, 1 cancelled; enqueued since
-    // the first sample: 4 + 3 + 1 (the retried job) + 1 (the cancelled one) (+1 live).
-    let enqueued = completed + 5;
+    // 4 (+1 live) completed, 3 failed, 1 retried, 1 cancelled; enqueued: the
+    // job before the first sample (counted from the database's baseline) and
+    // since it 4 + 3 + 1 (the retried job) + 1 (the cancelled one) (+1 live).
+    let enqueued = completed + 6;
     [
         ("completed", completed),
         ("failed", 3),

@@ -50,8 +50,11 @@ async fn upgrade_to_v9_adds_outcome_totals_in_place_and_the_history() {
     assert_eq!(store.outcome_totals().await.unwrap()[0].totals.enqueued, 1);
     assert!(store.record_history().await.unwrap());
     let samples = store.history(0).await.unwrap();
-    assert_eq!(samples.len(), 1);
-    assert_eq!(samples[0].totals.enqueued, 1);
+    // The first sampler ever writes an all-zero baseline before its own
+    // sample, so that what happened before it is counted.
+    assert_eq!(samples.len(), 2, "the baseline and this minute's sample");
+    assert!(samples[0].totals.is_zero(), "the baseline");
+    assert_eq!(samples[1].totals.enqueued, 1);
     drop(store);
     let again = open(&path);
     assert!(again.migration().applied.is_empty());

@@ -345,7 +345,7 @@ pub(crate) async fn claim_after(
                         postponed.push(candidate);
                     }
                     // Another claim holds the rate key: its jobs wait for our next round.
-                    Admission::AtCap | Admission::RateKeyBusy => {}
+                    Admission::Leave(_) => {}
                 }
             }
             if exhausted {

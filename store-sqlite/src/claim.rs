@@ -199,7 +199,7 @@ fn try_claim(
             save_job(tx.conn, &job)?;
             return Ok(None);
         }
-        Admission::AtCap | Admission::RateKeyBusy => return Ok(None),
+        Admission::Leave(_) => return Ok(None),
     };
     if let Some(limit) = &rate_start {
         rate::log_start(tx.conn, limit, tx.now)?;

@@ -61,7 +61,7 @@ impl State {
             match admission.decide(job) {
                 Admission::Take { reservation, .. } => taken.push((job.id.clone(), reservation)),
                 Admission::Postpone { due_at_ms } => postponed.push((job.id.clone(), due_at_ms)),
-                Admission::AtCap | Admission::RateKeyBusy => {}
+                Admission::Leave(_) => {}
             }
         }
         for (id, due) in postponed {

@@ -56,15 +56,24 @@ pub enum Admission {
         /// The rate limit whose start the store logs at the claim's `now`.
         rate_start: Option<RateLimit>,
     },
-    /// Its concurrency key is at its cap: leave it as it is.
-    AtCap,
     /// Its rate key is saturated: it stays queued, due at `due_at_ms`.
     Postpone {
         /// The job's new `scheduledAtMs`.
         due_at_ms: i64,
     },
-    /// Another claim is deciding on its rate key right now: leave it as it is
-    /// for the next claim.
+    /// Leave it as it is: this claim does not take it, and writes nothing of
+    /// it. A store treats every reason alike, so a new reason is core's alone.
+    Leave(LeaveReason),
+}
+
+/// Why a claim leaves a candidate as it is ([`Admission::Leave`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum LeaveReason {
+    /// Its concurrency key is at its cap.
+    AtCap,
+    /// Another claim is deciding on its rate key right now; the next claim
+    /// will.
     RateKeyBusy,
 }
 
@@ -72,7 +81,7 @@ pub enum Admission {
 /// and what it has taken since (see the module docs).
 ///
 /// ```
-/// use duraq_core::driver::rules::{Admission, AdmissionRead, ClaimAdmission};
+/// use duraq_core::driver::rules::{Admission, AdmissionRead, ClaimAdmission, LeaveReason};
 /// use duraq_core::driver::transitions::new_job_row;
 /// use duraq_core::{EnqueueOptions, NewJob};
 /// use duraq_core::driver::ClaimRequest;
@@ -84,7 +93,7 @@ pub enum Admission {
 /// assert_eq!(admission.missing(&job), Some(AdmissionRead::Active { key: "acct:1".into(), max: 1 }));
 /// admission.know_active("acct:1", 0);
 /// assert!(matches!(admission.decide(&job), Admission::Take { .. }));
-/// assert_eq!(admission.decide(&job), Admission::AtCap); // the one reservation is taken
+/// assert_eq!(admission.decide(&job), Admission::Leave(LeaveReason::AtCap)); // the one reservation is taken
 /// ```
 #[derive(Debug)]
 pub struct ClaimAdmission<'r> {
@@ -160,13 +169,13 @@ impl<'r> ClaimAdmission<'r> {
         let reservation = reservation_for(job, &self.req.queue_config);
         if let Some((key, max)) = &reservation {
             if self.active[key] >= *max {
-                return Admission::AtCap;
+                return Admission::Leave(LeaveReason::AtCap);
             }
         }
         let rate_start = job.rate_limit();
         if let Some(limit) = &rate_start {
             match self.windows.get_mut(&limit.key).expect("window read") {
-                None => return Admission::RateKeyBusy,
+                None => return Admission::Leave(LeaveReason::RateKeyBusy),
                 Some(window) => {
                     if let Err(due_at_ms) = window.try_start(limit, self.now_ms) {
                         return Admission::Postpone { due_at_ms };
@@ -255,7 +264,7 @@ mod tests {
         a.know_active("c", 2);
         // At its cap: no window needed, and the rate key logs no start.
         assert_eq!(a.missing(&j), None);
-        assert_eq!(a.decide(&j), Admission::AtCap);
+        assert_eq!(a.decide(&j), Admission::Leave(LeaveReason::AtCap));
     }
 
     #[test]
@@ -277,7 +286,7 @@ mod tests {
         let mut a = ClaimAdmission::new(&req, 0);
         let j = job(EnqueueOptions::new().rate_limit("r", 5, Duration::from_secs(1)));
         a.know_window("r", None);
-        assert_eq!(a.decide(&j), Admission::RateKeyBusy);
+        assert_eq!(a.decide(&j), Admission::Leave(LeaveReason::RateKeyBusy));
     }
 
     #[test]
@@ -308,6 +317,6 @@ mod tests {
                 rate_start: None
             }
         );
-        assert_eq!(a.decide(&j), Admission::AtCap);
+        assert_eq!(a.decide(&j), Admission::Leave(LeaveReason::AtCap));
     }
 }

@@ -27,6 +27,19 @@ pub fn visible_multiline(text: &str) -> String {
         .join("\n")
 }
 
+/// What a status is called on the page: [`JobStatus::label`](duraq_core::JobStatus::label), the one
+/// vocabulary the CLI and the docs use too.
+pub fn label(status: duraq_core::JobStatus) -> &'static str {
+    status.label()
+}
+
+/// A query-string value, percent-encoded.
+pub fn urlencode(value: &str) -> String {
+    serde_urlencoded::to_string([("v", value)])
+        .map(|s| s[2..].to_string())
+        .unwrap_or_default()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -25,9 +25,9 @@ use duraq_core::JobStatus;
 use maud::{html, Markup};
 
 use super::jobs::pairs;
-use super::overview::urlencode;
 use super::search::Search;
 use super::{store_error, store_error_and};
+use crate::format::urlencode;
 use crate::format::{thousands, visible};
 use crate::html::{csrf_field, link, page};
 use crate::security::check_csrf;

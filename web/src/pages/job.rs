@@ -26,8 +26,8 @@ use duraq_core::{ErrorCode, Job, JobStatus};
 use maud::{html, Markup};
 use serde::Deserialize;
 
-use super::overview::{label, urlencode};
 use super::store_error;
+use crate::format::{label, urlencode};
 use crate::format::{visible, visible_multiline};
 use crate::html::{csrf_field, link, notice, page, time};
 use crate::live::now_ms;

@@ -25,10 +25,10 @@ use duraq_core::{ErrorCode, JobStatus};
 use maud::{html, Markup};
 use serde::Deserialize;
 
-use super::overview::{label, urlencode};
 use super::search::Search;
 use super::store_error;
 pub use super::table::{job_table, job_table_with, Table};
+use crate::format::{label, urlencode};
 use crate::format::{thousands, visible};
 use crate::html::{csrf_field, link, page};
 use crate::{AppState, State};

@@ -17,8 +17,8 @@ use maud::html;
 use serde::Deserialize;
 
 use super::jobs::job_table;
-use super::overview::urlencode;
 use super::store_error;
+use crate::format::urlencode;
 use crate::format::{duration, relative, thousands, utc, visible};
 use crate::html::{link, notice, page};
 use crate::live::now_ms;

@@ -16,7 +16,7 @@ use maud::{html, Markup};
 
 use super::job::ActionForm;
 use super::{queue_rows, store_error, QueueRow};
-use crate::format::{duration, thousands};
+use crate::format::{duration, thousands, urlencode};
 use crate::html::{csrf_field, link, page};
 use crate::live::{history_points, now_ms};
 use crate::security::check_csrf;
@@ -88,12 +88,6 @@ pub async fn overview(
 
 fn state_live(state: &AppState) {
     state.live.ensure_started();
-}
-
-/// What a status is called on the page: [`JobStatus::label`], the one
-/// vocabulary the CLI and the docs use too.
-pub fn label(status: JobStatus) -> &'static str {
-    status.label()
 }
 
 /// `GET /queues`.
@@ -212,11 +206,4 @@ fn queues_table(state: &AppState, rows: &[QueueRow]) -> Markup {
             }
         }
     }
-}
-
-/// A query-string value, percent-encoded.
-pub fn urlencode(value: &str) -> String {
-    serde_urlencoded::to_string([("v", value)])
-        .map(|s| s[2..].to_string())
-        .unwrap_or_default()
 }

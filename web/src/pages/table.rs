@@ -13,7 +13,7 @@
 use duraq_core::Job;
 use maud::{html, Markup};
 
-use super::overview::{label, urlencode};
+use crate::format::{label, urlencode};
 use crate::format::{relative, visible};
 use crate::html::link;
 use crate::live::now_ms;

@@ -15,8 +15,8 @@ use duraq_core::driver::workflow_steps;
 use duraq_core::{Job, JobStatus};
 use maud::{html, Markup};
 
-use super::overview::{label, urlencode};
 use super::store_error;
+use crate::format::{label, urlencode};
 use crate::format::{thousands, visible};
 use crate::html::{link, page};
 use crate::{AppState, State};

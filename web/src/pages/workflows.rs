@@ -11,8 +11,8 @@ use duraq_core::inspect::{workflow_tally, WorkflowListRequest, WorkflowState, Wo
 use duraq_core::JobStatus;
 use maud::{html, Markup};
 
-use super::overview::{label, urlencode};
 use super::store_error;
+use crate::format::{label, urlencode};
 use crate::format::{thousands, utc, visible};
 use crate::html::{link, page};
 use crate::{AppState, State};

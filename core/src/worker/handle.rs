@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use tokio::sync::{broadcast, watch};
 use tokio::task::JoinHandle;
+use tracing::Instrument;
 
 use super::config::WorkerConfig;
 use super::events::{WorkerEvent, WorkerReport};
@@ -130,7 +131,10 @@ impl Worker {
             events,
             config,
         } = self;
-        super::runner::run(store, registry, clock, events, config, shutdown).await
+        let span = tracing::info_span!("worker", worker_id = %config.worker_id);
+        super::runner::run(store, registry, clock, events, config, shutdown)
+            .instrument(span)
+            .await
     }
 
     /// Runs the worker on a new tokio task.

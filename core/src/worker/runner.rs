@@ -30,25 +30,8 @@ use crate::requests::ClaimRequest;
 use crate::store::Store;
 
 /// Runs a built worker (its parts, as [`super::handle::Worker::run`] hands
-/// them over) until `shutdown` resolves and the drain ends.
+/// them over, inside its span) until `shutdown` resolves and the drain ends.
 pub(crate) async fn run<F>(
-    store: Arc<dyn Store>,
-    registry: Registry,
-    clock: Arc<dyn Clock>,
-    events: broadcast::Sender<WorkerEvent>,
-    config: WorkerConfig,
-    shutdown: F,
-) -> Result<WorkerReport, WorkerError>
-where
-    F: Future<Output = ()> + Send,
-{
-    let span = tracing::info_span!("worker", worker_id = %config.worker_id);
-    run_inner(store, registry, clock, events, config, shutdown)
-        .instrument(span)
-        .await
-}
-
-async fn run_inner<F>(
     store: Arc<dyn Store>,
     registry: Registry,
     clock: Arc<dyn Clock>,

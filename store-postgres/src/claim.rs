@@ -25,10 +25,8 @@
 //! walk of the due index is unchanged. A pause committed before the claim's
 //! statement starts is seen by it (READ COMMITTED takes a snapshot per statement).
 
-use duraq_core::driver::rules::{Admission, AdmissionRead, ClaimAdmission};
-use duraq_core::driver::transitions::claim as claim_row;
-
-use duraq_core::driver::{new_job_id, ClaimRequest};
+use duraq_core::driver::steps::{AdmissionReads, Claim, ClaimPlan, Taken};
+use duraq_core::driver::{ClaimRequest, RateWindow};
 use duraq_core::{Job, JobStatus, RateLimit, Result};
 
 use crate::backend::db::{pooled, Conn, Db};
@@ -55,12 +53,29 @@ async fn lock_active(db: &Db<'_>, key: &str, max: i64) -> Result<i64> {
     Ok(row.get(0))
 }
 
+/// The admission's reads, each locking what it read until the claim commits.
+struct Reads<'d, 'n>(&'d Db<'n>);
+
+impl AdmissionReads for Reads<'_, '_> {
+    async fn active_reservations(&mut self, key: &str, max: i64) -> Result<i64> {
+        lock_active(self.0, key, max).await
+    }
+
+    async fn rate_window(&mut self, limit: &RateLimit) -> Result<Option<RateWindow>> {
+        rate::lock_window(self.0, limit).await
+    }
+}
+
 /// Takes the reservations of a claim's jobs on the key rows [`lock_active`]
 /// locked: one statement, however many jobs and keys.
-async fn take_reservations(db: &Db<'_>, taken: &[(Job, Option<(String, i64)>)]) -> Result<()> {
+async fn take_reservations(db: &Db<'_>, taken: &[Taken]) -> Result<()> {
     let (keys, maxes): (Vec<&str>, Vec<i64>) = taken
         .iter()
-        .filter_map(|(_, r)| r.as_ref().map(|(key, max)| (key.as_str(), *max)))
+        .filter_map(|t| {
+            t.reservation
+                .as_ref()
+                .map(|(key, max)| (key.as_str(), *max))
+        })
         .unzip();
     if keys.is_empty() {
         return Ok(());
@@ -120,27 +135,23 @@ pub(crate) const QUEUED_PRIORITIES: &str = "levels AS (\
 const TOP_PRIORITY: &str =
     "SELECT priority FROM {s}.duraq_jobs WHERE status = 'queued' ORDER BY priority DESC LIMIT 1";
 
-/// Writes claimed rows back: only the columns [`claim_row`] sets
+/// Writes claimed rows back: only the columns
+/// [`duraq_core::driver::transitions::claim`] sets
 /// ([`duraq_core::driver::transitions::CLAIM_CHANGES`], declared and tested in core)
 /// and the reservation taken, not every
 /// mutable column as [`save_jobs`] does (a claim's rows carry arguments and
 /// error histories that it never changes). The conformance and model suites
 /// read claimed rows back, so a transition that set more would be caught.
-async fn save_claimed(
-    db: &Db<'_>,
-    taken: &[(Job, Option<(String, i64)>)],
-    worker_id: &str,
-    now: i64,
-) -> Result<()> {
+async fn save_claimed(db: &Db<'_>, taken: &[Taken], worker_id: &str, now: i64) -> Result<()> {
     if taken.is_empty() {
         return Ok(());
     }
-    let ids: Vec<&str> = taken.iter().map(|(j, _)| j.id.as_str()).collect();
-    let attempts: Vec<i64> = taken.iter().map(|(j, _)| j.attempts).collect();
-    let handoffs: Vec<Option<&str>> = taken.iter().map(|(j, _)| j.handoff_id.as_deref()).collect();
+    let ids: Vec<&str> = taken.iter().map(|t| t.job.id.as_str()).collect();
+    let attempts: Vec<i64> = taken.iter().map(|t| t.job.attempts).collect();
+    let handoffs: Vec<Option<&str>> = taken.iter().map(|t| t.job.handoff_id.as_deref()).collect();
     let reservations: Vec<Option<&str>> = taken
         .iter()
-        .map(|(_, r)| r.as_ref().map(|(key, _)| key.as_str()))
+        .map(|t| t.reservation.as_ref().map(|(key, _)| key.as_str()))
         .collect();
     db.execute(
         SAVE_CLAIMED,
@@ -262,19 +273,17 @@ pub(crate) async fn claim_after(
     let names: Vec<&str> = req.queue_config.keys().map(String::as_str).collect();
     let priorities: Vec<i64> = req.queue_config.values().map(|c| c.priority).collect();
     let mut seen: Vec<String> = Vec::new();
-    let mut admission = ClaimAdmission::new(req, tx.now);
-    let mut taken: Vec<(Job, Option<(String, i64)>)> = Vec::new();
-    let mut postponed: Vec<Job> = Vec::new();
-    let mut started: Vec<RateLimit> = Vec::new();
+    let mut claim = Claim::new(req, tx.now);
+    let mut reads = Reads(&tx.db);
     for level in levels {
         let level_seen = seen.len();
-        let level_taken = taken.len();
-        while taken.len() < req.limit {
+        let level_taken = claim.taken();
+        while !claim.is_full() {
             // As many candidates as slots are left: every row read stays locked until
             // commit, so reading more would only hide it from other workers. Rounds
             // after skips (candidates at their cap) read more, as many as were skipped.
-            let skipped = (seen.len() - level_seen) - (taken.len() - level_taken);
-            let batch = i64::try_from(req.limit - taken.len() + skipped).unwrap_or(i64::MAX);
+            let skipped = (seen.len() - level_seen) - (claim.taken() - level_taken);
+            let batch = i64::try_from(req.limit - claim.taken() + skipped).unwrap_or(i64::MAX);
             let read_ahead = match (&top, level) {
                 (Some((top_priority, _)), Some(priority)) => *top_priority == priority,
                 _ => false,
@@ -315,49 +324,27 @@ pub(crate) async fn claim_after(
             };
             let exhausted = (rows.len() as i64) < batch;
             for row in &rows {
-                let mut candidate = loaded_from_row(row)?.job;
+                let candidate = loaded_from_row(row)?.job;
                 seen.push(candidate.id.clone());
-                if admission.is_full() {
+                if claim.is_full() {
                     break;
                 }
-                while let Some(read) = admission.missing(&candidate) {
-                    match read {
-                        AdmissionRead::Active { key, max } => {
-                            let active = lock_active(&tx.db, &key, max).await?;
-                            admission.know_active(&key, active);
-                        }
-                        AdmissionRead::Window(limit) => {
-                            let window = rate::lock_window(&tx.db, &limit).await?;
-                            admission.know_window(&limit.key, window);
-                        }
-                    }
-                }
-                match admission.decide(&candidate) {
-                    Admission::Take {
-                        reservation,
-                        rate_start,
-                    } => {
-                        started.extend(rate_start);
-                        taken.push((candidate, reservation));
-                    }
-                    Admission::Postpone { due_at_ms } => {
-                        candidate.scheduled_at_ms = due_at_ms;
-                        postponed.push(candidate);
-                    }
-                    // Another claim holds the rate key: its jobs wait for our next round.
-                    Admission::Leave(_) => {}
-                }
+                claim.consider(candidate, &mut reads).await?;
             }
             if exhausted {
                 break;
             }
         }
-        if taken.len() >= req.limit {
+        if claim.is_full() {
             break;
         }
     }
-    for (job, _) in &mut taken {
-        claim_row(job, &req.worker_id, new_job_id(), tx.now);
+    let ClaimPlan {
+        taken,
+        postponed,
+        rate_starts: started,
+    } = claim.finish();
+    for Taken { job, .. } in &taken {
         tx.change
             .moved(&job.queue, JobStatus::Queued, JobStatus::HandedOff);
     }
@@ -371,7 +358,7 @@ pub(crate) async fn claim_after(
     // polls first, and the first polled is the first sent.) A pipelined
     // transaction commits in the same round trip, unless rate limits add
     // statements of their own (not prepared here).
-    let reserved = taken.iter().any(|(_, r)| r.is_some());
+    let reserved = taken.iter().any(|t| t.reservation.is_some());
     let mut last = vec![SAVE_CLAIMED, HEARTBEAT, counts::STORE_SQL.as_str()];
     if reserved {
         last.push(TAKE_RESERVATIONS);
@@ -388,5 +375,5 @@ pub(crate) async fn claim_after(
         tx.commit_statement(commit)
     )?;
     tx.counts_recorded(effects, commit);
-    Ok(taken.into_iter().map(|(job, _)| job).collect())
+    Ok(taken.into_iter().map(|t| t.job).collect())
 }

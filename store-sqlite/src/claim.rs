@@ -18,10 +18,9 @@
 
 use std::collections::BTreeMap;
 
-use duraq_core::driver::rules::{Admission, AdmissionRead, ClaimAdmission};
-use duraq_core::driver::transitions;
-use duraq_core::driver::{new_job_id, ClaimRequest};
-use duraq_core::{Job, JobStatus, Result};
+use duraq_core::driver::steps::{run_ready, AdmissionReads, Claim, ClaimPlan, Taken};
+use duraq_core::driver::{ClaimRequest, RateWindow};
+use duraq_core::{Job, JobStatus, RateLimit, Result};
 use rusqlite::{params, Connection, OptionalExtension};
 
 use crate::columns::JOB_COLUMNS;
@@ -100,14 +99,13 @@ pub(crate) fn queued_priorities(conn: &rusqlite::Connection) -> Result<Vec<i64>>
 /// Claims up to `req.limit` due jobs and records the worker's heartbeat.
 pub(crate) fn claim(tx: &mut Tx<'_>, req: &ClaimRequest) -> Result<Vec<Job>> {
     heartbeat(tx, &req.worker_id)?;
-    let mut claimed = Vec::new();
     if req.limit == 0 || req.job_names.is_empty() {
-        return Ok(claimed);
+        return Ok(Vec::new());
     }
     let names = json_text(&req.job_names)?;
     let page_size = (req.limit.saturating_mul(2)).clamp(32, 1_000) as i64;
     let priorities = queued_priorities(tx.conn)?;
-    let mut admission = ClaimAdmission::new(req, tx.now);
+    let mut claim = Claim::new(req, tx.now);
     // Pinned to the claim index: without statistics, a claim naming its queues
     // would otherwise pick the per-queue index of queue latency
     // (`duraq_jobs_queue_due`) and sort every due job of those queues.
@@ -143,14 +141,12 @@ pub(crate) fn claim(tx: &mut Tx<'_>, req: &ClaimRequest) -> Result<Vec<Job>> {
                     cursor = (last.scheduled_at_ms, last.created_at_ms, last.id.clone());
                 }
                 for job in page {
-                    if admission.is_full() {
+                    if claim.is_full() {
                         break 'levels;
                     }
-                    if let Some(job) = try_claim(tx, req, job, &mut admission)? {
-                        claimed.push(job);
-                    }
+                    run_ready(claim.consider(job, &mut Reads(tx.conn)))?;
                 }
-                if admission.is_full() {
+                if claim.is_full() {
                     break 'levels;
                 }
                 if !full {
@@ -159,58 +155,49 @@ pub(crate) fn claim(tx: &mut Tx<'_>, req: &ClaimRequest) -> Result<Vec<Job>> {
             }
         }
     }
-    Ok(claimed)
+    write(tx, claim.finish())
 }
 
-/// Asks the claim's admission about `job` (reading the key counts and rate
-/// windows it needs first) and persists its answer: the claim, with its
-/// reservation and rate start, or the later due time of a postponed job.
-fn try_claim(
-    tx: &mut Tx<'_>,
-    req: &ClaimRequest,
-    mut job: Job,
-    admission: &mut ClaimAdmission<'_>,
-) -> Result<Option<Job>> {
-    while let Some(read) = admission.missing(&job) {
-        match read {
-            AdmissionRead::Active { key, .. } => {
-                let active = tx
-                    .conn
-                    .prepare_cached("SELECT active_count FROM duraq_concurrency WHERE key = ?1")
-                    .db()?
-                    .query_row([&key], |r| r.get(0))
-                    .optional()
-                    .db()?
-                    .unwrap_or(0);
-                admission.know_active(&key, active);
-            }
-            AdmissionRead::Window(limit) => {
-                admission.know_window(&limit.key, Some(rate::load_window(tx.conn, &limit)?));
-            }
-        }
+/// The admission's reads, in the claim's write transaction: the one write lock
+/// keeps them exact until it commits.
+struct Reads<'c>(&'c Connection);
+
+impl AdmissionReads for Reads<'_> {
+    async fn active_reservations(&mut self, key: &str, _max: i64) -> Result<i64> {
+        let active = self
+            .0
+            .prepare_cached("SELECT active_count FROM duraq_concurrency WHERE key = ?1")
+            .db()?
+            .query_row([key], |r| r.get(0))
+            .optional()
+            .db()?;
+        Ok(active.unwrap_or(0))
     }
-    let (reservation, rate_start) = match admission.decide(&job) {
-        Admission::Take {
-            reservation,
-            rate_start,
-        } => (reservation, rate_start),
-        Admission::Postpone { due_at_ms } => {
-            job.scheduled_at_ms = due_at_ms;
-            save_job(tx.conn, &job)?;
-            return Ok(None);
-        }
-        Admission::Leave(_) => return Ok(None),
-    };
-    if let Some(limit) = &rate_start {
+
+    async fn rate_window(&mut self, limit: &RateLimit) -> Result<Option<RateWindow>> {
+        rate::load_window(self.0, limit).map(Some)
+    }
+}
+
+/// Writes what the claim decided: postponed rows, rate starts, then each
+/// claimed row with its reservation.
+fn write(tx: &mut Tx<'_>, plan: ClaimPlan) -> Result<Vec<Job>> {
+    for job in &plan.postponed {
+        save_job(tx.conn, job)?;
+    }
+    for limit in &plan.rate_starts {
         rate::log_start(tx.conn, limit, tx.now)?;
     }
-    transitions::claim(&mut job, &req.worker_id, new_job_id(), tx.now);
-    save_job(tx.conn, &job)?;
-    if let Some((key, max)) = reservation {
-        take_reservation(tx.conn, &job.id, &key, max)?;
+    let mut claimed = Vec::with_capacity(plan.taken.len());
+    for Taken { job, reservation } in plan.taken {
+        save_job(tx.conn, &job)?;
+        if let Some((key, max)) = reservation {
+            take_reservation(tx.conn, &job.id, &key, max)?;
+        }
+        tx.moved(&job.queue, JobStatus::Queued, JobStatus::HandedOff);
+        claimed.push(job);
     }
-    tx.moved(&job.queue, JobStatus::Queued, JobStatus::HandedOff);
-    Ok(Some(job))
+    Ok(claimed)
 }
 
 /// The earliest `scheduledAtMs` among matching queued jobs (an index walk in

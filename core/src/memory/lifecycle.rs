@@ -6,11 +6,33 @@ use super::{Cap, State};
 use crate::counts::CountChange;
 use crate::error::{Error, Result};
 use crate::job::{Job, JobStatus, Lease};
-use crate::new_job::new_job_id;
+use crate::rate::RateLimit;
 use crate::rate::{rate_log_horizon, RateWindow};
 use crate::requests::{ClaimRequest, Outcome, PruneRequest};
-use crate::rules::{is_prunable, prune_order, Admission, AdmissionRead, ClaimAdmission};
+use crate::rules::{is_prunable, prune_order};
+use crate::steps::{run_ready, AdmissionReads, Claim, Taken};
 use crate::transitions::{self, claim_order};
+
+/// The admission's reads from the maps the claim is about to change.
+struct Reads<'s> {
+    caps: &'s HashMap<String, Cap>,
+    rate_starts: &'s HashMap<String, Vec<i64>>,
+}
+
+impl AdmissionReads for Reads<'_> {
+    async fn active_reservations(&mut self, key: &str, _max: i64) -> Result<i64> {
+        Ok(self.caps.get(key).map_or(0, |c| c.active))
+    }
+
+    async fn rate_window(&mut self, limit: &RateLimit) -> Result<Option<RateWindow>> {
+        let starts = self
+            .rate_starts
+            .get(&limit.key)
+            .cloned()
+            .unwrap_or_default();
+        Ok(Some(RateWindow::new(starts)))
+    }
+}
 
 impl State {
     pub(super) fn claim(
@@ -37,41 +59,30 @@ impl State {
                 .cmp(&priority(a))
                 .then_with(|| claim_order(a, b))
         });
-        let mut admission = ClaimAdmission::new(req, now);
-        let mut taken: Vec<(String, Option<(String, i64)>)> = Vec::new();
-        let mut postponed: Vec<(String, i64)> = Vec::new();
+        let mut claim = Claim::new(req, now);
+        let mut reads = Reads {
+            caps: &self.caps,
+            rate_starts: &self.rate_starts,
+        };
         for job in candidates {
-            if admission.is_full() {
+            if claim.is_full() {
                 break;
             }
-            while let Some(read) = admission.missing(job) {
-                match read {
-                    AdmissionRead::Active { key, .. } => {
-                        admission.know_active(&key, self.caps.get(&key).map_or(0, |c| c.active))
-                    }
-                    AdmissionRead::Window(limit) => {
-                        let starts = self.rate_starts.get(&limit.key).cloned();
-                        admission.know_window(
-                            &limit.key,
-                            Some(RateWindow::new(starts.unwrap_or_default())),
-                        )
-                    }
-                }
-            }
-            match admission.decide(job) {
-                Admission::Take { reservation, .. } => taken.push((job.id.clone(), reservation)),
-                Admission::Postpone { due_at_ms } => postponed.push((job.id.clone(), due_at_ms)),
-                Admission::Leave(_) => {}
-            }
+            run_ready(claim.consider(job.clone(), &mut reads))
+                .expect("the memory store's reads never wait and never fail");
         }
-        for (id, due) in postponed {
-            self.jobs
-                .get_mut(&id)
-                .expect("candidate exists")
-                .scheduled_at_ms = due;
+        let plan = claim.finish();
+        for job in plan.postponed {
+            self.jobs.insert(job.id.clone(), job);
         }
-        let mut claimed = Vec::with_capacity(taken.len());
-        for (id, reservation) in taken {
+        for limit in &plan.rate_starts {
+            let log = self.rate_starts.entry(limit.key.clone()).or_default();
+            let horizon = rate_log_horizon(limit, now);
+            log.retain(|at| *at > horizon);
+            log.push(now);
+        }
+        let mut claimed = Vec::with_capacity(plan.taken.len());
+        for Taken { job, reservation } in plan.taken {
             if let Some((key, max)) = reservation {
                 let cap = self
                     .caps
@@ -79,18 +90,11 @@ impl State {
                     .or_insert(Cap { max, active: 0 });
                 cap.max = max;
                 cap.active += 1;
-                self.reservations.insert(id.clone(), key);
+                self.reservations.insert(job.id.clone(), key);
             }
-            let job = self.jobs.get_mut(&id).expect("candidate exists");
-            if let Some(limit) = job.rate_limit() {
-                let log = self.rate_starts.entry(limit.key.clone()).or_default();
-                let horizon = rate_log_horizon(&limit, now);
-                log.retain(|at| *at > horizon);
-                log.push(now);
-            }
-            transitions::claim(job, &req.worker_id, new_job_id(), now);
             change.moved(&job.queue, JobStatus::Queued, JobStatus::HandedOff);
-            claimed.push(job.clone());
+            self.jobs.insert(job.id.clone(), job.clone());
+            claimed.push(job);
         }
         claimed
     }

@@ -10,12 +10,15 @@
 //!
 //! - [`EnqueueSteps`] and [`enqueue`]: one job's enqueue (replay, dedupe,
 //!   checks, insert; see [`crate::rules`]'s enqueue decisions).
+//! - [`AdmissionReads`] and [`Claim`]: one claim's decisions on the candidates
+//!   a store walks, made into the [`ClaimPlan`] the store writes.
 //!
 //! The primitives are `async fn`s, so a store on an async client
 //! (PostgreSQL) awaits its statements in them. A store whose primitives never
 //! wait (SQLite on its writer thread, the memory store under its lock) runs
 //! the same driver with [`run_ready`]: one poll, no runtime, no boxing.
 
+mod claim;
 mod enqueue;
 
 use std::future::Future;
@@ -24,6 +27,7 @@ use std::task::{Context, Poll, Waker};
 
 use crate::error::{Error, Result};
 
+pub use claim::{AdmissionReads, Claim, ClaimPlan, Taken};
 pub use enqueue::{enqueue, EnqueueSteps, ScopeClaim, ScopeOwner};
 
 /// Runs `future` to its end with a single poll, on this thread: for a driver

@@ -15,7 +15,7 @@ use duraq_core::{Error, Job, JobStatus, Result};
 
 use crate::dependencies::reopen_dependents;
 use crate::dependencies::DELETE_EDGES_WITH_JOBS;
-use crate::ownership::{after_leaving_handoff, claim_ownership_if_free, lock_key};
+use crate::ownership::{claim_ownership_if_free, give_back_held, lock_key};
 use crate::rows::{lock_job, save_jobs, Loaded};
 use crate::tx::Tx;
 
@@ -73,10 +73,7 @@ pub(crate) async fn cancel_loaded(tx: &mut Tx<'_>, loaded: Loaded) -> Result<(Jo
     let from = job.status;
     operator_cancel(&mut job, tx.now)?;
     tx.change.moved(&job.queue, from, JobStatus::Cancelled);
-    if has_dependents {
-        tx.finished(&job.id, job.status);
-    }
-    after_leaving_handoff(&tx.db, &job, reservation.as_deref()).await?;
+    give_back_held(tx, from, &job, reservation.as_deref(), has_dependents).await?;
     save_jobs(&tx.db, &[(&job, None)]).await?;
     Ok((job, from))
 }

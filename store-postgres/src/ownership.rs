@@ -7,9 +7,11 @@
 //! ([`crate::admin`]) all need these primitives, kept apart so that those
 //! modules depend on this one and not on each other.
 
-use duraq_core::{Job, Result};
+use duraq_core::driver::rules::{give_back, GiveBack};
+use duraq_core::{Job, JobStatus, Result};
 
 use crate::backend::db::Db;
+use crate::tx::Tx;
 
 /// Serializes every mutation of `key` in this schema until the transaction ends.
 pub(crate) async fn lock_key(db: &Db<'_>, key: &str) -> Result<()> {
@@ -88,15 +90,32 @@ pub(crate) async fn release_reservations(db: &Db<'_>, keys: &[String]) -> Result
     }
 }
 
-/// Gives back what a job that just left `handed_off` (or became terminal) held.
-pub(crate) async fn after_leaving_handoff(
-    db: &Db<'_>,
+/// Gives back what `job`, just moved out of `from`, held ([`give_back`]):
+/// `reservation` and `has_dependents` are what its row held when loaded.
+pub(crate) async fn give_back_held(
+    tx: &mut Tx<'_>,
+    from: JobStatus,
     job: &Job,
     reservation: Option<&str>,
+    has_dependents: bool,
 ) -> Result<()> {
-    release_reservation(db, reservation).await?;
-    if job.status.is_terminal() {
-        release_owner(db, job.schedule_key.as_deref(), &job.id).await?;
+    let GiveBack {
+        reservation: gives_reservation,
+        schedule_key,
+        dependents,
+        wake_workers,
+    } = give_back(from, job);
+    if dependents && has_dependents {
+        tx.finished(&job.id, job.status);
+    }
+    if wake_workers {
+        tx.work = true;
+    }
+    if gives_reservation {
+        release_reservation(&tx.db, reservation).await?;
+    }
+    if schedule_key {
+        release_owner(&tx.db, job.schedule_key.as_deref(), &job.id).await?;
     }
     Ok(())
 }

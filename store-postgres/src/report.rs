@@ -12,13 +12,15 @@
 
 use std::collections::HashMap;
 
+use duraq_core::driver::rules::{give_back, GiveBack};
 use duraq_core::driver::transitions::{apply_outcome, recover_lost};
 use duraq_core::driver::{Lease, LeaseState};
-use duraq_core::{Job, Outcome, Result};
+use duraq_core::{Job, JobStatus, Outcome, Result};
 
 use crate::backend::db::Db;
 use crate::backend::plans::BY_KEY_ONLY;
-use crate::ownership::{after_leaving_handoff, release_owners, release_reservations};
+use crate::columns::REPORT_COLUMNS;
+use crate::ownership::{give_back_held, release_owners, release_reservations};
 use crate::rows::{loaded_from_row, save_jobs, Loaded, JOB_COLUMNS};
 use crate::tx::Tx;
 
@@ -47,12 +49,11 @@ pub(crate) async fn report_many(
     let mut ids: Vec<&str> = reports.iter().map(|(l, _)| l.job_id.as_str()).collect();
     ids.sort_unstable();
     ids.dedup();
-    // A report never reads `args`: they load as JSON null, not sent and parsed.
     static SQL: std::sync::OnceLock<String> = std::sync::OnceLock::new();
     let sql = SQL.get_or_init(|| {
-        let columns = JOB_COLUMNS.replacen(", args,", ", 'null'::text,", 1);
         format!(
-            "SELECT {columns} FROM {{s}}.duraq_jobs WHERE id = ANY($1) ORDER BY id COLLATE \"C\" FOR UPDATE"
+            "SELECT {REPORT_COLUMNS} FROM {{s}}.duraq_jobs WHERE id = ANY($1) \
+             ORDER BY id COLLATE \"C\" FOR UPDATE"
         )
     });
     let mut loaded: HashMap<String, Loaded> = HashMap::with_capacity(ids.len());
@@ -87,11 +88,21 @@ pub(crate) async fn report_many(
         };
         apply_outcome(job, outcome, tx.now);
         tx.change.reported(&job.queue, outcome, job.status);
-        if *has_dependents {
+        // What `give_back_held` does for one row, gathered for one statement each.
+        let GiveBack {
+            reservation: gives_reservation,
+            schedule_key,
+            dependents,
+            wake_workers,
+        } = give_back(JobStatus::HandedOff, job);
+        if dependents && *has_dependents {
             tx.finished(&job.id, job.status);
         }
-        released.extend(reservation.take());
-        if let (true, Some(key)) = (job.status.is_terminal(), &job.schedule_key) {
+        tx.work |= wake_workers;
+        if gives_reservation {
+            released.extend(reservation.take());
+        }
+        if let (true, Some(key)) = (schedule_key, &job.schedule_key) {
             keys.0.push(key.clone());
             keys.1.push(job.id.clone());
         }
@@ -108,7 +119,6 @@ pub(crate) async fn report_many(
     let rows: Vec<(&Job, Option<&str>)> =
         changed.iter().map(|id| (&loaded[*id].job, None)).collect();
     save_jobs(&tx.db, &rows).await?;
-    tx.work = true;
     Ok(applied)
 }
 
@@ -133,16 +143,11 @@ pub(crate) async fn recover_stale(tx: &mut Tx<'_>, stale_after_ms: i64) -> Resul
     {
         recover_lost(job, tx.now);
         tx.change.recovered(&job.queue, job.status);
-        if *has_dependents {
-            tx.finished(&job.id, job.status);
-        }
-        after_leaving_handoff(&tx.db, job, reservation.as_deref()).await?;
+        let (from, held) = (JobStatus::HandedOff, reservation.as_deref());
+        give_back_held(tx, from, job, held, *has_dependents).await?;
     }
     let saved: Vec<(&Job, Option<&str>)> = lost.iter().map(|l| (&l.job, None)).collect();
     save_jobs(&tx.db, &saved).await?;
-    if !lost.is_empty() {
-        tx.work = true;
-    }
     let forget = duraq_core::driver::worker_forget_cutoff_ms(tx.now, stale_after_ms);
     tx.db
         .execute(

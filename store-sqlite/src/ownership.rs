@@ -4,6 +4,7 @@
 //! dependents a job settles when it becomes terminal ([`crate::release`]).
 //! Every mutation (report, recovery, cancel, keyed cancel, retry) goes through here.
 
+use duraq_core::driver::rules::{give_back, GiveBack};
 use duraq_core::{Job, JobStatus, Result};
 use rusqlite::{params, Connection, OptionalExtension};
 
@@ -82,9 +83,9 @@ pub(crate) fn release_owner(conn: &Connection, job: &Job) -> Result<()> {
     Ok(())
 }
 
-/// Persists a transition of a row that was in `from`: saves it, counts the move,
-/// releases the reservation when it left `handed_off`, the key and the
-/// dependents when terminal, and signals work when it went back to the queue.
+/// Persists a transition of a row that was in `from`: saves it, counts the
+/// move, and gives back what [`give_back`] says (the reservation, the schedule
+/// key, the dependents; workers woken for a row queued again).
 pub(crate) fn persist_transition(
     tx: &mut Tx<'_>,
     from: JobStatus,
@@ -93,14 +94,22 @@ pub(crate) fn persist_transition(
 ) -> Result<()> {
     save_job(tx.conn, job)?;
     tx.moved(&job.queue, from, job.status);
-    if from == JobStatus::HandedOff && job.status != JobStatus::HandedOff {
+    let GiveBack {
+        reservation: gives_reservation,
+        schedule_key,
+        dependents,
+        wake_workers,
+    } = give_back(from, job);
+    if gives_reservation {
         release_reservation(tx.conn, &job.id, reservation)?;
     }
-    if job.status.is_terminal() {
+    if schedule_key {
         release_owner(tx.conn, job)?;
+    }
+    if dependents {
         crate::release::release(tx, &job.id, job.status)?;
     }
-    if job.status == JobStatus::Queued {
+    if wake_workers {
         tx.signal_work();
     }
     Ok(())

@@ -9,7 +9,7 @@ use crate::job::{Job, JobStatus, Lease};
 use crate::rate::RateLimit;
 use crate::rate::{rate_log_horizon, RateWindow};
 use crate::requests::{ClaimRequest, Outcome, PruneRequest};
-use crate::rules::{is_prunable, prune_order};
+use crate::rules::{give_back, is_prunable, prune_order, GiveBack};
 use crate::steps::{run_ready, AdmissionReads, Claim, Taken};
 use crate::transitions::{self, claim_order};
 
@@ -99,12 +99,22 @@ impl State {
         claimed
     }
 
-    /// A job leaves `handed_off` (or `pending`): give back its reservation,
-    /// and if it is now terminal its key, and settle its dependents.
-    fn after_leaving_handoff(&mut self, id: &str, now: i64, change: &mut CountChange) {
-        self.release_reservation(id);
-        if self.jobs[id].status.is_terminal() {
+    /// Job `id` just moved out of `from`: it gives back what [`give_back`]
+    /// says. (Workers are woken after every change of this store.)
+    fn give_back(&mut self, from: JobStatus, id: &str, now: i64, change: &mut CountChange) {
+        let GiveBack {
+            reservation,
+            schedule_key,
+            dependents,
+            wake_workers: _,
+        } = give_back(from, &self.jobs[id]);
+        if reservation {
+            self.release_reservation(id);
+        }
+        if schedule_key {
             self.release_owner(id);
+        }
+        if dependents {
             self.release_dependents(id, now, change);
         }
     }
@@ -124,7 +134,7 @@ impl State {
         }
         transitions::apply_outcome(job, outcome, now);
         change.reported(&job.queue, outcome, job.status);
-        self.after_leaving_handoff(&lease.job_id, now, change);
+        self.give_back(JobStatus::HandedOff, &lease.job_id, now, change);
         true
     }
 
@@ -149,7 +159,7 @@ impl State {
             let job = self.jobs.get_mut(id).expect("listed job exists");
             transitions::recover_lost(job, now);
             change.recovered(&job.queue, job.status);
-            self.after_leaving_handoff(id, now, change);
+            self.give_back(JobStatus::HandedOff, id, now, change);
         }
         self.forget_workers(crate::workers::worker_forget_cutoff_ms(now, stale_after_ms));
         lost
@@ -177,8 +187,10 @@ impl State {
         now: i64,
         change: &mut CountChange,
     ) -> Result<Job> {
+        let from = self.jobs.get(id).map(|j| j.status);
         self.operate(id, now, change, transitions::operator_cancel)?;
-        self.after_leaving_handoff(id, now, change);
+        let from = from.expect("operate found the job");
+        self.give_back(from, id, now, change);
         Ok(self.jobs[id].clone())
     }
 

@@ -4,7 +4,7 @@
 //! decisions that read more than one: the enqueue sequence (replay, dedupe,
 //! checks, insert), what a schedule key's replace, cancel and wake do to its
 //! owner, claim admission (cap, rate limit, reservation, postponement, in that
-//! order), prune batching, the walk of a search within its scan budget,
+//! order), what a moved row gives back, prune batching, the walk of a search within its scan budget,
 //! dependencies: how a dependent starts and the bounded release of a finished
 //! job's dependents.
 //! They are plain functions and plain data over what
@@ -18,6 +18,7 @@ mod claim;
 mod dependencies;
 mod dependent;
 mod enqueue;
+mod give_back;
 mod prune;
 mod release;
 mod schedule;
@@ -30,6 +31,7 @@ pub use dependencies::{
 };
 pub use dependent::{apply_dependent_change, DependentChange, DependentEdge, DependentRow};
 pub use enqueue::{check_cap, is_duplicate_of, operation_key_taken, replay_owned_scope};
+pub use give_back::{give_back, GiveBack};
 pub use prune::{is_prunable, prune_order, PruneRun};
 pub use release::{
     BacklogEntry, BacklogWrite, DependencyRelease, Finished, ReleaseStep, RELEASE_BATCH,

@@ -127,6 +127,11 @@ macro_rules! job_columns {
         pub(crate) const JOB_COLUMNS: &str =
             skip_separator(concat!($(job_columns!(@select $name $kind $how($($arg)*))),*));
 
+        /// [`JOB_COLUMNS`] for a report, which never reads the args: they
+        /// select as JSON `'null'` instead of being sent and parsed.
+        pub(crate) const REPORT_COLUMNS: &str =
+            skip_separator(concat!($(job_columns!(@report $name $kind $how($($arg)*))),*));
+
         #[allow(non_camel_case_types, dead_code)]
         enum Order { $($name),* }
 
@@ -179,6 +184,8 @@ macro_rules! job_columns {
     (@index $name:ident $($how:tt)*) => {
         pub(crate) const $name: usize = super::position(super::Order::$name as usize);
     };
+    (@report $name:ident $kind:ident job(Args)) => { ", 'null'::text" };
+    (@report $($rest:tt)*) => { job_columns!(@select $($rest)*) };
     (@select $name:ident $kind:ident internal(unread, $writer:ident)) => { "" };
     (@select $name:ident Jsonb $($how:tt)*) => { concat!(", ", stringify!($name), "::text") };
     (@select $name:ident $kind:ident $($how:tt)*) => { concat!(", ", stringify!($name)) };

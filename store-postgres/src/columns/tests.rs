@@ -6,7 +6,10 @@ use serde_json::json;
 use tokio_postgres::types::{ToSql, Type};
 
 use super::statements::{bound, copy_sql, copy_types, fresh, save_sql, BOUND, FRESH};
-use super::{ArgsText, Kind, Save, Source, Value, COLUMNS, JOB_COLUMNS, PLACES, TABLE_COLUMNS};
+use super::{
+    ArgsText, Kind, Save, Source, Value, COLUMNS, JOB_COLUMNS, PLACES, REPORT_COLUMNS,
+    TABLE_COLUMNS,
+};
 use crate::insert::insert_jobs_sql;
 
 /// A job with every field set, and its args text.
@@ -77,6 +80,22 @@ fn rows_are_read_by_the_place_of_each_name() {
             item == name || item == format!("{name}::text"),
             "{name} at {place}: {item}"
         );
+    }
+}
+
+/// A report's select list differs from a job read's only at the args, which
+/// it selects as JSON null (same places, so `col::x` reads both).
+#[test]
+fn a_report_selects_every_column_but_the_args() {
+    let full: Vec<&str> = JOB_COLUMNS.split(", ").collect();
+    let report: Vec<&str> = REPORT_COLUMNS.split(", ").collect();
+    assert_eq!(full.len(), report.len());
+    for (i, (a, b)) in full.iter().zip(&report).enumerate() {
+        if i == super::col::args {
+            assert_eq!((*a, *b), ("args", "'null'::text"));
+        } else {
+            assert_eq!(a, b);
+        }
     }
 }
 

@@ -118,9 +118,9 @@ pub fn check_args(name: &str, args: &Value) -> Result<(), String> {
 }
 
 /// [`check_args`] for a job about to be enqueued: `invalid-args`.
-pub fn checked_args(name: &str, args: &Value) -> Result<(), crate::output::CliError> {
+pub fn checked_args(name: &str, args: &Value) -> Result<(), crate::error::CliError> {
     check_args(name, args)
-        .map_err(|m| crate::output::CliError::new("invalid-args", format!("--args: {m}")))
+        .map_err(|m| crate::error::CliError::new("invalid-args", format!("--args: {m}")))
 }
 
 /// `duraq.http`: `{"url", "method"?: "POST", "headers"?: {…}, "body"?: any}`.

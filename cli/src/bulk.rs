@@ -17,12 +17,13 @@ use clap::Args;
 use duraq_core::inspect::{
     resolve_job, run_bulk, BulkAction, BulkReport, BulkRequest, BulkSelection,
 };
-use duraq_core::{Error, ErrorCode, JobStatus};
+use duraq_core::{Error, ErrorCode};
 use serde_json::json;
 
 use crate::db::{closing, Database};
 use crate::display::thousands;
-use crate::output::{print_json, CliError};
+use crate::error::{CliError, Interrupted};
+use crate::output::print_json;
 use crate::parse::now_ms;
 use crate::search::{FilterFlags, FILTER_IDS};
 
@@ -155,60 +156,6 @@ async fn selection(store: &dyn duraq_core::Store, target: BulkTarget) -> Result<
         ids.push(resolve_job(store, input).await?.id);
     }
     Ok(BulkSelection::Ids(ids))
-}
-
-/// A bulk action stopped by `error` after `progress` (what the committed
-/// batches did). Printed with the error's own code, and with `progress` as
-/// `{matched, changed, skipped, batchesCommitted}` in the `--json` error.
-#[derive(Debug)]
-pub struct Interrupted {
-    pub progress: BulkReport,
-    pub error: Error,
-}
-
-impl Interrupted {
-    /// `progress` as the `--json` error's `progress` object.
-    pub fn progress_json(&self) -> serde_json::Value {
-        let p = &self.progress;
-        json!({
-            "matched": p.matched,
-            "changed": p.changed,
-            "skipped": p.skipped,
-            "batchesCommitted": p.batches,
-        })
-    }
-}
-
-impl std::fmt::Display for Interrupted {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let p = &self.progress;
-        write!(
-            f,
-            "{}; before it stopped: {} matched, {} changed, {} skipped, {} {} committed \
-             (running the same command again is safe: it skips what is done)",
-            duraq_core::inspect::error_chain(&self.error),
-            p.matched,
-            p.changed,
-            p.skipped,
-            p.batches,
-            if p.batches == 1 { "batch" } else { "batches" },
-        )
-    }
-}
-
-impl std::error::Error for Interrupted {}
-
-/// `--status` of `jobs list` and the bulk actions (`running` is `handed_off`).
-pub(crate) fn parse_status(s: &str) -> Result<JobStatus, CliError> {
-    s.trim().parse::<JobStatus>().map_err(|e| {
-        CliError::new(
-            e.code().as_str(),
-            format!(
-                "--status {s:?} is not a status; expected one of queued, running (or \
-                 handed_off), completed, failed, cancelled, orphaned"
-            ),
-        )
-    })
 }
 
 fn past(action: BulkAction) -> &'static str {

@@ -6,12 +6,20 @@
 use std::time::Duration;
 
 use anyhow::Result;
+use clap::Args;
 use duraq_core::inspect::CountSnapshot;
 use duraq_core::JobStatus;
 
 use crate::db::Database;
 use crate::output::{print_json, table};
 use crate::signals::Signals;
+
+#[derive(Debug, Args)]
+pub struct CountsArgs {
+    /// Print a new snapshot whenever the revision moves, until interrupted.
+    #[arg(long)]
+    pub watch: bool,
+}
 
 pub async fn run(db: &Database, watch: bool, json: bool) -> Result<()> {
     // Listen before the first line, so a signal right after it is not missed.

@@ -20,7 +20,8 @@ use duraq_store_postgres::{PostgresOptions, PostgresStore};
 use duraq_store_sqlite::{SqliteOptions, SqliteStore};
 use serde_json::json;
 
-use crate::output::{print_json, CliError};
+use crate::error::CliError;
+use crate::output::print_json;
 
 /// A parsed database URL.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -9,19 +9,37 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
+use clap::Args;
 use duraq_core::inspect::CountSnapshot;
 use duraq_core::worker::WorkerEvent;
 use duraq_core::{JobError, JobStatus, QueueConfig, Registry, Worker};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use serde_json::{json, Value};
 
-use crate::args::DemoArgs;
 use crate::builtin::{register_builtins, Builtins};
 use crate::db::Database;
 use crate::demo_mix::{enqueue_mix, CAP, CAPPED_QUEUE};
 use crate::display::thousands;
-use crate::output::{print_json, table, CliError};
+use crate::error::CliError;
+use crate::output::{print_json, table};
 use crate::parse::now_ms;
+
+#[derive(Debug, Args)]
+pub struct DemoArgs {
+    /// Folder for the demo database (default: a fresh temporary folder).
+    #[arg(long)]
+    pub dir: Option<std::path::PathBuf>,
+    /// How many jobs to enqueue.
+    #[arg(long, value_name = "N", default_value_t = 5_000)]
+    pub jobs: usize,
+    /// The global `--database`, only when it was given on the command line
+    /// (`DURAQ_DATABASE_URL` and the default leave it `None`); set by `main`.
+    #[arg(skip)]
+    pub database: Option<String>,
+    /// The global `--schema` (flag or `DURAQ_SCHEMA`); set by `main`.
+    #[arg(skip)]
+    pub schema: Option<String>,
+}
 
 const DEADLINE: Duration = Duration::from_secs(120);
 

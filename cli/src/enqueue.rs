@@ -6,14 +6,37 @@
 //! `dependency-not-found` and writes nothing.
 
 use anyhow::Result;
+use clap::Args;
 use duraq_core::{After, DependencyFailure, EnqueueOutcome, NewJob};
 use serde_json::json;
 use tracing::Instrument;
 
-use crate::args::EnqueueArgs;
 use crate::db::Database;
+use crate::options::{job_options, JobArgs};
 use crate::output::print_json;
-use crate::parse::{flag_error, job_options};
+use crate::parse::flag_error;
+
+#[derive(Debug, Args)]
+pub struct EnqueueArgs {
+    /// The job name: which handler runs it, e.g. `duraq.noop`.
+    pub name: String,
+    #[command(flatten)]
+    pub job: JobArgs,
+    /// Return an identical queued job instead of adding a second one.
+    #[arg(long)]
+    pub dedupe_while_queued: bool,
+    /// Durable idempotency key: a replay returns the original job id.
+    #[arg(long, value_name = "KEY")]
+    pub idempotency_key: Option<String>,
+    /// Wait for job ID (repeatable): the job stays pending until ID has
+    /// finished, then is due at its own time or at once, whichever is later.
+    #[arg(long, value_name = "ID")]
+    pub after: Vec<String>,
+    /// What happens when a job of --after does not complete: `cancel` (the
+    /// default: this job is cancelled too) or `run` (it runs anyway).
+    #[arg(long, value_name = "POLICY")]
+    pub on_dependency_failure: Option<String>,
+}
 
 pub async fn run(db: &Database, a: EnqueueArgs) -> Result<()> {
     let (args, mut opts) = job_options(&a.job)?;

@@ -168,3 +168,36 @@ fn shell_words_follow_quotes_and_stop_at_redirections() {
     );
     assert_eq!(shell_words("duraq man | man -l -"), ["duraq", "man"]);
 }
+
+/// The man pages are this tree too: one page per command, none for `help`.
+#[test]
+fn every_command_gets_its_own_page() {
+    let dir = tempfile::tempdir().unwrap();
+    let cmd = Cli::command().disable_help_subcommand(true);
+    let pages = crate::manual::write_pages(cmd, dir.path()).unwrap();
+    let names: Vec<_> = pages
+        .iter()
+        .map(|p| {
+            std::path::Path::new(p)
+                .file_name()
+                .unwrap()
+                .to_string_lossy()
+                .into_owned()
+        })
+        .collect();
+    for expected in [
+        "duraq.1",
+        "duraq-enqueue.1",
+        "duraq-jobs-list.1",
+        "duraq-tenants-pending.1",
+    ] {
+        assert!(
+            names.iter().any(|n| n == expected),
+            "{expected} missing from {names:?}"
+        );
+    }
+    assert!(!names.iter().any(|n| n.contains("help")), "{names:?}");
+    let list = std::fs::read_to_string(dir.path().join("duraq-jobs-list.1")).unwrap();
+    assert!(list.starts_with(".ie") || list.contains(".TH"), "{list}");
+    assert!(list.contains("after"), "the page lists --after");
+}

@@ -15,18 +15,89 @@
 //! error (exit 1). `jobs retry` of a job that is not terminal is an error.
 
 use anyhow::Result;
+use clap::{Args, Subcommand};
 use duraq_core::inspect::{
     resolve_job, BulkAction, JobCursor, JobFilter, JobProgress, PruneRequest,
 };
 use duraq_core::{ErrorCode, Job, JobStatus};
 use serde_json::json;
 
-use crate::args::{JobsCommand, PruneArgs};
 use crate::bulk;
 use crate::db::{closing, Database};
 use crate::display::{count, relative, terminal_safe, thousands};
-use crate::output::{job_detail, jobs_table, print_json, table, to_json, CliError};
+use crate::error::CliError;
+use crate::output::{job_detail, jobs_table, print_json, table, to_json};
 use crate::parse::duration_ms;
+
+#[derive(Debug, Subcommand)]
+pub enum JobsCommand {
+    /// Jobs, newest first.
+    #[command(after_long_help = crate::examples::JOBS_LIST)]
+    List {
+        #[command(flatten)]
+        filter: crate::search::FilterFlags,
+        /// At most this many jobs.
+        #[arg(long, value_name = "N", default_value_t = 50)]
+        limit: usize,
+        /// Continue after this job id (the last of the previous page): pages stay
+        /// stable while jobs are added or change.
+        #[arg(long, value_name = "ID")]
+        after: Option<String>,
+    },
+    /// Every field of one job.
+    #[command(after_long_help = crate::examples::JOBS_SHOW)]
+    Show {
+        /// The job id, as printed by `enqueue` or `jobs list`.
+        id: String,
+        /// Print the job again whenever it changes, and exit once it is
+        /// finished (completed, failed, cancelled or orphaned).
+        #[arg(long)]
+        watch: bool,
+    },
+    /// Re-queue finished jobs (operator retry): due now, attempts reset. One
+    /// id, several, or a filter.
+    #[command(after_long_help = crate::examples::JOBS_RETRY)]
+    Retry(crate::bulk::BulkArgs),
+    /// Cancel queued or running jobs (a running one is stopped: its worker is
+    /// told and its handler ends). One id, several, or a filter.
+    #[command(after_long_help = crate::examples::JOBS_CANCEL)]
+    Cancel(crate::bulk::BulkArgs),
+    /// Delete finished jobs (completed, failed, cancelled, orphaned). One id,
+    /// several, or a filter.
+    #[command(after_long_help = crate::examples::JOBS_DELETE)]
+    Delete(crate::bulk::BulkArgs),
+    /// Make queued jobs due later due now (only their scheduled time moves;
+    /// idle workers are woken). One id, several, or a filter.
+    #[command(after_long_help = crate::examples::JOBS_RUN_NOW)]
+    RunNow(crate::bulk::BulkArgs),
+    /// Delete old terminal jobs.
+    #[command(after_long_help = crate::examples::JOBS_PRUNE)]
+    Prune(PruneArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct PruneArgs {
+    #[command(flatten)]
+    pub ages: PruneAges,
+    /// Print how many jobs would be deleted and delete nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+}
+
+/// The ages of `jobs prune`: at least one is required.
+#[derive(Debug, Args)]
+#[group(required = true, multiple = true)]
+pub struct PruneAges {
+    /// Delete completed jobs finished longer ago than this (`7d`).
+    #[arg(long, value_name = "DURATION")]
+    pub completed_older_than: Option<String>,
+    /// Delete failed and orphaned jobs older than this.
+    #[arg(long, value_name = "DURATION")]
+    pub failed_older_than: Option<String>,
+    /// Delete cancelled jobs older than this.
+    #[arg(long, value_name = "DURATION")]
+    pub cancelled_older_than: Option<String>,
+}
 
 pub async fn run(db: &Database, cmd: JobsCommand, json: bool) -> Result<()> {
     match cmd {

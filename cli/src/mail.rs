@@ -17,7 +17,8 @@ use duraq_mailer_resend::{ResendApiBackend, ResendSmtpBackend};
 use serde_json::json;
 
 use crate::db::Database;
-use crate::output::{print_json, CliError};
+use crate::error::CliError;
+use crate::output::print_json;
 
 /// The variable that selects the mail backend.
 pub const BACKEND_VAR: &str = "DURAQ_MAIL_BACKEND";

@@ -17,6 +17,7 @@ mod demo;
 mod demo_mix;
 mod display;
 mod enqueue;
+mod error;
 mod examples;
 #[cfg(test)]
 mod help_tree;
@@ -41,6 +42,7 @@ mod tenants;
 mod watch;
 mod web;
 mod worker;
+mod worker_flags;
 mod workers;
 mod workflow_file;
 mod workflow_list;
@@ -176,8 +178,8 @@ async fn run(cli: Cli) -> anyhow::Result<u8> {
         Command::Mail(c) => mail::run(&db()?, c).await,
         Command::Workflows(c) => workflows::run(&db()?, c, json).await,
         Command::Tenants(c) => return Ok(tenants::run(c, json).await),
-        Command::Completions(a) => manual::completions(&a),
-        Command::Man(a) => manual::man(&a),
+        Command::Completions(a) => manual::completions(&a, Cli::command()),
+        Command::Man(a) => manual::man(&a, Cli::command()),
     }
     .map(|()| 0)
 }

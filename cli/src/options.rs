@@ -7,11 +7,67 @@
 //! user wrote it ([`Spelling`]) with the flag's code (`invalid-duration`, …).
 //! Bounds that core checks (`NewJob::new`) stay core's.
 
+use clap::Args;
 use duraq_core::EnqueueOptions;
+use serde_json::Value;
 
-use crate::args::JobArgs;
-use crate::output::CliError;
-use crate::parse::{delay_ms, duration_ms, queue_name, rate_ms, rfc3339_ms};
+use crate::error::CliError;
+use crate::parse::{delay_ms, duration_ms, json_args, queue_name, rate_ms, rfc3339_ms};
+
+/// Options that shape any new job: the flags of `enqueue` and `schedule
+/// replace`, and the same options in a workflow file's step (camelCase keys,
+/// the flags' values: `"runIn": "5m"`), read by one parser
+/// ([`crate::options`]). An unknown key of a file is refused by name.
+#[derive(Debug, Args, Default, serde::Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct JobArgs {
+    /// Job arguments as JSON, handed to the handler (default `[]`).
+    #[arg(long, value_name = "JSON")]
+    #[serde(skip)]
+    pub args: Option<String>,
+    /// Queue name (default `default`; no commas, since workers choose queues
+    /// with `--queues a,b`).
+    #[arg(long, value_name = "QUEUE")]
+    pub queue: Option<String>,
+    /// Run no earlier than this RFC 3339 time (`2030-01-01T09:00:00Z`).
+    #[arg(long, value_name = "TIME", conflicts_with = "run_in")]
+    pub run_at: Option<String>,
+    /// Run after this delay (`10s`, `5m`, `1h`, `7d`).
+    #[arg(long, value_name = "DURATION", allow_hyphen_values = true)]
+    pub run_in: Option<String>,
+    /// Retries after the first attempt (default 10).
+    #[arg(long, value_name = "N", allow_negative_numbers = true)]
+    pub max_retries: Option<i64>,
+    /// Concurrency key shared by jobs that may not all run at once.
+    #[arg(long, value_name = "KEY")]
+    pub concurrency_key: Option<String>,
+    /// How many jobs of `--concurrency-key` may run at once.
+    #[arg(long, value_name = "N", allow_negative_numbers = true)]
+    pub max_concurrency: Option<i64>,
+    /// Fail an attempt that runs longer than this (`30s`).
+    #[arg(long, value_name = "DURATION", allow_hyphen_values = true)]
+    pub timeout: Option<String>,
+    /// Priority within the queue, -100 (last) to 100 (first); default 0.
+    #[arg(long, value_name = "N", allow_negative_numbers = true)]
+    pub priority: Option<i64>,
+    /// Rate key shared by jobs whose starts are limited together (with `--rate`).
+    #[arg(long, value_name = "KEY", requires = "rate")]
+    pub rate_key: Option<String>,
+    /// At most N starts per period for `--rate-key`, across every worker
+    /// (`100/1s`, `5/10m`; a unit alone is one of it: `100/s`, `5/m`).
+    #[arg(long, value_name = "N/PERIOD", requires = "rate_key")]
+    pub rate: Option<String>,
+    /// Not a flag: `--delay` is refused with the real one's name (`--run-in`).
+    #[arg(long, hide = true, value_name = "DURATION", allow_hyphen_values = true,
+          value_parser = |_: &str| Err::<String, _>("there is no --delay: use --run-in DURATION (10s, 5m) or --run-at TIME"))]
+    #[serde(skip)]
+    pub delay: Option<String>,
+    /// Not a flag: `--retries` is refused with the real one's name (`--max-retries`).
+    #[arg(long, hide = true, value_name = "N", allow_hyphen_values = true,
+          value_parser = |_: &str| Err::<String, _>("there is no --retries: use --max-retries N"))]
+    #[serde(skip)]
+    pub retries: Option<String>,
+}
 
 /// How the options were written: which name a message gives an option.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -157,6 +213,15 @@ pub fn enqueue_options(a: &JobArgs, spelling: Spelling) -> Result<EnqueueOptions
         rate_period_ms,
         ..EnqueueOptions::default()
     })
+}
+
+/// Builds `(args, options)` from the shared job flags.
+/// Core validation of the options (retries, concurrency, timeout) happens
+/// later in `NewJob::new`.
+pub fn job_options(a: &JobArgs) -> Result<(Value, EnqueueOptions), CliError> {
+    let args = json_args(a.args.as_deref())?;
+    let opts = enqueue_options(a, Spelling::Flag)?;
+    Ok((args, opts))
 }
 
 /// The field names serde reads for the struct `T`, asked of its derive (so a

@@ -5,7 +5,6 @@
 //! [`crate::display`] (no control characters reach the terminal), and every error
 //! is printed with its cause chain and without any configured secret.
 
-use std::fmt;
 use std::sync::OnceLock;
 
 use duraq_core::inspect::error_chain;
@@ -14,41 +13,7 @@ use duraq_mailer::{Scrubber, Secret};
 use serde_json::{json, Value};
 
 use crate::display::{relative, terminal_safe, utc, when};
-
-/// A failure detected by the CLI itself (bad input before any store call), with a
-/// stable machine code like `invalid-args`.
-#[derive(Debug)]
-pub struct CliError {
-    pub code: &'static str,
-    pub message: String,
-}
-
-impl CliError {
-    pub fn new(code: &'static str, message: impl Into<String>) -> Self {
-        Self {
-            code,
-            message: message.into(),
-        }
-    }
-}
-
-impl fmt::Display for CliError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.message)
-    }
-}
-
-impl std::error::Error for CliError {}
-
-/// A file that could not be read: `file-not-found` when it does not exist,
-/// else `file-unreadable` (a folder, no permission, not UTF-8), naming the path.
-pub fn file_error(path: &std::path::Path, e: &std::io::Error) -> CliError {
-    let code = match e.kind() {
-        std::io::ErrorKind::NotFound => "file-not-found",
-        _ => "file-unreadable",
-    };
-    CliError::new(code, format!("{}: {e}", path.display()))
-}
+use crate::error::{CliError, Interrupted};
 
 /// The secrets this process was configured with, scrubbed from every printed
 /// error as a last line of defence (the stores and backends already keep them
@@ -86,7 +51,7 @@ pub fn scrub(text: &str) -> String {
 pub fn error_parts(err: &anyhow::Error) -> (String, String) {
     let (code, message) = if let Some(e) = err.downcast_ref::<CliError>() {
         (e.code.to_string(), e.message.clone())
-    } else if let Some(e) = err.downcast_ref::<crate::bulk::Interrupted>() {
+    } else if let Some(e) = err.downcast_ref::<Interrupted>() {
         (e.error.code().as_str().to_string(), e.to_string())
     } else if let Some(e) = err.downcast_ref::<duraq_core::Error>() {
         (e.code().as_str().to_string(), error_chain(e))
@@ -106,7 +71,7 @@ pub fn print_error(err: &anyhow::Error, json: bool) {
     let (code, message) = error_parts(err);
     if json {
         let mut error = json!({"code": code, "message": message});
-        if let Some(e) = err.downcast_ref::<crate::bulk::Interrupted>() {
+        if let Some(e) = err.downcast_ref::<Interrupted>() {
             error["progress"] = e.progress_json();
         }
         eprintln!("{}", json!({ "error": error }));

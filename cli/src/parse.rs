@@ -4,11 +4,10 @@
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use duraq_core::{EnqueueOptions, QueueName};
+use duraq_core::QueueName;
 use serde_json::Value;
 
-use crate::args::JobArgs;
-use crate::output::CliError;
+use crate::error::CliError;
 
 /// Parses `--args`; absent means `[]`.
 pub fn json_args(raw: Option<&str>) -> Result<Value, CliError> {
@@ -142,15 +141,6 @@ pub fn now_ms() -> i64 {
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_millis() as i64)
         .unwrap_or(0)
-}
-
-/// Builds `(args, options)` from the shared job flags ([`crate::options`]).
-/// Core validation of the options (retries, concurrency, timeout) happens
-/// later in `NewJob::new`.
-pub fn job_options(a: &JobArgs) -> Result<(Value, EnqueueOptions), CliError> {
-    let args = json_args(a.args.as_deref())?;
-    let opts = crate::options::enqueue_options(a, crate::options::Spelling::Flag)?;
-    Ok((args, opts))
 }
 
 #[cfg(test)]

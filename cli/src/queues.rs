@@ -8,13 +8,35 @@
 //! `--stale-after` like `duraq workers`.
 
 use anyhow::Result;
+use clap::Subcommand;
 use duraq_core::inspect::{DueJobGroup, QueueCounts, QueueSnapshot, WorkerState};
 
-use crate::args::QueuesCommand;
 use crate::db::Database;
 use crate::display::{count, terminal_safe, thousands};
 use crate::output::{print_json, table};
 use crate::parse::{duration_ms, queue_name};
+
+/// `duraq queues pause|resume <QUEUE>`: both print
+/// `{"queue":…,"paused":true|false,"changed":true|false}`.
+#[derive(Debug, Subcommand)]
+pub enum QueuesCommand {
+    /// Pause a queue: no worker claims its jobs from its next poll on; running
+    /// jobs finish and report; enqueueing into it still works.
+    #[command(after_long_help = crate::examples::QUEUES_PAUSE)]
+    Pause {
+        /// The queue's name (`default` holds the jobs enqueued without
+        /// --queue); an empty name is `invalid-queue`.
+        queue: String,
+    },
+    /// Resume a paused queue: its due jobs are claimable again and idle workers
+    /// are woken.
+    #[command(after_long_help = crate::examples::QUEUES_RESUME)]
+    Resume {
+        /// The queue's name (`default` holds the jobs enqueued without
+        /// --queue); an empty name is `invalid-queue`.
+        queue: String,
+    },
+}
 
 pub async fn run(
     db: &Database,

@@ -132,7 +132,7 @@ fn parse_enqueue(argv: &[String]) {
     };
     let _ = crate::db::Database::parse(&cli.database, cli.schema.as_deref());
     if let Command::Enqueue(a) = cli.command {
-        if let Ok((args, opts)) = crate::parse::job_options(&a.job) {
+        if let Ok((args, opts)) = crate::options::job_options(&a.job) {
             let _ = NewJob::new(&a.name, args, opts);
         }
     }

@@ -9,13 +9,59 @@
 //! there is nothing to do); only bad input and store failures exit 1.
 
 use anyhow::Result;
+use clap::Subcommand;
 use duraq_core::inspect::ScheduledJobs;
 use duraq_core::{NewJob, RunningOwner, ScheduleKey};
 
-use crate::args::ScheduleCommand;
 use crate::db::{closing, Database};
+use crate::options::{job_options, JobArgs};
 use crate::output::{print_json, status_time, table, to_json};
-use crate::parse::{flag_error, job_options};
+use crate::parse::flag_error;
+
+// Parsed once per process: boxing the job flags would buy nothing.
+#[allow(clippy::large_enum_variant)]
+#[derive(Debug, Subcommand)]
+pub enum ScheduleCommand {
+    /// Insert a new owner for KEY, cancelling a queued previous owner.
+    #[command(after_long_help = crate::examples::SCHEDULE_REPLACE)]
+    Replace {
+        /// The schedule key, e.g. `event:42:reminder`.
+        key: String,
+        /// The new job's name: which handler runs it.
+        name: String,
+        /// Also cancel a running previous owner and tell its worker to stop it
+        /// (without this flag it runs on; only the key moves).
+        #[arg(long)]
+        stop_running: bool,
+        #[command(flatten)]
+        job: JobArgs,
+    },
+    /// Cancel the queued owner of KEY (or release a running one).
+    #[command(after_long_help = crate::examples::SCHEDULE_CANCEL)]
+    Cancel {
+        /// The schedule key.
+        key: String,
+        /// Also cancel a running owner and tell its worker to stop it (without
+        /// this flag it runs on; only the key is released).
+        #[arg(long)]
+        stop_running: bool,
+    },
+    /// Make the future owner of KEY due now.
+    #[command(after_long_help = crate::examples::SCHEDULE_WAKE)]
+    Wake {
+        /// The schedule key.
+        key: String,
+    },
+    /// Show the current owner (and optionally the newest terminal job) of KEY.
+    #[command(after_long_help = crate::examples::SCHEDULE_GET)]
+    Get {
+        /// The schedule key.
+        key: String,
+        /// Also show the newest completed, failed, cancelled or orphaned job of KEY.
+        #[arg(long)]
+        include_latest_terminal: bool,
+    },
+}
 
 pub async fn run(db: &Database, cmd: ScheduleCommand, json: bool) -> Result<()> {
     let running = |stop: bool| {

@@ -23,7 +23,7 @@ use duraq_core::{Registry, WorkerError};
 use serde::Deserialize;
 use toml::Spanned;
 
-use crate::output::CliError;
+use crate::error::CliError;
 
 mod entry;
 
@@ -114,7 +114,7 @@ pub fn load(
         let path = path.as_ref();
         let file = path.display().to_string();
         let text = std::fs::read_to_string(path).map_err(|e| {
-            let found = crate::output::file_error(path, &e);
+            let found = crate::error::file_error(path, &e);
             ScheduleError {
                 code: found.code,
                 file: file.clone(),

@@ -5,9 +5,9 @@
 
 use clap::Args;
 use duraq_core::inspect::JobFilter;
+use duraq_core::JobStatus;
 
-use crate::bulk::parse_status;
-use crate::output::CliError;
+use crate::error::CliError;
 use crate::parse::{duration_ms, queue_name, rfc3339_ms};
 
 /// The filter flags' ids, for clap's "ids or a filter" rule.
@@ -134,6 +134,19 @@ pub fn time_ms(flag: &str, raw: &str, now_ms: i64) -> Result<i64, CliError> {
             format!(
                 "{flag} {raw:?} is neither an age like 2h or 7d nor an RFC 3339 time \
                  like 2026-01-02T03:04:05Z"
+            ),
+        )
+    })
+}
+
+/// `--status` of `jobs list` and the bulk actions (`running` is `handed_off`).
+fn parse_status(s: &str) -> Result<JobStatus, CliError> {
+    s.trim().parse::<JobStatus>().map_err(|e| {
+        CliError::new(
+            e.code().as_str(),
+            format!(
+                "--status {s:?} is not a status; expected one of queued, running (or \
+                 handed_off), completed, failed, cancelled, orphaned"
             ),
         )
     })

@@ -7,15 +7,26 @@
 //! the newest point runs to now. The arithmetic is core's [`throughput`].
 
 use anyhow::Result;
+use clap::Args;
 use duraq_core::inspect::{
     throughput, throughput_sum, utc_time, with_current, HistoryRange, OutcomeTotals,
     ThroughputPoint,
 };
 use duraq_core::QueueName;
 
-use crate::args::StatsArgs;
 use crate::db::Database;
 use crate::output::{print_json, table};
+
+/// `duraq stats`: see [`crate::stats`].
+#[derive(Debug, Args)]
+pub struct StatsArgs {
+    /// The view: `1h` (per minute), `24h` (per 15 minutes) or `7d` (per hour).
+    #[arg(long, value_name = "RANGE", default_value = "1h")]
+    pub since: String,
+    /// Only this queue.
+    #[arg(long, value_name = "QUEUE")]
+    pub queue: Option<String>,
+}
 
 pub async fn run(db: &Database, a: &StatsArgs, json: bool) -> Result<()> {
     let range = HistoryRange::parse(&a.since)?;

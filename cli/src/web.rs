@@ -11,15 +11,41 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use anyhow::Result;
+use clap::Args;
 use duraq_core::inspect::error_chain;
 use duraq_web::{check_listen, router, serve, ServeLimits, WebError, WebOptions};
 use tokio::net::TcpListener;
 
-use crate::args::WebArgs;
 use crate::db::Database;
-use crate::output::CliError;
+use crate::error::CliError;
 use crate::parse::duration_ms;
 use crate::signals::Signals;
+
+#[derive(Debug, Args)]
+pub struct WebArgs {
+    /// Address to serve on; beyond the loopback interface DURAQ_WEB_TOKEN is required.
+    #[arg(long, value_name = "HOST:PORT", default_value = "127.0.0.1:8080")]
+    pub listen: String,
+    /// Hide retry, cancel, pause and resume; every POST is refused.
+    #[arg(long)]
+    pub read_only: bool,
+    /// Without a token, also answer requests for this host name (a reverse
+    /// proxy's or tunnel's), besides localhost, 127.0.0.1 and ::1; repeatable.
+    /// Any other Host is refused (421), which defeats DNS rebinding.
+    #[arg(long = "allowed-host", value_name = "NAME")]
+    pub allowed_hosts: Vec<String>,
+    /// Open connections served at once; beyond it the oldest idle one is
+    /// closed, or the new one answered 503 when none is idle.
+    #[arg(long, value_name = "N", default_value_t = duraq_web::ServeLimits::DEFAULT_CONNECTIONS)]
+    pub max_connections: usize,
+    /// Time a client has to send a request's headers before it is disconnected.
+    #[arg(long, value_name = "DURATION", default_value = "10s")]
+    pub header_read_timeout: String,
+    /// Live-update streams (one per open dashboard page) served at once;
+    /// more are answered 503.
+    #[arg(long, value_name = "N", default_value_t = duraq_web::WebOptions::DEFAULT_LIVE_STREAMS)]
+    pub max_live_streams: usize,
+}
 
 /// The token from `DURAQ_WEB_TOKEN` (empty means none).
 pub fn token() -> Option<String> {

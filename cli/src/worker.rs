@@ -4,20 +4,21 @@
 //! dead workers' leases are the core runtime's; this module only maps flags onto
 //! its builder and reports the totals. A job cancelled while it runs is
 //! stopped: its handler is told, and aborted after `--cancel-grace`.
-//! `--schedule FILE` adds the periodic jobs a file declares (`schedule_file.rs`).
+//! `--schedule FILE` adds the periodic jobs a file declares (`schedule_file.rs`);
+//! the flags and their parsers are in `worker_flags.rs`.
 
 use anyhow::Result;
-use duraq_core::worker::{PrefetchPolicy, MAX_PREFETCH};
 use duraq_core::{QueueConfig, Registry, Worker};
 use serde_json::json;
 
-use crate::args::WorkerArgs;
 use crate::builtin::{register_builtins, Builtins};
 use crate::db::Database;
 use crate::display::{count, thousands};
-use crate::output::{print_json, to_json, CliError};
+use crate::error::CliError;
+use crate::output::{print_json, to_json};
 use crate::parse::duration_ms;
 use crate::signals::Signals;
+use crate::worker_flags::{prefetch_policy, queue_cap, WorkerArgs};
 
 /// Resolves on the first signal (the worker then drains); a second signal during
 /// the drain exits at once, as operators expect from a second Ctrl-C. Jobs still
@@ -38,48 +39,6 @@ async fn first_signal_then_force(mut signals: Signals, json: bool) {
 
 /// The most slots a worker may have (the runtime's bound).
 const MAX_CONCURRENCY: usize = (u32::MAX >> 4) as usize;
-
-/// Parses `--queue-cap name=N`.
-/// `--prefetch`: `N` (fixed, 0 to [`MAX_PREFETCH`]), `auto` (adaptive up to
-/// the default cap) or `auto:N` (adaptive up to N).
-fn prefetch_policy(raw: &str) -> Result<PrefetchPolicy, CliError> {
-    let bad = |message: String| CliError::new("invalid-worker-config", message);
-    let number = |text: &str| match text.trim().parse::<usize>() {
-        Ok(n) if n <= MAX_PREFETCH => Ok(n),
-        Ok(_) => Err(bad("--prefetch must be from 0 to 10,000".into())),
-        Err(_) => Err(bad(format!(
-            "--prefetch takes N (0 to 10,000), auto or auto:N, not {raw:?}"
-        ))),
-    };
-    let text = raw.trim();
-    if text.eq_ignore_ascii_case("auto") {
-        return Ok(PrefetchPolicy::default());
-    }
-    match text.split_once(':') {
-        Some((auto, max)) if auto.trim().eq_ignore_ascii_case("auto") => {
-            Ok(PrefetchPolicy::Adaptive { max: number(max)? })
-        }
-        Some(_) => Err(bad(format!(
-            "--prefetch takes N (0 to 10,000), auto or auto:N, not {raw:?}"
-        ))),
-        None => Ok(PrefetchPolicy::Fixed(number(text)?)),
-    }
-}
-
-fn queue_cap(raw: &str) -> Result<(String, i64), CliError> {
-    let bad = || {
-        CliError::new(
-            "invalid-queue-cap",
-            format!("--queue-cap {raw:?} must look like QUEUE=N with N >= 1"),
-        )
-    };
-    let (name, n) = raw.split_once('=').ok_or_else(bad)?;
-    let n: i64 = n.trim().parse().map_err(|_| bad())?;
-    if name.trim().is_empty() || n < 1 {
-        return Err(bad());
-    }
-    Ok((name.trim().to_string(), n))
-}
 
 pub async fn run(db: &Database, a: WorkerArgs, json: bool) -> Result<()> {
     let stale_after = duration_ms("--stale-after", &a.stale_after)?;
@@ -255,33 +214,5 @@ mod tests {
             stop_line(&Default::default()),
             "0 jobs claimed, 0 completed"
         );
-    }
-
-    #[test]
-    fn parses_the_prefetch_policy() {
-        assert_eq!(prefetch_policy("auto").unwrap(), PrefetchPolicy::default());
-        assert_eq!(
-            prefetch_policy("auto:20").unwrap(),
-            PrefetchPolicy::Adaptive { max: 20 }
-        );
-        assert_eq!(prefetch_policy("0").unwrap(), PrefetchPolicy::Fixed(0));
-        assert_eq!(prefetch_policy("100").unwrap(), PrefetchPolicy::Fixed(100));
-        for bad in ["10001", "auto:10001", "-1", "auto:", "many", "fixed:3", ""] {
-            let e = prefetch_policy(bad).unwrap_err();
-            assert_eq!(e.code, "invalid-worker-config", "{bad}");
-            assert!(e.message.contains("--prefetch"), "{bad}: {}", e.message);
-        }
-    }
-
-    #[test]
-    fn parses_queue_caps() {
-        assert_eq!(queue_cap("mail=2").unwrap(), ("mail".to_string(), 2));
-        for bad in ["mail", "mail=0", "=3", "mail=x"] {
-            assert_eq!(
-                queue_cap(bad).unwrap_err().code,
-                "invalid-queue-cap",
-                "{bad}"
-            );
-        }
     }
 }

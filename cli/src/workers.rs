@@ -4,13 +4,26 @@
 //! JSON). Opens an existing database only.
 
 use anyhow::Result;
+use clap::Args;
 use duraq_core::inspect::WorkerRecord;
 
-use crate::args::WorkersArgs;
 use crate::db::Database;
 use crate::display::{relative, when};
 use crate::output::{print_json, table};
 use crate::parse::duration_ms;
+
+/// `duraq workers`.
+#[derive(Debug, Args)]
+pub struct WorkersArgs {
+    /// Also list each running job (worker, job id, name) below the table
+    /// (`--json` always includes them).
+    #[arg(long)]
+    pub jobs: bool,
+    /// A worker whose last heartbeat is older than this is stale (use the
+    /// timeout your workers run with).
+    #[arg(long, value_name = "DURATION", default_value = "60s")]
+    pub stale_after: String,
+}
 
 pub async fn run(db: &Database, a: &WorkersArgs, json: bool) -> Result<()> {
     let stale_after = duration_ms("--stale-after", &a.stale_after)?;

@@ -20,9 +20,8 @@ use duraq_core::{DependencyFailure, NewJob, Workflow, WorkflowAppend};
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
-use crate::args::JobArgs;
-use crate::options::{enqueue_options, Spelling};
-use crate::output::CliError;
+use crate::error::CliError;
+use crate::options::{enqueue_options, JobArgs, Spelling};
 
 /// The code of a file that is no workflow or steps file.
 pub const INVALID: &str = "invalid-workflow-file";
@@ -44,7 +43,7 @@ pub fn read_file(file: &Path) -> Result<String> {
         return std::io::read_to_string(std::io::stdin())
             .map_err(|e| CliError::new("file-unreadable", format!("standard input: {e}")).into());
     }
-    std::fs::read_to_string(file).map_err(|e| crate::output::file_error(file, &e).into())
+    std::fs::read_to_string(file).map_err(|e| crate::error::file_error(file, &e).into())
 }
 
 #[derive(Deserialize)]

@@ -15,7 +15,8 @@ use duraq_core::JobStatus;
 use serde_json::{json, Map, Value};
 
 use crate::db::Database;
-use crate::output::{print_json, table, CliError};
+use crate::error::CliError;
+use crate::output::{print_json, table};
 
 /// The most workflows one `--name` call reads.
 pub const NAME_SCAN: usize = 10_000;

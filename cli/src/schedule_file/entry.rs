@@ -214,7 +214,7 @@ fn mail_args(value: &Value) -> Result<(), String> {
 fn options(src: &Source<'_>, e: &Entry) -> Result<EnqueueOptions, ScheduleError> {
     let text = |v: &Option<Spanned<String>>| v.as_ref().map(|v| v.get_ref().clone());
     let number = |v: &Option<Spanned<i64>>| v.as_ref().map(|v| *v.get_ref());
-    let flags = crate::args::JobArgs {
+    let flags = crate::options::JobArgs {
         queue: text(&e.queue),
         max_retries: number(&e.max_retries),
         concurrency_key: text(&e.concurrency_key),
@@ -223,7 +223,7 @@ fn options(src: &Source<'_>, e: &Entry) -> Result<EnqueueOptions, ScheduleError>
         priority: number(&e.priority),
         rate_key: text(&e.rate_key),
         rate: text(&e.rate),
-        ..crate::args::JobArgs::default()
+        ..crate::options::JobArgs::default()
     };
     enqueue_options(&flags, Spelling::Toml).map_err(|err| {
         let span = match err.field {

@@ -1,14 +1,9 @@
 //! `duraq jobs list|show|retry|cancel|delete|run-now|prune`: operator views and actions
-//! (several ids or a filter go to [`crate::bulk`]). Tables by default, one JSON object with `--json`: `{"jobs":[…],"total",
+//! (`list` pages in [`crate::job_list`]; several ids or a filter go to [`crate::bulk`]). Tables by default, one JSON object with `--json`: `{"jobs":[…],"total",
 //! "nextAfter"}`, `{"job":{…}}` (every field of the row; `jobs show` adds
 //! `"progress"`: what the job said, `null` if nothing, see [`progress_text`]) and
 //! `{"deleted":N,"batches":M}` (`prune --dry-run`: `{"wouldDelete":N,"dryRun":true}`,
 //! counted by `PruneRequest::count_prunable`, a read that deletes nothing).
-//!
-//! `jobs list` pages by keyset (`--after <id>`: the jobs strictly older than that
-//! one in list order), so a page never shifts while producers add jobs. The
-//! "of N" total comes from the O(1) count snapshot, so it is shown only when the
-//! filter is at most a status; other filters say whether more pages follow.
 //!
 //! Outcomes: `jobs cancel` of a job that is already cancelled is an answer (the
 //! job, exit 0: cancelling is idempotent); of a finished job, or a missing id, an
@@ -16,17 +11,16 @@
 
 use anyhow::Result;
 use clap::{Args, Subcommand};
-use duraq_core::inspect::{
-    resolve_job, BulkAction, JobCursor, JobFilter, JobProgress, PruneRequest,
-};
+use duraq_core::inspect::{resolve_job, BulkAction, JobFilter, JobProgress, PruneRequest};
 use duraq_core::{ErrorCode, Job, JobStatus};
 use serde_json::json;
 
 use crate::bulk;
 use crate::db::{closing, Database};
-use crate::display::{count, relative, terminal_safe, thousands};
+use crate::display::{count, relative, terminal_safe};
 use crate::error::CliError;
-use crate::output::{job_detail, jobs_table, print_json, table, to_json};
+use crate::job_view::job_detail;
+use crate::output::{print_json, table, to_json};
 use crate::parse::duration_ms;
 
 #[derive(Debug, Subcommand)]
@@ -113,7 +107,7 @@ pub async fn run(db: &Database, cmd: JobsCommand, json: bool) -> Result<()> {
                 limit: Some(limit),
                 ..filter.filter(crate::parse::now_ms())?
             };
-            list(db, filter, after, json).await?;
+            crate::job_list::run(db, filter, after, json).await?;
         }
         JobsCommand::Show { id, watch } => {
             let store = db.open_existing(false).await?;
@@ -184,98 +178,6 @@ pub async fn run(db: &Database, cmd: JobsCommand, json: bool) -> Result<()> {
         JobsCommand::Delete(args) => bulk::run(db, BulkAction::Delete, args, json).await?,
         JobsCommand::RunNow(args) => bulk::run(db, BulkAction::RunNow, args, json).await?,
         JobsCommand::Prune(p) => prune(db, p, json).await?,
-    }
-    Ok(())
-}
-
-/// `--status`: a status by its JSON name or the word tables show (`running`
-/// is `handed_off`), core's one parser; anything else is `invalid-status`.
-async fn list(db: &Database, filter: JobFilter, after: Option<String>, json: bool) -> Result<()> {
-    let store = db.open_existing(false).await?;
-    closing(&store, list_on(&store, filter, after, json)).await
-}
-
-async fn list_on(
-    store: &std::sync::Arc<dyn duraq_core::Store>,
-    mut filter: JobFilter,
-    after: Option<String>,
-    json: bool,
-) -> Result<()> {
-    if let Some(id) = after {
-        let last = store.get_job(&id).await?.ok_or_else(|| {
-            CliError::new(
-                "job-not-found",
-                format!("--after {id:?}: no job with this id (was it pruned?)"),
-            )
-        })?;
-        filter.after = Some(JobCursor::after(&last));
-    }
-    let page = store.search_jobs(&filter).await?;
-    let (jobs, scanned) = (page.jobs, page.scanned);
-    let resume = page.resume.map(|c| c.id);
-    let only_statuses = JobFilter {
-        statuses: filter.statuses.clone(),
-        ..JobFilter::default()
-    };
-    let exact_total = JobFilter {
-        after: None,
-        limit: None,
-        scan_limit: None,
-        ..filter.clone()
-    } == only_statuses;
-    let total = if exact_total {
-        let snap = store.count_snapshot().await?;
-        Some(match filter.statuses.as_slice() {
-            [] => snap.total,
-            many => many.iter().map(|s| snap.counts.get(*s)).sum(),
-        })
-    } else {
-        None
-    };
-    let full_page = filter.limit.is_some_and(|l| jobs.len() >= l);
-    let next_after = full_page
-        .then(|| jobs.last().map(|j| j.id.clone()))
-        .flatten()
-        .or_else(|| resume.clone());
-    if json {
-        print_json(&json!({
-            "jobs": jobs,
-            "total": total,
-            "nextAfter": next_after,
-            "resume": resume,
-            "scanned": scanned,
-        }));
-        return Ok(());
-    }
-    let stopped = |resume: &str| {
-        println!(
-            "the search stopped after reading {} (--scan-limit); continue with --after {resume}",
-            count(scanned as i64, "row")
-        );
-    };
-    if jobs.is_empty() {
-        println!("no jobs");
-        if let Some(r) = &resume {
-            stopped(r);
-        }
-        return Ok(());
-    }
-    print!("{}", jobs_table(&jobs, crate::parse::now_ms()));
-    let shown = match total {
-        Some(t) => format!(
-            "showing {} of {}",
-            thousands(jobs.len() as i64),
-            count(t, "job")
-        ),
-        None => format!("showing {}", count(jobs.len() as i64, "job")),
-    };
-    match (&resume, next_after) {
-        (Some(r), _) => {
-            println!("{shown}");
-            stopped(r);
-        }
-        (None, Some(id)) => println!("{shown}; next page: --after {id}"),
-        (None, None) => println!("{shown}"),
     }
     Ok(())
 }

@@ -15,12 +15,15 @@ mod counts;
 mod db;
 mod demo;
 mod demo_mix;
+mod demo_summary;
 mod display;
 mod enqueue;
 mod error;
 mod examples;
 #[cfg(test)]
 mod help_tree;
+mod job_list;
+mod job_view;
 mod jobs;
 mod logging;
 mod mail;

@@ -14,7 +14,7 @@ use serde_json::Value;
 
 use crate::args::{Cli, Command};
 use crate::display::utc;
-use crate::output::{job_detail, jobs_table};
+use crate::job_view::{job_detail, jobs_table};
 
 /// Printable text plus the characters attackers and typos bring.
 fn text() -> impl Strategy<Value = String> {

@@ -14,8 +14,9 @@ use duraq_core::inspect::ScheduledJobs;
 use duraq_core::{NewJob, RunningOwner, ScheduleKey};
 
 use crate::db::{closing, Database};
+use crate::job_view::status_time;
 use crate::options::{job_options, JobArgs};
-use crate::output::{print_json, status_time, table, to_json};
+use crate::output::{print_json, table, to_json};
 use crate::parse::flag_error;
 
 // Parsed once per process: boxing the job flags would buy nothing.

@@ -3,10 +3,11 @@
 //!
 //! They live here, as constants referenced by `after_long_help` in the clap
 //! definitions, so that `--help`, the man page (`duraq man`) and the completions
-//! all come from the one clap tree, while `args.rs` stays a readable list of
-//! flags. `cli/tests/help.rs` fails if a command loses its examples: every leaf
-//! command needs at least one line starting with `duraq `. Texts point users at
-//! `docs/` for the full story, never at internal documents.
+//! all come from the one clap tree, while the clap definitions (`args.rs` and
+//! each command's own flags) stay a readable list of flags. `cli/tests/help.rs`
+//! fails if a command loses its examples: every leaf command needs at least one
+//! line starting with `duraq `. Texts point users at `docs/` for the full
+//! story, never at internal documents.
 
 /// `duraq --help`.
 pub const TOP: &str = "\

@@ -3,11 +3,8 @@
 //! page ended, as its `next` says), each with its name, its state (`active`,
 //! `completed`, `failed`), its steps and their counts per status. One
 //! `Inspect::list_workflows` read: its cost is the steps of the workflows listed.
-//!
-//! `--name N` keeps the workflows named N: the pages are read on until
-//! `--limit` of them are found or [`NAME_SCAN`] workflows were read, and
-//! `next` says where to continue either way, so one call stays bounded
-//! however rare the name.
+//! `--name N` lists only the workflows named N, through the stores' index of
+//! names: one call stays bounded however rare the name.
 
 use anyhow::Result;
 use duraq_core::inspect::{utc_time, WorkflowListRequest, WorkflowSummary};
@@ -17,9 +14,6 @@ use serde_json::{json, Map, Value};
 use crate::db::Database;
 use crate::error::CliError;
 use crate::output::{print_json, table};
-
-/// The most workflows one `--name` call reads.
-pub const NAME_SCAN: usize = 10_000;
 
 /// Prints one page of at most `limit` workflows (named `name`) sorting before
 /// `before`. `invalid-limit` for a limit of 0, before the database is opened.
@@ -35,15 +29,16 @@ pub async fn run(
     }
     let store = db.open().await?;
     let (workflows, next) = crate::db::closing(&store, async {
-        let Some(name) = name else {
-            let req = WorkflowListRequest { before, limit };
-            let page = store.list_workflows(&req).await?;
-            let next = (page.len() == limit)
-                .then(|| page.last().map(|w| w.workflow_id.clone()))
-                .flatten();
-            return Ok((page, next));
+        let req = WorkflowListRequest {
+            before,
+            limit,
+            name,
         };
-        named(store.as_ref(), &name, before, limit).await
+        let page = store.list_workflows(&req).await?;
+        let next = (page.len() == limit)
+            .then(|| page.last().map(|w| w.workflow_id.clone()))
+            .flatten();
+        anyhow::Ok((page, next))
     })
     .await?;
     if json {
@@ -56,41 +51,6 @@ pub async fn run(
         }
     }
     Ok(())
-}
-
-/// Up to `limit` workflows named `name` before `before`, reading at most
-/// [`NAME_SCAN`], and where to continue (`None`: no workflow is left).
-async fn named(
-    store: &dyn duraq_core::Inspect,
-    name: &str,
-    mut before: Option<String>,
-    limit: usize,
-) -> Result<(Vec<WorkflowSummary>, Option<String>)> {
-    const PAGE: usize = 500;
-    let mut found = Vec::new();
-    let mut read = 0;
-    while read < NAME_SCAN {
-        let req = WorkflowListRequest {
-            before: before.clone(),
-            limit: PAGE,
-        };
-        let page = store.list_workflows(&req).await?;
-        let full = page.len() == PAGE;
-        for w in page {
-            read += 1;
-            before = Some(w.workflow_id.clone());
-            if w.name.as_deref() == Some(name) {
-                found.push(w);
-                if found.len() == limit {
-                    return Ok((found, before));
-                }
-            }
-        }
-        if !full {
-            return Ok((found, None));
-        }
-    }
-    Ok((found, before))
 }
 
 /// `{"workflowId","name","state","steps","counts":{status:n},"createdAtMs"}`.

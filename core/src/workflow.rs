@@ -256,6 +256,7 @@ pub async fn resolve_workflow<S: Inspect + ?Sized>(store: &S, input: &str) -> Re
             .list_workflows(&WorkflowListRequest {
                 before: Some(before),
                 limit: 2,
+                name: None,
             })
             .await?
             .into_iter()
@@ -325,6 +326,7 @@ pub async fn workflow_tally(store: &dyn Inspect, budget: usize) -> Result<Workfl
     let mut req = WorkflowListRequest {
         before: None,
         limit: PAGE.min(budget),
+        name: None,
     };
     loop {
         let page = if req.limit == 0 {

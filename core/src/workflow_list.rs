@@ -13,16 +13,19 @@ use serde::{Deserialize, Serialize};
 use crate::counts::StatusCounts;
 use crate::job::{JobStatus, STATUS_COUNT};
 
-/// A page of [`crate::Inspect::list_workflows`]: the workflows whose id sorts before
-/// `before` (all when `None`), at most `limit`, largest id first (the ids
-/// duraq makes are UUIDv7, so newest first; keyed workflows' ids are derived
-/// from their key and sort anywhere).
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// A page of [`crate::Inspect::list_workflows`]: the workflows (named `name`,
+/// when given) whose id sorts before `before` (all when `None`), at most
+/// `limit`, largest id first (the ids duraq makes are UUIDv7, so newest first;
+/// keyed workflows' ids are derived from their key and sort anywhere). A name
+/// is an index range on both stores, however rare it is.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct WorkflowListRequest {
     /// Only workflow ids sorting strictly before this one.
     pub before: Option<String>,
     /// At most this many workflows.
     pub limit: usize,
+    /// Only workflows enqueued with this name (`Workflow::new(name)`).
+    pub name: Option<String>,
 }
 
 /// Where a workflow stands, from its steps' statuses.

@@ -194,35 +194,35 @@ pub(crate) async fn jobs_with_id_prefix(
 }
 
 /// A page of workflows, largest id first: the page's ids through the partial
-/// index `duraq_jobs_workflow` (a backward walk made distinct), then each id's
-/// steps grouped by status through the same index; core folds the groups.
-/// Workflow ids are UUIDs, whose order is the same in every collation.
+/// index `duraq_jobs_workflow` (or, for a name, `duraq_jobs_workflow_name`; a
+/// backward walk made distinct), then each id's steps grouped by status
+/// through `duraq_jobs_workflow`; core folds the groups. Workflow ids are
+/// UUIDs, whose order is the same in every collation.
 pub(crate) async fn list_workflows(
     db: &Db<'_>,
     req: &WorkflowListRequest,
 ) -> Result<Vec<WorkflowSummary>> {
-    const GROUPS: &str = "SELECT workflow_id, max(workflow_name), status, count(*), \
-         min(created_at_ms) \
-         FROM {s}.duraq_jobs WHERE workflow_id = ANY(ARRAY(";
+    // Only the conditions the request sets, as the module docs say.
+    let mut filter = String::new();
+    let mut params: Vec<&(dyn ToSql + Sync)> = Vec::new();
+    if let Some(name) = &req.name {
+        params.push(name);
+        filter.push_str(&format!(" AND workflow_name = ${}::text", params.len()));
+    }
+    if let Some(before) = &req.before {
+        params.push(before);
+        filter.push_str(&format!(" AND workflow_id < ${}::text", params.len()));
+    }
     let limit = i64::try_from(req.limit).unwrap_or(i64::MAX);
-    let rows = match &req.before {
-        Some(before) => {
-            let sql = format!(
-                "{GROUPS}SELECT DISTINCT workflow_id FROM {{s}}.duraq_jobs \
-                 WHERE workflow_id IS NOT NULL AND workflow_id < $1::text \
-                 ORDER BY workflow_id DESC LIMIT $2::bigint)) GROUP BY workflow_id, status"
-            );
-            db.query(&sql, &[before, &limit]).await?
-        }
-        None => {
-            let sql = format!(
-                "{GROUPS}SELECT DISTINCT workflow_id FROM {{s}}.duraq_jobs \
-                 WHERE workflow_id IS NOT NULL \
-                 ORDER BY workflow_id DESC LIMIT $1::bigint)) GROUP BY workflow_id, status"
-            );
-            db.query(&sql, &[&limit]).await?
-        }
-    };
+    params.push(&limit);
+    let sql = format!(
+        "SELECT workflow_id, max(workflow_name), status, count(*), min(created_at_ms) \
+         FROM {{s}}.duraq_jobs WHERE workflow_id = ANY(ARRAY(SELECT DISTINCT workflow_id \
+         FROM {{s}}.duraq_jobs WHERE workflow_id IS NOT NULL{filter} \
+         ORDER BY workflow_id DESC LIMIT ${}::bigint)) GROUP BY workflow_id, status",
+        params.len()
+    );
+    let rows = db.query(&sql, &params).await?;
     let mut groups = Vec::with_capacity(rows.len());
     for r in &rows {
         groups.push((

@@ -291,6 +291,21 @@ pub const SCHEMA_VERSIONS: &[SchemaVersion] = &[
         "The name of the workflow a job is a step of (`workflow_name`), shown and searched \
          by `duraq workflows list`.",
     ),
+    // Listing the workflows of one name walks this range, not every
+    // workflow (see `crate::search`).
+    SchemaVersion {
+        indexes: &[index(
+            "duraq_jobs_workflow_name",
+            On::Both,
+            "(workflow_name, workflow_id) WHERE workflow_id IS NOT NULL",
+        )],
+        ..version(
+            15,
+            "workflow_name_index",
+            "An index of workflows by name (`duraq_jobs_workflow_name`), for listing the \
+             workflows of one name.",
+        )
+    },
 ];
 
 /// The newest schema version this binary knows.

@@ -170,6 +170,7 @@ mod postgres {
             .list_workflows(&duraq_core::inspect::WorkflowListRequest {
                 before: None,
                 limit: 5,
+                name: None,
             })
             .await
             .unwrap();

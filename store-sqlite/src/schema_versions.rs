@@ -195,6 +195,17 @@ pub const SCHEMA_VERSIONS: &[SchemaVersion] = &[
         "workflow_names",
         "The name of the workflow a job is a step of (`workflow_name`).",
     ),
+    // Listing the workflows of one name walks this range, not every
+    // workflow (see `crate::search`).
+    SchemaVersion {
+        indexes: &["CREATE INDEX IF NOT EXISTS duraq_jobs_workflow_name ON duraq_jobs \
+                    (workflow_name, workflow_id) WHERE workflow_id IS NOT NULL"],
+        ..version(
+            14,
+            "workflow_name_index",
+            "An index of workflows by name, for listing the workflows of one name.",
+        )
+    },
 ];
 
 /// The newest schema version this binary knows (the last of
@@ -248,6 +259,6 @@ mod tests {
                 assert!(!created.contains(retired), "{retired}");
             }
         }
-        assert_eq!(created.len(), 12);
+        assert_eq!(created.len(), 13);
     }
 }

@@ -104,22 +104,29 @@ pub(crate) fn jobs_with_id_prefix(
 }
 
 /// A page of workflows, largest id first: the page's ids through the partial
-/// index on `workflow_id` (`DISTINCT` over it, backwards), then each id's
-/// steps grouped by status through the same index; core folds the groups.
+/// index on `workflow_id` (or, for a name, on `(workflow_name, workflow_id)`;
+/// `DISTINCT` over it, backwards), then each id's steps grouped by status
+/// through the `workflow_id` index; core folds the groups.
 pub(crate) fn list_workflows(
     conn: &Connection,
     req: &WorkflowListRequest,
 ) -> Result<Vec<WorkflowSummary>> {
-    let (bound, mut values): (&str, Vec<Value>) = match &req.before {
-        Some(before) => ("AND workflow_id < ?", vec![Value::Text(before.clone())]),
-        None => ("", Vec::new()),
-    };
+    let mut filter = String::new();
+    let mut values: Vec<Value> = Vec::new();
+    if let Some(name) = &req.name {
+        filter.push_str(" AND workflow_name = ?");
+        values.push(Value::Text(name.clone()));
+    }
+    if let Some(before) = &req.before {
+        filter.push_str(" AND workflow_id < ?");
+        values.push(Value::Text(before.clone()));
+    }
     values.push(Value::Integer(i64::try_from(req.limit).unwrap_or(i64::MAX)));
     let sql = format!(
         "SELECT workflow_id, max(workflow_name), status, count(*), min(created_at_ms) \
          FROM duraq_jobs \
          WHERE workflow_id IN (SELECT DISTINCT workflow_id FROM duraq_jobs \
-         WHERE workflow_id IS NOT NULL {bound} ORDER BY workflow_id DESC LIMIT ?) \
+         WHERE workflow_id IS NOT NULL{filter} ORDER BY workflow_id DESC LIMIT ?) \
          GROUP BY workflow_id, status"
     );
     let mut stmt = conn.prepare_cached(&sql).db()?;

@@ -206,6 +206,7 @@ macro_rules! store_suite {
                 workflow_list: [
                     workflows_are_listed_in_pages_largest_id_first,
                     a_summary_counts_steps_per_status_and_names_the_state,
+                    a_name_lists_only_its_workflows_in_pages,
                 ],
                 workflow_append: [
                     a_step_after_a_completed_step_is_queued_at_once,

@@ -12,6 +12,11 @@ use crate::harness::{job, Harness};
 /// A workflow `signup → welcome` whose steps run the jobs `<prefix>-a` and
 /// `<prefix>-b`; returns (workflow id, signup's id, welcome's id).
 async fn two_steps(h: &Harness, prefix: &str) -> (String, String, String) {
+    named_two_steps(h, "onboard", prefix).await
+}
+
+/// [`two_steps`] in a workflow named `name`.
+async fn named_two_steps(h: &Harness, name: &str, prefix: &str) -> (String, String, String) {
     let step = |suffix: &str| {
         job(
             &format!("{prefix}-{suffix}"),
@@ -19,9 +24,10 @@ async fn two_steps(h: &Harness, prefix: &str) -> (String, String, String) {
             EnqueueOptions::new(),
         )
     };
-    let flow = Workflow::new("onboard")
-        .step("signup", step("a"))
-        .step_after("welcome", step("b"), ["signup"]);
+    let flow =
+        Workflow::new(name)
+            .step("signup", step("a"))
+            .step_after("welcome", step("b"), ["signup"]);
     let out = enqueue_workflow(h.store.as_ref(), flow).await.unwrap();
     (
         out.workflow_id,
@@ -31,11 +37,58 @@ async fn two_steps(h: &Harness, prefix: &str) -> (String, String, String) {
 }
 
 async fn list(h: &Harness, before: Option<&str>, limit: usize) -> Vec<WorkflowSummary> {
+    named(h, None, before, limit).await
+}
+
+async fn named(
+    h: &Harness,
+    name: Option<&str>,
+    before: Option<&str>,
+    limit: usize,
+) -> Vec<WorkflowSummary> {
     let req = WorkflowListRequest {
         before: before.map(str::to_owned),
         limit,
+        name: name.map(str::to_owned),
     };
     h.store.list_workflows(&req).await.expect("list_workflows")
+}
+
+pub async fn a_name_lists_only_its_workflows_in_pages(h: &Harness) {
+    let mut nightly = Vec::new();
+    for n in 0..3 {
+        nightly.push(named_two_steps(h, "nightly", &format!("n{n}")).await.0);
+        two_steps(h, &format!("o{n}")).await;
+        h.advance(10);
+    }
+    nightly.sort_by(|a, b| b.as_bytes().cmp(a.as_bytes()));
+    let ids = |page: Vec<WorkflowSummary>| -> Vec<String> {
+        page.into_iter().map(|w| w.workflow_id).collect()
+    };
+
+    let all = named(h, Some("nightly"), None, 10).await;
+    assert!(all
+        .iter()
+        .all(|w| w.name.as_deref() == Some("nightly") && w.steps() == 2));
+    assert_eq!(ids(all), nightly);
+    let first = ids(named(h, Some("nightly"), None, 2).await);
+    assert_eq!(first, nightly[..2]);
+    let rest = ids(named(h, Some("nightly"), Some(&first[1]), 2).await);
+    assert_eq!(
+        rest,
+        nightly[2..],
+        "the next page continues within the name"
+    );
+    assert!(
+        named(h, Some("Nightly"), None, 10).await.is_empty(),
+        "names are exact"
+    );
+    assert!(named(h, Some("missing"), None, 10).await.is_empty());
+    assert_eq!(
+        list(h, None, 10).await.len(),
+        6,
+        "no name lists every workflow"
+    );
 }
 
 pub async fn workflows_are_listed_in_pages_largest_id_first(h: &Harness) {

@@ -142,4 +142,20 @@ async fn workflows_are_listed_and_counted_on_the_overview() {
     }
     assert_eq!(list.matches("data-state=\"failed\"").count(), 1, "{list}");
     assert!(!list.contains("data-next"), "one page holds three: {list}");
+    assert_eq!(
+        list.matches("<td data-name>nightly</td>").count(),
+        3,
+        "{list}"
+    );
+
+    let (status, _, named) = get(&app, "/workflows?name=nightly").await;
+    assert_eq!(status, 200, "{named}");
+    assert_eq!(named.matches("<tr data-workflow=").count(), 3, "{named}");
+    assert!(
+        named.contains("value=\"nightly\""),
+        "the filter shows its name: {named}"
+    );
+    let (_, _, other) = get(&app, "/workflows?name=weekly").await;
+    assert_eq!(other.matches("<tr data-workflow=").count(), 0, "{other}");
+    assert!(other.contains("data-empty"), "{other}");
 }

@@ -287,6 +287,7 @@ impl Inspect for MemoryStore {
     async fn list_workflows(&self, req: &WorkflowListRequest) -> Result<Vec<WorkflowSummary>> {
         let st = self.lock();
         let mut ids: Vec<&str> = (st.jobs.values())
+            .filter(|j| req.name.is_none() || j.workflow_name == req.name)
             .filter_map(|j| j.workflow_id.as_deref())
             .filter(|w| {
                 req.before

@@ -1,6 +1,7 @@
 //! `GET /workflows`: the workflows, largest id first (newest first for the
-//! ids duraq makes), a page at a time (`?before=ID`), each with its state, its
-//! steps and their counts per status, linked to its graph page
+//! ids duraq makes), a page at a time (`?before=ID`), only those of one name
+//! with `?name=N`, each with its name, its state, its steps and their counts
+//! per status, linked to its graph page
 //! ([`super::workflow`]). One page is one `Inspect::list_workflows` read, whose
 //! cost is the steps of the workflows on it. The overview's workflow counts
 //! ([`tally_section`]) walk those pages up to [`TALLY_BUDGET`] workflows.
@@ -23,10 +24,12 @@ pub const PAGE: usize = 50;
 /// The most workflows the overview counts before it says "more".
 pub const TALLY_BUDGET: usize = 1_000;
 
-/// The list's query: `?before=ID` continues after the page that ended at ID.
+/// The list's query: `?before=ID` continues after the page that ended at ID;
+/// `?name=N` keeps the workflows named N.
 #[derive(Debug, Default, serde::Deserialize)]
 pub struct WorkflowsQuery {
     before: Option<String>,
+    name: Option<String>,
 }
 
 /// `GET /workflows`.
@@ -34,9 +37,11 @@ pub async fn list(
     AxumState(state): AxumState<State>,
     Query(query): Query<WorkflowsQuery>,
 ) -> Response {
+    let name = query.name.filter(|n| !n.is_empty());
     let req = WorkflowListRequest {
         before: query.before.filter(|b| !b.is_empty()),
         limit: PAGE,
+        name: name.clone(),
     };
     let workflows = match state.store.list_workflows(&req).await {
         Ok(list) => list,
@@ -47,16 +52,22 @@ pub async fn list(
         .flatten();
     let body = html! {
         h1 { "Workflows" }
+        form.filters data-filters method="get" action=(link(&state, "/workflows")) {
+            label { "Name " input name="name" value=(name.as_deref().unwrap_or("")) placeholder="nightly"; }
+            button type="submit" { "Filter" }
+            @if name.is_some() { a href=(link(&state, "/workflows")) { "Clear" } }
+        }
         @if workflows.is_empty() { p.muted data-empty { "No workflow here." } }
         table data-table="workflows" {
             thead { tr {
-                th { "Workflow" } th { "State" } th.num { "Steps" }
+                th { "Workflow" } th { "Name" } th { "State" } th.num { "Steps" }
                 th { "Steps per status" } th { "Created" }
             } }
             tbody {
                 @for w in &workflows {
                     tr data-workflow=(w.workflow_id) data-state=(w.state().as_str()) {
                         td { a.mono href=(link(&state, &format!("/workflows/{}", urlencode(&w.workflow_id)))) { (visible(&w.workflow_id)) } }
+                        td data-name { (visible(w.name.as_deref().unwrap_or("—"))) }
                         td { span.status.(state_class(w.state())) { (w.state().as_str()) } }
                         td.num { (thousands(w.steps())) }
                         td {
@@ -73,7 +84,8 @@ pub async fn list(
             }
         }
         @if let Some(before) = next {
-            p { a data-next href=(link(&state, &format!("/workflows?before={}", urlencode(&before)))) { "Older workflows →" } }
+            @let named = name.as_deref().map_or_else(String::new, |n| format!("&name={}", urlencode(n)));
+            p { a data-next href=(link(&state, &format!("/workflows?before={}{named}", urlencode(&before)))) { "Older workflows →" } }
         }
     };
     page(&state, "workflows", "Workflows", body)

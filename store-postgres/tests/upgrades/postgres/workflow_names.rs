@@ -1,14 +1,15 @@
 //! Upgrading a schema to version 14 (workflow names, `docs/workflows.md`):
 //! `duraq_jobs` gains `workflow_name` in place (no table rewritten), the
 //! steps written before read no name, and a workflow enqueued after the
-//! upgrade is listed with its own, which the steps appended to it carry too.
+//! upgrade is listed with its own, which the steps appended to it carry too;
+//! version 15 indexes the names, so a name lists only its workflows.
 
 use duraq_core::inspect::WorkflowListRequest;
 use duraq_core::prelude::*;
 use duraq_core::{append_workflow, enqueue_workflow, EnqueueOptions, Workflow};
 
 use crate::common::{job, open, schema};
-use crate::rewind::{undo, upgrade_in_place};
+use crate::rewind::{job_indexes, undo, upgrade_in_place};
 
 #[tokio::test]
 async fn upgrade_to_v14_adds_workflow_names_in_place() {
@@ -40,6 +41,7 @@ async fn upgrade_to_v14_adds_workflow_names_in_place() {
     let req = WorkflowListRequest {
         before: None,
         limit: 10,
+        name: None,
     };
     let names: Vec<(String, Option<String>, i64)> = (store.list_workflows(&req).await.unwrap())
         .into_iter()
@@ -53,4 +55,25 @@ async fn upgrade_to_v14_adds_workflow_names_in_place() {
         names.contains(&(new.workflow_id.clone(), Some("onboard".into()), 2)),
         "{names:?}"
     );
+
+    // Version 15 built the index of names (dropped with the column above)
+    // on both partitions, and a name lists only its own workflows.
+    for partition in ["duraq_jobs_live", "duraq_jobs_done"] {
+        let indexes = job_indexes(&client, &s, partition).await;
+        assert!(
+            indexes
+                .iter()
+                .any(|(_, def)| def.contains("(workflow_name, workflow_id)")),
+            "{partition}: {indexes:?}"
+        );
+    }
+    let named = WorkflowListRequest {
+        name: Some("onboard".into()),
+        ..req
+    };
+    let listed: Vec<String> = (store.list_workflows(&named).await.unwrap())
+        .into_iter()
+        .map(|w| w.workflow_id)
+        .collect();
+    assert_eq!(listed, vec![new.workflow_id.clone()]);
 }

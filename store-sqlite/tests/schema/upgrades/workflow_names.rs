@@ -1,7 +1,8 @@
 //! Version 13, workflow names (`docs/workflows.md`): `duraq_jobs` gains
 //! `workflow_name` in place (same rowids), the steps written before read no
 //! name, and a workflow enqueued after the upgrade is listed with its own,
-//! which the steps appended to it carry too.
+//! which the steps appended to it carry too; version 14 indexes the names,
+//! so a name lists only its workflows.
 
 use duraq_core::inspect::WorkflowListRequest;
 use duraq_core::prelude::*;
@@ -29,15 +30,16 @@ async fn upgrade_to_v13_adds_workflow_names_in_place() {
     drop(store);
     execute(
         &path,
-        "ALTER TABLE duraq_jobs DROP COLUMN workflow_name; \
+        "DROP INDEX duraq_jobs_workflow_name; \
+         ALTER TABLE duraq_jobs DROP COLUMN workflow_name; \
          DELETE FROM duraq_migrations WHERE version >= 13",
     );
     let export = &old.jobs["export"];
     let before = job_rowid(&Connection::open(&path).unwrap(), export);
 
     let store = open_existing(&path);
-    assert_eq!(store.migration().applied, vec![13]);
-    assert_eq!(SCHEMA_VERSION, 13);
+    assert_eq!(store.migration().applied, vec![13, 14]);
+    assert_eq!(SCHEMA_VERSION, 14);
     assert_eq!(
         job_rowid(&Connection::open(&path).unwrap(), export),
         before,
@@ -59,6 +61,7 @@ async fn upgrade_to_v13_adds_workflow_names_in_place() {
     let req = WorkflowListRequest {
         before: None,
         limit: 10,
+        name: None,
     };
     let names: Vec<(String, Option<String>, i64)> = (store.list_workflows(&req).await.unwrap())
         .into_iter()
@@ -71,6 +74,19 @@ async fn upgrade_to_v13_adds_workflow_names_in_place() {
     assert!(
         names.contains(&(new.workflow_id.clone(), Some("onboard".into()), 2)),
         "{names:?}"
+    );
+    let named = WorkflowListRequest {
+        name: Some("onboard".into()),
+        ..req
+    };
+    let listed: Vec<String> = (store.list_workflows(&named).await.unwrap())
+        .into_iter()
+        .map(|w| w.workflow_id)
+        .collect();
+    assert_eq!(
+        listed,
+        vec![new.workflow_id.clone()],
+        "version 14 indexes the names"
     );
     store.close().await.unwrap();
 }

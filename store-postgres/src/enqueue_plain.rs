@@ -47,15 +47,15 @@ fn sql(guarded: bool) -> &'static str {
 }
 
 /// The statement a plain enqueue sends on `schema`, for the plan tests
-/// (`tests/plans.rs`): not an API.
-#[doc(hidden)]
+/// (`tests/plans.rs`, feature `plan-tests`): not an API.
+#[cfg(feature = "plan-tests")]
 pub fn plain_enqueue_sql(schema: &str, guarded: bool) -> String {
     sql(guarded).replace("{s}", &crate::backend::db::quote_identifier(schema))
 }
 
 /// The columns whose arrays [`plain_enqueue_sql`] binds after the nine shard
 /// parameters, as (name, element type), for the plan tests: not an API.
-#[doc(hidden)]
+#[cfg(feature = "plan-tests")]
 pub fn plain_enqueue_columns() -> Vec<(&'static str, &'static str)> {
     (crate::columns::statements::bound())
         .map(|c| (c.name, c.kind.param()))

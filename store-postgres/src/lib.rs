@@ -122,14 +122,14 @@ use tokio::sync::{broadcast, watch};
 
 pub use backend::connect::{migrate, MigrationReport};
 pub use counts::SHARDS;
-#[doc(hidden)]
+#[cfg(feature = "plan-tests")]
 pub use enqueue_plain::{plain_enqueue_columns, plain_enqueue_sql};
 pub use error::{map_pg_error, map_pool_error};
 pub use reclaim::{
     reclaim_due, DeadRows, RECLAIM_DUTY_DIVISOR, RECLAIM_MIN_DEAD, RECLAIM_MIN_INTERVAL_MS,
 };
 pub use schema::{LEDGER_TABLE, MIGRATION_SCOPE};
-#[doc(hidden)]
+#[cfg(feature = "plan-tests")]
 pub use search::search_candidate_sql;
 pub use versions::{SchemaVersion, SCHEMA_VERSION, SCHEMA_VERSIONS};
 

@@ -107,8 +107,8 @@ pub(crate) fn candidate_sql(filter: &JobFilter, with_cursor: bool) -> String {
 }
 
 /// The statement [`candidate_sql`] builds, on `schema`, for the plan tests
-/// (`tests/search_plans.rs`): not an API.
-#[doc(hidden)]
+/// (`tests/search_plans.rs`, feature `plan-tests`): not an API.
+#[cfg(feature = "plan-tests")]
 pub fn search_candidate_sql(schema: &str, filter: &JobFilter, with_cursor: bool) -> String {
     candidate_sql(filter, with_cursor).replace("{s}", &crate::backend::db::quote_identifier(schema))
 }

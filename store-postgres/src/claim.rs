@@ -32,6 +32,7 @@ use duraq_core::{Job, JobStatus, RateLimit, Result};
 use crate::backend::db::{pooled, Conn, Db};
 use crate::backend::plans::{by_key_only, walk_due_index, WALK_DUE_INDEX};
 use crate::error::map_pg_error;
+use crate::ownership::give_back_held;
 use crate::report::{heartbeat, HEARTBEAT};
 use crate::rows::{loaded_from_row, save_jobs, JOB_COLUMNS};
 use crate::tx::Tx;
@@ -273,6 +274,8 @@ pub(crate) async fn claim_after(
     let names: Vec<&str> = req.queue_config.keys().map(String::as_str).collect();
     let priorities: Vec<i64> = req.queue_config.values().map(|c| c.priority).collect();
     let mut seen: Vec<String> = Vec::new();
+    // The candidates some job depends on: one moved to an end settles them.
+    let mut with_dependents: Vec<String> = Vec::new();
     let mut claim = Claim::new(req, tx.now);
     let mut reads = Reads(&tx.db);
     for level in levels {
@@ -324,7 +327,11 @@ pub(crate) async fn claim_after(
             };
             let exhausted = (rows.len() as i64) < batch;
             for row in &rows {
-                let candidate = loaded_from_row(row)?.job;
+                let loaded = loaded_from_row(row)?;
+                if loaded.has_dependents {
+                    with_dependents.push(loaded.job.id.clone());
+                }
+                let candidate = loaded.job;
                 seen.push(candidate.id.clone());
                 if claim.is_full() {
                     break;
@@ -343,7 +350,20 @@ pub(crate) async fn claim_after(
         taken,
         postponed,
         rate_starts: started,
+        moved,
     } = claim.finish();
+    // Rows moved out of `queued` are written as any transition (see
+    // `crate::admin::cancel_loaded`), before the counts are recorded.
+    for job in &moved {
+        tx.change.moved(&job.queue, JobStatus::Queued, job.status);
+        let has_dependents = with_dependents.contains(&job.id);
+        give_back_held(tx, JobStatus::Queued, job, None, has_dependents).await?;
+    }
+    if !moved.is_empty() {
+        let rows: Vec<(&Job, Option<&str>)> = moved.iter().map(|j| (j, None)).collect();
+        save_jobs(&tx.db, &rows).await?;
+        tx.release_dependents().await?;
+    }
     for Taken { job, .. } in &taken {
         tx.change
             .moved(&job.queue, JobStatus::Queued, JobStatus::HandedOff);

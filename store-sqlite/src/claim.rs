@@ -25,7 +25,7 @@ use rusqlite::{params, Connection, OptionalExtension};
 
 use crate::columns::JOB_COLUMNS;
 use crate::error::SqlResult;
-use crate::ownership::take_reservation;
+use crate::ownership::{persist_transition, take_reservation, Reservation};
 use crate::rate;
 use crate::report::heartbeat;
 use crate::rows::{json_text, query_jobs, save_job};
@@ -179,14 +179,17 @@ impl AdmissionReads for Reads<'_> {
     }
 }
 
-/// Writes what the claim decided: postponed rows, rate starts, then each
-/// claimed row with its reservation.
+/// Writes what the claim decided: postponed rows, rate starts, rows moved out
+/// of `queued` (as any transition), then each claimed row with its reservation.
 fn write(tx: &mut Tx<'_>, plan: ClaimPlan) -> Result<Vec<Job>> {
     for job in &plan.postponed {
         save_job(tx.conn, job)?;
     }
     for limit in &plan.rate_starts {
         rate::log_start(tx.conn, limit, tx.now)?;
+    }
+    for job in &plan.moved {
+        persist_transition(tx, JobStatus::Queued, job, Reservation::Known(None))?;
     }
     let mut claimed = Vec::with_capacity(plan.taken.len());
     for Taken { job, reservation } in plan.taken {

@@ -75,6 +75,12 @@ impl State {
         for job in plan.postponed {
             self.jobs.insert(job.id.clone(), job);
         }
+        for job in plan.moved {
+            change.moved(&job.queue, JobStatus::Queued, job.status);
+            let id = job.id.clone();
+            self.jobs.insert(id.clone(), job);
+            self.give_back(JobStatus::Queued, &id, now, change);
+        }
         for limit in &plan.rate_starts {
             let log = self.rate_starts.entry(limit.key.clone()).or_default();
             let horizon = rate_log_horizon(limit, now);

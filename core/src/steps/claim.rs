@@ -66,6 +66,11 @@ pub struct ClaimPlan {
     /// One logged start per claimed job with a rate limit, at the claim's
     /// clock reading.
     pub rate_starts: Vec<RateLimit>,
+    /// Candidates the claim moved out of `queued` without taking them. A
+    /// store writes each as any transition out of `queued`, giving back what
+    /// [`crate::rules::give_back`] says (the schedule key, the dependents),
+    /// so a new way for a claim to move a row is core's alone.
+    pub moved: Vec<Job>,
 }
 
 /// One claim in the making (see the module docs).

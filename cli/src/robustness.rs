@@ -113,6 +113,7 @@ fn job() -> impl Strategy<Value = Job> {
                     workflow_id,
                     step,
                     workflow_name,
+                    expires_at_ms: t,
                 }
             },
         )

@@ -45,6 +45,8 @@ pub enum ErrorCode {
     InvalidTraceParent,
     /// A timeout below 1 ms or out of range.
     InvalidTimeout,
+    /// An expiry before the epoch or out of range, or both a time and a delay.
+    InvalidExpiry,
     /// A schedule key that is empty, too long or holds control characters.
     InvalidScheduleKey,
     /// A queue name that is too long or holds control characters.
@@ -138,6 +140,7 @@ impl ErrorCode {
             Self::RateLimitConflict => "rate-limit-conflict",
             Self::InvalidTraceParent => "invalid-trace-parent",
             Self::InvalidTimeout => "invalid-timeout",
+            Self::InvalidExpiry => "invalid-expiry",
             Self::InvalidScheduleKey => "invalid-schedule-key",
             Self::InvalidQueue => "invalid-queue",
             Self::InvalidArgs => "invalid-args",

@@ -217,6 +217,10 @@ pub struct Job {
     /// before workflow names were stored).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub workflow_name: Option<String>,
+    /// When the job expires, in ms since the epoch: a claim at or after it
+    /// cancels the job (`lastError` [`Job::EXPIRED`]) instead of starting it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expires_at_ms: Option<i64>,
 }
 
 fn is_zero(n: &i64) -> bool {
@@ -280,6 +284,15 @@ pub struct Dependency {
 }
 
 impl Job {
+    /// The reason that begins the `lastError` of a job a claim cancelled
+    /// because it had expired (`expired: not started by <time>`).
+    pub const EXPIRED: &'static str = "expired";
+
+    /// Whether the job has expired at `now_ms` ([`Job::expires_at_ms`]).
+    pub fn is_expired(&self, now_ms: i64) -> bool {
+        self.expires_at_ms.is_some_and(|at| at <= now_ms)
+    }
+
     /// When the job is (or was) due: `scheduledAtMs` as a `SystemTime`.
     pub fn scheduled_at(&self) -> SystemTime {
         ms_to_system_time(self.scheduled_at_ms)

@@ -25,6 +25,14 @@ enum Timing {
     In(i64),
 }
 
+/// When a job expires, as the caller asked for it: at a time, or some time
+/// after the store persists it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Expiry {
+    At(i64),
+    In(i64),
+}
+
 /// A validated, normalized job ready for a store. Built only by [`NewJob::new`]
 /// (directly, or through [`crate::JobArgs::job`] for a typed job).
 ///
@@ -56,6 +64,7 @@ pub struct NewJob {
     dependency_policy: DependencyFailure,
     /// The workflow this job is a step of.
     workflow: Option<StepOf>,
+    expiry: Option<Expiry>,
 }
 
 /// Where a workflow's step belongs: the workflow's id and name, and the
@@ -156,6 +165,17 @@ impl NewJob {
                 "idempotencyKey and deduplicateWhileQueued cannot be combined",
             ));
         }
+        let expiry = match (opts.expires_at_ms, opts.expires_in_ms) {
+            (None, None) => None,
+            (Some(ms), None) if ms >= 0 => Some(Expiry::At(ms)),
+            (None, Some(ms)) if (0..=MAX_RUN_IN_MS).contains(&ms) => Some(Expiry::In(ms)),
+            _ => {
+                return Err(Error::invalid(
+                    ErrorCode::InvalidExpiry,
+                    format!("expiresAtMs (>= 0) or expiresInMs (0 to {MAX_RUN_IN_MS}), not both"),
+                ))
+            }
+        };
         let trace_parent = crate::trace::for_new_job(opts.trace_parent.as_deref())?;
         let dependency_policy = opts.on_dependency_failure.unwrap_or_default();
         let dependencies = dependencies_of(opts.after, dependency_policy);
@@ -178,6 +198,7 @@ impl NewJob {
             dependencies,
             dependency_policy,
             workflow: None,
+            expiry,
         })
     }
 
@@ -340,6 +361,14 @@ impl NewJob {
             Timing::In(ms) => now_ms.saturating_add(ms),
         }
     }
+    /// When the job expires, resolved against `now_ms` (the store's clock at
+    /// persist time) like [`NewJob::due_at_ms`]; `None` when it never does.
+    pub fn expires_at_ms(&self, now_ms: i64) -> Option<i64> {
+        match self.expiry? {
+            Expiry::At(ms) => Some(ms),
+            Expiry::In(ms) => Some(now_ms.saturating_add(ms)),
+        }
+    }
     /// The concurrency cap, if any.
     pub fn concurrency(&self) -> Option<&ConcurrencyLimit> {
         self.concurrency.as_ref()
@@ -484,7 +513,7 @@ impl NewJob {
     }
 
     /// The digested request. Options added after format 2 was fixed (priority,
-    /// rate limit) join it only when set, so that every request recorded before
+    /// rate limit, expiry) join it only when set, so that every request recorded before
     /// they existed keeps its digest, and an unset priority stays apart from an
     /// explicit 0.
     fn request_fields(&self, timing: Value) -> Value {
@@ -504,6 +533,11 @@ impl NewJob {
         }
         if !self.dependencies.is_empty() {
             fields["dependsOn"] = json!(self.dependencies);
+        }
+        match self.expiry {
+            None => {}
+            Some(Expiry::At(ms)) => fields["expiry"] = json!({"expiresAtMs": ms}),
+            Some(Expiry::In(ms)) => fields["expiry"] = json!({"expiresInMs": ms}),
         }
         fields
     }

@@ -94,6 +94,13 @@ pub struct EnqueueOptions {
     /// What happens when a dependency does not complete, for every edge that
     /// names no policy of its own (`onDependencyFailure`, default `cancel`).
     pub on_dependency_failure: Option<DependencyFailure>,
+    /// Cancel the job instead of starting it from this many milliseconds since
+    /// the Unix epoch on (`expiresAtMs`, >= 0). Set by [`EnqueueOptions::expires_at`].
+    pub expires_at_ms: Option<i64>,
+    /// The same, this many milliseconds after the store persists the job
+    /// (`expiresInMs`, 0 to [`MAX_RUN_IN_MS`]). Set by
+    /// [`EnqueueOptions::expires_in`]. At most one of the two.
+    pub expires_in_ms: Option<i64>,
 }
 
 /// One entry of [`EnqueueOptions::after`]: a job id (JSON `"…"`), or an edge
@@ -238,9 +245,39 @@ impl EnqueueOptions {
         self
     }
 
+    /// Cancels the job instead of starting it once `at` has passed: a claim at
+    /// or after `at` ends it `cancelled` with `lastError` `expired`
+    /// ([`crate::Job::EXPIRED`]). A time before the Unix epoch makes
+    /// [`NewJob::new`](crate::NewJob::new) fail with `invalid-expiry`. Replaces an
+    /// earlier [`EnqueueOptions::expires_in`]; in milliseconds, set `expires_at_ms`.
+    pub fn expires_at(mut self, at: SystemTime) -> Self {
+        self.expires_at_ms = Some(system_time_to_ms(at).unwrap_or_else(|bad| bad));
+        self.expires_in_ms = None;
+        self
+    }
+
+    /// Cancels the job instead of starting it once `ttl` has passed since the
+    /// store persisted it, by the store's clock (see [`EnqueueOptions::expires_at`]).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use duraq_core::{EnqueueOptions, NewJob};
+    /// let opts = EnqueueOptions::new().expires_in(Duration::from_secs(60));
+    /// let job = NewJob::new("email", serde_json::json!([]), opts).unwrap();
+    /// assert_eq!(job.expires_at_ms(1_000), Some(61_000));
+    /// let both = EnqueueOptions { expires_at_ms: Some(5), ..EnqueueOptions::new().expires_in(Duration::ZERO) };
+    /// let err = NewJob::new("email", serde_json::json!([]), both).unwrap_err();
+    /// assert_eq!(err.code().as_str(), "invalid-expiry");
+    /// ```
+    pub fn expires_in(mut self, ttl: Duration) -> Self {
+        self.expires_in_ms = Some(duration_to_ms(ttl).unwrap_or(i64::MAX));
+        self.expires_at_ms = None;
+        self
+    }
+
     /// These options over `defaults`, field by field: each option this value sets
     /// wins, each it leaves unset comes from `defaults`. The run time
-    /// (`scheduled_at_ms`/`run_in_ms`), the concurrency cap
+    /// (`scheduled_at_ms`/`run_in_ms`), the expiry, the concurrency cap
     /// (`concurrency_key`/`max_concurrency`) and the rate limit are each one field; dedupe is on if
     /// either asks for it. [`crate::JobArgs::job_with`] lays a caller's options
     /// over the job type's [`crate::JobArgs::options`] so.
@@ -272,6 +309,12 @@ impl EnqueueOptions {
         } else {
             (defaults.scheduled_at_ms, defaults.run_in_ms)
         };
+        let (expires_at_ms, expires_in_ms) =
+            if self.expires_at_ms.is_some() || self.expires_in_ms.is_some() {
+                (self.expires_at_ms, self.expires_in_ms)
+            } else {
+                (defaults.expires_at_ms, defaults.expires_in_ms)
+            };
         let (concurrency_key, max_concurrency) = if cap_set {
             (self.concurrency_key, self.max_concurrency)
         } else {
@@ -301,6 +344,8 @@ impl EnqueueOptions {
             on_dependency_failure: self
                 .on_dependency_failure
                 .or(defaults.on_dependency_failure),
+            expires_at_ms,
+            expires_in_ms,
         }
     }
 }

@@ -65,6 +65,7 @@ fn row_without_identity(job: &NewJob, now_ms: i64) -> Job {
         workflow_id: job.workflow_id().map(str::to_owned),
         step: job.step().map(str::to_owned),
         workflow_name: job.workflow_name().map(str::to_owned),
+        expires_at_ms: job.expires_at_ms(now_ms),
     }
 }
 
@@ -240,6 +241,15 @@ pub fn operator_cancel(job: &mut Job, now_ms: i64) -> Result<()> {
     job.status = JobStatus::Cancelled;
     job.cancelled_at_ms = Some(now_ms);
     Ok(())
+}
+
+/// A claim's cancel of a `queued` job that has expired ([`Job::is_expired`]).
+/// Its `lastError` is `expired: not started by <its expiry, UTC>`.
+pub fn expire(job: &mut Job, now_ms: i64) {
+    job.status = JobStatus::Cancelled;
+    job.cancelled_at_ms = Some(now_ms);
+    let by = crate::display::utc_time(job.expires_at_ms.unwrap_or(now_ms));
+    job.last_error = Some(format!("{}: not started by {by}", Job::EXPIRED));
 }
 
 /// The concurrency reservation a claim of `job` takes: its own key and cap, else

@@ -70,6 +70,7 @@ job_columns! {
     step               Text  "text"                                  9  Default  Keep  job(Plain);
     has_dependents     Bool  "boolean NOT NULL DEFAULT false"        9  Default  Keep  internal(read, unwritten);
     workflow_name      Text  "text"                                 14  Bind     Keep  job(Plain);
+    expires_at_ms      Int8  "bigint"                               15  Bind     Keep  job(Plain);
 }
 
 /// The digest of a fresh row's args.

@@ -306,6 +306,13 @@ pub const SCHEMA_VERSIONS: &[SchemaVersion] = &[
              workflows of one name.",
         )
     },
+    // `duraq_jobs.expires_at_ms`, nullable and added in place: jobs enqueued
+    // before it never expire.
+    version(
+        16,
+        "job_expiry",
+        "When a job expires (`expires_at_ms`): a claim cancels it instead of starting it.",
+    ),
 ];
 
 /// The newest schema version this binary knows.

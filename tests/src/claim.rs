@@ -1,14 +1,17 @@
 //! `docs/jobs.md` claiming and fencing: what a claim writes, claim order (queue priority,
 //! due time, creation, id), name/queue filters and limits, a fresh lease per claim,
 //! and reports under stale, foreign or missing leases answering `false` and
-//! changing nothing. What an applied report does is in [`crate::retry`]; caps are
-//! in [`crate::concurrency`].
+//! changing nothing; a job whose expiry has passed is cancelled, never claimed.
+//! What an applied report does is in [`crate::retry`]; caps are in
+//! [`crate::concurrency`].
 
 use std::collections::BTreeMap;
+use std::time::Duration;
 
 use duraq_core::driver::{ClaimRequest, Lease};
+use duraq_core::inspect::utc_time;
 use duraq_core::worker::retry_backoff_ms;
-use duraq_core::{EnqueueOptions, JobStatus, Outcome, QueueConfig};
+use duraq_core::{EnqueueOptions, Job, JobStatus, Outcome, QueueConfig};
 use serde_json::json;
 
 use crate::harness::{claim_req, job, lease, Harness, WireOptions};
@@ -214,4 +217,85 @@ pub async fn report_and_claim_reports_first(h: &Harness) {
         (JobStatus::HandedOff, Some("w"))
     );
     assert_eq!(h.get("c").await.status, JobStatus::Queued);
+}
+
+/// A claim never starts a job whose expiry has passed: it ends `cancelled`
+/// (`lastError` `expired: not started by <time>`) without taking a slot, its dependents are settled as
+/// on any cancel, the counts follow exactly, and a job not yet expired is
+/// claimed as usual.
+pub async fn expired_jobs_are_cancelled_not_claimed(h: &Harness) {
+    let t = h.now();
+    let at = EnqueueOptions {
+        expires_at_ms: Some(t + 10),
+        ..EnqueueOptions::new()
+    };
+    let gone = h.insert(job("j", json!([1]), at).with_id("gone")).await;
+    let ttl = EnqueueOptions::new().expires_in(Duration::from_millis(11));
+    let later = h.insert(job("j", json!([2]), ttl).with_id("later")).await;
+    let waits = EnqueueOptions::new().after(gone.as_str());
+    let after = h.insert(job("k", json!([]), waits).with_id("after")).await;
+    assert_eq!(h.get(&gone).await.expires_at_ms, Some(t + 10));
+    assert_eq!(h.get(&later).await.expires_at_ms, Some(t + 11));
+    h.advance(10);
+    let before = h.snapshot().await;
+    let claimed = h.claim("w", &["j"], 1).await;
+    assert_eq!(ids(&claimed), [later], "the expired job takes no slot");
+    let row = h.get(&gone).await;
+    assert_eq!((row.status, row.attempts), (JobStatus::Cancelled, 0));
+    assert_eq!(row.cancelled_at_ms, Some(h.now()));
+    let reason = format!("{}: not started by {}", Job::EXPIRED, utc_time(t + 10));
+    assert_eq!(row.last_error.as_deref(), Some(reason.as_str()));
+    assert_eq!(row.worker_id, None);
+    assert_eq!(h.get(&after).await.status, JobStatus::Cancelled);
+    let now = h.snapshot().await;
+    assert_eq!(now.revision, before.revision + 1, "one mutation");
+    let moved = |s: JobStatus| now.counts.get(s) - before.counts.get(s);
+    assert_eq!(
+        (moved(JobStatus::Queued), moved(JobStatus::HandedOff)),
+        (-2, 1)
+    );
+    assert_eq!(
+        (moved(JobStatus::Cancelled), moved(JobStatus::Pending)),
+        (2, -1)
+    );
+    let jobs = h.jobs().await;
+    for status in JobStatus::ALL {
+        let rows = jobs.iter().filter(|j| j.status == status).count() as i64;
+        assert_eq!(now.counts.get(status), rows, "{status} count");
+    }
+    assert!(h.claim("w", &["j", "k"], 10).await.is_empty());
+}
+
+/// A job that expires while it waits to retry is never started again: the
+/// claim that reaches it after its expiry cancels it.
+pub async fn a_job_waiting_to_retry_expires(h: &Harness) {
+    let ttl = EnqueueOptions::new()
+        .max_retries(3)
+        .expires_in(Duration::from_millis(50));
+    let id = h.insert(job("j", json!([]), ttl).with_id("retrying")).await;
+    let first = h.claim("w", &["j"], 1).await.remove(0);
+    let failed = Outcome::Failed {
+        error: "boom".into(),
+        retry_in_ms: Some(100),
+        discard: false,
+    };
+    assert!(h.report(&first, failed).await);
+    assert_eq!(
+        h.get(&id).await.status,
+        JobStatus::Queued,
+        "waiting to retry"
+    );
+    h.advance(100);
+    assert!(
+        h.claim("w", &["j"], 1).await.is_empty(),
+        "expired, not retried"
+    );
+    let row = h.get(&id).await;
+    assert_eq!((row.status, row.attempts), (JobStatus::Cancelled, 1));
+    assert!(row.last_error.unwrap().starts_with(Job::EXPIRED));
+    assert_eq!(
+        row.errors.len(),
+        1,
+        "the failed attempt stays in the history"
+    );
 }

@@ -78,6 +78,8 @@ macro_rules! store_suite {
                     claim_sets_lease_fields, claim_order, claim_filters_and_limits,
                     each_claim_gets_a_fresh_lease, stale_reports_change_nothing,
                     report_batch_fences_each, report_and_claim_reports_first,
+                    expired_jobs_are_cancelled_not_claimed,
+                    a_job_waiting_to_retry_expires,
                 ],
                 retry: [
                     completed_keeps_lease_history, backoff_schedule, retry_override_and_discard,

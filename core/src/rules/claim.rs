@@ -3,6 +3,9 @@
 //! A store walks its due jobs in claim order and, for each candidate, asks a
 //! [`ClaimAdmission`] what to do with it. The order is the same on every store:
 //!
+//! 0. **Expiry.** A candidate whose expiry has passed ([`Job::is_expired`]) is
+//!    never started: it ends `cancelled` ([`Admission::Expire`]), needing no read
+//!    and taking no slot of the claim.
 //! 1. **Cap.** A candidate holding a concurrency key (its own, else its queue's
 //!    cap in the claim's config, see [`reservation_for`]) whose reservations,
 //!    counting those this claim has taken, are at the cap is skipped: it stays
@@ -61,6 +64,8 @@ pub enum Admission {
         /// The job's new `scheduledAtMs`.
         due_at_ms: i64,
     },
+    /// Its expiry has passed: cancel it (`lastError` [`Job::EXPIRED`]).
+    Expire,
     /// Leave it as it is: this claim does not take it, and writes nothing of
     /// it. A store treats every reason alike, so a new reason is core's alone.
     Leave(LeaveReason),
@@ -134,6 +139,9 @@ impl<'r> ClaimAdmission<'r> {
     /// Ask again after each answer: a candidate may need both reads, and the
     /// window only once the cap has room (a capped-out candidate needs no window).
     pub fn missing(&self, job: &Job) -> Option<AdmissionRead> {
+        if job.is_expired(self.now_ms) {
+            return None;
+        }
         if let Some((key, max)) = reservation_for(job, &self.req.queue_config) {
             match self.active.get(&key) {
                 None => return Some(AdmissionRead::Active { key, max }),
@@ -166,6 +174,9 @@ impl<'r> ClaimAdmission<'r> {
             self.missing(job).is_none(),
             "decide() before the store answered missing()"
         );
+        if job.is_expired(self.now_ms) {
+            return Admission::Expire;
+        }
         let reservation = reservation_for(job, &self.req.queue_config);
         if let Some((key, max)) = &reservation {
             if self.active[key] >= *max {
@@ -278,6 +289,19 @@ mod tests {
         assert_eq!(a.decide(&j), Admission::Postpone { due_at_ms: 6_000 });
         assert_eq!(a.active["c"], 1, "a postponed job takes no reservation");
         assert_eq!(a.taken(), 1);
+    }
+
+    #[test]
+    fn an_expired_job_is_expired_before_any_read_and_takes_no_slot() {
+        let req = request(1);
+        let mut a = ClaimAdmission::new(&req, 5_000);
+        let mut j = job(both());
+        j.expires_at_ms = Some(5_000);
+        assert_eq!(a.missing(&j), None);
+        assert_eq!(a.decide(&j), Admission::Expire);
+        assert!(!a.is_full());
+        j.expires_at_ms = Some(5_001);
+        assert!(a.missing(&j).is_some(), "not yet expired: read as usual");
     }
 
     #[test]

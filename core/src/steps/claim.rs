@@ -66,8 +66,9 @@ pub struct ClaimPlan {
     /// One logged start per claimed job with a rate limit, at the claim's
     /// clock reading.
     pub rate_starts: Vec<RateLimit>,
-    /// Candidates the claim moved out of `queued` without taking them. A
-    /// store writes each as any transition out of `queued`, giving back what
+    /// Candidates the claim moved out of `queued` without taking them (an
+    /// expired job, cancelled by [`transitions::expire`]). A store writes
+    /// each as any transition out of `queued`, giving back what
     /// [`crate::rules::give_back`] says (the schedule key, the dependents),
     /// so a new way for a claim to move a row is core's alone.
     pub moved: Vec<Job>,
@@ -133,7 +134,7 @@ impl<'r> Claim<'r> {
 
     /// Decides on `candidate`, the next due job in claim order, after asking
     /// `reads` for what the decision needs: it is taken, postponed to when its
-    /// rate key allows, or left as it is.
+    /// rate key allows, cancelled when it has expired, or left as it is.
     pub async fn consider(
         &mut self,
         mut candidate: Job,
@@ -166,6 +167,10 @@ impl<'r> Claim<'r> {
             Admission::Postpone { due_at_ms } => {
                 candidate.scheduled_at_ms = due_at_ms;
                 self.plan.postponed.push(candidate);
+            }
+            Admission::Expire => {
+                transitions::expire(&mut candidate, self.now_ms);
+                self.plan.moved.push(candidate);
             }
             Admission::Leave(_) => {}
         }
@@ -280,6 +285,29 @@ mod tests {
         assert_eq!(plan.postponed.len(), 1);
         assert_eq!(plan.postponed[0].scheduled_at_ms, 6_000);
         assert_eq!(plan.postponed[0].status, JobStatus::Queued);
+    }
+
+    #[test]
+    fn an_expired_candidate_is_cancelled_and_the_next_one_taken() {
+        let req = request(1);
+        let mut expired = job(EnqueueOptions::new().concurrency("c", 1));
+        expired.expires_at_ms = Some(7);
+        let mut reads = Fixed::default();
+        let plan = plan_of(
+            &req,
+            7,
+            vec![expired, job(EnqueueOptions::new())],
+            &mut reads,
+        );
+        assert!(reads.reads.is_empty(), "an expired candidate needs no read");
+        assert_eq!(plan.taken.len(), 1);
+        assert_eq!(plan.moved.len(), 1);
+        let cancelled = &plan.moved[0];
+        assert_eq!(cancelled.status, JobStatus::Cancelled);
+        assert_eq!(cancelled.cancelled_at_ms, Some(7));
+        let error = cancelled.last_error.as_deref().unwrap();
+        assert_eq!(error, "expired: not started by 1970-01-01 00:00:00 UTC");
+        assert_eq!(cancelled.attempts, 0);
     }
 
     #[test]

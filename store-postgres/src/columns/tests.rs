@@ -27,6 +27,7 @@ fn sample() -> (Job, ArgsText) {
     job.workflow_id = Some("wf".into());
     job.step = Some("send".into());
     job.workflow_name = Some("nightly".into());
+    job.expires_at_ms = Some(60_000);
     (job, args)
 }
 

@@ -196,6 +196,7 @@ job_columns! {
     workflow_id: field = column("TEXT", "", 11, Started(None)),
     step: field = column("TEXT", "", 11, Started(None)),
     workflow_name: field = column("TEXT", "", 13, Started(None)),
+    expires_at_ms: field = column("INTEGER", "", 14, Bind),
 }
 
 /// The columns of `duraq_jobs` for the declared schema, in table order.

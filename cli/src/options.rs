@@ -57,6 +57,13 @@ pub struct JobArgs {
     /// (`100/1s`, `5/10m`; a unit alone is one of it: `100/s`, `5/m`).
     #[arg(long, value_name = "N/PERIOD", requires = "rate_key")]
     pub rate: Option<String>,
+    /// Never start it after this RFC 3339 time: a worker that reaches it
+    /// later cancels it (`lastError` `expired: …`).
+    #[arg(long, value_name = "TIME", conflicts_with = "expires_in")]
+    pub expires_at: Option<String>,
+    /// Never start it later than this long after it is enqueued (`10m`).
+    #[arg(long, value_name = "DURATION", allow_hyphen_values = true)]
+    pub expires_in: Option<String>,
     /// Not a flag: `--delay` is refused with the real one's name (`--run-in`).
     #[arg(long, hide = true, value_name = "DURATION", allow_hyphen_values = true,
           value_parser = |_: &str| Err::<String, _>("there is no --delay: use --run-in DURATION (10s, 5m) or --run-at TIME"))]
@@ -158,6 +165,25 @@ pub fn enqueue_options(a: &JobArgs, spelling: Spelling) -> Result<EnqueueOptions
         (None, Some(d)) => (None, Some(delay_ms("--run-in", d).map_err(at("run_in"))?)),
         (None, None) => (None, None),
     };
+    let (expires_at_ms, expires_in_ms) = match (&a.expires_at, &a.expires_in) {
+        (Some(_), Some(_)) => {
+            let names = (spelling.name("expires_at"), spelling.name("expires_in"));
+            let error = CliError::new(
+                "invalid-expiry",
+                format!("give {} or {}, not both", names.0, names.1),
+            );
+            return Err(at("expires_at")(error));
+        }
+        (Some(t), None) => (
+            Some(rfc3339_ms("--expires-at", t).map_err(at("expires_at"))?),
+            None,
+        ),
+        (None, Some(d)) => (
+            None,
+            Some(delay_ms("--expires-in", d).map_err(at("expires_in"))?),
+        ),
+        (None, None) => (None, None),
+    };
     let timeout_ms = (a.timeout.as_deref())
         .map(|t| duration_ms("--timeout", t))
         .transpose()
@@ -211,6 +237,8 @@ pub fn enqueue_options(a: &JobArgs, spelling: Spelling) -> Result<EnqueueOptions
         rate_key: a.rate_key.clone(),
         rate_max,
         rate_period_ms,
+        expires_at_ms,
+        expires_in_ms,
         ..EnqueueOptions::default()
     })
 }
@@ -289,5 +317,34 @@ mod tests {
         let o = enqueue_options(&a, Spelling::Json).unwrap();
         assert_eq!((o.run_in_ms, o.timeout_ms), (Some(300_000), Some(30_000)));
         assert_eq!((o.rate_max, o.rate_period_ms), (Some(100), Some(1_000)));
+    }
+
+    #[test]
+    fn an_expiry_is_a_time_or_a_delay_never_both() {
+        let both = JobArgs {
+            expires_at: Some("2030-01-01T00:00:00Z".into()),
+            expires_in: Some("10m".into()),
+            ..JobArgs::default()
+        };
+        let err = enqueue_options(&both, Spelling::Toml).unwrap_err();
+        assert_eq!(err.error.code, "invalid-expiry");
+        let negative = JobArgs {
+            expires_in: Some("-1m".into()),
+            ..JobArgs::default()
+        };
+        let err = enqueue_options(&negative, Spelling::Json).unwrap_err();
+        assert_eq!((err.field, err.error.code), ("expires_in", "invalid-duration"));
+        assert!(err.error.message.starts_with("expiresIn "), "{}", err.error.message);
+        let late = JobArgs {
+            expires_in: Some("10m".into()),
+            ..JobArgs::default()
+        };
+        assert_eq!(enqueue_options(&late, Spelling::Flag).unwrap().expires_in_ms, Some(600_000));
+        let at = JobArgs {
+            expires_at: Some("2030-01-01T00:00:00Z".into()),
+            ..JobArgs::default()
+        };
+        let o = enqueue_options(&at, Spelling::Flag).unwrap();
+        assert_eq!((o.expires_at_ms, o.expires_in_ms), (Some(1_893_456_000_000), None));
     }
 }

@@ -144,6 +144,17 @@ fn run_in_and_offsets_schedule_in_the_future() {
     );
     let id = db.enqueue(&["x", "--run-at", "2030-01-02T05:04:05+02:00"]);
     assert_eq!(db.job(&id)["scheduledAtMs"], 1_893_553_445_000i64);
+    assert_eq!(db.job(&id).get("expiresAtMs"), None, "no expiry, no field");
+
+    let before = common_now_ms();
+    let id = db.enqueue(&["x", "--expires-in", "10m"]);
+    let at = db.job(&id)["expiresAtMs"].as_i64().unwrap();
+    assert!(
+        at >= before + 600_000 && at <= common_now_ms() + 600_000,
+        "{at}"
+    );
+    let id = db.enqueue(&["x", "--expires-at", "2030-01-02T05:04:05+02:00"]);
+    assert_eq!(db.job(&id)["expiresAtMs"], 1_893_553_445_000i64);
 }
 
 fn common_now_ms() -> i64 {
@@ -351,6 +362,9 @@ fn every_cli_error_code_writes_nothing() {
     db.fails(&["enqueue", "x", "--run-in", "soon"], "invalid-duration");
     db.fails(&["enqueue", "x", "--run-at", "tomorrow"], "invalid-time");
     db.fails(&["enqueue", "x", "--timeout", "0s"], "invalid-timeout");
+    db.fails(&["enqueue", "x", "--expires-in", "-1m"], "invalid-duration");
+    db.fails(&["enqueue", "x", "--expires-at", "later"], "invalid-time");
+    db.fails(&["enqueue", "x", "--expires-at", "1969-12-31T00:00:00Z"], "invalid-expiry");
     db.fails(&["enqueue", "x", "--priority", "101"], "invalid-priority");
     db.fails(&["enqueue", "x", "--priority", "-101"], "invalid-priority");
     for rate in ["0/1s", "5/0s", "many/1s", "5"] {

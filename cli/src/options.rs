@@ -333,18 +333,33 @@ mod tests {
             ..JobArgs::default()
         };
         let err = enqueue_options(&negative, Spelling::Json).unwrap_err();
-        assert_eq!((err.field, err.error.code), ("expires_in", "invalid-duration"));
-        assert!(err.error.message.starts_with("expiresIn "), "{}", err.error.message);
+        assert_eq!(
+            (err.field, err.error.code),
+            ("expires_in", "invalid-duration")
+        );
+        assert!(
+            err.error.message.starts_with("expiresIn "),
+            "{}",
+            err.error.message
+        );
         let late = JobArgs {
             expires_in: Some("10m".into()),
             ..JobArgs::default()
         };
-        assert_eq!(enqueue_options(&late, Spelling::Flag).unwrap().expires_in_ms, Some(600_000));
+        assert_eq!(
+            enqueue_options(&late, Spelling::Flag)
+                .unwrap()
+                .expires_in_ms,
+            Some(600_000)
+        );
         let at = JobArgs {
             expires_at: Some("2030-01-01T00:00:00Z".into()),
             ..JobArgs::default()
         };
         let o = enqueue_options(&at, Spelling::Flag).unwrap();
-        assert_eq!((o.expires_at_ms, o.expires_in_ms), (Some(1_893_456_000_000), None));
+        assert_eq!(
+            (o.expires_at_ms, o.expires_in_ms),
+            (Some(1_893_456_000_000), None)
+        );
     }
 }

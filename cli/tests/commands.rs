@@ -364,7 +364,10 @@ fn every_cli_error_code_writes_nothing() {
     db.fails(&["enqueue", "x", "--timeout", "0s"], "invalid-timeout");
     db.fails(&["enqueue", "x", "--expires-in", "-1m"], "invalid-duration");
     db.fails(&["enqueue", "x", "--expires-at", "later"], "invalid-time");
-    db.fails(&["enqueue", "x", "--expires-at", "1969-12-31T00:00:00Z"], "invalid-expiry");
+    db.fails(
+        &["enqueue", "x", "--expires-at", "1969-12-31T00:00:00Z"],
+        "invalid-expiry",
+    );
     db.fails(&["enqueue", "x", "--priority", "101"], "invalid-priority");
     db.fails(&["enqueue", "x", "--priority", "-101"], "invalid-priority");
     for rate in ["0/1s", "5/0s", "many/1s", "5"] {

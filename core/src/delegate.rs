@@ -153,6 +153,12 @@ macro_rules! delegate_store {
                 ) -> $crate::Result<::std::vec::Vec<::std::string::String>> {
                     self.$field.recover_stale(stale_after_ms).await
                 }
+                async fn expire_due(
+                    &self,
+                    limit: usize,
+                ) -> $crate::Result<::std::vec::Vec<::std::string::String>> {
+                    self.$field.expire_due(limit).await
+                }
                 async fn lease_states(
                     &self,
                     job_ids: &[::std::string::String],

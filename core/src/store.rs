@@ -221,6 +221,14 @@ pub trait WorkerStore: Send + Sync + 'static {
     /// they leave `duraq workers`. Forgetting is not a count mutation.
     async fn recover_stale(&self, stale_after_ms: i64) -> Result<Vec<String>>;
 
+    /// Cancels up to `limit` queued jobs whose expiry has passed, as a claim
+    /// that reached them would ([`crate::driver::transitions::expire`], then
+    /// what [`crate::driver::rules::give_back`] says), oldest expiry first,
+    /// in one mutation; the ids, sorted. Every worker calls it with its
+    /// recovery, so a job that no claim reaches (its queue paused, no worker
+    /// for its name) still ends by its expiry. Idempotent, like recovery.
+    async fn expire_due(&self, limit: usize) -> Result<Vec<String>>;
+
     /// The current status and lease of each of `job_ids` that exists, in one
     /// read (any order). The worker's lease check; see [`WorkerStore::lost_leases`].
     async fn lease_states(&self, job_ids: &[String]) -> Result<Vec<LeaseState>>;

@@ -92,6 +92,7 @@ mod enqueue;
 mod enqueue_plain;
 mod enqueue_waiting;
 mod error;
+mod expiry;
 mod history;
 mod insert;
 mod operations;

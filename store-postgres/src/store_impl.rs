@@ -174,6 +174,12 @@ impl WorkerStore for PostgresStore {
         })
     }
 
+    async fn expire_due(&self, limit: usize) -> Result<Vec<String>> {
+        write_tx!(self, self.now(), |tx| {
+            crate::expiry::expire_due(&mut tx, limit).await
+        })
+    }
+
     async fn lease_states(&self, job_ids: &[String]) -> Result<Vec<LeaseState>> {
         if job_ids.is_empty() {
             return Ok(Vec::new());

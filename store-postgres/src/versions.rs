@@ -308,11 +308,21 @@ pub const SCHEMA_VERSIONS: &[SchemaVersion] = &[
     },
     // `duraq_jobs.expires_at_ms`, nullable and added in place: jobs enqueued
     // before it never expire.
-    version(
-        16,
-        "job_expiry",
-        "When a job expires (`expires_at_ms`): a claim cancels it instead of starting it.",
-    ),
+    SchemaVersion {
+        // Queued jobs with an expiry, by expiry: the recovery pass's walk
+        // (see `crate::expiry`).
+        indexes: &[index(
+            "duraq_jobs_expiry",
+            On::Live,
+            "(expires_at_ms) WHERE status = 'queued' AND expires_at_ms IS NOT NULL",
+        )],
+        ..version(
+            16,
+            "job_expiry",
+            "When a job expires (`expires_at_ms`): a claim cancels it instead of starting it, \
+             and a worker's recovery pass cancels one no claim reaches.",
+        )
+    },
 ];
 
 /// The newest schema version this binary knows.

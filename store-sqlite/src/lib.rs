@@ -93,6 +93,7 @@ mod dedupe;
 mod dependencies;
 mod enqueue;
 mod error;
+mod expiry;
 mod history;
 mod insert;
 mod insert_started;

@@ -208,11 +208,15 @@ pub const SCHEMA_VERSIONS: &[SchemaVersion] = &[
     },
     // `duraq_jobs.expires_at_ms`, nullable and added in place: jobs enqueued
     // before it never expire.
-    version(
-        15,
-        "job_expiry",
-        "When a job expires (`expires_at_ms`): a claim cancels it instead of starting it.",
-    ),
+    SchemaVersion {
+        indexes: &["CREATE INDEX IF NOT EXISTS duraq_jobs_expiry ON duraq_jobs (expires_at_ms) \
+                    WHERE status = 'queued' AND expires_at_ms IS NOT NULL"],
+        ..version(
+            15,
+            "job_expiry",
+            "When a job expires (`expires_at_ms`): a claim cancels it instead of starting it.",
+        )
+    },
 ];
 
 /// The newest schema version this binary knows (the last of
@@ -266,6 +270,6 @@ mod tests {
                 assert!(!created.contains(retired), "{retired}");
             }
         }
-        assert_eq!(created.len(), 13);
+        assert_eq!(created.len(), 14);
     }
 }

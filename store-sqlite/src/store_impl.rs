@@ -119,6 +119,11 @@ impl WorkerStore for SqliteStore {
             .await
     }
 
+    async fn expire_due(&self, limit: usize) -> Result<Vec<String>> {
+        self.write(move |tx| crate::expiry::expire_due(tx, limit))
+            .await
+    }
+
     async fn lease_states(&self, job_ids: &[String]) -> Result<Vec<LeaseState>> {
         let ids = job_ids.to_vec();
         self.read(move |conn| report::lease_states(conn, &ids))

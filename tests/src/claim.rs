@@ -11,10 +11,10 @@ use std::time::Duration;
 use duraq_core::driver::{ClaimRequest, Lease};
 use duraq_core::inspect::utc_time;
 use duraq_core::worker::retry_backoff_ms;
-use duraq_core::{EnqueueOptions, Job, JobStatus, Outcome, QueueConfig};
+use duraq_core::{EnqueueOptions, Job, JobStatus, Outcome, QueueConfig, QueueName, RunningOwner};
 use serde_json::json;
 
-use crate::harness::{claim_req, job, lease, Harness, WireOptions};
+use crate::harness::{claim_req, job, key, lease, Harness, WireOptions};
 
 fn ids(jobs: &[duraq_core::Job]) -> Vec<String> {
     jobs.iter().map(|j| j.id.clone()).collect()
@@ -297,5 +297,96 @@ pub async fn a_job_waiting_to_retry_expires(h: &Harness) {
         row.errors.len(),
         1,
         "the failed attempt stays in the history"
+    );
+}
+
+/// The recovery pass's sweep (`WorkerStore::expire_due`): expired queued
+/// jobs that no claim reaches (a paused queue's, a name no worker handles)
+/// end `cancelled` as a claim would cancel them, oldest expiry first and at
+/// most `limit` a call, their schedule keys given back and the counts exact;
+/// unexpired, running and unlimited jobs stay; nothing due writes nothing.
+pub async fn the_recovery_pass_cancels_expired_jobs_no_claim_reaches(h: &Harness) {
+    let t = h.now();
+    let expiring = |ms: i64| EnqueueOptions {
+        expires_at_ms: Some(t + ms),
+        ..EnqueueOptions::new()
+    };
+    let paused = QueueName::new("paused").unwrap();
+    h.store.pause_queue(&paused).await.unwrap();
+    let in_paused = EnqueueOptions {
+        queue: Some("paused".into()),
+        ..expiring(5)
+    };
+    let a = h.insert(job("j", json!([1]), in_paused).with_id("a")).await;
+    let b = h
+        .insert(job("nobody", json!([]), expiring(3)).with_id("b"))
+        .await;
+    let keyed = h
+        .store
+        .replace_scheduled(
+            &key("k"),
+            job("nobody", json!([2]), expiring(4)),
+            RunningOwner::KeepRunning,
+        )
+        .await
+        .unwrap()
+        .job_id;
+    let later = h
+        .insert(job("nobody", json!([3]), expiring(50)).with_id("later"))
+        .await;
+    let running = h
+        .insert(job("r", json!([]), expiring(5)).with_id("running"))
+        .await;
+    let plain = h
+        .insert(job("nobody", json!([4]), EnqueueOptions::new()).with_id("plain"))
+        .await;
+    assert_eq!(ids(&h.claim("w", &["r"], 1).await), [running.clone()]);
+
+    let before = h.state().await;
+    assert!(h.store.expire_due(10).await.unwrap().is_empty());
+    h.assert_unchanged(&before, "expire_due before any expiry")
+        .await;
+
+    h.advance(10);
+    let before = h.snapshot().await;
+    let first = h.store.expire_due(2).await.unwrap();
+    let mut oldest = vec![b.clone(), keyed.clone()];
+    oldest.sort();
+    assert_eq!(first, oldest, "oldest expiry first, at most the limit");
+    assert_eq!(h.store.expire_due(10).await.unwrap(), [a.clone()]);
+    for id in [&a, &b, &keyed] {
+        let row = h.get(id).await;
+        assert_eq!(row.status, JobStatus::Cancelled, "{id}");
+        assert!(row.last_error.unwrap().starts_with(Job::EXPIRED));
+    }
+    for (id, status) in [
+        (&later, JobStatus::Queued),
+        (&running, JobStatus::HandedOff),
+        (&plain, JobStatus::Queued),
+    ] {
+        assert_eq!(h.get(id).await.status, status, "{id}");
+    }
+    let now = h.snapshot().await;
+    let moved = |s: JobStatus| now.counts.get(s) - before.counts.get(s);
+    assert_eq!(
+        (moved(JobStatus::Queued), moved(JobStatus::Cancelled)),
+        (-3, 3)
+    );
+    let replaced = h
+        .store
+        .replace_scheduled(
+            &key("k"),
+            job("nobody", json!([5]), EnqueueOptions::new()),
+            RunningOwner::KeepRunning,
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        replaced.previous_job_id, None,
+        "the expired owner gave its key back"
+    );
+    assert!(
+        h.store.expire_due(10).await.unwrap().is_empty(),
+        "idempotent"
     );
 }

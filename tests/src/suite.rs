@@ -80,6 +80,7 @@ macro_rules! store_suite {
                     report_batch_fences_each, report_and_claim_reports_first,
                     expired_jobs_are_cancelled_not_claimed,
                     a_job_waiting_to_retry_expires,
+                    the_recovery_pass_cancels_expired_jobs_no_claim_reaches,
                 ],
                 retry: [
                     completed_keeps_lease_history, backoff_schedule, retry_override_and_discard,

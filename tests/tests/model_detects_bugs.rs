@@ -104,6 +104,10 @@ impl WorkerStore for Buggy {
     async fn remove_worker(&self, worker_id: &str) -> Result<bool> {
         self.inner.remove_worker(worker_id).await
     }
+    async fn expire_due(&self, limit: usize) -> Result<Vec<String>> {
+        self.inner.expire_due(limit).await
+    }
+
     async fn recover_stale(&self, stale_after_ms: i64) -> Result<Vec<String>> {
         let factor = if matches!(self.bug, Bug::LaxRecovery) {
             10

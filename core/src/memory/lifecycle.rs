@@ -171,6 +171,31 @@ impl State {
         lost
     }
 
+    /// Cancels up to `limit` queued jobs whose expiry has passed, oldest
+    /// expiry first (see `WorkerStore::expire_due`); the ids, sorted.
+    pub(super) fn expire_due(
+        &mut self,
+        limit: usize,
+        now: i64,
+        change: &mut CountChange,
+    ) -> Vec<String> {
+        let mut due: Vec<(i64, String)> = (self.jobs.values())
+            .filter(|j| j.status == JobStatus::Queued && j.is_expired(now))
+            .filter_map(|j| Some((j.expires_at_ms?, j.id.clone())))
+            .collect();
+        due.sort_unstable();
+        due.truncate(limit);
+        let mut ids: Vec<String> = due.into_iter().map(|(_, id)| id).collect();
+        for id in &ids {
+            let job = self.jobs.get_mut(id).expect("listed job exists");
+            transitions::expire(job, now);
+            change.moved(&job.queue, JobStatus::Queued, job.status);
+            self.give_back(JobStatus::Queued, id, now, change);
+        }
+        ids.sort_unstable();
+        ids
+    }
+
     pub(super) fn retry_job(
         &mut self,
         id: &str,

@@ -173,6 +173,14 @@ impl WorkerStore for MemoryStore {
         Ok(recovered)
     }
 
+    async fn expire_due(&self, limit: usize) -> Result<Vec<String>> {
+        let mut st = self.lock();
+        let mut change = CountChange::default();
+        let expired = st.expire_due(limit, self.now(), &mut change);
+        self.commit(&mut st, change);
+        Ok(expired)
+    }
+
     async fn lease_states(&self, job_ids: &[String]) -> Result<Vec<LeaseState>> {
         let st = self.lock();
         Ok(job_ids

@@ -1,7 +1,8 @@
 //! Liveness duties. A worker heartbeats so that others know its leases are still
 //! held, and every worker recovers the leases of workers that stopped heartbeating
-//! (`docs/jobs.md`) — there is no leader, and recovery is one idempotent store call, so
-//! several processes doing it at once is harmless. Both loops start one interval
+//! (`docs/jobs.md`), and cancels the expired jobs no claim reached — there is no
+//! leader, and each is one idempotent store call, so several processes doing it at
+//! once is harmless. Both loops start one interval
 //! after startup, which heartbeats and recovers once itself before claiming.
 //!
 //! The history sampler ([`history_loop`]) is a liveness duty of the same kind:
@@ -60,7 +61,11 @@ pub(crate) async fn recovery_loop(
     }
 }
 
-/// One recovery pass; errors are logged.
+/// The most expired jobs one recovery pass cancels (the next pass goes on).
+pub(crate) const EXPIRE_BATCH: usize = 1_000;
+
+/// One recovery pass: the leases of stale workers, then the expired jobs no
+/// claim reached ([`WorkerStore::expire_due`]); errors are logged.
 pub(crate) async fn recover_once(
     store: &dyn WorkerStore,
     stale_after: Duration,
@@ -74,6 +79,13 @@ pub(crate) async fn recover_once(
         }
         Ok(_) => {}
         Err(e) => tracing::warn!("recovering stale leases failed: {e}"),
+    }
+    match store.expire_due(EXPIRE_BATCH).await {
+        Ok(ids) if !ids.is_empty() => {
+            tracing::info!(count = ids.len(), job_ids = ?ids, "cancelled expired jobs");
+        }
+        Ok(_) => {}
+        Err(e) => tracing::warn!("cancelling expired jobs failed: {e}"),
     }
 }
 

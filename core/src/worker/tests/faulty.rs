@@ -81,6 +81,10 @@ impl WorkerStore for Faulty {
     async fn remove_worker(&self, worker_id: &str) -> Result<bool> {
         self.inner.remove_worker(worker_id).await
     }
+    async fn expire_due(&self, limit: usize) -> Result<Vec<String>> {
+        self.inner.expire_due(limit).await
+    }
+
     async fn recover_stale(&self, stale_after_ms: i64) -> Result<Vec<String>> {
         self.inner.recover_stale(stale_after_ms).await
     }

@@ -1,0 +1,45 @@
+//! Expired jobs that no claim reached (`docs/jobs.md`, expiry): a claim
+//! cancels an expired candidate itself, but a job in a paused queue, or one
+//! no worker handles, is never a candidate. Every worker's recovery pass
+//! cancels those too, through the partial index `duraq_jobs_expiry` on the
+//! live partition (queued jobs with an expiry, by expiry). Rows another
+//! transaction holds (a claim deciding on them) are skipped, not waited for.
+
+use duraq_core::driver::transitions::expire;
+use duraq_core::{Job, JobStatus, Result};
+
+use crate::ownership::give_back_held;
+use crate::rows::{loaded_from_row, save_jobs, Loaded, JOB_COLUMNS};
+use crate::tx::Tx;
+
+/// Cancels up to `limit` queued jobs whose expiry has passed at `tx.now`,
+/// oldest expiry first, as a claim would; the ids, sorted.
+pub(crate) async fn expire_due(tx: &mut Tx<'_>, limit: usize) -> Result<Vec<String>> {
+    let sql = format!(
+        "SELECT {JOB_COLUMNS} FROM {{s}}.duraq_jobs WHERE status = 'queued' \
+         AND expires_at_ms IS NOT NULL AND expires_at_ms <= $1 \
+         ORDER BY expires_at_ms LIMIT $2 FOR UPDATE SKIP LOCKED"
+    );
+    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+    let rows = tx.db.query(&sql, &[&tx.now, &limit]).await?;
+    let mut due = rows
+        .iter()
+        .map(loaded_from_row)
+        .collect::<Result<Vec<_>>>()?;
+    for Loaded {
+        job,
+        has_dependents,
+        ..
+    } in &mut due
+    {
+        expire(job, tx.now);
+        tx.change.moved(&job.queue, JobStatus::Queued, job.status);
+        // A queued job holds no reservation.
+        give_back_held(tx, JobStatus::Queued, job, None, *has_dependents).await?;
+    }
+    let saved: Vec<(&Job, Option<&str>)> = due.iter().map(|l| (&l.job, None)).collect();
+    save_jobs(&tx.db, &saved).await?;
+    let mut ids: Vec<String> = due.into_iter().map(|l| l.job.id).collect();
+    ids.sort_unstable();
+    Ok(ids)
+}

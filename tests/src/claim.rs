@@ -340,7 +340,10 @@ pub async fn the_recovery_pass_cancels_expired_jobs_no_claim_reaches(h: &Harness
     let plain = h
         .insert(job("nobody", json!([4]), EnqueueOptions::new()).with_id("plain"))
         .await;
-    assert_eq!(ids(&h.claim("w", &["r"], 1).await), [running.clone()]);
+    assert_eq!(
+        ids(&h.claim("w", &["r"], 1).await),
+        std::slice::from_ref(&running)
+    );
 
     let before = h.state().await;
     assert!(h.store.expire_due(10).await.unwrap().is_empty());
@@ -353,7 +356,10 @@ pub async fn the_recovery_pass_cancels_expired_jobs_no_claim_reaches(h: &Harness
     let mut oldest = vec![b.clone(), keyed.clone()];
     oldest.sort();
     assert_eq!(first, oldest, "oldest expiry first, at most the limit");
-    assert_eq!(h.store.expire_due(10).await.unwrap(), [a.clone()]);
+    assert_eq!(
+        h.store.expire_due(10).await.unwrap(),
+        std::slice::from_ref(&a)
+    );
     for id in [&a, &b, &keyed] {
         let row = h.get(id).await;
         assert_eq!(row.status, JobStatus::Cancelled, "{id}");

@@ -28,7 +28,7 @@ fn assert_inert(page: &str) {
 #[tokio::test]
 async fn every_page_keeps_the_contract_and_escapes_everything() {
     let (store, hostile, plain) = hostile_store().await;
-    let app = router(store, WebOptions::new());
+    let app = router(store.clone(), WebOptions::new());
     let pages = [
         ("/", "overview"),
         ("/queues", "queues"),
@@ -104,6 +104,26 @@ async fn every_page_keeps_the_contract_and_escapes_everything() {
     assert!(!detail.contains("data-action=\"cancel\""));
     let (_, _, queued) = get(&app, &format!("/jobs/{plain}")).await;
     assert!(queued.contains("data-action=\"cancel\""));
+    assert!(
+        !queued.contains("data-field=\"expiresAt\""),
+        "no expiry, no row"
+    );
+
+    let expiring = duraq_core::EnqueueOptions {
+        expires_at_ms: Some(1_893_456_000_000),
+        ..duraq_core::EnqueueOptions::new()
+    };
+    let job = duraq_core::NewJob::new("x", serde_json::json!([]), expiring).unwrap();
+    let id = store.enqueue(job).await.unwrap().job_id().to_string();
+    let (_, _, shown) = get(&app, &format!("/jobs/{id}")).await;
+    let expires = shown
+        .split("data-field=\"expiresAt\">")
+        .nth(1)
+        .expect("the expiry's row");
+    assert!(
+        expires.starts_with("<time data-ms=\"1893456000000\">2030-01-01 00:00:00 UTC"),
+        "{expires}"
+    );
 }
 
 #[tokio::test]

@@ -248,6 +248,9 @@ fn fields(state: &AppState, job: &Job) -> Markup {
                 Some(r) => { (visible(&r.key)) span.muted { " (at most " (r.max) " per " (crate::format::duration(r.period_ms)) ")" } },
                 None => span.muted { "—" },
             } }
+            @if let Some(at) = job.expires_at_ms {
+                dt { "Expires" } dd data-field="expiresAt" { (time(Some(at), now)) }
+            }
             @if let Some(workflow) = &job.workflow_id {
                 dt { "Workflow" } dd data-field="workflowId" {
                     a href=(link(state, &format!("/workflows/{}", urlencode(workflow)))) { code { (visible(workflow)) } }

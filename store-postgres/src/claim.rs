@@ -32,7 +32,7 @@ use duraq_core::{Job, JobStatus, RateLimit, Result};
 use crate::backend::db::{pooled, Conn, Db};
 use crate::backend::plans::{by_key_only, walk_due_index, WALK_DUE_INDEX};
 use crate::error::map_pg_error;
-use crate::ownership::give_back_held;
+use crate::ownership::write_moved_from_queued;
 use crate::report::{heartbeat, HEARTBEAT};
 use crate::rows::{loaded_from_row, save_jobs, JOB_COLUMNS};
 use crate::tx::Tx;
@@ -352,16 +352,11 @@ pub(crate) async fn claim_after(
         rate_starts: started,
         moved,
     } = claim.finish();
-    // Rows moved out of `queued` are written as any transition (see
-    // `crate::admin::cancel_loaded`), before the counts are recorded.
-    for job in &moved {
-        tx.change.moved(&job.queue, JobStatus::Queued, job.status);
-        let has_dependents = with_dependents.contains(&job.id);
-        give_back_held(tx, JobStatus::Queued, job, None, has_dependents).await?;
-    }
+    // Rows moved out of `queued` are written, and their dependents settled,
+    // before the counts are recorded.
     if !moved.is_empty() {
-        let rows: Vec<(&Job, Option<&str>)> = moved.iter().map(|j| (j, None)).collect();
-        save_jobs(&tx.db, &rows).await?;
+        let has_dependents = |id: &str| with_dependents.iter().any(|d| d == id);
+        write_moved_from_queued(tx, &moved, has_dependents).await?;
         tx.release_dependents().await?;
     }
     for Taken { job, .. } in &taken {

@@ -6,10 +6,10 @@
 //! transaction holds (a claim deciding on them) are skipped, not waited for.
 
 use duraq_core::driver::transitions::expire;
-use duraq_core::{Job, JobStatus, Result};
+use duraq_core::{Job, Result};
 
-use crate::ownership::give_back_held;
-use crate::rows::{loaded_from_row, save_jobs, Loaded, JOB_COLUMNS};
+use crate::ownership::write_moved_from_queued;
+use crate::rows::{loaded_from_row, JOB_COLUMNS};
 use crate::tx::Tx;
 
 /// Cancels up to `limit` queued jobs whose expiry has passed at `tx.now`,
@@ -22,24 +22,20 @@ pub(crate) async fn expire_due(tx: &mut Tx<'_>, limit: usize) -> Result<Vec<Stri
     );
     let limit = i64::try_from(limit).unwrap_or(i64::MAX);
     let rows = tx.db.query(&sql, &[&tx.now, &limit]).await?;
-    let mut due = rows
+    let due = rows
         .iter()
         .map(loaded_from_row)
         .collect::<Result<Vec<_>>>()?;
-    for Loaded {
-        job,
-        has_dependents,
-        ..
-    } in &mut due
-    {
+    let with_dependents: Vec<String> = (due.iter())
+        .filter(|l| l.has_dependents)
+        .map(|l| l.job.id.clone())
+        .collect();
+    let mut jobs: Vec<Job> = due.into_iter().map(|l| l.job).collect();
+    for job in &mut jobs {
         expire(job, tx.now);
-        tx.change.moved(&job.queue, JobStatus::Queued, job.status);
-        // A queued job holds no reservation.
-        give_back_held(tx, JobStatus::Queued, job, None, *has_dependents).await?;
     }
-    let saved: Vec<(&Job, Option<&str>)> = due.iter().map(|l| (&l.job, None)).collect();
-    save_jobs(&tx.db, &saved).await?;
-    let mut ids: Vec<String> = due.into_iter().map(|l| l.job.id).collect();
+    write_moved_from_queued(tx, &jobs, |id| with_dependents.iter().any(|d| d == id)).await?;
+    let mut ids: Vec<String> = jobs.into_iter().map(|j| j.id).collect();
     ids.sort_unstable();
     Ok(ids)
 }

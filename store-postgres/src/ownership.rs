@@ -11,6 +11,7 @@ use duraq_core::driver::rules::{give_back, GiveBack};
 use duraq_core::{Job, JobStatus, Result};
 
 use crate::backend::db::Db;
+use crate::rows::save_jobs;
 use crate::tx::Tx;
 
 /// Serializes every mutation of `key` in this schema until the transaction ends.
@@ -118,4 +119,21 @@ pub(crate) async fn give_back_held(
         release_owner(&tx.db, job.schedule_key.as_deref(), &job.id).await?;
     }
     Ok(())
+}
+
+/// Writes rows just moved out of `queued` without being claimed (an expired
+/// job cancelled by a claim or by the recovery pass): the counts, what each
+/// gives back ([`give_back_held`]; a queued job holds no reservation), the
+/// rows. `has_dependents` answers from the rows as they were loaded.
+pub(crate) async fn write_moved_from_queued(
+    tx: &mut Tx<'_>,
+    moved: &[Job],
+    has_dependents: impl Fn(&str) -> bool,
+) -> Result<()> {
+    for job in moved {
+        tx.change.moved(&job.queue, JobStatus::Queued, job.status);
+        give_back_held(tx, JobStatus::Queued, job, None, has_dependents(&job.id)).await?;
+    }
+    let rows: Vec<(&Job, Option<&str>)> = moved.iter().map(|j| (j, None)).collect();
+    save_jobs(&tx.db, &rows).await
 }

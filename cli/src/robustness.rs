@@ -114,6 +114,7 @@ fn job() -> impl Strategy<Value = Job> {
                     step,
                     workflow_name,
                     expires_at_ms: t,
+                    cancel_reason: x.map(|_| duraq_core::CancelReason::Expired),
                 }
             },
         )

@@ -221,10 +221,68 @@ pub struct Job {
     /// cancels the job (`lastError` [`Job::EXPIRED`]) instead of starting it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expires_at_ms: Option<i64>,
+    /// Why a `cancelled` job was cancelled (`None` on other jobs, and on jobs
+    /// cancelled before reasons were stored).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cancel_reason: Option<CancelReason>,
 }
 
 fn is_zero(n: &i64) -> bool {
     *n == 0
+}
+
+/// Why a job ended `cancelled`: JSON `cancelReason`, as `"operator"`,
+/// `"dependency"` or `"expired"`.
+///
+/// ```
+/// use duraq_core::CancelReason;
+/// assert_eq!("expired".parse::<CancelReason>().unwrap(), CancelReason::Expired);
+/// assert_eq!(CancelReason::Dependency.as_str(), "dependency");
+/// assert!("bored".parse::<CancelReason>().is_err());
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum CancelReason {
+    /// Someone asked: a cancel by id, by filter or by schedule key, or a
+    /// replacement under the job's schedule key.
+    Operator,
+    /// A dependency ended without completing, with the `cancel` policy
+    /// (`lastError` names it).
+    Dependency,
+    /// It was not started by its expiry (`lastError` says when that was).
+    Expired,
+}
+
+impl CancelReason {
+    /// The stable string (`"expired"`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Operator => "operator",
+            Self::Dependency => "dependency",
+            Self::Expired => "expired",
+        }
+    }
+}
+
+impl fmt::Display for CancelReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for CancelReason {
+    type Err = Error;
+    /// `operator`, `dependency` or `expired`; anything else is a
+    /// `schema-incompatible` error (only a store reads it, from its own column).
+    fn from_str(s: &str) -> Result<Self, Error> {
+        match s {
+            "operator" => Ok(Self::Operator),
+            "dependency" => Ok(Self::Dependency),
+            "expired" => Ok(Self::Expired),
+            _ => Err(Error::schema(format!("{s:?} is not a cancel reason"))),
+        }
+    }
 }
 
 /// What a dependent does when one of its dependencies ends without completing

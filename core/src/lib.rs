@@ -104,7 +104,7 @@ pub mod __private {
 // worker's finer knobs in `worker`; limits and defaults in `limits`.
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use error::{Error, ErrorCode, Result};
-pub use job::{AttemptError, Dependency, DependencyFailure, Job, JobStatus};
+pub use job::{AttemptError, CancelReason, Dependency, DependencyFailure, Job, JobStatus};
 pub use keys::{IdempotencyKey, JobName, QueueName, ScheduleKey};
 pub use memory::MemoryStore;
 pub use new_job::NewJob;

@@ -4,7 +4,7 @@
 
 use crate::backoff::retry_backoff_ms;
 use crate::error::{Error, ErrorCode, Result};
-use crate::job::{AttemptError, Job, JobStatus};
+use crate::job::{AttemptError, CancelReason, Job, JobStatus};
 use crate::new_job::NewJob;
 use crate::requests::Outcome;
 
@@ -66,6 +66,7 @@ fn row_without_identity(job: &NewJob, now_ms: i64) -> Job {
         step: job.step().map(str::to_owned),
         workflow_name: job.workflow_name().map(str::to_owned),
         expires_at_ms: job.expires_at_ms(now_ms),
+        cancel_reason: None,
     }
 }
 
@@ -222,6 +223,7 @@ pub fn operator_retry(job: &mut Job, now_ms: i64) -> Result<()> {
     job.completed_at_ms = None;
     job.failed_at_ms = None;
     job.cancelled_at_ms = None;
+    job.cancel_reason = None;
     job.orphaned_at_ms = None;
     job.handed_off_at_ms = None;
     job.output = None;
@@ -240,6 +242,7 @@ pub fn operator_cancel(job: &mut Job, now_ms: i64) -> Result<()> {
     }
     job.status = JobStatus::Cancelled;
     job.cancelled_at_ms = Some(now_ms);
+    job.cancel_reason = Some(CancelReason::Operator);
     Ok(())
 }
 
@@ -248,6 +251,7 @@ pub fn operator_cancel(job: &mut Job, now_ms: i64) -> Result<()> {
 pub fn expire(job: &mut Job, now_ms: i64) {
     job.status = JobStatus::Cancelled;
     job.cancelled_at_ms = Some(now_ms);
+    job.cancel_reason = Some(CancelReason::Expired);
     let by = crate::display::utc_time(job.expires_at_ms.unwrap_or(now_ms));
     job.last_error = Some(format!("{}: not started by {by}", Job::EXPIRED));
 }

@@ -27,7 +27,7 @@ use tokio_postgres::Row;
 use declare::{job_columns, skip_separator};
 pub(crate) use declare::{Column, Fresh, Kind, Save};
 pub(crate) use value::{parse_status, ArgsText, Array, Source, Value};
-use value::{Args, Edges, Json, JsonOpt, Message, Plain, Status};
+use value::{Args, Edges, Json, JsonOpt, Message, Plain, Status, Word};
 
 job_columns! {
     // column          type   definition                          since fresh    save  value
@@ -70,7 +70,8 @@ job_columns! {
     step               Text  "text"                                  9  Default  Keep  job(Plain);
     has_dependents     Bool  "boolean NOT NULL DEFAULT false"        9  Default  Keep  internal(read, unwritten);
     workflow_name      Text  "text"                                 14  Bind     Keep  job(Plain);
-    expires_at_ms      Int8  "bigint"                               15  Bind     Keep  job(Plain);
+    expires_at_ms      Int8  "bigint"                               16  Bind     Keep  job(Plain);
+    cancel_reason      Text  "text"                                 17  Default  Set   job(Word);
 }
 
 /// The digest of a fresh row's args.

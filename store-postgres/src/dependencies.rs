@@ -79,7 +79,8 @@ pub(crate) async fn write_edges(db: &Db<'_>, row: &Job) -> Result<()> {
         .collect();
     db.execute(
         "WITH u AS (UPDATE {s}.duraq_jobs SET depends_on = $2::text::jsonb, \
-         open_dependencies = $3, cancelled_at_ms = $4, last_error = $5 WHERE id = $1) \
+         open_dependencies = $3, cancelled_at_ms = $4, last_error = $5, cancel_reason = $8 \
+         WHERE id = $1) \
          INSERT INTO {s}.duraq_job_dependents (dep_id, job_id, on_failure) \
          SELECT v.dep, $1, v.policy FROM unnest($6::text[], $7::text[]) AS v(dep, policy)",
         &[
@@ -90,6 +91,7 @@ pub(crate) async fn write_edges(db: &Db<'_>, row: &Job) -> Result<()> {
             &row.last_error,
             &deps,
             &policies,
+            &row.cancel_reason.map(|c| c.as_str()),
         ],
     )
     .await?;

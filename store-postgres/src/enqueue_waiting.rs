@@ -29,11 +29,12 @@ use crate::tx::Tx;
 /// Writes the columns the insert leaves at their defaults.
 const WRITE_WAITING: &str = "UPDATE {s}.duraq_jobs AS j SET \
      depends_on = v.depends_on::jsonb, open_dependencies = v.open, \
-     cancelled_at_ms = v.cancelled_at_ms, last_error = v.last_error, \
-     workflow_id = v.workflow_id, step = v.step, has_dependents = v.has_dependents \
+     cancelled_at_ms = v.cancelled_at_ms, cancel_reason = v.cancel_reason, \
+     last_error = v.last_error, workflow_id = v.workflow_id, step = v.step, \
+     has_dependents = v.has_dependents \
      FROM unnest($1::text[], $2::text[], $3::int8[], $4::int8[], $5::text[], $6::text[], \
-     $7::text[], $8::bool[]) AS v(id, depends_on, open, cancelled_at_ms, last_error, \
-     workflow_id, step, has_dependents) WHERE j.id = v.id";
+     $7::text[], $8::bool[], $9::text[]) AS v(id, depends_on, open, cancelled_at_ms, \
+     last_error, workflow_id, step, has_dependents, cancel_reason) WHERE j.id = v.id";
 
 /// Inserts every edge of the run.
 const WRITE_EDGES: &str = "INSERT INTO {s}.duraq_job_dependents (dep_id, job_id, on_failure) \
@@ -82,6 +83,9 @@ pub(crate) async fn enqueue_waiting(
     let open: Vec<i64> = rows.iter().map(|r| r.open_dependencies).collect();
     let cancelled: Vec<Option<i64>> = rows.iter().map(|r| r.cancelled_at_ms).collect();
     let errors: Vec<Option<&str>> = rows.iter().map(|r| r.last_error.as_deref()).collect();
+    let reasons: Vec<Option<&str>> = (rows.iter())
+        .map(|r| r.cancel_reason.map(|c| c.as_str()))
+        .collect();
     let workflows: Vec<Option<&str>> = rows.iter().map(|r| r.workflow_id.as_deref()).collect();
     let steps: Vec<Option<&str>> = rows.iter().map(|r| r.step.as_deref()).collect();
     let has: Vec<bool> = (0..rows.len()).map(|i| depended_on.contains(&i)).collect();
@@ -97,6 +101,7 @@ pub(crate) async fn enqueue_waiting(
                 &workflows,
                 &steps,
                 &has,
+                &reasons,
             ],
         )
         .await?;

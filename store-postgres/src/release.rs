@@ -53,6 +53,8 @@ const DEPENDENTS: &str =
 const WRITE_SETTLED: &str = "UPDATE {s}.duraq_jobs AS j SET status = v.status, \
      open_dependencies = v.open, scheduled_at_ms = v.due, \
      cancelled_at_ms = COALESCE(v.cancelled_at_ms, j.cancelled_at_ms), \
+     cancel_reason = CASE WHEN v.cancelled_at_ms IS NULL THEN j.cancel_reason \
+     ELSE 'dependency' END, \
      last_error = COALESCE(v.last_error, j.last_error) \
      FROM unnest($1::text[], $2::text[], $3::int8[], $4::int8[], $5::int8[], $6::text[]) \
      AS v(id, status, open, due, cancelled_at_ms, last_error) WHERE j.id = v.id";

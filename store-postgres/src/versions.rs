@@ -323,6 +323,13 @@ pub const SCHEMA_VERSIONS: &[SchemaVersion] = &[
              and a worker's recovery pass cancels one no claim reaches.",
         )
     },
+    // `duraq_jobs.cancel_reason`, nullable and added in place: jobs
+    // cancelled before it read no reason.
+    version(
+        17,
+        "flow_control",
+        "Why a job was cancelled (`cancel_reason`).",
+    ),
 ];
 
 /// The newest schema version this binary knows.

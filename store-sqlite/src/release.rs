@@ -156,7 +156,7 @@ fn write_change(tx: &mut Tx<'_>, change: &DependentChange) -> Result<()> {
             tx.conn
                 .prepare_cached(
                     "UPDATE duraq_jobs SET status = 'cancelled', cancelled_at_ms = ?2, \
-                     last_error = ?3 WHERE id = ?1",
+                     cancel_reason = 'dependency', last_error = ?3 WHERE id = ?1",
                 )
                 .db()?
                 .execute(params![job_id, tx.now, error])

@@ -217,6 +217,13 @@ pub const SCHEMA_VERSIONS: &[SchemaVersion] = &[
             "When a job expires (`expires_at_ms`): a claim cancels it instead of starting it.",
         )
     },
+    // `duraq_jobs.cancel_reason`, nullable and added in place: jobs
+    // cancelled before it read no reason.
+    version(
+        16,
+        "flow_control",
+        "Why a job was cancelled (`cancel_reason`).",
+    ),
 ];
 
 /// The newest schema version this binary knows (the last of

@@ -11,7 +11,9 @@ use std::time::Duration;
 use duraq_core::driver::{ClaimRequest, Lease};
 use duraq_core::inspect::utc_time;
 use duraq_core::worker::retry_backoff_ms;
-use duraq_core::{EnqueueOptions, Job, JobStatus, Outcome, QueueConfig, QueueName, RunningOwner};
+use duraq_core::{
+    CancelReason, EnqueueOptions, Job, JobStatus, Outcome, QueueConfig, QueueName, RunningOwner,
+};
 use serde_json::json;
 
 use crate::harness::{claim_req, job, key, lease, Harness, WireOptions};
@@ -245,8 +247,11 @@ pub async fn expired_jobs_are_cancelled_not_claimed(h: &Harness) {
     assert_eq!(row.cancelled_at_ms, Some(h.now()));
     let reason = format!("{}: not started by {}", Job::EXPIRED, utc_time(t + 10));
     assert_eq!(row.last_error.as_deref(), Some(reason.as_str()));
+    assert_eq!(row.cancel_reason, Some(CancelReason::Expired));
     assert_eq!(row.worker_id, None);
-    assert_eq!(h.get(&after).await.status, JobStatus::Cancelled);
+    let dependent = h.get(&after).await;
+    assert_eq!(dependent.status, JobStatus::Cancelled);
+    assert_eq!(dependent.cancel_reason, Some(CancelReason::Dependency));
     let now = h.snapshot().await;
     assert_eq!(now.revision, before.revision + 1, "one mutation");
     let moved = |s: JobStatus| now.counts.get(s) - before.counts.get(s);
@@ -292,6 +297,7 @@ pub async fn a_job_waiting_to_retry_expires(h: &Harness) {
     );
     let row = h.get(&id).await;
     assert_eq!((row.status, row.attempts), (JobStatus::Cancelled, 1));
+    assert_eq!(row.cancel_reason, Some(CancelReason::Expired));
     assert!(row.last_error.unwrap().starts_with(Job::EXPIRED));
     assert_eq!(
         row.errors.len(),

@@ -7,7 +7,8 @@
 use duraq_core::inspect::PruneRequest;
 use duraq_core::limits::MAX_OUTPUT_BYTES;
 use duraq_core::{
-    DependencyFailure, EnqueueOptions, EnqueueOutcome, ErrorCode, JobStatus, Outcome, RunningOwner,
+    CancelReason, DependencyFailure, EnqueueOptions, EnqueueOutcome, ErrorCode, JobStatus, Outcome,
+    RunningOwner,
 };
 use serde_json::json;
 
@@ -243,6 +244,7 @@ pub async fn a_run_of_waiting_jobs_is_judged_in_batch_order(h: &Harness) {
     assert_eq!((w.status, w.open_dependencies), (JobStatus::Pending, 1));
     let d = row(2).await;
     assert_eq!(d.status, JobStatus::Cancelled, "its dependency had failed");
+    assert_eq!(d.cancel_reason, Some(CancelReason::Dependency));
     assert!(d.last_error.unwrap().starts_with("dependency-failed:"));
     let l = row(3).await;
     assert_eq!(
@@ -284,6 +286,7 @@ pub async fn a_failure_cancels_down_the_graph(h: &Harness) {
         let row = h.get(id).await;
         assert_eq!(row.status, JobStatus::Cancelled, "{id}");
         assert_eq!(row.cancelled_at_ms, Some(h.now()));
+        assert_eq!(row.cancel_reason, Some(CancelReason::Dependency), "{id}");
         let error = row.last_error.unwrap();
         assert!(error.starts_with("dependency-failed:"), "{error}");
     }
@@ -386,10 +389,12 @@ pub async fn a_retry_gives_back_what_a_dependency_cancelled(h: &Harness) {
             (JobStatus::Pending, 1, None),
             "{id}"
         );
+        assert_eq!(row.cancel_reason, None, "{id}");
     }
+    let manual = h.get(&manual).await;
     assert_eq!(
-        h.get(&manual).await.status,
-        JobStatus::Cancelled,
+        (manual.status, manual.cancel_reason),
+        (JobStatus::Cancelled, Some(CancelReason::Operator)),
         "an operator's cancel stays"
     );
     let snap = h.snapshot().await;

@@ -2,7 +2,7 @@
 //! status, `job-not-found` / `invalid-job-state` writing nothing, a cancelled lease
 //! fenced off, and a retried keyed job taking its key back only when it is free.
 
-use duraq_core::{EnqueueOptions, ErrorCode, Job, JobStatus, Outcome};
+use duraq_core::{CancelReason, EnqueueOptions, ErrorCode, Job, JobStatus, Outcome};
 use serde_json::json;
 
 use crate::harness::{expect_invalid, expect_not_found, job, key, Harness};
@@ -47,6 +47,7 @@ pub async fn retry_terminal_jobs(h: &Harness) {
             completed_at_ms: None,
             failed_at_ms: None,
             cancelled_at_ms: None,
+            cancel_reason: None,
             orphaned_at_ms: None,
             worker_id: None,
             handoff_id: None,
@@ -84,10 +85,12 @@ pub async fn cancel_live_jobs(h: &Harness) {
         (cancelled.status, cancelled.cancelled_at_ms),
         (JobStatus::Cancelled, Some(h.now()))
     );
+    assert_eq!(cancelled.cancel_reason, Some(CancelReason::Operator));
     assert_eq!(cancelled, h.get(&queued.id).await);
     let running = in_status(h, JobStatus::HandedOff).await;
     let cancelled = h.store.cancel_job(&running.id).await.unwrap();
     assert_eq!(cancelled.status, JobStatus::Cancelled);
+    assert_eq!(cancelled.cancel_reason, Some(CancelReason::Operator));
     let before = h.state().await;
     assert!(
         !h.report(&running, Outcome::Completed).await,

@@ -101,6 +101,7 @@ pub async fn a_step_after_a_failed_step_follows_its_policy(h: &Harness) {
     .await;
     let c = h.get(&added.jobs["c"]).await;
     assert_eq!(c.status, JobStatus::Cancelled);
+    assert_eq!(c.cancel_reason, Some(duraq_core::CancelReason::Dependency));
     let error = c.last_error.unwrap();
     assert!(error.starts_with("dependency-failed:"), "{error}");
     assert!(error.contains(&flow.jobs["a"]), "{error}");

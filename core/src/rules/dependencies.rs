@@ -98,6 +98,7 @@ pub fn apply_start(row: &mut Job, start: &DependencyStart, now_ms: i64) {
         DependencyStart::Cancelled { error } => {
             row.status = JobStatus::Cancelled;
             row.cancelled_at_ms = Some(now_ms);
+            row.cancel_reason = Some(crate::job::CancelReason::Dependency);
             row.last_error = Some(error.clone());
         }
     }
@@ -165,6 +166,7 @@ pub fn reopened_open_count(
 /// the job is then due at once).
 pub fn reopen(job: &mut Job, open: i64, now_ms: i64) {
     job.cancelled_at_ms = None;
+    job.cancel_reason = None;
     job.open_dependencies = open;
     if open > 0 {
         job.status = JobStatus::Pending;

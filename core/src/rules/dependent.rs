@@ -85,6 +85,7 @@ pub fn apply_dependent_change(row: &mut Job, change: &DependentChange, now_ms: i
         DependentChange::Cancelled { error, .. } => {
             row.status = JobStatus::Cancelled;
             row.cancelled_at_ms = Some(now_ms);
+            row.cancel_reason = Some(crate::job::CancelReason::Dependency);
             row.last_error = Some(error.clone());
         }
     }

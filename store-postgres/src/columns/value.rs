@@ -307,6 +307,22 @@ impl Message {
     }
 }
 
+/// An optional word of a closed set (a [`duraq_core::CancelReason`]) as its
+/// text.
+pub(crate) struct Word;
+
+impl Word {
+    pub fn read<T: std::str::FromStr>(row: &Row, i: usize, name: &str) -> Result<Option<T>> {
+        let text: Option<&str> = get(row, i, name)?;
+        text.map(|t| t.parse().map_err(|_| corrupt(format!("{name} {t:?}"))))
+            .transpose()
+    }
+
+    pub fn write<'a, T: std::fmt::Display>(field: &'a Option<T>, _: &Source<'a>) -> Value<'a> {
+        Value::Text(field.as_ref().map(|w| Cow::Owned(w.to_string())))
+    }
+}
+
 /// A stored status, or a corrupt-data error naming it.
 pub(crate) fn parse_status(status: &str) -> Result<JobStatus> {
     status

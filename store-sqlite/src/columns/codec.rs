@@ -82,6 +82,32 @@ pub(crate) mod status {
     }
 }
 
+/// An optional word of a closed set (a [`duraq_core::CancelReason`]) as its
+/// text, NULL when `None`.
+pub(crate) mod word {
+    use rusqlite::types::{ToSqlOutput, ValueRef};
+    use rusqlite::Row;
+    use std::fmt::Display;
+    use std::str::FromStr;
+
+    pub(crate) fn read<T>(row: &Row<'_>, i: usize) -> rusqlite::Result<Option<T>>
+    where
+        T: FromStr,
+        T::Err: std::error::Error + Send + Sync + 'static,
+    {
+        let text = super::text(row, i)?;
+        text.map(|t| t.parse().map_err(|e| super::conversion(i, e)))
+            .transpose()
+    }
+
+    pub(crate) fn write<T: Display>(value: &Option<T>) -> rusqlite::Result<ToSqlOutput<'static>> {
+        Ok(match value {
+            Some(word) => ToSqlOutput::from(word.to_string()),
+            None => ToSqlOutput::Borrowed(ValueRef::Null),
+        })
+    }
+}
+
 /// A value as JSON text (`NOT NULL`).
 pub(crate) mod json {
     use rusqlite::types::ToSqlOutput;

@@ -17,7 +17,8 @@
 //! by `.saved()` when a transition may change the column, where
 //! `value` says how the column holds its value (see [`codec`]): `field` (the
 //! `Job` field of that name, as is), `status`, `json` (JSON text),
-//! `json_or_null` (JSON text, NULL when empty), `args` (JSON text, inserted
+//! `json_or_null` (JSON text, NULL when empty), `word` (an optional word
+//! of a closed set, such as a cancel reason), `args` (JSON text, inserted
 //! from the caller's canonical text), `new_row` (not a `Job` field: a new
 //! row's own value, see [`crate::new_row::NewRow`]) or `store` (not a `Job`
 //! field: written by the store later, never by an insert). A new column
@@ -196,7 +197,8 @@ job_columns! {
     workflow_id: field = column("TEXT", "", 11, Started(None)),
     step: field = column("TEXT", "", 11, Started(None)),
     workflow_name: field = column("TEXT", "", 13, Started(None)),
-    expires_at_ms: field = column("INTEGER", "", 14, Bind),
+    expires_at_ms: field = column("INTEGER", "", 15, Bind),
+    cancel_reason: word = column("TEXT", "", 16, Started(Some("NULL"))).saved(),
 }
 
 /// The columns of `duraq_jobs` for the declared schema, in table order.

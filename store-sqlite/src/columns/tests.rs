@@ -143,6 +143,7 @@ fn a_job_with_every_field_set_round_trips() {
     (job.workflow_id, job.step) = (Some("wf".into()), Some("s".into()));
     job.workflow_name = Some("nightly".into());
     job.expires_at_ms = Some(60_000);
+    job.cancel_reason = Some(duraq_core::CancelReason::Expired);
 
     let conn = Connection::open(&path).unwrap();
     let columns: Vec<&str> = COLUMNS.iter().map(|c| c.column.name).collect();

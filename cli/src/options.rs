@@ -64,6 +64,10 @@ pub struct JobArgs {
     /// Never start it later than this long after it is enqueued (`10m`).
     #[arg(long, value_name = "DURATION", allow_hyphen_values = true)]
     pub expires_in: Option<String>,
+    /// Units of its concurrency cap and rate limit it takes (default 1; at
+    /// most its own `--max-concurrency` and the N of its `--rate`).
+    #[arg(long, value_name = "N", allow_negative_numbers = true)]
+    pub cost: Option<i64>,
     /// Not a flag: `--delay` is refused with the real one's name (`--run-in`).
     #[arg(long, hide = true, value_name = "DURATION", allow_hyphen_values = true,
           value_parser = |_: &str| Err::<String, _>("there is no --delay: use --run-in DURATION (10s, 5m) or --run-at TIME"))]
@@ -234,6 +238,7 @@ pub fn enqueue_options(a: &JobArgs, spelling: Spelling) -> Result<EnqueueOptions
         max_concurrency: a.max_concurrency,
         timeout_ms,
         priority: a.priority,
+        cost: a.cost,
         rate_key: a.rate_key.clone(),
         rate_max,
         rate_period_ms,

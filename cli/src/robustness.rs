@@ -115,6 +115,7 @@ fn job() -> impl Strategy<Value = Job> {
                     workflow_name,
                     expires_at_ms: t,
                     cancel_reason: x.map(|_| duraq_core::CancelReason::Expired),
+                    cost: a,
                 }
             },
         )

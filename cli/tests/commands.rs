@@ -157,6 +157,39 @@ fn run_in_and_offsets_schedule_in_the_future() {
     assert_eq!(db.job(&id)["expiresAtMs"], 1_893_553_445_000i64);
 }
 
+#[test]
+fn a_cost_is_stored_and_checked_against_the_jobs_own_limits() {
+    let db = Db::new();
+    let plain = db.enqueue(&["x"]);
+    assert_eq!(db.job(&plain).get("cost"), None, "cost 1 is left out");
+    let cap = ["--concurrency-key", "k", "--max-concurrency", "2"];
+    let id = db.enqueue(&[&["x", "--cost", "2"][..], &cap].concat());
+    assert_eq!(db.job(&id)["cost"], 2);
+    let id = db.enqueue(&["x", "--rate-key", "r", "--rate", "5/1s", "--cost", "5"]);
+    assert_eq!(db.job(&id)["cost"], 5);
+    let before = db.counts()["total"].clone();
+    db.fails(
+        &[&["enqueue", "x", "--cost", "3"][..], &cap].concat(),
+        "invalid-cost",
+    );
+    db.fails(&["enqueue", "x", "--cost", "0"], "invalid-cost");
+    db.fails(&["enqueue", "x", "--cost", "-2"], "invalid-cost");
+    db.fails(
+        &[
+            "enqueue",
+            "x",
+            "--rate-key",
+            "r",
+            "--rate",
+            "5/1s",
+            "--cost",
+            "6",
+        ],
+        "invalid-cost",
+    );
+    assert_eq!(db.counts()["total"], before, "nothing written");
+}
+
 fn common_now_ms() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -326,11 +359,18 @@ fn cancel_retry_and_prune() {
     let id = db.enqueue(&["x"]);
     let cancelled = db.json(&["jobs", "cancel", &id]);
     assert_eq!(cancelled["job"]["status"], "cancelled");
-    assert_eq!(keys(&cancelled["job"]), sorted(&JOB_FIELDS));
+    assert_eq!(cancelled["job"]["cancelReason"], "operator");
+    let with_reason: Vec<&str> = JOB_FIELDS.iter().copied().chain(["cancelReason"]).collect();
+    assert_eq!(keys(&cancelled["job"]), sorted(&with_reason));
     // Cancelling again is an answer, not an error: the job is cancelled.
     assert_eq!(db.json(&["jobs", "cancel", &id]), cancelled);
     let retried = db.json(&["jobs", "retry", &id]);
     assert_eq!(retried["job"]["status"], "queued");
+    assert_eq!(
+        keys(&retried["job"]),
+        sorted(&JOB_FIELDS),
+        "the reason is cleared"
+    );
     assert_eq!(retried["job"]["attempts"], 0);
     db.fails(&["jobs", "retry", &id], "invalid-job-state");
     db.json(&["jobs", "cancel", &id]);

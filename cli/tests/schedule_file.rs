@@ -94,6 +94,12 @@ fn a_bad_file_stops_the_worker_before_the_database_is_created() {
             5,
         ),
         ("every = \"1s\"\npriority = 1000\n", "invalid-priority", 5),
+        ("every = \"1s\"\ncost = 0\n", "invalid-cost", 5),
+        (
+            "every = \"1s\"\nexpires_in = \"-1m\"\n",
+            "invalid-duration",
+            5,
+        ),
         (
             "every = \"1s\"\n\n[[job]]\nname = \"beat\"\njob = \"duraq.noop\"\nevery = \"1m\"\n",
             "invalid-schedule-file",
@@ -150,6 +156,8 @@ queue = "ticks"
 max_retries = 2
 priority = 7
 timeout = "45s"
+cost = 2
+expires_in = "1h"
 
 [[job]]
 name = "kolkata-hourly"
@@ -178,6 +186,9 @@ args = { ms = 1 }
     assert_eq!(done["maxRetries"], 2, "{done}");
     assert_eq!(done["priority"], 7, "{done}");
     assert_eq!(done["timeoutMs"], 45_000, "{done}");
+    assert_eq!(done["cost"], 2, "{done}");
+    let ttl = done["expiresAtMs"].as_i64().unwrap() - done["createdAtMs"].as_i64().unwrap();
+    assert_eq!(ttl, 3_600_000, "{done}");
     assert_eq!(
         done["args"],
         serde_json::json!({ "source": "file", "n": 1, "tags": ["a", "b"] })

@@ -59,7 +59,7 @@ fn step_options_take_the_flags_spellings_and_units() {
         "w.json",
         r#"{"name": "nightly", "steps": [
             {"step": "a", "job": "duraq.noop", "runIn": "5m", "maxRetries": 2, "timeout": "30s"},
-            {"step": "b", "job": "duraq.noop", "runAt": "2099-01-01T00:00:00Z"}
+            {"step": "b", "job": "duraq.noop", "runAt": "2099-01-01T00:00:00Z", "cost": 3}
         ]}"#,
     );
     let out = db.json(&["workflows", "enqueue", &path]);
@@ -72,6 +72,7 @@ fn step_options_take_the_flags_spellings_and_units() {
     );
     let b = db.job(out["jobs"]["b"].as_str().unwrap());
     assert_eq!(b["scheduledAtMs"], 4_070_908_800_000_i64);
+    assert_eq!(b["cost"], 3);
     for (step, code) in [
         (r#""job": "duraq.noop", "runIn": "-5m""#, "invalid-duration"),
         (
@@ -85,6 +86,11 @@ fn step_options_take_the_flags_spellings_and_units() {
         (
             r#""job": "duraq.sleep", "args": {"ms": "fast"}"#,
             "invalid-args",
+        ),
+        (r#""job": "duraq.noop", "cost": 0"#, "invalid-cost"),
+        (
+            r#""job": "duraq.noop", "cost": "2""#,
+            "invalid-workflow-file",
         ),
     ] {
         let file = format!(r#"{{"name": "w", "steps": [{{"step": "a", {step}}}]}}"#);

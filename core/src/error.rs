@@ -47,6 +47,8 @@ pub enum ErrorCode {
     InvalidTimeout,
     /// An expiry before the epoch or out of range, or both a time and a delay.
     InvalidExpiry,
+    /// A cost below 1, or above the job's own concurrency cap or rate limit.
+    InvalidCost,
     /// A schedule key that is empty, too long or holds control characters.
     InvalidScheduleKey,
     /// A queue name that is too long or holds control characters.
@@ -141,6 +143,7 @@ impl ErrorCode {
             Self::InvalidTraceParent => "invalid-trace-parent",
             Self::InvalidTimeout => "invalid-timeout",
             Self::InvalidExpiry => "invalid-expiry",
+            Self::InvalidCost => "invalid-cost",
             Self::InvalidScheduleKey => "invalid-schedule-key",
             Self::InvalidQueue => "invalid-queue",
             Self::InvalidArgs => "invalid-args",

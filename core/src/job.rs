@@ -225,10 +225,22 @@ pub struct Job {
     /// cancelled before reasons were stored).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cancel_reason: Option<CancelReason>,
+    /// How many units of its concurrency cap and of its rate limit the job
+    /// takes when it starts (left out of JSON when 1, the default).
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    pub cost: i64,
 }
 
 fn is_zero(n: &i64) -> bool {
     *n == 0
+}
+
+fn one() -> i64 {
+    1
+}
+
+fn is_one(n: &i64) -> bool {
+    *n == 1
 }
 
 /// Why a job ended `cancelled`: JSON `cancelReason`, as `"operator"`,

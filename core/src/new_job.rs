@@ -65,6 +65,8 @@ pub struct NewJob {
     /// The workflow this job is a step of.
     workflow: Option<StepOf>,
     expiry: Option<Expiry>,
+    /// The cost as requested (`None`: the default, 1).
+    cost: Option<i64>,
 }
 
 /// Where a workflow's step belongs: the workflow's id and name, and the
@@ -176,6 +178,7 @@ impl NewJob {
                 ))
             }
         };
+        let cost = check_cost(opts.cost, concurrency.as_ref(), rate_limit.as_ref())?;
         let trace_parent = crate::trace::for_new_job(opts.trace_parent.as_deref())?;
         let dependency_policy = opts.on_dependency_failure.unwrap_or_default();
         let dependencies = dependencies_of(opts.after, dependency_policy);
@@ -199,6 +202,7 @@ impl NewJob {
             dependency_policy,
             workflow: None,
             expiry,
+            cost,
         })
     }
 
@@ -369,6 +373,11 @@ impl NewJob {
             Expiry::In(ms) => Some(now_ms.saturating_add(ms)),
         }
     }
+    /// How many units of its concurrency cap and rate limit the job takes
+    /// (1 unless [`crate::EnqueueOptions::cost`] said otherwise).
+    pub fn cost(&self) -> i64 {
+        self.cost.unwrap_or(1)
+    }
     /// The concurrency cap, if any.
     pub fn concurrency(&self) -> Option<&ConcurrencyLimit> {
         self.concurrency.as_ref()
@@ -525,6 +534,9 @@ impl NewJob {
             "timeoutMs": self.timeout_ms,
             "timing": timing,
         });
+        if let Some(cost) = self.cost {
+            fields["cost"] = json!(cost);
+        }
         if let Some(priority) = self.priority {
             fields["priority"] = json!(priority);
         }
@@ -564,4 +576,32 @@ fn dependencies_of(after: Vec<After>, policy: DependencyFailure) -> Vec<Dependen
 /// A fresh, time-sortable job id (UUIDv7, hyphenated lower-case).
 pub fn new_job_id() -> String {
     uuid::Uuid::now_v7().to_string()
+}
+
+/// The cost as requested, checked: at least 1, and at most the job's own cap
+/// and rate limit, either of which it could never fit otherwise.
+fn check_cost(
+    cost: Option<i64>,
+    concurrency: Option<&ConcurrencyLimit>,
+    rate_limit: Option<&RateLimit>,
+) -> Result<Option<i64>> {
+    let Some(cost) = cost else {
+        return Ok(None);
+    };
+    let ceiling = [concurrency.map(|c| c.max), rate_limit.map(|r| r.max)]
+        .into_iter()
+        .flatten()
+        .min();
+    if cost < 1 || ceiling.is_some_and(|max| cost > max) {
+        return Err(Error::invalid(
+            ErrorCode::InvalidCost,
+            format!(
+                "cost must be an integer from 1 to {}",
+                ceiling.map_or("2^63".to_owned(), |m| format!(
+                    "{m} (the job's own cap or rate limit)"
+                ))
+            ),
+        ));
+    }
+    Ok(Some(cost))
 }

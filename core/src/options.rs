@@ -101,6 +101,9 @@ pub struct EnqueueOptions {
     /// (`expiresInMs`, 0 to [`MAX_RUN_IN_MS`]). Set by
     /// [`EnqueueOptions::expires_in`]. At most one of the two.
     pub expires_in_ms: Option<i64>,
+    /// How many units of its concurrency cap and of its rate limit the job
+    /// takes (`cost`, default 1). Set by [`EnqueueOptions::cost`].
+    pub cost: Option<i64>,
 }
 
 /// One entry of [`EnqueueOptions::after`]: a job id (JSON `"…"`), or an edge
@@ -275,6 +278,28 @@ impl EnqueueOptions {
         self
     }
 
+    /// Makes the job take `units` of its concurrency cap and of its rate
+    /// limit instead of 1: a call to an API that spends several points of a
+    /// budget, say. Zero, or more than the job's own `max` of either, makes
+    /// [`NewJob::new`](crate::NewJob::new) fail with `invalid-cost`: the job
+    /// could never start. Under a queue's cap (set per worker, not known when
+    /// enqueuing) a job costing more than the cap starts when its queue runs
+    /// nothing else of the cap.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use duraq_core::{EnqueueOptions, NewJob};
+    /// let opts = EnqueueOptions::new().rate_limit("api", 100, Duration::from_secs(1)).cost(10);
+    /// assert_eq!(NewJob::new("sync", serde_json::json!([]), opts).unwrap().cost(), 10);
+    /// let over = EnqueueOptions::new().concurrency("api", 2).cost(3);
+    /// let err = NewJob::new("sync", serde_json::json!([]), over).unwrap_err();
+    /// assert_eq!(err.code().as_str(), "invalid-cost");
+    /// ```
+    pub fn cost(mut self, units: u32) -> Self {
+        self.cost = Some(i64::from(units));
+        self
+    }
+
     /// These options over `defaults`, field by field: each option this value sets
     /// wins, each it leaves unset comes from `defaults`. The run time
     /// (`scheduled_at_ms`/`run_in_ms`), the expiry, the concurrency cap
@@ -346,6 +371,7 @@ impl EnqueueOptions {
                 .or(defaults.on_dependency_failure),
             expires_at_ms,
             expires_in_ms,
+            cost: self.cost.or(defaults.cost),
         }
     }
 }

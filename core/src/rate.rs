@@ -96,10 +96,10 @@ impl RateLimit {
 /// use duraq_core::driver::RateWindow;
 /// let limit = RateLimit::new("k", 2, std::time::Duration::from_millis(1_000)).unwrap();
 /// let mut window = RateWindow::new(vec![400]); // one start logged at 400 ms
-/// assert_eq!(window.try_start(&limit, 1_000), Ok(()));
-/// assert_eq!(window.try_start(&limit, 1_000), Err(1_400)); // full until 400 expires
-/// assert_eq!(window.try_start(&limit, 1_000), Err(1_400)); // max (2) refused per period…
-/// assert_eq!(window.try_start(&limit, 1_000), Err(2_400)); // …then a period later
+/// assert_eq!(window.try_start(&limit, 1_000, 1), Ok(()));
+/// assert_eq!(window.try_start(&limit, 1_000, 1), Err(1_400)); // full until 400 expires
+/// assert_eq!(window.try_start(&limit, 1_000, 1), Err(1_400)); // max (2) refused per period…
+/// assert_eq!(window.try_start(&limit, 1_000, 1), Err(2_400)); // …then a period later
 /// ```
 #[derive(Clone, Debug, Default)]
 pub struct RateWindow {
@@ -117,21 +117,32 @@ impl RateWindow {
         Self { starts, refused: 0 }
     }
 
-    /// Whether a job of this key may start at `now_ms`. `Ok` records the start
-    /// in the window (the store logs it too); `Err(at)` is the time the job
-    /// becomes due instead: when the start that fills the window expires, spread
-    /// by one period for each `max` candidates already refused in this claim, so
+    /// Whether a job of this key costing `units` starts may start at `now_ms`
+    /// (a cost is checked against the limit when enqueued; here it counts as
+    /// at most `max`). `Ok` records the starts in the window (the store logs
+    /// them too); `Err(at)` is the time the job becomes due instead: when
+    /// enough of the starts filling the window have expired, spread by one
+    /// period for each `max` candidates already refused in this claim, so
     /// that a backlog of limited jobs does not all come due at once.
-    pub fn try_start(&mut self, limit: &RateLimit, now_ms: i64) -> std::result::Result<(), i64> {
+    pub fn try_start(
+        &mut self,
+        limit: &RateLimit,
+        now_ms: i64,
+        units: i64,
+    ) -> std::result::Result<(), i64> {
         let max = usize::try_from(limit.max).unwrap_or(usize::MAX);
+        let units = usize::try_from(units.clamp(1, limit.max)).unwrap_or(1);
         let since = now_ms.saturating_sub(limit.period_ms);
         let recent = self.starts.iter().take_while(|at| **at > since).count();
-        if recent < max {
+        if recent + units <= max {
             let at = self.starts.partition_point(|s| *s > now_ms);
-            self.starts.insert(at, now_ms);
+            self.starts
+                .splice(at..at, std::iter::repeat_n(now_ms, units));
             return Ok(());
         }
-        let blocking = self.starts[max - 1];
+        // `recent + units > max`: the newest `max - units + 1` starts hold
+        // the window shut until the oldest of them expires.
+        let blocking = self.starts[max - units];
         let spread = (self.refused / limit.max).saturating_mul(limit.period_ms);
         self.refused += 1;
         Err(blocking
@@ -163,28 +174,28 @@ mod tests {
         let l = limit(3, 1_000);
         let mut w = RateWindow::new(vec![]);
         for _ in 0..3 {
-            assert_eq!(w.try_start(&l, 5_000), Ok(()));
+            assert_eq!(w.try_start(&l, 5_000, 1), Ok(()));
         }
-        assert_eq!(w.try_start(&l, 5_000), Err(6_000));
-        assert_eq!(w.try_start(&l, 5_000), Err(6_000));
-        assert_eq!(w.try_start(&l, 5_000), Err(6_000));
-        assert_eq!(w.try_start(&l, 5_000), Err(7_000));
+        assert_eq!(w.try_start(&l, 5_000, 1), Err(6_000));
+        assert_eq!(w.try_start(&l, 5_000, 1), Err(6_000));
+        assert_eq!(w.try_start(&l, 5_000, 1), Err(6_000));
+        assert_eq!(w.try_start(&l, 5_000, 1), Err(7_000));
     }
 
     #[test]
     fn starts_expire_after_one_period() {
         let l = limit(1, 1_000);
         let mut w = RateWindow::new(vec![1_000]);
-        assert_eq!(w.try_start(&l, 1_999), Err(2_000));
+        assert_eq!(w.try_start(&l, 1_999, 1), Err(2_000));
         let mut w = RateWindow::new(vec![1_000]);
-        assert_eq!(w.try_start(&l, 2_000), Ok(()));
+        assert_eq!(w.try_start(&l, 2_000, 1), Ok(()));
     }
 
     #[test]
     fn later_starts_from_lagging_clocks_count() {
         let l = limit(1, 1_000);
         let mut w = RateWindow::new(vec![5_000]);
-        assert_eq!(w.try_start(&l, 4_900), Err(6_000));
+        assert_eq!(w.try_start(&l, 4_900, 1), Err(6_000));
     }
 
     #[test]
@@ -210,7 +221,7 @@ mod tests {
                 .wrapping_add(1442695040888963407);
             let now = (seed >> 33) as i64 % 5_000;
             let mut w = RateWindow::new(accepted.clone());
-            if w.try_start(&l, now).is_ok() {
+            if w.try_start(&l, now, 1).is_ok() {
                 accepted.push(now);
             }
         }

@@ -67,6 +67,7 @@ fn row_without_identity(job: &NewJob, now_ms: i64) -> Job {
         workflow_name: job.workflow_name().map(str::to_owned),
         expires_at_ms: job.expires_at_ms(now_ms),
         cancel_reason: None,
+        cost: job.cost(),
     }
 }
 

@@ -128,7 +128,8 @@ pub(crate) async fn reconcile(tx: &mut Tx<'_>) -> Result<u64> {
         .await?;
     tx.db
         .execute(
-            "WITH actual AS (SELECT c.concurrency_key, (SELECT count(*) FROM {s}.duraq_jobs AS j \
+            "WITH actual AS (SELECT c.concurrency_key, \
+             (SELECT COALESCE(sum(j.cost), 0)::int8 FROM {s}.duraq_jobs AS j \
              WHERE j.status = 'handed_off' AND j.reservation_key = c.concurrency_key) AS n \
              FROM {s}.duraq_concurrency AS c) \
              UPDATE {s}.duraq_concurrency AS c SET active = actual.n FROM actual \

@@ -117,9 +117,9 @@ pub(crate) async fn act_on_jobs(
             tx.work |= !changed.is_empty();
         }
         _ => {
-            let reservations: Vec<String> = changed
+            let reservations: Vec<(String, i64)> = changed
                 .iter()
-                .filter_map(|(l, _)| l.reservation.clone())
+                .filter_map(|(l, _)| Some((l.reservation.clone()?, l.job.cost)))
                 .collect();
             release_reservations(&tx.db, &reservations).await?;
             let (keys, owners): (Vec<String>, Vec<String>) = changed

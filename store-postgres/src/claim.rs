@@ -70,24 +70,27 @@ impl AdmissionReads for Reads<'_, '_> {
 /// Takes the reservations of a claim's jobs on the key rows [`lock_active`]
 /// locked: one statement, however many jobs and keys.
 async fn take_reservations(db: &Db<'_>, taken: &[Taken]) -> Result<()> {
-    let (keys, maxes): (Vec<&str>, Vec<i64>) = taken
-        .iter()
-        .filter_map(|t| {
-            t.reservation
-                .as_ref()
-                .map(|(key, max)| (key.as_str(), *max))
-        })
-        .unzip();
-    if keys.is_empty() {
+    let mut held: (Vec<&str>, Vec<i64>, Vec<i64>) = (Vec::new(), Vec::new(), Vec::new());
+    for t in taken {
+        if let Some((key, max)) = &t.reservation {
+            held.0.push(key);
+            held.1.push(*max);
+            held.2.push(t.job.cost);
+        }
+    }
+    if held.0.is_empty() {
         return Ok(());
     }
-    db.execute(TAKE_RESERVATIONS, &[&keys, &maxes]).await?;
+    db.execute(TAKE_RESERVATIONS, &[&held.0, &held.1, &held.2])
+        .await?;
     Ok(())
 }
 
+/// Each key's reservations go up by the cost of its claimed jobs.
 const TAKE_RESERVATIONS: &str =
     "UPDATE {s}.duraq_concurrency AS c SET active = c.active + v.n, max_concurrency = v.max \
-     FROM (SELECT k, count(*) AS n, max(m) AS max FROM unnest($1::text[], $2::int8[]) AS t(k, m) \
+     FROM (SELECT k, sum(n)::int8 AS n, max(m) AS max \
+     FROM unnest($1::text[], $2::int8[], $3::int8[]) AS t(k, m, n) \
      GROUP BY k) AS v WHERE c.concurrency_key = v.k";
 
 /// The earliest `scheduledAtMs` among queued jobs of `job_names` (in `queues`):

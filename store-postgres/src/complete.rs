@@ -85,7 +85,7 @@ pub(crate) async fn update_completed(
             "UPDATE {s}.duraq_jobs AS j SET status = 'completed', completed_at_ms = $3 \
              FROM unnest($1::text[], $2::text[]) AS v(id, handoff_id) \
              WHERE j.id = v.id AND j.status = $4::text AND j.handoff_id = v.handoff_id \
-             RETURNING j.id, j.queue, j.schedule_key, j.reservation_key, j.has_dependents",
+             RETURNING j.id, j.queue, j.schedule_key, j.reservation_key, j.has_dependents, j.cost",
             &params,
         )
     )?;
@@ -101,7 +101,7 @@ pub(crate) async fn apply_completed(
     rows: Vec<Row>,
 ) -> Result<Vec<bool>> {
     let mut done: Vec<String> = Vec::with_capacity(rows.len());
-    let mut released: Vec<String> = Vec::new();
+    let mut released: Vec<(String, i64)> = Vec::new();
     let mut keys: (Vec<String>, Vec<String>) = (Vec::new(), Vec::new());
     for row in &rows {
         let id: String = row.get(0);
@@ -112,7 +112,9 @@ pub(crate) async fn apply_completed(
             keys.0.push(key);
             keys.1.push(id.clone());
         }
-        released.extend(row.get::<_, Option<String>>(3));
+        if let Some(key) = row.get::<_, Option<String>>(3) {
+            released.push((key, row.get(5)));
+        }
         if row.get::<_, bool>(4) {
             tx.finished(&id, JobStatus::Completed);
         }

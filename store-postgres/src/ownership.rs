@@ -61,29 +61,33 @@ pub(crate) async fn claim_ownership_if_free(db: &Db<'_>, key: &str, job_id: &str
     Ok(())
 }
 
-/// Gives back one reservation of `key`.
-pub(crate) async fn release_reservation(db: &Db<'_>, key: Option<&str>) -> Result<()> {
+/// Gives back `units` reservations of `key` (a job's cost).
+pub(crate) async fn release_reservation(db: &Db<'_>, key: Option<&str>, units: i64) -> Result<()> {
     if let Some(key) = key {
         db.execute(
-            "UPDATE {s}.duraq_concurrency SET active = GREATEST(active - 1, 0) WHERE concurrency_key = $1",
-            &[&key],
+            "UPDATE {s}.duraq_concurrency SET active = GREATEST(active - $2, 0) \
+             WHERE concurrency_key = $1",
+            &[&key, &units],
         )
         .await?;
     }
     Ok(())
 }
 
-/// Gives back one reservation per entry of `keys` (a key may repeat).
-pub(crate) async fn release_reservations(db: &Db<'_>, keys: &[String]) -> Result<()> {
-    match keys {
+/// Gives back each entry's units of its key (a key may repeat): one entry
+/// per job, with the job's cost.
+pub(crate) async fn release_reservations(db: &Db<'_>, held: &[(String, i64)]) -> Result<()> {
+    match held {
         [] => Ok(()),
-        [key] => release_reservation(db, Some(key)).await,
+        [(key, units)] => release_reservation(db, Some(key), *units).await,
         _ => {
+            let (keys, units): (Vec<&str>, Vec<i64>) =
+                held.iter().map(|(k, n)| (k.as_str(), *n)).unzip();
             db.execute(
                 "UPDATE {s}.duraq_concurrency AS c SET active = GREATEST(c.active - v.n, 0) \
-                 FROM (SELECT k, count(*) AS n FROM unnest($1::text[]) AS k GROUP BY k) AS v \
-                 WHERE c.concurrency_key = v.k",
-                &[&keys],
+                 FROM (SELECT k, sum(n)::int8 AS n FROM unnest($1::text[], $2::int8[]) AS t(k, n) \
+                 GROUP BY k) AS v WHERE c.concurrency_key = v.k",
+                &[&keys, &units],
             )
             .await?;
             Ok(())
@@ -113,7 +117,7 @@ pub(crate) async fn give_back_held(
         tx.work = true;
     }
     if gives_reservation {
-        release_reservation(&tx.db, reservation).await?;
+        release_reservation(&tx.db, reservation, job.cost).await?;
     }
     if schedule_key {
         release_owner(&tx.db, job.schedule_key.as_deref(), &job.id).await?;

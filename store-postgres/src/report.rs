@@ -71,7 +71,7 @@ pub(crate) async fn report_many(
     }
     let mut applied = Vec::with_capacity(reports.len());
     let mut changed: Vec<&str> = Vec::new();
-    let mut released: Vec<String> = Vec::new();
+    let mut released: Vec<(String, i64)> = Vec::new();
     let mut keys: (Vec<String>, Vec<String>) = (Vec::new(), Vec::new());
     for (lease, outcome) in reports {
         let current = loaded
@@ -100,7 +100,7 @@ pub(crate) async fn report_many(
         }
         tx.work |= wake_workers;
         if gives_reservation {
-            released.extend(reservation.take());
+            released.extend(reservation.take().map(|key| (key, job.cost)));
         }
         if let (true, Some(key)) = (schedule_key, &job.schedule_key) {
             keys.0.push(key.clone());

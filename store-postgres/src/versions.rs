@@ -328,7 +328,7 @@ pub const SCHEMA_VERSIONS: &[SchemaVersion] = &[
     version(
         17,
         "flow_control",
-        "Why a job was cancelled (`cancel_reason`).",
+        "Why a job was cancelled (`cancel_reason`), and what a job costs of its limits (`cost`).",
     ),
 ];
 

@@ -261,6 +261,7 @@ mod postgres {
                     "status" => "ARRAY['queued']".to_owned(),
                     "attempts" | "priority" => "ARRAY[0::int8]".to_owned(),
                     "max_retries" => "ARRAY[10::int8]".to_owned(),
+                    "cost" => "ARRAY[1::int8]".to_owned(),
                     "scheduled_at_ms" | "created_at_ms" => "ARRAY[1::int8]".to_owned(),
                     _ => format!("ARRAY[NULL::{ty}]"),
                 })

@@ -150,15 +150,16 @@ pub(crate) fn prune_batch(tx: &mut Tx<'_>, req: &PruneRequest, now: i64) -> Resu
     Ok(victims.len() as u64)
 }
 
-/// Sets every reservation count to the number of handed-off jobs holding its key.
+/// Sets every reservation count to the cost of the handed-off jobs holding its key.
 pub(crate) fn reconcile(tx: &mut Tx<'_>) -> Result<u64> {
     let changed = tx
         .conn
         .prepare_cached(
-            "UPDATE duraq_concurrency AS c SET active_count = (SELECT COUNT(*) FROM duraq_jobs AS j \
-             WHERE j.status = 'handed_off' AND j.reservation_key = c.key) \
-             WHERE active_count != (SELECT COUNT(*) FROM duraq_jobs AS j \
-             WHERE j.status = 'handed_off' AND j.reservation_key = c.key)",
+            "WITH held AS (SELECT c.key, (SELECT COALESCE(SUM(j.cost), 0) FROM duraq_jobs AS j \
+             WHERE j.status = 'handed_off' AND j.reservation_key = c.key) AS n \
+             FROM duraq_concurrency AS c) \
+             UPDATE duraq_concurrency AS c SET active_count = held.n FROM held \
+             WHERE held.key = c.key AND c.active_count != held.n",
         )
         .db()?
         .execute([])

@@ -195,7 +195,7 @@ fn write(tx: &mut Tx<'_>, plan: ClaimPlan) -> Result<Vec<Job>> {
     for Taken { job, reservation } in plan.taken {
         save_job(tx.conn, &job)?;
         if let Some((key, max)) = reservation {
-            take_reservation(tx.conn, &job.id, &key, max)?;
+            take_reservation(tx.conn, &job, &key, max)?;
         }
         tx.moved(&job.queue, JobStatus::Queued, JobStatus::HandedOff);
         claimed.push(job);

@@ -12,18 +12,20 @@ use crate::error::SqlResult;
 use crate::rows::save_job;
 use crate::tx::Tx;
 
-/// Takes one reservation of `key` (cap `max`) for the claimed `job_id`.
-pub(crate) fn take_reservation(conn: &Connection, job_id: &str, key: &str, max: i64) -> Result<()> {
+/// Takes the claimed `job`'s reservation of `key` (cap `max`): as many
+/// units as the job costs.
+pub(crate) fn take_reservation(conn: &Connection, job: &Job, key: &str, max: i64) -> Result<()> {
     conn.prepare_cached(
-        "INSERT INTO duraq_concurrency (key, max_concurrency, active_count) VALUES (?1, ?2, 1) \
-         ON CONFLICT (key) DO UPDATE SET active_count = active_count + 1, max_concurrency = excluded.max_concurrency",
+        "INSERT INTO duraq_concurrency (key, max_concurrency, active_count) VALUES (?1, ?2, ?3) \
+         ON CONFLICT (key) DO UPDATE SET active_count = active_count + excluded.active_count, \
+         max_concurrency = excluded.max_concurrency",
     )
     .db()?
-    .execute(params![key, max])
+    .execute(params![key, max, job.cost])
     .db()?;
     conn.prepare_cached("UPDATE duraq_jobs SET reservation_key = ?2 WHERE id = ?1")
         .db()?
-        .execute(params![job_id, key])
+        .execute(params![job.id, key])
         .db()?;
     Ok(())
 }
@@ -37,12 +39,13 @@ pub(crate) enum Reservation<'a> {
     Known(Option<&'a str>),
 }
 
-/// Gives back the reservation `job_id` holds, if any.
+/// Gives back the reservation `job` holds, if any: as many units as it costs.
 pub(crate) fn release_reservation(
     conn: &Connection,
-    job_id: &str,
+    job: &Job,
     reservation: Reservation<'_>,
 ) -> Result<()> {
+    let job_id = job.id.as_str();
     let looked_up;
     let key = match reservation {
         Reservation::Known(key) => key,
@@ -59,10 +62,10 @@ pub(crate) fn release_reservation(
     };
     if let Some(key) = key {
         conn.prepare_cached(
-            "UPDATE duraq_concurrency SET active_count = MAX(active_count - 1, 0) WHERE key = ?1",
+            "UPDATE duraq_concurrency SET active_count = MAX(active_count - ?2, 0) WHERE key = ?1",
         )
         .db()?
-        .execute([key])
+        .execute(params![key, job.cost])
         .db()?;
         conn.prepare_cached("UPDATE duraq_jobs SET reservation_key = NULL WHERE id = ?1")
             .db()?
@@ -101,7 +104,7 @@ pub(crate) fn persist_transition(
         wake_workers,
     } = give_back(from, job);
     if gives_reservation {
-        release_reservation(tx.conn, &job.id, reservation)?;
+        release_reservation(tx.conn, job, reservation)?;
     }
     if schedule_key {
         release_owner(tx.conn, job)?;

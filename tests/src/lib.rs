@@ -28,6 +28,7 @@ pub mod bulk;
 pub mod cancel_running;
 pub mod claim;
 pub mod concurrency;
+pub mod costs;
 pub mod counts;
 pub mod cron_zones;
 pub mod dedupe;

@@ -74,6 +74,12 @@ macro_rules! store_suite {
                     reservation_released_on_every_exit, keyed_cancel_of_running_owner_keeps_reservation,
                     reconcile_is_a_no_op_when_consistent,
                 ],
+                costs: [
+                    a_cost_takes_that_many_units_of_the_cap, every_exit_gives_back_the_whole_cost,
+                    a_job_costing_more_than_its_queue_cap_runs_alone,
+                    a_cost_takes_that_many_starts_of_the_rate, an_impossible_cost_is_refused,
+                    the_cost_is_part_of_the_request,
+                ],
                 claim: [
                     claim_sets_lease_fields, claim_order, claim_filters_and_limits,
                     each_claim_gets_a_fresh_lease, stale_reports_change_nothing,

@@ -34,6 +34,8 @@ pub(crate) struct Entry {
     max_concurrency: Option<Spanned<i64>>,
     rate_key: Option<Spanned<String>>,
     rate: Option<Spanned<String>>,
+    cost: Option<Spanned<i64>>,
+    expires_in: Option<Spanned<String>>,
 }
 
 /// The periodic job `entry` declares, for a worker whose handlers are `registry`.
@@ -223,6 +225,8 @@ fn options(src: &Source<'_>, e: &Entry) -> Result<EnqueueOptions, ScheduleError>
         priority: number(&e.priority),
         rate_key: text(&e.rate_key),
         rate: text(&e.rate),
+        cost: number(&e.cost),
+        expires_in: text(&e.expires_in),
         ..crate::options::JobArgs::default()
     };
     enqueue_options(&flags, Spelling::Toml).map_err(|err| {
@@ -230,6 +234,7 @@ fn options(src: &Source<'_>, e: &Entry) -> Result<EnqueueOptions, ScheduleError>
             "queue" => e.queue.as_ref().map(Spanned::span),
             "timeout" => e.timeout.as_ref().map(Spanned::span),
             "rate" => e.rate.as_ref().map(Spanned::span),
+            "expires_in" => e.expires_in.as_ref().map(Spanned::span),
             "max_concurrency" => e.max_concurrency.as_ref().map(Spanned::span),
             _ => None,
         };
@@ -257,6 +262,7 @@ fn option_key(e: &Entry, code: ErrorCode) -> Option<(&'static str, Range<usize>)
         ),
         ErrorCode::InvalidRateLimit => ("rate_key", span(&e.rate_key).or_else(|| span(&e.rate))),
         ErrorCode::InvalidIdempotencyKey => ("name", Some(e.name.span())),
+        ErrorCode::InvalidCost => ("cost", span(&e.cost)),
         _ => return None,
     };
     Some((key, span?))
@@ -278,6 +284,7 @@ fn reworded(key: &str) -> Option<String> {
                 "rate_key (1 to 255 characters without control characters) and rate (at \
                  least 1 start per period of at least 1ms, like 100/1s) go together"
             }
+            "cost" => "cost must be from 1 to the job's own max_concurrency and the N of its rate",
             "name" => "name is too long: a tick's idempotency key `periodic:<name>:<tick ms>` must be at most 1024 bytes",
             _ => return None,
         }

@@ -95,7 +95,7 @@ impl State {
                     .entry(key.clone())
                     .or_insert(Cap { max, active: 0 });
                 cap.max = max;
-                cap.active += 1;
+                cap.active += job.cost;
                 self.reservations.insert(job.id.clone(), key);
             }
             change.moved(&job.queue, JobStatus::Queued, JobStatus::HandedOff);
@@ -268,12 +268,8 @@ impl State {
     pub(super) fn reconcile_reservations(&mut self) -> u64 {
         let mut held: HashMap<&str, i64> = HashMap::new();
         for (id, key) in &self.reservations {
-            if self
-                .jobs
-                .get(id)
-                .is_some_and(|j| j.status == JobStatus::HandedOff)
-            {
-                *held.entry(key.as_str()).or_default() += 1;
+            if let Some(job) = (self.jobs.get(id)).filter(|j| j.status == JobStatus::HandedOff) {
+                *held.entry(key.as_str()).or_default() += job.cost;
             }
         }
         let mut changed = 0;

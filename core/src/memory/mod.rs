@@ -77,8 +77,9 @@ struct State {
 impl State {
     fn release_reservation(&mut self, job_id: &str) {
         if let Some(key) = self.reservations.remove(job_id) {
+            let cost = self.jobs.get(job_id).map_or(1, |j| j.cost);
             if let Some(cap) = self.caps.get_mut(&key) {
-                cap.active = (cap.active - 1).max(0);
+                cap.active = (cap.active - cost).max(0);
             }
         }
     }

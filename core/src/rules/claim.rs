@@ -7,15 +7,17 @@
 //!    never started: it ends `cancelled` ([`Admission::Expire`]), needing no read
 //!    and taking no slot of the claim.
 //! 1. **Cap.** A candidate holding a concurrency key (its own, else its queue's
-//!    cap in the claim's config, see [`reservation_for`]) whose reservations,
-//!    counting those this claim has taken, are at the cap is skipped: it stays
-//!    as it is and never blocks the jobs behind it.
+//!    cap in the claim's config, see [`reservation_for`]) whose cost does not
+//!    fit under the cap beside the reservations, counting those this claim has
+//!    taken, is skipped: it stays as it is and never blocks the jobs behind it.
+//!    (A job costing more than a queue's cap fits when the key holds nothing.)
 //! 2. **Rate.** A candidate whose rate key is saturated stays queued, due when
 //!    the key allows ([`RateWindow::try_start`]); if another claim is deciding on
 //!    that key at this moment (PostgreSQL takes turns on the key's row) it is left
 //!    for the next claim.
-//! 3. **Reserve.** Otherwise it is taken: one reservation of its key and one
-//!    logged start of its rate key.
+//! 3. **Reserve.** Otherwise it is taken: as many units of its key's
+//!    reservations and logged starts of its rate key as it costs
+//!    ([`Job::cost`], 1 by default).
 //!
 //! The admission never reads anything itself. Before [`ClaimAdmission::decide`]
 //! the store answers what [`ClaimAdmission::missing`] asks for (a key's current
@@ -51,8 +53,8 @@ pub enum AdmissionRead {
 /// The decision on one candidate.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Admission {
-    /// Claim it: take a reservation of `reservation` (key, cap) and log a start
-    /// of `rate_start`.
+    /// Claim it: take [`Job::cost`] units of `reservation` (key, cap) and log
+    /// as many starts of `rate_start`.
     Take {
         /// The concurrency key and cap whose reservation the job takes.
         reservation: Option<(String, i64)>,
@@ -145,7 +147,7 @@ impl<'r> ClaimAdmission<'r> {
         if let Some((key, max)) = reservation_for(job, &self.req.queue_config) {
             match self.active.get(&key) {
                 None => return Some(AdmissionRead::Active { key, max }),
-                Some(active) if *active >= max => return None,
+                Some(active) if !fits(*active, job.cost, max) => return None,
                 Some(_) => {}
             }
         }
@@ -179,7 +181,7 @@ impl<'r> ClaimAdmission<'r> {
         }
         let reservation = reservation_for(job, &self.req.queue_config);
         if let Some((key, max)) = &reservation {
-            if self.active[key] >= *max {
+            if !fits(self.active[key], job.cost, *max) {
                 return Admission::Leave(LeaveReason::AtCap);
             }
         }
@@ -188,14 +190,14 @@ impl<'r> ClaimAdmission<'r> {
             match self.windows.get_mut(&limit.key).expect("window read") {
                 None => return Admission::Leave(LeaveReason::RateKeyBusy),
                 Some(window) => {
-                    if let Err(due_at_ms) = window.try_start(limit, self.now_ms) {
+                    if let Err(due_at_ms) = window.try_start(limit, self.now_ms, job.cost) {
                         return Admission::Postpone { due_at_ms };
                     }
                 }
             }
         }
         if let Some((key, _)) = &reservation {
-            *self.active.get_mut(key).expect("read above") += 1;
+            *self.active.get_mut(key).expect("read above") += job.cost;
         }
         self.taken += 1;
         Admission::Take {
@@ -203,6 +205,13 @@ impl<'r> ClaimAdmission<'r> {
             rate_start,
         }
     }
+}
+
+/// Whether a job costing `cost` fits under `max` beside `active` units: it
+/// does when the sum is within the cap, or when the key holds nothing (a job
+/// costing more than its queue's cap then runs alone rather than never).
+fn fits(active: i64, cost: i64, max: i64) -> bool {
+    active == 0 || active.saturating_add(cost) <= max
 }
 
 #[cfg(test)]
@@ -302,6 +311,54 @@ mod tests {
         assert!(!a.is_full());
         j.expires_at_ms = Some(5_001);
         assert!(a.missing(&j).is_some(), "not yet expired: read as usual");
+    }
+
+    #[test]
+    fn a_cost_takes_that_many_units_of_the_cap_and_the_rate() {
+        let req = request(10);
+        let mut a = ClaimAdmission::new(&req, 5_000);
+        let heavy = job(EnqueueOptions::new().concurrency("c", 2).cost(2));
+        answer(&mut a, &heavy, 1, vec![]);
+        assert_eq!(
+            a.decide(&heavy),
+            Admission::Leave(LeaveReason::AtCap),
+            "1 + 2 is over the cap of 2"
+        );
+        let mut b = ClaimAdmission::new(&req, 5_000);
+        let light = job(EnqueueOptions::new().rate_limit("r", 3, Duration::from_secs(1)));
+        let heavy = job(EnqueueOptions::new()
+            .rate_limit("r", 3, Duration::from_secs(1))
+            .cost(2));
+        answer(&mut b, &heavy, 0, vec![4_500]);
+        assert!(
+            matches!(b.decide(&heavy), Admission::Take { .. }),
+            "1 + 2 starts fit 3"
+        );
+        assert_eq!(b.decide(&light), Admission::Postpone { due_at_ms: 5_500 });
+    }
+
+    #[test]
+    fn a_job_costing_more_than_its_queue_cap_runs_alone() {
+        let mut req = request(10);
+        let config = QueueConfig {
+            max_concurrent: Some(2),
+            ..QueueConfig::default()
+        };
+        req.queue_config.insert("default".into(), config);
+        let key = crate::keys::queue_concurrency_key("default");
+        let heavy = job(EnqueueOptions::new().cost(5));
+        let mut busy = ClaimAdmission::new(&req, 0);
+        busy.know_active(&key, 1);
+        assert_eq!(busy.decide(&heavy), Admission::Leave(LeaveReason::AtCap));
+        let mut idle = ClaimAdmission::new(&req, 0);
+        idle.know_active(&key, 0);
+        assert!(matches!(idle.decide(&heavy), Admission::Take { .. }));
+        let plain = job(EnqueueOptions::new());
+        assert_eq!(
+            idle.decide(&plain),
+            Admission::Leave(LeaveReason::AtCap),
+            "5 of 2 taken"
+        );
     }
 
     #[test]

@@ -50,7 +50,7 @@ pub struct Taken {
     /// The row after [`transitions::claim`]: `handed_off` under a fresh lease.
     pub job: Job,
     /// The concurrency key and cap of its reservation: the key's count goes
-    /// up by one and the row records the key (see
+    /// up by the job's [`Job::cost`] and the row records the key (see
     /// [`transitions::reservation_for`]).
     pub reservation: Option<(String, i64)>,
 }
@@ -63,8 +63,8 @@ pub struct ClaimPlan {
     /// Candidates whose rate key is saturated: their rows with the later
     /// `scheduled_at_ms` they stay queued until.
     pub postponed: Vec<Job>,
-    /// One logged start per claimed job with a rate limit, at the claim's
-    /// clock reading.
+    /// One logged start per unit of cost ([`Job::cost`]) of each claimed job
+    /// with a rate limit, at the claim's clock reading.
     pub rate_starts: Vec<RateLimit>,
     /// Candidates the claim moved out of `queued` without taking them (an
     /// expired job, cancelled by [`transitions::expire`]). A store writes
@@ -157,7 +157,9 @@ impl<'r> Claim<'r> {
                 reservation,
                 rate_start,
             } => {
-                self.plan.rate_starts.extend(rate_start);
+                let units = usize::try_from(candidate.cost).unwrap_or(1);
+                let starts = rate_start.map(|limit| std::iter::repeat_n(limit, units));
+                self.plan.rate_starts.extend(starts.into_iter().flatten());
                 transitions::claim(&mut candidate, self.worker_id, new_job_id(), self.now_ms);
                 self.plan.taken.push(Taken {
                     job: candidate,

@@ -29,6 +29,7 @@ fn sample() -> (Job, ArgsText) {
     job.workflow_name = Some("nightly".into());
     job.expires_at_ms = Some(60_000);
     job.cancel_reason = Some(duraq_core::CancelReason::Expired);
+    job.cost = 3;
     (job, args)
 }
 

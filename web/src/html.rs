@@ -19,6 +19,7 @@ use crate::AppState;
 const CSS: &str = include_str!("../assets/app.css");
 const JS: &str = include_str!("../assets/app.js");
 const BULK_JS: &str = include_str!("../assets/bulk.js");
+const VIEWS_JS: &str = include_str!("../assets/views.js");
 
 /// The nav entries: (`data-nav`, path, label).
 const NAV: [(&str, &str, &str); 8] = [
@@ -43,10 +44,12 @@ pub fn link(state: &AppState, path: &str) -> String {
 
 /// The whole document for page `name` (one of `overview`, `queues`, `jobs`,
 /// `job`, `bulk`, `retries`, `scheduled`, `workers`, `keys`). The pages
-/// with selection boxes (jobs, retries, scheduled) also load `assets/bulk.js`.
+/// with selection boxes (jobs, retries, scheduled) also load `assets/bulk.js`,
+/// the retries and scheduled views `assets/views.js` (their live refresh).
 pub fn page(state: &AppState, name: &'static str, title: &str, body: Markup) -> Response {
     let current = match name {
-        "job" | "bulk" | "workflow" => "jobs",
+        "job" | "bulk" => "jobs",
+        "workflow" => "workflows",
         other => other,
     };
     let doc = html! {
@@ -61,6 +64,9 @@ pub fn page(state: &AppState, name: &'static str, title: &str, body: Markup) -> 
                 script src=(link(state, "/assets/app.js")) defer {}
                 @if matches!(name, "jobs" | "retries" | "scheduled") {
                     script src=(link(state, "/assets/bulk.js")) defer {}
+                }
+                @if matches!(name, "retries" | "scheduled") {
+                    script src=(link(state, "/assets/views.js")) defer {}
                 }
             }
             body data-base=(state.options.base()) {
@@ -122,6 +128,11 @@ pub async fn js() -> Response {
 /// `GET /assets/bulk.js`.
 pub async fn bulk_js() -> Response {
     asset("text/javascript; charset=utf-8", BULK_JS)
+}
+
+/// `GET /assets/views.js`.
+pub async fn views_js() -> Response {
+    asset("text/javascript; charset=utf-8", VIEWS_JS)
 }
 
 fn asset(content_type: &'static str, body: &'static str) -> Response {

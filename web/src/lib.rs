@@ -125,6 +125,13 @@ pub fn router(store: Arc<dyn Operate>, options: WebOptions) -> Router {
         .route("/jobs/{id}/cancel", post(pages::job::cancel))
         .route("/retries", get(pages::views::retries))
         .route("/scheduled", get(pages::views::scheduled))
+        .route("/retries/confirm", get(pages::view_bulk::retries_confirm))
+        .route(
+            "/scheduled/confirm",
+            get(pages::view_bulk::scheduled_confirm),
+        )
+        .route("/retries/all", post(pages::view_bulk::retries_all))
+        .route("/scheduled/all", post(pages::view_bulk::scheduled_all))
         .route("/workflows", get(pages::workflows::list))
         .route("/workflows/{id}", get(pages::workflow::detail))
         .route("/workers", get(pages::other::workers))
@@ -133,6 +140,7 @@ pub fn router(store: Arc<dyn Operate>, options: WebOptions) -> Router {
         .route("/assets/app.css", get(html::css))
         .route("/assets/app.js", get(html::js))
         .route("/assets/bulk.js", get(html::bulk_js))
+        .route("/assets/views.js", get(html::views_js))
         .fallback(pages::not_found)
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),

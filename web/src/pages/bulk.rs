@@ -11,7 +11,8 @@
 //! a confirmation gone stale (jobs came or went since) acts on what matches
 //! then and says both numbers. A row's own "Run now" button (`run=<id>`) is
 //! a run-now of that job alone, and a form from the retries or scheduled view
-//! (`view=`) leads back there, a job page's button back to the job. Delete applies to finished jobs only: with no
+//! (`view=`, its query in `back`) leads back there, a job page's button back
+//! to the job. Delete applies to finished jobs only: with no
 //! status in the search, "delete all matching" walks the terminal statuses;
 //! any other job is skipped by the store and counted as such. An action
 //! stopped by a store error says how far it got (`[data-bulk-progress]`): the
@@ -127,7 +128,7 @@ pub async fn selected(AxumState(state): AxumState<State>, body: String) -> Respo
         return refused(&state, "no-jobs-selected", "select at least one job first");
     }
     let back = match (super::views::View::parse(value(&form, "view")), run) {
-        (Some(view), _) => link(&state, &format!("/{}", view.name())),
+        (Some(view), _) => view.link(&state, value(&form, "back")),
         (None, "") => jobs_link(&state, value(&form, "back")),
         (None, id) => link(&state, &format!("/jobs/{}", urlencode(id))),
     };
@@ -238,7 +239,7 @@ pub async fn all(AxumState(state): AxumState<State>, body: String) -> Response {
 
 /// Runs `req`; a store error answers with its page, which also says how far
 /// the action got when some batches were committed before it.
-async fn act(state: &AppState, req: &BulkRequest) -> Result<BulkReport, Response> {
+pub(super) async fn act(state: &AppState, req: &BulkRequest) -> Result<BulkReport, Response> {
     let mut done = BulkReport::default();
     let outcome = run_bulk(state.store.as_ref(), req, &mut |r| done.clone_from(r)).await;
     let err = match outcome {
@@ -270,7 +271,7 @@ fn jobs_link(state: &AppState, query: &str) -> String {
 }
 
 /// The report page (`section[data-bulk-result]`), its back link to `back`.
-fn result(
+pub(super) fn result(
     state: &AppState,
     action: BulkAction,
     report: &BulkReport,

@@ -18,6 +18,7 @@ use serde::Deserialize;
 
 use super::jobs::job_table;
 use super::store_error;
+use super::table::id_cell;
 use crate::format::urlencode;
 use crate::format::{duration, relative, thousands, utc, visible};
 use crate::html::{link, notice, page};
@@ -80,17 +81,17 @@ pub async fn workers(AxumState(state): AxumState<State>) -> Response {
                     dt { "Last heartbeat" } dd data-field="lastHeartbeat" { (relative(w.last_heartbeat_ms, now)) }
                 }
                 @if !w.running.is_empty() {
-                    table data-table="running" {
+                    div.table { table data-table="running" {
                         thead { tr { th { "Job" } th { "Name" } } }
                         tbody {
                             @for r in &w.running {
                                 tr data-job-id=(r.id) {
-                                    td { a href=(link(&state, &format!("/jobs/{}", urlencode(&r.id)))) { code { (visible(&r.id)) } } }
+                                    (id_cell(&state, &r.id))
                                     td { (visible(&r.job_name)) }
                                 }
                             }
                         }
-                    }
+                    } }
                 }
             }
         }

@@ -169,7 +169,7 @@ fn path_segment(value: &str) -> String {
 fn queues_table(state: &AppState, rows: &[QueueRow]) -> Markup {
     html! {
         @if rows.is_empty() { p.muted data-empty { "No queue holds a job." } }
-        table data-table="queues" {
+        div.table { table data-table="queues" {
             thead { tr {
                 th { "Queue" } th.num { "Size (queued)" } th.num { "Running" }
                 th.num { "Completed" } th.num { "Failed" } th.num { "Latency" }
@@ -204,6 +204,6 @@ fn queues_table(state: &AppState, rows: &[QueueRow]) -> Markup {
                     }
                 }
             }
-        }
+        } }
     }
 }

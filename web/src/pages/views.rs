@@ -3,38 +3,37 @@
 //! Oban have them.
 //!
 //! - Retries: queued jobs that have failed at least once (attempts > 0),
-//!   with their attempts, the time of the next attempt and the last error.
-//! - Scheduled: queued jobs due later that have not run yet (attempts 0).
+//!   soonest next attempt first, with their attempts and the last error;
+//!   narrowed by queue, name and the text of the last error.
+//! - Scheduled: queued jobs due later that have not run yet (attempts 0),
+//!   soonest first; narrowed by queue and name.
 //!
-//! Neither is a status, so a view reads queued jobs in the store's index
-//! order (newest first) a bounded page at a time and keeps those of its kind:
-//! at most [`SHOWN`] jobs from at most [`SCAN`] rows per request, and a link
-//! goes on from the last row read (`?after=<id>`), so a view costs the same on
-//! a million queued jobs as on ten. Each job has a "Run now" button and the
-//! checked ones a bulk one, both the CSRF-protected bulk form of
-//! `pages::bulk` (`action=run-now`); the scheduled view also links to the
-//! confirmation of running every job due later now.
+//! What a view reads, and why its count and order are exact within a bounded
+//! window, is `pages::view_scan`; its strict query, `pages::view_query`. The
+//! heading counts the view (`[data-view-count]`); each job has a "Run now"
+//! button and the checked ones a bulk one, the CSRF-protected form of
+//! `pages::bulk`; "Run all now" and "Cancel all" act on every job of the view
+//! behind a confirmation (`pages::view_bulk`). The part under the filters
+//! (`#view[data-live-view]`) and the count follow the store without a reload
+//! (`assets/views.js`), as the overview's counts do.
 
 use axum::extract::{RawQuery, State as AxumState};
-use axum::response::Response;
-use duraq_core::inspect::{JobCursor, JobFilter};
-use duraq_core::{Job, JobStatus};
-use maud::{html, Markup};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use maud::html;
 
 use super::jobs::pairs;
 use super::store_error;
-use super::table::{error_cell, id_cell};
-use crate::format::{relative, utc, visible};
+use super::view_query::{Refusal, ViewQuery};
+use super::view_scan::{read, Window};
+use super::view_table::view_table;
+use crate::format::{thousands, visible};
 use crate::html::{csrf_field, link, page};
 use crate::live::now_ms;
 use crate::{AppState, State};
 
 /// Jobs a view shows per page.
 pub const SHOWN: usize = 50;
-/// Queued rows a view reads per request at most.
-pub const SCAN: usize = 2_000;
-/// Rows per read.
-const READ: usize = 250;
 
 /// Which view.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -61,71 +60,46 @@ impl View {
             .find(|v| v.name() == name)
     }
 
-    fn title(self) -> &'static str {
+    /// The heading.
+    pub fn title(self) -> &'static str {
         match self {
             Self::Retries => "Retries",
             Self::Scheduled => "Scheduled",
         }
     }
 
-    /// Whether `job` (queued) belongs in the view at `now`.
-    fn keeps(self, job: &Job, now: i64) -> bool {
-        match self {
-            Self::Retries => job.attempts > 0,
-            Self::Scheduled => job.attempts == 0 && job.scheduled_at_ms > now,
+    /// The view at `query` (no `?` when empty), inside the dashboard.
+    pub fn link(self, state: &AppState, query: &str) -> String {
+        match query {
+            "" => link(state, &format!("/{}", self.name())),
+            q => link(state, &format!("/{}?{q}", self.name())),
         }
     }
 }
 
-/// One page of a view: the jobs kept, the rows read, and where the next
-/// page starts (the last row read) when there may be more.
-struct Found {
-    jobs: Vec<Job>,
-    scanned: usize,
-    next: Option<String>,
+/// The view's count as shown: exact, or "N+" when the window stopped early.
+pub fn count_text(window: &Window) -> String {
+    let n = thousands(i64::try_from(window.jobs.len()).unwrap_or(i64::MAX));
+    if window.complete() {
+        n
+    } else {
+        format!("{n}+")
+    }
 }
 
-async fn find(state: &AppState, view: View, after: Option<&str>) -> duraq_core::Result<Found> {
-    let mut filter = JobFilter {
-        statuses: vec![JobStatus::Queued],
-        limit: Some(READ),
-        ..JobFilter::default()
+/// A refused query: its code in `data-error`, a 400, the view's frame.
+pub fn refused(state: &AppState, view: View, refusal: &Refusal) -> Response {
+    let body = html! {
+        h1 { (view.title()) }
+        p.notice.error role="status" data-error=(refusal.code) {
+            "error[" (refusal.code) "]: " (visible(&refusal.text)) }
+        p { a href=(view.link(state, "")) { "Back to " (view.title()) } }
     };
-    if let Some(after) = after {
-        let job = state
-            .store
-            .get_job(after)
-            .await?
-            .ok_or_else(|| duraq_core::Error::job_not_found(after))?;
-        filter.after = Some(JobCursor::after(&job));
-    }
-    let now = now_ms();
-    let mut found = Found {
-        jobs: Vec::new(),
-        scanned: 0,
-        next: None,
-    };
-    loop {
-        let page = state.store.search_jobs(&filter).await?;
-        let full = page.jobs.len() == READ;
-        for job in page.jobs {
-            found.scanned += 1;
-            found.next = Some(job.id.clone());
-            filter.after = Some(JobCursor::after(&job));
-            if view.keeps(&job, now) {
-                found.jobs.push(job);
-                if found.jobs.len() == SHOWN {
-                    return Ok(found);
-                }
-            }
-        }
-        if !full || found.scanned >= SCAN {
-            if !full {
-                found.next = None;
-            }
-            return Ok(found);
-        }
-    }
+    (
+        StatusCode::BAD_REQUEST,
+        page(state, view.name(), view.title(), body),
+    )
+        .into_response()
 }
 
 /// `GET /retries`.
@@ -143,126 +117,106 @@ async fn render(
     RawQuery(raw): RawQuery,
     view: View,
 ) -> Response {
-    let query = pairs(raw.as_deref());
-    let after = query
-        .iter()
-        .find(|(k, v)| k == "after" && !v.trim().is_empty())
-        .map(|(_, v)| v.trim().to_owned());
-    let mut found = match find(&state, view, after.as_deref()).await {
-        Ok(found) => found,
+    let query = match ViewQuery::parse(view, &pairs(raw.as_deref()), &[]) {
+        Ok(q) => q,
+        Err(refusal) => return refused(&state, view, &refusal),
+    };
+    // The revision first: a change after it shows as a newer one to the
+    // page's live refresh, even when the window below already holds it.
+    let revision = match state.store.count_snapshot().await {
+        Ok(snap) => snap.revision,
         Err(e) => return store_error(&state, view.name(), &e),
     };
-    found
-        .jobs
-        .sort_by_key(|j| (j.scheduled_at_ms, j.id.clone()));
-    let path = link(&state, &format!("/{}", view.name()));
-    let next = found.next.as_ref().map(|id| {
-        format!(
-            "{path}?{}",
-            serde_urlencoded::to_string([("after", id)]).unwrap_or_default()
-        )
-    });
+    let now = now_ms();
+    let window = match read(&state, view, &query, now).await {
+        Ok(window) => window,
+        Err(e) => return store_error(&state, view.name(), &e),
+    };
+    let (shown, next) = window.page(query.after.as_ref(), SHOWN);
+    let count = count_text(&window);
     let actions = !state.options.is_read_only();
+    let here = |after| view.link(&state, &query.query(after));
+    let to_all = |action: &str| {
+        let mut q = vec![("action", action.to_owned())];
+        q.extend(query.selection());
+        let q = serde_urlencoded::to_string(q).unwrap_or_default();
+        link(&state, &format!("/{}/confirm?{q}", view.name()))
+    };
     let body = html! {
-        h1 { (view.title()) }
+        h1 { (view.title()) " " span.muted data-view-count=(window.jobs.len())
+            data-complete=(window.complete()) { "(" (count) ")" } }
         p.muted { (intro(view)) }
-        @if after.is_some() { p.muted { "Continuing from an older job. " a href=(path) { "Back to the newest" } } }
-        @if actions && view == View::Scheduled && !found.jobs.is_empty() {
-            p.actions data-apply-all {
-                a href=(link(&state, "/jobs/bulk/confirm?action=run-now&status=queued")) data-apply-all-action="run-now" {
-                    "Run every job due later now…" }
-            }
-        }
-        @if actions {
-            form.bulk data-bulk method="post" action=(link(&state, "/jobs/bulk")) {
-                (csrf_field(&state))
-                input type="hidden" name="view" value=(view.name());
-                div.actions {
-                    span.muted data-selected-count { "Selected jobs:" }
-                    button type="submit" name="action" value="run-now" data-bulk-action="run-now" { "Run now" }
-                    button.danger type="submit" name="action" value="cancel" data-bulk-action="cancel" { "Cancel" }
+        (super::view_query::filters(&state, view, &query))
+        section id="view" data-live-view=(view.name()) data-revision=(revision) {
+            @if let Some(last) = &window.more {
+                p.notice.warning role="status" data-window-stopped=(window.read) {
+                    "This view read " (thousands(window.read as i64)) " queued jobs"
+                    @if query.narrowed() { " of this search" }
+                    "; its count and order cover those. "
+                    a data-older href=(view.link(&state, &ViewQuery { older: last.clone(), after: None, ..query.clone() }.query(None))) {
+                        "Read the next older queued jobs →" }
                 }
-                (table(&state, view, &found.jobs, true))
             }
-        } @else {
-            (table(&state, view, &found.jobs, false))
-        }
-        @if found.jobs.is_empty() {
-            p.muted data-empty { (empty(view)) }
-        }
-        @if let Some(next) = next {
-            p { a data-next href=(next) rel="next" { "Older jobs →" }
-                span.muted { " (" (found.scanned) " queued jobs read for this page)" } }
+            @if !query.older.is_empty() || query.after.is_some() {
+                p.muted { "Continuing further down the view. "
+                    a href=(view.link(&state, &ViewQuery { older: String::new(), after: None, ..query.clone() }.query(None))) {
+                        "Back to the start" } }
+            }
+            @if actions && !window.jobs.is_empty() {
+                p.actions data-apply-all {
+                    span.muted { "Every job of this view:" }
+                    a href=(to_all("run-now")) data-apply-all-action="run-now" { "Run all now (" (count) ")…" }
+                    a href=(to_all("cancel")) data-apply-all-action="cancel" { "Cancel all (" (count) ")…" }
+                }
+            }
+            @if actions {
+                form.bulk data-bulk method="post" action=(link(&state, "/jobs/bulk")) {
+                    (csrf_field(&state))
+                    input type="hidden" name="view" value=(view.name());
+                    input type="hidden" name="back" value=(query.query(query.after.as_ref()));
+                    div.actions {
+                        span.muted data-selected-count { "Selected jobs:" }
+                        button type="submit" name="action" value="run-now" data-bulk-action="run-now" { "Run now" }
+                        button.danger type="submit" name="action" value="cancel" data-bulk-action="cancel" { "Cancel" }
+                    }
+                    (view_table(&state, view, shown, true, now))
+                }
+            } @else {
+                (view_table(&state, view, shown, false, now))
+            }
+            @if window.jobs.is_empty() {
+                p.muted data-empty { (empty(view, query.narrowed())) }
+            }
+            @if let Some(next) = next {
+                p { a data-next href=(here(Some(&next))) rel="next" { "Later jobs →" } }
+            }
         }
     };
-    page(&state, view.name(), view.title(), body)
+    page(
+        &state,
+        view.name(),
+        &format!("{} ({count})", view.title()),
+        body,
+    )
 }
 
 fn intro(view: View) -> &'static str {
     match view {
         View::Retries => {
-            "Queued jobs whose last attempt failed: each runs again at its next \
-                          attempt time, or now if you say so. Jobs with no retries left are failed."
+            "Queued jobs whose last attempt failed, soonest next attempt first: each \
+             runs again then, or now if you say so. Jobs with no retries left are failed."
         }
         View::Scheduled => {
             "Queued jobs due later that have not run yet, soonest first. \
-                            Run now makes a job due at once; nothing else about it changes."
+             Run now makes a job due at once; nothing else about it changes."
         }
     }
 }
 
-fn empty(view: View) -> &'static str {
-    match view {
-        View::Retries => "No job is waiting to be retried.",
-        View::Scheduled => "No job is scheduled for later.",
-    }
-}
-
-/// The view's table (`table[data-table="retries"|"scheduled"]`).
-fn table(state: &AppState, view: View, jobs: &[Job], actions: bool) -> Markup {
-    let now = now_ms();
-    let when = |ms: i64| html! { time data-ms=(ms) title=(utc(ms)) { (relative(ms, now)) } };
-    html! {
-        div.table { table data-table=(view.name()) {
-            thead { tr {
-                @if actions { th { input type="checkbox" data-select-all aria-label="Select every job on this page"; } }
-                th { "Id" } th { "Name" } th { "Queue" }
-                @match view {
-                    View::Retries => { th.num { "Attempts" } th { "Next attempt" } th { "Last error" } }
-                    View::Scheduled => { th { "Due" } th { "Created" } }
-                }
-                @if actions { th { span.sr { "Action" } } }
-            } }
-            tbody {
-                @for job in jobs {
-                    tr data-job-id=(job.id) data-status=(job.status.as_str()) {
-                        @if actions {
-                            td { input type="checkbox" name="id" value=(job.id) data-select aria-label="Select this job"; }
-                        }
-                        (id_cell(state, &job.id))
-                        td { (visible(&job.job_name)) }
-                        td { (visible(&job.queue)) }
-                        @match view {
-                            View::Retries => {
-                                td.num data-attempts=(job.attempts) { (job.attempts) " of " (job.max_retries.saturating_add(1)) }
-                                td data-next-attempt { @if job.scheduled_at_ms > now { (when(job.scheduled_at_ms)) } @else { "due now" } }
-                                (error_cell(state, job))
-                            }
-                            View::Scheduled => {
-                                td data-due { (when(job.scheduled_at_ms)) }
-                                td { (when(job.created_at_ms)) }
-                            }
-                        }
-                        @if actions {
-                            td {
-                                @if job.scheduled_at_ms > now {
-                                    button type="submit" name="run" value=(job.id) data-run-now { "Run now" }
-                                }
-                            }
-                        }
-                    }
-                }
-            }
-        } }
+fn empty(view: View, narrowed: bool) -> &'static str {
+    match (view, narrowed) {
+        (_, true) => "No job of this view matches.",
+        (View::Retries, false) => "No job is waiting to be retried.",
+        (View::Scheduled, false) => "No job is scheduled for later.",
     }
 }

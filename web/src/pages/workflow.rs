@@ -16,6 +16,7 @@ use duraq_core::{Job, JobStatus};
 use maud::{html, Markup};
 
 use super::store_error;
+use super::table::id_cell;
 use crate::format::{label, urlencode};
 use crate::format::{thousands, visible};
 use crate::html::{link, page};
@@ -164,14 +165,14 @@ fn short(name: &str) -> String {
 fn steps_table(state: &AppState, jobs: &[Job]) -> Markup {
     let step_of: HashMap<&str, &str> = jobs.iter().map(|j| (j.id.as_str(), step_name(j))).collect();
     html! {
-        table data-steps {
+        div.table { table data-table="steps" data-steps {
             thead { tr { th { "Step" } th { "Status" } th { "Job" } th { "Waits for" } th.num { "Output" } } }
             tbody {
                 @for job in jobs {
                     tr data-step=(step_name(job)) {
                         td { (visible(step_name(job))) }
                         td { span.status.(job.status.as_str()) { (label(job.status)) } }
-                        td { a.mono href=(link(state, &format!("/jobs/{}", urlencode(&job.id)))) { (visible(&job.id)) } }
+                        (id_cell(state, &job.id))
                         td {
                             @let waits: Vec<&str> = job.depends_on.iter()
                                 .map(|d| step_of.get(d.job_id.as_str()).copied().unwrap_or(d.job_id.as_str()))
@@ -185,6 +186,6 @@ fn steps_table(state: &AppState, jobs: &[Job]) -> Markup {
                     }
                 }
             }
-        }
+        } }
     }
 }

@@ -13,6 +13,7 @@ use duraq_core::JobStatus;
 use maud::{html, Markup};
 
 use super::store_error;
+use super::table::short_id;
 use crate::format::{label, urlencode};
 use crate::format::{thousands, utc, visible};
 use crate::html::{link, page};
@@ -58,7 +59,7 @@ pub async fn list(
             @if name.is_some() { a href=(link(&state, "/workflows")) { "Clear" } }
         }
         @if workflows.is_empty() { p.muted data-empty { "No workflow here." } }
-        table data-table="workflows" {
+        div.table { table data-table="workflows" {
             thead { tr {
                 th { "Workflow" } th { "Name" } th { "State" } th.num { "Steps" }
                 th { "Steps per status" } th { "Created" }
@@ -66,7 +67,8 @@ pub async fn list(
             tbody {
                 @for w in &workflows {
                     tr data-workflow=(w.workflow_id) data-state=(w.state().as_str()) {
-                        td { a.mono href=(link(&state, &format!("/workflows/{}", urlencode(&w.workflow_id)))) { (visible(&w.workflow_id)) } }
+                        td.id { a.mono href=(link(&state, &format!("/workflows/{}", urlencode(&w.workflow_id))))
+                            title=(visible(&w.workflow_id)) { (short_id(&w.workflow_id)) } }
                         td data-name { (visible(w.name.as_deref().unwrap_or("—"))) }
                         td { span.status.(state_class(w.state())) { (w.state().as_str()) } }
                         td.num { (thousands(w.steps())) }
@@ -82,7 +84,7 @@ pub async fn list(
                     }
                 }
             }
-        }
+        } }
         @if let Some(before) = next {
             @let named = name.as_deref().map_or_else(String::new, |n| format!("&name={}", urlencode(n)));
             p { a data-next href=(link(&state, &format!("/workflows?before={}{named}", urlencode(&before)))) { "Older workflows →" } }

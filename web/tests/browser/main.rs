@@ -16,7 +16,11 @@
 //! - [`actions`]: retry, cancel, pause and resume reach the store;
 //! - [`live`]: the overview's counts follow another process's enqueues;
 //! - [`safety`]: hostile text stays text, read-only refuses, the token logs in
-//!   once and no secret is shown.
+//!   once and no secret is shown;
+//! - [`views`]: the retries and scheduled views refresh live, search and run
+//!   all their jobs now;
+//! - [`layout`]: every page at 1280 and 390 px, without sideways scrolling or
+//!   a table cell broken over lines.
 //!
 //! Without Chromium these tests skip with a message; under `CI=true` they fail
 //! (`.ci/run` installs `chromium` and `chromium-driver`).
@@ -28,6 +32,8 @@ mod support;
 
 mod actions;
 mod dash;
+mod layout;
 mod live;
 mod navigation;
 mod safety;
+mod views;

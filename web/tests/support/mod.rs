@@ -489,9 +489,24 @@ impl Page {
         .await
     }
 
+    /// Resizes the window to `width` px (the default height); the page's
+    /// layout answers as on a screen that wide.
+    pub async fn set_width(&self, width: u32) {
+        self.client
+            .set_window_size(width, WINDOW.1)
+            .await
+            .unwrap_or_else(|e| panic!("{}: resize to {width} px: {e}", self.test));
+    }
+
     /// Saves a PNG of the whole page as `<target>/web-screenshots/<name>.png`
-    /// (the window grows to the page's height for the shot, up to 4000 px).
+    /// (the window grows to the page's height for the shot, up to 4000 px,
+    /// at its current width).
     pub async fn screenshot(&self, name: &str) -> PathBuf {
+        let width = self
+            .client
+            .get_window_rect()
+            .await
+            .map_or(WINDOW.0, |(_, _, w, _)| w as u32);
         // The window is taller than the viewport by the (headless) browser frame.
         let height = self
             .js(
@@ -503,11 +518,10 @@ impl Page {
             .as_u64()
             .unwrap_or(900)
             .clamp(WINDOW.1 as u64, 4000) as u32;
-        let grown =
-            height > WINDOW.1 && self.client.set_window_size(WINDOW.0, height).await.is_ok();
+        let grown = height > WINDOW.1 && self.client.set_window_size(width, height).await.is_ok();
         let shot = self.client.screenshot().await;
         if grown {
-            let _ = self.client.set_window_size(WINDOW.0, WINDOW.1).await;
+            let _ = self.client.set_window_size(width, WINDOW.1).await;
         }
         let png = match shot {
             Ok(png) => png,

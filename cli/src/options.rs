@@ -68,6 +68,12 @@ pub struct JobArgs {
     /// most its own `--max-concurrency` and the N of its `--rate`).
     #[arg(long, value_name = "N", allow_negative_numbers = true)]
     pub cost: Option<i64>,
+    /// Delete the job once it completes, in the same transaction (an
+    /// ephemeral job; failed and cancelled ones are kept). In a workflow
+    /// file `"keepCompleted": false`, in a schedule file `keep_completed`.
+    #[arg(long = "no-keep-completed", num_args = 0, default_missing_value = "false",
+          value_parser = clap::value_parser!(bool))]
+    pub keep_completed: Option<bool>,
     /// Not a flag: `--delay` is refused with the real one's name (`--run-in`).
     #[arg(long, hide = true, value_name = "DURATION", allow_hyphen_values = true,
           value_parser = |_: &str| Err::<String, _>("there is no --delay: use --run-in DURATION (10s, 5m) or --run-at TIME"))]
@@ -239,6 +245,7 @@ pub fn enqueue_options(a: &JobArgs, spelling: Spelling) -> Result<EnqueueOptions
         timeout_ms,
         priority: a.priority,
         cost: a.cost,
+        keep_completed: a.keep_completed,
         rate_key: a.rate_key.clone(),
         rate_max,
         rate_period_ms,

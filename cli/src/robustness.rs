@@ -116,6 +116,7 @@ fn job() -> impl Strategy<Value = Job> {
                     expires_at_ms: t,
                     cancel_reason: x.map(|_| duraq_core::CancelReason::Expired),
                     cost: a,
+                    keep_completed: st % 2 == 0,
                 }
             },
         )

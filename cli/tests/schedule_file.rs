@@ -96,6 +96,11 @@ fn a_bad_file_stops_the_worker_before_the_database_is_created() {
         ("every = \"1s\"\npriority = 1000\n", "invalid-priority", 5),
         ("every = \"1s\"\ncost = 0\n", "invalid-cost", 5),
         (
+            "every = \"1s\"\nkeep_completed = \"no\"\n",
+            "invalid-schedule-file",
+            5,
+        ),
+        (
             "every = \"1s\"\nexpires_in = \"-1m\"\n",
             "invalid-duration",
             5,
@@ -158,6 +163,7 @@ priority = 7
 timeout = "45s"
 cost = 2
 expires_in = "1h"
+keep_completed = true
 
 [[job]]
 name = "kolkata-hourly"

@@ -152,6 +152,31 @@ fn builtin_handlers_run_and_http_errors_fail_attempts() {
 }
 
 #[test]
+fn an_ephemeral_job_leaves_no_row_once_a_worker_completes_it() {
+    let db = Db::new();
+    let gone = db.enqueue(&["duraq.noop", "--no-keep-completed"]);
+    assert_eq!(db.job(&gone)["keepCompleted"], false);
+    let kept = db.enqueue(&["duraq.noop"]);
+    assert_eq!(db.job(&kept).get("keepCompleted"), None, "true is left out");
+    let mut worker = db.spawn_worker(&["--json"]);
+    db.wait_job(&kept, LONG, |j| j["status"] == "completed");
+    common::wait_for(LONG, "the ephemeral job's row is deleted", || {
+        (!db.run(&["jobs", "show", &gone]).status.success()).then_some(())
+    });
+    db.fails(&["jobs", "show", &gone], "job-not-found");
+    let counts = db.counts();
+    assert_eq!(
+        (&counts["counts"]["completed"], &counts["total"]),
+        (&1.into(), &1.into())
+    );
+    signal(&worker, libc::SIGTERM);
+    assert!(wait_exit(&mut worker, LONG).success());
+    let out = worker.wait_with_output().unwrap();
+    let report = common::parse_one(&out.stdout);
+    assert_eq!(report["report"]["completed"], 2, "both ran: {report}");
+}
+
+#[test]
 fn sigterm_drains_running_jobs_and_exits_0() {
     let db = Db::new();
     let id = db.enqueue(&["duraq.sleep", "--args", r#"{"ms":1500}"#]);

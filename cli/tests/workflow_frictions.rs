@@ -59,7 +59,8 @@ fn step_options_take_the_flags_spellings_and_units() {
         "w.json",
         r#"{"name": "nightly", "steps": [
             {"step": "a", "job": "duraq.noop", "runIn": "5m", "maxRetries": 2, "timeout": "30s"},
-            {"step": "b", "job": "duraq.noop", "runAt": "2099-01-01T00:00:00Z", "cost": 3}
+            {"step": "b", "job": "duraq.noop", "runAt": "2099-01-01T00:00:00Z", "cost": 3,
+             "keepCompleted": false}
         ]}"#,
     );
     let out = db.json(&["workflows", "enqueue", &path]);
@@ -72,7 +73,10 @@ fn step_options_take_the_flags_spellings_and_units() {
     );
     let b = db.job(out["jobs"]["b"].as_str().unwrap());
     assert_eq!(b["scheduledAtMs"], 4_070_908_800_000_i64);
-    assert_eq!(b["cost"], 3);
+    assert_eq!(
+        (&b["cost"], &b["keepCompleted"]),
+        (&3.into(), &false.into())
+    );
     for (step, code) in [
         (r#""job": "duraq.noop", "runIn": "-5m""#, "invalid-duration"),
         (

@@ -229,6 +229,10 @@ pub struct Job {
     /// takes when it starts (left out of JSON when 1, the default).
     #[serde(default = "one", skip_serializing_if = "is_one")]
     pub cost: i64,
+    /// `false` for an ephemeral job: its row is deleted in the transaction
+    /// that completes it (left out of JSON when `true`, the default).
+    #[serde(default = "yes", skip_serializing_if = "is_yes")]
+    pub keep_completed: bool,
 }
 
 fn is_zero(n: &i64) -> bool {
@@ -241,6 +245,14 @@ fn one() -> i64 {
 
 fn is_one(n: &i64) -> bool {
     *n == 1
+}
+
+fn yes() -> bool {
+    true
+}
+
+fn is_yes(b: &bool) -> bool {
+    *b
 }
 
 /// Why a job ended `cancelled`: JSON `cancelReason`, as `"operator"`,
@@ -357,6 +369,14 @@ impl Job {
     /// The reason that begins the `lastError` of a job a claim cancelled
     /// because it had expired (`expired: not started by <time>`).
     pub const EXPIRED: &'static str = "expired";
+
+    /// Whether a store deletes the row in the transaction that moved it here:
+    /// an ephemeral job ([`Job::keep_completed`] `false`) that has completed.
+    /// A store keeps it all the same while jobs wait on it (they read its
+    /// output when they run).
+    pub fn is_deleted_on_completion(&self) -> bool {
+        self.status == JobStatus::Completed && !self.keep_completed
+    }
 
     /// Whether the job has expired at `now_ms` ([`Job::expires_at_ms`]).
     pub fn is_expired(&self, now_ms: i64) -> bool {

@@ -67,6 +67,8 @@ pub struct NewJob {
     expiry: Option<Expiry>,
     /// The cost as requested (`None`: the default, 1).
     cost: Option<i64>,
+    /// Whether the row stays once completed (`None`: the default, it does).
+    keep_completed: Option<bool>,
 }
 
 /// Where a workflow's step belongs: the workflow's id and name, and the
@@ -203,6 +205,7 @@ impl NewJob {
             workflow: None,
             expiry,
             cost,
+            keep_completed: opts.keep_completed,
         })
     }
 
@@ -378,6 +381,11 @@ impl NewJob {
     pub fn cost(&self) -> i64 {
         self.cost.unwrap_or(1)
     }
+    /// Whether the row stays once the job completes (see
+    /// [`crate::EnqueueOptions::keep_completed`]).
+    pub fn keeps_completed(&self) -> bool {
+        self.keep_completed.unwrap_or(true)
+    }
     /// The concurrency cap, if any.
     pub fn concurrency(&self) -> Option<&ConcurrencyLimit> {
         self.concurrency.as_ref()
@@ -536,6 +544,9 @@ impl NewJob {
         });
         if let Some(cost) = self.cost {
             fields["cost"] = json!(cost);
+        }
+        if let Some(keep) = self.keep_completed {
+            fields["keepCompleted"] = json!(keep);
         }
         if let Some(priority) = self.priority {
             fields["priority"] = json!(priority);

@@ -104,6 +104,9 @@ pub struct EnqueueOptions {
     /// How many units of its concurrency cap and of its rate limit the job
     /// takes (`cost`, default 1). Set by [`EnqueueOptions::cost`].
     pub cost: Option<i64>,
+    /// `false`: delete the row in the transaction that completes the job
+    /// (`keepCompleted`, default `true`). Set by [`EnqueueOptions::keep_completed`].
+    pub keep_completed: Option<bool>,
 }
 
 /// One entry of [`EnqueueOptions::after`]: a job id (JSON `"…"`), or an edge
@@ -300,6 +303,25 @@ impl EnqueueOptions {
         self
     }
 
+    /// `false` makes the job **ephemeral**: once it completes, its row is
+    /// deleted in the very transaction that completes it, so a queue of
+    /// jobs nobody reads afterwards leaves nothing to prune. A failed or
+    /// cancelled job is kept as usual (someone will want to see why), and so
+    /// is a workflow step that other jobs wait for (they read its output).
+    /// The throughput totals and history still count it, and an idempotent
+    /// enqueue still replays with its id; `jobs show` of it is
+    /// `job-not-found`.
+    ///
+    /// ```
+    /// use duraq_core::{EnqueueOptions, NewJob};
+    /// let opts = EnqueueOptions::new().keep_completed(false);
+    /// assert!(!NewJob::new("ping", serde_json::json!([]), opts).unwrap().keeps_completed());
+    /// ```
+    pub fn keep_completed(mut self, keep: bool) -> Self {
+        self.keep_completed = Some(keep);
+        self
+    }
+
     /// These options over `defaults`, field by field: each option this value sets
     /// wins, each it leaves unset comes from `defaults`. The run time
     /// (`scheduled_at_ms`/`run_in_ms`), the expiry, the concurrency cap
@@ -372,6 +394,7 @@ impl EnqueueOptions {
             expires_at_ms,
             expires_in_ms,
             cost: self.cost.or(defaults.cost),
+            keep_completed: self.keep_completed.or(defaults.keep_completed),
         }
     }
 }

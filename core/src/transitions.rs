@@ -68,6 +68,7 @@ fn row_without_identity(job: &NewJob, now_ms: i64) -> Job {
         expires_at_ms: job.expires_at_ms(now_ms),
         cancel_reason: None,
         cost: job.cost(),
+        keep_completed: job.keeps_completed(),
     }
 }
 

@@ -73,6 +73,7 @@ job_columns! {
     expires_at_ms      Int8  "bigint"                               16  Bind     Keep  job(Plain);
     cancel_reason      Text  "text"                                 17  Default  Set   job(Word);
     cost               Int8  "bigint NOT NULL DEFAULT 1"            17  Bind     Keep  job(Plain);
+    keep_completed     Bool  "boolean NOT NULL DEFAULT true"        17  Bind     Keep  job(Plain);
 }
 
 /// The digest of a fresh row's args.

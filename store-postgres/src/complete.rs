@@ -85,7 +85,8 @@ pub(crate) async fn update_completed(
             "UPDATE {s}.duraq_jobs AS j SET status = 'completed', completed_at_ms = $3 \
              FROM unnest($1::text[], $2::text[]) AS v(id, handoff_id) \
              WHERE j.id = v.id AND j.status = $4::text AND j.handoff_id = v.handoff_id \
-             RETURNING j.id, j.queue, j.schedule_key, j.reservation_key, j.has_dependents, j.cost",
+             RETURNING j.id, j.queue, j.schedule_key, j.reservation_key, j.has_dependents, j.cost, \
+             j.keep_completed",
             &params,
         )
     )?;
@@ -102,6 +103,7 @@ pub(crate) async fn apply_completed(
 ) -> Result<Vec<bool>> {
     let mut done: Vec<String> = Vec::with_capacity(rows.len());
     let mut released: Vec<(String, i64)> = Vec::new();
+    let mut ephemeral: Vec<String> = Vec::new();
     let mut keys: (Vec<String>, Vec<String>) = (Vec::new(), Vec::new());
     for row in &rows {
         let id: String = row.get(0);
@@ -117,12 +119,16 @@ pub(crate) async fn apply_completed(
         }
         if row.get::<_, bool>(4) {
             tx.finished(&id, JobStatus::Completed);
+        } else if !row.get::<_, bool>(6) {
+            ephemeral.push(id.clone());
         }
         done.push(id);
     }
     if !done.is_empty() {
         release_reservations(&tx.db, &released).await?;
         release_owners(&tx.db, &keys.0, &keys.1).await?;
+        let ids: Vec<&str> = ephemeral.iter().map(String::as_str).collect();
+        crate::ephemeral::delete_completed(tx, &ids).await?;
         tx.work = true;
     }
     done.sort_unstable();

@@ -91,6 +91,7 @@ mod dependencies;
 mod enqueue;
 mod enqueue_plain;
 mod enqueue_waiting;
+mod ephemeral;
 mod error;
 mod expiry;
 mod history;

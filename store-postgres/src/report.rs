@@ -116,9 +116,13 @@ pub(crate) async fn report_many(
     release_owners(&tx.db, &keys.0, &keys.1).await?;
     changed.sort_unstable();
     changed.dedup();
-    let rows: Vec<(&Job, Option<&str>)> =
-        changed.iter().map(|id| (&loaded[*id].job, None)).collect();
+    let (deleted, kept): (Vec<&str>, Vec<&str>) = changed.iter().partition(|id| {
+        let l = &loaded[**id];
+        l.job.is_deleted_on_completion() && !l.has_dependents
+    });
+    let rows: Vec<(&Job, Option<&str>)> = kept.iter().map(|id| (&loaded[*id].job, None)).collect();
     save_jobs(&tx.db, &rows).await?;
+    crate::ephemeral::delete_completed(tx, &deleted).await?;
     Ok(applied)
 }
 

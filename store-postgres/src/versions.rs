@@ -323,12 +323,13 @@ pub const SCHEMA_VERSIONS: &[SchemaVersion] = &[
              and a worker's recovery pass cancels one no claim reaches.",
         )
     },
-    // `duraq_jobs.cancel_reason`, nullable and added in place: jobs
-    // cancelled before it read no reason.
+    // `duraq_jobs.cancel_reason` (nullable: jobs cancelled before it read
+    // no reason), `cost` and `keep_completed` (with their defaults, 1 and
+    // true, for the rows before them), all added in place.
     version(
         17,
         "flow_control",
-        "Why a job was cancelled (`cancel_reason`), and what a job costs of its limits (`cost`).",
+        "Why a job was cancelled (`cancel_reason`), what it costs of its limits (`cost`), and whether its row outlives its completion (`keep_completed`).",
     ),
 ];
 

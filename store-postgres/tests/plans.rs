@@ -262,6 +262,7 @@ mod postgres {
                     "attempts" | "priority" => "ARRAY[0::int8]".to_owned(),
                     "max_retries" => "ARRAY[10::int8]".to_owned(),
                     "cost" => "ARRAY[1::int8]".to_owned(),
+                    "keep_completed" => "ARRAY[true]".to_owned(),
                     "scheduled_at_ms" | "created_at_ms" => "ARRAY[1::int8]".to_owned(),
                     _ => format!("ARRAY[NULL::{ty}]"),
                 })

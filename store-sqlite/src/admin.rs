@@ -134,20 +134,28 @@ pub(crate) fn prune_batch(tx: &mut Tx<'_>, req: &PruneRequest, now: i64) -> Resu
     }
     victims.sort_by(|a, b| (a.0, a.1.as_bytes()).cmp(&(b.0, b.1.as_bytes())));
     victims.truncate(batch);
+    let victims: Vec<(&str, JobStatus)> = victims.iter().map(|v| (v.1.as_str(), v.2)).collect();
+    delete_jobs(tx, &victims)?;
+    Ok(victims.len() as u64)
+}
+
+/// Deletes finished jobs, each in the status it has, with what only they
+/// used: their dependency edges, release backlog entries, progress and log
+/// lines. Pruning and an ephemeral job's completion both delete this way.
+pub(crate) fn delete_jobs(tx: &mut Tx<'_>, jobs: &[(&str, JobStatus)]) -> Result<()> {
     let mut delete = tx
         .conn
         .prepare_cached("DELETE FROM duraq_jobs WHERE id = ?1 RETURNING queue, depends_on")
         .db()?;
-    for (_, id, status) in &victims {
+    for (id, status) in jobs {
         let (queue, depends_on): (String, Option<String>) = delete
             .query_row([id], |r| Ok((r.get(0)?, r.get(1)?)))
             .db()?;
         crate::dependencies::delete_edges(tx.conn, id, depends_on.as_deref())?;
         tx.removed(&queue, *status);
     }
-    let ids: Vec<&str> = victims.iter().map(|v| v.1.as_str()).collect();
-    crate::progress::delete_for(tx.conn, &ids)?;
-    Ok(victims.len() as u64)
+    let ids: Vec<&str> = jobs.iter().map(|(id, _)| *id).collect();
+    crate::progress::delete_for(tx.conn, &ids)
 }
 
 /// Sets every reservation count to the cost of the handed-off jobs holding its key.

@@ -121,6 +121,15 @@ pub(crate) fn reopen_dependents(tx: &mut Tx<'_>, id: &str) -> Result<()> {
     Ok(())
 }
 
+/// Whether any job depends on `id` (an ephemeral job with dependents is kept:
+/// they read its output).
+pub(crate) fn has_dependents(conn: &Connection, id: &str) -> Result<bool> {
+    conn.prepare_cached("SELECT EXISTS (SELECT 1 FROM duraq_job_dependents WHERE dep_id = ?1)")
+        .db()?
+        .query_row([id], |r| r.get(0))
+        .db()
+}
+
 /// Deletes the edges of a job being deleted: as a dependency, and as a
 /// dependent of each job in its `depends_on` (`None`: the job has none); and
 /// its release backlog entry.

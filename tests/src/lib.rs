@@ -34,6 +34,7 @@ pub mod cron_zones;
 pub mod dedupe;
 pub mod dependencies;
 pub mod enqueue;
+pub mod ephemeral;
 pub mod error_history;
 pub mod factories;
 pub mod fan_out;

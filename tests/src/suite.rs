@@ -74,6 +74,12 @@ macro_rules! store_suite {
                     reservation_released_on_every_exit, keyed_cancel_of_running_owner_keeps_reservation,
                     reconcile_is_a_no_op_when_consistent,
                 ],
+                ephemeral: [
+                    an_ephemeral_job_is_deleted_when_it_completes,
+                    failed_and_cancelled_ephemeral_jobs_are_kept,
+                    an_ephemeral_job_replays_and_frees_its_key,
+                    an_ephemeral_job_with_dependents_is_kept,
+                ],
                 costs: [
                     a_cost_takes_that_many_units_of_the_cap, every_exit_gives_back_the_whole_cost,
                     a_job_costing_more_than_its_queue_cap_runs_alone,

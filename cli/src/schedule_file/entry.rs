@@ -36,6 +36,7 @@ pub(crate) struct Entry {
     rate: Option<Spanned<String>>,
     cost: Option<Spanned<i64>>,
     expires_in: Option<Spanned<String>>,
+    keep_completed: Option<Spanned<bool>>,
 }
 
 /// The periodic job `entry` declares, for a worker whose handlers are `registry`.
@@ -226,6 +227,7 @@ fn options(src: &Source<'_>, e: &Entry) -> Result<EnqueueOptions, ScheduleError>
         rate_key: text(&e.rate_key),
         rate: text(&e.rate),
         cost: number(&e.cost),
+        keep_completed: e.keep_completed.as_ref().map(|v| *v.get_ref()),
         expires_in: text(&e.expires_in),
         ..crate::options::JobArgs::default()
     };

@@ -110,6 +110,12 @@ impl State {
         release.walked()
     }
 
+    /// Whether any job depends on `job_id` (an ephemeral job with dependents
+    /// is kept: they read its output).
+    pub(super) fn has_dependents(&self, job_id: &str) -> bool {
+        (self.jobs.values()).any(|j| j.depends_on.iter().any(|d| d.job_id == job_id))
+    }
+
     /// Every edge from `job_id` to the jobs that depend on it (the reopen walk
     /// is an operator's action, not bounded).
     fn all_dependents_of(&self, job_id: &str) -> Vec<DependentEdge> {

@@ -140,7 +140,11 @@ impl State {
         }
         transitions::apply_outcome(job, outcome, now);
         change.reported(&job.queue, outcome, job.status);
+        let deleted = job.is_deleted_on_completion();
         self.give_back(JobStatus::HandedOff, &lease.job_id, now, change);
+        if deleted && !self.has_dependents(&lease.job_id) {
+            self.delete(std::slice::from_ref(&lease.job_id), change);
+        }
         true
     }
 

@@ -30,6 +30,7 @@ fn sample() -> (Job, ArgsText) {
     job.expires_at_ms = Some(60_000);
     job.cancel_reason = Some(duraq_core::CancelReason::Expired);
     job.cost = 3;
+    job.keep_completed = false;
     (job, args)
 }
 

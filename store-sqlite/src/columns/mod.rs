@@ -200,6 +200,7 @@ job_columns! {
     expires_at_ms: field = column("INTEGER", "", 15, Bind),
     cancel_reason: word = column("TEXT", "", 16, Started(Some("NULL"))).saved(),
     cost: field = column("INTEGER", "NOT NULL DEFAULT 1", 16, Bind),
+    keep_completed: field = column("INTEGER", "NOT NULL DEFAULT 1", 16, Bind),
 }
 
 /// The columns of `duraq_jobs` for the declared schema, in table order.

@@ -48,11 +48,21 @@ pub async fn enqueue_one_by_one(
 
 /// Enqueues `count` no-op jobs in batches of `batch` (one `enqueue_batch` each).
 pub async fn enqueue_batched(store: &Arc<dyn Store>, count: usize, batch: usize) -> Result<()> {
+    enqueue_batched_with(store, count, batch, &EnqueueOptions::new()).await
+}
+
+/// [`enqueue_batched`] with every job enqueued with `opts`.
+pub async fn enqueue_batched_with(
+    store: &Arc<dyn Store>,
+    count: usize,
+    batch: usize,
+    opts: &EnqueueOptions,
+) -> Result<()> {
     let mut done = 0;
     while done < count {
         let n = batch.min(count - done);
         let jobs = (done..done + n)
-            .map(|i| NewJob::new(JOB, json!([i]), EnqueueOptions::new()))
+            .map(|i| NewJob::new(JOB, json!([i]), opts.clone()))
             .collect::<duraq_core::Result<Vec<_>>>()?;
         store.enqueue_batch(jobs).await?;
         done += n;

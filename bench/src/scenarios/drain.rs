@@ -17,9 +17,9 @@ use duraq_core::worker::PrefetchPolicy;
 use duraq_core::{EnqueueOptions, JobError, JobStatus, NewJob, Registry, Worker};
 use serde_json::json;
 
-use super::{rate, wait_completed, Figure, Sizes};
+use super::{rate, wait_completed, wait_drained, Figure, Sizes};
 use crate::child::Child;
-use crate::producer::{enqueue_batched, enqueue_one_by_one};
+use crate::producer::{enqueue_batched, enqueue_batched_with, enqueue_one_by_one};
 use crate::target::Target;
 
 /// Slots per worker process.
@@ -137,12 +137,32 @@ pub async fn drain_in_process(
     prefetch: Option<PrefetchPolicy>,
 ) -> Result<Vec<Figure>> {
     let jobs = sizes.drain_in_process;
-    let timed = enqueue_and_drain_in_process(target, jobs, slots, prefetch, 0).await?;
+    let opts = EnqueueOptions::new();
+    let timed = enqueue_and_drain_in_process(target, jobs, slots, prefetch, 0, &opts).await?;
     let name = match prefetch {
         None => format!("drain_inproc_{slots}slots"),
         Some(p) => format!("drain_inproc_{slots}slots_prefetch{}", p.max()),
     };
     Ok(vec![Figure::new(name, rate(jobs, timed.drain), "jobs/s")])
+}
+
+/// `drain-ephemeral`: the in-process drain of `drain-inproc-10` with every
+/// job ephemeral (`keep_completed(false)`): each completion deletes its row,
+/// as graphile-worker does with every job. The clock stops when no job is
+/// queued or running, and the store must be empty then.
+pub async fn drain_ephemeral(target: &Target, sizes: Sizes) -> Result<Vec<Figure>> {
+    let jobs = sizes.drain_in_process;
+    let opts = EnqueueOptions::new().keep_completed(false);
+    let timed = enqueue_and_drain_in_process(target, jobs, 10, None, 0, &opts).await?;
+    let store = target.open().await?;
+    let left: i64 = store.count_snapshot().await?.counts.as_array().iter().sum();
+    store.close().await?;
+    ensure!(left == 0, "{left} ephemeral jobs kept their rows");
+    Ok(vec![Figure::new(
+        "drain_inproc_10slots_ephemeral",
+        rate(jobs, timed.drain),
+        "jobs/s",
+    )])
 }
 
 /// How long the two halves of [`enqueue_and_drain_in_process`] took.
@@ -158,17 +178,20 @@ pub struct InProcessDrain {
 /// for the default) until
 /// the count snapshot shows them all completed, stops it and closes the store.
 /// `history` is how many completed jobs the store already holds (the snapshot
-/// counts them too); the worker must complete exactly `jobs`.
+/// counts them too); the worker must complete exactly `jobs`, each enqueued
+/// with `opts` (ephemeral ones leave no completed row: the clock then stops
+/// when none is queued or running).
 pub async fn enqueue_and_drain_in_process(
     target: &Target,
     jobs: usize,
     slots: usize,
     prefetch: Option<PrefetchPolicy>,
     history: usize,
+    opts: &EnqueueOptions,
 ) -> Result<InProcessDrain> {
     let store = target.open().await?;
     let enqueue_started = Instant::now();
-    enqueue_batched(&store, jobs, 1_000).await?;
+    enqueue_batched_with(&store, jobs, 1_000, opts).await?;
     let enqueue = enqueue_started.elapsed();
     let registry = Registry::new()
         .register_fn(crate::JOB, |_ctx, _args: serde_json::Value| async {
@@ -184,7 +207,10 @@ pub async fn enqueue_and_drain_in_process(
     let running = tokio::spawn(worker.run(async {
         let _ = stop_rx.await;
     }));
-    let done = wait_completed(&store, (history + jobs) as i64, LIMIT).await?;
+    let done = match opts.keep_completed {
+        Some(false) => wait_drained(&store, LIMIT).await?,
+        _ => wait_completed(&store, (history + jobs) as i64, LIMIT).await?,
+    };
     let drain = done - started;
     let _ = stop_tx.send(());
     let report = running.await??;

@@ -140,6 +140,7 @@ const ALL: &[&str] = &[
     "drain-inproc-10-prefetch0",
     "drain-inproc-64-prefetch",
     "drain-retained",
+    "drain-ephemeral",
     "fan-out",
     "fan-in",
     "bulk-retry",
@@ -240,6 +241,7 @@ async fn run_one(scenario: &str, target: &Target, sizes: Sizes) -> Result<Vec<Fi
             drain::drain_in_process(target, sizes, 64, Some(prefetch)).await
         }
         "drain-retained" => retained::drain_retained(target, sizes).await,
+        "drain-ephemeral" => drain::drain_ephemeral(target, sizes).await,
         "fan-out" => dependencies::fan_out(target, sizes).await,
         "fan-in" => dependencies::fan_in(target, sizes).await,
         "bulk-retry" => bulk::bulk_retry(target, sizes).await,
@@ -277,6 +279,23 @@ pub async fn wait_completed(store: &Arc<dyn Store>, n: i64, limit: Duration) -> 
         }
         if Instant::now() > deadline {
             bail!("only {done} of {n} jobs completed within {limit:?}");
+        }
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+}
+
+/// Waits until no job is queued or running (ephemeral jobs leave no
+/// completed row to count); returns when.
+pub async fn wait_drained(store: &Arc<dyn Store>, limit: Duration) -> Result<Instant> {
+    let deadline = Instant::now() + limit;
+    loop {
+        let snap = store.count_snapshot().await?;
+        let open = snap.counts.get(JobStatus::Queued) + snap.counts.get(JobStatus::HandedOff);
+        if open == 0 {
+            return Ok(Instant::now());
+        }
+        if Instant::now() > deadline {
+            bail!("{open} jobs still queued or running after {limit:?}");
         }
         tokio::time::sleep(Duration::from_millis(2)).await;
     }

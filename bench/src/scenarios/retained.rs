@@ -31,6 +31,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::Result;
 use duraq_core::worker::PrefetchPolicy;
+use duraq_core::EnqueueOptions;
 
 use super::drain::{enqueue_and_drain_in_process, PREFETCH};
 use super::{rate, Figure, Sizes};
@@ -58,7 +59,9 @@ async fn pairs(lived: &Target, empty: &Target, sizes: Sizes) -> Result<Vec<Figur
     while kept < sizes.retained {
         let round = FILL_ROUND.min(sizes.retained - kept);
         let prefetch = Some(PrefetchPolicy::Fixed(PREFETCH));
-        let timed = enqueue_and_drain_in_process(lived, round, 10, prefetch, kept).await?;
+        let timed =
+            enqueue_and_drain_in_process(lived, round, 10, prefetch, kept, &EnqueueOptions::new())
+                .await?;
         fill += timed.enqueue + timed.drain;
         kept += round;
     }
@@ -123,6 +126,7 @@ impl Shape {
                 10,
                 Some(PrefetchPolicy::Fixed(0)),
                 history,
+                &EnqueueOptions::new(),
             )
             .await?;
             return Ok(rate(jobs, timed.drain));

@@ -92,6 +92,7 @@ mod counts;
 mod dedupe;
 mod dependencies;
 mod enqueue;
+mod ephemeral;
 mod error;
 mod expiry;
 mod history;

@@ -96,6 +96,18 @@ pub(crate) fn persist_transition(
     reservation: Reservation<'_>,
 ) -> Result<()> {
     save_job(tx.conn, job)?;
+    count_and_give_back(tx, from, job, reservation)
+}
+
+/// [`persist_transition`] but the write of the row: the move counted and
+/// what the job held given back (an ephemeral job's completion, which then
+/// deletes the row instead of saving it).
+pub(crate) fn count_and_give_back(
+    tx: &mut Tx<'_>,
+    from: JobStatus,
+    job: &Job,
+    reservation: Reservation<'_>,
+) -> Result<()> {
     tx.moved(&job.queue, from, job.status);
     let GiveBack {
         reservation: gives_reservation,

@@ -23,9 +23,10 @@ pub(crate) fn report(tx: &mut Tx<'_>, lease: &Lease, outcome: &Outcome) -> Resul
     }
     apply_outcome(&mut job, outcome, tx.now);
     let reservation = Reservation::Known(reservation.as_deref());
-    persist_transition(tx, JobStatus::HandedOff, &job, reservation)?;
     if job.is_deleted_on_completion() && !crate::dependencies::has_dependents(tx.conn, &job.id)? {
-        crate::admin::delete_jobs(tx, &[(&job.id, job.status)])?;
+        crate::ephemeral::complete_deleting(tx, &job, reservation)?;
+    } else {
+        persist_transition(tx, JobStatus::HandedOff, &job, reservation)?;
     }
     if CountChange::is_retry(Some(outcome), job.status) {
         tx.retried(&job.queue);

@@ -117,6 +117,7 @@ fn job() -> impl Strategy<Value = Job> {
                     cancel_reason: x.map(|_| duraq_core::CancelReason::Expired),
                     cost: a,
                     keep_completed: st % 2 == 0,
+                    aged_steps: a,
                 }
             },
         )

@@ -18,7 +18,7 @@ use crate::error::CliError;
 use crate::output::{print_json, to_json};
 use crate::parse::duration_ms;
 use crate::signals::Signals;
-use crate::worker_flags::{prefetch_policy, queue_cap, WorkerArgs};
+use crate::worker_flags::{prefetch_policy, priority_aging, queue_cap, WorkerArgs};
 
 /// Resolves on the first signal (the worker then drains); a second signal during
 /// the drain exits at once, as operators expect from a second Ctrl-C. Jobs still
@@ -48,6 +48,9 @@ pub async fn run(db: &Database, a: WorkerArgs, json: bool) -> Result<()> {
         .queue_caps
         .iter()
         .map(|c| queue_cap(c))
+        .collect::<Result<Vec<_>, _>>()?;
+    let aging = (a.priority_aging.iter())
+        .map(|raw| priority_aging(raw))
         .collect::<Result<Vec<_>, _>>()?;
     // Each message names the one flag that is wrong.
     let bad_config = |message: &str| CliError::new("invalid-worker-config", message);
@@ -100,6 +103,9 @@ pub async fn run(db: &Database, a: WorkerArgs, json: bool) -> Result<()> {
                 priority: 0,
             },
         );
+    }
+    for (name, aging) in aging {
+        builder = builder.priority_aging(name, aging);
     }
     for job in periodic {
         announce(&job, &queues);

@@ -1,13 +1,15 @@
-//! The flags of `duraq worker`, and the parsers of the two whose values are
-//! more than a number or a duration (`--prefetch N|auto|auto:N` and
-//! `--queue-cap QUEUE=N`). Both refuse a bad value with its own code before
+//! The flags of `duraq worker`, and the parsers of those whose values are
+//! more than a number or a duration (`--prefetch N|auto|auto:N`,
+//! `--queue-cap QUEUE=N` and `--priority-aging QUEUE=EVERY[:MAX]`). Each refuses a bad value with its own code before
 //! the worker opens the database; `worker.rs` maps the parsed values onto the
 //! core runtime's builder.
 
 use clap::Args;
 use duraq_core::worker::{PrefetchPolicy, MAX_PREFETCH};
+use duraq_core::PriorityAging;
 
 use crate::error::CliError;
+use crate::parse::duration_ms;
 
 #[derive(Debug, Args)]
 pub struct WorkerArgs {
@@ -18,6 +20,11 @@ pub struct WorkerArgs {
     /// Cap a queue: at most N of its jobs run at once across every worker (`mail=2`).
     #[arg(long = "queue-cap", value_name = "QUEUE=N")]
     pub queue_caps: Vec<String>,
+    /// Age a queue's priorities: each due job of QUEUE rises one step of
+    /// priority per EVERY it has waited, at most MAX steps (default 10), so
+    /// low-priority jobs never starve (`reports=5m`, `reports=1m:50`).
+    #[arg(long = "priority-aging", value_name = "QUEUE=EVERY[:MAX]")]
+    pub priority_aging: Vec<String>,
     /// Jobs this worker runs at once.
     #[arg(long, value_name = "N", default_value_t = 10)]
     pub concurrency: usize,
@@ -94,6 +101,32 @@ pub fn queue_cap(raw: &str) -> Result<(String, i64), CliError> {
     Ok((name.trim().to_string(), n))
 }
 
+/// The steps of `--priority-aging` when MAX is left out.
+const DEFAULT_AGING_STEPS: u8 = 10;
+
+/// Parses `--priority-aging QUEUE=EVERY[:MAX]` (`reports=5m`, `reports=1m:50`).
+pub fn priority_aging(raw: &str) -> Result<(String, PriorityAging), CliError> {
+    let bad = || {
+        CliError::new(
+            "invalid-worker-config",
+            format!(
+                "--priority-aging {raw:?} must look like QUEUE=EVERY or QUEUE=EVERY:MAX \
+                 (an interval of at least 1ms, MAX from 1 to 200 steps)"
+            ),
+        )
+    };
+    let (name, rest) = raw.split_once('=').ok_or_else(bad)?;
+    let (every, steps) = match rest.split_once(':') {
+        Some((every, max)) => (every, max.trim().parse::<u8>().map_err(|_| bad())?),
+        None => (rest, DEFAULT_AGING_STEPS),
+    };
+    let every = duration_ms("--priority-aging", every.trim()).map_err(|_| bad())?;
+    let every = std::time::Duration::from_millis(u64::try_from(every).map_err(|_| bad())?);
+    let aging = PriorityAging::new(every, steps).map_err(|_| bad())?;
+    let name = crate::parse::queue_name("--priority-aging", name).map_err(|_| bad())?;
+    Ok((name.as_str().to_owned(), aging))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -111,6 +144,22 @@ mod tests {
             let e = prefetch_policy(bad).unwrap_err();
             assert_eq!(e.code, "invalid-worker-config", "{bad}");
             assert!(e.message.contains("--prefetch"), "{bad}: {}", e.message);
+        }
+    }
+
+    #[test]
+    fn parses_priority_aging() {
+        let (queue, aging) = priority_aging("reports=1m:50").unwrap();
+        assert_eq!(
+            (queue.as_str(), aging.every_ms, aging.max_steps),
+            ("reports", 60_000, 50)
+        );
+        assert_eq!(priority_aging("q=5s").unwrap().1.max_steps, 10);
+        for bad in [
+            "reports", "=1m", "q=soon", "q=1m:0", "q=1m:201", "q=0s", "q=-1m", "q=1m:x",
+        ] {
+            let e = priority_aging(bad).unwrap_err();
+            assert_eq!(e.code, "invalid-worker-config", "{bad}");
         }
     }
 

@@ -177,6 +177,32 @@ fn an_ephemeral_job_leaves_no_row_once_a_worker_completes_it() {
 }
 
 #[test]
+fn a_worker_ages_the_priorities_of_the_queues_it_is_told_to() {
+    let db = Db::new();
+    // Due since 2020: the worker's first pass finds it has earned every step.
+    let past = [
+        "--queue",
+        "q",
+        "--priority",
+        "-5",
+        "--run-at",
+        "2020-01-01T00:00:00Z",
+    ];
+    let old = db.enqueue(&[&["app.report"][..], &past].concat());
+    let elsewhere = db.enqueue(&["app.report", "--run-at", "2020-01-01T00:00:00Z"]);
+    db.fails(
+        &["worker", "--priority-aging", "q=1m:0"],
+        "invalid-worker-config",
+    );
+    let mut worker = db.spawn_worker(&["--priority-aging", "q=1m:3", "--json"]);
+    let aged = db.wait_job(&old, LONG, |j| j["agedSteps"] == 3);
+    assert_eq!(aged["priority"], -2, "{aged}");
+    assert_eq!(db.job(&elsewhere).get("agedSteps"), None, "another queue");
+    signal(&worker, libc::SIGTERM);
+    assert!(wait_exit(&mut worker, LONG).success());
+}
+
+#[test]
 fn sigterm_drains_running_jobs_and_exits_0() {
     let db = Db::new();
     let id = db.enqueue(&["duraq.sleep", "--args", r#"{"ms":1500}"#]);

@@ -159,6 +159,12 @@ macro_rules! delegate_store {
                 ) -> $crate::Result<::std::vec::Vec<::std::string::String>> {
                     self.$field.expire_due(limit).await
                 }
+                async fn age_priorities(
+                    &self,
+                    pass: &$crate::driver::AgingPass,
+                ) -> $crate::Result<u64> {
+                    self.$field.age_priorities(pass).await
+                }
                 async fn lease_states(
                     &self,
                     job_ids: &[::std::string::String],

@@ -18,6 +18,7 @@ pub mod steps;
 #[path = "transitions.rs"]
 pub mod transitions;
 
+pub use crate::aging::AgingPass;
 pub use crate::clock::system_clock;
 pub use crate::counts::CountChange;
 #[doc(inline)]

@@ -233,6 +233,11 @@ pub struct Job {
     /// that completes it (left out of JSON when `true`, the default).
     #[serde(default = "yes", skip_serializing_if = "is_yes")]
     pub keep_completed: bool,
+    /// How many steps of priority aging (`crate::PriorityAging`) `priority`
+    /// holds beyond the job's own (left out of JSON when 0); given back when
+    /// the job returns to `queued`.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub aged_steps: i64,
 }
 
 fn is_zero(n: &i64) -> bool {

@@ -43,6 +43,7 @@
 
 #![warn(missing_docs)]
 
+mod aging;
 mod backoff;
 mod bulk;
 mod clock;
@@ -102,6 +103,7 @@ pub mod __private {
 // traits it calls and their answers, the worker, errors and clocks. Store
 // authors find the rest in `driver`; readers and operators in `inspect`; the
 // worker's finer knobs in `worker`; limits and defaults in `limits`.
+pub use aging::{PriorityAging, MAX_PRIORITY};
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use error::{Error, ErrorCode, Result};
 pub use job::{AttemptError, CancelReason, Dependency, DependencyFailure, Job, JobStatus};

@@ -229,6 +229,12 @@ pub trait WorkerStore: Send + Sync + 'static {
     /// for its name) still ends by its expiry. Idempotent, like recovery.
     async fn expire_due(&self, limit: usize) -> Result<Vec<String>>;
 
+    /// Raises the priority of up to `pass.limit` queued, due jobs of
+    /// `pass.queue` (due at or after `pass.oldest_due_ms`) to what their wait
+    /// has earned under `pass.aging` ([`crate::PriorityAging::raise`]);
+    /// how many changed. Not a count mutation; idempotent.
+    async fn age_priorities(&self, pass: &crate::driver::AgingPass) -> Result<u64>;
+
     /// The current status and lease of each of `job_ids` that exists, in one
     /// read (any order). The worker's lease check; see [`WorkerStore::lost_leases`].
     async fn lease_states(&self, job_ids: &[String]) -> Result<Vec<LeaseState>>;

@@ -69,6 +69,7 @@ fn row_without_identity(job: &NewJob, now_ms: i64) -> Job {
         cancel_reason: None,
         cost: job.cost(),
         keep_completed: job.keeps_completed(),
+        aged_steps: 0,
     }
 }
 
@@ -98,9 +99,13 @@ pub fn claim(job: &mut Job, worker_id: &str, handoff_id: String, now_ms: i64) {
     job.handed_off_at_ms = Some(now_ms);
 }
 
+/// Back to `queued`, due at `at_ms`; the steps of priority aging the job had
+/// earned go back with the wait that earned them.
 fn requeue(job: &mut Job, at_ms: i64) {
     job.status = JobStatus::Queued;
     job.scheduled_at_ms = at_ms;
+    job.priority -= job.aged_steps;
+    job.aged_steps = 0;
     job.handoff_id = None;
     job.worker_id = None;
 }

@@ -58,7 +58,7 @@ job_columns! {
     reservation_key    Text  "text"                                  1  Default  Set   internal(read, reservation);
     dedupe_key         Text  "text"                                  2  Scoped   Keep  internal(unread, dedupe_key);
     errors             Text  "text NOT NULL DEFAULT '[]'"            5  Default  Set   job(Json);
-    priority           Int8  "bigint NOT NULL DEFAULT 0"             6  Bind     Keep  job(Plain);
+    priority           Int8  "bigint NOT NULL DEFAULT 0"             6  Bind     Set   job(Plain);
     rate_key           Text  "text"                                  6  Bind     Keep  job(Plain);
     rate_max           Int8  "bigint"                                6  Bind     Keep  job(Plain);
     rate_period_ms     Int8  "bigint"                                6  Bind     Keep  job(Plain);
@@ -74,6 +74,7 @@ job_columns! {
     cancel_reason      Text  "text"                                 17  Default  Set   job(Word);
     cost               Int8  "bigint NOT NULL DEFAULT 1"            17  Bind     Keep  job(Plain);
     keep_completed     Bool  "boolean NOT NULL DEFAULT true"        17  Bind     Keep  job(Plain);
+    aged_steps         Int8  "bigint NOT NULL DEFAULT 0"            17  Default  Set   job(Plain);
 }
 
 /// The digest of a fresh row's args.

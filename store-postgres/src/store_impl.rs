@@ -180,6 +180,12 @@ impl WorkerStore for PostgresStore {
         })
     }
 
+    async fn age_priorities(&self, pass: &duraq_core::driver::AgingPass) -> Result<u64> {
+        write_tx!(self, self.now(), |tx| {
+            crate::aging::age_priorities(&mut tx, pass).await
+        })
+    }
+
     async fn lease_states(&self, job_ids: &[String]) -> Result<Vec<LeaseState>> {
         if job_ids.is_empty() {
             return Ok(Vec::new());

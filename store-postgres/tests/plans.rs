@@ -263,6 +263,7 @@ mod postgres {
                     "max_retries" => "ARRAY[10::int8]".to_owned(),
                     "cost" => "ARRAY[1::int8]".to_owned(),
                     "keep_completed" => "ARRAY[true]".to_owned(),
+                    "aged_steps" => "ARRAY[0::int8]".to_owned(),
                     "scheduled_at_ms" | "created_at_ms" => "ARRAY[1::int8]".to_owned(),
                     _ => format!("ARRAY[NULL::{ty}]"),
                 })

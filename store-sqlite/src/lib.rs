@@ -84,6 +84,7 @@
 #![warn(missing_docs)]
 
 mod admin;
+mod aging;
 mod backend;
 mod backlog;
 mod claim;

@@ -218,12 +218,12 @@ pub const SCHEMA_VERSIONS: &[SchemaVersion] = &[
         )
     },
     // `duraq_jobs.cancel_reason` (nullable: jobs cancelled before it read
-    // no reason), `cost` and `keep_completed` (with their defaults, 1 and
-    // true, for the rows before them), all added in place.
+    // no reason), `cost`, `keep_completed` and `aged_steps` (with their
+    // defaults, 1, true and 0, for the rows before them), all added in place.
     version(
         16,
         "flow_control",
-        "Why a job was cancelled (`cancel_reason`), what it costs of its limits (`cost`), and whether its row outlives its completion (`keep_completed`).",
+        "Why a job was cancelled (`cancel_reason`), what it costs of its limits (`cost`), whether its row outlives its completion (`keep_completed`), and the priority it has aged (`aged_steps`).",
     ),
 ];
 

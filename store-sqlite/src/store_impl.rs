@@ -124,6 +124,12 @@ impl WorkerStore for SqliteStore {
             .await
     }
 
+    async fn age_priorities(&self, pass: &duraq_core::driver::AgingPass) -> Result<u64> {
+        let pass = pass.clone();
+        self.write(move |tx| crate::aging::age_priorities(tx, &pass))
+            .await
+    }
+
     async fn lease_states(&self, job_ids: &[String]) -> Result<Vec<LeaseState>> {
         let ids = job_ids.to_vec();
         self.read(move |conn| report::lease_states(conn, &ids))

@@ -24,6 +24,7 @@
 //! The factory expression is evaluated once per case and kept alive (inside the
 //! [`Harness`]) until the case ends, so it may own temp files or databases.
 
+pub mod aging;
 pub mod bulk;
 pub mod cancel_running;
 pub mod claim;

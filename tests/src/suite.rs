@@ -74,6 +74,11 @@ macro_rules! store_suite {
                     reservation_released_on_every_exit, keyed_cancel_of_running_owner_keeps_reservation,
                     reconcile_is_a_no_op_when_consistent,
                 ],
+                aging: [
+                    a_due_job_rises_one_step_per_interval_up_to_the_bound,
+                    an_aged_job_is_claimed_first_and_a_retry_gives_the_steps_back,
+                    a_pass_keeps_to_its_limit_and_its_oldest_due_time,
+                ],
                 ephemeral: [
                     an_ephemeral_job_is_deleted_when_it_completes,
                     failed_and_cancelled_ephemeral_jobs_are_kept,

@@ -107,6 +107,9 @@ impl WorkerStore for Buggy {
     async fn expire_due(&self, limit: usize) -> Result<Vec<String>> {
         self.inner.expire_due(limit).await
     }
+    async fn age_priorities(&self, pass: &duraq_core::driver::AgingPass) -> Result<u64> {
+        self.inner.age_priorities(pass).await
+    }
 
     async fn recover_stale(&self, stale_after_ms: i64) -> Result<Vec<String>> {
         let factor = if matches!(self.bug, Bug::LaxRecovery) {

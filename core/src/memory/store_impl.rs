@@ -181,6 +181,19 @@ impl WorkerStore for MemoryStore {
         Ok(expired)
     }
 
+    async fn age_priorities(&self, pass: &crate::driver::AgingPass) -> Result<u64> {
+        let now = self.now();
+        let mut st = self.lock();
+        let raised = (st.jobs.values_mut())
+            .filter(|j| j.status == JobStatus::Queued && j.queue == pass.queue)
+            .filter(|j| j.scheduled_at_ms <= now)
+            .filter(|j| pass.oldest_due_ms.is_none_or(|at| j.scheduled_at_ms >= at))
+            .filter_map(|j| pass.aging.raise(j, now).then_some(()))
+            .take(pass.limit)
+            .count();
+        Ok(raised as u64)
+    }
+
     async fn lease_states(&self, job_ids: &[String]) -> Result<Vec<LeaseState>> {
         let st = self.lock();
         Ok(job_ids

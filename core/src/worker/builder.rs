@@ -20,6 +20,7 @@ use super::periodic::PeriodicJob;
 use super::registry::Registry;
 use super::retention::RetentionPolicy;
 use super::WorkerError;
+use crate::aging::PriorityAging;
 use crate::clock::{system_clock, Clock};
 use crate::error::Error;
 use crate::keys::QueueName;
@@ -51,6 +52,7 @@ pub struct WorkerBuilder {
     prefetch: PrefetchPolicy,
     queues: Option<Vec<String>>,
     queue_config: BTreeMap<String, QueueConfig>,
+    aging: BTreeMap<String, PriorityAging>,
     job_timeout: Option<Duration>,
     stale_after: Duration,
     heartbeat_interval: Option<Duration>,
@@ -83,6 +85,7 @@ impl WorkerBuilder {
             prefetch: PrefetchPolicy::default(),
             queues: None,
             queue_config: BTreeMap::new(),
+            aging: BTreeMap::new(),
             job_timeout: Some(DEFAULT_JOB_TIMEOUT),
             stale_after: DEFAULT_STALE_AFTER,
             heartbeat_interval: None,
@@ -198,6 +201,28 @@ impl WorkerBuilder {
     pub fn queue(mut self, name: impl Into<String>, config: QueueConfig) -> Self {
         let name = self.queue_name(name.into());
         self.queue_config.insert(name, config);
+        self
+    }
+
+    /// Ages queue `name`'s priorities (`docs/queues.md`): with its recovery,
+    /// the worker raises each due job of the queue by one step of priority
+    /// per `aging.every_ms` it has waited, up to `aging.max_steps`, so that
+    /// low-priority jobs never starve behind a stream of higher ones.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use std::time::Duration;
+    /// use duraq_core::{MemoryStore, PriorityAging, Registry, Worker};
+    /// let aging = PriorityAging::new(Duration::from_secs(60), 10).unwrap();
+    /// let worker = Worker::builder(Arc::new(MemoryStore::new()), Registry::new())
+    ///     .priority_aging("reports", aging)
+    ///     .build()
+    ///     .unwrap();
+    /// # drop(worker);
+    /// ```
+    pub fn priority_aging(mut self, name: impl Into<String>, aging: PriorityAging) -> Self {
+        let name = self.queue_name(name.into());
+        self.aging.insert(name, aging);
         self
     }
 
@@ -360,6 +385,7 @@ impl WorkerBuilder {
                 prefetch: self.prefetch,
                 queues: self.queues,
                 queue_config: self.queue_config,
+                aging: self.aging,
                 job_timeout: self.job_timeout,
                 stale_after: stale,
                 heartbeat_interval: heartbeat,

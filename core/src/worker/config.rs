@@ -91,6 +91,7 @@ pub(crate) struct WorkerConfig {
     pub(crate) prefetch: PrefetchPolicy,
     pub(crate) queues: Option<Vec<String>>,
     pub(crate) queue_config: BTreeMap<String, QueueConfig>,
+    pub(crate) aging: BTreeMap<String, crate::PriorityAging>,
     pub(crate) job_timeout: Option<Duration>,
     pub(crate) stale_after: Duration,
     pub(crate) heartbeat_interval: Duration,

@@ -31,6 +31,7 @@
 //! - `run_due`: [`Worker::run_due`], one round of due jobs in the caller's task (test kits).
 //! - `events`: [`WorkerEvent`] broadcast and [`WorkerReport`] totals.
 
+mod aging;
 mod builder;
 mod calls;
 mod config;

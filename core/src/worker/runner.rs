@@ -85,6 +85,15 @@ where
         .in_current_span(),
     );
     background.spawn(history_loop(store.clone()).in_current_span());
+    if !config.aging.is_empty() {
+        let aging = super::aging::aging_loop(
+            store.clone(),
+            clock.clone(),
+            config.aging.clone(),
+            config.recovery_interval,
+        );
+        background.spawn(aging.in_current_span());
+    }
     background
         .spawn(release_backlog_loop(store.clone(), config.recovery_interval).in_current_span());
     if upkeep_wanted {

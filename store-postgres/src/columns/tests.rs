@@ -31,6 +31,7 @@ fn sample() -> (Job, ArgsText) {
     job.cancel_reason = Some(duraq_core::CancelReason::Expired);
     job.cost = 3;
     job.keep_completed = false;
+    job.aged_steps = 4;
     (job, args)
 }
 

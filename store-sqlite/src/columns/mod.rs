@@ -185,7 +185,7 @@ job_columns! {
     dedupe_key: new_row = column("TEXT", "", 3, Bind),
     // Rows older than the error history read `[]`.
     errors: json = column("TEXT", "NOT NULL DEFAULT '[]'", 6, Fresh("'[]'")).saved(),
-    priority: field = column("INTEGER", "NOT NULL DEFAULT 0", 7, Bind),
+    priority: field = column("INTEGER", "NOT NULL DEFAULT 0", 7, Bind).saved(),
     rate_key: field = column("TEXT", "", 7, Bind),
     rate_max: field = column("INTEGER", "", 7, Bind),
     rate_period_ms: field = column("INTEGER", "", 7, Bind),
@@ -201,6 +201,7 @@ job_columns! {
     cancel_reason: word = column("TEXT", "", 16, Started(Some("NULL"))).saved(),
     cost: field = column("INTEGER", "NOT NULL DEFAULT 1", 16, Bind),
     keep_completed: field = column("INTEGER", "NOT NULL DEFAULT 1", 16, Bind),
+    aged_steps: field = column("INTEGER", "NOT NULL DEFAULT 0", 16, Fresh("0")).saved(),
 }
 
 /// The columns of `duraq_jobs` for the declared schema, in table order.

@@ -146,6 +146,7 @@ fn a_job_with_every_field_set_round_trips() {
     job.cancel_reason = Some(duraq_core::CancelReason::Expired);
     job.cost = 3;
     job.keep_completed = false;
+    job.aged_steps = 4;
 
     let conn = Connection::open(&path).unwrap();
     let columns: Vec<&str> = COLUMNS.iter().map(|c| c.column.name).collect();

@@ -53,6 +53,9 @@ impl WorkerStore for Counting {
     async fn expire_due(&self, limit: usize) -> Result<Vec<String>> {
         self.inner.expire_due(limit).await
     }
+    async fn age_priorities(&self, pass: &crate::driver::AgingPass) -> Result<u64> {
+        self.inner.age_priorities(pass).await
+    }
 
     async fn recover_stale(&self, stale_after_ms: i64) -> Result<Vec<String>> {
         self.inner.recover_stale(stale_after_ms).await

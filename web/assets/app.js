@@ -1,5 +1,6 @@
 // duraq dashboard: live counts (per status and per queue) and the throughput
-// chart on the overview page; a running job's progress on its page.
+// chart on the overview page; a running job's progress on its page; the jobs
+// search opened on a wide window.
 // One EventSource per tab on `/events`; each `counts` event carries the new
 // counts as JSON. Values are written with textContent, never as HTML.
 (function () {
@@ -87,7 +88,14 @@
         .catch(function () {});
     }, 2000);
   }
-  function boot() { start(); followProgress(); }
+  // The jobs search: folded by the server (a phone's first screen is for the
+  // jobs), opened here when the window is wider than a phone. Only at load,
+  // so a form someone folded or opened stays as they left it.
+  function openFiltersWhenWide() {
+    var panel = document.querySelector("details[data-filters-panel]");
+    if (panel && window.matchMedia && window.matchMedia("(min-width: 601px)").matches) panel.open = true;
+  }
+  function boot() { openFiltersWhenWide(); start(); followProgress(); }
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", boot);
   else boot();
 })();

@@ -5,7 +5,7 @@
 //! timestamp in UTC with a relative time, keys, the lease, `lastError` and the
 //! error history (`ol[data-errors]`, newest first, one `li` per failed attempt:
 //! its number, time, worker and error; every value escaped and scrubbed like
-//! `lastError`). An action
+//! `lastError`). The fields are [`job_fields`]. An action
 //! is a POST form with the CSRF token; after it the browser is sent back to the
 //! detail page (303), where `[data-field="status"]` shows the new status, and a
 //! refused action (`invalid-job-state`: retrying a running job) is named there.
@@ -27,12 +27,16 @@ use maud::{html, Markup};
 use serde::Deserialize;
 
 use super::store_error;
-use crate::format::{label, urlencode};
+use crate::format::urlencode;
 use crate::format::{visible, visible_multiline};
 use crate::html::{csrf_field, link, notice, page, time};
 use crate::live::now_ms;
 use crate::security::check_csrf;
 use crate::{AppState, State};
+
+#[path = "job_fields.rs"]
+mod job_fields;
+use job_fields::{fields, opt};
 
 /// `?error=<code>` after a refused action.
 #[derive(Debug, Default, Deserialize)]
@@ -213,60 +217,6 @@ fn actions(state: &AppState, job: &Job) -> Markup {
                 }
             }
         }
-    }
-}
-
-fn fields(state: &AppState, job: &Job) -> Markup {
-    let now = now_ms();
-    let text = |v: &Option<String>| v.as_deref().map(|s| visible(s).into_owned());
-    html! {
-        dl.fields {
-            dt { "Status" } dd { span.status.(job.status.as_str()) data-field="status" data-status=(job.status.as_str()) { (label(job.status)) } }
-            dt { "Name" } dd data-field="jobName" { (visible(&job.job_name)) }
-            dt { "Queue" } dd data-field="queue" { a href=(link(state, &format!("/jobs?queue={}", urlencode(&job.queue)))) { (visible(&job.queue)) } }
-            dt { "Attempts" } dd data-field="attempts" { (job.attempts) " of " (job.max_retries.saturating_add(1)) }
-            dt { "Created" } dd data-field="createdAt" { (time(Some(job.created_at_ms), now)) }
-            dt { "Scheduled (due)" } dd data-field="scheduledAt" { (time(Some(job.scheduled_at_ms), now)) }
-            dt { "Handed off" } dd data-field="handedOffAt" { (time(job.handed_off_at_ms, now)) }
-            dt { "Completed" } dd data-field="completedAt" { (time(job.completed_at_ms, now)) }
-            dt { "Failed" } dd data-field="failedAt" { (time(job.failed_at_ms, now)) }
-            dt { "Cancelled" } dd data-field="cancelledAt" { (time(job.cancelled_at_ms, now)) }
-            dt { "Orphaned" } dd data-field="orphanedAt" { (time(job.orphaned_at_ms, now)) }
-            dt { "Schedule key" } dd data-field="scheduleKey" { @match &job.schedule_key {
-                Some(k) => {
-                    a href=(link(state, &format!("/keys?key={}", urlencode(k)))) { (visible(k)) }
-                    @if let Some(order) = job.schedule_order { span.muted { " (order " (order) ")" } }
-                },
-                None => span.muted { "—" },
-            } }
-            dt { "Idempotency key" } dd data-field="idempotencyKey" { (opt(text(&job.idempotency_key))) }
-            dt { "Concurrency key" } dd data-field="concurrencyKey" { (opt(text(&job.concurrency_key)))
-                @if let Some(n) = job.max_concurrency { span.muted { " (at most " (n) " at once)" } } }
-            dt { "Timeout" } dd data-field="timeout" { (opt(job.timeout_ms.map(crate::format::duration))) }
-            dt { "Priority" } dd data-field="priority" { (job.priority) }
-            dt { "Rate limit" } dd data-field="rateLimit" { @match job.rate_limit() {
-                Some(r) => { (visible(&r.key)) span.muted { " (at most " (r.max) " per " (crate::format::duration(r.period_ms)) ")" } },
-                None => span.muted { "—" },
-            } }
-            @if let Some(at) = job.expires_at_ms {
-                dt { "Expires" } dd data-field="expiresAt" { (time(Some(at), now)) }
-            }
-            @if let Some(workflow) = &job.workflow_id {
-                dt { "Workflow" } dd data-field="workflowId" {
-                    a href=(link(state, &format!("/workflows/{}", urlencode(workflow)))) { code { (visible(workflow)) } }
-                    @if let Some(step) = &job.step { span.muted { " (step " (visible(step)) ")" } }
-                }
-            }
-            dt { "Worker" } dd data-field="workerId" { (opt(text(&job.worker_id))) }
-            dt { "Lease (handoff id)" } dd data-field="handoffId" { (opt(text(&job.handoff_id))) }
-        }
-    }
-}
-
-fn opt(value: Option<String>) -> Markup {
-    match value {
-        Some(v) => html! { (v) },
-        None => html! { span.muted { "—" } },
     }
 }
 

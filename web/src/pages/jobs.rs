@@ -21,17 +21,21 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Redirect, Response};
 use duraq_core::inspect::{resolve_job, BulkAction, JobCursor};
 use duraq_core::limits::DEFAULT_SCAN_LIMIT;
-use duraq_core::{ErrorCode, JobStatus};
+use duraq_core::ErrorCode;
 use maud::{html, Markup};
 use serde::Deserialize;
 
 use super::search::Search;
 use super::store_error;
 pub use super::table::{job_table, job_table_with, Table};
-use crate::format::{label, urlencode};
+use crate::format::urlencode;
 use crate::format::{thousands, visible};
 use crate::html::{csrf_field, link, page};
 use crate::{AppState, State};
+
+#[path = "search_form.rs"]
+mod search_form;
+use search_form::search_form;
 
 /// Default and largest page size.
 const DEFAULT_LIMIT: usize = 50;
@@ -60,7 +64,7 @@ pub async fn list(AxumState(state): AxumState<State>, RawQuery(raw): RawQuery) -
     let bad = |code: &str, text: String| {
         let body = html! {
             h1 { "Jobs" }
-            (search_form(&state, &search, limit_text.as_deref()))
+            (search_form(&state, &search, limit_text.as_deref(), true))
             p.notice.error role="status" data-error=(code) { (visible(&text)) }
         };
         (StatusCode::BAD_REQUEST, page(&state, "jobs", "Jobs", body)).into_response()
@@ -126,7 +130,7 @@ pub async fn list(AxumState(state): AxumState<State>, RawQuery(raw): RawQuery) -
     };
     let body = html! {
         h1 { "Jobs" }
-        (search_form(&state, &search, limit_text.as_deref()))
+        (search_form(&state, &search, limit_text.as_deref(), false))
         @if after.is_some() {
             p.muted { "Continuing after job " code { (visible(after.as_deref().unwrap_or(""))) } ". "
                 a href=(here(None)) { "Back to the newest" } }
@@ -182,44 +186,6 @@ fn apply_all(state: &AppState, search: &Search) -> Markup {
             a href=(href(BulkAction::Retry)) data-apply-all-action="retry" { "Retry all matching…" }
             a href=(href(BulkAction::Cancel)) data-apply-all-action="cancel" { "Cancel all matching…" }
             a href=(href(BulkAction::Delete)) data-apply-all-action="delete" { "Delete all finished matching…" }
-        }
-    }
-}
-
-/// The search form (`form[data-filters]`), filled in with `search`.
-fn search_form(state: &AppState, search: &Search, limit: Option<&str>) -> Markup {
-    let checked: Vec<JobStatus> = search
-        .statuses
-        .iter()
-        .filter_map(|s| s.parse().ok())
-        .collect();
-    let text = |name: &'static str, caption: &'static str, hint: &'static str| {
-        html! { label { (caption) " " input name=(name) value=(search.field(name)) placeholder=(hint); } }
-    };
-    let when = |name: &'static str, caption: &'static str| {
-        html! { label { (caption) " " input name=(name) type="datetime-local" step="1" value=(search.field(name)); } }
-    };
-    html! {
-        form.filters data-filters method="get" action=(link(state, "/jobs")) {
-            fieldset data-statuses {
-                legend { "Status" }
-                @for s in JobStatus::ALL {
-                    label { input type="checkbox" name="status" value=(s.as_str()) checked[checked.contains(&s)]; " " (label(s)) }
-                }
-            }
-            (text("queue", "Queue", ""))
-            (text("name", "Name", ""))
-            (text("key", "Schedule key", ""))
-            (text("error", "Error contains", "timeout"))
-            (text("args", "Args contain (JSON)", "{\"user\":42}"))
-            (when("created_after", "Created after (UTC)"))
-            (when("created_before", "Created before (UTC)"))
-            (when("finished_after", "Finished after (UTC)"))
-            (when("finished_before", "Finished before (UTC)"))
-            label { "Per page " input name="limit" type="number" min="1" max=(MAX_LIMIT)
-                value=(limit.map_or_else(|| DEFAULT_LIMIT.to_string(), str::to_owned)); }
-            button type="submit" { "Search" }
-            a href=(link(state, "/jobs")) { "Clear" }
         }
     }
 }

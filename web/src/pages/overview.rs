@@ -166,6 +166,15 @@ fn path_segment(value: &str) -> String {
     urlencode(value).replace('+', "%20")
 }
 
+/// What a "no worker for" badge means, in its tooltip after its whole text.
+const UNHANDLED: &str = "due jobs of this name wait in this queue, and no alive worker \
+    handles them: a typo in the name, a handler that is not registered, or a queue no \
+    worker serves.";
+
+/// The queues table. A queue's "no worker for" badges sit beside its name on
+/// one line when they fit; otherwise a whole badge goes to the next line, and a
+/// badge longer than its cap ends in "…" with its whole text in its tooltip,
+/// so a long job name does not make the table scroll on a desktop.
 fn queues_table(state: &AppState, rows: &[QueueRow]) -> Markup {
     html! {
         @if rows.is_empty() { p.muted data-empty { "No queue holds a job." } }
@@ -178,16 +187,14 @@ fn queues_table(state: &AppState, rows: &[QueueRow]) -> Markup {
             tbody {
                 @for row in rows {
                     tr data-queue=[row.queue.as_deref()] {
-                        td { @match &row.queue {
+                        td.badges[!row.unhandled.is_empty()] { @match &row.queue {
                             Some(q) => a href=(link(state, &format!("/jobs?queue={}", urlencode(q)))) { (crate::format::visible(q)) },
                             None => em { "all queues" },
                         }
                         @for (name, due) in &row.unhandled {
+                            @let text = format!("no worker for {} ({})", crate::format::visible(name), thousands(i64::try_from(*due).unwrap_or(i64::MAX)));
                             " "
-                            span.badge data-unhandled=(name)
-                                title="Due jobs of this name wait in this queue, and no alive worker handles them: a typo in the name, a handler that is not registered, or a queue no worker serves." {
-                                "no worker for " (crate::format::visible(name)) " (" (thousands(i64::try_from(*due).unwrap_or(i64::MAX))) ")"
-                            }
+                            span.badge data-unhandled=(name) title=(format!("{text}: {UNHANDLED}")) { (text) }
                         } }
                         td.num data-queue-count="queued" { (thousands(row.counts.queued)) }
                         td.num data-queue-count="handed_off" { (thousands(row.counts.handed_off)) }

@@ -1,7 +1,9 @@
-//! Every page at 1280 and 390 px wide, seeded with long names, a long error
-//! and a workflow: no page scrolls sideways (a table wider than the screen
-//! scrolls inside its own box), and no table cell breaks its text over two
-//! lines, except a last error, the one cell allowed to wrap. Each page is
+//! Every page at 1280 and 390 px wide, seeded with long names, a long error,
+//! two job names no worker handles in one queue, and a workflow: no page
+//! scrolls sideways (on a phone a table wider than the screen scrolls inside
+//! its own box; at 1280 px no table does), and no table cell breaks its text
+//! over two lines, except a last error, the one cell allowed to wrap, and a
+//! queue's cell of badges, which may put a whole badge on the next line. Each page is
 //! screenshotted at both widths (`layout-<width>-<page>.png`) to be looked at.
 
 use duraq_core::{enqueue_workflow, EnqueueOptions, NewJob, Workflow};
@@ -18,14 +20,30 @@ use crate::views::retrying;
 const MEASURE: &str = r#"
 const doc = document.documentElement;
 const wrapped = [];
-document.querySelectorAll("table[data-table] td:not(.error), table[data-table] th").forEach(cell => {
+const breaks = (el, cell) => {
   const range = document.createRange();
-  range.selectNodeContents(cell);
+  range.selectNodeContents(el);
   const tops = Array.from(range.getClientRects()).filter(r => r.width > 0).map(r => r.top);
-  if (tops.length === 0) return;
+  if (tops.length === 0) return false;
   const line = parseFloat(getComputedStyle(cell).lineHeight) || 20;
-  if (Math.max(...tops) - Math.min(...tops) > line * 0.75) {
-    wrapped.push(cell.closest("table").getAttribute("data-table") + ": " + cell.textContent.trim());
+  return Math.max(...tops) - Math.min(...tops) > line * 0.75;
+};
+const name = el => el.closest("table").getAttribute("data-table") + ": " + el.textContent.trim();
+document.querySelectorAll("table[data-table] td:not(.error):not(.badges), table[data-table] th").forEach(cell => {
+  if (breaks(cell, cell)) wrapped.push(name(cell));
+});
+// A cell of badges may put a badge on the next line, never break one.
+document.querySelectorAll("table[data-table] td.badges").forEach(cell => {
+  cell.querySelectorAll(":scope > *").forEach(part => {
+    if (breaks(part, cell)) wrapped.push(name(part));
+  });
+});
+// Tables whose box scrolls sideways: allowed on a phone, not on a desktop.
+const scrolls = [];
+document.querySelectorAll("div.table").forEach(box => {
+  if (box.scrollWidth > box.clientWidth + 1) {
+    const t = box.querySelector("table[data-table]");
+    scrolls.push((t ? t.getAttribute("data-table") : "?") + " " + (box.scrollWidth - box.clientWidth) + " px");
   }
 });
 // The outermost elements that reach past the window, to name in a failure.
@@ -38,14 +56,24 @@ document.querySelectorAll("body *").forEach(el => {
       " " + Math.round(el.getBoundingClientRect().width) + "px");
   }
 });
-return { overflow: doc.scrollWidth - doc.clientWidth, wrapped: wrapped, wide: wide };
+return { overflow: doc.scrollWidth - doc.clientWidth, wrapped: wrapped, wide: wide, scrolls: scrolls };
 "#;
+
+/// From this width on, no table may scroll inside its box either.
+const DESKTOP: u32 = 1280;
 
 async fn seed(dash: &Dash) -> Vec<(String, &'static str)> {
     let long_queue = EnqueueOptions::new().queue("reports-monthly-eu-central");
     dash.enqueue(
         "reports.generate_monthly_invoice_summary",
         json!({"month": "2026-11"}),
+        long_queue.clone(),
+    )
+    .await;
+    // A second name no worker handles in the same queue: a second badge.
+    dash.enqueue(
+        "reports.render_quarterly_revenue_forecast",
+        json!({"quarter": "2026-Q4"}),
         long_queue,
     )
     .await;
@@ -90,18 +118,22 @@ async fn seed(dash: &Dash) -> Vec<(String, &'static str)> {
     ]
 }
 
-async fn measure(page: &Page) -> (String, Vec<String>) {
+/// What is wrong with the page as shown: how far it scrolls sideways, the
+/// cells that break, and the tables whose box scrolls sideways.
+async fn measure(page: &Page) -> (String, Vec<String>, Vec<String>) {
     let v: Value = page.js(MEASURE, vec![]).await;
     let overflow = match v["overflow"].as_i64().unwrap_or(i64::MAX) {
         n if n > 0 => format!("{n} px wider than the window: {}", v["wide"]),
         _ => String::new(),
     };
-    let wrapped = v["wrapped"].as_array().cloned().unwrap_or_default();
-    let wrapped = wrapped
-        .iter()
-        .filter_map(|w| w.as_str().map(str::to_owned))
-        .collect();
-    (overflow, wrapped)
+    let list = |key: &str| -> Vec<String> {
+        let items = v[key].as_array().cloned().unwrap_or_default();
+        items
+            .iter()
+            .filter_map(|w| w.as_str().map(str::to_owned))
+            .collect()
+    };
+    (overflow, list("wrapped"), list("scrolls"))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -115,9 +147,14 @@ async fn no_page_scrolls_sideways_or_breaks_a_cell_at_1280_or_390_px() {
             page.set_width(width).await;
             for (n, (path, name)) in pages.iter().enumerate() {
                 open(&page, &dash.url(path), name).await;
-                let (overflow, wrapped) = measure(&page).await;
+                let (overflow, wrapped, scrolls) = measure(&page).await;
                 if !overflow.is_empty() {
                     bad.push(format!("{width} px {path}: {overflow}"));
+                }
+                if width >= DESKTOP {
+                    for table in scrolls {
+                        bad.push(format!("{width} px {path}: a table scrolls: {table}"));
+                    }
                 }
                 for cell in wrapped {
                     bad.push(format!("{width} px {path}: a cell breaks: {cell}"));

@@ -14,6 +14,8 @@
 //! - [`navigation`]: every page loads, the nav links, the jobs table's paging,
 //!   filters and search by id;
 //! - [`actions`]: retry, cancel, pause and resume reach the store;
+//! - [`filters`]: the jobs page's search form folds on a phone, open on a
+//!   desktop;
 //! - [`live`]: the overview's counts follow another process's enqueues;
 //! - [`safety`]: hostile text stays text, read-only refuses, the token logs in
 //!   once and no secret is shown;
@@ -32,6 +34,7 @@ mod support;
 
 mod actions;
 mod dash;
+mod filters;
 mod layout;
 mod live;
 mod navigation;

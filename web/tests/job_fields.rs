@@ -1,0 +1,100 @@
+//! The job page's rows for values most jobs leave at their default, through
+//! a real server over a SQLite file: a cost other than 1, an ephemeral job
+//! (deleted on completion) and why a cancelled job was cancelled (an operator,
+//! a dependency that did not complete, an expiry) are rows; an ordinary job's
+//! page has none of them.
+
+mod common;
+
+use std::sync::Arc;
+
+use common::*;
+use duraq_core::{EnqueueOptions, NewJob, Store};
+use duraq_store_sqlite::{SqliteOptions, SqliteStore};
+use duraq_web::{router, WebOptions};
+use serde_json::json;
+
+async fn enqueue(store: &Arc<dyn Store>, name: &str, opts: EnqueueOptions) -> String {
+    let job = NewJob::new(name, json!([]), opts).unwrap();
+    store.enqueue(job).await.unwrap().job_id().to_string()
+}
+
+/// The opening tag of the element carrying `data-field="{field}"`, if any.
+fn field_tag<'a>(page: &'a str, field: &str) -> Option<&'a str> {
+    let at = page.find(&format!("data-field=\"{field}\""))?;
+    let start = page[..at].rfind('<')?;
+    let end = at + page[at..].find('>')?;
+    Some(&page[start..=end])
+}
+
+#[tokio::test]
+async fn cost_ephemeral_and_cancel_reason_are_rows_only_when_they_say_something() {
+    let dir = tempfile::tempdir().unwrap();
+    let sqlite = SqliteStore::open(dir.path().join("duraq.db"), SqliteOptions::default()).unwrap();
+    let store: Arc<dyn Store> = Arc::new(sqlite);
+
+    let plain = enqueue(&store, "plain", EnqueueOptions::new()).await;
+    let costly = EnqueueOptions {
+        concurrency_key: Some("gpu".into()),
+        max_concurrency: Some(4),
+        cost: Some(3),
+        ..EnqueueOptions::new()
+    };
+    let costly = enqueue(&store, "render", costly).await;
+    let ephemeral = EnqueueOptions {
+        keep_completed: Some(false),
+        ..EnqueueOptions::new()
+    };
+    let ephemeral = enqueue(&store, "ping", ephemeral).await;
+    let cancelled = enqueue(&store, "stopped", EnqueueOptions::new()).await;
+    store.cancel_job(&cancelled).await.unwrap();
+    let parent = enqueue(&store, "parent", EnqueueOptions::new()).await;
+    let child = enqueue(&store, "child", EnqueueOptions::new().after(&parent)).await;
+    store.cancel_job(&parent).await.unwrap();
+    let late = EnqueueOptions {
+        expires_at_ms: Some(1),
+        ..EnqueueOptions::new()
+    };
+    let expired = enqueue(&store, "late", late).await;
+    claim(&store, 10).await;
+
+    let addr = spawn_server(router(store.clone(), WebOptions::new())).await;
+    let page = |id: String| async move {
+        let (status, _, body) = http(addr, "GET", &format!("/jobs/{id}"), &[], "").await;
+        assert_eq!(status, 200, "{body}");
+        body
+    };
+
+    let shown = page(plain.clone()).await;
+    for field in ["cost", "keepCompleted", "cancelReason"] {
+        assert!(field_tag(&shown, field).is_none(), "{field} on a plain job");
+    }
+
+    let shown = page(costly).await;
+    let cost = shown
+        .split("data-field=\"cost\">")
+        .nth(1)
+        .expect("cost row");
+    assert!(cost.starts_with("3<"), "{cost}");
+    assert!(field_tag(&shown, "keepCompleted").is_none());
+
+    let shown = page(ephemeral).await;
+    let keep = field_tag(&shown, "keepCompleted").expect("ephemeral row");
+    assert!(keep.contains("data-keep=\"false\""), "{keep}");
+    assert!(field_tag(&shown, "cost").is_none());
+
+    for (id, reason) in [
+        (cancelled, "operator"),
+        (child, "dependency"),
+        (expired, "expired"),
+    ] {
+        let shown = page(id.clone()).await;
+        let status = field_tag(&shown, "status").expect("status");
+        assert!(
+            status.contains("data-status=\"cancelled\""),
+            "{id}: {status}"
+        );
+        let tag = field_tag(&shown, "cancelReason").expect("cancel reason row");
+        assert!(tag.contains(&format!("data-reason=\"{reason}\"")), "{tag}");
+    }
+}

@@ -371,6 +371,36 @@ fn queue_cap_holds_across_worker_processes() {
     }
 }
 
+/// Jobs costing 2 of a key's cap of 4 run at most two at once across two
+/// worker processes of four slots each (eight slots, and eight would fit by
+/// count), and a job costing the whole cap runs too.
+#[test]
+fn a_jobs_cost_holds_across_worker_processes() {
+    let db = Db::new();
+    let hook = listen(200, Duration::from_millis(300));
+    let args = json!({"url": hook.url}).to_string();
+    let keyed = |cost: &str| {
+        let flags = ["--concurrency-key", "api", "--max-concurrency", "4", "--cost", cost];
+        db.enqueue(&[&["duraq.http", "--args", &args][..], &flags].concat())
+    };
+    let mut ids: Vec<String> = (0..6).map(|_| keyed("2")).collect();
+    ids.push(keyed("4"));
+    let mut workers = [
+        db.spawn_worker(&["--concurrency", "4"]),
+        db.spawn_worker(&["--concurrency", "4"]),
+    ];
+    for id in &ids {
+        db.wait_job(id, LONG, |j| j["status"] == "completed");
+    }
+    assert_eq!(hook.requests.load(Ordering::SeqCst), 7);
+    let max = hook.max_active.load(Ordering::SeqCst);
+    assert!((1..=2).contains(&max), "at most two of cost 2 at once, saw {max}");
+    for w in &mut workers {
+        signal(w, libc::SIGTERM);
+        assert!(wait_exit(w, LONG).success());
+    }
+}
+
 #[test]
 fn worker_rejects_bad_flags_before_running() {
     let db = Db::new();
@@ -378,6 +408,7 @@ fn worker_rejects_bad_flags_before_running() {
         (&["worker", "--stale-after", "soon"][..], "invalid-duration"),
         (&["worker", "--drain-timeout", "x"], "invalid-duration"),
         (&["worker", "--queue-cap", "mail"], "invalid-queue-cap"),
+        (&["worker", "--priority-aging", "mail=soon"], "invalid-worker-config"),
         (&["worker", "--concurrency", "0"], "invalid-worker-config"),
     ] {
         db.fails(args, code);

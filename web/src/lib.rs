@@ -43,6 +43,7 @@ mod error;
 mod format;
 mod host;
 mod html;
+pub mod job_options;
 mod live;
 mod metrics;
 mod options;

@@ -137,3 +137,28 @@ fn take<T: serde::de::DeserializeOwned>(
 fn shape(at: &str, why: &str) -> ApiError {
     ApiError::bad_request("invalid-request", format!("{at}{why}"))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `docs/http-api/job.schema.json` names every key a job takes, and only those.
+    #[test]
+    fn the_schema_lists_every_key() {
+        let schema: Value =
+            serde_json::from_str(include_str!("../../../docs/http-api/job.schema.json")).unwrap();
+        let mut documented: Vec<&str> = schema["properties"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
+        let mut read: Vec<&str> = (JOB_KEYS.iter())
+            .chain(serde_fields::<JobOptions>())
+            .copied()
+            .collect();
+        documented.sort_unstable();
+        read.sort_unstable();
+        assert_eq!(documented, read);
+    }
+}

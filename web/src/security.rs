@@ -52,8 +52,7 @@ pub fn same_secret(given: &str, expected: &str) -> bool {
 
 /// The middleware. See the module doc.
 pub async fn guard(AxumState(state): AxumState<State>, request: Request, next: Next) -> Response {
-    // API paths are refused in the API's JSON shape, never log in with
-    // `?token=`, and write only with the bearer token (`crate::api`).
+    // API paths: JSON refusals, no `?token=` login, bearer-only writes.
     let api = crate::api::is_api(request.uri().path());
     let refuse = |status, code, why| match api {
         true => crate::api::refusal(status, code, why),
@@ -73,13 +72,8 @@ pub async fn guard(AxumState(state): AxumState<State>, request: Request, next: N
         );
     }
     if let Some(token) = &state.options.token {
-        let unauthorized = || {
-            refuse(
-                StatusCode::UNAUTHORIZED,
-                "unauthorized",
-                "a token is required",
-            )
-        };
+        let why = "a token is required";
+        let unauthorized = || refuse(StatusCode::UNAUTHORIZED, "unauthorized", why);
         match authenticate(request.headers(), request.uri(), token) {
             Auth::Ok => {}
             Auth::Login if !api => return login_redirect(&state, &request, token),

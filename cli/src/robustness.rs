@@ -166,7 +166,7 @@ proptest! {
     #[test]
     fn parsers_never_panic(value in text()) {
         let _ = crate::parse::duration_ms("--x", &value);
-        let _ = crate::parse::delay_ms("--x", &value);
+        let _ = duraq_web::job_options::values::delay_ms("--x", &value);
         let _ = crate::parse::rfc3339_ms("--x", &value);
         let _ = crate::parse::json_args(Some(&value));
         let _ = crate::db::Database::parse(&value, None);

@@ -1,9 +1,11 @@
 //! `duraq web`: serves the dashboard (`duraq-web`'s router) on `--listen`, and
 //! the listen rule shared with `duraq worker --metrics-listen`.
 //!
-//! The dashboard only reads and acts on existing jobs, so the store is opened
-//! with `Database::open_existing` (a mistyped `--database` is
-//! `database-not-found`, never a new empty database). Beyond the loopback
+//! The dashboard reads and acts on existing jobs, and its HTTP API
+//! (`/api/v1`, `docs/http-api.md`) enqueues into the same store, so the store
+//! is opened with `Database::open_existing` (a mistyped `--database` is
+//! `database-not-found`, never a new empty database) and handed to the router
+//! as its producer too. Beyond the loopback
 //! interface a token (`DURAQ_WEB_TOKEN`) is required: the check happens before
 //! the database is opened or a port bound, and fails with `web-token-required`.
 
@@ -103,7 +105,8 @@ pub async fn run(db: &Database, a: WebArgs) -> Result<()> {
         .read_only(a.read_only)
         .allowed_hosts(a.allowed_hosts)
         .max_live_streams(a.max_live_streams)
-        .secrets(crate::db::password(&db_url(db)));
+        .secrets(crate::db::password(&db_url(db)))
+        .producer(store.clone());
     if let Some(token) = &token {
         options = options.token(token.clone());
     }

@@ -21,12 +21,12 @@ use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use crate::error::CliError;
-use crate::options::{enqueue_options, JobArgs, Spelling};
+use crate::options::{enqueue_options, JobOptions, Spelling};
 
 /// The code of a file that is no workflow or steps file.
 pub const INVALID: &str = "invalid-workflow-file";
 
-/// The keys of a step besides the enqueue options ([`JobArgs`]'s).
+/// The keys of a step besides the enqueue options ([`JobOptions`]'s).
 pub const STEP_KEYS: &[&str] = &[
     "step",
     "job",
@@ -110,7 +110,7 @@ pub(crate) fn parse_step(
             ))
         })?;
     let idempotency_key = text(&mut fields, "idempotencyKey", &at)?;
-    let flags: JobArgs =
+    let flags: JobOptions =
         serde_json::from_value(Value::Object(fields)).map_err(|e| invalid(format!("{at}: {e}")))?;
     let mut options = enqueue_options(&flags, Spelling::Json)
         .map_err(|e| CliError::new(e.error.code, format!("{at}: {}", e.error.message)))?;
@@ -126,9 +126,9 @@ pub(crate) fn parse_step(
     Ok((step, job, after))
 }
 
-/// The enqueue option keys of a step: [`JobArgs`]'s, as serde reads them.
+/// The enqueue option keys of a step: [`JobOptions`]'s, as serde reads them.
 pub(crate) fn option_keys() -> &'static [&'static str] {
-    crate::options::serde_fields::<JobArgs>()
+    crate::options::serde_fields::<JobOptions>()
 }
 
 /// A pointer to the key meant by a common mistake.

@@ -39,10 +39,12 @@
 mod dashboard_guide {}
 
 mod accept;
+mod api;
 mod error;
 mod format;
 mod host;
 mod html;
+pub mod job_options;
 mod live;
 mod metrics;
 mod options;
@@ -141,6 +143,7 @@ pub fn router(store: Arc<dyn Operate>, options: WebOptions) -> Router {
         .route("/assets/app.js", get(html::js))
         .route("/assets/bulk.js", get(html::bulk_js))
         .route("/assets/views.js", get(html::views_js))
+        .nest("/api/v1", api::routes())
         .fallback(pages::not_found)
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),

@@ -4,7 +4,10 @@
 //! log line the first time someone writes `{options:?}`).
 
 use std::fmt;
+use std::sync::Arc;
 use std::time::Duration;
+
+use duraq_core::Producer;
 
 /// How a [`crate::router`] behaves.
 ///
@@ -24,6 +27,7 @@ pub struct WebOptions {
     pub(crate) secrets: Vec<String>,
     pub(crate) allowed_hosts: Vec<String>,
     pub(crate) max_live_streams: usize,
+    pub(crate) producer: Option<Arc<dyn Producer>>,
 }
 
 impl Default for WebOptions {
@@ -36,6 +40,7 @@ impl Default for WebOptions {
             secrets: Vec::new(),
             allowed_hosts: Vec::new(),
             max_live_streams: Self::DEFAULT_LIVE_STREAMS,
+            producer: None,
         }
     }
 }
@@ -127,6 +132,15 @@ impl WebOptions {
         self
     }
 
+    /// Let the HTTP API enqueue through `producer` (`POST /api/v1/jobs`,
+    /// `docs/http-api.md`); without it those answer 501. Pass the same
+    /// `Arc<dyn Store>` as the router's store (it converts). A read-only
+    /// router refuses them whatever this says.
+    pub fn producer(mut self, producer: Arc<dyn Producer>) -> Self {
+        self.producer = Some(producer);
+        self
+    }
+
     /// Whether actions are hidden and POSTs refused.
     pub fn is_read_only(&self) -> bool {
         self.read_only
@@ -153,6 +167,7 @@ impl fmt::Debug for WebOptions {
             .field("secrets", &self.secrets.len())
             .field("allowed_hosts", &self.allowed_hosts)
             .field("max_live_streams", &self.max_live_streams)
+            .field("producer", &self.producer.is_some())
             .finish()
     }
 }

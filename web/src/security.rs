@@ -52,6 +52,12 @@ pub fn same_secret(given: &str, expected: &str) -> bool {
 
 /// The middleware. See the module doc.
 pub async fn guard(AxumState(state): AxumState<State>, request: Request, next: Next) -> Response {
+    // API paths: JSON refusals, no `?token=` login, bearer-only writes.
+    let api = crate::api::is_api(request.uri().path());
+    let refuse = |status, code, why| match api {
+        true => crate::api::refusal(status, code, why),
+        false => denied(status, why),
+    };
     if state.options.token.is_none()
         && !crate::host::allowed(
             request.headers(),
@@ -59,24 +65,38 @@ pub async fn guard(AxumState(state): AxumState<State>, request: Request, next: N
             &state.options.allowed_hosts,
         )
     {
-        return denied(
+        return refuse(
             StatusCode::MISDIRECTED_REQUEST,
+            "host-not-allowed",
             "this dashboard answers only to loopback names and --allowed-host names",
         );
     }
     if let Some(token) = &state.options.token {
+        let why = "a token is required";
+        let unauthorized = || refuse(StatusCode::UNAUTHORIZED, "unauthorized", why);
         match authenticate(request.headers(), request.uri(), token) {
             Auth::Ok => {}
-            Auth::Login => return login_redirect(&state, &request, token),
-            Auth::Denied => return denied(StatusCode::UNAUTHORIZED, "a token is required"),
+            Auth::Login if !api => return login_redirect(&state, &request, token),
+            Auth::Login | Auth::Denied => return unauthorized(),
+        }
+        if api && request.method() == Method::POST && !bearer(request.headers(), token) {
+            return unauthorized();
         }
     }
     if request.method() == Method::POST {
         if state.options.is_read_only() {
-            return denied(StatusCode::FORBIDDEN, "this dashboard is read-only");
+            return refuse(
+                StatusCode::FORBIDDEN,
+                "read-only",
+                "this dashboard is read-only",
+            );
         }
         if !same_origin(request.headers()) {
-            return denied(StatusCode::FORBIDDEN, "cross-origin request refused");
+            return refuse(
+                StatusCode::FORBIDDEN,
+                "cross-origin",
+                "cross-origin request refused",
+            );
         }
     }
     let mut response = next.run(request).await;
@@ -106,12 +126,17 @@ enum Auth {
     Denied,
 }
 
-fn authenticate(headers: &HeaderMap, uri: &axum::http::Uri, token: &str) -> Auth {
-    let bearer = headers
+/// Whether `Authorization: Bearer` carries the token.
+fn bearer(headers: &HeaderMap, token: &str) -> bool {
+    headers
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "));
-    if bearer.is_some_and(|b| same_secret(b.trim(), token)) {
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .is_some_and(|b| same_secret(b.trim(), token))
+}
+
+fn authenticate(headers: &HeaderMap, uri: &axum::http::Uri, token: &str) -> Auth {
+    if bearer(headers, token) {
         return Auth::Ok;
     }
     let cookie = headers

@@ -217,7 +217,7 @@ fn mail_args(value: &Value) -> Result<(), String> {
 fn options(src: &Source<'_>, e: &Entry) -> Result<EnqueueOptions, ScheduleError> {
     let text = |v: &Option<Spanned<String>>| v.as_ref().map(|v| v.get_ref().clone());
     let number = |v: &Option<Spanned<i64>>| v.as_ref().map(|v| *v.get_ref());
-    let flags = crate::options::JobArgs {
+    let flags = crate::options::JobOptions {
         queue: text(&e.queue),
         max_retries: number(&e.max_retries),
         concurrency_key: text(&e.concurrency_key),
@@ -229,7 +229,7 @@ fn options(src: &Source<'_>, e: &Entry) -> Result<EnqueueOptions, ScheduleError>
         cost: number(&e.cost),
         keep_completed: e.keep_completed.as_ref().map(|v| *v.get_ref()),
         expires_in: text(&e.expires_in),
-        ..crate::options::JobArgs::default()
+        ..crate::options::JobOptions::default()
     };
     enqueue_options(&flags, Spelling::Toml).map_err(|err| {
         let span = match err.field {

@@ -44,6 +44,11 @@ pub struct Spec {
     pub after: Vec<u16>,
     /// The job's dependency failure policy is `run` (else `cancel`).
     pub run_on_failure: bool,
+    /// Units of its cap and rate it takes; now and then 0, which every store
+    /// refuses alike (`invalid-cost`), or more than its own cap.
+    pub cost: Option<u8>,
+    /// `keepCompleted = false`: the row goes when the job completes.
+    pub ephemeral: bool,
 }
 
 /// How a generated report ends the attempt.
@@ -166,9 +171,22 @@ fn spec() -> impl Strategy<Value = Spec> {
                     0.12,
                     (0u8..2, 1u8..3, prop::sample::select(vec![1_000i64, 30_000])),
                 ),
+                prop::option::weighted(0.2, prop::sample::select(vec![0u8, 1, 2, 2, 3])),
+                prop::bool::weighted(0.2),
             )
                 .prop_map(
-                    move |(idem, dedupe, timeout, op, run_in, bad_name, priority, rate)| Spec {
+                    move |(
+                        idem,
+                        dedupe,
+                        timeout,
+                        op,
+                        run_in,
+                        bad_name,
+                        priority,
+                        rate,
+                        cost,
+                        ephemeral,
+                    )| Spec {
                         name,
                         args,
                         queue,
@@ -185,6 +203,8 @@ fn spec() -> impl Strategy<Value = Spec> {
                         rate,
                         after: Vec::new(),
                         run_on_failure: false,
+                        cost,
+                        ephemeral,
                     },
                 )
         })

@@ -61,6 +61,10 @@ fn new_job(s: &Spec, id: String, now: i64, ids: &[String]) -> Result<NewJob> {
         opts = opts.timeout(std::time::Duration::from_secs(1));
     }
     opts.priority = s.priority.map(i64::from);
+    opts.cost = s.cost.map(i64::from);
+    if s.ephemeral {
+        opts = opts.keep_completed(false);
+    }
     if let Some((k, max, period_ms)) = s.rate {
         opts = opts.rate_limit(
             format!("r{k}"),

@@ -121,6 +121,13 @@ pub enum Op {
     StartOperation(u8),
     RecordOperation(u8),
     Reconcile,
+    /// An aging pass over queue q0 or q1: one step per 1 s or per minute
+    /// waited, at most 1 or 5 steps.
+    Age {
+        queue: u8,
+        every_ms: u64,
+        max_steps: u8,
+    },
     Snapshot,
     /// The lease check over every lease handed out so far (`lost_leases`).
     LostLeases,
@@ -254,6 +261,8 @@ pub fn op() -> impl Strategy<Value = Op> {
         1 => (0u8..3).prop_map(Op::StartOperation),
         1 => (0u8..3).prop_map(Op::RecordOperation),
         1 => Just(Op::Reconcile),
+        1 => (0u8..2, prop::sample::select(vec![1_000u64, 60_000]), prop::sample::select(vec![1u8, 5]))
+            .prop_map(|(queue, every_ms, max_steps)| Op::Age { queue, every_ms, max_steps }),
         1 => Just(Op::Snapshot),
     ]
 }

@@ -348,6 +348,20 @@ pub async fn apply(ctx: &Ctx<'_>, op: &Op) -> Value {
                 .await,
         ),
         Op::Reconcile => to_json(s.reconcile_reservations().await),
+        Op::Age {
+            queue,
+            every_ms,
+            max_steps,
+        } => {
+            let every = std::time::Duration::from_millis(*every_ms);
+            let pass = duraq_core::driver::AgingPass {
+                queue: QUEUES[*queue as usize].to_owned(),
+                aging: duraq_core::PriorityAging::new(every, *max_steps).expect("valid aging"),
+                oldest_due_ms: None,
+                limit: 1_000,
+            };
+            to_json(s.age_priorities(&pass).await)
+        }
         Op::LostLeases => match s.lost_leases(ctx.leases).await {
             Ok(lost) => json!(lost
                 .iter()

@@ -202,6 +202,28 @@ fn a_worker_ages_the_priorities_of_the_queues_it_is_told_to() {
     assert!(wait_exit(&mut worker, LONG).success());
 }
 
+/// A job no claim reaches (its queue is paused) still ends by its expiry: the
+/// worker's recovery pass, which also runs once at startup, cancels it.
+#[test]
+fn a_workers_recovery_pass_cancels_an_expired_job_no_claim_reaches() {
+    let db = Db::new();
+    let past = ["--queue", "held", "--expires-at", "2020-01-01T00:00:00Z"];
+    let expired = db.enqueue(&[&["duraq.noop"][..], &past].concat());
+    let live = db.enqueue(&["duraq.noop", "--queue", "held"]);
+    db.json(&["queues", "pause", "held"]);
+    let mut worker = db.spawn_worker(&["--json"]);
+    let job = db.wait_job(&expired, LONG, |j| j["status"] == "cancelled");
+    assert_eq!(job["cancelReason"], "expired", "{job}");
+    assert_eq!(job["attempts"], 0, "never started");
+    assert_eq!(
+        db.job(&live)["status"],
+        "queued",
+        "the paused queue's other job waits"
+    );
+    signal(&worker, libc::SIGTERM);
+    assert!(wait_exit(&mut worker, LONG).success());
+}
+
 #[test]
 fn sigterm_drains_running_jobs_and_exits_0() {
     let db = Db::new();

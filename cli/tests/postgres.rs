@@ -253,6 +253,15 @@ fn prefetched_jobs_go_back_unstarted_when_the_worker_stops() {
 }
 
 #[test]
+fn flow_control_holds_in_a_worker_on_postgres() {
+    let Ok(url) = std::env::var("DATABASE_URL") else {
+        eprintln!("DATABASE_URL is not set; skipping the PostgreSQL CLI test");
+        return;
+    };
+    in_own_schema(&url, "flow", common::flow_control_in_a_worker);
+}
+
+#[test]
 fn schema_flag_and_url_parameter_choose_the_schema() {
     let Ok(url) = std::env::var("DATABASE_URL") else {
         eprintln!("DATABASE_URL is not set; skipping the PostgreSQL CLI test");

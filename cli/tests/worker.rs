@@ -225,6 +225,13 @@ fn a_workers_recovery_pass_cancels_an_expired_job_no_claim_reaches() {
 }
 
 #[test]
+fn flow_control_holds_in_a_worker_on_sqlite() {
+    let db = Db::new();
+    db.json(&["migrate"]);
+    common::flow_control_in_a_worker(&db.url());
+}
+
+#[test]
 fn sigterm_drains_running_jobs_and_exits_0() {
     let db = Db::new();
     let id = db.enqueue(&["duraq.sleep", "--args", r#"{"ms":1500}"#]);

@@ -334,3 +334,70 @@ pub fn prefetched_jobs_go_back_unstarted_at_shutdown(url: &str) {
         assert!(job["workerId"].is_null(), "{job}");
     }
 }
+
+/// Flow control through a real worker process on the database at `url`: an
+/// ephemeral job leaves no row once completed, an expired job of a paused
+/// queue is cancelled by the worker's recovery pass (`cancelReason`
+/// `expired`), a job due since 2020 in an aged queue has earned its steps,
+/// and a job costing its key's whole cap runs.
+pub fn flow_control_in_a_worker(url: &str) {
+    let patience = Duration::from_secs(60);
+    let id = |v: Value| v["jobId"].as_str().unwrap().to_string();
+    let gone = id(json_at(
+        url,
+        &["enqueue", "duraq.noop", "--no-keep-completed"],
+    ));
+    let past = "2020-01-01T00:00:00Z";
+    let held = [
+        "enqueue",
+        "duraq.noop",
+        "--queue",
+        "held",
+        "--expires-at",
+        past,
+    ];
+    let expired = id(json_at(url, &held));
+    let aged = [
+        "enqueue",
+        "app.report",
+        "--queue",
+        "aged",
+        "--priority",
+        "-5",
+        "--run-at",
+        past,
+    ];
+    let aged = id(json_at(url, &aged));
+    let cap = [
+        "--concurrency-key",
+        "api",
+        "--max-concurrency",
+        "3",
+        "--cost",
+        "3",
+    ];
+    let costly = id(json_at(
+        url,
+        &[&["enqueue", "duraq.noop"][..], &cap].concat(),
+    ));
+    json_at(url, &["queues", "pause", "held"]);
+    let worker = spawn_worker_at(url, &["--json", "--priority-aging", "aged=1m:4"]);
+    let show = |job: &str| run_with_url(url, &["jobs", "show", job, "--json"]);
+    let job = |job: &str| parse_one(&show(job).stdout)["job"].clone();
+    wait_for(patience, "the costly job completed", || {
+        (job(&costly)["status"] == "completed").then_some(())
+    });
+    wait_for(patience, "the ephemeral job's row deleted", || {
+        (!show(&gone).status.success()).then_some(())
+    });
+    let cancelled = wait_for(patience, "the expired job cancelled", || {
+        Some(job(&expired)).filter(|j| j["status"] == "cancelled")
+    });
+    assert_eq!(cancelled["cancelReason"], "expired", "{cancelled}");
+    let raised = wait_for(patience, "the aged job raised", || {
+        Some(job(&aged)).filter(|j| j["agedSteps"] == 4)
+    });
+    assert_eq!(raised["priority"], -1, "{raised}");
+    let report = stop_json_worker(worker, patience);
+    assert_eq!(report["completed"], 2, "{report}");
+}

@@ -380,7 +380,14 @@ fn a_jobs_cost_holds_across_worker_processes() {
     let hook = listen(200, Duration::from_millis(300));
     let args = json!({"url": hook.url}).to_string();
     let keyed = |cost: &str| {
-        let flags = ["--concurrency-key", "api", "--max-concurrency", "4", "--cost", cost];
+        let flags = [
+            "--concurrency-key",
+            "api",
+            "--max-concurrency",
+            "4",
+            "--cost",
+            cost,
+        ];
         db.enqueue(&[&["duraq.http", "--args", &args][..], &flags].concat())
     };
     let mut ids: Vec<String> = (0..6).map(|_| keyed("2")).collect();
@@ -394,7 +401,10 @@ fn a_jobs_cost_holds_across_worker_processes() {
     }
     assert_eq!(hook.requests.load(Ordering::SeqCst), 7);
     let max = hook.max_active.load(Ordering::SeqCst);
-    assert!((1..=2).contains(&max), "at most two of cost 2 at once, saw {max}");
+    assert!(
+        (1..=2).contains(&max),
+        "at most two of cost 2 at once, saw {max}"
+    );
     for w in &mut workers {
         signal(w, libc::SIGTERM);
         assert!(wait_exit(w, LONG).success());
@@ -408,7 +418,10 @@ fn worker_rejects_bad_flags_before_running() {
         (&["worker", "--stale-after", "soon"][..], "invalid-duration"),
         (&["worker", "--drain-timeout", "x"], "invalid-duration"),
         (&["worker", "--queue-cap", "mail"], "invalid-queue-cap"),
-        (&["worker", "--priority-aging", "mail=soon"], "invalid-worker-config"),
+        (
+            &["worker", "--priority-aging", "mail=soon"],
+            "invalid-worker-config",
+        ),
         (&["worker", "--concurrency", "0"], "invalid-worker-config"),
     ] {
         db.fails(args, code);

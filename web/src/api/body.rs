@@ -66,6 +66,17 @@ pub async fn read_json(headers: &HeaderMap, body: Body) -> Result<Value, ApiErro
         .map_err(|e| ApiError::bad_request("invalid-json", format!("the body is not JSON: {e}")))
 }
 
+/// The `Idempotency-Key` header, if given; 400 when it is not visible ASCII.
+pub fn idempotency_header(headers: &HeaderMap) -> Result<Option<String>, ApiError> {
+    let Some(value) = headers.get("idempotency-key") else {
+        return Ok(None);
+    };
+    let key = value.to_str().map_err(|_| {
+        ApiError::bad_request("invalid-request", "Idempotency-Key is not visible ASCII")
+    })?;
+    Ok(Some(key.to_owned()))
+}
+
 /// One job of a request; `at` names it in messages (`""` or `jobs[2]: `),
 /// `header_key` is the `Idempotency-Key` header of a single enqueue.
 pub fn job_from(

@@ -6,7 +6,9 @@
 //! workflow file or after `--run-in`. Every key is checked before any store
 //! call: an unknown key would otherwise be a silent change of what runs
 //! (a misspelt `"runIn"` would run at once). Shape mistakes are 400, values
-//! that are not allowed 422 with the flag's or core's code.
+//! that are not allowed 422 with the flag's or core's code, and a built-in
+//! job's args its handler would refuse 422 `invalid-args`
+//! ([`crate::WebOptions::args_check`]), as `duraq enqueue` refuses them.
 
 use axum::body::Body;
 use axum::http::{header, HeaderMap};
@@ -101,6 +103,8 @@ pub fn job_from(
         _ => return Err(shape(at, "needs \"job\", the job's name as a string")),
     };
     let args = fields.remove("args").unwrap_or(Value::Array(vec![]));
+    (state.options.args_check)(&job, &args)
+        .map_err(|m| ApiError::invalid("invalid-args", format!("{at}args: {m}")))?;
     let body_key = take::<String>(&mut fields, at, "idempotencyKey", "a string")?;
     let idempotency_key = match (header_key, body_key) {
         (Some(h), Some(b)) if h != b => {

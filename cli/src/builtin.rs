@@ -9,16 +9,10 @@ use std::future::Future;
 use std::time::Duration;
 
 use duraq_core::{JobContext, JobError, JobResult, Registry, WorkerError};
+use duraq_web::builtin_args::HttpRequest;
 use serde_json::Value;
 
-/// Job name of the handler that always succeeds.
-pub const NOOP: &str = "duraq.noop";
-/// Job name of the handler that sleeps `{"ms": N}` and succeeds.
-pub const SLEEP: &str = "duraq.sleep";
-/// Job name of the handler that completes with its args as its output.
-pub const ECHO: &str = "duraq.echo";
-/// Job name of the webhook handler.
-pub const HTTP: &str = "duraq.http";
+pub use duraq_web::builtin_args::{ECHO, HTTP, NOOP, SLEEP};
 
 /// What the built-in handlers share.
 #[derive(Clone, Debug)]
@@ -89,32 +83,23 @@ pub async fn sleep(args: Value) -> Result<(), JobError> {
 
 /// How long `duraq.sleep` sleeps, or the error that fails it without retries.
 fn sleep_ms(args: &Value) -> Result<u64, JobError> {
-    args.get("ms").and_then(Value::as_u64).ok_or_else(|| {
-        JobError::new(format!(
-            "duraq.sleep expects {{\"ms\": N}} with N >= 0, got {args}"
-        ))
-        .discard()
-    })
+    duraq_web::builtin_args::sleep_ms(args).map_err(|m| JobError::new(m).discard())
 }
 
 /// Checks `args` the way the built-in job `name`'s handler reads them, before
 /// any job exists (`duraq enqueue`, a workflow file and `duraq worker
 /// --schedule` refuse args its handler would refuse at once, as
-/// `invalid-args`): `Err` carries the handler's own message. `duraq.noop` and
-/// `duraq.echo` take anything; other names are the application's, not
-/// checked here.
+/// `invalid-args`): `Err` carries the handler's own message. The checks of
+/// `duraq-web` ([`duraq_web::builtin_args::check_args`], which the HTTP API
+/// runs too) and `duraq.mail.deliver`'s payload; other names are the
+/// application's, not checked here.
 pub fn check_args(name: &str, args: &Value) -> Result<(), String> {
     if name == duraq_mailer::DELIVER_JOB {
         let deliver: duraq_mailer::DeliverArgs = serde_json::from_value(args.clone())
             .map_err(|e| format!("duraq.mail.deliver expects {{\"payload\": {{…}}}}: {e}"))?;
         return deliver.payload.validate().map_err(|e| e.to_string());
     }
-    let checked = match name {
-        SLEEP => sleep_ms(args).map(drop),
-        HTTP => http_request(args).map(drop),
-        _ => Ok(()),
-    };
-    checked.map_err(|e| e.message().to_owned())
+    duraq_web::builtin_args::check_args(name, args)
 }
 
 /// [`check_args`] for a job about to be enqueued: `invalid-args`.
@@ -167,66 +152,10 @@ pub async fn http(client: reqwest::Client, args: Value) -> Result<(), JobError> 
     }
 }
 
-/// A `duraq.http` request as its args describe it, before it is sent.
-struct HttpRequest {
-    method: reqwest::Method,
-    url: reqwest::Url,
-    headers: reqwest::header::HeaderMap,
-    /// The URL without its password, for messages.
-    shown: String,
-}
-
 /// Reads a `duraq.http` job's args: the error fails the job without retries,
 /// since such a request can never be sent.
 fn http_request(args: &Value) -> Result<HttpRequest, JobError> {
-    let never = |message: String| JobError::new(message).discard();
-    let raw_url = args
-        .get("url")
-        .and_then(Value::as_str)
-        .ok_or_else(|| never("duraq.http expects {\"url\": …}".to_string()))?;
-    let url = reqwest::Url::parse(raw_url)
-        .map_err(|e| never(format!("duraq.http: invalid url {raw_url:?}: {e}")))?;
-    let shown = redacted(&url);
-    if !matches!(url.scheme(), "http" | "https") {
-        return Err(never(format!(
-            "duraq.http: {shown} is not an http:// or https:// URL"
-        )));
-    }
-    let method = args.get("method").and_then(Value::as_str).unwrap_or("POST");
-    let method = reqwest::Method::from_bytes(method.to_ascii_uppercase().as_bytes())
-        .map_err(|_| never(format!("duraq.http: invalid method {method:?}")))?;
-    let mut headers = reqwest::header::HeaderMap::new();
-    if let Some(given) = args.get("headers") {
-        let map = given
-            .as_object()
-            .ok_or_else(|| never("duraq.http: \"headers\" must be an object".to_string()))?;
-        for (name, value) in map {
-            let value = value
-                .as_str()
-                .map(str::to_string)
-                .unwrap_or_else(|| value.to_string());
-            let header = reqwest::header::HeaderName::from_bytes(name.as_bytes())
-                .map_err(|_| never(format!("duraq.http: invalid header name {name:?}")))?;
-            let value = reqwest::header::HeaderValue::from_str(&value)
-                .map_err(|_| never(format!("duraq.http: invalid value for header {name:?}")))?;
-            headers.append(header, value);
-        }
-    }
-    Ok(HttpRequest {
-        method,
-        url,
-        headers,
-        shown,
-    })
-}
-
-/// `url` without its password, safe to store in `lastError`.
-fn redacted(url: &reqwest::Url) -> String {
-    let mut shown = url.clone();
-    if shown.password().is_some() {
-        let _ = shown.set_password(Some("***"));
-    }
-    shown.to_string()
+    duraq_web::builtin_args::http_request(args).map_err(|m| JobError::new(m).discard())
 }
 
 /// The HTTP client `duraq.http` shares across jobs.

@@ -9,7 +9,7 @@ use clap::Args;
 use duraq_core::EnqueueOptions;
 use serde_json::Value;
 
-pub use duraq_web::job_options::{enqueue_options, serde_fields, JobOptions, Spelling};
+pub use duraq_web::job_options::{enqueue_options, JobOptions, Spelling};
 
 use crate::error::CliError;
 use crate::parse::json_args;

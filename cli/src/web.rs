@@ -106,7 +106,8 @@ pub async fn run(db: &Database, a: WebArgs) -> Result<()> {
         .allowed_hosts(a.allowed_hosts)
         .max_live_streams(a.max_live_streams)
         .secrets(crate::db::password(&db_url(db)))
-        .producer(store.clone());
+        .producer(store.clone())
+        .args_check(crate::builtin::check_args);
     if let Some(token) = &token {
         options = options.token(token.clone());
     }

@@ -9,7 +9,7 @@ use std::net::SocketAddr;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use common::web::{get, spawn_web};
+use common::web::{get, request, spawn_web};
 use common::*;
 
 #[test]
@@ -73,6 +73,31 @@ fn a_token_guards_every_request() {
     assert!(login.contains("HttpOnly; SameSite=Strict"), "{login}");
     let cookie = format!("duraq_token={token}");
     assert_eq!(get(addr, "/jobs", &[("Cookie", &cookie)]).0, 200);
+    web.stop();
+}
+
+/// The HTTP API of `duraq web` checks args as `duraq enqueue` does,
+/// `duraq.mail.deliver`'s payload included, on jobs and workflows alike.
+#[test]
+fn the_api_refuses_the_args_the_program_refuses() {
+    let db = Db::new();
+    db.enqueue(&["duraq.noop"]);
+    let (web, addr) = spawn_web(&db, None, &[]);
+    let json_type = [("Content-Type", "application/json")];
+    let mail = r#"{"job": "duraq.mail.deliver", "args": {"payload": {}}}"#;
+    let workflow = format!(
+        r#"{{"name": "w", "steps": [{{"step": "a", {}}}]}}"#,
+        &mail[1..mail.len() - 1]
+    );
+    for (path, body) in [("/api/v1/jobs", mail), ("/api/v1/workflows", &workflow)] {
+        let (status, answer) = request(addr, "POST", path, &json_type, body);
+        assert_eq!(status, 422, "{answer}");
+        assert!(answer.contains(r#""code":"invalid-args""#), "{answer}");
+    }
+    let sleep =
+        r#"{"name": "w", "steps": [{"step": "a", "job": "duraq.sleep", "args": {"ms": 1}}]}"#;
+    let (status, answer) = request(addr, "POST", "/api/v1/workflows", &json_type, sleep);
+    assert_eq!(status, 201, "{answer}");
     web.stop();
 }
 

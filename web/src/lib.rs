@@ -40,6 +40,7 @@ mod dashboard_guide {}
 
 mod accept;
 mod api;
+pub mod builtin_args;
 mod error;
 mod format;
 mod host;
@@ -54,6 +55,7 @@ mod security;
 mod series;
 mod serve;
 mod worker_metrics;
+pub mod workflow_file;
 
 use std::sync::Arc;
 

@@ -9,6 +9,8 @@ use std::time::Duration;
 
 use duraq_core::Producer;
 
+use crate::builtin_args::ArgsCheck;
+
 /// How a [`crate::router`] behaves.
 ///
 /// ```
@@ -28,6 +30,7 @@ pub struct WebOptions {
     pub(crate) allowed_hosts: Vec<String>,
     pub(crate) max_live_streams: usize,
     pub(crate) producer: Option<Arc<dyn Producer>>,
+    pub(crate) args_check: ArgsCheck,
 }
 
 impl Default for WebOptions {
@@ -41,6 +44,7 @@ impl Default for WebOptions {
             allowed_hosts: Vec::new(),
             max_live_streams: Self::DEFAULT_LIVE_STREAMS,
             producer: None,
+            args_check: crate::builtin_args::check_args,
         }
     }
 }
@@ -138,6 +142,16 @@ impl WebOptions {
     /// router refuses them whatever this says.
     pub fn producer(mut self, producer: Arc<dyn Producer>) -> Self {
         self.producer = Some(producer);
+        self
+    }
+
+    /// How the HTTP API checks a job's args before enqueuing it (422
+    /// `invalid-args`, nothing written): by default the built-in jobs'
+    /// ([`crate::builtin_args::check_args`]); a program with more built-in
+    /// handlers (the `duraq` program's `duraq.mail.deliver`) gives a check
+    /// that runs that one and its own.
+    pub fn args_check(mut self, check: ArgsCheck) -> Self {
+        self.args_check = check;
         self
     }
 

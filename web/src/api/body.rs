@@ -6,7 +6,9 @@
 //! workflow file or after `--run-in`. Every key is checked before any store
 //! call: an unknown key would otherwise be a silent change of what runs
 //! (a misspelt `"runIn"` would run at once). Shape mistakes are 400, values
-//! that are not allowed 422 with the flag's or core's code.
+//! that are not allowed 422 with the flag's or core's code, and a built-in
+//! job's args its handler would refuse 422 `invalid-args`
+//! ([`crate::WebOptions::args_check`]), as `duraq enqueue` refuses them.
 
 use axum::body::Body;
 use axum::http::{header, HeaderMap};
@@ -66,6 +68,17 @@ pub async fn read_json(headers: &HeaderMap, body: Body) -> Result<Value, ApiErro
         .map_err(|e| ApiError::bad_request("invalid-json", format!("the body is not JSON: {e}")))
 }
 
+/// The `Idempotency-Key` header, if given; 400 when it is not visible ASCII.
+pub fn idempotency_header(headers: &HeaderMap) -> Result<Option<String>, ApiError> {
+    let Some(value) = headers.get("idempotency-key") else {
+        return Ok(None);
+    };
+    let key = value.to_str().map_err(|_| {
+        ApiError::bad_request("invalid-request", "Idempotency-Key is not visible ASCII")
+    })?;
+    Ok(Some(key.to_owned()))
+}
+
 /// One job of a request; `at` names it in messages (`""` or `jobs[2]: `),
 /// `header_key` is the `Idempotency-Key` header of a single enqueue.
 pub fn job_from(
@@ -90,6 +103,8 @@ pub fn job_from(
         _ => return Err(shape(at, "needs \"job\", the job's name as a string")),
     };
     let args = fields.remove("args").unwrap_or(Value::Array(vec![]));
+    (state.options.args_check)(&job, &args)
+        .map_err(|m| ApiError::invalid("invalid-args", format!("{at}args: {m}")))?;
     let body_key = take::<String>(&mut fields, at, "idempotencyKey", "a string")?;
     let idempotency_key = match (header_key, body_key) {
         (Some(h), Some(b)) if h != b => {

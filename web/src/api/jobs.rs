@@ -15,7 +15,7 @@ use axum::response::Response;
 use duraq_core::{EnqueueOutcome, Job, Producer};
 use serde_json::{json, Value};
 
-use super::body::{job_from, read_json};
+use super::body::{idempotency_header, job_from, read_json};
 use super::error::{json_response, ApiError};
 use crate::State;
 
@@ -30,7 +30,7 @@ fn outcome_name(outcome: &EnqueueOutcome) -> &'static str {
 
 /// The store's producer side, or 501 when the router was built without one
 /// ([`crate::WebOptions::producer`]).
-fn producer(state: &State) -> Result<std::sync::Arc<dyn Producer>, ApiError> {
+pub fn producer(state: &State) -> Result<std::sync::Arc<dyn Producer>, ApiError> {
     state.options.producer.clone().ok_or_else(|| {
         ApiError::new(
             StatusCode::NOT_IMPLEMENTED,
@@ -47,12 +47,7 @@ pub async fn create(
     body: Body,
 ) -> Result<Response, ApiError> {
     let producer = producer(&state)?;
-    let key = match headers.get("idempotency-key") {
-        None => None,
-        Some(v) => Some(v.to_str().map(str::to_owned).map_err(|_| {
-            ApiError::bad_request("invalid-request", "Idempotency-Key is not visible ASCII")
-        })?),
-    };
+    let key = idempotency_header(&headers)?;
     let value = read_json(&headers, body).await?;
     let job = job_from(&state, "", value, key)?;
     let outcome = (producer.enqueue(job).await).map_err(|e| ApiError::store(&state, "", e))?;

@@ -292,6 +292,6 @@ mod tests {
                 assert!(!created.contains(retired), "{retired}");
             }
         }
-        assert_eq!(created.len(), 14);
+        assert_eq!(created.len(), 15);
     }
 }

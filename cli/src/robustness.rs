@@ -69,6 +69,7 @@ fn job() -> impl Strategy<Value = Job> {
             )| {
                 let output = last_error_output(&sk);
                 let (workflow_id, step, workflow_name) = (ik.clone(), ck.clone(), sk.clone());
+                let sequence_key = ck.clone();
                 Job {
                     id,
                     job_name: name.clone(),
@@ -118,6 +119,8 @@ fn job() -> impl Strategy<Value = Job> {
                     cost: a,
                     keep_completed: st % 2 == 0,
                     aged_steps: a,
+                    sequence_key,
+                    sequence_continues: st % 3 == 0,
                 }
             },
         )

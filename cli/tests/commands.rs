@@ -158,6 +158,40 @@ fn run_in_and_offsets_schedule_in_the_future() {
 }
 
 #[test]
+fn a_sequence_is_stored_with_its_failure_policy_and_checked() {
+    let db = Db::new();
+    let id = db.enqueue(&["x", "--sequence", "account:7"]);
+    let job = db.job(&id);
+    assert_eq!(job["sequenceKey"], "account:7");
+    assert_eq!(job.get("sequenceContinues"), None, "hold is the default");
+    let id = db.enqueue(&["x", "--sequence", "s", "--on-sequence-failure", "continue"]);
+    assert_eq!(db.job(&id)["sequenceContinues"], true);
+    let before = db.counts()["total"].clone();
+    db.fails(
+        &[
+            "enqueue",
+            "x",
+            "--sequence",
+            "s",
+            "--on-sequence-failure",
+            "later",
+        ],
+        "invalid-sequence",
+    );
+    db.fails(
+        &["enqueue", "x", "--sequence", "bad\u{7}key"],
+        "invalid-sequence",
+    );
+    db.fails(
+        &["enqueue", "x", "--sequence", "s", "--after", &id],
+        "unsupported-option",
+    );
+    assert_eq!(db.counts()["total"], before, "nothing written");
+    let usage = db.run(&["enqueue", "x", "--on-sequence-failure", "continue"]);
+    assert_eq!(usage.status.code(), Some(2), "a policy without a sequence");
+}
+
+#[test]
 fn a_cost_is_stored_and_checked_against_the_jobs_own_limits() {
     let db = Db::new();
     let plain = db.enqueue(&["x"]);

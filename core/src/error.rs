@@ -49,6 +49,8 @@ pub enum ErrorCode {
     InvalidExpiry,
     /// A cost below 1, or above the job's own concurrency cap or rate limit.
     InvalidCost,
+    /// A sequence key that breaks the rules of job names.
+    InvalidSequence,
     /// A schedule key that is empty, too long or holds control characters.
     InvalidScheduleKey,
     /// A queue name that is too long or holds control characters.
@@ -144,6 +146,7 @@ impl ErrorCode {
             Self::InvalidTimeout => "invalid-timeout",
             Self::InvalidExpiry => "invalid-expiry",
             Self::InvalidCost => "invalid-cost",
+            Self::InvalidSequence => "invalid-sequence",
             Self::InvalidScheduleKey => "invalid-schedule-key",
             Self::InvalidQueue => "invalid-queue",
             Self::InvalidArgs => "invalid-args",

@@ -238,6 +238,14 @@ pub struct Job {
     /// the job returns to `queued`.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub aged_steps: i64,
+    /// The sequence the job runs in: one job of a sequence at a time, in
+    /// the order of (`createdAtMs`, `id`) (`crate::EnqueueOptions::sequence`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sequence_key: Option<String>,
+    /// Its failure lets the next job of its sequence run instead of holding
+    /// it (`onSequenceFailure` `continue`; left out of JSON when `false`).
+    #[serde(default, skip_serializing_if = "is_no")]
+    pub sequence_continues: bool,
 }
 
 fn is_zero(n: &i64) -> bool {
@@ -258,6 +266,10 @@ fn yes() -> bool {
 
 fn is_yes(b: &bool) -> bool {
     *b
+}
+
+fn is_no(b: &bool) -> bool {
+    !*b
 }
 
 /// Why a job ended `cancelled`: JSON `cancelReason`, as `"operator"`,
@@ -381,6 +393,18 @@ impl Job {
     /// output when they run).
     pub fn is_deleted_on_completion(&self) -> bool {
         self.status == JobStatus::Completed && !self.keep_completed
+    }
+
+    /// Whether the job stands in its sequence's way ([`Job::sequence_key`]):
+    /// queued or running, or ended `failed`/`orphaned` without
+    /// [`Job::sequence_continues`]. The earliest such job of a sequence is the
+    /// only one a claim may take, and only while none of the sequence runs.
+    pub fn blocks_its_sequence(&self) -> bool {
+        match self.status {
+            JobStatus::Queued | JobStatus::HandedOff => true,
+            JobStatus::Failed | JobStatus::Orphaned => !self.sequence_continues,
+            _ => false,
+        }
     }
 
     /// Whether the job has expired at `now_ms` ([`Job::expires_at_ms`]).

@@ -110,7 +110,7 @@ pub use job::{AttemptError, CancelReason, Dependency, DependencyFailure, Job, Jo
 pub use keys::{IdempotencyKey, JobName, QueueName, ScheduleKey};
 pub use memory::MemoryStore;
 pub use new_job::NewJob;
-pub use options::{After, ConcurrencyLimit, EnqueueOptions, NewOperation};
+pub use options::{After, ConcurrencyLimit, EnqueueOptions, NewOperation, SequenceFailure};
 pub use rate::RateLimit;
 pub use requests::{
     CancelOutcome, EnqueueOutcome, KeyedOutcome, Outcome, QueueConfig, ReplaceOutcome,

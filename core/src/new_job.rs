@@ -11,7 +11,8 @@ use crate::error::{Error, ErrorCode, Result};
 use crate::job::{Dependency, DependencyFailure};
 use crate::keys::{check_name, IdempotencyKey, JobName, QueueName, QUEUE_CONCURRENCY_PREFIX};
 use crate::options::{
-    After, ConcurrencyLimit, EnqueueOptions, NewOperation, DEFAULT_MAX_RETRIES, MAX_RUN_IN_MS,
+    After, ConcurrencyLimit, EnqueueOptions, NewOperation, SequenceFailure, DEFAULT_MAX_RETRIES,
+    MAX_RUN_IN_MS,
 };
 use crate::rate::RateLimit;
 use crate::time::{ms_to_duration, ms_to_system_time};
@@ -69,6 +70,8 @@ pub struct NewJob {
     cost: Option<i64>,
     /// Whether the row stays once completed (`None`: the default, it does).
     keep_completed: Option<bool>,
+    /// The sequence the job runs in, with what its failure does to it.
+    sequence: Option<(String, SequenceFailure)>,
 }
 
 /// Where a workflow's step belongs: the workflow's id and name, and the
@@ -181,6 +184,19 @@ impl NewJob {
             }
         };
         let cost = check_cost(opts.cost, concurrency.as_ref(), rate_limit.as_ref())?;
+        let sequence = match opts.sequence_key {
+            None => None,
+            Some(key) => {
+                check_name(&key, ErrorCode::InvalidSequence, "a sequence key")?;
+                if !opts.after.is_empty() {
+                    return Err(Error::invalid(
+                        ErrorCode::UnsupportedOption,
+                        "sequenceKey and after cannot be combined: a sequence orders its jobs itself",
+                    ));
+                }
+                Some((key, opts.on_sequence_failure.unwrap_or_default()))
+            }
+        };
         let trace_parent = crate::trace::for_new_job(opts.trace_parent.as_deref())?;
         let dependency_policy = opts.on_dependency_failure.unwrap_or_default();
         let dependencies = dependencies_of(opts.after, dependency_policy);
@@ -206,6 +222,7 @@ impl NewJob {
             expiry,
             cost,
             keep_completed: opts.keep_completed,
+            sequence,
         })
     }
 
@@ -381,6 +398,14 @@ impl NewJob {
     pub fn cost(&self) -> i64 {
         self.cost.unwrap_or(1)
     }
+    /// The sequence the job runs in ([`crate::EnqueueOptions::sequence`]).
+    pub fn sequence_key(&self) -> Option<&str> {
+        self.sequence.as_ref().map(|(key, _)| key.as_str())
+    }
+    /// What the job's failure does to its sequence.
+    pub fn sequence_failure(&self) -> SequenceFailure {
+        self.sequence.as_ref().map(|(_, p)| *p).unwrap_or_default()
+    }
     /// Whether the row stays once the job completes (see
     /// [`crate::EnqueueOptions::keep_completed`]).
     pub fn keeps_completed(&self) -> bool {
@@ -547,6 +572,9 @@ impl NewJob {
         }
         if let Some(keep) = self.keep_completed {
             fields["keepCompleted"] = json!(keep);
+        }
+        if let Some((key, policy)) = &self.sequence {
+            fields["sequence"] = json!({"key": key, "onFailure": policy});
         }
         if let Some(priority) = self.priority {
             fields["priority"] = json!(priority);

@@ -107,6 +107,25 @@ pub struct EnqueueOptions {
     /// `false`: delete the row in the transaction that completes the job
     /// (`keepCompleted`, default `true`). Set by [`EnqueueOptions::keep_completed`].
     pub keep_completed: Option<bool>,
+    /// Jobs sharing this key run one at a time, in the order they were
+    /// enqueued (`sequenceKey`). Set by [`EnqueueOptions::sequence`].
+    pub sequence_key: Option<String>,
+    /// What a failure of this job does to its sequence (`onSequenceFailure`,
+    /// default `hold`).
+    pub on_sequence_failure: Option<SequenceFailure>,
+}
+
+/// What a job of a sequence that ends `failed` (or `orphaned`) does to the
+/// jobs behind it: JSON `"hold"` (the default) or `"continue"`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SequenceFailure {
+    /// The sequence waits until the failed job is retried to completion,
+    /// cancelled or deleted.
+    #[default]
+    Hold,
+    /// The next job of the sequence runs at once.
+    Continue,
 }
 
 /// One entry of [`EnqueueOptions::after`]: a job id (JSON `"…"`), or an edge
@@ -322,6 +341,33 @@ impl EnqueueOptions {
         self
     }
 
+    /// Runs the job in the sequence `key`: the jobs sharing a sequence key run
+    /// one at a time, across every worker, in the order they were enqueued
+    /// (by the store's clock, then by id). A job whose last attempt fails
+    /// holds the jobs behind it until it is retried to completion, cancelled
+    /// or deleted, unless it was enqueued with
+    /// [`SequenceFailure::Continue`]. The key follows the rules of job names
+    /// (`invalid-sequence` otherwise); a sequence cannot be combined with
+    /// dependencies (`unsupported-option`), which order jobs their own way.
+    ///
+    /// ```
+    /// use duraq_core::{EnqueueOptions, NewJob};
+    /// let opts = EnqueueOptions::new().sequence("account:7");
+    /// let job = NewJob::new("sync", serde_json::json!([]), opts).unwrap();
+    /// assert_eq!(job.sequence_key(), Some("account:7"));
+    /// ```
+    pub fn sequence(mut self, key: impl Into<String>) -> Self {
+        self.sequence_key = Some(key.into());
+        self
+    }
+
+    /// What this job's failure does to its sequence (see
+    /// [`EnqueueOptions::sequence`]).
+    pub fn on_sequence_failure(mut self, policy: SequenceFailure) -> Self {
+        self.on_sequence_failure = Some(policy);
+        self
+    }
+
     /// These options over `defaults`, field by field: each option this value sets
     /// wins, each it leaves unset comes from `defaults`. The run time
     /// (`scheduled_at_ms`/`run_in_ms`), the expiry, the concurrency cap
@@ -395,6 +441,8 @@ impl EnqueueOptions {
             expires_in_ms,
             cost: self.cost.or(defaults.cost),
             keep_completed: self.keep_completed.or(defaults.keep_completed),
+            sequence_key: self.sequence_key.or(defaults.sequence_key),
+            on_sequence_failure: self.on_sequence_failure.or(defaults.on_sequence_failure),
         }
     }
 }

@@ -70,6 +70,8 @@ fn row_without_identity(job: &NewJob, now_ms: i64) -> Job {
         cost: job.cost(),
         keep_completed: job.keeps_completed(),
         aged_steps: 0,
+        sequence_key: job.sequence_key().map(str::to_owned),
+        sequence_continues: job.sequence_failure() == crate::SequenceFailure::Continue,
     }
 }
 

@@ -25,6 +25,7 @@
 //! walk of the due index is unchanged. A pause committed before the claim's
 //! statement starts is seen by it (READ COMMITTED takes a snapshot per statement).
 
+use duraq_core::driver::rules::SequenceHead;
 use duraq_core::driver::steps::{AdmissionReads, Claim, ClaimPlan, Taken};
 use duraq_core::driver::{ClaimRequest, RateWindow};
 use duraq_core::{Job, JobStatus, RateLimit, Result};
@@ -65,7 +66,34 @@ impl AdmissionReads for Reads<'_, '_> {
     async fn rate_window(&mut self, limit: &RateLimit) -> Result<Option<RateWindow>> {
         rate::lock_window(self.0, limit).await
     }
+
+    async fn sequence_head(&mut self, key: &str) -> Result<SequenceHead> {
+        let row = self.0.query_one(SEQUENCE_HEAD, &[&key]).await?;
+        let first = match (
+            row.get::<_, Option<i64>>(0),
+            row.get::<_, Option<String>>(1),
+        ) {
+            (Some(at), Some(id)) => Some((at, id)),
+            _ => None,
+        };
+        Ok(SequenceHead {
+            first,
+            running: row.get(2),
+        })
+    }
 }
+
+/// Where a sequence stands: its earliest job in its way and whether one of
+/// its jobs runs, both read through `duraq_jobs_sequence`. A plain read:
+/// the only job a claim may take is that earliest one, whose row the claim
+/// holds `FOR UPDATE`, so two claims never both start a job of one sequence.
+const SEQUENCE_HEAD: &str = "WITH first AS (SELECT created_at_ms, id FROM {s}.duraq_jobs \
+     WHERE sequence_key = $1 AND status IN ('queued', 'handed_off', 'failed', 'orphaned') \
+     AND (status IN ('queued', 'handed_off') OR NOT sequence_continues) \
+     ORDER BY created_at_ms, id COLLATE \"C\" LIMIT 1) \
+     SELECT (SELECT created_at_ms FROM first), (SELECT id FROM first), \
+     EXISTS (SELECT 1 FROM {s}.duraq_jobs WHERE sequence_key = $1 \
+     AND status IN ('queued', 'handed_off', 'failed', 'orphaned') AND status = 'handed_off')";
 
 /// Takes the reservations of a claim's jobs on the key rows [`lock_active`]
 /// locked: one statement, however many jobs and keys.

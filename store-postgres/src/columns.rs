@@ -75,6 +75,8 @@ job_columns! {
     cost               Int8  "bigint NOT NULL DEFAULT 1"            17  Bind     Keep  job(Plain);
     keep_completed     Bool  "boolean NOT NULL DEFAULT true"        17  Bind     Keep  job(Plain);
     aged_steps         Int8  "bigint NOT NULL DEFAULT 0"            17  Default  Set   job(Plain);
+    sequence_key       Text  "text"                                 18  Bind     Keep  job(Plain);
+    sequence_continues Bool  "boolean NOT NULL DEFAULT false"       18  Bind     Keep  job(Plain);
 }
 
 /// The digest of a fresh row's args.

@@ -331,6 +331,24 @@ pub const SCHEMA_VERSIONS: &[SchemaVersion] = &[
         "flow_control",
         "Why a job was cancelled (`cancel_reason`), what it costs of its limits (`cost`), whether its row outlives its completion (`keep_completed`), and the priority it has aged (`aged_steps`).",
     ),
+    // `duraq_jobs.sequence_key` (nullable) and `sequence_continues`, added in
+    // place. The index holds only the jobs of a sequence that can stand in its
+    // way (a failed one that holds it is finished: both partitions), covering
+    // what a claim reads of them (see `crate::claim`).
+    SchemaVersion {
+        indexes: &[index(
+            "duraq_jobs_sequence",
+            On::Both,
+            "(sequence_key, created_at_ms, id COLLATE \"C\", status, sequence_continues) \
+             WHERE sequence_key IS NOT NULL \
+             AND status IN ('queued', 'handed_off', 'failed', 'orphaned')",
+        )],
+        ..version(
+            18,
+            "sequences",
+            "Sequences (`sequence_key`, `sequence_continues`): one job of a key at a time, in order.",
+        )
+    },
 ];
 
 /// The newest schema version this binary knows.

@@ -264,6 +264,7 @@ mod postgres {
                     "cost" => "ARRAY[1::int8]".to_owned(),
                     "keep_completed" => "ARRAY[true]".to_owned(),
                     "aged_steps" => "ARRAY[0::int8]".to_owned(),
+                    "sequence_continues" => "ARRAY[false]".to_owned(),
                     "scheduled_at_ms" | "created_at_ms" => "ARRAY[1::int8]".to_owned(),
                     _ => format!("ARRAY[NULL::{ty}]"),
                 })

@@ -18,6 +18,7 @@
 
 use std::collections::BTreeMap;
 
+use duraq_core::driver::rules::SequenceHead;
 use duraq_core::driver::steps::{run_ready, AdmissionReads, Claim, ClaimPlan, Taken};
 use duraq_core::driver::{ClaimRequest, RateWindow};
 use duraq_core::{Job, JobStatus, RateLimit, Result};
@@ -176,6 +177,34 @@ impl AdmissionReads for Reads<'_> {
 
     async fn rate_window(&mut self, limit: &RateLimit) -> Result<Option<RateWindow>> {
         rate::load_window(self.0, limit).map(Some)
+    }
+
+    async fn sequence_head(&mut self, key: &str) -> Result<SequenceHead> {
+        let first = self
+            .0
+            .prepare_cached(
+                "SELECT created_at_ms, id FROM duraq_jobs INDEXED BY duraq_jobs_sequence \
+                 WHERE sequence_key = ?1 \
+                 AND status IN ('queued', 'handed_off', 'failed', 'orphaned') \
+                 AND (status IN ('queued', 'handed_off') OR sequence_continues = 0) \
+                 ORDER BY created_at_ms, id LIMIT 1",
+            )
+            .db()?
+            .query_row([key], |r| Ok((r.get(0)?, r.get(1)?)))
+            .optional()
+            .db()?;
+        let running = self
+            .0
+            .prepare_cached(
+                "SELECT EXISTS (SELECT 1 FROM duraq_jobs INDEXED BY duraq_jobs_sequence \
+                 WHERE sequence_key = ?1 \
+                 AND status IN ('queued', 'handed_off', 'failed', 'orphaned') \
+                 AND status = 'handed_off')",
+            )
+            .db()?
+            .query_row([key], |r| r.get(0))
+            .db()?;
+        Ok(SequenceHead { first, running })
     }
 }
 

@@ -63,6 +63,7 @@ pub mod run_in;
 pub mod schedule_keys;
 pub mod schedule_ownership;
 pub mod search;
+pub mod sequences;
 pub mod trace_context;
 pub mod workers;
 pub mod workflow_append;

@@ -79,6 +79,14 @@ macro_rules! store_suite {
                     an_aged_job_is_claimed_first_and_a_retry_gives_the_steps_back,
                     a_pass_keeps_to_its_limit_and_its_oldest_due_time,
                 ],
+                sequences: [
+                    a_sequence_runs_one_job_at_a_time_in_order,
+                    a_failed_job_holds_its_sequence_until_retried_to_completion,
+                    a_cancelled_or_deleted_job_lets_its_sequence_go_on,
+                    continue_lets_the_next_run_and_a_retry_waits_its_turn,
+                    sequences_of_different_keys_never_hold_each_other,
+                    a_bad_sequence_is_refused_and_writes_nothing,
+                ],
                 ephemeral: [
                     an_ephemeral_job_is_deleted_when_it_completes,
                     failed_and_cancelled_ephemeral_jobs_are_kept,

@@ -16,7 +16,7 @@
 mod keys;
 pub mod values;
 
-use duraq_core::EnqueueOptions;
+use duraq_core::{EnqueueOptions, SequenceFailure};
 
 pub use keys::{serde_fields, Spelling};
 use values::{delay_ms, duration_ms, queue_name, rate_ms, rfc3339_ms, ValueError};
@@ -116,6 +116,18 @@ pub struct JobOptions {
     #[cfg_attr(feature = "clap", arg(long = "no-keep-completed", num_args = 0, default_missing_value = "false",
           value_parser = clap::value_parser!(bool)))]
     pub keep_completed: Option<bool>,
+    /// Run it in this sequence: the jobs sharing a sequence key run one at a
+    /// time, in the order they were enqueued.
+    #[cfg_attr(feature = "clap", arg(long = "sequence", value_name = "KEY"))]
+    pub sequence_key: Option<String>,
+    /// What its failure does to its sequence: `hold` (the default: the jobs
+    /// behind it wait until it is retried to completion, cancelled or
+    /// deleted) or `continue` (the next one runs).
+    #[cfg_attr(
+        feature = "clap",
+        arg(long, value_name = "hold|continue", requires = "sequence_key")
+    )]
+    pub on_sequence_failure: Option<String>,
 }
 
 /// A refused option: the [`JobOptions`] field it is about, and the error.
@@ -224,6 +236,19 @@ pub fn enqueue_options(a: &JobOptions, spelling: Spelling) -> Result<EnqueueOpti
         );
         return Err(at("max_concurrency")(why));
     }
+    let on_sequence_failure = match a.on_sequence_failure.as_deref() {
+        None => None,
+        Some("hold") => Some(SequenceFailure::Hold),
+        Some("continue") => Some(SequenceFailure::Continue),
+        Some(other) => {
+            let name = spelling.name("on_sequence_failure");
+            let why = ValueError::new(
+                "invalid-sequence",
+                format!("{name} is hold or continue, not {other:?}"),
+            );
+            return Err(at("on_sequence_failure")(why));
+        }
+    };
     Ok(EnqueueOptions {
         queue: queue.map(String::from),
         max_retries: a.max_retries,
@@ -235,6 +260,8 @@ pub fn enqueue_options(a: &JobOptions, spelling: Spelling) -> Result<EnqueueOpti
         priority: a.priority,
         cost: a.cost,
         keep_completed: a.keep_completed,
+        sequence_key: a.sequence_key.clone(),
+        on_sequence_failure,
         rate_key: a.rate_key.clone(),
         rate_max,
         rate_period_ms,

@@ -9,7 +9,7 @@ use crate::job::{Job, JobStatus, Lease};
 use crate::rate::RateLimit;
 use crate::rate::{rate_log_horizon, RateWindow};
 use crate::requests::{ClaimRequest, Outcome, PruneRequest};
-use crate::rules::{give_back, is_prunable, prune_order, GiveBack};
+use crate::rules::{give_back, is_prunable, prune_order, GiveBack, SequenceHead};
 use crate::steps::{run_ready, AdmissionReads, Claim, Taken};
 use crate::transitions::{self, claim_order};
 
@@ -17,6 +17,7 @@ use crate::transitions::{self, claim_order};
 struct Reads<'s> {
     caps: &'s HashMap<String, Cap>,
     rate_starts: &'s HashMap<String, Vec<i64>>,
+    jobs: &'s std::collections::BTreeMap<String, Job>,
 }
 
 impl AdmissionReads for Reads<'_> {
@@ -31,6 +32,17 @@ impl AdmissionReads for Reads<'_> {
             .cloned()
             .unwrap_or_default();
         Ok(Some(RateWindow::new(starts)))
+    }
+
+    async fn sequence_head(&mut self, key: &str) -> Result<SequenceHead> {
+        let of_key = || (self.jobs.values()).filter(|j| j.sequence_key.as_deref() == Some(key));
+        Ok(SequenceHead {
+            first: of_key()
+                .filter(|j| j.blocks_its_sequence())
+                .map(|j| (j.created_at_ms, j.id.clone()))
+                .min(),
+            running: of_key().any(|j| j.status == JobStatus::HandedOff),
+        })
     }
 }
 
@@ -63,6 +75,7 @@ impl State {
         let mut reads = Reads {
             caps: &self.caps,
             rate_starts: &self.rate_starts,
+            jobs: &self.jobs,
         };
         for job in candidates {
             if claim.is_full() {

@@ -6,16 +6,23 @@
 //! 0. **Expiry.** A candidate whose expiry has passed ([`Job::is_expired`]) is
 //!    never started: it ends `cancelled` ([`Admission::Expire`]), needing no read
 //!    and taking no slot of the claim.
-//! 1. **Cap.** A candidate holding a concurrency key (its own, else its queue's
+//! 1. **Sequence.** A candidate of a sequence ([`Job::sequence_key`]) is
+//!    taken only in its turn: it is the earliest job standing in the
+//!    sequence's way ([`Job::blocks_its_sequence`], by `createdAtMs` then id)
+//!    and no job of the sequence runs (counting what this claim took).
+//!    Otherwise it stays as it is. Every rule of a sequence follows from this
+//!    one: a failed job that holds keeps the jobs behind it waiting, and a
+//!    completion, a cancel or a delete moves the turn on.
+//! 2. **Cap.** A candidate holding a concurrency key (its own, else its queue's
 //!    cap in the claim's config, see [`reservation_for`]) whose cost does not
 //!    fit under the cap beside the reservations, counting those this claim has
 //!    taken, is skipped: it stays as it is and never blocks the jobs behind it.
 //!    (A job costing more than a queue's cap fits when the key holds nothing.)
-//! 2. **Rate.** A candidate whose rate key is saturated stays queued, due when
+//! 3. **Rate.** A candidate whose rate key is saturated stays queued, due when
 //!    the key allows ([`RateWindow::try_start`]); if another claim is deciding on
 //!    that key at this moment (PostgreSQL takes turns on the key's row) it is left
 //!    for the next claim.
-//! 3. **Reserve.** Otherwise it is taken: as many units of its key's
+//! 4. **Reserve.** Otherwise it is taken: as many units of its key's
 //!    reservations and logged starts of its rate key as it costs
 //!    ([`Job::cost`], 1 by default).
 //!
@@ -48,6 +55,29 @@ pub enum AdmissionRead {
     /// The newest `limit.max` logged starts of the rate key; answer with
     /// [`ClaimAdmission::know_window`].
     Window(RateLimit),
+    /// Where the sequence of this key stands; answer with
+    /// [`ClaimAdmission::know_sequence`].
+    Sequence(String),
+}
+
+/// Where a sequence stands as a claim reads it ([`AdmissionRead::Sequence`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SequenceHead {
+    /// The `(createdAtMs, id)` of the earliest job standing in the
+    /// sequence's way ([`Job::blocks_its_sequence`]), if any.
+    pub first: Option<(i64, String)>,
+    /// Whether a job of the sequence is running (`handed_off`).
+    pub running: bool,
+}
+
+impl SequenceHead {
+    fn is_turn_of(&self, job: &Job) -> bool {
+        !self.running
+            && self
+                .first
+                .as_ref()
+                .is_some_and(|(at, id)| *at == job.created_at_ms && *id == job.id)
+    }
 }
 
 /// The decision on one candidate.
@@ -82,6 +112,8 @@ pub enum LeaveReason {
     /// Another claim is deciding on its rate key right now; the next claim
     /// will.
     RateKeyBusy,
+    /// It is not its sequence's turn.
+    NotItsTurn,
 }
 
 /// One claim's admission state: the reservations and rate windows it has read
@@ -111,6 +143,8 @@ pub struct ClaimAdmission<'r> {
     /// Rate windows as read (`None`: another claim holds the key), plus the
     /// starts of this claim.
     windows: HashMap<String, Option<RateWindow>>,
+    /// Sequences as read, marked running once this claim takes one's job.
+    sequences: HashMap<String, SequenceHead>,
     taken: usize,
 }
 
@@ -122,6 +156,7 @@ impl<'r> ClaimAdmission<'r> {
             now_ms,
             active: HashMap::new(),
             windows: HashMap::new(),
+            sequences: HashMap::new(),
             taken: 0,
         }
     }
@@ -144,6 +179,13 @@ impl<'r> ClaimAdmission<'r> {
         if job.is_expired(self.now_ms) {
             return None;
         }
+        if let Some(key) = &job.sequence_key {
+            match self.sequences.get(key) {
+                None => return Some(AdmissionRead::Sequence(key.clone())),
+                Some(head) if !head.is_turn_of(job) => return None,
+                Some(_) => {}
+            }
+        }
         if let Some((key, max)) = reservation_for(job, &self.req.queue_config) {
             match self.active.get(&key) {
                 None => return Some(AdmissionRead::Active { key, max }),
@@ -158,6 +200,11 @@ impl<'r> ClaimAdmission<'r> {
     /// The store's answer to [`AdmissionRead::Active`].
     pub fn know_active(&mut self, key: &str, active: i64) {
         self.active.insert(key.to_owned(), active);
+    }
+
+    /// The store's answer to [`AdmissionRead::Sequence`].
+    pub fn know_sequence(&mut self, key: &str, head: SequenceHead) {
+        self.sequences.insert(key.to_owned(), head);
     }
 
     /// The store's answer to [`AdmissionRead::Window`]: the window, or `None`
@@ -179,6 +226,11 @@ impl<'r> ClaimAdmission<'r> {
         if job.is_expired(self.now_ms) {
             return Admission::Expire;
         }
+        if let Some(key) = &job.sequence_key {
+            if !self.sequences[key].is_turn_of(job) {
+                return Admission::Leave(LeaveReason::NotItsTurn);
+            }
+        }
         let reservation = reservation_for(job, &self.req.queue_config);
         if let Some((key, max)) = &reservation {
             if !fits(self.active[key], job.cost, *max) {
@@ -198,6 +250,9 @@ impl<'r> ClaimAdmission<'r> {
         }
         if let Some((key, _)) = &reservation {
             *self.active.get_mut(key).expect("read above") += job.cost;
+        }
+        if let Some(key) = &job.sequence_key {
+            self.sequences.get_mut(key).expect("read above").running = true;
         }
         self.taken += 1;
         Admission::Take {
@@ -242,6 +297,9 @@ mod tests {
                 AdmissionRead::Active { key, .. } => admission.know_active(&key, active),
                 AdmissionRead::Window(limit) => {
                     admission.know_window(&limit.key, Some(RateWindow::new(starts.clone())))
+                }
+                AdmissionRead::Sequence(key) => {
+                    admission.know_sequence(&key, SequenceHead::default())
                 }
             }
         }
@@ -359,6 +417,42 @@ mod tests {
             Admission::Leave(LeaveReason::AtCap),
             "5 of 2 taken"
         );
+    }
+
+    #[test]
+    fn only_the_first_job_of_a_sequence_is_taken_and_only_while_none_runs() {
+        let req = request(10);
+        let mut a = ClaimAdmission::new(&req, 0);
+        let first = job(EnqueueOptions::new().sequence("s"));
+        let mut second = job(EnqueueOptions::new().sequence("s"));
+        second.created_at_ms = 1;
+        assert_eq!(a.missing(&first), Some(AdmissionRead::Sequence("s".into())));
+        let head = SequenceHead {
+            first: Some((first.created_at_ms, first.id.clone())),
+            running: false,
+        };
+        a.know_sequence("s", head.clone());
+        assert_eq!(
+            a.missing(&second),
+            None,
+            "not its turn: nothing more to read"
+        );
+        assert_eq!(a.decide(&second), Admission::Leave(LeaveReason::NotItsTurn));
+        assert!(matches!(a.decide(&first), Admission::Take { .. }));
+        assert_eq!(
+            a.decide(&first),
+            Admission::Leave(LeaveReason::NotItsTurn),
+            "now running"
+        );
+        let mut b = ClaimAdmission::new(&req, 0);
+        b.know_sequence(
+            "s",
+            SequenceHead {
+                running: true,
+                ..head
+            },
+        );
+        assert_eq!(b.decide(&first), Admission::Leave(LeaveReason::NotItsTurn));
     }
 
     #[test]

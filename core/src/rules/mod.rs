@@ -24,7 +24,7 @@ mod release;
 mod schedule;
 mod search;
 
-pub use claim::{Admission, AdmissionRead, ClaimAdmission, LeaveReason};
+pub use claim::{Admission, AdmissionRead, ClaimAdmission, LeaveReason, SequenceHead};
 pub use dependencies::{
     apply_start, dependency_not_found, reopen, reopened_open_count, start_of,
     was_cancelled_by_dependency, DependencyStart, CANCELLED_BY_DEPENDENCY,

@@ -42,6 +42,12 @@ pub trait AdmissionReads {
     /// when another claim is deciding on that key right now (its jobs are left
     /// for the next claim).
     async fn rate_window(&mut self, limit: &RateLimit) -> Result<Option<RateWindow>>;
+
+    /// Where sequence `key` stands: its earliest job standing in its way
+    /// ([`Job::blocks_its_sequence`], by `createdAtMs` then id) and whether
+    /// one of its jobs runs. A plain read: a claim takes only the earliest
+    /// such job, whose row it holds, so two claims cannot both start one.
+    async fn sequence_head(&mut self, key: &str) -> Result<crate::rules::SequenceHead>;
 }
 
 /// A claimed job and the reservation it takes.
@@ -77,6 +83,7 @@ pub struct ClaimPlan {
 /// One claim in the making (see the module docs).
 ///
 /// ```
+/// use duraq_core::driver::rules::SequenceHead;
 /// use duraq_core::driver::steps::{run_ready, AdmissionReads, Claim};
 /// use duraq_core::driver::transitions::new_job_row;
 /// use duraq_core::driver::{ClaimRequest, RateWindow};
@@ -88,6 +95,9 @@ pub struct ClaimPlan {
 ///     async fn active_reservations(&mut self, _: &str, _: i64) -> Result<i64> { Ok(0) }
 ///     async fn rate_window(&mut self, _: &RateLimit) -> Result<Option<RateWindow>> {
 ///         Ok(Some(RateWindow::new(Vec::new())))
+///     }
+///     async fn sequence_head(&mut self, _: &str) -> Result<SequenceHead> {
+///         Ok(SequenceHead::default())
 ///     }
 /// }
 ///
@@ -149,6 +159,10 @@ impl<'r> Claim<'r> {
                 AdmissionRead::Window(limit) => {
                     let window = reads.rate_window(&limit).await?;
                     self.admission.know_window(&limit.key, window);
+                }
+                AdmissionRead::Sequence(key) => {
+                    let head = reads.sequence_head(&key).await?;
+                    self.admission.know_sequence(&key, head);
                 }
             }
         }
@@ -217,6 +231,10 @@ mod tests {
             }
             let starts = self.starts.get(&limit.key).cloned().unwrap_or_default();
             Ok(Some(RateWindow::new(starts)))
+        }
+        async fn sequence_head(&mut self, key: &str) -> Result<crate::rules::SequenceHead> {
+            self.reads.push(format!("sequence {key}"));
+            Ok(crate::rules::SequenceHead::default())
         }
     }
 

@@ -32,6 +32,8 @@ fn sample() -> (Job, ArgsText) {
     job.cost = 3;
     job.keep_completed = false;
     job.aged_steps = 4;
+    job.sequence_key = Some("account:7".into());
+    job.sequence_continues = true;
     (job, args)
 }
 

@@ -202,6 +202,8 @@ job_columns! {
     cost: field = column("INTEGER", "NOT NULL DEFAULT 1", 16, Bind),
     keep_completed: field = column("INTEGER", "NOT NULL DEFAULT 1", 16, Bind),
     aged_steps: field = column("INTEGER", "NOT NULL DEFAULT 0", 16, Fresh("0")).saved(),
+    sequence_key: field = column("TEXT", "", 17, Bind),
+    sequence_continues: field = column("INTEGER", "NOT NULL DEFAULT 0", 17, Bind),
 }
 
 /// The columns of `duraq_jobs` for the declared schema, in table order.

@@ -147,6 +147,8 @@ fn a_job_with_every_field_set_round_trips() {
     job.cost = 3;
     job.keep_completed = false;
     job.aged_steps = 4;
+    job.sequence_key = Some("account:7".into());
+    job.sequence_continues = true;
 
     let conn = Connection::open(&path).unwrap();
     let columns: Vec<&str> = COLUMNS.iter().map(|c| c.column.name).collect();

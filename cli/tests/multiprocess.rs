@@ -5,14 +5,19 @@
 //! - a rate limit holds across four workers: no window of one period ever holds
 //!   more starts than the limit, and jobs without the key are not held up;
 //! - a paused queue is skipped by every worker while jobs enqueued after the
-//!   pause run, and runs once resumed.
+//!   pause run, and runs once resumed;
+//! - a sequence of 1,000 jobs runs strictly in order across three workers,
+//!   one of them killed with SIGKILL halfway, each job completed once.
 //!
 //! Waiting is by polling the database's state, never by sleeping a guessed time.
 
 mod common;
 
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use common::{bin, parse_one, run_with_url, signal, wait_exit, wait_for};
@@ -197,6 +202,138 @@ fn paused_queue_is_skipped_by_every_worker(t: &Target) {
     stop(workers);
 }
 
+/// A local HTTP endpoint that records the `i` of every request's JSON body in
+/// the order the requests arrive, and the most requests it served at once.
+struct Recorder {
+    url: String,
+    arrivals: Arc<Mutex<Vec<i64>>>,
+    max_active: Arc<AtomicUsize>,
+}
+
+fn recorder() -> Recorder {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/step", listener.local_addr().unwrap());
+    let arrivals = Arc::new(Mutex::new(Vec::new()));
+    let (active, max_active) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+    let (log, max) = (arrivals.clone(), max_active.clone());
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            let (log, active, max) = (log.clone(), active.clone(), max.clone());
+            std::thread::spawn(move || record(stream, &log, &active, &max));
+        }
+    });
+    Recorder {
+        url,
+        arrivals,
+        max_active,
+    }
+}
+
+fn record(mut s: TcpStream, log: &Mutex<Vec<i64>>, active: &AtomicUsize, max: &AtomicUsize) {
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 4096];
+    let body = loop {
+        let Ok(n) = s.read(&mut chunk) else { return };
+        if n == 0 {
+            return;
+        }
+        buf.extend_from_slice(&chunk[..n]);
+        let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") else {
+            continue;
+        };
+        let head = String::from_utf8_lossy(&buf[..end]).to_ascii_lowercase();
+        let len = (head.lines())
+            .find_map(|l| l.strip_prefix("content-length:"))
+            .and_then(|v| v.trim().parse::<usize>().ok())
+            .unwrap_or(0);
+        if buf.len() >= end + 4 + len {
+            break buf[end + 4..end + 4 + len].to_vec();
+        }
+    };
+    let now = active.fetch_add(1, Ordering::SeqCst) + 1;
+    max.fetch_max(now, Ordering::SeqCst);
+    let i = serde_json::from_slice::<Value>(&body)
+        .ok()
+        .and_then(|v| v["i"].as_i64());
+    log.lock().unwrap().push(i.unwrap_or(-1));
+    active.fetch_sub(1, Ordering::SeqCst);
+    let reply = "HTTP/1.1 200 OK\r\ncontent-length: 2\r\nconnection: close\r\n\r\nok";
+    let _ = s.write_all(reply.as_bytes());
+}
+
+/// One workflow of `n` steps, all of sequence `s`, each posting its index to
+/// `url`: inserted by one process in one transaction, so ordered by id.
+fn enqueue_sequence(t: &Target, n: usize, url: &str) {
+    let steps: Vec<Value> = (0..n)
+        .map(|i| {
+            let args = serde_json::json!({"url": url, "body": {"i": i}});
+            serde_json::json!({"step": format!("s{i:04}"), "job": "duraq.http", "args": args,
+                               "sequenceKey": "s", "maxRetries": 3})
+        })
+        .collect();
+    let file = t._dir.path().join("sequence.json");
+    let text = serde_json::json!({"name": "sequence", "steps": steps}).to_string();
+    std::fs::write(&file, text).unwrap();
+    t.json(&["workflows", "enqueue", file.to_str().unwrap()]);
+}
+
+fn sequence_worker(t: &Target) -> Child {
+    Command::new(bin())
+        .args([
+            "--database",
+            &t.url,
+            "worker",
+            "--concurrency",
+            "2",
+            "--prefetch",
+            "0",
+        ])
+        .args(["--stale-after", "3s"])
+        .env_remove("DURAQ_DATABASE_URL")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn worker")
+}
+
+/// Three workers run a sequence of 1,000 jobs; one is killed with SIGKILL
+/// once a third has completed (a job it held is recovered by the others and
+/// run again in its place). Every job completes once, the jobs' requests
+/// arrive in the sequence's order, a request repeated only where the killed
+/// worker's attempt was lost, and never two at once.
+fn a_sequence_runs_in_order_across_workers_with_one_killed(t: &Target) {
+    const N: usize = 1_000;
+    t.json(&["migrate"]);
+    let hook = recorder();
+    enqueue_sequence(t, N, &hook.url);
+    let mut workers: Vec<Child> = (0..3).map(|_| sequence_worker(t)).collect();
+    wait_for(Duration::from_secs(120), "a third completed", || {
+        (t.completed() >= (N / 3) as i64).then_some(())
+    });
+    let mut killed = workers.remove(0);
+    signal(&killed, libc::SIGKILL);
+    wait_exit(&mut killed, Duration::from_secs(30));
+    wait_for(Duration::from_secs(300), "every job completed", || {
+        (t.completed() == N as i64).then_some(())
+    });
+    stop(workers);
+    assert_eq!(t.jobs().len(), N, "each job once");
+    let mut arrivals = hook.arrivals.lock().unwrap().clone();
+    let repeats = arrivals.len() - N;
+    assert!(
+        repeats <= 1,
+        "only the killed worker's attempt repeats: {repeats}"
+    );
+    arrivals.dedup();
+    let expected: Vec<i64> = (0..N as i64).collect();
+    assert_eq!(arrivals, expected, "in the sequence's order");
+    assert_eq!(
+        hook.max_active.load(Ordering::SeqCst),
+        1,
+        "never two at once"
+    );
+}
+
 #[test]
 fn rate_limit_holds_across_four_workers_on_sqlite() {
     rate_limit_holds_across_four_workers(&sqlite());
@@ -218,5 +355,17 @@ fn paused_queue_is_skipped_by_every_worker_on_sqlite() {
 fn paused_queue_is_skipped_by_every_worker_on_postgres() {
     if let Some(t) = postgres("paused_queue_is_skipped_by_every_worker") {
         paused_queue_is_skipped_by_every_worker(&t);
+    }
+}
+
+#[test]
+fn a_sequence_runs_in_order_across_workers_with_one_killed_on_sqlite() {
+    a_sequence_runs_in_order_across_workers_with_one_killed(&sqlite());
+}
+
+#[test]
+fn a_sequence_runs_in_order_across_workers_with_one_killed_on_postgres() {
+    if let Some(t) = postgres("a sequence across workers") {
+        a_sequence_runs_in_order_across_workers_with_one_killed(&t);
     }
 }

@@ -11,11 +11,12 @@ use crate::error::CliError;
 use crate::parse::{duration_ms, queue_name, rfc3339_ms};
 
 /// The filter flags' ids, for clap's "ids or a filter" rule.
-pub const FILTER_IDS: [&str; 10] = [
+pub const FILTER_IDS: [&str; 11] = [
     "status",
     "queue",
     "name",
     "key",
+    "sequence",
     "error_contains",
     "args_contains",
     "created_after",
@@ -40,6 +41,10 @@ pub struct FilterFlags {
     /// Jobs that carry this schedule key (its owner and its history).
     #[arg(long)]
     pub key: Option<String>,
+    /// Jobs of this sequence (`enqueue --sequence`), the one in its way first
+    /// when sorted by creation.
+    #[arg(long, value_name = "KEY")]
+    pub sequence: Option<String>,
     /// Jobs whose last error contains TEXT, ignoring case.
     #[arg(long, value_name = "TEXT")]
     pub error_contains: Option<String>,
@@ -104,6 +109,7 @@ impl FilterFlags {
             job_name: self.name.clone(),
             queue,
             schedule_key: self.key.clone(),
+            sequence_key: self.sequence.clone(),
             error_contains: self.error_contains.clone(),
             args_contains,
             created_after_ms: time("--created-after", &self.created_after)?,

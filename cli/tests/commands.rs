@@ -166,6 +166,9 @@ fn a_sequence_is_stored_with_its_failure_policy_and_checked() {
     assert_eq!(job.get("sequenceContinues"), None, "hold is the default");
     let id = db.enqueue(&["x", "--sequence", "s", "--on-sequence-failure", "continue"]);
     assert_eq!(db.job(&id)["sequenceContinues"], true);
+    let listed = db.json(&["jobs", "list", "--sequence", "s"]);
+    assert_eq!(listed["jobs"].as_array().unwrap().len(), 1, "{listed}");
+    assert_eq!(listed["jobs"][0]["id"], id.as_str());
     let before = db.counts()["total"].clone();
     db.fails(
         &[

@@ -52,6 +52,8 @@ pub struct JobFilter {
     pub schedule_key: Option<String>,
     /// Only the steps of this workflow.
     pub workflow_id: Option<String>,
+    /// Only the jobs of this sequence ([`Job::sequence_key`]).
+    pub sequence_key: Option<String>,
     /// Only jobs whose last error contains this text, ignoring case.
     pub error_contains: Option<String>,
     /// Only jobs whose args contain this JSON value ([`json_contains`], the
@@ -99,6 +101,7 @@ impl JobFilter {
             && eq(&self.queue, &job.queue)
             && (self.schedule_key.is_none() || self.schedule_key == job.schedule_key)
             && (self.workflow_id.is_none() || self.workflow_id == job.workflow_id)
+            && (self.sequence_key.is_none() || self.sequence_key == job.sequence_key)
             && self.created_after_ms.is_none_or(|t| job.created_at_ms >= t)
             && self.created_before_ms.is_none_or(|t| job.created_at_ms < t)
             && self.after.as_ref().is_none_or(|c| c.precedes(job))

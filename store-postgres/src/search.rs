@@ -67,6 +67,7 @@ pub(crate) fn candidate_sql(filter: &JobFilter, with_cursor: bool) -> String {
         ("queue", filter.queue.is_some()),
         ("schedule_key", filter.schedule_key.is_some()),
         ("workflow_id", filter.workflow_id.is_some()),
+        ("sequence_key", filter.sequence_key.is_some()),
     ] {
         if set {
             conds.push(format!("{col} = ${}::text", next()));
@@ -156,6 +157,7 @@ async fn candidates(
         &filter.queue,
         &filter.schedule_key,
         &filter.workflow_id,
+        &filter.sequence_key,
     ]
     .into_iter()
     .flatten()

@@ -53,6 +53,7 @@ fn candidates(
         ("queue", &filter.queue),
         ("schedule_key", &filter.schedule_key),
         ("workflow_id", &filter.workflow_id),
+        ("sequence_key", &filter.sequence_key),
     ] {
         if let Some(v) = v {
             bind(

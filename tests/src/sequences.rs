@@ -119,6 +119,21 @@ pub async fn sequences_of_different_keys_never_hold_each_other(h: &Harness) {
     assert_eq!(ids(&claimed), [a[1].as_str(), b[0].as_str()]);
 }
 
+/// A search by sequence finds only that sequence's jobs.
+pub async fn a_search_by_sequence_finds_its_jobs(h: &Harness) {
+    let a = sequence(h, "a", 2, EnqueueOptions::new()).await;
+    sequence(h, "b", 1, EnqueueOptions::new()).await;
+    h.enqueue("j", json!(["none"])).await;
+    let filter = duraq_core::inspect::JobFilter {
+        sequence_key: Some("a".into()),
+        ..Default::default()
+    };
+    let found = h.store.search_jobs(&filter).await.unwrap().jobs;
+    let mut found: Vec<&str> = ids(&found);
+    found.sort_unstable();
+    assert_eq!(found, [a[0].as_str(), a[1].as_str()]);
+}
+
 pub async fn a_bad_sequence_is_refused_and_writes_nothing(h: &Harness) {
     h.enqueue("seed", json!([])).await;
     let before = h.state().await;

@@ -86,6 +86,7 @@ macro_rules! store_suite {
                     continue_lets_the_next_run_and_a_retry_waits_its_turn,
                     sequences_of_different_keys_never_hold_each_other,
                     a_bad_sequence_is_refused_and_writes_nothing,
+                    a_search_by_sequence_finds_its_jobs,
                 ],
                 ephemeral: [
                     an_ephemeral_job_is_deleted_when_it_completes,

@@ -51,6 +51,7 @@ async fn cost_ephemeral_and_cancel_reason_are_rows_only_when_they_say_something(
     let parent = enqueue(&store, "parent", EnqueueOptions::new()).await;
     let child = enqueue(&store, "child", EnqueueOptions::new().after(&parent)).await;
     store.cancel_job(&parent).await.unwrap();
+    let in_sequence = enqueue(&store, "sync", EnqueueOptions::new().sequence("acct:7")).await;
     let late = EnqueueOptions {
         expires_at_ms: Some(1),
         ..EnqueueOptions::new()
@@ -66,9 +67,22 @@ async fn cost_ephemeral_and_cancel_reason_are_rows_only_when_they_say_something(
     };
 
     let shown = page(plain.clone()).await;
-    for field in ["cost", "keepCompleted", "cancelReason"] {
+    for field in ["cost", "keepCompleted", "cancelReason", "sequenceKey"] {
         assert!(field_tag(&shown, field).is_none(), "{field} on a plain job");
     }
+
+    let shown = page(in_sequence.clone()).await;
+    field_tag(&shown, "sequenceKey").expect("sequence row");
+    assert!(
+        shown.contains("/jobs?sequence=acct%3A7"),
+        "links the sequence's jobs"
+    );
+    let (status, _, listed) = http(addr, "GET", "/jobs?sequence=acct%3A7", &[], "").await;
+    assert_eq!(status, 200, "{listed}");
+    assert!(
+        listed.contains(&in_sequence) && !listed.contains(&plain),
+        "only the sequence's jobs"
+    );
 
     let shown = page(costly).await;
     let cost = shown

@@ -6,8 +6,9 @@
 //! not: the expiry (`expiresAt`), a cost other than 1 (`cost`), an ephemeral
 //! job (`keepCompleted`, whose row is deleted when it completes), and why a
 //! cancelled job was cancelled (`cancelReason`, its `data-reason` the stable
-//! word: `operator`, `dependency` or `expired`), so an ordinary job's page stays
-//! as short as it was.
+//! word: `operator`, `dependency` or `expired`), and a sequence (`sequenceKey`,
+//! linking to the sequence's jobs, where the one in its way shows first by
+//! creation), so an ordinary job's page stays as short as it was.
 
 use duraq_core::{CancelReason, Job, JobStatus};
 use maud::{html, Markup};
@@ -62,6 +63,12 @@ pub(super) fn fields(state: &AppState, job: &Job) -> Markup {
             }
             @if let Some(at) = job.expires_at_ms {
                 dt { "Expires" } dd data-field="expiresAt" { (time(Some(at), now)) }
+            }
+            @if let Some(key) = &job.sequence_key {
+                dt { "Sequence" } dd data-field="sequenceKey" {
+                    a href=(link(state, &format!("/jobs?sequence={}", urlencode(key)))) { (visible(key)) }
+                    span.muted { (if job.sequence_continues { " — its failure lets the next run" } else { " — its failure holds the rest" }) }
+                }
             }
             @if let Some(workflow) = &job.workflow_id {
                 dt { "Workflow" } dd data-field="workflowId" {

@@ -28,6 +28,8 @@ pub struct Search {
     pub name: String,
     /// `key` (schedule key).
     pub key: String,
+    /// `sequence` (sequence key).
+    pub sequence: String,
     /// `error`: text the last error contains.
     pub error: String,
     /// `args`: JSON the args contain.
@@ -43,10 +45,11 @@ pub struct Search {
 }
 
 /// The names of the single-valued fields, in form order.
-const FIELDS: [&str; 9] = [
+const FIELDS: [&str; 10] = [
     "queue",
     "name",
     "key",
+    "sequence",
     "error",
     "args",
     "created_after",
@@ -78,6 +81,7 @@ impl Search {
             "queue" => &mut self.queue,
             "name" => &mut self.name,
             "key" => &mut self.key,
+            "sequence" => &mut self.sequence,
             "error" => &mut self.error,
             "args" => &mut self.args,
             "created_after" => &mut self.created_after,
@@ -94,6 +98,7 @@ impl Search {
             "queue" => &self.queue,
             "name" => &self.name,
             "key" => &self.key,
+            "sequence" => &self.sequence,
             "error" => &self.error,
             "args" => &self.args,
             "created_after" => &self.created_after,
@@ -185,6 +190,7 @@ impl Search {
             job_name: text(&self.name),
             queue: text(&self.queue),
             schedule_key: text(&self.key),
+            sequence_key: text(&self.sequence),
             error_contains: text(&self.error),
             args_contains: args,
             created_after_ms: bound("created after", &self.created_after)?,

@@ -19,10 +19,11 @@ use crate::html::link;
 use crate::AppState;
 
 /// The single-valued fields as the summary names them, in form order.
-const CAPTIONS: [(&str, &str); 9] = [
+const CAPTIONS: [(&str, &str); 10] = [
     ("queue", "queue"),
     ("name", "name"),
     ("key", "schedule key"),
+    ("sequence", "sequence"),
     ("error", "error"),
     ("args", "args"),
     ("created_after", "created after"),
@@ -69,6 +70,7 @@ pub(super) fn search_form(
                 (text("queue", "Queue", ""))
                 (text("name", "Name", ""))
                 (text("key", "Schedule key", ""))
+                (text("sequence", "Sequence", ""))
                 (text("error", "Error contains", "timeout"))
                 (text("args", "Args contain (JSON)", "{\"user\":42}"))
                 (when("created_after", "Created after (UTC)"))

@@ -1,8 +1,8 @@
 //! The job page's rows for values most jobs leave at their default, through
 //! a real server over a SQLite file: a cost other than 1, an ephemeral job
 //! (deleted on completion) and why a cancelled job was cancelled (an operator,
-//! a dependency that did not complete, an expiry) are rows; an ordinary job's
-//! page has none of them.
+//! a dependency that did not complete, an expiry) and a sequence (with the
+//! job that holds it) are rows; an ordinary job's page has none of them.
 
 mod common;
 
@@ -111,4 +111,42 @@ async fn cost_ephemeral_and_cancel_reason_are_rows_only_when_they_say_something(
         let tag = field_tag(&shown, "cancelReason").expect("cancel reason row");
         assert!(tag.contains(&format!("data-reason=\"{reason}\"")), "{tag}");
     }
+}
+
+/// A queued job of a sequence says what it waits for: the sequence's job
+/// that runs, or an earlier one that failed and holds it; the first in line
+/// says nothing.
+#[tokio::test]
+async fn a_queued_job_of_a_sequence_says_who_holds_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let sqlite = SqliteStore::open(dir.path().join("duraq.db"), SqliteOptions::default()).unwrap();
+    let store: Arc<dyn Store> = Arc::new(sqlite);
+    let in_line = |name| {
+        let store = store.clone();
+        async move {
+            let opts = EnqueueOptions::new().sequence("acct:7").max_retries(0);
+            enqueue(&store, name, opts).await
+        }
+    };
+    let (first, second) = (in_line("first").await, in_line("second").await);
+    let addr = spawn_server(router(store.clone(), WebOptions::new())).await;
+    let held = |id: String| async move {
+        let (status, _, body) = http(addr, "GET", &format!("/jobs/{id}"), &[], "").await;
+        assert_eq!(status, 200, "{body}");
+        field_tag(&body, "heldBy").map(str::to_owned)
+    };
+    assert_eq!(held(first.clone()).await, None, "first in line");
+    let running = claim(&store, 10).await;
+    assert_eq!(running.len(), 1, "one job of the sequence at a time");
+    let tag = held(second.clone()).await.expect("held by the running job");
+    assert!(tag.contains("data-status=\"handed_off\""), "{tag}");
+    let failed = duraq_core::Outcome::Failed {
+        error: "boom".into(),
+        retry_in_ms: None,
+        discard: true,
+    };
+    let lease = running[0].lease().unwrap();
+    store.report_batch(vec![(lease, failed)]).await.unwrap();
+    let tag = held(second).await.expect("held by the failed job");
+    assert!(tag.contains("data-status=\"failed\""), "{tag}");
 }

@@ -67,6 +67,10 @@ pub async fn detail(
         }
         Err(e) => return store_error(&state, "job", &e),
     };
+    let held_by = match job_fields::held_by(&state, &job).await {
+        Ok(held) => held,
+        Err(e) => return store_error(&state, "job", &e),
+    };
     let message = match (q.error.as_deref(), q.done.as_deref()) {
         (Some("invalid-job-state"), _) => Some((
             "error",
@@ -81,7 +85,7 @@ pub async fn detail(
         h1 { "Job " code { (visible(&job.id)) } }
         @if let Some((kind, text)) = message { (notice(kind, text)) }
         (actions(&state, &job))
-        (fields(&state, &job))
+        (fields(&state, &job, held_by.as_ref()))
         h2 { "Args" }
         pre.json data-field="args" { (visible_multiline(&pretty(&job.args))) }
         @if !job.depends_on.is_empty() {

@@ -18,7 +18,36 @@ use crate::html::{link, time};
 use crate::live::now_ms;
 use crate::AppState;
 
-pub(super) fn fields(state: &AppState, job: &Job) -> Markup {
+/// What keeps a queued job of a sequence from its turn: a job of the
+/// sequence that runs, or an earlier one that failed and holds it.
+pub(super) struct HeldBy {
+    id: String,
+    status: JobStatus,
+}
+
+/// Who holds `job`'s sequence, if it is queued in one and someone does.
+/// Reads only the sequence's running and failed jobs, which are few.
+pub(super) async fn held_by(state: &AppState, job: &Job) -> duraq_core::Result<Option<HeldBy>> {
+    let (Some(key), JobStatus::Queued) = (&job.sequence_key, job.status) else {
+        return Ok(None);
+    };
+    let filter = duraq_core::inspect::JobFilter {
+        sequence_key: Some(key.clone()),
+        statuses: vec![JobStatus::HandedOff, JobStatus::Failed, JobStatus::Orphaned],
+        limit: Some(100),
+        ..Default::default()
+    };
+    let others = state.store.search_jobs(&filter).await?.jobs;
+    let earlier = |j: &&Job| (j.created_at_ms, &j.id) < (job.created_at_ms, &job.id);
+    let holder = (others.iter().find(|j| j.status == JobStatus::HandedOff))
+        .or_else(|| (others.iter().filter(earlier)).find(|j| j.blocks_its_sequence()));
+    Ok(holder.map(|j| HeldBy {
+        id: j.id.clone(),
+        status: j.status,
+    }))
+}
+
+pub(super) fn fields(state: &AppState, job: &Job, held: Option<&HeldBy>) -> Markup {
     let now = now_ms();
     let text = |v: &Option<String>| v.as_deref().map(|s| visible(s).into_owned());
     html! {
@@ -68,6 +97,12 @@ pub(super) fn fields(state: &AppState, job: &Job) -> Markup {
                 dt { "Sequence" } dd data-field="sequenceKey" {
                     a href=(link(state, &format!("/jobs?sequence={}", urlencode(key)))) { (visible(key)) }
                     span.muted { (if job.sequence_continues { " — its failure lets the next run" } else { " — its failure holds the rest" }) }
+                }
+                @if let Some(h) = held {
+                    dt { "Waiting for" } dd data-field="heldBy" data-status=(h.status.as_str()) {
+                        a href=(link(state, &format!("/jobs/{}", urlencode(&h.id)))) { code { (visible(&h.id)) } }
+                        span.muted { (if h.status == JobStatus::HandedOff { " (running)" } else { " (failed: it holds the sequence until it is retried to completion, cancelled or deleted)" }) }
+                    }
                 }
             }
             @if let Some(workflow) = &job.workflow_id {

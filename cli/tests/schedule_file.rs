@@ -96,6 +96,11 @@ fn a_bad_file_stops_the_worker_before_the_database_is_created() {
         ("every = \"1s\"\npriority = 1000\n", "invalid-priority", 5),
         ("every = \"1s\"\ncost = 0\n", "invalid-cost", 5),
         (
+            "every = \"1s\"\nsequence_key = \"\"\n",
+            "invalid-sequence",
+            5,
+        ),
+        (
             "every = \"1s\"\nkeep_completed = \"no\"\n",
             "invalid-schedule-file",
             5,
@@ -164,6 +169,7 @@ timeout = "45s"
 cost = 2
 expires_in = "1h"
 keep_completed = true
+sequence_key = "beats"
 
 [[job]]
 name = "kolkata-hourly"
@@ -193,6 +199,7 @@ args = { ms = 1 }
     assert_eq!(done["priority"], 7, "{done}");
     assert_eq!(done["timeoutMs"], 45_000, "{done}");
     assert_eq!(done["cost"], 2, "{done}");
+    assert_eq!(done["sequenceKey"], "beats", "{done}");
     let ttl = done["expiresAtMs"].as_i64().unwrap() - done["createdAtMs"].as_i64().unwrap();
     assert_eq!(ttl, 3_600_000, "{done}");
     assert_eq!(

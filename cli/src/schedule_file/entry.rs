@@ -37,6 +37,7 @@ pub(crate) struct Entry {
     cost: Option<Spanned<i64>>,
     expires_in: Option<Spanned<String>>,
     keep_completed: Option<Spanned<bool>>,
+    sequence_key: Option<Spanned<String>>,
 }
 
 /// The periodic job `entry` declares, for a worker whose handlers are `registry`.
@@ -228,6 +229,7 @@ fn options(src: &Source<'_>, e: &Entry) -> Result<EnqueueOptions, ScheduleError>
         rate: text(&e.rate),
         cost: number(&e.cost),
         keep_completed: e.keep_completed.as_ref().map(|v| *v.get_ref()),
+        sequence_key: text(&e.sequence_key),
         expires_in: text(&e.expires_in),
         ..crate::options::JobOptions::default()
     };
@@ -265,6 +267,7 @@ fn option_key(e: &Entry, code: ErrorCode) -> Option<(&'static str, Range<usize>)
         ErrorCode::InvalidRateLimit => ("rate_key", span(&e.rate_key).or_else(|| span(&e.rate))),
         ErrorCode::InvalidIdempotencyKey => ("name", Some(e.name.span())),
         ErrorCode::InvalidCost => ("cost", span(&e.cost)),
+        ErrorCode::InvalidSequence => ("sequence_key", span(&e.sequence_key)),
         _ => return None,
     };
     Some((key, span?))
@@ -287,6 +290,7 @@ fn reworded(key: &str) -> Option<String> {
                  least 1 start per period of at least 1ms, like 100/1s) go together"
             }
             "cost" => "cost must be from 1 to the job's own max_concurrency and the N of its rate",
+            "sequence_key" => "sequence_key must be 1 to 255 characters without control characters",
             "name" => "name is too long: a tick's idempotency key `periodic:<name>:<tick ms>` must be at most 1024 bytes",
             _ => return None,
         }

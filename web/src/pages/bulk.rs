@@ -127,7 +127,7 @@ pub async fn selected(AxumState(state): AxumState<State>, body: String) -> Respo
     if ids.is_empty() {
         return refused(&state, "no-jobs-selected", "select at least one job first");
     }
-    let back = match (super::views::View::parse(value(&form, "view")), run) {
+    let back = match (super::view_kind::View::parse(value(&form, "view")), run) {
         (Some(view), _) => view.link(&state, value(&form, "back")),
         (None, "") => jobs_link(&state, value(&form, "back")),
         (None, id) => link(&state, &format!("/jobs/{}", urlencode(id))),

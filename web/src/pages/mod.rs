@@ -17,6 +17,7 @@ pub mod overview;
 pub mod search;
 pub mod table;
 pub mod view_bulk;
+pub mod view_kind;
 pub mod view_query;
 pub mod view_scan;
 pub mod view_table;

@@ -15,7 +15,7 @@
 
 use maud::{html, Markup};
 
-use super::views::View;
+use super::view_kind::View;
 use crate::AppState;
 
 /// A refused query: a stable code for `data-error`, and a sentence.

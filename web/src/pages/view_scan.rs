@@ -17,8 +17,8 @@ use duraq_core::inspect::{JobCursor, JobFilter};
 use duraq_core::limits::DEFAULT_SCAN_LIMIT;
 use duraq_core::{Job, JobStatus};
 
+use super::view_kind::View;
 use super::view_query::{Cursor, ViewQuery};
-use super::views::View;
 use crate::AppState;
 
 /// Queued rows one request reads at most: the budget of any search.

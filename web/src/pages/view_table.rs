@@ -13,7 +13,7 @@ use duraq_core::Job;
 use maud::{html, Markup};
 
 use super::table::{error_cell, id_cell};
-use super::views::View;
+use super::view_kind::View;
 use crate::format::{relative, utc, visible};
 use crate::AppState;
 

@@ -24,6 +24,7 @@ use maud::html;
 
 use super::jobs::pairs;
 use super::store_error;
+use super::view_kind::View;
 use super::view_query::{Refusal, ViewQuery};
 use super::view_scan::{read, Window};
 use super::view_table::view_table;
@@ -34,48 +35,6 @@ use crate::{AppState, State};
 
 /// Jobs a view shows per page.
 pub const SHOWN: usize = 50;
-
-/// Which view.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum View {
-    /// Queued jobs that failed at least once.
-    Retries,
-    /// Queued jobs due later that never ran.
-    Scheduled,
-}
-
-impl View {
-    /// The page name (`main[data-page]`, the nav key and the path).
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::Retries => "retries",
-            Self::Scheduled => "scheduled",
-        }
-    }
-
-    /// The view `name` names, if any.
-    pub fn parse(name: &str) -> Option<Self> {
-        [Self::Retries, Self::Scheduled]
-            .into_iter()
-            .find(|v| v.name() == name)
-    }
-
-    /// The heading.
-    pub fn title(self) -> &'static str {
-        match self {
-            Self::Retries => "Retries",
-            Self::Scheduled => "Scheduled",
-        }
-    }
-
-    /// The view at `query` (no `?` when empty), inside the dashboard.
-    pub fn link(self, state: &AppState, query: &str) -> String {
-        match query {
-            "" => link(state, &format!("/{}", self.name())),
-            q => link(state, &format!("/{}?{q}", self.name())),
-        }
-    }
-}
 
 /// The view's count as shown: exact, or "N+" when the window stopped early.
 pub fn count_text(window: &Window) -> String {

@@ -36,6 +36,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Result};
+use duraq_core::inspect::StatusCounts;
 use duraq_core::worker::PrefetchPolicy;
 use duraq_core::{JobStatus, Store};
 use serde_json::json;
@@ -270,32 +271,38 @@ pub fn load1() -> Option<f64> {
 /// Polls the count snapshot until `n` jobs are completed; returns when it saw
 /// that. Polling every 2 ms costs one constant-time read per poll.
 pub async fn wait_completed(store: &Arc<dyn Store>, n: i64, limit: Duration) -> Result<Instant> {
-    let deadline = Instant::now() + limit;
-    loop {
-        let snap = store.count_snapshot().await?;
-        let done = snap.counts.get(JobStatus::Completed);
-        if done >= n {
-            return Ok(Instant::now());
-        }
-        if Instant::now() > deadline {
-            bail!("only {done} of {n} jobs completed within {limit:?}");
-        }
-        tokio::time::sleep(Duration::from_millis(2)).await;
-    }
+    wait_for_counts(store, limit, |counts| {
+        let done = counts.get(JobStatus::Completed);
+        (done < n).then(|| format!("only {done} of {n} jobs completed"))
+    })
+    .await
 }
 
 /// Waits until no job is queued or running (ephemeral jobs leave no
 /// completed row to count); returns when.
 pub async fn wait_drained(store: &Arc<dyn Store>, limit: Duration) -> Result<Instant> {
+    wait_for_counts(store, limit, |counts| {
+        let open = counts.get(JobStatus::Queued) + counts.get(JobStatus::HandedOff);
+        (open > 0).then(|| format!("{open} jobs still queued or running"))
+    })
+    .await
+}
+
+/// Polls the count snapshot every 2 ms until `pending` says nothing is left
+/// (`None`), failing with what it says once `limit` has passed.
+async fn wait_for_counts(
+    store: &Arc<dyn Store>,
+    limit: Duration,
+    pending: impl Fn(&StatusCounts) -> Option<String>,
+) -> Result<Instant> {
     let deadline = Instant::now() + limit;
     loop {
         let snap = store.count_snapshot().await?;
-        let open = snap.counts.get(JobStatus::Queued) + snap.counts.get(JobStatus::HandedOff);
-        if open == 0 {
+        let Some(left) = pending(&snap.counts) else {
             return Ok(Instant::now());
-        }
+        };
         if Instant::now() > deadline {
-            bail!("{open} jobs still queued or running after {limit:?}");
+            bail!("{left} within {limit:?}");
         }
         tokio::time::sleep(Duration::from_millis(2)).await;
     }

@@ -105,16 +105,8 @@ pub fn job_from(
     let args = fields.remove("args").unwrap_or(Value::Array(vec![]));
     (state.options.args_check)(&job, &args)
         .map_err(|m| ApiError::invalid("invalid-args", format!("{at}args: {m}")))?;
-    let body_key = take::<String>(&mut fields, at, "idempotencyKey", "a string")?;
-    let idempotency_key = match (header_key, body_key) {
-        (Some(h), Some(b)) if h != b => {
-            return Err(shape(
-                at,
-                "Idempotency-Key and \"idempotencyKey\" differ: give one",
-            ))
-        }
-        (h, b) => h.or(b),
-    };
+    with_idempotency_header(&mut fields, header_key, at)?;
+    let idempotency_key = take::<String>(&mut fields, at, "idempotencyKey", "a string")?;
     let dedupe = take::<bool>(&mut fields, at, "dedupeWhileQueued", "true or false")?;
     let after = take::<Vec<String>>(&mut fields, at, "after", "a list of job ids")?;
     let policy = take::<String>(&mut fields, at, "onDependencyFailure", "a string")?;
@@ -147,6 +139,29 @@ fn take<T: serde::de::DeserializeOwned>(
         .remove(key)
         .map(|v| serde_json::from_value(v).map_err(|_| shape(at, &format!("{key:?} is {what}"))))
         .transpose()
+}
+
+/// Puts an `Idempotency-Key` header into the body as its `idempotencyKey`,
+/// so a job or a workflow reads one key however it was given; both given and
+/// different is `invalid-request`.
+pub fn with_idempotency_header(
+    fields: &mut Map<String, Value>,
+    header: Option<String>,
+    at: &str,
+) -> Result<(), ApiError> {
+    let Some(key) = header else {
+        return Ok(());
+    };
+    match fields.get("idempotencyKey") {
+        Some(given) if given != key.as_str() => Err(shape(
+            at,
+            "Idempotency-Key and \"idempotencyKey\" differ: give one",
+        )),
+        _ => {
+            fields.insert("idempotencyKey".into(), Value::String(key));
+            Ok(())
+        }
+    }
 }
 
 fn shape(at: &str, why: &str) -> ApiError {

@@ -21,7 +21,7 @@ use axum::response::Response;
 use duraq_core::enqueue_workflow;
 use serde_json::Value;
 
-use super::body::{idempotency_header, read_json};
+use super::body::{idempotency_header, read_json, with_idempotency_header};
 use super::error::{json_response, ApiError};
 use super::jobs::producer;
 use crate::job_options::values::ValueError;
@@ -37,14 +37,8 @@ pub async fn create(
     let producer = producer(&state)?;
     let header_key = idempotency_header(&headers)?;
     let mut value = read_json(&headers, body).await?;
-    if let (Some(key), Value::Object(fields)) = (header_key, &mut value) {
-        match fields.get("idempotencyKey") {
-            Some(given) if given != key.as_str() => {
-                let why = "Idempotency-Key and \"idempotencyKey\" differ: give one";
-                return Err(ApiError::bad_request("invalid-request", why));
-            }
-            _ => drop(fields.insert("idempotencyKey".into(), Value::String(key))),
-        }
+    if let Value::Object(fields) = &mut value {
+        with_idempotency_header(fields, header_key, "")?;
     }
     let workflow = workflow_from_json(value, state.options.args_check).map_err(refused)?;
     let outcome = (enqueue_workflow(producer.as_ref(), workflow).await)

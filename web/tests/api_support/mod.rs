@@ -7,6 +7,7 @@
 use std::net::SocketAddr;
 use std::sync::Arc;
 
+use crate::common::dechunk;
 use duraq_core::driver::ClaimRequest;
 use duraq_core::{Job, Outcome, Store};
 use duraq_store_sqlite::{SqliteOptions, SqliteStore};
@@ -144,19 +145,4 @@ impl Api {
         let done = self.store.report_batch(vec![(lease, Outcome::Completed)]);
         assert_eq!(done.await.unwrap(), [true]);
     }
-}
-
-fn dechunk(mut body: &str) -> String {
-    let mut out = String::new();
-    while let Some((size, rest)) = body.split_once("\r\n") {
-        let Ok(n) = usize::from_str_radix(size.trim(), 16) else {
-            break;
-        };
-        if n == 0 || rest.len() < n {
-            break;
-        }
-        out.push_str(&rest[..n]);
-        body = rest[n..].trim_start_matches("\r\n");
-    }
-    out
 }

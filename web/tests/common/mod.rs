@@ -157,7 +157,8 @@ pub async fn http(
     (status, head.to_string(), body)
 }
 
-fn dechunk(mut body: &str) -> String {
+/// A chunked body's data.
+pub fn dechunk(mut body: &str) -> String {
     let mut out = String::new();
     while let Some((size, rest)) = body.split_once("\r\n") {
         let Ok(n) = usize::from_str_radix(size.trim(), 16) else {

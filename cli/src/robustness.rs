@@ -70,6 +70,7 @@ fn job() -> impl Strategy<Value = Job> {
                 let output = last_error_output(&sk);
                 let (workflow_id, step, workflow_name) = (ik.clone(), ck.clone(), sk.clone());
                 let sequence_key = ck.clone();
+                let fairness_key = ik.clone();
                 Job {
                     id,
                     job_name: name.clone(),
@@ -121,6 +122,7 @@ fn job() -> impl Strategy<Value = Job> {
                     aged_steps: a,
                     sequence_key,
                     sequence_continues: st % 3 == 0,
+                    fairness_key,
                 }
             },
         )

@@ -51,6 +51,8 @@ pub enum ErrorCode {
     InvalidCost,
     /// A sequence key that breaks the rules of job names.
     InvalidSequence,
+    /// A fairness key that breaks the rules of job names.
+    InvalidFairnessKey,
     /// A schedule key that is empty, too long or holds control characters.
     InvalidScheduleKey,
     /// A queue name that is too long or holds control characters.
@@ -147,6 +149,7 @@ impl ErrorCode {
             Self::InvalidExpiry => "invalid-expiry",
             Self::InvalidCost => "invalid-cost",
             Self::InvalidSequence => "invalid-sequence",
+            Self::InvalidFairnessKey => "invalid-fairness-key",
             Self::InvalidScheduleKey => "invalid-schedule-key",
             Self::InvalidQueue => "invalid-queue",
             Self::InvalidArgs => "invalid-args",

@@ -246,6 +246,10 @@ pub struct Job {
     /// it (`onSequenceFailure` `continue`; left out of JSON when `false`).
     #[serde(default, skip_serializing_if = "is_no")]
     pub sequence_continues: bool,
+    /// The key whose turn the job takes among the keys of its queue
+    /// (`crate::EnqueueOptions::fairness_key`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fairness_key: Option<String>,
 }
 
 fn is_zero(n: &i64) -> bool {

@@ -72,6 +72,8 @@ pub struct NewJob {
     keep_completed: Option<bool>,
     /// The sequence the job runs in, with what its failure does to it.
     sequence: Option<(String, SequenceFailure)>,
+    /// The key whose turn the job takes among its queue's keys.
+    fairness_key: Option<String>,
 }
 
 /// Where a workflow's step belongs: the workflow's id and name, and the
@@ -197,6 +199,9 @@ impl NewJob {
                 Some((key, opts.on_sequence_failure.unwrap_or_default()))
             }
         };
+        if let Some(key) = &opts.fairness_key {
+            check_name(key, ErrorCode::InvalidFairnessKey, "a fairness key")?;
+        }
         let trace_parent = crate::trace::for_new_job(opts.trace_parent.as_deref())?;
         let dependency_policy = opts.on_dependency_failure.unwrap_or_default();
         let dependencies = dependencies_of(opts.after, dependency_policy);
@@ -223,6 +228,7 @@ impl NewJob {
             cost,
             keep_completed: opts.keep_completed,
             sequence,
+            fairness_key: opts.fairness_key,
         })
     }
 
@@ -402,6 +408,10 @@ impl NewJob {
     pub fn sequence_key(&self) -> Option<&str> {
         self.sequence.as_ref().map(|(key, _)| key.as_str())
     }
+    /// The key whose turn the job takes ([`crate::EnqueueOptions::fairness_key`]).
+    pub fn fairness_key(&self) -> Option<&str> {
+        self.fairness_key.as_deref()
+    }
     /// What the job's failure does to its sequence.
     pub fn sequence_failure(&self) -> SequenceFailure {
         self.sequence.as_ref().map(|(_, p)| *p).unwrap_or_default()
@@ -575,6 +585,9 @@ impl NewJob {
         }
         if let Some((key, policy)) = &self.sequence {
             fields["sequence"] = json!({"key": key, "onFailure": policy});
+        }
+        if let Some(key) = &self.fairness_key {
+            fields["fairnessKey"] = json!(key);
         }
         if let Some(priority) = self.priority {
             fields["priority"] = json!(priority);

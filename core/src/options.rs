@@ -113,6 +113,9 @@ pub struct EnqueueOptions {
     /// What a failure of this job does to its sequence (`onSequenceFailure`,
     /// default `hold`).
     pub on_sequence_failure: Option<SequenceFailure>,
+    /// The key whose turn the job waits for among the other keys of its queue
+    /// (`fairnessKey`, e.g. a tenant id). Set by [`EnqueueOptions::fairness_key`].
+    pub fairness_key: Option<String>,
 }
 
 /// What a job of a sequence that ends `failed` (or `orphaned`) does to the
@@ -361,6 +364,26 @@ impl EnqueueOptions {
         self
     }
 
+    /// Takes turns with the other keys of the job's queue: due jobs of
+    /// different fairness keys (say, tenant ids) are claimed in turn, so one
+    /// key's backlog never makes another key's jobs wait behind all of it.
+    /// A key alone in its queue drains as fast as jobs without a key; a
+    /// worker can give a key more turns in a row
+    /// (`WorkerBuilder::fairness_weight`). Jobs without a key take their
+    /// turns together, as one key. The key follows the rules of job names
+    /// (`invalid-fairness-key` otherwise).
+    ///
+    /// ```
+    /// use duraq_core::{EnqueueOptions, NewJob};
+    /// let opts = EnqueueOptions::new().fairness_key("tenant:42");
+    /// let job = NewJob::new("import_row", serde_json::json!([]), opts).unwrap();
+    /// assert_eq!(job.fairness_key(), Some("tenant:42"));
+    /// ```
+    pub fn fairness_key(mut self, key: impl Into<String>) -> Self {
+        self.fairness_key = Some(key.into());
+        self
+    }
+
     /// What this job's failure does to its sequence (see
     /// [`EnqueueOptions::sequence`]).
     pub fn on_sequence_failure(mut self, policy: SequenceFailure) -> Self {
@@ -443,6 +466,7 @@ impl EnqueueOptions {
             keep_completed: self.keep_completed.or(defaults.keep_completed),
             sequence_key: self.sequence_key.or(defaults.sequence_key),
             on_sequence_failure: self.on_sequence_failure.or(defaults.on_sequence_failure),
+            fairness_key: self.fairness_key.or(defaults.fairness_key),
         }
     }
 }

@@ -183,6 +183,9 @@ pub struct ClaimRequest {
     pub queue_config: BTreeMap<String, QueueConfig>,
     /// At most this many jobs (the worker's free slots).
     pub limit: usize,
+    /// Where the worker's fair turns stand, and its weights per fairness key
+    /// (see [`crate::driver::steps::take_turns`]).
+    pub turns: crate::steps::Turns,
 }
 
 /// How an attempt ended, as reported under its lease.

@@ -54,6 +54,8 @@ pub struct JobFilter {
     pub workflow_id: Option<String>,
     /// Only the jobs of this sequence ([`Job::sequence_key`]).
     pub sequence_key: Option<String>,
+    /// Only the jobs of this fairness key ([`Job::fairness_key`]).
+    pub fairness_key: Option<String>,
     /// Only jobs whose last error contains this text, ignoring case.
     pub error_contains: Option<String>,
     /// Only jobs whose args contain this JSON value ([`json_contains`], the
@@ -102,6 +104,7 @@ impl JobFilter {
             && (self.schedule_key.is_none() || self.schedule_key == job.schedule_key)
             && (self.workflow_id.is_none() || self.workflow_id == job.workflow_id)
             && (self.sequence_key.is_none() || self.sequence_key == job.sequence_key)
+            && (self.fairness_key.is_none() || self.fairness_key == job.fairness_key)
             && self.created_after_ms.is_none_or(|t| job.created_at_ms >= t)
             && self.created_before_ms.is_none_or(|t| job.created_at_ms < t)
             && self.after.as_ref().is_none_or(|c| c.precedes(job))

@@ -72,6 +72,7 @@ fn row_without_identity(job: &NewJob, now_ms: i64) -> Job {
         aged_steps: 0,
         sequence_key: job.sequence_key().map(str::to_owned),
         sequence_continues: job.sequence_failure() == crate::SequenceFailure::Continue,
+        fairness_key: job.fairness_key().map(str::to_owned),
     }
 }
 

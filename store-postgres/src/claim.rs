@@ -56,7 +56,7 @@ async fn lock_active(db: &Db<'_>, key: &str, max: i64) -> Result<i64> {
 }
 
 /// The admission's reads, each locking what it read until the claim commits.
-struct Reads<'d, 'n>(&'d Db<'n>);
+pub(crate) struct Reads<'d, 'n>(pub(crate) &'d Db<'n>);
 
 impl AdmissionReads for Reads<'_, '_> {
     async fn active_reservations(&mut self, key: &str, max: i64) -> Result<i64> {
@@ -130,13 +130,20 @@ pub(crate) async fn next_due(
     queues: Option<&[String]>,
 ) -> Result<Option<i64>> {
     // One claim-index range per priority that queued jobs hold.
+    // (And the front of the keyed jobs' index by due time.)
     let sql = format!(
-        "WITH RECURSIVE {QUEUED_PRIORITIES} SELECT min(n.scheduled_at_ms) FROM levels, LATERAL \
-         (SELECT scheduled_at_ms FROM {{s}}.duraq_jobs WHERE status = 'queued' AND priority = levels.p \
+        "WITH RECURSIVE {QUEUED_PRIORITIES} SELECT LEAST((SELECT min(n.scheduled_at_ms) FROM levels, \
+         LATERAL (SELECT scheduled_at_ms FROM {{s}}.duraq_jobs WHERE status = 'queued' \
+         AND fairness_key IS NULL AND priority = levels.p \
          AND job_name = ANY($1) AND ($2::text[] IS NULL OR queue = ANY($2)) \
          AND queue NOT IN (SELECT queue FROM {{s}}.duraq_paused_queues) \
          ORDER BY scheduled_at_ms, created_at_ms, id COLLATE \"C\" LIMIT 1) AS n \
-         WHERE levels.p IS NOT NULL"
+         WHERE levels.p IS NOT NULL), \
+         (SELECT scheduled_at_ms FROM {{s}}.duraq_jobs WHERE status = 'queued' \
+         AND fairness_key IS NOT NULL \
+         AND job_name = ANY($1) AND ($2::text[] IS NULL OR queue = ANY($2)) \
+         AND queue NOT IN (SELECT queue FROM {{s}}.duraq_paused_queues) \
+         ORDER BY scheduled_at_ms LIMIT 1))"
     );
     let mut client = pooled(&shared.pool).await?;
     let tx = client.transaction().await.map_err(map_pg_error)?;
@@ -158,14 +165,15 @@ pub(crate) async fn next_due(
 /// here would walk, a second time per claim, the front of the range where a
 /// drain leaves the entries of the jobs it just claimed.
 pub(crate) const QUEUED_PRIORITIES: &str = "levels AS (\
-     SELECT (SELECT priority FROM {s}.duraq_jobs WHERE status = 'queued' \
+     SELECT (SELECT priority FROM {s}.duraq_jobs WHERE status = 'queued' AND fairness_key IS NULL \
      ORDER BY priority DESC LIMIT 1) AS p \
      UNION ALL SELECT (SELECT priority FROM {s}.duraq_jobs WHERE status = 'queued' \
+     AND fairness_key IS NULL \
      AND priority < levels.p ORDER BY priority DESC LIMIT 1) FROM levels WHERE levels.p IS NOT NULL)";
 
 /// The highest priority of queued jobs (the first entry of the claim index).
-const TOP_PRIORITY: &str =
-    "SELECT priority FROM {s}.duraq_jobs WHERE status = 'queued' ORDER BY priority DESC LIMIT 1";
+const TOP_PRIORITY: &str = "SELECT priority FROM {s}.duraq_jobs \
+     WHERE status = 'queued' AND fairness_key IS NULL ORDER BY priority DESC LIMIT 1";
 
 /// Writes claimed rows back: only the columns
 /// [`duraq_core::driver::transitions::claim`] sets
@@ -207,7 +215,8 @@ const SAVE_CLAIMED: &str =
 /// is the parameter of its `LIMIT`.
 fn candidates_sql(order: &str, filter: &str, limit: usize) -> String {
     format!(
-        "SELECT {JOB_COLUMNS} FROM {{s}}.duraq_jobs WHERE status = 'queued' {filter}\
+        "SELECT {JOB_COLUMNS} FROM {{s}}.duraq_jobs \
+         WHERE status = 'queued' AND fairness_key IS NULL {filter}\
          AND scheduled_at_ms <= $1 AND job_name = ANY($2) AND ($3::text[] IS NULL OR queue = ANY($3)) \
          AND NOT (id = ANY($4)) AND queue NOT IN (SELECT queue FROM {{s}}.duraq_paused_queues) \
          ORDER BY {order}scheduled_at_ms, created_at_ms, id COLLATE \"C\" LIMIT ${limit} \
@@ -227,6 +236,9 @@ fn by_queue_priority(req: &ClaimRequest) -> bool {
 pub(crate) struct FirstRead {
     queued_priorities: Vec<i64>,
     top: Vec<tokio_postgres::Row>,
+    /// Whether some queued job has a fairness key: the claim then takes
+    /// turns ([`crate::claim_turns`]).
+    keyed: bool,
 }
 
 /// The claim's first round trip (see [`FirstRead`]), which a report may share
@@ -236,7 +248,8 @@ pub(crate) struct FirstRead {
 pub(crate) async fn first_read(db: &Db<'_>, req: &ClaimRequest, now: i64) -> Result<FirstRead> {
     let levels_sql = format!(
         "WITH RECURSIVE {QUEUED_PRIORITIES} \
-         SELECT ARRAY(SELECT p FROM levels WHERE p IS NOT NULL ORDER BY p DESC), {}, {}",
+         SELECT ARRAY(SELECT p FROM levels WHERE p IS NOT NULL ORDER BY p DESC), {}, {}, \
+         EXISTS (SELECT 1 FROM {{s}}.duraq_jobs WHERE status = 'queued' AND fairness_key IS NOT NULL)",
         walk_due_index!(),
         by_key_only!()
     );
@@ -257,6 +270,8 @@ pub(crate) async fn first_read(db: &Db<'_>, req: &ClaimRequest, now: i64) -> Res
     Ok(FirstRead {
         queued_priorities: row.get(0),
         top,
+        // The last item, after the planner settings.
+        keyed: row.get(row.len() - 1),
     })
 }
 
@@ -271,112 +286,13 @@ pub(crate) async fn claim_after(
     req: &ClaimRequest,
     first: FirstRead,
 ) -> Result<Vec<Job>> {
-    let FirstRead {
-        mut queued_priorities,
-        top: top_rows,
-    } = first;
-    // The highest priority's candidates, read ahead: in their priority's
-    // place. (Read by a later statement than the priorities, they may belong to
-    // one that was enqueued in between.)
-    let mut top: Option<(i64, Vec<tokio_postgres::Row>)> = None;
-    if let Some(first) = top_rows.first() {
-        let priority: i64 = first.try_get("priority").map_err(map_pg_error)?;
-        if !queued_priorities.contains(&priority) {
-            queued_priorities.push(priority);
-            queued_priorities.sort_unstable_by(|a, b| b.cmp(a));
-        }
-        top = Some((priority, top_rows));
-    }
-    // Nothing to claim still ends as a claim does (heartbeat, counts, commit).
-    let levels: Vec<Option<i64>> =
-        if req.limit == 0 || req.job_names.is_empty() || queued_priorities.is_empty() {
-            Vec::new()
-        } else if by_queue_priority(req) {
-            vec![None]
-        } else {
-            queued_priorities.into_iter().map(Some).collect()
-        };
-    let by_queue_sql = candidates_sql(
-        "COALESCE(($5::int8[])[array_position($6::text[], queue)], 0) DESC, priority DESC, ",
-        "",
-        7,
-    );
-    let one_priority_sql = candidates_sql("", "AND priority = $5 ", 6);
-    let names: Vec<&str> = req.queue_config.keys().map(String::as_str).collect();
-    let priorities: Vec<i64> = req.queue_config.values().map(|c| c.priority).collect();
-    let mut seen: Vec<String> = Vec::new();
-    // The candidates some job depends on: one moved to an end settles them.
-    let mut with_dependents: Vec<String> = Vec::new();
     let mut claim = Claim::new(req, tx.now);
-    let mut reads = Reads(&tx.db);
-    for level in levels {
-        let level_seen = seen.len();
-        let level_taken = claim.taken();
-        while !claim.is_full() {
-            // As many candidates as slots are left: every row read stays locked until
-            // commit, so reading more would only hide it from other workers. Rounds
-            // after skips (candidates at their cap) read more, as many as were skipped.
-            let skipped = (seen.len() - level_seen) - (claim.taken() - level_taken);
-            let batch = i64::try_from(req.limit - claim.taken() + skipped).unwrap_or(i64::MAX);
-            let read_ahead = match (&top, level) {
-                (Some((top_priority, _)), Some(priority)) => *top_priority == priority,
-                _ => false,
-            };
-            let rows = match level {
-                Some(_) if read_ahead => top.take().map(|(_, rows)| rows).unwrap_or_default(),
-                None => {
-                    tx.db
-                        .query(
-                            &by_queue_sql,
-                            &[
-                                &tx.now,
-                                &req.job_names,
-                                &req.queues,
-                                &seen,
-                                &priorities,
-                                &names,
-                                &batch,
-                            ],
-                        )
-                        .await?
-                }
-                Some(priority) => {
-                    tx.db
-                        .query(
-                            &one_priority_sql,
-                            &[
-                                &tx.now,
-                                &req.job_names,
-                                &req.queues,
-                                &seen,
-                                &priority,
-                                &batch,
-                            ],
-                        )
-                        .await?
-                }
-            };
-            let exhausted = (rows.len() as i64) < batch;
-            for row in &rows {
-                let loaded = loaded_from_row(row)?;
-                if loaded.has_dependents {
-                    with_dependents.push(loaded.job.id.clone());
-                }
-                let candidate = loaded.job;
-                seen.push(candidate.id.clone());
-                if claim.is_full() {
-                    break;
-                }
-                claim.consider(candidate, &mut reads).await?;
-            }
-            if exhausted {
-                break;
-            }
-        }
-        if claim.is_full() {
-            break;
-        }
-    }
+    // The candidates some job depends on: one moved to an end settles them.
+    let with_dependents = if first.keyed {
+        crate::claim_turns::walk(&tx.db, req, &mut claim, first.queued_priorities, tx.now).await?
+    } else {
+        walk_plain(&tx.db, req, &mut claim, first, tx.now).await?
+    };
     let ClaimPlan {
         taken,
         postponed,
@@ -422,4 +338,114 @@ pub(crate) async fn claim_after(
     )?;
     tx.counts_recorded(effects, commit);
     Ok(taken.into_iter().map(|t| t.job).collect())
+}
+
+/// The walk without fairness keys: the claim index, a priority at a time
+/// (queue priorities first when some queue has one), in batches as large as
+/// the slots still free. The ids of candidates some job depends on.
+async fn walk_plain(
+    db: &Db<'_>,
+    req: &ClaimRequest,
+    claim: &mut Claim<'_>,
+    first: FirstRead,
+    now: i64,
+) -> Result<Vec<String>> {
+    let FirstRead {
+        mut queued_priorities,
+        top: top_rows,
+        ..
+    } = first;
+
+    // The highest priority's candidates, read ahead: in their priority's
+    // place. (Read by a later statement than the priorities, they may belong to
+    // one that was enqueued in between.)
+    let mut top: Option<(i64, Vec<tokio_postgres::Row>)> = None;
+    if let Some(first) = top_rows.first() {
+        let priority: i64 = first.try_get("priority").map_err(map_pg_error)?;
+        if !queued_priorities.contains(&priority) {
+            queued_priorities.push(priority);
+            queued_priorities.sort_unstable_by(|a, b| b.cmp(a));
+        }
+        top = Some((priority, top_rows));
+    }
+    // Nothing to claim still ends as a claim does (heartbeat, counts, commit).
+    let levels: Vec<Option<i64>> =
+        if req.limit == 0 || req.job_names.is_empty() || queued_priorities.is_empty() {
+            Vec::new()
+        } else if by_queue_priority(req) {
+            vec![None]
+        } else {
+            queued_priorities.into_iter().map(Some).collect()
+        };
+    let by_queue_sql = candidates_sql(
+        "COALESCE(($5::int8[])[array_position($6::text[], queue)], 0) DESC, priority DESC, ",
+        "",
+        7,
+    );
+    let one_priority_sql = candidates_sql("", "AND priority = $5 ", 6);
+    let names: Vec<&str> = req.queue_config.keys().map(String::as_str).collect();
+    let priorities: Vec<i64> = req.queue_config.values().map(|c| c.priority).collect();
+    let mut seen: Vec<String> = Vec::new();
+    let mut with_dependents: Vec<String> = Vec::new();
+    let mut reads = Reads(db);
+    for level in levels {
+        let level_seen = seen.len();
+        let level_taken = claim.taken();
+        while !claim.is_full() {
+            // As many candidates as slots are left: every row read stays locked until
+            // commit, so reading more would only hide it from other workers. Rounds
+            // after skips (candidates at their cap) read more, as many as were skipped.
+            let skipped = (seen.len() - level_seen) - (claim.taken() - level_taken);
+            let batch = i64::try_from(req.limit - claim.taken() + skipped).unwrap_or(i64::MAX);
+            let read_ahead = match (&top, level) {
+                (Some((top_priority, _)), Some(priority)) => *top_priority == priority,
+                _ => false,
+            };
+            let rows = match level {
+                Some(_) if read_ahead => top.take().map(|(_, rows)| rows).unwrap_or_default(),
+                None => {
+                    db.query(
+                        &by_queue_sql,
+                        &[
+                            &now,
+                            &req.job_names,
+                            &req.queues,
+                            &seen,
+                            &priorities,
+                            &names,
+                            &batch,
+                        ],
+                    )
+                    .await?
+                }
+                Some(priority) => {
+                    db.query(
+                        &one_priority_sql,
+                        &[&now, &req.job_names, &req.queues, &seen, &priority, &batch],
+                    )
+                    .await?
+                }
+            };
+            let exhausted = (rows.len() as i64) < batch;
+            for row in &rows {
+                let loaded = loaded_from_row(row)?;
+                if loaded.has_dependents {
+                    with_dependents.push(loaded.job.id.clone());
+                }
+                let candidate = loaded.job;
+                seen.push(candidate.id.clone());
+                if claim.is_full() {
+                    break;
+                }
+                claim.consider(candidate, &mut reads).await?;
+            }
+            if exhausted {
+                break;
+            }
+        }
+        if claim.is_full() {
+            break;
+        }
+    }
+    Ok(with_dependents)
 }

@@ -77,6 +77,7 @@ job_columns! {
     aged_steps         Int8  "bigint NOT NULL DEFAULT 0"            17  Default  Set   job(Plain);
     sequence_key       Text  "text"                                 18  Bind     Keep  job(Plain);
     sequence_continues Bool  "boolean NOT NULL DEFAULT false"       18  Bind     Keep  job(Plain);
+    fairness_key       Text  "text"                                 19  Bind     Keep  job(Plain);
 }
 
 /// The digest of a fresh row's args.

@@ -83,6 +83,7 @@ mod backend;
 mod backlog;
 mod bulk;
 mod claim;
+mod claim_turns;
 mod columns;
 mod complete;
 mod copy;

@@ -68,6 +68,7 @@ pub(crate) fn candidate_sql(filter: &JobFilter, with_cursor: bool) -> String {
         ("schedule_key", filter.schedule_key.is_some()),
         ("workflow_id", filter.workflow_id.is_some()),
         ("sequence_key", filter.sequence_key.is_some()),
+        ("fairness_key", filter.fairness_key.is_some()),
     ] {
         if set {
             conds.push(format!("{col} = ${}::text", next()));
@@ -158,6 +159,7 @@ async fn candidates(
         &filter.schedule_key,
         &filter.workflow_id,
         &filter.sequence_key,
+        &filter.fairness_key,
     ]
     .into_iter()
     .flatten()

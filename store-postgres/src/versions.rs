@@ -166,12 +166,7 @@ pub const SCHEMA_VERSIONS: &[SchemaVersion] = &[
             ("duraq_workers", "started_at_ms"),
         ],
         indexes: &[
-            index(
-                "duraq_jobs_claim",
-                On::Live,
-                "(priority, scheduled_at_ms, created_at_ms, id COLLATE \"C\") \
-                 WHERE status = 'queued'",
-            ),
+            // Its claim index, `duraq_jobs_claim`, was replaced by version 19's.
             index(
                 "duraq_rate_starts_key",
                 On::Table("duraq_rate_starts"),
@@ -347,6 +342,39 @@ pub const SCHEMA_VERSIONS: &[SchemaVersion] = &[
             18,
             "sequences",
             "Sequences (`sequence_key`, `sequence_continues`): one job of a key at a time, in order.",
+        )
+    },
+    // `duraq_jobs.fairness_key` (nullable), added in place. The claim index
+    // now holds only the queued jobs without a key; those with one are in an
+    // index led by (priority, queue, key), so that a claim seeks each key's
+    // due jobs and never walks one key's backlog to reach another's (see
+    // `crate::claim_turns`), and in one by due time for the next due time.
+    SchemaVersion {
+        indexes: &[
+            index(
+                "duraq_jobs_claim_plain",
+                On::Live,
+                "(priority, scheduled_at_ms, created_at_ms, id COLLATE \"C\") \
+                 WHERE status = 'queued' AND fairness_key IS NULL",
+            ),
+            index(
+                "duraq_jobs_fair",
+                On::Live,
+                "(priority, queue COLLATE \"C\", fairness_key COLLATE \"C\", \
+                 scheduled_at_ms, created_at_ms, id COLLATE \"C\") \
+                 WHERE status = 'queued' AND fairness_key IS NOT NULL",
+            ),
+            index(
+                "duraq_jobs_fair_due",
+                On::Live,
+                "(scheduled_at_ms) WHERE status = 'queued' AND fairness_key IS NOT NULL",
+            ),
+        ],
+        retired_indexes: &["duraq_jobs_claim"],
+        ..version(
+            19,
+            "fairness",
+            "Fairness keys (`fairness_key`): due jobs of different keys are claimed in turn.",
         )
     },
 ];

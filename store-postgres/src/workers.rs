@@ -3,7 +3,7 @@
 //! listing is one statement (so one snapshot): the registered rows joined to
 //! the handed-off jobs grouped by worker, read through the partial
 //! `duraq_jobs_running` index. The due-job groups read at most `limit` of the
-//! first due jobs in claim order through `duraq_jobs_claim`. Which of them no worker handles is
+//! first due jobs in claim order through `duraq_jobs_claim_plain` (then those with a fairness key by due time). Which of them no worker handles is
 //! decided in core ([`duraq_core::driver::unhandled_groups`]).
 
 use duraq_core::driver::WorkerInfo;
@@ -112,10 +112,14 @@ pub(crate) async fn due_job_names(db: &Db<'_>, now: i64, limit: usize) -> Result
         .query(
             &format!(
                 "WITH RECURSIVE {QUEUED_PRIORITIES} SELECT queue, job_name, count(*), min(scheduled_at_ms) FROM \
-                 (SELECT d.* FROM levels, LATERAL (SELECT queue, job_name, scheduled_at_ms \
-                  FROM {{s}}.duraq_jobs WHERE status = 'queued' AND priority = levels.p \
+                 ((SELECT d.* FROM levels, LATERAL (SELECT queue, job_name, scheduled_at_ms \
+                  FROM {{s}}.duraq_jobs WHERE status = 'queued' AND fairness_key IS NULL \
+                  AND priority = levels.p \
                   AND scheduled_at_ms <= $1 ORDER BY scheduled_at_ms, created_at_ms, id COLLATE \"C\" \
-                  LIMIT $2) AS d WHERE levels.p IS NOT NULL LIMIT $2) AS due \
+                  LIMIT $2) AS d WHERE levels.p IS NOT NULL LIMIT $2) \
+                  UNION ALL (SELECT queue, job_name, scheduled_at_ms FROM {{s}}.duraq_jobs \
+                  WHERE status = 'queued' AND fairness_key IS NOT NULL AND scheduled_at_ms <= $1 \
+                  ORDER BY scheduled_at_ms LIMIT $2) LIMIT $2) AS due \
                  GROUP BY queue, job_name ORDER BY queue COLLATE \"C\", job_name COLLATE \"C\""
             ),
             &[&now, &limit],

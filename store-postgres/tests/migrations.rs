@@ -19,7 +19,7 @@ mod postgres {
             .batch_execute(&format!(
                 "ALTER TABLE {s}.duraq_workers DROP COLUMN host, DROP COLUMN pid, \
                  DROP COLUMN queues, DROP COLUMN job_names, DROP COLUMN slots, DROP COLUMN started_at_ms; \
-                 DROP INDEX {s}.duraq_jobs_claim; DROP TABLE {s}.duraq_rate_limits, {s}.duraq_rate_starts; \
+                 DROP INDEX {s}.duraq_jobs_claim_plain, {s}.duraq_jobs_fair; DROP TABLE {s}.duraq_rate_limits, {s}.duraq_rate_starts; \
                  ALTER TABLE {s}.duraq_jobs DROP COLUMN priority, DROP COLUMN rate_key, \
                  DROP COLUMN rate_max, DROP COLUMN rate_period_ms; \
                  CREATE INDEX duraq_jobs_due ON {s}.duraq_jobs (scheduled_at_ms, created_at_ms, id COLLATE \"C\") \
@@ -336,7 +336,8 @@ mod postgres {
             }
         };
         let claim = explain(format!(
-            "SELECT id FROM {s}.duraq_jobs WHERE status = 'queued' AND priority = 0 AND scheduled_at_ms <= 9e15::int8 \
+            "SELECT id FROM {s}.duraq_jobs WHERE status = 'queued' AND fairness_key IS NULL \
+             AND priority = 0 AND scheduled_at_ms <= 9e15::int8 \
              AND job_name = ANY('{{j}}') AND (NULL::text[] IS NULL OR queue = ANY(NULL::text[])) \
              AND NOT (id = ANY('{{}}')) AND queue NOT IN (SELECT queue FROM {s}.duraq_paused_queues) \
              ORDER BY scheduled_at_ms, created_at_ms, id COLLATE \"C\" LIMIT 4 FOR UPDATE SKIP LOCKED"
@@ -350,10 +351,13 @@ mod postgres {
         assert!(!claim.contains("Sort"), "claim plan:\n{claim}");
         let timer = explain(format!(
             "WITH RECURSIVE levels AS (SELECT (SELECT priority FROM {s}.duraq_jobs WHERE status = 'queued' \
+             AND fairness_key IS NULL \
              ORDER BY priority DESC LIMIT 1) AS p UNION ALL SELECT (SELECT priority FROM {s}.duraq_jobs \
-             WHERE status = 'queued' AND priority < levels.p ORDER BY priority DESC LIMIT 1) FROM levels \
+             WHERE status = 'queued' AND fairness_key IS NULL AND priority < levels.p \
+             ORDER BY priority DESC LIMIT 1) FROM levels \
              WHERE levels.p IS NOT NULL) SELECT min(n.scheduled_at_ms) FROM levels, LATERAL \
-             (SELECT scheduled_at_ms FROM {s}.duraq_jobs WHERE status = 'queued' AND priority = levels.p \
+             (SELECT scheduled_at_ms FROM {s}.duraq_jobs WHERE status = 'queued' \
+             AND fairness_key IS NULL AND priority = levels.p \
              AND job_name = ANY('{{j}}') AND (NULL::text[] IS NULL OR queue = ANY(NULL::text[])) \
              AND queue NOT IN (SELECT queue FROM {s}.duraq_paused_queues) \
              ORDER BY scheduled_at_ms, created_at_ms, id COLLATE \"C\" LIMIT 1) AS n WHERE levels.p IS NOT NULL"
@@ -493,7 +497,7 @@ mod postgres {
             .map(|r| r.get(0))
             .collect();
         assert!(
-            indexes.contains(&"duraq_jobs_claim".to_owned()),
+            indexes.contains(&"duraq_jobs_claim_plain".to_owned()),
             "{indexes:?}"
         );
         assert!(

@@ -1,13 +1,16 @@
 //! Claiming (`docs/jobs.md`) in one write transaction.
 //!
-//! Queue priority is resolved into *levels* before any SQL runs: each level is a
-//! set of queues (or "every queue not given another priority"), visited from the
-//! highest priority down. Within a level, each job priority that queued jobs hold
-//! (found by one index seek per priority, highest first) is walked on the
-//! `(priority, scheduled_at_ms, created_at_ms, id)` claim index: equality on the
-//! priority, a range on the due time, in claim order, a page at a time with a
-//! keyset cursor, so a large backlog is never sorted and future jobs of a high
-//! priority never stand in the way of due jobs of a lower one. A job whose rate
+//! Queue priority is resolved into *levels* before any SQL runs (core's
+//! `claim_levels`): each level is a set of queues (or "every queue not given
+//! another priority"), visited from the highest priority down. Within a level,
+//! each job priority that queued jobs hold (found by one index seek per
+//! priority, highest first) is walked on the
+//! `(priority, scheduled_at_ms, created_at_ms, id)` claim index of the jobs
+//! without a fairness key: equality on the priority, a range on the due time,
+//! in claim order, a page at a time with a keyset cursor, so a large backlog is
+//! never sorted and future jobs of a high priority never stand in the way of
+//! due jobs of a lower one. Once some queued job has a fairness key, each walk
+//! takes fair turns between keys instead ([`crate::claim_turns`]). A job whose rate
 //! key is saturated stays queued with a later `scheduledAtMs` (see
 //! [`crate::rate`]). A job
 //! whose concurrency key is at its cap (counting reservations taken earlier in
@@ -16,85 +19,59 @@
 //! once per statement inside the claim's own write transaction, so a pause
 //! committed before the claim began is always seen).
 
-use std::collections::BTreeMap;
-
-use duraq_core::driver::rules::SequenceHead;
-use duraq_core::driver::steps::{run_ready, AdmissionReads, Claim, ClaimPlan, Taken};
+use duraq_core::driver::rules::{claim_levels, QueueSet, SequenceHead};
+use duraq_core::driver::steps::{run_ready, take_turns, AdmissionReads, Claim, ClaimPlan, Taken};
 use duraq_core::driver::{ClaimRequest, RateWindow};
 use duraq_core::{Job, JobStatus, RateLimit, Result};
 use rusqlite::{params, Connection, OptionalExtension};
 
-use crate::columns::JOB_COLUMNS;
+use crate::claim_turns::Walk;
 use crate::error::SqlResult;
 use crate::ownership::{persist_transition, take_reservation, Reservation};
 use crate::rate;
 use crate::report::heartbeat;
-use crate::rows::{json_text, query_jobs, save_job};
+use crate::rows::{json_text, save_job};
 use crate::tx::Tx;
 
-/// Which queues one priority level covers.
-enum Level {
-    In(Vec<String>),
-    NotIn(Vec<String>),
-}
-
-/// The priority levels of `req`, highest first.
-fn levels(req: &ClaimRequest) -> Vec<Level> {
-    let priority = |q: &str| req.queue_config.get(q).map_or(0, |c| c.priority);
-    let mut by_priority: BTreeMap<i64, Vec<String>> = BTreeMap::new();
-    match &req.queues {
-        Some(queues) => {
-            for q in queues {
-                by_priority.entry(priority(q)).or_default().push(q.clone());
-            }
-            by_priority
-                .into_iter()
-                .rev()
-                .map(|(_, qs)| Level::In(qs))
-                .collect()
-        }
-        None => {
-            let prioritized: Vec<(&String, i64)> = req
-                .queue_config
-                .iter()
-                .filter(|(_, c)| c.priority != 0)
-                .map(|(q, c)| (q, c.priority))
-                .collect();
-            for (q, p) in &prioritized {
-                by_priority.entry(*p).or_default().push((*q).clone());
-            }
-            let others = prioritized.iter().map(|(q, _)| (*q).clone()).collect();
-            let mut levels: Vec<(i64, Level)> = by_priority
-                .into_iter()
-                .map(|(p, qs)| (p, Level::In(qs)))
-                .collect();
-            levels.push((0, Level::NotIn(others)));
-            levels.sort_by_key(|(p, _)| std::cmp::Reverse(*p));
-            levels.into_iter().map(|(_, level)| level).collect()
-        }
-    }
-}
-
 /// The distinct priorities of queued jobs, highest first: one index seek each
-/// (at most 201), so a claim visits only priorities that hold jobs.
+/// (at most 201) in the index of the jobs without a fairness key and in that
+/// of the jobs with one, so a claim visits only priorities that hold jobs.
 pub(crate) fn queued_priorities(conn: &rusqlite::Connection) -> Result<Vec<i64>> {
-    let mut stmt = conn
-        .prepare_cached(
-            "SELECT priority FROM duraq_jobs INDEXED BY duraq_jobs_claim \
-             WHERE status = 'queued' AND priority < ?1 ORDER BY priority DESC LIMIT 1",
-        )
-        .db()?;
     let mut priorities = Vec::new();
-    let mut below = i64::MAX;
-    while let Some(p) = stmt
-        .query_row([below], |r| r.get::<_, i64>(0))
-        .optional()
-        .db()?
-    {
-        priorities.push(p);
-        below = p;
+    for sql in [
+        "SELECT priority FROM duraq_jobs INDEXED BY duraq_jobs_claim_plain \
+         WHERE status = 'queued' AND fairness_key IS NULL AND priority < ?1 \
+         ORDER BY priority DESC LIMIT 1",
+        "SELECT priority FROM duraq_jobs INDEXED BY duraq_jobs_fair \
+         WHERE status = 'queued' AND fairness_key IS NOT NULL AND priority < ?1 \
+         ORDER BY priority DESC LIMIT 1",
+    ] {
+        let mut stmt = conn.prepare_cached(sql).db()?;
+        let mut below = i64::MAX;
+        while let Some(p) = stmt
+            .query_row([below], |r| r.get::<_, i64>(0))
+            .optional()
+            .db()?
+        {
+            priorities.push(p);
+            below = p;
+        }
     }
+    priorities.sort_unstable_by(|a, b| b.cmp(a));
+    priorities.dedup();
     Ok(priorities)
+}
+
+/// Whether any queued job has a fairness key: without one, a claim walks the
+/// plain claim index in pages, as it did before keys existed.
+fn any_keyed(conn: &Connection) -> Result<bool> {
+    conn.prepare_cached(
+        "SELECT EXISTS (SELECT 1 FROM duraq_jobs INDEXED BY duraq_jobs_fair_due \
+         WHERE status = 'queued' AND fairness_key IS NOT NULL)",
+    )
+    .db()?
+    .query_row([], |r| r.get(0))
+    .db()
 }
 
 /// Claims up to `req.limit` due jobs and records the worker's heartbeat.
@@ -106,53 +83,47 @@ pub(crate) fn claim(tx: &mut Tx<'_>, req: &ClaimRequest) -> Result<Vec<Job>> {
     let names = json_text(&req.job_names)?;
     let page_size = (req.limit.saturating_mul(2)).clamp(32, 1_000) as i64;
     let priorities = queued_priorities(tx.conn)?;
+    let keyed = any_keyed(tx.conn)?;
     let mut claim = Claim::new(req, tx.now);
-    // Pinned to the claim index: without statistics, a claim naming its queues
-    // would otherwise pick the per-queue index of queue latency
-    // (`duraq_jobs_queue_due`) and sort every due job of those queues.
-    let sql = |op: &str| {
-        format!(
-            "SELECT {JOB_COLUMNS} FROM duraq_jobs INDEXED BY duraq_jobs_claim \
-             WHERE status = 'queued' AND priority = ?8 AND scheduled_at_ms <= ?1 \
-             AND job_name IN (SELECT value FROM json_each(?2)) \
-             AND queue {op} (SELECT value FROM json_each(?3)) \
-             AND queue NOT IN (SELECT queue FROM duraq_paused_queues) \
-             AND (scheduled_at_ms, created_at_ms, id) > (?4, ?5, ?6) \
-             ORDER BY scheduled_at_ms, created_at_ms, id LIMIT ?7"
-        )
-    };
-    'levels: for level in levels(req) {
-        let (sql, queues) = match &level {
-            Level::In(qs) => (sql("IN"), qs),
-            Level::NotIn(qs) => (sql("NOT IN"), qs),
+    'levels: for level in claim_levels(req) {
+        let (op, queues) = match &level {
+            QueueSet::In(qs) => ("IN", qs),
+            QueueSet::NotIn(qs) => ("NOT IN", qs),
         };
         let queues = json_text(queues)?;
         for priority in &priorities {
-            let mut cursor = (i64::MIN, i64::MIN, String::new());
-            loop {
-                let page = query_jobs(
-                    tx.conn,
-                    &sql,
-                    params![
-                        tx.now, names, queues, cursor.0, cursor.1, cursor.2, page_size, priority
-                    ],
-                )?;
-                let full = page.len() as i64 == page_size;
-                if let Some(last) = page.last() {
-                    cursor = (last.scheduled_at_ms, last.created_at_ms, last.id.clone());
-                }
-                for job in page {
-                    if claim.is_full() {
-                        break 'levels;
+            let walk = Walk {
+                conn: tx.conn,
+                now: tx.now,
+                names: &names,
+                op,
+                queues: &queues,
+                level: &level,
+                priority: *priority,
+            };
+            if keyed {
+                let mut lanes = walk;
+                let mut reads = Reads(tx.conn);
+                run_ready(take_turns(&mut claim, &req.turns, &mut lanes, &mut reads))?;
+            } else {
+                let mut cursor: Option<Job> = None;
+                loop {
+                    let page = walk.plain_page(cursor.as_ref(), page_size)?;
+                    let full = page.len() as i64 == page_size;
+                    for job in page {
+                        cursor = Some(job.clone());
+                        if claim.is_full() {
+                            break 'levels;
+                        }
+                        run_ready(claim.consider(job, &mut Reads(tx.conn)))?;
                     }
-                    run_ready(claim.consider(job, &mut Reads(tx.conn)))?;
+                    if claim.is_full() || !full {
+                        break;
+                    }
                 }
-                if claim.is_full() {
-                    break 'levels;
-                }
-                if !full {
-                    break;
-                }
+            }
+            if claim.is_full() {
+                break 'levels;
             }
         }
     }
@@ -161,7 +132,7 @@ pub(crate) fn claim(tx: &mut Tx<'_>, req: &ClaimRequest) -> Result<Vec<Job>> {
 
 /// The admission's reads, in the claim's write transaction: the one write lock
 /// keeps them exact until it commits.
-struct Reads<'c>(&'c Connection);
+pub(crate) struct Reads<'c>(pub(crate) &'c Connection);
 
 impl AdmissionReads for Reads<'_> {
     async fn active_reservations(&mut self, key: &str, _max: i64) -> Result<i64> {
@@ -241,18 +212,31 @@ pub(crate) fn next_scheduled_at(
 ) -> Result<Option<i64>> {
     let queues = queues.map(json_text).transpose()?;
     let names = json_text(&job_names)?;
-    // One claim-index range per priority that queued jobs hold.
+    // One plain claim-index range per priority that queued jobs hold, and
+    // the front of the keyed jobs' index by due time.
     let mut stmt = conn
         .prepare_cached(
-            "SELECT scheduled_at_ms FROM duraq_jobs INDEXED BY duraq_jobs_claim \
-             WHERE status = 'queued' AND priority = ?3 \
+            "SELECT scheduled_at_ms FROM duraq_jobs INDEXED BY duraq_jobs_claim_plain \
+             WHERE status = 'queued' AND fairness_key IS NULL AND priority = ?3 \
              AND job_name IN (SELECT value FROM json_each(?1)) \
              AND (?2 IS NULL OR queue IN (SELECT value FROM json_each(?2))) \
              AND queue NOT IN (SELECT queue FROM duraq_paused_queues) \
              ORDER BY scheduled_at_ms LIMIT 1",
         )
         .db()?;
-    let mut earliest: Option<i64> = None;
+    let mut earliest: Option<i64> = conn
+        .prepare_cached(
+            "SELECT scheduled_at_ms FROM duraq_jobs INDEXED BY duraq_jobs_fair_due \
+             WHERE status = 'queued' AND fairness_key IS NOT NULL \
+             AND job_name IN (SELECT value FROM json_each(?1)) \
+             AND (?2 IS NULL OR queue IN (SELECT value FROM json_each(?2))) \
+             AND queue NOT IN (SELECT queue FROM duraq_paused_queues) \
+             ORDER BY scheduled_at_ms LIMIT 1",
+        )
+        .db()?
+        .query_row(params![names, queues], |r| r.get(0))
+        .optional()
+        .db()?;
     for priority in queued_priorities(conn)? {
         let next: Option<i64> = stmt
             .query_row(params![names, queues, priority], |r| r.get(0))

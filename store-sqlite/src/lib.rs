@@ -88,6 +88,7 @@ mod aging;
 mod backend;
 mod backlog;
 mod claim;
+mod claim_turns;
 mod columns;
 mod counts;
 mod dedupe;

@@ -124,11 +124,8 @@ pub const SCHEMA_VERSIONS: &[SchemaVersion] = &[
     // `slots`, `started_at_ms`; nullable, added in place); a row without
     // `started_at_ms` only heartbeats and is not listed.
     SchemaVersion {
-        indexes: &[
-            "CREATE INDEX IF NOT EXISTS duraq_jobs_claim ON duraq_jobs \
-             (priority, scheduled_at_ms, created_at_ms, id) WHERE status = 'queued'",
-            "CREATE INDEX IF NOT EXISTS duraq_rate_starts_key ON duraq_rate_starts (key, at_ms)",
-        ],
+        // Its claim index, `duraq_jobs_claim`, was replaced by version 18's.
+        indexes: &["CREATE INDEX IF NOT EXISTS duraq_rate_starts_key ON duraq_rate_starts (key, at_ms)"],
         retired_indexes: &["duraq_jobs_queued"],
         ..version(
             7,
@@ -239,6 +236,29 @@ pub const SCHEMA_VERSIONS: &[SchemaVersion] = &[
             "Sequences (`sequence_key`, `sequence_continues`): one job of a key at a time, in order.",
         )
     },
+    // `duraq_jobs.fairness_key` (nullable), added in place. The claim index
+    // now holds only the queued jobs without a key; those with one are in an
+    // index led by (priority, queue, key), so that a claim seeks each key's
+    // due jobs and never walks one key's backlog to reach another's (see
+    // `crate::claim_turns`), and in one by due time for the next due time.
+    SchemaVersion {
+        indexes: &[
+            "CREATE INDEX IF NOT EXISTS duraq_jobs_claim_plain ON duraq_jobs \
+             (priority, scheduled_at_ms, created_at_ms, id) \
+             WHERE status = 'queued' AND fairness_key IS NULL",
+            "CREATE INDEX IF NOT EXISTS duraq_jobs_fair ON duraq_jobs \
+             (priority, queue, fairness_key, scheduled_at_ms, created_at_ms, id) \
+             WHERE status = 'queued' AND fairness_key IS NOT NULL",
+            "CREATE INDEX IF NOT EXISTS duraq_jobs_fair_due ON duraq_jobs \
+             (scheduled_at_ms) WHERE status = 'queued' AND fairness_key IS NOT NULL",
+        ],
+        retired_indexes: &["duraq_jobs_claim"],
+        ..version(
+            18,
+            "fairness",
+            "Fairness keys (`fairness_key`): due jobs of different keys are claimed in turn.",
+        )
+    },
 ];
 
 /// The newest schema version this binary knows (the last of
@@ -292,6 +312,6 @@ mod tests {
                 assert!(!created.contains(retired), "{retired}");
             }
         }
-        assert_eq!(created.len(), 15);
+        assert_eq!(created.len(), 17);
     }
 }

@@ -54,6 +54,7 @@ fn candidates(
         ("schedule_key", &filter.schedule_key),
         ("workflow_id", &filter.workflow_id),
         ("sequence_key", &filter.sequence_key),
+        ("fairness_key", &filter.fairness_key),
     ] {
         if let Some(v) = v {
             bind(

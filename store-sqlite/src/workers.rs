@@ -135,8 +135,10 @@ pub(crate) fn list(conn: &Connection, now: i64, stale_after_ms: i64) -> Result<V
 pub(crate) fn due_job_names(conn: &Connection, now: i64, limit: usize) -> Result<Vec<DueJobGroup>> {
     let mut stmt = conn
         .prepare_cached(
-            "SELECT queue, job_name, scheduled_at_ms FROM duraq_jobs INDEXED BY duraq_jobs_claim \
-             WHERE status = 'queued' AND priority = ?3 AND scheduled_at_ms <= ?1 \
+            "SELECT queue, job_name, scheduled_at_ms FROM duraq_jobs \
+             INDEXED BY duraq_jobs_claim_plain \
+             WHERE status = 'queued' AND fairness_key IS NULL AND priority = ?3 \
+             AND scheduled_at_ms <= ?1 \
              ORDER BY scheduled_at_ms, created_at_ms, id LIMIT ?2",
         )
         .db()?;
@@ -165,6 +167,30 @@ pub(crate) fn due_job_names(conn: &Connection, now: i64, limit: usize) -> Result
             group.1 = group.1.min(at);
             left -= 1;
         }
+    }
+    // Then the jobs with a fairness key, by due time.
+    let mut keyed = conn
+        .prepare_cached(
+            "SELECT queue, job_name, scheduled_at_ms FROM duraq_jobs \
+             INDEXED BY duraq_jobs_fair_due \
+             WHERE status = 'queued' AND fairness_key IS NOT NULL AND scheduled_at_ms <= ?1 \
+             ORDER BY scheduled_at_ms LIMIT ?2",
+        )
+        .db()?;
+    let rows = keyed
+        .query_map(params![now, i64::try_from(left).unwrap_or(i64::MAX)], |r| {
+            Ok((
+                r.get::<_, String>(0)?,
+                r.get::<_, String>(1)?,
+                r.get::<_, i64>(2)?,
+            ))
+        })
+        .db()?;
+    for row in rows {
+        let (queue, job_name, at) = row.db()?;
+        let group = groups.entry((queue, job_name)).or_insert((0, at));
+        group.0 += 1;
+        group.1 = group.1.min(at);
     }
     Ok(groups
         .into_iter()

@@ -38,6 +38,7 @@ pub mod enqueue;
 pub mod ephemeral;
 pub mod error_history;
 pub mod factories;
+pub mod fairness;
 pub mod fan_out;
 pub mod harness;
 pub mod history;

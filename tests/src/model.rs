@@ -10,8 +10,10 @@
 //! (heartbeat loss), prune, operator retry/cancel, get/list, timer queries,
 //! operation stamps and results, reconcile and snapshots, pause and resume of
 //! either queue (so claims, worker cycles and timer queries meet paused queues,
-//! and every snapshot compares the paused flags) — and applies each to the
-//! store under test and to `MemoryStore`, the reference.
+//! and every snapshot compares the paused flags), fair turns (about half the
+//! jobs carry one of two fairness keys, chosen by their args; a claim's place
+//! in the round and a key's weight follow its worker and config) — and applies
+//! each to the store under test and to `MemoryStore`, the reference.
 //!
 //! After every step it compares the two answers, the published count deltas
 //! (revisions relative to each store's start), the snapshot and every job row

@@ -2,6 +2,7 @@
 //! Every result is turned into JSON (errors into `{"error": code}`), so the runner
 //! can compare two stores' answers field by field.
 
+use duraq_core::driver::steps::{Turn, Turns};
 use duraq_core::driver::{ClaimRequest, Lease, WorkerInfo};
 use duraq_core::inspect::{JobFilter, PruneRequest};
 use duraq_core::{
@@ -64,6 +65,14 @@ fn new_job(s: &Spec, id: String, now: i64, ids: &[String]) -> Result<NewJob> {
     opts.cost = s.cost.map(i64::from);
     if s.ephemeral {
         opts = opts.keep_completed(false);
+    }
+    // Fairness keys follow the args (no draw of their own, so the fixed-seed
+    // planted-bug budget keeps its reach): about half the jobs carry one of
+    // two keys, and a replay of the same args carries the same key.
+    match (s.args, s.name) {
+        (1, _) => opts = opts.fairness_key("f0"),
+        (2, 1) => opts = opts.fairness_key("f1"),
+        _ => {}
     }
     if let Some((k, max, period_ms)) = s.rate {
         opts = opts.rate_limit(
@@ -147,12 +156,28 @@ fn claim_request(worker: u8, limit: u8, names: u8, only_q0: bool, config: u8) ->
             ),
         ]),
     };
+    // Where the worker's turns stand follows the worker; the widest config
+    // weighs key f1 double.
+    let after = match worker % 3 {
+        0 => None,
+        1 => Some(Turn::Unkeyed),
+        _ => Some(Turn::Key {
+            queue: "q0".into(),
+            key: "f0".into(),
+        }),
+    };
+    let weights = if config >= 2 {
+        BTreeMap::from([("f1".to_owned(), 2)])
+    } else {
+        BTreeMap::new()
+    };
     ClaimRequest {
         worker_id: format!("w{worker}"),
         job_names,
         queues: only_q0.then(|| vec!["q0".to_owned()]),
         queue_config,
         limit: limit as usize,
+        turns: Turns { after, weights },
     }
 }
 

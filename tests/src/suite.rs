@@ -88,6 +88,16 @@ macro_rules! store_suite {
                     a_bad_sequence_is_refused_and_writes_nothing,
                     a_search_by_sequence_finds_its_jobs,
                 ],
+                fairness: [
+                    keys_take_turns_within_a_queue,
+                    a_claim_starts_after_the_lane_the_last_one_ended_on,
+                    a_key_alone_drains_in_claim_order,
+                    jobs_without_a_key_take_turns_as_one_key,
+                    a_weight_gives_a_key_turns_in_a_row,
+                    priorities_queues_and_pauses_keep_their_meaning,
+                    a_job_keeps_its_key_and_a_search_finds_it,
+                    a_bad_fairness_key_is_refused_and_writes_nothing,
+                ],
                 ephemeral: [
                     an_ephemeral_job_is_deleted_when_it_completes,
                     failed_and_cancelled_ephemeral_jobs_are_kept,

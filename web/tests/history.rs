@@ -40,6 +40,7 @@ async fn run(store: &Arc<dyn Store>, queue: &str, completed: usize, failed: usiz
         queues: Some(vec![queue.to_owned()]),
         queue_config: Default::default(),
         limit: completed + failed,
+        turns: Default::default(),
     };
     let jobs = store.claim(&req).await.unwrap();
     assert_eq!(jobs.len(), completed + failed);

@@ -9,9 +9,9 @@ use crate::job::{Job, JobStatus, Lease};
 use crate::rate::RateLimit;
 use crate::rate::{rate_log_horizon, RateWindow};
 use crate::requests::{ClaimRequest, Outcome, PruneRequest};
-use crate::rules::{give_back, is_prunable, prune_order, GiveBack, SequenceHead};
-use crate::steps::{run_ready, AdmissionReads, Claim, Taken};
-use crate::transitions::{self, claim_order};
+use crate::rules::{claim_levels, give_back, is_prunable, prune_order, GiveBack, SequenceHead};
+use crate::steps::{run_ready, take_turns, AdmissionReads, Claim, Taken, Turn, TurnReads};
+use crate::transitions::{self, due_order};
 
 /// The admission's reads from the maps the claim is about to change.
 struct Reads<'s> {
@@ -46,6 +46,26 @@ impl AdmissionReads for Reads<'_> {
     }
 }
 
+/// One walk's due candidates, in claim order, as lanes of fair turns.
+struct Lanes<'j>(Vec<&'j Job>);
+
+impl TurnReads for Lanes<'_> {
+    async fn next_lane(&mut self, after: Option<(&str, &str)>) -> Result<Option<(String, String)>> {
+        let lanes =
+            (self.0.iter()).filter_map(|j| Some((j.queue.as_str(), j.fairness_key.as_deref()?)));
+        let next = lanes
+            .filter(|lane| after.is_none_or(|after| *lane > after))
+            .min();
+        Ok(next.map(|(q, k)| (q.to_owned(), k.to_owned())))
+    }
+
+    async fn candidates(&mut self, lane: &Turn, after: Option<&Job>, n: usize) -> Result<Vec<Job>> {
+        let after = |j: &Job| after.is_none_or(|a| due_order(j, a).is_gt());
+        let of_lane = (self.0.iter()).filter(|j| Turn::of(j) == *lane && after(j));
+        Ok(of_lane.take(n).map(|j| (*j).clone()).collect())
+    }
+}
+
 impl State {
     pub(super) fn claim(
         &mut self,
@@ -54,8 +74,7 @@ impl State {
         change: &mut CountChange,
     ) -> Vec<Job> {
         self.heartbeats.insert(req.worker_id.clone(), now);
-        let priority = |j: &Job| req.queue_config.get(&j.queue).map_or(0, |c| c.priority);
-        let mut candidates: Vec<&Job> = self
+        let candidates: Vec<&Job> = self
             .jobs
             .values()
             .filter(|j| {
@@ -66,23 +85,32 @@ impl State {
                     && !self.paused.contains_key(&j.queue)
             })
             .collect();
-        candidates.sort_by(|a, b| {
-            priority(b)
-                .cmp(&priority(a))
-                .then_with(|| claim_order(a, b))
-        });
         let mut claim = Claim::new(req, now);
         let mut reads = Reads {
             caps: &self.caps,
             rate_starts: &self.rate_starts,
             jobs: &self.jobs,
         };
-        for job in candidates {
-            if claim.is_full() {
-                break;
+        // Level by level, job priority by job priority, in fair turns.
+        'walk: for level in claim_levels(req) {
+            let in_level: Vec<&Job> = (candidates.iter().copied())
+                .filter(|j| level.contains(&j.queue))
+                .collect();
+            let mut priorities: Vec<i64> = in_level.iter().map(|j| j.priority).collect();
+            priorities.sort_unstable_by(|a, b| b.cmp(a));
+            priorities.dedup();
+            for priority in priorities {
+                let mut jobs: Vec<&Job> = (in_level.iter().copied())
+                    .filter(|j| j.priority == priority)
+                    .collect();
+                jobs.sort_by(|a, b| due_order(a, b));
+                let mut lanes = Lanes(jobs);
+                run_ready(take_turns(&mut claim, &req.turns, &mut lanes, &mut reads))
+                    .expect("the memory store's reads never wait and never fail");
+                if claim.is_full() {
+                    break 'walk;
+                }
             }
-            run_ready(claim.consider(job.clone(), &mut reads))
-                .expect("the memory store's reads never wait and never fail");
         }
         let plan = claim.finish();
         for job in plan.postponed {

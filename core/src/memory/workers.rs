@@ -50,7 +50,17 @@ impl State {
             .values()
             .filter(|j| j.status == JobStatus::Queued && j.scheduled_at_ms <= now)
             .collect();
-        due.sort_by(|a, b| crate::transitions::claim_order(a, b));
+        // The jobs without a fairness key in claim order, then those with one
+        // by due time (as the stores read their two indexes).
+        due.sort_by(|a, b| {
+            (a.fairness_key.is_some().cmp(&b.fairness_key.is_some())).then_with(|| {
+                if a.fairness_key.is_some() {
+                    crate::transitions::due_order(a, b)
+                } else {
+                    crate::transitions::claim_order(a, b)
+                }
+            })
+        });
         let mut groups: BTreeMap<(&[u8], &[u8]), DueJobGroup> = BTreeMap::new();
         for job in due.into_iter().take(limit) {
             let key = (job.queue.as_bytes(), job.job_name.as_bytes());

@@ -19,6 +19,7 @@ mod dependencies;
 mod dependent;
 mod enqueue;
 mod give_back;
+mod levels;
 mod prune;
 mod release;
 mod schedule;
@@ -32,6 +33,7 @@ pub use dependencies::{
 pub use dependent::{apply_dependent_change, DependentChange, DependentEdge, DependentRow};
 pub use enqueue::{check_cap, is_duplicate_of, operation_key_taken, replay_owned_scope};
 pub use give_back::{give_back, GiveBack};
+pub use levels::{claim_levels, QueueSet};
 pub use prune::{is_prunable, prune_order, PruneRun};
 pub use release::{
     BacklogEntry, BacklogWrite, DependencyRelease, Finished, ReleaseStep, RELEASE_BATCH,

@@ -118,6 +118,7 @@ pub struct Claim<'r> {
     admission: ClaimAdmission<'r>,
     worker_id: &'r str,
     now_ms: i64,
+    limit: usize,
     plan: ClaimPlan,
 }
 
@@ -128,6 +129,7 @@ impl<'r> Claim<'r> {
             admission: ClaimAdmission::new(req, now_ms),
             worker_id: &req.worker_id,
             now_ms,
+            limit: req.limit,
             plan: ClaimPlan::default(),
         }
     }
@@ -135,6 +137,11 @@ impl<'r> Claim<'r> {
     /// Whether the claim holds `req.limit` jobs: the store stops walking.
     pub fn is_full(&self) -> bool {
         self.admission.is_full()
+    }
+
+    /// How many more jobs the claim can take.
+    pub fn free(&self) -> usize {
+        self.limit.saturating_sub(self.plan.taken.len())
     }
 
     /// How many jobs the claim has taken so far.

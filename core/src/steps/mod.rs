@@ -12,6 +12,8 @@
 //!   checks, insert; see [`crate::rules`]'s enqueue decisions).
 //! - [`AdmissionReads`] and [`Claim`]: one claim's decisions on the candidates
 //!   a store walks, made into the [`ClaimPlan`] the store writes.
+//! - [`TurnReads`] and [`take_turns`]: the order of a claim's candidates when
+//!   jobs carry fairness keys (lanes taking turns).
 //!
 //! The primitives are `async fn`s, so a store on an async client
 //! (PostgreSQL) awaits its statements in them. A store whose primitives never
@@ -20,6 +22,7 @@
 
 mod claim;
 mod enqueue;
+mod turns;
 
 use std::future::Future;
 use std::pin::pin;
@@ -29,6 +32,7 @@ use crate::error::{Error, Result};
 
 pub use claim::{AdmissionReads, Claim, ClaimPlan, Taken};
 pub use enqueue::{enqueue, EnqueueSteps, ScopeClaim, ScopeOwner};
+pub use turns::{take_turns, Turn, TurnReads, Turns};
 
 /// Runs `future` to its end with a single poll, on this thread: for a driver
 /// over primitives that never wait (a synchronous connection, a lock already

@@ -52,6 +52,7 @@ pub struct WorkerBuilder {
     prefetch: PrefetchPolicy,
     queues: Option<Vec<String>>,
     queue_config: BTreeMap<String, QueueConfig>,
+    fairness_weights: BTreeMap<String, u32>,
     aging: BTreeMap<String, PriorityAging>,
     job_timeout: Option<Duration>,
     stale_after: Duration,
@@ -85,6 +86,7 @@ impl WorkerBuilder {
             prefetch: PrefetchPolicy::default(),
             queues: None,
             queue_config: BTreeMap::new(),
+            fairness_weights: BTreeMap::new(),
             aging: BTreeMap::new(),
             job_timeout: Some(DEFAULT_JOB_TIMEOUT),
             stale_after: DEFAULT_STALE_AFTER,
@@ -226,6 +228,26 @@ impl WorkerBuilder {
         self
     }
 
+    /// Gives fairness key `key` `turns` turns in a row where jobs of its
+    /// queue take turns by key (see
+    /// [`EnqueueOptions::fairness_key`](crate::EnqueueOptions::fairness_key)):
+    /// a weight of 3 lets it start three jobs for every one of a key of
+    /// weight 1. Keys without a weight have 1; `turns` must be at least 1.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use duraq_core::{MemoryStore, Registry, Worker};
+    /// let worker = Worker::builder(Arc::new(MemoryStore::new()), Registry::new())
+    ///     .fairness_weight("tenant:enterprise", 3)
+    ///     .build()
+    ///     .unwrap();
+    /// # drop(worker);
+    /// ```
+    pub fn fairness_weight(mut self, key: impl Into<String>, turns: u32) -> Self {
+        self.fairness_weights.insert(key.into(), turns);
+        self
+    }
+
     /// Priority and cap of several queues at once (see [`WorkerBuilder::queue`]).
     pub fn queue_configs<I, S>(mut self, configs: I) -> Self
     where
@@ -362,6 +384,9 @@ impl WorkerBuilder {
         {
             return bad("a queue's max_concurrent must be at least 1");
         }
+        if self.fairness_weights.values().any(|w| *w < 1) {
+            return bad("a fairness weight must be at least 1");
+        }
         let worker_id = self
             .worker_id
             .unwrap_or_else(|| uuid::Uuid::now_v7().to_string());
@@ -385,6 +410,7 @@ impl WorkerBuilder {
                 prefetch: self.prefetch,
                 queues: self.queues,
                 queue_config: self.queue_config,
+                fairness_weights: self.fairness_weights,
                 aging: self.aging,
                 job_timeout: self.job_timeout,
                 stale_after: stale,

@@ -91,6 +91,8 @@ pub(crate) struct WorkerConfig {
     pub(crate) prefetch: PrefetchPolicy,
     pub(crate) queues: Option<Vec<String>>,
     pub(crate) queue_config: BTreeMap<String, QueueConfig>,
+    /// Turns in a row per fairness key.
+    pub(crate) fairness_weights: BTreeMap<String, u32>,
     pub(crate) aging: BTreeMap<String, crate::PriorityAging>,
     pub(crate) job_timeout: Option<Duration>,
     pub(crate) stale_after: Duration,

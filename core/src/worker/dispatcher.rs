@@ -452,6 +452,10 @@ impl Dispatcher {
     /// Holds claimed `jobs` (of a claim that asked for `asked`) and hands them
     /// to the local queue, which starts those that have a slot.
     fn start(&mut self, jobs: Vec<Job>, asked: usize) {
+        if let Some(template) = &mut self.claim {
+            // The next claim's turns begin after the lane this one ended on.
+            template.turns.advance(&jobs);
+        }
         let first = self.ledger.held() == 0;
         let admitted = self.ledger.hold(jobs, asked, || watch::channel(false));
         let got = admitted.len();

@@ -24,6 +24,7 @@ use super::handle::Worker;
 use super::local_queue::LocalQueue;
 use super::WorkerError;
 use crate::requests::ClaimRequest;
+use crate::steps::Turns;
 use crate::time::ms_to_system_time;
 
 /// What one [`Worker::run_due`] round did.
@@ -127,6 +128,10 @@ impl Worker {
             queues,
             queue_config: self.config.queue_config.clone(),
             limit,
+            turns: Turns {
+                after: None,
+                weights: self.config.fairness_weights.clone(),
+            },
         };
         let jobs = self.store.claim(&req).await?;
         let telemetry = Arc::new(Telemetry::new(self.events.clone()));

@@ -27,6 +27,7 @@ use super::retention::run_retention;
 use super::WorkerError;
 use crate::clock::Clock;
 use crate::requests::ClaimRequest;
+use crate::steps::Turns;
 use crate::store::Store;
 
 /// Runs a built worker (its parts, as [`super::handle::Worker::run`] hands
@@ -123,6 +124,10 @@ where
         queues: config.queues.clone(),
         queue_config: config.queue_config.clone(),
         limit: 0,
+        turns: Turns {
+            after: None,
+            weights: config.fairness_weights.clone(),
+        },
     };
     let shared = Arc::new(Shared {
         store: store.clone(),

@@ -23,6 +23,7 @@ pub async fn run_attempt(
         queues: None,
         queue_config: Default::default(),
         limit: 1,
+        turns: Default::default(),
     };
     let job = store
         .claim(&claim)

@@ -34,6 +34,7 @@ fn sample() -> (Job, ArgsText) {
     job.aged_steps = 4;
     job.sequence_key = Some("account:7".into());
     job.sequence_continues = true;
+    job.fairness_key = Some("tenant:9".into());
     (job, args)
 }
 

@@ -204,6 +204,7 @@ job_columns! {
     aged_steps: field = column("INTEGER", "NOT NULL DEFAULT 0", 16, Fresh("0")).saved(),
     sequence_key: field = column("TEXT", "", 17, Bind),
     sequence_continues: field = column("INTEGER", "NOT NULL DEFAULT 0", 17, Bind),
+    fairness_key: field = column("TEXT", "", 18, Bind),
 }
 
 /// The columns of `duraq_jobs` for the declared schema, in table order.

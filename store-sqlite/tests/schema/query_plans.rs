@@ -26,7 +26,8 @@ fn hot_queries_use_the_partial_indexes() {
     // `NOT IN` over the small paused table: evaluated once per statement (a list
     // subquery), never per job, and the due-order walk stays sort-free.
     let claim = plan(
-        "SELECT id FROM duraq_jobs INDEXED BY duraq_jobs_claim WHERE status = 'queued' \
+        "SELECT id FROM duraq_jobs INDEXED BY duraq_jobs_claim_plain \
+         WHERE status = 'queued' AND fairness_key IS NULL \
          AND priority = 0 AND scheduled_at_ms <= 5 AND job_name IN (SELECT value FROM json_each('[\"a\"]')) \
          AND queue NOT IN (SELECT value FROM json_each('[]')) \
          AND queue NOT IN (SELECT queue FROM duraq_paused_queues) \
@@ -47,7 +48,8 @@ fn hot_queries_use_the_partial_indexes() {
     );
     // A claim naming its queues, as the store runs it: still in due order.
     let claim_in = plan(
-        "SELECT id FROM duraq_jobs INDEXED BY duraq_jobs_claim WHERE status = 'queued' \
+        "SELECT id FROM duraq_jobs INDEXED BY duraq_jobs_claim_plain \
+         WHERE status = 'queued' AND fairness_key IS NULL \
          AND priority = 0 AND scheduled_at_ms <= 5 AND job_name IN (SELECT value FROM json_each('[\"a\"]')) \
          AND queue IN (SELECT value FROM json_each('[\"q\"]')) \
          AND queue NOT IN (SELECT queue FROM duraq_paused_queues) \
@@ -61,8 +63,8 @@ fn hot_queries_use_the_partial_indexes() {
     assert!(!claim_in.contains("CORRELATED"), "claim plan: {claim_in}");
     // The worker's timer query skips paused queues the same way.
     let timer = plan(
-        "SELECT scheduled_at_ms FROM duraq_jobs INDEXED BY duraq_jobs_claim \
-         WHERE status = 'queued' AND priority = 0 AND job_name IN (SELECT value FROM json_each('[\"a\"]')) \
+        "SELECT scheduled_at_ms FROM duraq_jobs INDEXED BY duraq_jobs_claim_plain \
+         WHERE status = 'queued' AND fairness_key IS NULL AND priority = 0 AND job_name IN (SELECT value FROM json_each('[\"a\"]')) \
          AND (NULL IS NULL OR queue IN (SELECT value FROM json_each(NULL))) \
          AND queue NOT IN (SELECT queue FROM duraq_paused_queues) \
          ORDER BY scheduled_at_ms LIMIT 1",
@@ -71,6 +73,32 @@ fn hot_queries_use_the_partial_indexes() {
         timer.contains("duraq_jobs_claim") && !timer.contains("CORRELATED"),
         "timer plan: {timer}"
     );
+    // Fair turns: the next lane is one seek, a lane's due jobs one range.
+    let next_lane = plan(
+        "SELECT queue, fairness_key FROM duraq_jobs INDEXED BY duraq_jobs_fair \
+         WHERE status = 'queued' AND fairness_key IS NOT NULL AND priority = 0 \
+         AND (queue, fairness_key) > ('q', 'a') ORDER BY queue, fairness_key LIMIT 1",
+    );
+    assert!(
+        next_lane.contains("SEARCH duraq_jobs USING COVERING INDEX duraq_jobs_fair (priority=? AND (queue,fairness_key)>(?,?))")
+            && !next_lane.contains("TEMP B-TREE"),
+        "next lane plan: {next_lane}"
+    );
+    let lane = plan(
+        "SELECT id FROM duraq_jobs INDEXED BY duraq_jobs_fair \
+         WHERE status = 'queued' AND fairness_key = 'a' AND queue = 'q' \
+         AND priority = 0 AND scheduled_at_ms <= 5 \
+         AND job_name IN (SELECT value FROM json_each('[\"a\"]')) \
+         AND queue NOT IN (SELECT queue FROM duraq_paused_queues) \
+         AND (scheduled_at_ms, created_at_ms, id) > (0, 0, '') \
+         ORDER BY scheduled_at_ms, created_at_ms, id LIMIT 10",
+    );
+    assert!(
+        lane.contains("duraq_jobs_fair (priority=? AND queue=? AND fairness_key=? AND (scheduled_at_ms,created_at_ms,id)>(?,?,?)")
+            || lane.contains("duraq_jobs_fair (priority=? AND queue=? AND fairness_key=? AND scheduled_at_ms"),
+        "lane plan: {lane}"
+    );
+    assert!(!lane.contains("TEMP B-TREE"), "lane plan: {lane}");
     // Queue latency: one index entry per queue.
     let latency = plan(
         "SELECT j.scheduled_at_ms FROM duraq_jobs AS j INDEXED BY duraq_jobs_queue_due \

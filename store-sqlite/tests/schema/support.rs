@@ -128,7 +128,8 @@ pub fn back_to_v6(conn: &Connection) {
         "ALTER TABLE duraq_workers DROP COLUMN host; ALTER TABLE duraq_workers DROP COLUMN pid; \
          ALTER TABLE duraq_workers DROP COLUMN queues; ALTER TABLE duraq_workers DROP COLUMN job_names; \
          ALTER TABLE duraq_workers DROP COLUMN slots; ALTER TABLE duraq_workers DROP COLUMN started_at_ms; \
-         DROP INDEX duraq_jobs_claim; DROP INDEX duraq_rate_starts_key; \
+         DROP INDEX duraq_jobs_claim_plain; DROP INDEX duraq_jobs_fair; \
+         DROP INDEX duraq_rate_starts_key; \
          DROP TABLE duraq_rate_limits; DROP TABLE duraq_rate_starts; \
          ALTER TABLE duraq_jobs DROP COLUMN priority; ALTER TABLE duraq_jobs DROP COLUMN rate_key; \
          ALTER TABLE duraq_jobs DROP COLUMN rate_max; ALTER TABLE duraq_jobs DROP COLUMN rate_period_ms; \

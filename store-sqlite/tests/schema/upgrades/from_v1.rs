@@ -115,7 +115,7 @@ async fn upgrade_to_v3_swaps_status_led_indexes_for_partial_ones_and_keeps_rows(
         assert!(!names.iter().any(|n| n == retired), "{retired} dropped");
     }
     for partial in [
-        "duraq_jobs_claim",
+        "duraq_jobs_claim_plain",
         "duraq_jobs_dedupe_key",
         "duraq_jobs_running",
         "duraq_jobs_completed",

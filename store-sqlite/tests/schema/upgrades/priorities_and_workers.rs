@@ -39,7 +39,7 @@ async fn upgrade_to_v7_adds_priorities_and_rate_limits_in_place() {
         .collect::<Result<_, _>>()
         .unwrap();
     assert!(
-        indexes.contains(&"duraq_jobs_claim".to_owned()),
+        indexes.contains(&"duraq_jobs_claim_plain".to_owned()),
         "{indexes:?}"
     );
     assert!(

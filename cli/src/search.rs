@@ -11,12 +11,13 @@ use crate::error::CliError;
 use crate::parse::{duration_ms, queue_name, rfc3339_ms};
 
 /// The filter flags' ids, for clap's "ids or a filter" rule.
-pub const FILTER_IDS: [&str; 11] = [
+pub const FILTER_IDS: [&str; 12] = [
     "status",
     "queue",
     "name",
     "key",
     "sequence",
+    "fairness_key",
     "error_contains",
     "args_contains",
     "created_after",
@@ -45,6 +46,9 @@ pub struct FilterFlags {
     /// when sorted by creation.
     #[arg(long, value_name = "KEY")]
     pub sequence: Option<String>,
+    /// Jobs of this fairness key (`enqueue --fairness-key`).
+    #[arg(long, value_name = "KEY")]
+    pub fairness_key: Option<String>,
     /// Jobs whose last error contains TEXT, ignoring case.
     #[arg(long, value_name = "TEXT")]
     pub error_contains: Option<String>,
@@ -110,6 +114,7 @@ impl FilterFlags {
             queue,
             schedule_key: self.key.clone(),
             sequence_key: self.sequence.clone(),
+            fairness_key: self.fairness_key.clone(),
             error_contains: self.error_contains.clone(),
             args_contains,
             created_after_ms: time("--created-after", &self.created_after)?,

@@ -18,7 +18,9 @@ use crate::error::CliError;
 use crate::output::{print_json, to_json};
 use crate::parse::duration_ms;
 use crate::signals::Signals;
-use crate::worker_flags::{prefetch_policy, priority_aging, queue_cap, WorkerArgs};
+use crate::worker_flags::{
+    fairness_weight, prefetch_policy, priority_aging, queue_cap, WorkerArgs,
+};
 
 /// Resolves on the first signal (the worker then drains); a second signal during
 /// the drain exits at once, as operators expect from a second Ctrl-C. Jobs still
@@ -51,6 +53,9 @@ pub async fn run(db: &Database, a: WorkerArgs, json: bool) -> Result<()> {
         .collect::<Result<Vec<_>, _>>()?;
     let aging = (a.priority_aging.iter())
         .map(|raw| priority_aging(raw))
+        .collect::<Result<Vec<_>, _>>()?;
+    let weights = (a.fairness_weights.iter())
+        .map(|raw| fairness_weight(raw))
         .collect::<Result<Vec<_>, _>>()?;
     // Each message names the one flag that is wrong.
     let bad_config = |message: &str| CliError::new("invalid-worker-config", message);
@@ -106,6 +111,9 @@ pub async fn run(db: &Database, a: WorkerArgs, json: bool) -> Result<()> {
     }
     for (name, aging) in aging {
         builder = builder.priority_aging(name, aging);
+    }
+    for (key, turns) in weights {
+        builder = builder.fairness_weight(key, turns);
     }
     for job in periodic {
         announce(&job, &queues);

@@ -1,6 +1,7 @@
 //! The flags of `duraq worker`, and the parsers of those whose values are
 //! more than a number or a duration (`--prefetch N|auto|auto:N`,
-//! `--queue-cap QUEUE=N` and `--priority-aging QUEUE=EVERY[:MAX]`). Each refuses a bad value with its own code before
+//! `--queue-cap QUEUE=N`, `--priority-aging QUEUE=EVERY[:MAX]` and
+//! `--fairness-weight KEY=N`). Each refuses a bad value with its own code before
 //! the worker opens the database; `worker.rs` maps the parsed values onto the
 //! core runtime's builder.
 
@@ -25,6 +26,11 @@ pub struct WorkerArgs {
     /// low-priority jobs never starve (`reports=5m`, `reports=1m:50`).
     #[arg(long = "priority-aging", value_name = "QUEUE=EVERY[:MAX]")]
     pub priority_aging: Vec<String>,
+    /// Give a fairness key N turns in a row where jobs take turns by key
+    /// (`enqueue --fairness-key`); keys without a weight have 1
+    /// (`tenant:big=3`).
+    #[arg(long = "fairness-weight", value_name = "KEY=N")]
+    pub fairness_weights: Vec<String>,
     /// Jobs this worker runs at once.
     #[arg(long, value_name = "N", default_value_t = 10)]
     pub concurrency: usize,
@@ -101,6 +107,26 @@ pub fn queue_cap(raw: &str) -> Result<(String, i64), CliError> {
     Ok((name.trim().to_string(), n))
 }
 
+/// Parses `--fairness-weight KEY=N` (N from 1 to 1,000).
+pub fn fairness_weight(raw: &str) -> Result<(String, u32), CliError> {
+    let bad = || {
+        CliError::new(
+            "invalid-worker-config",
+            format!("--fairness-weight {raw:?} must look like KEY=N with N from 1 to 1,000"),
+        )
+    };
+    let (key, n) = raw.rsplit_once('=').ok_or_else(bad)?;
+    let n: u32 = n.trim().parse().map_err(|_| bad())?;
+    let key = key.trim();
+    if key.is_empty() || !(1..=1_000).contains(&n) {
+        return Err(bad());
+    }
+    // A key no job could carry is a mistake worth saying at start.
+    let probe = duraq_core::EnqueueOptions::new().fairness_key(key);
+    duraq_core::NewJob::new("probe", serde_json::json!([]), probe).map_err(|_| bad())?;
+    Ok((key.to_owned(), n))
+}
+
 /// The steps of `--priority-aging` when MAX is left out.
 const DEFAULT_AGING_STEPS: u8 = 10;
 
@@ -160,6 +186,20 @@ mod tests {
         ] {
             let e = priority_aging(bad).unwrap_err();
             assert_eq!(e.code, "invalid-worker-config", "{bad}");
+        }
+    }
+
+    #[test]
+    fn parses_fairness_weights() {
+        assert_eq!(
+            fairness_weight("tenant:big=3").unwrap(),
+            ("tenant:big".to_string(), 3)
+        );
+        assert_eq!(fairness_weight("a=b=2").unwrap(), ("a=b".to_string(), 2));
+        for bad in ["tenant", "=2", "t=0", "t=1001", "t=x", "t=-1", "bad\nkey=2"] {
+            let e = fairness_weight(bad).unwrap_err();
+            assert_eq!(e.code, "invalid-worker-config", "{bad}");
+            assert!(e.message.contains("--fairness-weight"), "{bad}");
         }
     }
 

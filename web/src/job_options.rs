@@ -128,6 +128,10 @@ pub struct JobOptions {
         arg(long, value_name = "hold|continue", requires = "sequence_key")
     )]
     pub on_sequence_failure: Option<String>,
+    /// Take turns with the other keys of its queue (say, a tenant id): due
+    /// jobs of different fairness keys are claimed in turn.
+    #[cfg_attr(feature = "clap", arg(long, value_name = "KEY"))]
+    pub fairness_key: Option<String>,
 }
 
 /// A refused option: the [`JobOptions`] field it is about, and the error.
@@ -262,6 +266,7 @@ pub fn enqueue_options(a: &JobOptions, spelling: Spelling) -> Result<EnqueueOpti
         keep_completed: a.keep_completed,
         sequence_key: a.sequence_key.clone(),
         on_sequence_failure,
+        fairness_key: a.fairness_key.clone(),
         rate_key: a.rate_key.clone(),
         rate_max,
         rate_period_ms,

@@ -38,6 +38,7 @@ pub(crate) struct Entry {
     expires_in: Option<Spanned<String>>,
     keep_completed: Option<Spanned<bool>>,
     sequence_key: Option<Spanned<String>>,
+    fairness_key: Option<Spanned<String>>,
 }
 
 /// The periodic job `entry` declares, for a worker whose handlers are `registry`.
@@ -230,6 +231,7 @@ fn options(src: &Source<'_>, e: &Entry) -> Result<EnqueueOptions, ScheduleError>
         cost: number(&e.cost),
         keep_completed: e.keep_completed.as_ref().map(|v| *v.get_ref()),
         sequence_key: text(&e.sequence_key),
+        fairness_key: text(&e.fairness_key),
         expires_in: text(&e.expires_in),
         ..crate::options::JobOptions::default()
     };
@@ -268,6 +270,7 @@ fn option_key(e: &Entry, code: ErrorCode) -> Option<(&'static str, Range<usize>)
         ErrorCode::InvalidIdempotencyKey => ("name", Some(e.name.span())),
         ErrorCode::InvalidCost => ("cost", span(&e.cost)),
         ErrorCode::InvalidSequence => ("sequence_key", span(&e.sequence_key)),
+        ErrorCode::InvalidFairnessKey => ("fairness_key", span(&e.fairness_key)),
         _ => return None,
     };
     Some((key, span?))
@@ -291,6 +294,7 @@ fn reworded(key: &str) -> Option<String> {
             }
             "cost" => "cost must be from 1 to the job's own max_concurrency and the N of its rate",
             "sequence_key" => "sequence_key must be 1 to 255 characters without control characters",
+            "fairness_key" => "fairness_key must be 1 to 255 characters without control characters",
             "name" => "name is too long: a tick's idempotency key `periodic:<name>:<tick ms>` must be at most 1024 bytes",
             _ => return None,
         }

@@ -105,6 +105,12 @@ pub(super) fn fields(state: &AppState, job: &Job, held: Option<&HeldBy>) -> Mark
                     }
                 }
             }
+            @if let Some(key) = &job.fairness_key {
+                dt { "Fairness key" } dd data-field="fairnessKey" {
+                    a href=(link(state, &format!("/jobs?fairness={}&queue={}", urlencode(key), urlencode(&job.queue)))) { (visible(key)) }
+                    span.muted { " — takes turns with the other keys of its queue" }
+                }
+            }
             @if let Some(workflow) = &job.workflow_id {
                 dt { "Workflow" } dd data-field="workflowId" {
                     a href=(link(state, &format!("/workflows/{}", urlencode(workflow)))) { code { (visible(workflow)) } }

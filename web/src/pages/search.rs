@@ -30,6 +30,8 @@ pub struct Search {
     pub key: String,
     /// `sequence` (sequence key).
     pub sequence: String,
+    /// `fairness` (fairness key).
+    pub fairness: String,
     /// `error`: text the last error contains.
     pub error: String,
     /// `args`: JSON the args contain.
@@ -45,11 +47,12 @@ pub struct Search {
 }
 
 /// The names of the single-valued fields, in form order.
-const FIELDS: [&str; 10] = [
+const FIELDS: [&str; 11] = [
     "queue",
     "name",
     "key",
     "sequence",
+    "fairness",
     "error",
     "args",
     "created_after",
@@ -82,6 +85,7 @@ impl Search {
             "name" => &mut self.name,
             "key" => &mut self.key,
             "sequence" => &mut self.sequence,
+            "fairness" => &mut self.fairness,
             "error" => &mut self.error,
             "args" => &mut self.args,
             "created_after" => &mut self.created_after,
@@ -99,6 +103,7 @@ impl Search {
             "name" => &self.name,
             "key" => &self.key,
             "sequence" => &self.sequence,
+            "fairness" => &self.fairness,
             "error" => &self.error,
             "args" => &self.args,
             "created_after" => &self.created_after,
@@ -191,6 +196,7 @@ impl Search {
             queue: text(&self.queue),
             schedule_key: text(&self.key),
             sequence_key: text(&self.sequence),
+            fairness_key: text(&self.fairness),
             error_contains: text(&self.error),
             args_contains: args,
             created_after_ms: bound("created after", &self.created_after)?,

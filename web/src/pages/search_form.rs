@@ -19,11 +19,12 @@ use crate::html::link;
 use crate::AppState;
 
 /// The single-valued fields as the summary names them, in form order.
-const CAPTIONS: [(&str, &str); 10] = [
+const CAPTIONS: [(&str, &str); 11] = [
     ("queue", "queue"),
     ("name", "name"),
     ("key", "schedule key"),
     ("sequence", "sequence"),
+    ("fairness", "fairness key"),
     ("error", "error"),
     ("args", "args"),
     ("created_after", "created after"),
@@ -71,6 +72,7 @@ pub(super) fn search_form(
                 (text("name", "Name", ""))
                 (text("key", "Schedule key", ""))
                 (text("sequence", "Sequence", ""))
+                (text("fairness", "Fairness key", "tenant:42"))
                 (text("error", "Error contains", "timeout"))
                 (text("args", "Args contain (JSON)", "{\"user\":42}"))
                 (when("created_after", "Created after (UTC)"))

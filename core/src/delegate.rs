@@ -268,6 +268,12 @@ macro_rules! delegate_store {
                 ) -> $crate::Result<::std::vec::Vec<$crate::inspect::WorkerRecord>> {
                     self.$field.list_workers(stale_after_ms).await
                 }
+                async fn fairness_keys(
+                    &self,
+                    queue: &str,
+                ) -> $crate::Result<::std::vec::Vec<$crate::inspect::KeyBacklog>> {
+                    self.$field.fairness_keys(queue).await
+                }
                 async fn due_job_names(
                     &self,
                     limit: usize,

@@ -15,6 +15,7 @@ pub use crate::history::{
     history_minute, throughput, throughput_sum, with_current, HistoryRange, HistorySample,
     OutcomeTotals, QueueTotals, ThroughputPoint,
 };
+pub use crate::key_backlog::{key_backlogs, KeyBacklog, KEY_COUNT_CAP, MAX_KEYS_LISTED};
 pub use crate::progress::{JobProgress, LogLine, ProgressPoint};
 pub use crate::requests::{
     BulkAction, BulkBatch, Health, JobCursor, JobFilter, Operation, PruneReport, PruneRequest,

@@ -54,6 +54,7 @@ mod display;
 mod error;
 mod history;
 mod job;
+mod key_backlog;
 mod keys;
 mod memory;
 mod new_job;

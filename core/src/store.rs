@@ -395,6 +395,11 @@ pub trait Inspect: Send + Sync + 'static {
     /// name (byte order). Paused queues included.
     async fn due_job_names(&self, limit: usize) -> Result<Vec<DueJobGroup>>;
 
+    /// The fairness keys of `queue` with queued jobs, in byte order, each
+    /// with how many it has queued (see [`crate::inspect::KeyBacklog`]: at
+    /// most 100 keys, counted up to 10,000 each): one index range per key.
+    async fn fairness_keys(&self, queue: &str) -> Result<Vec<crate::inspect::KeyBacklog>>;
+
     /// The groups of [`Inspect::due_job_names`] (over the oldest
     /// [`UNHANDLED_SCAN_LIMIT`] due jobs) that no alive registered worker
     /// handles ([`unhandled_groups`]): a job name nobody registered (a typo) or

@@ -302,6 +302,11 @@ impl Inspect for PostgresStore {
         read!(self, |db| workers::list(&db, now, stale_after_ms).await)
     }
 
+    async fn fairness_keys(&self, queue: &str) -> Result<Vec<duraq_core::inspect::KeyBacklog>> {
+        read!(self, |db| crate::claim_turns::fairness_keys(&db, queue)
+            .await)
+    }
+
     async fn due_job_names(&self, limit: usize) -> Result<Vec<DueJobGroup>> {
         let now = self.now();
         read!(self, |db| workers::due_job_names(&db, now, limit).await)

@@ -100,6 +100,7 @@ mod expiry;
 mod history;
 mod insert;
 mod insert_started;
+mod key_backlog;
 mod new_row;
 mod operations;
 mod options;

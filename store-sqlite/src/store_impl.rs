@@ -244,6 +244,12 @@ impl Inspect for SqliteStore {
             .await
     }
 
+    async fn fairness_keys(&self, queue: &str) -> Result<Vec<duraq_core::inspect::KeyBacklog>> {
+        let queue = queue.to_owned();
+        self.read(move |conn| crate::key_backlog::fairness_keys(conn, &queue))
+            .await
+    }
+
     async fn due_job_names(&self, limit: usize) -> Result<Vec<DueJobGroup>> {
         let now = self.now();
         self.read(move |conn| workers::due_job_names(conn, now, limit))

@@ -6,7 +6,7 @@
 //! paused queues keep their meaning; bad keys are refused, writing nothing.
 
 use duraq_core::driver::steps::{Turn, Turns};
-use duraq_core::inspect::JobFilter;
+use duraq_core::inspect::{JobFilter, KeyBacklog};
 use duraq_core::{EnqueueOptions, ErrorCode, Job, JobStatus, NewJob, QueueName};
 use serde_json::json;
 
@@ -144,6 +144,41 @@ pub async fn a_job_keeps_its_key_and_a_search_finds_it(h: &Harness) {
     let mut found: Vec<&str> = ids(&found);
     found.sort();
     assert_eq!(found, [&a[0], &a[1]]);
+}
+
+pub async fn a_queue_lists_its_keys_with_their_queued_jobs(h: &Harness) {
+    jobs_of(h, "q", "b", 2).await;
+    jobs_of(h, "q", "a", 2).await;
+    jobs_of(h, "q", "", 1).await;
+    jobs_of(h, "r", "c", 2).await;
+    let urgent = EnqueueOptions::new()
+        .queue("q")
+        .fairness_key("a")
+        .priority(5);
+    let urgent = h.insert(job("j", json!(["u"]), urgent)).await;
+    let later = EnqueueOptions::new()
+        .queue("q")
+        .fairness_key("d")
+        .run_in(std::time::Duration::from_secs(60));
+    h.insert(job("j", json!(["later"]), later)).await;
+    let counted = |keys: Vec<KeyBacklog>| -> Vec<(String, u64, bool)> {
+        keys.into_iter()
+            .map(|k| (k.key, k.queued, k.more))
+            .collect()
+    };
+    let keys = counted(h.store.fairness_keys("q").await.unwrap());
+    let want = [("a", 3), ("b", 2), ("d", 1)].map(|(k, n)| (k.to_owned(), n, false));
+    assert_eq!(keys, want, "queued jobs by key, due or not, every priority");
+    let mut only_q = claim_req("w", &["j"], 1);
+    only_q.queues = Some(vec!["q".into()]);
+    assert_eq!(ids(&h.claim_with(&only_q).await), [&urgent]);
+    let keys = counted(h.store.fairness_keys("q").await.unwrap());
+    assert_eq!(
+        keys[0],
+        ("a".to_owned(), 2, false),
+        "a running job waits no more"
+    );
+    assert!(h.store.fairness_keys("none").await.unwrap().is_empty());
 }
 
 pub async fn a_bad_fairness_key_is_refused_and_writes_nothing(h: &Harness) {

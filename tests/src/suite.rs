@@ -96,6 +96,7 @@ macro_rules! store_suite {
                     a_weight_gives_a_key_turns_in_a_row,
                     priorities_queues_and_pauses_keep_their_meaning,
                     a_job_keeps_its_key_and_a_search_finds_it,
+                    a_queue_lists_its_keys_with_their_queued_jobs,
                     a_bad_fairness_key_is_refused_and_writes_nothing,
                 ],
                 ephemeral: [

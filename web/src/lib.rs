@@ -117,6 +117,7 @@ pub fn router(store: Arc<dyn Operate>, options: WebOptions) -> Router {
         .route("/", get(pages::overview::overview))
         .route("/events", get(live::events))
         .route("/queues", get(pages::overview::queues))
+        .route("/queues/{queue}", get(pages::queue::queue))
         .route("/queues/{queue}/pause", post(pages::overview::pause))
         .route("/queues/{queue}/resume", post(pages::overview::resume))
         .route("/jobs", get(pages::jobs::list))

@@ -376,6 +376,13 @@ impl Inspect for MemoryStore {
         Ok(self.lock().list_workers(now, stale_after_ms))
     }
 
+    async fn fairness_keys(&self, queue: &str) -> Result<Vec<crate::inspect::KeyBacklog>> {
+        Ok(crate::inspect::key_backlogs(
+            self.lock().jobs.values(),
+            queue,
+        ))
+    }
+
     async fn due_job_names(&self, limit: usize) -> Result<Vec<DueJobGroup>> {
         let now = self.now();
         Ok(self.lock().due_job_names(now, limit))

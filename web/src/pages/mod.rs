@@ -14,6 +14,7 @@ pub mod job;
 pub mod jobs;
 pub mod other;
 pub mod overview;
+pub mod queue;
 pub mod search;
 pub mod table;
 pub mod view_bulk;

@@ -1,4 +1,5 @@
-//! `GET /` (overview), `GET /queues`, and `POST /queues/{queue}/pause|resume`.
+//! `GET /` (overview), `GET /queues`, and `POST /queues/{queue}/pause|resume`
+//! (a queue's own page is [`super::queue`]).
 //!
 //! The overview shows the counts per status (`[data-count=STATUS]` holds the
 //! plain number, which the page's script replaces from `/events`), the
@@ -175,7 +176,7 @@ const UNHANDLED: &str = "due jobs of this name wait in this queue, and no alive 
 /// one line when they fit; otherwise a whole badge goes to the next line, and a
 /// badge longer than its cap ends in "…" with its whole text in its tooltip,
 /// so a long job name does not make the table scroll on a desktop.
-fn queues_table(state: &AppState, rows: &[QueueRow]) -> Markup {
+pub(super) fn queues_table(state: &AppState, rows: &[QueueRow]) -> Markup {
     html! {
         @if rows.is_empty() { p.muted data-empty { "No queue holds a job." } }
         div.table { table data-table="queues" {
@@ -188,7 +189,7 @@ fn queues_table(state: &AppState, rows: &[QueueRow]) -> Markup {
                 @for row in rows {
                     tr data-queue=[row.queue.as_deref()] {
                         td.badges[!row.unhandled.is_empty()] { @match &row.queue {
-                            Some(q) => a href=(link(state, &format!("/jobs?queue={}", urlencode(q)))) { (crate::format::visible(q)) },
+                            Some(q) => a href=(link(state, &format!("/queues/{}", path_segment(q)))) { (crate::format::visible(q)) },
                             None => em { "all queues" },
                         }
                         @for (name, due) in &row.unhandled {

@@ -90,6 +90,9 @@ async fn seed(dash: &Dash) -> Vec<(String, &'static str)> {
         .await;
     dash.scheduled("digest:user:42", "send_digest", json!({"user": 42}))
         .await;
+    let tenant = EnqueueOptions::new().fairness_key("tenant:acme-corporation-eu-west-1");
+    dash.enqueue("import_customer_records", json!({"row": 1}), tenant)
+        .await;
     let job = |name: &str| NewJob::new(name, json!([]), EnqueueOptions::new()).unwrap();
     let flow = Workflow::new("onboard_customer")
         .step("signup", job("signup"))
@@ -99,6 +102,7 @@ async fn seed(dash: &Dash) -> Vec<(String, &'static str)> {
     vec![
         ("/".into(), "overview"),
         ("/queues".into(), "queues"),
+        ("/queues/default".into(), "queues"),
         ("/jobs".into(), "jobs"),
         ("/jobs?status=failed".into(), "jobs"),
         (format!("/jobs/{failed}"), "job"),

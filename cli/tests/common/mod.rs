@@ -2,6 +2,7 @@
 //! against a temporary SQLite file and read its JSON answers.
 #![allow(dead_code)]
 
+pub mod recorder;
 pub mod schema;
 pub mod web;
 

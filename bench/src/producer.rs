@@ -58,11 +58,22 @@ pub async fn enqueue_batched_with(
     batch: usize,
     opts: &EnqueueOptions,
 ) -> Result<()> {
+    enqueue_batched_by(store, count, batch, |_| opts.clone()).await
+}
+
+/// [`enqueue_batched`] with the `i`-th job enqueued with `opts(i)` (say, a
+/// fairness key chosen round robin).
+pub async fn enqueue_batched_by(
+    store: &Arc<dyn Store>,
+    count: usize,
+    batch: usize,
+    opts: impl Fn(usize) -> EnqueueOptions,
+) -> Result<()> {
     let mut done = 0;
     while done < count {
         let n = batch.min(count - done);
         let jobs = (done..done + n)
-            .map(|i| NewJob::new(JOB, json!([i]), opts.clone()))
+            .map(|i| NewJob::new(JOB, json!([i]), opts(i)))
             .collect::<duraq_core::Result<Vec<_>>>()?;
         store.enqueue_batch(jobs).await?;
         done += n;

@@ -25,6 +25,8 @@ pub fn target(store: &str, figure: &str) -> Option<Goal> {
         "e2e_8producers_1w" if sqlite => AtLeast(8_000.0),
         "wakeup_p99" if !sqlite => AtMost(20.0),
         "count_snapshot_large_vs_small" => AtMost(1.5),
+        // Fair turns must cost a drain little (docs/queues.md "Fair turns").
+        "fair_drain_10keys_ratio" => AtLeast(0.9),
         f if f.starts_with("worker_peak_rss") => AtMost(64.0),
         _ => return None,
     })

@@ -2,7 +2,8 @@
 //! processes (C = 64 each), the same with a saturated rate key's backlog in the
 //! way, an in-process worker with 10 or 64 slots (the shape of issue 18's peer
 //! comparison; [`enqueue_and_drain_in_process`] is also the body of
-//! `drain-retained` in `retained.rs`), and live end-to-end with a worker already
+//! `drain-retained` in `retained.rs`, as [`drain_with_workers`] is of the
+//! drains in `fairness.rs`), and live end-to-end with a worker already
 //! running while 8 producers enqueue one by one; (8) the worker processes' peak RSS.
 //!
 //! Workers are real processes running duraq's runtime ([`crate::worker`]). The
@@ -19,7 +20,9 @@ use serde_json::json;
 
 use super::{rate, wait_completed, wait_drained, Figure, Sizes};
 use crate::child::Child;
-use crate::producer::{enqueue_batched, enqueue_batched_with, enqueue_one_by_one};
+use crate::producer::{
+    enqueue_batched, enqueue_batched_by, enqueue_batched_with, enqueue_one_by_one,
+};
 use crate::target::Target;
 
 /// Slots per worker process.
@@ -53,37 +56,60 @@ pub async fn stop_workers(workers: Vec<Child>) -> Result<u64> {
 }
 
 pub async fn drain(target: &Target, sizes: Sizes, n_workers: usize) -> Result<Vec<Figure>> {
+    let timed =
+        drain_with_workers(target, sizes.drain, n_workers, |_| EnqueueOptions::new()).await?;
+    Ok(vec![
+        Figure::new(
+            format!("drain_{n_workers}w"),
+            rate(sizes.drain, timed.elapsed),
+            "jobs/s",
+        ),
+        Figure::new(
+            format!("worker_peak_rss_{n_workers}w"),
+            timed.peak_kib as f64 / 1024.0,
+            "MiB",
+        ),
+    ])
+}
+
+/// What [`drain_with_workers`] measured.
+pub struct WorkerDrain {
+    /// From the `go` lines to the count snapshot showing every job completed.
+    pub elapsed: Duration,
+    /// The largest peak RSS of the worker processes, in KiB.
+    pub peak_kib: u64,
+}
+
+/// The body of the worker-process drains: opens `target`, enqueues `jobs`
+/// no-op jobs in batches of 1,000 (the `i`-th with `opts(i)`), starts
+/// `n_workers` worker processes, times them draining the table and checks
+/// they completed exactly `jobs`.
+pub async fn drain_with_workers(
+    target: &Target,
+    jobs: usize,
+    n_workers: usize,
+    opts: impl Fn(usize) -> EnqueueOptions,
+) -> Result<WorkerDrain> {
     let store = target.open().await?;
-    enqueue_batched(&store, sizes.drain, 1_000).await?;
+    enqueue_batched_by(&store, jobs, 1_000, opts).await?;
     let mut workers = start_workers(target, n_workers).await?;
     let started = Instant::now();
     for w in &mut workers {
         w.send("go")?;
     }
-    let done = wait_completed(&store, sizes.drain as i64, LIMIT).await?;
+    let done = wait_completed(&store, jobs as i64, LIMIT).await?;
     let elapsed = done - started;
     let mut peak_kib = 0;
     for w in &workers {
         peak_kib = peak_kib.max(w.peak_rss_kib()?);
     }
     let completed = stop_workers(workers).await?;
+    store.close().await?;
     ensure!(
-        completed == sizes.drain as u64,
-        "workers completed {completed} of {} jobs",
-        sizes.drain
+        completed == jobs as u64,
+        "workers completed {completed} of {jobs} jobs"
     );
-    Ok(vec![
-        Figure::new(
-            format!("drain_{n_workers}w"),
-            rate(sizes.drain, elapsed),
-            "jobs/s",
-        ),
-        Figure::new(
-            format!("worker_peak_rss_{n_workers}w"),
-            peak_kib as f64 / 1024.0,
-            "MiB",
-        ),
-    ])
+    Ok(WorkerDrain { elapsed, peak_kib })
 }
 
 /// Drain with a saturated rate key: `drain` free jobs, enqueued after a backlog of

@@ -16,7 +16,11 @@
 //! `enqueue-one`, `enqueue-batch`, the 8-producer enqueues and the drains:
 //! `raw-one`, `raw-batch`, `raw-8conn`, `raw-drain`), `dashboard` (server time
 //! of the dashboard's overview and jobs pages on the `counts` table size),
-//! `dependencies` (`fan-out` and `fan-in`: a graph enqueued and drained).
+//! `dependencies` (`fan-out` and `fan-in`: a graph enqueued and drained),
+//! `fairness` (a drain of jobs spread over 10 fairness keys next to the same
+//! drain without keys, and a trickle of one key's jobs timed on an idle queue
+//! and behind another key's 1,000,000-job backlog; run once for SQLite, see
+//! [`names`]).
 
 mod bulk;
 mod counts;
@@ -24,6 +28,7 @@ mod dashboard;
 mod dependencies;
 mod drain;
 mod enqueue;
+mod fairness;
 mod raw;
 mod raw_pg;
 mod raw_rows;
@@ -79,6 +84,8 @@ pub struct Sizes {
     pub retained: usize,
     /// Failed jobs `bulk-retry` retries at once.
     pub bulk: usize,
+    /// The other key's backlog `fairness` trickles jobs past.
+    pub fair_backlog: usize,
     /// How long `soak` runs (`--minutes` overrides it).
     pub soak_minutes: f64,
     /// Jobs per second `soak` enqueues (`--rate` overrides it).
@@ -102,6 +109,7 @@ impl Sizes {
                 key_ops: 200,
                 retained: 2_000,
                 bulk: 2_000,
+                fair_backlog: 100_000,
                 soak_minutes: 1.0,
                 soak_rate: 500,
             }
@@ -120,6 +128,7 @@ impl Sizes {
                 key_ops: 5_000,
                 retained: 1_000_000,
                 bulk: 100_000,
+                fair_backlog: 1_000_000,
                 soak_minutes: 30.0,
                 soak_rate: 500,
             }
@@ -142,6 +151,7 @@ const ALL: &[&str] = &[
     "drain-inproc-64-prefetch",
     "drain-retained",
     "drain-ephemeral",
+    "fairness",
     "fan-out",
     "fan-in",
     "bulk-retry",
@@ -163,12 +173,19 @@ pub const SOAK: &str = "soak";
 /// The scenarios run for `kind`. Count snapshots and dashboard pages are
 /// reads, identical under either SQLite `synchronous` mode, so they run once
 /// for SQLite (FULL); so do the long ones about history, `drain-retained` and
-/// `soak`, whose subject (what a lived-in store costs) is not the fsync.
+/// `soak`, whose subject (what a lived-in store costs) is not the fsync, and
+/// `fairness` (a million-job backlog), whose subject is a ratio to the same
+/// work without fairness keys.
 /// `soak` is listed with `soak` (xtask's `--soak`, or `--only soak`), and under
 /// `quick` for PostgreSQL (autovacuum is its subject), so the smoke run covers
 /// it in one minute instead of one per store.
 pub fn names(kind: Kind, quick: bool, soak: bool) -> Vec<&'static str> {
-    let long = |s: &str| matches!(s, "counts" | "dashboard" | "drain-retained" | SOAK);
+    let long = |s: &str| {
+        matches!(
+            s,
+            "counts" | "dashboard" | "drain-retained" | "fairness" | SOAK
+        )
+    };
     let with_soak = soak || (quick && kind == Kind::Postgres);
     ALL.iter()
         .copied()
@@ -243,6 +260,7 @@ async fn run_one(scenario: &str, target: &Target, sizes: Sizes) -> Result<Vec<Fi
         }
         "drain-retained" => retained::drain_retained(target, sizes).await,
         "drain-ephemeral" => drain::drain_ephemeral(target, sizes).await,
+        "fairness" => fairness::fairness(target, sizes).await,
         "fan-out" => dependencies::fan_out(target, sizes).await,
         "fan-in" => dependencies::fan_in(target, sizes).await,
         "bulk-retry" => bulk::bulk_retry(target, sizes).await,
@@ -305,6 +323,16 @@ async fn wait_for_counts(
             bail!("{left} within {limit:?}");
         }
         tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+}
+
+/// A job count for a figure's name: `1m` for 1,000,000, `100k`, `1500`, so a
+/// quick run's figures never pass for a full run's.
+pub fn size_label(n: usize) -> String {
+    match n {
+        n if n >= 1_000_000 && n % 1_000_000 == 0 => format!("{}m", n / 1_000_000),
+        n if n >= 1_000 && n % 1_000 == 0 => format!("{}k", n / 1_000),
+        n => n.to_string(),
     }
 }
 

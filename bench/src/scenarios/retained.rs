@@ -34,7 +34,7 @@ use duraq_core::worker::PrefetchPolicy;
 use duraq_core::EnqueueOptions;
 
 use super::drain::{enqueue_and_drain_in_process, PREFETCH};
-use super::{rate, Figure, Sizes};
+use super::{rate, size_label, Figure, Sizes};
 use crate::producer::{enqueue_batched, enqueue_one_by_one};
 use crate::target::Target;
 
@@ -149,11 +149,7 @@ impl Shape {
 /// `retained_1m` for 1,000,000 jobs, `retained_200k`, `retained_2k`: the size
 /// is part of the figure's name, so a quick run's figures never pass for a full run's.
 fn retained_label(n: usize) -> String {
-    match n {
-        n if n >= 1_000_000 && n % 1_000_000 == 0 => format!("retained_{}m", n / 1_000_000),
-        n if n >= 1_000 && n % 1_000 == 0 => format!("retained_{}k", n / 1_000),
-        n => format!("retained_{n}"),
-    }
+    format!("retained_{}", size_label(n))
 }
 
 #[cfg(test)]

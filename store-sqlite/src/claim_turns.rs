@@ -99,15 +99,16 @@ impl Walk<'_> {
         )
     }
 
-    /// The first `(queue, key)` after `(queue, key)` in index order at this
-    /// walk's priority, whatever its queue.
-    fn lane_after(&self, queue: &str, key: &str) -> Result<Option<(String, String)>> {
+    /// The first key after `key` in `queue` at this walk's priority: one
+    /// seek. (A row-value range `(queue, fairness_key) > (?, ?)` reads every
+    /// index entry of the lane it starts after: 258 ms behind a million jobs
+    /// of one key, measured.)
+    fn key_after(&self, queue: &str, key: &str) -> Result<Option<(String, String)>> {
         self.conn
             .prepare_cached(
                 "SELECT queue, fairness_key FROM duraq_jobs INDEXED BY duraq_jobs_fair \
                  WHERE status = 'queued' AND fairness_key IS NOT NULL AND priority = ?1 \
-                 AND (queue, fairness_key) > (?2, ?3) \
-                 ORDER BY queue, fairness_key LIMIT 1",
+                 AND queue = ?2 AND fairness_key > ?3 ORDER BY fairness_key LIMIT 1",
             )
             .db()?
             .query_row(params![self.priority, queue, key], |r| {
@@ -138,7 +139,10 @@ impl TurnReads for Walk<'_> {
     async fn next_lane(&mut self, after: Option<(&str, &str)>) -> Result<Option<(String, String)>> {
         // Queue names and keys are never empty: ("", "") is before every lane.
         let (queue, key) = after.unwrap_or(("", ""));
-        let mut next = self.lane_after(queue, key)?;
+        let mut next = match self.key_after(queue, key)? {
+            Some(lane) => Some(lane),
+            None => self.queue_after(queue)?,
+        };
         // A queue outside the level is passed by whole, one seek.
         while let Some((queue, _)) = &next {
             if self.level.contains(queue) {

@@ -98,6 +98,7 @@ mod error;
 mod expiry;
 mod history;
 mod insert;
+mod key_backlog;
 mod operations;
 mod ownership;
 mod pause;

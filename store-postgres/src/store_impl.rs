@@ -303,7 +303,7 @@ impl Inspect for PostgresStore {
     }
 
     async fn fairness_keys(&self, queue: &str) -> Result<Vec<duraq_core::inspect::KeyBacklog>> {
-        read!(self, |db| crate::claim_turns::fairness_keys(&db, queue)
+        read!(self, |db| crate::key_backlog::fairness_keys(&db, queue)
             .await)
     }
 

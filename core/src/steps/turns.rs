@@ -19,7 +19,7 @@
 //! candidates it hands over, so a million jobs of one key cost the jobs of
 //! another key nothing.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 
 use crate::error::Result;
 use crate::job::Job;
@@ -93,13 +93,52 @@ pub trait TurnReads {
     /// Up to `n` due candidates of `lane` in claim order (`scheduledAtMs`,
     /// `createdAtMs`, `id`), after the candidate `after` when given.
     async fn candidates(&mut self, lane: &Turn, after: Option<&Job>, n: usize) -> Result<Vec<Job>>;
+
+    /// A hint before a round: [`TurnReads::candidates`] will be asked next
+    /// for each of `reads` (lane, after, n), in that order. A store whose
+    /// reads are round trips may answer them all at once and keep the
+    /// answers; the default does nothing.
+    async fn prefetch(&mut self, reads: &[(&Turn, Option<&Job>, usize)]) -> Result<()> {
+        let _ = reads;
+        Ok(())
+    }
 }
 
-/// One lane's place in the walk.
+/// One lane's place in the walk: the candidates read ahead and not yet
+/// considered, and where its reads stopped.
 struct Lane {
     turn: Turn,
     /// The last candidate read of it.
     last: Option<Job>,
+    buffer: VecDeque<Job>,
+    /// Its last read came back short: it has no candidate beyond the buffer.
+    drained: bool,
+}
+
+impl Lane {
+    fn new(turn: Turn) -> Self {
+        Self {
+            turn,
+            last: None,
+            buffer: VecDeque::new(),
+            drained: false,
+        }
+    }
+
+    /// Its next candidate, reading up to `batch` more when none is buffered.
+    /// (How many are read at once never changes the order they come in.)
+    async fn next<R: TurnReads>(&mut self, reads: &mut R, batch: usize) -> Result<Option<Job>> {
+        if self.buffer.is_empty() && !self.drained {
+            let batch = batch.max(1);
+            let rows = reads
+                .candidates(&self.turn, self.last.as_ref(), batch)
+                .await?;
+            self.drained = rows.len() < batch;
+            self.last = rows.last().cloned().or(self.last.take());
+            self.buffer.extend(rows);
+        }
+        Ok(self.buffer.pop_front())
+    }
 }
 
 /// The lane after `turn` in the ring of lanes.
@@ -124,7 +163,9 @@ pub async fn take_turns<R: TurnReads, A: AdmissionReads>(
 ) -> Result<()> {
     // The first round: every lane once, from the one after `after`, around
     // the ring to where it started. (A lane that empties meanwhile, taken by
-    // another worker, is passed by in order, so the round still ends.)
+    // another worker, is passed by in order, so the round still ends.) It
+    // reads one turn's candidates per lane: how many lanes there are is not
+    // known yet.
     let first = match &turns.after {
         None => Turn::Unkeyed,
         Some(after) => successor(reads, after).await?,
@@ -136,11 +177,9 @@ pub async fn take_turns<R: TurnReads, A: AdmissionReads>(
         if claim.is_full() {
             return Ok(());
         }
-        let mut lane = Lane {
-            turn: turn.clone(),
-            last: None,
-        };
-        if take_turn(claim, turns, reads, admission, &mut lane).await? {
+        let mut lane = Lane::new(turn.clone());
+        let weight = turns.weight_of(&turn);
+        if take_turn(claim, weight, reads, admission, &mut lane, weight).await? {
             live.push(lane);
         }
         let next = successor(reads, &turn).await?;
@@ -155,17 +194,33 @@ pub async fn take_turns<R: TurnReads, A: AdmissionReads>(
         }
         turn = next;
     }
-    // Later rounds: the lanes that filled their turn, in the same order.
+    // Later rounds: the lanes that filled their turn, in the same order,
+    // each reading ahead its share of the slots still free; the last lane
+    // standing reads a page of the free slots at a time.
     while !claim.is_full() && !live.is_empty() {
-        if let [lane] = live.as_mut_slice() {
-            return page_through(claim, reads, admission, lane).await;
-        }
+        let weights: usize = live.iter().map(|l| turns.weight_of(&l.turn)).sum();
+        let rounds = claim.free().div_ceil(weights.max(1));
         let mut still = Vec::with_capacity(live.len());
+        let alone = live.len() == 1;
+        if !alone {
+            let batch = |l: &Lane| turns.weight_of(&l.turn) * rounds;
+            let asked: Vec<_> = (live.iter())
+                .filter(|l| l.buffer.is_empty() && !l.drained)
+                .map(|l| (&l.turn, l.last.as_ref(), batch(l)))
+                .collect();
+            reads.prefetch(&asked).await?;
+        }
         for mut lane in live {
             if claim.is_full() {
                 return Ok(());
             }
-            if take_turn(claim, turns, reads, admission, &mut lane).await? {
+            let weight = turns.weight_of(&lane.turn);
+            let (turn_size, batch) = if alone {
+                (claim.free(), claim.free())
+            } else {
+                (weight, weight * rounds)
+            };
+            if take_turn(claim, turn_size, reads, admission, &mut lane, batch).await? {
                 still.push(lane);
             }
         }
@@ -174,52 +229,24 @@ pub async fn take_turns<R: TurnReads, A: AdmissionReads>(
     Ok(())
 }
 
-/// One turn of `lane`: its next candidates, as many as its weight. Whether
-/// it filled the turn (and so may have more).
+/// One turn of `lane`: up to `size` of its candidates, read `batch` at a
+/// time. Whether it filled the turn (and so may have more).
 async fn take_turn<R: TurnReads, A: AdmissionReads>(
     claim: &mut Claim<'_>,
-    turns: &Turns,
+    size: usize,
     reads: &mut R,
     admission: &mut A,
     lane: &mut Lane,
+    batch: usize,
 ) -> Result<bool> {
-    let weight = turns.weight_of(&lane.turn);
-    let rows = reads
-        .candidates(&lane.turn, lane.last.as_ref(), weight)
-        .await?;
-    let filled = rows.len() == weight;
-    for job in rows {
-        lane.last = Some(job.clone());
+    for _ in 0..size {
         if claim.is_full() {
-            break;
+            return Ok(true);
         }
-        claim.consider(job, admission).await?;
-    }
-    Ok(filled)
-}
-
-/// The last lane standing, read a page at a time (each as large as the
-/// slots still free) until the claim is full or the lane is empty.
-async fn page_through<R: TurnReads, A: AdmissionReads>(
-    claim: &mut Claim<'_>,
-    reads: &mut R,
-    admission: &mut A,
-    lane: &mut Lane,
-) -> Result<()> {
-    while !claim.is_full() {
-        let n = claim.free();
-        let rows = reads.candidates(&lane.turn, lane.last.as_ref(), n).await?;
-        let exhausted = rows.len() < n;
-        for job in rows {
-            lane.last = Some(job.clone());
-            if claim.is_full() {
-                break;
-            }
-            claim.consider(job, admission).await?;
-        }
-        if exhausted {
-            break;
+        match lane.next(reads, batch).await? {
+            Some(job) => claim.consider(job, admission).await?,
+            None => return Ok(false),
         }
     }
-    Ok(())
+    Ok(true)
 }

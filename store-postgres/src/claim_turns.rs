@@ -96,6 +96,9 @@ pub(crate) async fn walk(
     if req.limit == 0 || req.job_names.is_empty() {
         return Ok(with_dependents);
     }
+    // The priorities jobs without a key hold, from the claim's first read:
+    // a walk of another priority skips their lane without a statement.
+    let plain = priorities.clone();
     let keyed: Vec<i64> = db.query_one(KEYED_PRIORITIES, &[]).await?.get(0);
     priorities.extend(keyed);
     priorities.sort_unstable_by(|a, b| b.cmp(a));
@@ -117,6 +120,7 @@ pub(crate) async fn walk(
                 sql: &sql,
                 level: &level,
                 priority: *priority,
+                plain: plain.contains(priority),
                 now,
                 with_dependents: &mut with_dependents,
                 upcoming_after: None,
@@ -150,6 +154,8 @@ struct Lanes<'a, 'n> {
     sql: &'a Sql,
     level: &'a QueueSet,
     priority: i64,
+    /// Whether jobs without a key hold this priority.
+    plain: bool,
     now: i64,
     with_dependents: &'a mut Vec<String>,
     /// The lane the lookahead follows (`Some(None)`: the first), once read.
@@ -251,6 +257,7 @@ impl TurnReads for Lanes<'_, '_> {
         let n = i64::try_from(n).unwrap_or(i64::MAX);
         let common = (self.priority, self.now, &self.req.job_names);
         let rows = match lane {
+            Turn::Unkeyed if !self.plain => return Ok(Vec::new()),
             Turn::Unkeyed => {
                 let (sql, queues) = match self.level {
                     QueueSet::In(qs) => (&self.sql.plain_in, qs),

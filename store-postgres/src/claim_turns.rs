@@ -170,6 +170,9 @@ struct Lanes<'a, 'n> {
 /// `(scheduledAtMs, createdAtMs, id)` after which a lane's candidates come.
 type Cursor = (i64, i64, String);
 
+/// One lane's read ahead: the lane, its cursor, how many.
+type Asked = ((String, String), Cursor, usize);
+
 fn cursor(after: Option<&Job>) -> Cursor {
     after.map_or((i64::MIN, i64::MIN, String::new()), |j| {
         (j.scheduled_at_ms, j.created_at_ms, j.id.clone())
@@ -281,7 +284,7 @@ impl TurnReads for Lanes<'_, '_> {
     }
 
     async fn prefetch(&mut self, reads: &[(&Turn, Option<&Job>, usize)]) -> Result<()> {
-        let mut asked: Vec<((String, String), Cursor, usize)> = Vec::new();
+        let mut asked: Vec<Asked> = Vec::new();
         for (lane, after, n) in reads {
             if let Turn::Key { queue, key } = lane {
                 asked.push(((queue.clone(), key.clone()), cursor(*after), *n));
@@ -290,9 +293,7 @@ impl TurnReads for Lanes<'_, '_> {
         if asked.is_empty() {
             return Ok(());
         }
-        let column = |f: fn(&((String, String), Cursor, usize)) -> &str| -> Vec<&str> {
-            asked.iter().map(f).collect()
-        };
+        let column = |f: fn(&Asked) -> &str| -> Vec<&str> { asked.iter().map(f).collect() };
         let (queues, keys, ids) = (
             column(|a| a.0 .0.as_str()),
             column(|a| a.0 .1.as_str()),

@@ -144,21 +144,10 @@ pub(crate) fn due_job_names(conn: &Connection, now: i64, limit: usize) -> Result
         .db()?;
     let mut groups: BTreeMap<(String, String), (u64, i64)> = BTreeMap::new();
     let mut left = limit;
-    for priority in crate::claim::queued_priorities(conn)? {
-        if left == 0 {
-            break;
-        }
+    // Counts the rows of `stmt` run with `params` into `groups`.
+    let mut group = |stmt: &mut rusqlite::CachedStatement<'_>, params: &[&dyn rusqlite::ToSql]| {
         let rows = stmt
-            .query_map(
-                params![now, i64::try_from(left).unwrap_or(i64::MAX), priority],
-                |r| {
-                    Ok((
-                        r.get::<_, String>(0)?,
-                        r.get::<_, String>(1)?,
-                        r.get::<_, i64>(2)?,
-                    ))
-                },
-            )
+            .query_map(params, |r| Ok((r.get(0)?, r.get(1)?, r.get::<_, i64>(2)?)))
             .db()?;
         for row in rows {
             let (queue, job_name, at) = row.db()?;
@@ -167,6 +156,15 @@ pub(crate) fn due_job_names(conn: &Connection, now: i64, limit: usize) -> Result
             group.1 = group.1.min(at);
             left -= 1;
         }
+        Ok::<_, duraq_core::Error>(left)
+    };
+    let mut remaining = limit;
+    for priority in crate::claim::queued_priorities(conn)? {
+        if remaining == 0 {
+            break;
+        }
+        let n = i64::try_from(remaining).unwrap_or(i64::MAX);
+        remaining = group(&mut stmt, params![now, n, priority])?;
     }
     // Then the jobs with a fairness key, by due time.
     let mut keyed = conn
@@ -177,21 +175,8 @@ pub(crate) fn due_job_names(conn: &Connection, now: i64, limit: usize) -> Result
              ORDER BY scheduled_at_ms LIMIT ?2",
         )
         .db()?;
-    let rows = keyed
-        .query_map(params![now, i64::try_from(left).unwrap_or(i64::MAX)], |r| {
-            Ok((
-                r.get::<_, String>(0)?,
-                r.get::<_, String>(1)?,
-                r.get::<_, i64>(2)?,
-            ))
-        })
-        .db()?;
-    for row in rows {
-        let (queue, job_name, at) = row.db()?;
-        let group = groups.entry((queue, job_name)).or_insert((0, at));
-        group.0 += 1;
-        group.1 = group.1.min(at);
-    }
+    let n = i64::try_from(remaining).unwrap_or(i64::MAX);
+    group(&mut keyed, params![now, n])?;
     Ok(groups
         .into_iter()
         .map(|((queue, job_name), (due, oldest))| DueJobGroup {

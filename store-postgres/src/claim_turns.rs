@@ -14,8 +14,8 @@ use duraq_core::driver::transitions::due_order;
 use duraq_core::driver::ClaimRequest;
 use duraq_core::{Job, Result};
 
+use crate::admission::Reads;
 use crate::backend::db::Db;
-use crate::claim::Reads;
 use crate::rows::{loaded_from_row, JOB_COLUMNS};
 
 /// The distinct priorities of queued jobs with a fairness key, highest first

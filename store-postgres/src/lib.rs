@@ -78,6 +78,7 @@
 #![warn(missing_docs)]
 
 mod admin;
+mod admission;
 mod aging;
 mod backend;
 mod backlog;

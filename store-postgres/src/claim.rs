@@ -116,14 +116,19 @@ pub(crate) const QUEUED_PRIORITIES: &str = "levels AS (\
      AND fairness_key IS NULL \
      AND priority < levels.p ORDER BY priority DESC LIMIT 1) FROM levels WHERE levels.p IS NOT NULL)";
 
-/// Whether some queued job has a fairness key, as a walk of
-/// `duraq_jobs_fair_due` from its newest entry. This statement is planned
-/// before the planner settings it sends take effect, and a plain `EXISTS`
-/// was planned as a scan of the live jobs' heap, which a drain leaves full
-/// of dead rows at its front (50 to 100 ms per claim behind a million jobs,
-/// measured); the newest entry is one seek.
-const KEYED_EXISTS: &str = "(SELECT scheduled_at_ms FROM {s}.duraq_jobs WHERE status = 'queued' \
-     AND fairness_key IS NOT NULL ORDER BY scheduled_at_ms DESC LIMIT 1) IS NOT NULL";
+/// The distinct priorities of queued jobs with a fairness key, highest
+/// first: a loose scan of `duraq_jobs_fair` from its end, in the claim's
+/// first statement. That statement is planned before the planner settings
+/// it sends take effect: a plain `EXISTS` here was planned as a scan of the
+/// live jobs' heap, which a drain leaves full of dead rows at its front (50
+/// to 280 ms per claim behind a million jobs, measured); a `LIMIT 1` in
+/// index order is one seek.
+const KEYED_LEVELS: &str = "keyed AS (\
+     SELECT (SELECT priority FROM {s}.duraq_jobs WHERE status = 'queued' \
+     AND fairness_key IS NOT NULL ORDER BY priority DESC LIMIT 1) AS p \
+     UNION ALL SELECT (SELECT priority FROM {s}.duraq_jobs WHERE status = 'queued' \
+     AND fairness_key IS NOT NULL AND priority < keyed.p ORDER BY priority DESC LIMIT 1) \
+     FROM keyed WHERE keyed.p IS NOT NULL)";
 
 /// The highest priority of queued jobs (the first entry of the claim index).
 const TOP_PRIORITY: &str = "SELECT priority FROM {s}.duraq_jobs \
@@ -190,9 +195,9 @@ fn by_queue_priority(req: &ClaimRequest) -> bool {
 pub(crate) struct FirstRead {
     queued_priorities: Vec<i64>,
     top: Vec<tokio_postgres::Row>,
-    /// Whether some queued job has a fairness key: the claim then takes
-    /// turns ([`crate::claim_turns`]).
-    keyed: bool,
+    /// The priorities queued jobs with a fairness key hold: when there are
+    /// any, the claim takes turns ([`crate::claim_turns`]).
+    keyed: Vec<i64>,
 }
 
 /// The claim's first round trip (see [`FirstRead`]), which a report may share
@@ -201,9 +206,9 @@ pub(crate) struct FirstRead {
 /// priority (sent after the settings: `biased`).
 pub(crate) async fn first_read(db: &Db<'_>, req: &ClaimRequest, now: i64) -> Result<FirstRead> {
     let levels_sql = format!(
-        "WITH RECURSIVE {QUEUED_PRIORITIES} \
+        "WITH RECURSIVE {QUEUED_PRIORITIES}, {KEYED_LEVELS} \
          SELECT ARRAY(SELECT p FROM levels WHERE p IS NOT NULL ORDER BY p DESC), {}, {}, \
-         {KEYED_EXISTS}",
+         ARRAY(SELECT p FROM keyed WHERE p IS NOT NULL ORDER BY p DESC)",
         walk_due_index!(),
         by_key_only!()
     );
@@ -242,8 +247,9 @@ pub(crate) async fn claim_after(
 ) -> Result<Vec<Job>> {
     let mut claim = Claim::new(req, tx.now);
     // The candidates some job depends on: one moved to an end settles them.
-    let with_dependents = if first.keyed {
-        crate::claim_turns::walk(&tx.db, req, &mut claim, first.queued_priorities, tx.now).await?
+    let with_dependents = if !first.keyed.is_empty() {
+        let (plain, keyed) = (first.queued_priorities, first.keyed);
+        crate::claim_turns::walk(&tx.db, req, &mut claim, plain, keyed, tx.now).await?
     } else {
         walk_plain(&tx.db, req, &mut claim, first, tx.now).await?
     };

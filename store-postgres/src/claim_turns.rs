@@ -89,17 +89,17 @@ pub(crate) async fn walk(
     db: &Db<'_>,
     req: &ClaimRequest,
     claim: &mut Claim<'_>,
-    mut priorities: Vec<i64>,
+    plain: Vec<i64>,
+    keyed: Vec<i64>,
     now: i64,
 ) -> Result<Vec<String>> {
     let mut with_dependents = Vec::new();
     if req.limit == 0 || req.job_names.is_empty() {
         return Ok(with_dependents);
     }
-    // The priorities jobs without a key hold, from the claim's first read:
-    // a walk of another priority skips their lane without a statement.
-    let plain = priorities.clone();
-    let keyed: Vec<i64> = db.query_one(KEYED_PRIORITIES, &[]).await?.get(0);
+    // Both from the claim's first read; a walk of a priority that no job
+    // without a key holds skips their lane without a statement.
+    let mut priorities = plain.clone();
     priorities.extend(keyed);
     priorities.sort_unstable_by(|a, b| b.cmp(a));
     priorities.dedup();

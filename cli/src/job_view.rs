@@ -148,6 +148,7 @@ pub fn job_detail(j: &Job, now_ms: i64) -> String {
         ("output", output_cell(j.output.as_ref())),
     ]
     .into_iter()
+    .chain(flow_control_rows(j, now_ms))
     .map(|(k, v)| vec![k.to_string(), v])
     .collect();
     let mut out = table(&["FIELD", "VALUE"], &rows);
@@ -169,6 +170,40 @@ pub fn job_detail(j: &Job, now_ms: i64) -> String {
         out.push_str(&table(&["ATTEMPT", "WHEN", "WORKER", "ERROR"], &history));
     }
     out
+}
+
+/// The flow-control fields, each only when it says something (as the
+/// JSON leaves them out): cost, ephemeral, expiry, sequence, fairness key,
+/// why a job was cancelled.
+fn flow_control_rows(j: &Job, now_ms: i64) -> Vec<(&'static str, String)> {
+    let mut rows = Vec::new();
+    if j.cost != 1 {
+        rows.push(("cost", j.cost.to_string()));
+    }
+    if !j.keep_completed {
+        rows.push((
+            "keepCompleted",
+            "false (deleted when it completes)".to_owned(),
+        ));
+    }
+    if let Some(at) = j.expires_at_ms {
+        rows.push(("expiresAt", when(at, now_ms)));
+    }
+    if let Some(key) = &j.sequence_key {
+        let policy = if j.sequence_continues {
+            "continue"
+        } else {
+            "hold"
+        };
+        rows.push(("sequenceKey", format!("{key} (on failure: {policy})")));
+    }
+    if let Some(key) = &j.fairness_key {
+        rows.push(("fairnessKey", key.clone()));
+    }
+    if let Some(reason) = &j.cancel_reason {
+        rows.push(("cancelReason", reason.as_str().to_owned()));
+    }
+    rows
 }
 
 fn opt<T: ToString>(v: &Option<T>) -> String {

@@ -158,6 +158,37 @@ fn run_in_and_offsets_schedule_in_the_future() {
 }
 
 #[test]
+fn a_fairness_key_is_stored_shown_searched_and_checked() {
+    let db = Db::new();
+    let id = db.enqueue(&["x", "--fairness-key", "tenant:42", "--sequence", "s"]);
+    db.enqueue(&["x", "--fairness-key", "tenant:7"]);
+    assert_eq!(db.job(&id)["fairnessKey"], "tenant:42");
+    let human = String::from_utf8(db.run(&["jobs", "show", &id]).stdout).unwrap();
+    assert!(
+        human.contains("fairnessKey") && human.contains("tenant:42"),
+        "{human}"
+    );
+    assert!(human.contains("s (on failure: hold)"), "{human}");
+    let listed = db.json(&["jobs", "list", "--fairness-key", "tenant:42"]);
+    assert_eq!(listed["jobs"].as_array().unwrap().len(), 1, "{listed}");
+    assert_eq!(listed["jobs"][0]["id"], id.as_str());
+    let before = db.counts()["total"].clone();
+    db.fails(
+        &["enqueue", "x", "--fairness-key", "bad\u{7}key"],
+        "invalid-fairness-key",
+    );
+    db.fails(
+        &["enqueue", "x", "--fairness-key", ""],
+        "invalid-fairness-key",
+    );
+    assert_eq!(db.counts()["total"], before, "nothing written");
+    let refused = db.run(&["worker", "--fairness-weight", "tenant:42=0"]);
+    assert_eq!(refused.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(stderr.contains("invalid-worker-config"), "{stderr}");
+}
+
+#[test]
 fn a_sequence_is_stored_with_its_failure_policy_and_checked() {
     let db = Db::new();
     let id = db.enqueue(&["x", "--sequence", "account:7"]);

@@ -13,7 +13,7 @@
 //!   every [`SPACING`] (the cadence is the workload, as in `wakeup`), first on
 //!   an idle queue (one idle worker process), then in a queue where one worker
 //!   process is draining a backlog of `fair_backlog` jobs of key
-//!   [`BACKLOG_KEY`] (1,000,000; 100,000 with `--quick`), enqueued beforehand
+//!   [`BACKLOG_KEY`] (1,000,000; 300,000 with `--quick`), enqueued beforehand
 //!   in batches of 1,000 (the batched path `counts` fills its table with).
 //!   Each phase has a fresh database. The trickle starts once the worker has
 //!   completed [`WARM`] backlog jobs (a drain in full swing, past the worker's

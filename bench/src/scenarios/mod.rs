@@ -109,7 +109,10 @@ impl Sizes {
                 key_ops: 200,
                 retained: 2_000,
                 bulk: 2_000,
-                fair_backlog: 100_000,
+                // SQLite drains 100,000 in about 2.5 s here, no longer than
+                // the trickle and its waits: the smoke run needs a backlog
+                // that outlasts them.
+                fair_backlog: 300_000,
                 soak_minutes: 1.0,
                 soak_rate: 500,
             }

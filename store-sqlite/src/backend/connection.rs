@@ -8,6 +8,7 @@ use std::path::Path;
 use duraq_core::{Error, Result};
 use rusqlite::{Connection, OpenFlags};
 
+use crate::backend::busy::wait_in_short_steps;
 use crate::backend::opening::OpenMode;
 use crate::error::{retry_busy, SqlResult};
 use crate::options::SqliteOptions;
@@ -41,7 +42,7 @@ pub(crate) fn open_connection(
         flags |= OpenFlags::SQLITE_OPEN_CREATE;
     }
     let conn = Connection::open_with_flags(path, flags).db()?;
-    conn.busy_timeout(opts.busy_timeout).db()?;
+    wait_in_short_steps(&conn, opts.busy_timeout)?;
     let mode: String =
         retry_busy(|| conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0)))?;
     if !mode.eq_ignore_ascii_case("wal") {

@@ -1,5 +1,6 @@
 //! SQLite mechanics, apart from what the store does with its rows.
 
+pub(crate) mod busy;
 pub(crate) mod checkpoint;
 pub(crate) mod connection;
 pub(crate) mod opening;

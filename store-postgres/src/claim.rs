@@ -32,6 +32,7 @@ use duraq_core::{Job, JobStatus, Result};
 use crate::admission::Reads;
 use crate::backend::db::{pooled, Conn, Db};
 use crate::backend::plans::{by_key_only, walk_due_index, WALK_DUE_INDEX};
+use crate::backend::row::Row;
 use crate::error::map_pg_error;
 use crate::ownership::write_moved_from_queued;
 use crate::report::{heartbeat, HEARTBEAT};
@@ -194,7 +195,7 @@ fn by_queue_priority(req: &ClaimRequest) -> bool {
 /// highest first, and the candidates of the highest.
 pub(crate) struct FirstRead {
     queued_priorities: Vec<i64>,
-    top: Vec<tokio_postgres::Row>,
+    top: Vec<Row>,
     /// The priorities queued jobs with a fairness key hold: when there are
     /// any, the claim takes turns ([`crate::claim_turns`]).
     keyed: Vec<i64>,
@@ -319,9 +320,9 @@ async fn walk_plain(
     // The highest priority's candidates, read ahead: in their priority's
     // place. (Read by a later statement than the priorities, they may belong to
     // one that was enqueued in between.)
-    let mut top: Option<(i64, Vec<tokio_postgres::Row>)> = None;
+    let mut top: Option<(i64, Vec<Row>)> = None;
     if let Some(first) = top_rows.first() {
-        let priority: i64 = first.try_get("priority").map_err(map_pg_error)?;
+        let priority: i64 = first.try_get("priority")?;
         if !queued_priorities.contains(&priority) {
             queued_priorities.push(priority);
             queued_priorities.sort_unstable_by(|a, b| b.cmp(a));

@@ -214,7 +214,7 @@ impl Lanes<'_, '_> {
         self.prefetch(&asked).await
     }
 
-    fn loaded(&mut self, rows: &[tokio_postgres::Row]) -> Result<Vec<Job>> {
+    fn loaded(&mut self, rows: &[crate::backend::row::Row]) -> Result<Vec<Job>> {
         let mut jobs = Vec::with_capacity(rows.len());
         for row in rows {
             let loaded = loaded_from_row(row)?;

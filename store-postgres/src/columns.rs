@@ -21,8 +21,8 @@ mod declare;
 pub(crate) mod statements;
 mod value;
 
+use crate::backend::row::Row;
 use duraq_core::{Job, Result};
-use tokio_postgres::Row;
 
 use declare::{job_columns, skip_separator};
 pub(crate) use declare::{Column, Fresh, Kind, Save};

@@ -23,9 +23,9 @@ use duraq_core::{JobStatus, Outcome, Result};
 
 use crate::backend::db::Db;
 use crate::backend::plans::BY_KEY_ONLY;
+use crate::backend::row::Row;
 use crate::ownership::{release_owners, release_reservations};
 use crate::tx::Tx;
-use tokio_postgres::Row;
 
 /// Whether `reports` may take [`complete_many`]: every outcome a completion,
 /// each job reported once.

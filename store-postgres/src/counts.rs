@@ -301,7 +301,7 @@ pub(crate) async fn shard_rows(db: &Db<'_>) -> Result<Vec<(i32, i64, [i64; STATU
 
 /// The [`STATUS_COUNT`] counters of `row` from column `first` on, in
 /// [`duraq_core::JobStatus::ALL`] order.
-fn per_status(row: &tokio_postgres::Row, first: usize) -> [i64; STATUS_COUNT] {
+fn per_status(row: &crate::backend::row::Row, first: usize) -> [i64; STATUS_COUNT] {
     std::array::from_fn(|i| row.get(first + i))
 }
 

@@ -173,7 +173,7 @@ pub(crate) async fn enqueue_many(tx: &mut Tx<'_>, jobs: &[NewJob]) -> Result<Vec
 /// rows on, otherwise with one `INSERT … SELECT FROM unnest(…)`.
 async fn insert_fresh(tx: &mut Tx<'_>, jobs: &[NewJob]) -> Result<Vec<EnqueueOutcome>> {
     let rows: Vec<_> = jobs.iter().map(|j| new_job_row(j, tx.now)).collect();
-    if jobs.len() >= COPY_MIN_ROWS {
+    if jobs.len() >= COPY_MIN_ROWS && tx.db.can_copy() {
         let args: Vec<ArgsText> = jobs.iter().map(ArgsText::of).collect();
         copy_jobs(&tx.db, &rows, &args, &chosen_ids(jobs)).await?;
     } else {

@@ -109,7 +109,29 @@ fn map(err: tokio_postgres::Error, connecting: Option<&Target>) -> Error {
     let message = err
         .as_db_error()
         .map_or_else(|| err.to_string(), |db| db.message().to_owned());
-    match state {
+    by_state(&state, message, Box::new(err), connecting)
+}
+
+/// Maps an error another PostgreSQL client reported (an application's sqlx
+/// connection running duraq's statements, see [`crate::client`]) by its
+/// SQLSTATE `code`, with the server's `message`, exactly as a tokio-postgres
+/// error with that SQLSTATE maps. `source` stays the error's `source()`.
+pub fn map_sqlstate(
+    code: &str,
+    message: &str,
+    source: Box<dyn std::error::Error + Send + Sync>,
+) -> Error {
+    by_state(&SqlState::from_code(code), message.to_owned(), source, None)
+}
+
+/// The mapping of a server error by its SQLSTATE.
+fn by_state(
+    state: &SqlState,
+    message: String,
+    err: Box<dyn std::error::Error + Send + Sync>,
+    connecting: Option<&Target>,
+) -> Error {
+    match *state {
         // Lost a serialization race or a deadlock: retried by the caller.
         SqlState::T_R_SERIALIZATION_FAILURE
         | SqlState::T_R_DEADLOCK_DETECTED

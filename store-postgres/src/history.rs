@@ -10,10 +10,10 @@
 //! samples go with one `DELETE` through the primary key. Neither touches a
 //! count row, so the revision stays and no hot row is written.
 
+use crate::backend::row::Row;
 use duraq_core::driver::{history_baseline, history_cutoff};
 use duraq_core::inspect::{history_minute, HistorySample, OutcomeTotals, QueueTotals};
 use duraq_core::Result;
-use tokio_postgres::Row;
 
 use crate::backend::db::Db;
 use crate::tx::Tx;

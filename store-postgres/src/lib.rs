@@ -85,6 +85,7 @@ mod backlog;
 mod bulk;
 mod claim;
 mod claim_turns;
+pub mod client;
 mod columns;
 mod complete;
 mod copy;
@@ -130,7 +131,7 @@ pub use backend::connect::{migrate, MigrationReport};
 pub use counts::SHARDS;
 #[cfg(feature = "plan-tests")]
 pub use enqueue_plain::{plain_enqueue_columns, plain_enqueue_sql};
-pub use error::{map_pg_error, map_pool_error};
+pub use error::{map_pg_error, map_pool_error, map_sqlstate};
 pub use reclaim::{
     reclaim_due, DeadRows, RECLAIM_DUTY_DIVISOR, RECLAIM_MIN_DEAD, RECLAIM_MIN_INTERVAL_MS,
 };
@@ -205,6 +206,9 @@ pub(crate) struct Shared {
     /// How long this store's last reclaim took (ms), -1 before the first
     /// (`reclaim.rs`: reclaims are spaced by their own cost).
     pub last_reclaim_ms: std::sync::atomic::AtomicI64,
+    /// Describes the statements run on an application's client
+    /// ([`client`]); the same as `names.unnamed` when that is set.
+    pub describer: Arc<backend::unnamed::Describer>,
 }
 
 impl Shared {

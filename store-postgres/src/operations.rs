@@ -2,9 +2,9 @@
 //! their idempotent enqueue ([`crate::enqueue`]), read back before each
 //! attempt, stamped with the first attempt's start time, and given a result.
 
+use crate::backend::row::Row;
 use duraq_core::inspect::Operation;
 use duraq_core::{Error, ErrorCode, Result};
-use tokio_postgres::Row;
 
 use crate::backend::db::Db;
 use crate::error::corrupt;

@@ -18,12 +18,12 @@
 
 use std::collections::{HashMap, HashSet};
 
+use crate::backend::row::Row;
 use duraq_core::driver::rules::{
     DependencyRelease, DependentChange, DependentEdge, DependentRow, ReleaseStep,
 };
 use duraq_core::driver::CountChange;
 use duraq_core::{DependencyFailure, JobStatus, Result};
-use tokio_postgres::Row;
 
 use crate::backend::db::Db;
 use crate::error::corrupt;

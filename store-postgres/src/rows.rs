@@ -6,8 +6,8 @@
 //! columns, how each is read and which are written back are described once in
 //! [`crate::columns`].
 
+use crate::backend::row::Row;
 use duraq_core::{Job, JobStatus, Result};
-use tokio_postgres::Row;
 
 use crate::backend::db::Db;
 use crate::columns::{col, statements, Source};

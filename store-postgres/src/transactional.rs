@@ -5,22 +5,28 @@
 //! enqueue (`idempotency-conflict`, a cap conflict) is rolled back on its own and
 //! leaves the caller's transaction usable. The count change and NOTIFY ride in
 //! the same transaction; this process learns of them through its LISTEN
-//! connection once the caller commits, like any other process does.
+//! connection once the caller commits, like any other process does. The
+//! caller's client is tokio-postgres or any [`Executor`](crate::client::Executor)
+//! (see [`crate::client`]).
 
 use duraq_core::{EnqueueOutcome, NewJob, Result};
 
-use crate::backend::db::{Conn, Db};
-use crate::enqueue::enqueue_one;
+use crate::backend::db::{Conn, Db, External};
+use crate::client::{AppTransaction, Executor};
+use crate::enqueue::{enqueue_many, enqueue_one};
 use crate::tx::Tx;
+use crate::PostgresStore;
 
 /// The counter shard of the caller's session (see [`crate::counts`]).
 const SESSION_SHARD: i32 = -1;
-use crate::PostgresStore;
 
 impl PostgresStore {
     /// Enqueues `job` inside `tx`, the application's open transaction on the same
-    /// database. Nothing is visible to workers until `tx` commits, and nothing
-    /// remains if it rolls back.
+    /// database: a `&tokio_postgres::Transaction`, or with the `sqlx` feature
+    /// `&mut tx` (or `&mut *tx`) of a `sqlx::Transaction<'_, Postgres>`. Nothing is
+    /// visible to workers until `tx` commits, and nothing remains if it rolls
+    /// back. A refused job (an idempotency conflict, say) is rolled back to a
+    /// savepoint of its own: the error is returned and `tx` stays usable.
     ///
     /// Holding `tx` open also holds one counter shard row, so keep such
     /// transactions short.
@@ -36,36 +42,84 @@ impl PostgresStore {
     /// tx.commit().await?; // the order and its job, or neither
     /// # Ok(()) }
     /// ```
-    pub async fn enqueue_in(
+    pub async fn enqueue_in<'a>(
         &self,
-        tx: &tokio_postgres::Transaction<'_>,
+        tx: impl Into<AppTransaction<'a>>,
         job: NewJob,
     ) -> Result<EnqueueOutcome> {
-        let db = Db {
-            conn: Conn::Borrowed(tx),
-            names: &self.shared().names,
+        let mut inner = open_savepoint(self.app_db(tx.into()), self.now()).await?;
+        let result = enqueue_one(&mut inner, &job).await;
+        close_savepoint(inner, result).await
+    }
+
+    /// [`PostgresStore::enqueue_in`] for many jobs, in order, all or none: one
+    /// refused job rolls back the batch's savepoint and returns its error. The
+    /// jobs of a workflow ([`duraq_core::Workflow`]) go in this way too.
+    ///
+    /// ```no_run
+    /// # async fn demo(store: duraq_store_postgres::PostgresStore, client: &mut tokio_postgres::Client)
+    /// # -> Result<(), Box<dyn std::error::Error>> {
+    /// use duraq_core::{EnqueueOptions, NewJob};
+    /// let tx = client.transaction().await?;
+    /// let jobs = (1..=3)
+    ///     .map(|i| NewJob::new("send_receipt", serde_json::json!([i]), EnqueueOptions::new()))
+    ///     .collect::<duraq_core::Result<Vec<_>>>()?;
+    /// let outcomes = store.enqueue_many_in(&tx, jobs).await?;
+    /// assert_eq!(outcomes.len(), 3);
+    /// tx.commit().await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn enqueue_many_in<'a>(
+        &self,
+        tx: impl Into<AppTransaction<'a>>,
+        jobs: Vec<NewJob>,
+    ) -> Result<Vec<EnqueueOutcome>> {
+        let mut inner = open_savepoint(self.app_db(tx.into()), self.now()).await?;
+        let result = enqueue_many(&mut inner, &jobs).await;
+        close_savepoint(inner, result).await
+    }
+
+    /// The caller's transaction as the store's statements run on it, for
+    /// as long as both it and the store are borrowed.
+    fn app_db<'x, 't: 'x>(&'x self, tx: AppTransaction<'t>) -> Db<'x> {
+        let shared = self.shared();
+        let conn = match tx {
+            AppTransaction::TokioPostgres(tx) => Conn::Borrowed(tx),
+            AppTransaction::Executor(executor) => {
+                let executor: &'x mut (dyn Executor + 'x) = executor;
+                Conn::External(External {
+                    executor: tokio::sync::Mutex::new(executor),
+                    describer: &shared.describer,
+                })
+            }
         };
-        db.batch("SAVEPOINT duraq_enqueue").await?;
-        let mut inner = Tx::new(db, self.now(), SESSION_SHARD);
-        let result: Result<EnqueueOutcome> = async {
-            let outcome = enqueue_one(&mut inner, &job).await?;
-            // Origin "": our own listener announces it once the caller commits.
-            inner.record(Some("")).await?;
-            Ok(outcome)
-        }
-        .await;
-        match result {
-            Ok(outcome) => {
-                inner.db.batch("RELEASE SAVEPOINT duraq_enqueue").await?;
-                Ok(outcome)
-            }
-            Err(e) => {
-                inner
-                    .db
-                    .batch("ROLLBACK TO SAVEPOINT duraq_enqueue; RELEASE SAVEPOINT duraq_enqueue")
-                    .await?;
-                Err(e)
-            }
+        Db {
+            conn,
+            names: &shared.names,
         }
     }
+}
+
+/// Opens the savepoint a call's statements run in, on the caller's
+/// transaction.
+async fn open_savepoint(db: Db<'_>, now: i64) -> Result<Tx<'_>> {
+    db.batch("SAVEPOINT duraq_enqueue").await?;
+    Ok(Tx::new(db, now, SESSION_SHARD))
+}
+
+/// Ends the savepoint: on success the call's count change and wake-up are
+/// recorded in the caller's transaction and the savepoint released; a failure
+/// is rolled back to it, leaving the caller's transaction as it was.
+async fn close_savepoint<T>(inner: Tx<'_>, result: Result<T>) -> Result<T> {
+    // Origin "": our own listener announces it once the caller commits.
+    let result = match result {
+        Ok(value) => inner.record(Some("")).await.map(|_| value),
+        Err(e) => Err(e),
+    };
+    let closing = match &result {
+        Ok(_) => "RELEASE SAVEPOINT duraq_enqueue",
+        Err(_) => "ROLLBACK TO SAVEPOINT duraq_enqueue; RELEASE SAVEPOINT duraq_enqueue",
+    };
+    inner.db.batch(closing).await?;
+    result
 }

@@ -286,6 +286,9 @@ impl PostgresStore {
         let config = parse_url(url)?;
         let pool = checked_pool(config.clone(), options.pool_size).await?;
         let unnamed = describer(&config, &options);
+        // Statements run on an application's client are described here too.
+        let describer =
+            (unnamed.clone()).unwrap_or_else(|| Arc::new(Describer::new(config.clone())));
         let (names, migration) = open_schema(
             &pool,
             options.schema.as_deref(),
@@ -308,6 +311,7 @@ impl PostgresStore {
             notifier,
             cancels: broadcast::channel(1024).0,
             last_reclaim_ms: std::sync::atomic::AtomicI64::new(-1),
+            describer,
         });
         let listener = if options.listen {
             let listen_config = match &options.listen_url {

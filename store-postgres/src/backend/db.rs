@@ -12,10 +12,11 @@
 use std::sync::Arc;
 
 use duraq_core::{Error, ErrorCode, Result};
-use tokio_postgres::types::ToSql;
-use tokio_postgres::Row;
+use tokio_postgres::types::{IsNull, ToSql, Type};
 
+use crate::backend::row::Row;
 use crate::backend::unnamed::{rows_affected, typed, Describer};
+use crate::client::{Executor, Param};
 use crate::error::{map_pg_error, map_pool_error_at, Target};
 
 /// Parameters as tokio-postgres takes them.
@@ -84,6 +85,54 @@ pub(crate) enum Conn<'a> {
     Pooled(deadpool_postgres::Transaction<'a>),
     Borrowed(&'a tokio_postgres::Transaction<'a>),
     Client(&'a deadpool_postgres::Object),
+    /// An application's own client ([`crate::client`]).
+    External(External<'a>),
+}
+
+/// An application's connection, and where its statements' parameter types
+/// come from: the describer's connection of the store's own, once per
+/// statement text, since the application's client cannot say.
+pub(crate) struct External<'a> {
+    pub executor: tokio::sync::Mutex<&'a mut dyn Executor>,
+    pub describer: &'a Describer,
+}
+
+impl External<'_> {
+    async fn query(&self, sql: &str, params: &Params<'_>) -> Result<Vec<Row>> {
+        let params = self.encode(sql, params).await?;
+        let rows = self.executor.lock().await.query(sql, &params).await?;
+        Row::from_binary(rows)
+    }
+
+    async fn execute(&self, sql: &str, params: &Params<'_>) -> Result<u64> {
+        let params = self.encode(sql, params).await?;
+        self.executor.lock().await.execute(sql, &params).await
+    }
+
+    /// `params` in binary format, as the statement's described types take them.
+    async fn encode(&self, sql: &str, params: &Params<'_>) -> Result<Vec<Param>> {
+        let types = self.describer.describe(sql).await?;
+        params
+            .iter()
+            .zip(types.iter())
+            .map(|(value, ty)| encode(*value, ty))
+            .collect()
+    }
+}
+
+/// One parameter in binary format.
+fn encode(value: &(dyn ToSql + Sync), ty: &Type) -> Result<Param> {
+    let mut buf = bytes::BytesMut::new();
+    let null = value
+        .to_sql_checked(ty, &mut buf)
+        .map_err(|e| Error::backend(format!("encoding a parameter of type {ty}"), e))?;
+    Ok(Param {
+        type_oid: ty.oid(),
+        value: match null {
+            IsNull::Yes => None,
+            IsNull::No => Some(buf.to_vec()),
+        },
+    })
 }
 
 /// A connection plus the schema names.
@@ -95,6 +144,9 @@ pub(crate) struct Db<'a> {
 impl Db<'_> {
     pub async fn query(&self, template: &str, params: &Params<'_>) -> Result<Vec<Row>> {
         let sql = self.names.sql(template);
+        if let Conn::External(external) = &self.conn {
+            return external.query(&sql, params).await;
+        }
         if let Some(describer) = &self.names.unnamed {
             let types = self.describe(describer, &sql).await?;
             let params = typed(params, &types);
@@ -102,8 +154,9 @@ impl Db<'_> {
                 Conn::Pooled(tx) => tx.query_typed(&sql, &params).await,
                 Conn::Borrowed(tx) => tx.query_typed(&sql, &params).await,
                 Conn::Client(client) => client.query_typed(&sql, &params).await,
+                Conn::External(_) => unreachable!("answered above"),
             };
-            return rows.map_err(map_pg_error);
+            return native(rows);
         }
         let rows = match &self.conn {
             Conn::Pooled(tx) => {
@@ -115,8 +168,9 @@ impl Db<'_> {
                 client.query(&stmt, params).await
             }
             Conn::Borrowed(tx) => tx.query(sql.as_str(), params).await,
+            Conn::External(_) => unreachable!("answered above"),
         };
-        rows.map_err(map_pg_error)
+        native(rows)
     }
 
     pub async fn query_opt(&self, template: &str, params: &Params<'_>) -> Result<Option<Row>> {
@@ -134,6 +188,9 @@ impl Db<'_> {
 
     pub async fn execute(&self, template: &str, params: &Params<'_>) -> Result<u64> {
         let sql = self.names.sql(template);
+        if let Conn::External(external) = &self.conn {
+            return external.execute(&sql, params).await;
+        }
         if let Some(describer) = &self.names.unnamed {
             let types = self.describe(describer, &sql).await?;
             let params = typed(params, &types);
@@ -144,6 +201,7 @@ impl Db<'_> {
                 Conn::Client(client) => {
                     rows_affected(client.query_typed_raw(&sql, params).await).await
                 }
+                Conn::External(_) => unreachable!("answered above"),
             };
         }
         let n = match &self.conn {
@@ -156,6 +214,7 @@ impl Db<'_> {
                 client.execute(&stmt, params).await
             }
             Conn::Borrowed(tx) => tx.execute(sql.as_str(), params).await,
+            Conn::External(_) => unreachable!("answered above"),
         };
         n.map_err(map_pg_error)
     }
@@ -166,6 +225,10 @@ impl Db<'_> {
     pub async fn prepare(&self, templates: &[&str]) -> Result<()> {
         for template in templates {
             let sql = self.names.sql(template);
+            if let Conn::External(external) = &self.conn {
+                external.describer.describe(&sql).await?;
+                continue;
+            }
             if let Some(describer) = &self.names.unnamed {
                 self.describe(describer, &sql).await?;
                 continue;
@@ -173,7 +236,7 @@ impl Db<'_> {
             let prepared = match &self.conn {
                 Conn::Pooled(tx) => tx.prepare_cached(&sql).await.map(drop),
                 Conn::Client(client) => client.prepare_cached(&sql).await.map(drop),
-                Conn::Borrowed(_) => Ok(()),
+                Conn::Borrowed(_) | Conn::External(_) => Ok(()),
             };
             prepared.map_err(map_pg_error)?;
         }
@@ -190,7 +253,7 @@ impl Db<'_> {
         match &self.conn {
             Conn::Pooled(tx) => describer.describe_in(tx, sql).await,
             Conn::Borrowed(tx) => describer.describe_in(tx, sql).await,
-            Conn::Client(_) => describer.describe(sql).await,
+            Conn::Client(_) | Conn::External(_) => describer.describe(sql).await,
         }
     }
 
@@ -200,9 +263,27 @@ impl Db<'_> {
             Conn::Pooled(tx) => tx.batch_execute(sql).await,
             Conn::Client(client) => client.batch_execute(sql).await,
             Conn::Borrowed(tx) => tx.batch_execute(sql).await,
+            Conn::External(external) => return external.executor.lock().await.batch(sql).await,
         };
         r.map_err(map_pg_error)
     }
+
+    /// Whether `COPY` can run on this connection (an application's client
+    /// runs single statements only).
+    pub fn can_copy(&self) -> bool {
+        !matches!(self.conn, Conn::External(_))
+    }
+}
+
+/// tokio-postgres's rows as the store reads them.
+fn native(
+    rows: std::result::Result<Vec<tokio_postgres::Row>, tokio_postgres::Error>,
+) -> Result<Vec<Row>> {
+    Ok(rows
+        .map_err(map_pg_error)?
+        .into_iter()
+        .map(Row::Native)
+        .collect())
 }
 
 /// The connection pool and the server it connects to, so that a connection the

@@ -7,4 +7,5 @@ pub(crate) mod enqueue_group;
 pub(crate) mod listener;
 pub(crate) mod notify;
 pub(crate) mod plans;
+pub(crate) mod row;
 pub(crate) mod unnamed;

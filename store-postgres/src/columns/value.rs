@@ -9,10 +9,10 @@
 
 use std::borrow::Cow;
 
+use crate::backend::row::Row;
 use duraq_core::driver::digest_of_canonical;
 use duraq_core::{AttemptError, Dependency, Job, JobStatus, NewJob, Result};
 use tokio_postgres::types::{FromSql, ToSql};
-use tokio_postgres::Row;
 
 use crate::error::corrupt;
 

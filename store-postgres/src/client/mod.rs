@@ -1,0 +1,108 @@
+//! Running duraq's statements on a connection of the application's own.
+//!
+//! A job belongs in the transaction that creates the data it works on: the
+//! order row and its "send the receipt" job commit together or not at all.
+//! That transaction is the application's, opened by whatever client it uses.
+//! duraq's statements stay the store's; only their execution moves to that
+//! client, through one narrow seam, [`Executor`]: run this SQL with these
+//! parameters and give back the rows. Parameters and values cross it in
+//! PostgreSQL's binary format with their type oids, which every client that
+//! speaks the extended protocol sends and receives already, so an executor
+//! passes bytes through and never interprets a value.
+//!
+//! Implemented here:
+//! - tokio-postgres: `&tokio_postgres::Transaction` (no feature needed; the
+//!   store's own driver runs the statements directly);
+//! - sqlx (feature `sqlx`): `&mut sqlx::PgConnection` and
+//!   `&mut sqlx::Transaction<'_, Postgres>`, so `&mut *tx` and `&mut tx` both work.
+//!
+//! ```no_run
+//! # #[cfg(feature = "sqlx")]
+//! # async fn demo(store: duraq_store_postgres::PostgresStore, pool: sqlx::PgPool)
+//! # -> Result<(), Box<dyn std::error::Error>> {
+//! use duraq_core::{EnqueueOptions, NewJob};
+//! let mut tx = pool.begin().await?;
+//! sqlx::query("INSERT INTO users (email) VALUES ($1)")
+//!     .bind("ada@example.com")
+//!     .execute(&mut *tx)
+//!     .await?;
+//! let job = NewJob::new("send_welcome", serde_json::json!(["ada@example.com"]), EnqueueOptions::new())?;
+//! store.enqueue_in(&mut *tx, job).await?;
+//! tx.commit().await?; // the user and the job, or neither
+//! # Ok(()) }
+//! ```
+
+use async_trait::async_trait;
+use duraq_core::Result;
+
+#[cfg(feature = "sqlx")]
+mod sqlx;
+
+/// Runs statements on an application's connection, inside the transaction
+/// the application opened on it. Implement it for a client duraq does not
+/// support yet; errors with a SQLSTATE go through
+/// [`map_sqlstate`](crate::map_sqlstate).
+#[async_trait]
+pub trait Executor: Send {
+    /// Runs one statement with `params` (`$1`, `$2`, … in order) and returns
+    /// its rows, every value in binary format.
+    async fn query(&mut self, sql: &str, params: &[Param]) -> Result<Rows>;
+
+    /// Runs one statement with `params` and returns how many rows it
+    /// changed.
+    async fn execute(&mut self, sql: &str, params: &[Param]) -> Result<u64>;
+
+    /// Runs statements without parameters (savepoints), with the simple
+    /// query protocol.
+    async fn batch(&mut self, sql: &str) -> Result<()>;
+}
+
+/// One bound parameter: its PostgreSQL type and its value in binary format
+/// (`None` for SQL `NULL`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Param {
+    /// The type's oid (`pg_type.oid`), as the server described the statement.
+    pub type_oid: u32,
+    /// The value in the type's binary format.
+    pub value: Option<Vec<u8>>,
+}
+
+/// A statement's result: its columns, then one list of values per row, each
+/// in binary format in column order (`None` for SQL `NULL`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Rows {
+    /// The result's columns, in order.
+    pub columns: Vec<Column>,
+    /// The rows.
+    pub values: Vec<Vec<Option<Vec<u8>>>>,
+}
+
+/// One column of a result.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Column {
+    /// The column's name (its alias in the statement).
+    pub name: String,
+    /// The column's type oid.
+    pub type_oid: u32,
+}
+
+/// An application's transaction that duraq can enqueue in; made from the
+/// clients above with `into()`, which the store's `…_in` methods call.
+pub enum AppTransaction<'a> {
+    /// A tokio-postgres transaction: statements run on it directly.
+    TokioPostgres(&'a tokio_postgres::Transaction<'a>),
+    /// Any other client, through its [`Executor`].
+    Executor(&'a mut dyn Executor),
+}
+
+impl<'a> From<&'a tokio_postgres::Transaction<'a>> for AppTransaction<'a> {
+    fn from(tx: &'a tokio_postgres::Transaction<'a>) -> Self {
+        AppTransaction::TokioPostgres(tx)
+    }
+}
+
+impl<'a, E: Executor> From<&'a mut E> for AppTransaction<'a> {
+    fn from(executor: &'a mut E) -> Self {
+        AppTransaction::Executor(executor)
+    }
+}

@@ -1,17 +1,19 @@
-//! An axum web service that enqueues a typed job inside its own database
-//! transaction and runs its worker in the same process.
+//! An axum + sqlx web service that enqueues a typed job inside its own
+//! database transaction and runs its worker in the same process.
 //!
-//! `POST /signup` inserts a user and enqueues `SendWelcome` in one SQLite
-//! transaction: the job exists exactly when the user does. A request that fails
-//! validation after both writes rolls back, and takes its job with it. The
-//! example drives two requests itself, waits for the welcome job to complete,
-//! then shuts the server and the worker down gracefully.
+//! `POST /signup` inserts a user and enqueues `SendWelcome` in one sqlx
+//! transaction on SQLite (`store.enqueue_in(&mut *tx, job)`, feature `sqlx` of
+//! `duraq-store-sqlite`): the job exists exactly when the user does. A request
+//! that fails validation after both writes rolls back, and takes its job with
+//! it. The example drives two requests itself, waits for the welcome job to
+//! complete, then shuts the server and the worker down gracefully. On
+//! PostgreSQL the handler is the same with `sqlx::PgPool` and
+//! `duraq-store-postgres` (docs/transactions.md).
 //!
 //! Run: `cargo run -p duraq-examples --example web_service`
 
 use std::future::IntoFuture;
 use std::io::IsTerminal;
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -23,9 +25,9 @@ use duraq_core::prelude::*;
 use duraq_core::worker::WorkerEvent;
 use duraq_core::{JobArgs, JobContext, JobError, JobHandler, JobResult, Registry, Worker};
 use duraq_store_sqlite::{SqliteOptions, SqliteStore};
-use rusqlite::{Connection, TransactionBehavior};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
+use sqlx::sqlite::{SqliteConnectOptions, SqlitePool};
 use tracing_subscriber::EnvFilter;
 
 #[derive(Serialize, Deserialize)]
@@ -48,8 +50,8 @@ impl JobHandler for WelcomeMailer {
 
 #[derive(Clone)]
 struct App {
-    store: SqliteStore, // its own connections, for enqueue and the worker
-    db: PathBuf,        // the application's tables live in the same file
+    store: SqliteStore, // its own connections, for the worker and inspection
+    pool: SqlitePool,   // the application's; its tables live in the same file
 }
 
 #[derive(Deserialize)]
@@ -60,42 +62,37 @@ struct Signup {
 
 /// Inserts the user and enqueues its welcome job in one transaction.
 async fn signup(State(app): State<App>, Json(form): Json<Signup>) -> (StatusCode, Json<Value>) {
-    // rusqlite is blocking: run the transaction off the async threads.
-    let result = tokio::task::spawn_blocking(move || -> Result<Value, String> {
-        let mut conn = Connection::open(&app.db).map_err(|e| e.to_string())?;
-        conn.busy_timeout(Duration::from_secs(5))
-            .map_err(|e| e.to_string())?;
-        // IMMEDIATE: take the write lock up front, as the store's own writer does.
-        let tx = conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)
-            .map_err(|e| e.to_string())?;
-        tx.execute("INSERT INTO users (email) VALUES (?1)", [&form.email])
-            .map_err(|e| e.to_string())?;
-        let user_id = tx.last_insert_rowid();
-        let job = SendWelcome { user_id }.job().map_err(|e| e.to_string())?;
-        let job_id = app
-            .store
-            .enqueue_in_transaction(&tx, job)
-            .map_err(|e| e.to_string())?
-            .job_id()
-            .to_owned();
-        // A check that fails after both writes: returning drops `tx`, which
-        // rolls back the user *and* the job.
-        if !form.accepted_terms {
-            return Err(format!("{} did not accept the terms", form.email));
-        }
-        tx.commit().map_err(|e| e.to_string())?; // the user and its job, together
-        Ok(json!({ "user_id": user_id, "job_id": job_id }))
-    })
-    .await
-    .unwrap_or_else(|e| Err(e.to_string()));
-    match result {
+    match sign_up(&app, &form).await {
         Ok(body) => (StatusCode::CREATED, Json(body)),
         Err(error) => (
             StatusCode::UNPROCESSABLE_ENTITY,
-            Json(json!({ "error": error })),
+            Json(json!({ "error": error.to_string() })),
         ),
     }
+}
+
+async fn sign_up(app: &App, form: &Signup) -> Result<Value, Box<dyn std::error::Error>> {
+    // IMMEDIATE: take the file's write lock up front, as the store's own writer does.
+    let mut tx = app.pool.begin_with("BEGIN IMMEDIATE").await?;
+    let user_id = sqlx::query("INSERT INTO users (email) VALUES (?1)")
+        .bind(&form.email)
+        .execute(&mut *tx)
+        .await?
+        .last_insert_rowid();
+    let job = SendWelcome { user_id }.job()?;
+    let job_id = app
+        .store
+        .enqueue_in(&mut *tx, job)
+        .await?
+        .job_id()
+        .to_owned();
+    // A check that fails after both writes: returning drops `tx`, which
+    // rolls back the user *and* the job.
+    if !form.accepted_terms {
+        return Err(format!("{} did not accept the terms", form.email).into());
+    }
+    tx.commit().await?; // the user and its job, together
+    Ok(json!({ "user_id": user_id, "job_id": job_id }))
 }
 
 #[tokio::main]
@@ -109,10 +106,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let dir = tempfile::tempdir()?;
     let db = dir.path().join("app.db");
     let store = SqliteStore::open(&db, SqliteOptions::default())?; // creates duraq's tables
-    Connection::open(&db)?.execute(
-        "CREATE TABLE users (id INTEGER PRIMARY KEY, email TEXT NOT NULL)",
-        [],
-    )?;
+    let pool = SqlitePool::connect_with(SqliteConnectOptions::new().filename(&db)).await?;
+    sqlx::query("CREATE TABLE users (id INTEGER PRIMARY KEY, email TEXT NOT NULL)")
+        .execute(&pool)
+        .await?;
 
     // One shutdown signal for the server and the worker: Ctrl-C, or the end of
     // this example's own requests.
@@ -138,7 +135,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .route("/signup", post(signup))
         .with_state(App {
             store,
-            db: db.clone(),
+            pool: pool.clone(),
         });
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let url = format!("http://{}/signup", listener.local_addr()?);
@@ -182,8 +179,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!("job {} is {}", job.id, job.status.as_str());
 
     // The rolled-back request left neither a user nor a job.
-    let users: i64 =
-        Connection::open(&db)?.query_row("SELECT count(*) FROM users", [], |r| r.get(0))?;
+    let users: i64 = sqlx::query_scalar("SELECT count(*) FROM users")
+        .fetch_one(&pool)
+        .await?;
     let filter = JobFilter {
         job_name: Some("send_welcome".into()),
         ..JobFilter::default()

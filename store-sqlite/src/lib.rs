@@ -53,7 +53,8 @@
 //! - `insert.rs`: fresh job rows, many per statement; `insert_started.rs`:
 //!   a row with dependencies, in the status they gave it.
 //! - `enqueue.rs`: enqueue and batches (replay, dedupe, checks, insert).
-//! - `transactional.rs`: [`SqliteStore::enqueue_in_transaction`].
+//! - `transactional.rs`: [`SqliteStore::enqueue_in_transaction`]; `app_sqlx.rs`:
+//!   the same on an application's sqlx connection (feature `sqlx`).
 //! - `dedupe.rs`: dedupe scopes and the duplicate lookup.
 //! - `dependencies.rs`: job dependencies: how a dependent starts, the reopen
 //!   after a retry, edges of deleted jobs.
@@ -85,6 +86,8 @@
 
 mod admin;
 mod aging;
+#[cfg(feature = "sqlx")]
+mod app_sqlx;
 mod backend;
 mod backlog;
 mod claim;
@@ -128,6 +131,8 @@ use duraq_core::driver::system_clock;
 use duraq_core::{Clock, Error, Result};
 use rusqlite::Connection;
 
+#[cfg(feature = "sqlx")]
+pub use app_sqlx::SqlxConnection;
 pub use backend::connection::PragmaReport;
 pub use options::{SqliteOptions, Synchronous};
 pub use schema::{migrate, MigrationReport};

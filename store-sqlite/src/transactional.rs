@@ -1,12 +1,13 @@
 //! Transactional enqueue: a job that exists only if the application's own
 //! transaction commits (the outbox pattern without an outbox). The enqueue runs
 //! on the caller's connection inside a SAVEPOINT with the same rules as the
-//! writer's ([`crate::enqueue`]).
+//! writer's ([`crate::enqueue`]). Other clients (sqlx) reach the same code
+//! through their raw SQLite handle, see `app_sqlx.rs`.
 
 use duraq_core::{EnqueueOutcome, Error, ErrorCode, NewJob, Result};
 use rusqlite::Connection;
 
-use crate::enqueue::enqueue;
+use crate::enqueue::{enqueue, enqueue_many, Batch};
 use crate::error::SqlResult;
 use crate::tx::Tx;
 use crate::SqliteStore;
@@ -36,15 +37,52 @@ impl SqliteStore {
     /// # Ok(()) }
     /// ```
     pub fn enqueue_in_transaction(&self, conn: &Connection, job: NewJob) -> Result<EnqueueOutcome> {
+        self.in_savepoint(conn, |tx| enqueue(tx, job))
+    }
+
+    /// [`SqliteStore::enqueue_in_transaction`] for many jobs, in order, all or
+    /// none: one refused job rolls the batch back to its savepoint and
+    /// returns its error. The jobs of a workflow go in this way too.
+    ///
+    /// ```no_run
+    /// # fn demo(store: &duraq_store_sqlite::SqliteStore) -> duraq_core::Result<()> {
+    /// use duraq_core::{EnqueueOptions, NewJob};
+    /// let mut conn = rusqlite::Connection::open("app.db").unwrap();
+    /// let tx = conn.transaction().unwrap();
+    /// let jobs = (1..=3)
+    ///     .map(|i| NewJob::new("send_receipt", serde_json::json!([i]), EnqueueOptions::new()))
+    ///     .collect::<duraq_core::Result<Vec<_>>>()?;
+    /// assert_eq!(store.enqueue_many_in_transaction(&tx, jobs)?.len(), 3);
+    /// tx.commit().unwrap();
+    /// # Ok(()) }
+    /// ```
+    pub fn enqueue_many_in_transaction(
+        &self,
+        conn: &Connection,
+        jobs: Vec<NewJob>,
+    ) -> Result<Vec<EnqueueOutcome>> {
+        let batch = Batch::prepare(jobs)?;
+        self.in_savepoint(conn, |tx| enqueue_many(tx, batch))
+    }
+
+    /// Runs `body` on the caller's open transaction inside a savepoint: the
+    /// count change and the work epoch are written with it, and a failed body
+    /// is rolled back to the savepoint, leaving the caller's transaction as
+    /// it was.
+    fn in_savepoint<T>(
+        &self,
+        conn: &Connection,
+        body: impl FnOnce(&mut Tx<'_>) -> Result<T>,
+    ) -> Result<T> {
         if conn.is_autocommit() {
             return Err(Error::invalid(
                 ErrorCode::UnsupportedOption,
-                "enqueue_in_transaction needs a connection inside an open transaction",
+                "enqueueing in a transaction needs a connection inside an open transaction",
             ));
         }
         conn.execute_batch("SAVEPOINT duraq_enqueue").db()?;
         let mut tx = Tx::new(conn, self.now());
-        let result = enqueue(&mut tx, job).and_then(|outcome| {
+        let result = body(&mut tx).and_then(|outcome| {
             tx.end_mutation()?;
             if tx.has_work() {
                 crate::counts::bump_work_epoch(conn)?;

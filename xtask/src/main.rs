@@ -35,7 +35,7 @@ commands:
 /// The optional features `test-all` lints, documents and tests with: the OTLP
 /// export of the `duraq` program, which turns on duraq-core's `otel`, so the
 /// OpenTelemetry end-to-end test (`cli/tests/otel.rs`) runs in the gate.
-const GATE_FEATURES: &str = "duraq-cli/otel";
+const GATE_FEATURES: &str = "duraq-cli/otel,duraq-store-postgres/sqlx,duraq-store-sqlite/sqlx";
 
 fn main() {
     if let Err(e) = real_main() {

@@ -42,3 +42,17 @@ pub use crate::search::{contains_ignoring_case, json_contains};
 pub use crate::store::Upkeep;
 pub use crate::workers::{unhandled_groups, worker_forget_cutoff_ms, WorkerInfo};
 pub use crate::workflow::{workflow_steps, WorkflowPlan, BATCH_CALLBACK};
+
+/// Tells the worker running `ctx`'s attempt that a store reported it as
+/// `outcome` on the handler's own transaction (a store's `report_in`), which
+/// the application may still commit or roll back. The worker then sends its
+/// own report as usual: refused because that transaction committed (the
+/// lease is gone), it counts as `outcome` rather than as a lost lease;
+/// applied because it rolled back, it stands.
+pub fn note_reported_in_transaction(ctx: &crate::JobContext, outcome: crate::Outcome) {
+    let mut noted = ctx
+        .reported
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    *noted = Some(outcome);
+}

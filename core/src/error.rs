@@ -127,6 +127,10 @@ pub enum ErrorCode {
     InvalidWorkflow,
     /// No workflow has the given id.
     WorkflowNotFound,
+    /// An attempt's lease is no longer current (the job was recovered,
+    /// cancelled or claimed again): its report in the handler's own
+    /// transaction changed nothing, and that transaction should roll back.
+    LeaseLost,
     /// The worker task itself failed: a bug.
     WorkerInternal,
 }
@@ -180,6 +184,7 @@ impl ErrorCode {
             Self::DuplicateStep => "duplicate-step",
             Self::InvalidWorkflow => "invalid-workflow",
             Self::WorkflowNotFound => "workflow-not-found",
+            Self::LeaseLost => "lease-lost",
             Self::WorkerInternal => "worker-internal",
         }
     }
@@ -289,6 +294,19 @@ impl Error {
             code,
             message: message.into(),
         }
+    }
+
+    /// `lease-lost` for a report on the handler's own transaction whose
+    /// attempt no longer holds the job.
+    pub fn lease_lost(lease: &crate::driver::Lease) -> Self {
+        Self::conflict(
+            ErrorCode::LeaseLost,
+            format!(
+                "job {} is no longer held by this attempt (lease {}): it was recovered, \
+                 cancelled or claimed again; roll the transaction back",
+                lease.job_id, lease.handoff_id
+            ),
+        )
     }
 
     /// `job-not-found` for `id`.

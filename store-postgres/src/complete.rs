@@ -22,7 +22,6 @@ use duraq_core::driver::Lease;
 use duraq_core::{JobStatus, Outcome, Result};
 
 use crate::backend::db::Db;
-use crate::backend::plans::BY_KEY_ONLY;
 use crate::backend::row::Row;
 use crate::ownership::{release_owners, release_reservations};
 use crate::tx::Tx;
@@ -78,7 +77,7 @@ pub(crate) async fn update_completed(
     // both statements are prepared anew).
     let (_, rows) = tokio::try_join!(
         biased;
-        db.execute(BY_KEY_ONLY, &[]),
+        db.by_key_only(),
         db.query(
             // The row keeps its `reservation_key` (see `rows::Loaded`), so
             // the statement returns it without reading the row beforehand.

@@ -18,7 +18,6 @@ use duraq_core::driver::{Lease, LeaseState};
 use duraq_core::{Job, JobStatus, Outcome, Result};
 
 use crate::backend::db::Db;
-use crate::backend::plans::BY_KEY_ONLY;
 use crate::columns::REPORT_COLUMNS;
 use crate::ownership::{give_back_held, release_owners, release_reservations};
 use crate::rows::{loaded_from_row, save_jobs, Loaded, JOB_COLUMNS};
@@ -62,7 +61,7 @@ pub(crate) async fn report_many(
     let params: [&(dyn tokio_postgres::types::ToSql + Sync); 1] = [&ids];
     let (_, rows) = tokio::try_join!(
         biased;
-        tx.db.execute(BY_KEY_ONLY, &[]),
+        tx.db.by_key_only(),
         tx.db.query(sql, &params)
     )?;
     for row in rows {

@@ -19,7 +19,6 @@ use duraq_core::{
 };
 
 use crate::backend::db::Db;
-use crate::backend::plans::BY_KEY_ONLY;
 use crate::enqueue::register_limits;
 use crate::insert::insert_jobs;
 use crate::ownership::lock_key;
@@ -27,14 +26,14 @@ use crate::rows::{job_from_row, lock_job, Loaded, JOB_COLUMNS};
 use crate::tx::Tx;
 
 /// Takes `key`'s lock and, in the same round trip, the settings of
-/// [`BY_KEY_ONLY`] (`biased`: sent first). Every statement of a key's
+/// [`BY_KEY_ONLY`](crate::backend::plans::BY_KEY_ONLY) (`biased`: sent first). Every statement of a key's
 /// transaction reaches its rows by key. Left to `plan_cache_mode = auto`,
 /// the write-back of a replaced owner's row (`save_jobs`: arrays of unknown
 /// length) was planned afresh on nearly every replace once the table had
 /// statistics: 4,572 plans in 4,999 calls, 690 ms of planning against 411
 /// ms of execution (`pg_stat_statements`, the `replace` scenario).
 async fn lock_key_by_key_only(db: &Db<'_>, key: &str) -> Result<()> {
-    tokio::try_join!(biased; db.execute(BY_KEY_ONLY, &[]), lock_key(db, key))?;
+    tokio::try_join!(biased; db.by_key_only(), lock_key(db, key))?;
     Ok(())
 }
 

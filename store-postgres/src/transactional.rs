@@ -9,11 +9,13 @@
 //! caller's client is tokio-postgres or any [`Executor`](crate::client::Executor)
 //! (see [`crate::client`]).
 
-use duraq_core::{EnqueueOutcome, NewJob, Result};
+use duraq_core::driver::note_reported_in_transaction;
+use duraq_core::{EnqueueOutcome, Error, JobContext, NewJob, Outcome, Result};
 
 use crate::backend::db::{Conn, Db, External};
 use crate::client::{AppTransaction, Executor};
 use crate::enqueue::{enqueue_many, enqueue_one};
+use crate::report::report_many;
 use crate::tx::Tx;
 use crate::PostgresStore;
 
@@ -79,6 +81,46 @@ impl PostgresStore {
         close_savepoint(inner, result).await
     }
 
+    /// Reports the attempt running with `ctx` as `outcome` (completed, with an
+    /// output or not, failed, snoozed) inside `tx`, the handler's own
+    /// transaction, so the job's new state commits with the handler's
+    /// business writes or not at all. Fenced by the attempt's lease: when the
+    /// job was recovered, cancelled or claimed again meanwhile, nothing
+    /// changes and the call fails with `lease-lost`; roll `tx` back then.
+    /// Dependents are settled and the wake-up sent in `tx` as well. After a
+    /// commit, the worker's own report of the attempt changes nothing; after
+    /// a rollback, it stands.
+    ///
+    /// ```no_run
+    /// # async fn perform(store: &duraq_store_postgres::PostgresStore, ctx: &duraq_core::JobContext,
+    /// #     client: &mut tokio_postgres::Client) -> Result<(), Box<dyn std::error::Error>> {
+    /// use duraq_core::Outcome;
+    /// let tx = client.transaction().await?;
+    /// tx.execute("UPDATE orders SET receipt_sent = true WHERE id = $1", &[&42i64]).await?;
+    /// store.report_in(&tx, ctx, Outcome::Completed).await?; // `lease-lost`: dropped, rolled back
+    /// tx.commit().await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn report_in<'a>(
+        &self,
+        tx: impl Into<AppTransaction<'a>>,
+        ctx: &JobContext,
+        outcome: Outcome,
+    ) -> Result<()> {
+        let lease = ctx.lease();
+        let mut inner = open_savepoint(self.app_db(tx.into()), self.now()).await?;
+        let reports = [(lease, outcome)];
+        let result = match report_many(&mut inner, &reports).await {
+            Ok(applied) if applied.first() == Some(&true) => Ok(()),
+            Ok(_) => Err(Error::lease_lost(&reports[0].0)),
+            Err(e) => Err(e),
+        };
+        close_savepoint(inner, result).await?;
+        let [(_, outcome)] = reports;
+        note_reported_in_transaction(ctx, outcome);
+        Ok(())
+    }
+
     /// The caller's transaction as the store's statements run on it, for
     /// as long as both it and the store are borrowed.
     fn app_db<'x, 't: 'x>(&'x self, tx: AppTransaction<'t>) -> Db<'x> {
@@ -110,10 +152,9 @@ async fn open_savepoint(db: Db<'_>, now: i64) -> Result<Tx<'_>> {
 /// Ends the savepoint: on success the call's count change and wake-up are
 /// recorded in the caller's transaction and the savepoint released; a failure
 /// is rolled back to it, leaving the caller's transaction as it was.
-async fn close_savepoint<T>(inner: Tx<'_>, result: Result<T>) -> Result<T> {
-    // Origin "": our own listener announces it once the caller commits.
+async fn close_savepoint<T>(mut inner: Tx<'_>, result: Result<T>) -> Result<T> {
     let result = match result {
-        Ok(value) => inner.record(Some("")).await.map(|_| value),
+        Ok(value) => record(&mut inner).await.map(|()| value),
         Err(e) => Err(e),
     };
     let closing = match &result {
@@ -122,4 +163,13 @@ async fn close_savepoint<T>(inner: Tx<'_>, result: Result<T>) -> Result<T> {
     };
     inner.db.batch(closing).await?;
     result
+}
+
+/// Settles the dependents of jobs the call finished and writes its count
+/// change and wake-up into the caller's transaction.
+async fn record(inner: &mut Tx<'_>) -> Result<()> {
+    inner.release_dependents().await?;
+    // Origin "": our own listener announces it once the caller commits.
+    inner.record(Some("")).await?;
+    Ok(())
 }

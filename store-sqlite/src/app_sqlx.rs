@@ -7,7 +7,7 @@
 //! [`SqliteStore::enqueue_in_transaction`] runs them on a rusqlite
 //! connection: one code path, whichever client opened the transaction.
 
-use duraq_core::{EnqueueOutcome, Error, NewJob, Result};
+use duraq_core::{EnqueueOutcome, Error, JobContext, NewJob, Outcome, Result};
 use rusqlite::Connection;
 use sqlx::pool::PoolConnection;
 use sqlx::sqlite::{Sqlite, SqliteConnection};
@@ -63,6 +63,22 @@ impl SqliteStore {
         let mut handle = conn.sqlite().lock_handle().await.map_err(sqlx_error)?;
         let conn = borrow(&mut handle)?;
         self.enqueue_many_in_transaction(&conn, jobs)
+    }
+}
+
+impl SqliteStore {
+    /// [`SqliteStore::report_in_transaction`] on an application's sqlx
+    /// connection: the attempt's outcome commits with the handler's own
+    /// writes, fenced by its lease (`lease-lost` otherwise).
+    pub async fn report_in(
+        &self,
+        conn: &mut impl SqlxConnection,
+        ctx: &JobContext,
+        outcome: Outcome,
+    ) -> Result<()> {
+        let mut handle = conn.sqlite().lock_handle().await.map_err(sqlx_error)?;
+        let conn = borrow(&mut handle)?;
+        self.report_in_transaction(&conn, ctx, outcome)
     }
 }
 

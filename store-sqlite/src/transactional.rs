@@ -4,11 +4,13 @@
 //! writer's ([`crate::enqueue`]). Other clients (sqlx) reach the same code
 //! through their raw SQLite handle, see `app_sqlx.rs`.
 
-use duraq_core::{EnqueueOutcome, Error, ErrorCode, NewJob, Result};
+use duraq_core::driver::note_reported_in_transaction;
+use duraq_core::{EnqueueOutcome, Error, ErrorCode, JobContext, NewJob, Outcome, Result};
 use rusqlite::Connection;
 
 use crate::enqueue::{enqueue, enqueue_many, Batch};
 use crate::error::SqlResult;
+use crate::report::report;
 use crate::tx::Tx;
 use crate::SqliteStore;
 
@@ -63,6 +65,41 @@ impl SqliteStore {
     ) -> Result<Vec<EnqueueOutcome>> {
         let batch = Batch::prepare(jobs)?;
         self.in_savepoint(conn, |tx| enqueue_many(tx, batch))
+    }
+
+    /// Reports the attempt running with `ctx` as `outcome` (completed, with an
+    /// output or not, failed, snoozed) inside the handler's own transaction
+    /// on `conn`, so the job's new state commits with the handler's business
+    /// writes or not at all. Fenced by the attempt's lease: when the job was
+    /// recovered, cancelled or claimed again meanwhile, nothing changes and
+    /// the call fails with `lease-lost`; roll the transaction back then.
+    /// After a commit the worker's own report of the attempt changes
+    /// nothing; after a rollback it stands.
+    ///
+    /// ```no_run
+    /// # fn perform(store: &duraq_store_sqlite::SqliteStore, ctx: &duraq_core::JobContext)
+    /// # -> Result<(), Box<dyn std::error::Error>> {
+    /// use duraq_core::Outcome;
+    /// let mut conn = rusqlite::Connection::open("app.db")?;
+    /// let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+    /// tx.execute("UPDATE orders SET receipt_sent = 1 WHERE id = ?1", [42])?;
+    /// store.report_in_transaction(&tx, ctx, Outcome::Completed)?; // `lease-lost`: dropped, rolled back
+    /// tx.commit()?;
+    /// # Ok(()) }
+    /// ```
+    pub fn report_in_transaction(
+        &self,
+        conn: &Connection,
+        ctx: &JobContext,
+        outcome: Outcome,
+    ) -> Result<()> {
+        let lease = ctx.lease();
+        self.in_savepoint(conn, |tx| match report(tx, &lease, &outcome)? {
+            true => Ok(()),
+            false => Err(Error::lease_lost(&lease)),
+        })?;
+        note_reported_in_transaction(ctx, outcome);
+        Ok(())
     }
 
     /// Runs `body` on the caller's open transaction inside a savepoint: the

@@ -525,10 +525,17 @@ impl Dispatcher {
 /// Counts and announces one reported attempt.
 fn finished(telemetry: &Telemetry, settled: Settled) {
     let Settled {
-        report,
-        accepted,
+        mut report,
+        mut accepted,
         loss,
     } = settled;
+    if let (false, Some(outcome)) = (accepted, report.in_transaction.take()) {
+        // The handler's own transaction reported the attempt and committed:
+        // that report took the lease, so the worker's own changed nothing.
+        tracing::debug!(job_id = %report.lease.job_id, "attempt reported in the handler's transaction");
+        report.outcome = outcome;
+        accepted = true;
+    }
     if !report.started {
         if accepted {
             Telemetry::add(&telemetry.returned_unstarted, 1);

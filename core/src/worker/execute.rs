@@ -60,6 +60,9 @@ pub(crate) struct Report {
     /// Whether the attempt began (false: a job claimed ahead and given back
     /// unstarted at shutdown).
     pub(crate) started: bool,
+    /// How a store reported the attempt on the handler's own transaction, if
+    /// it did ([`crate::driver::note_reported_in_transaction`]).
+    pub(crate) in_transaction: Option<Outcome>,
 }
 
 impl Report {
@@ -76,6 +79,7 @@ impl Report {
             duration: Duration::ZERO,
             aborted_after_cancel: false,
             started: false,
+            in_transaction: None,
         })
     }
 }
@@ -135,6 +139,7 @@ async fn supervise(shared: Arc<Shared>, job: Job, cancel: watch::Receiver<bool>)
     let (job_name, queue) = (job.job_name.clone(), job.queue.clone());
     let started = Instant::now();
     let mut aborted_after_cancel = false;
+    let reported: Arc<std::sync::Mutex<Option<Outcome>>> = Arc::default();
     let outcome = match shared.registry.get(&job.job_name).cloned() {
         None => failed(
             format!("no handler for {job_name} on worker {}", shared.worker_id),
@@ -156,6 +161,7 @@ async fn supervise(shared: Arc<Shared>, job: Job, cancel: watch::Receiver<bool>)
                 stopping: shared.stopping.clone(),
                 cancel: cancel.clone(),
                 progress: progress.clone(),
+                reported: reported.clone(),
             };
             let handler = entry.handler.clone();
             let mut task = tokio::spawn(
@@ -206,6 +212,10 @@ async fn supervise(shared: Arc<Shared>, job: Job, cancel: watch::Receiver<bool>)
         }
     };
     let duration = started.elapsed();
+    let in_transaction = reported
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .take();
     match &outcome {
         // At `warn` the job's (info) span may be filtered out, so the event
         // names the job itself.
@@ -229,6 +239,7 @@ async fn supervise(shared: Arc<Shared>, job: Job, cancel: watch::Receiver<bool>)
         duration,
         aborted_after_cancel,
         started: true,
+        in_transaction,
     }
 }
 

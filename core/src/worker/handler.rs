@@ -271,6 +271,9 @@ pub struct JobContext {
     pub(crate) cancel: watch::Receiver<bool>,
     /// Where `progress` and `log` go (throttled writes, see [`ProgressSink`]).
     pub(crate) progress: Arc<ProgressSink>,
+    /// What a store reported for this attempt on the handler's own
+    /// transaction ([`crate::driver::note_reported_in_transaction`]).
+    pub(crate) reported: Arc<std::sync::Mutex<Option<crate::Outcome>>>,
 }
 
 impl fmt::Debug for JobContext {
@@ -293,6 +296,24 @@ impl JobContext {
     /// The job id.
     pub fn job_id(&self) -> &str {
         &self.job.id
+    }
+
+    /// This attempt's lease: the fence a report on the handler's own
+    /// transaction (a store's `report_in`) checks, so that an attempt whose
+    /// job was recovered, cancelled or claimed again cannot finish it.
+    ///
+    /// ```
+    /// # fn show(ctx: &duraq_core::JobContext) {
+    /// let lease = ctx.lease();
+    /// assert_eq!(lease.job_id, ctx.job_id());
+    /// # }
+    /// ```
+    pub fn lease(&self) -> crate::driver::Lease {
+        self.job.lease().unwrap_or_else(|| crate::driver::Lease {
+            // The runtime runs only leased jobs; an empty lease is never current.
+            job_id: self.job.id.clone(),
+            handoff_id: String::new(),
+        })
     }
 
     /// This job's dependencies as they are now (`docs/workflows.md`), in the

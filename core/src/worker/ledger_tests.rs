@@ -38,6 +38,7 @@ fn report(job: &Job) -> Report {
         duration: Duration::ZERO,
         aborted_after_cancel: false,
         started: true,
+        in_transaction: None,
     }
 }
 

@@ -268,6 +268,20 @@ impl Db<'_> {
         r.map_err(map_pg_error)
     }
 
+    /// Sets [`BY_KEY_ONLY`](crate::backend::plans::BY_KEY_ONLY) for the rest
+    /// of the transaction, on the store's own connections only: on an
+    /// application's transaction the settings would outlast duraq's
+    /// statements and change how the application's own are planned.
+    pub async fn by_key_only(&self) -> Result<()> {
+        match self.conn {
+            Conn::Borrowed(_) | Conn::External(_) => Ok(()),
+            _ => self
+                .execute(crate::backend::plans::BY_KEY_ONLY, &[])
+                .await
+                .map(drop),
+        }
+    }
+
     /// Whether `COPY` can run on this connection (an application's client
     /// runs single statements only).
     pub fn can_copy(&self) -> bool {

@@ -54,7 +54,8 @@
 //!   a row with dependencies, in the status they gave it.
 //! - `enqueue.rs`: enqueue and batches (replay, dedupe, checks, insert).
 //! - `transactional.rs`: [`SqliteStore::enqueue_in_transaction`]; `app_sqlx.rs`:
-//!   the same on an application's sqlx connection (feature `sqlx`).
+//!   the same on an application's sqlx connection (feature `sqlx`); `app_diesel.rs`:
+//!   on a diesel connection (feature `diesel`).
 //! - `dedupe.rs`: dedupe scopes and the duplicate lookup.
 //! - `dependencies.rs`: job dependencies: how a dependent starts, the reopen
 //!   after a retry, edges of deleted jobs.
@@ -86,6 +87,8 @@
 
 mod admin;
 mod aging;
+#[cfg(feature = "diesel")]
+mod app_diesel;
 #[cfg(feature = "sqlx")]
 mod app_sqlx;
 mod backend;

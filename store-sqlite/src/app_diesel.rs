@@ -1,0 +1,86 @@
+//! Transactional enqueue and reports on an application's diesel connection
+//! (feature `diesel`).
+//!
+//! diesel 2.4 and this crate link the same SQLite library (one
+//! `libsqlite3-sys` in the build), and diesel lends its connection's raw
+//! handle: the store's statements run on it through a non-owning rusqlite
+//! connection, exactly as on the application's own rusqlite transaction
+//! ([`SqliteStore::enqueue_in_transaction`]).
+
+use diesel::SqliteConnection;
+use duraq_core::{EnqueueOutcome, JobContext, NewJob, Outcome, Result};
+use rusqlite::Connection;
+
+use crate::error::SqlResult;
+use crate::SqliteStore;
+
+impl SqliteStore {
+    /// Enqueues `job` inside the transaction open on `conn`, an application's
+    /// diesel connection to the same file (inside `conn.transaction(…)` or
+    /// `conn.immediate_transaction(…)`): the job commits or rolls back with the
+    /// application's writes, and a refused job rolls back to a savepoint of
+    /// its own, leaving the transaction usable (see
+    /// [`SqliteStore::enqueue_in_transaction`]).
+    ///
+    /// ```no_run
+    /// # fn demo(store: &duraq_store_sqlite::SqliteStore, conn: &mut diesel::SqliteConnection)
+    /// # -> Result<(), Box<dyn std::error::Error>> {
+    /// use diesel::prelude::*;
+    /// use duraq_core::{EnqueueOptions, NewJob};
+    /// conn.immediate_transaction(|conn| {
+    ///     diesel::sql_query("INSERT INTO users (email) VALUES ('ada@example.com')").execute(conn)?;
+    ///     let job = NewJob::new("send_welcome", serde_json::json!([1]), EnqueueOptions::new())?;
+    ///     store.enqueue_in_diesel(conn, job)?;
+    ///     Ok::<_, Box<dyn std::error::Error>>(()) // commits the user and the job
+    /// })?;
+    /// # Ok(()) }
+    /// ```
+    pub fn enqueue_in_diesel(
+        &self,
+        conn: &mut SqliteConnection,
+        job: NewJob,
+    ) -> Result<EnqueueOutcome> {
+        with_rusqlite(conn, |conn| self.enqueue_in_transaction(conn, job))
+    }
+
+    /// [`SqliteStore::enqueue_in_diesel`] for many jobs, in order, all or none
+    /// (see [`SqliteStore::enqueue_many_in_transaction`]).
+    pub fn enqueue_many_in_diesel(
+        &self,
+        conn: &mut SqliteConnection,
+        jobs: Vec<NewJob>,
+    ) -> Result<Vec<EnqueueOutcome>> {
+        with_rusqlite(conn, |conn| self.enqueue_many_in_transaction(conn, jobs))
+    }
+
+    /// [`SqliteStore::report_in_transaction`] on an application's diesel
+    /// connection: the attempt's outcome commits with the handler's own
+    /// writes, fenced by its lease (`lease-lost` otherwise).
+    pub fn report_in_diesel(
+        &self,
+        conn: &mut SqliteConnection,
+        ctx: &JobContext,
+        outcome: Outcome,
+    ) -> Result<()> {
+        with_rusqlite(conn, |conn| self.report_in_transaction(conn, ctx, outcome))
+    }
+}
+
+/// Runs `f` on a rusqlite connection over `conn`'s handle; it does not own
+/// the handle, and its prepared statements are finalized when `f` returns.
+fn with_rusqlite<T>(
+    conn: &mut SqliteConnection,
+    f: impl FnOnce(&Connection) -> Result<T>,
+) -> Result<T> {
+    // SAFETY: diesel hands out its open handle for the duration of the
+    // closure, during which `conn` is borrowed mutably (diesel runs nothing
+    // on it meanwhile); the rusqlite connection does not outlive the closure.
+    // One SQLite library is linked, so the handle is the type rusqlite
+    // expects.
+    unsafe {
+        conn.with_raw_connection(|raw| {
+            let borrowed = Connection::from_handle(raw).db()?;
+            f(&borrowed)
+        })
+    }
+}

@@ -119,6 +119,15 @@ Examples:
   duraq jobs show 0191d2b4-7c1e-7a3b-9f2e-3c4d5e6f7a8b
   duraq jobs show 0191d2b4-7c1e-7a3b-9f2e-3c4d5e6f7a8b --json";
 
+pub const JOBS_WAIT: &str = "\
+Prints the job once it is finished. Exit status 0 when it completed; 1 with
+job-failed (failed or orphaned), job-cancelled, or wait-timeout when the time
+ran out first (the job is printed as it is).
+
+Examples:
+  duraq jobs wait 0191d2b4-7c1e-7a3b-9f2e-3c4d5e6f7a8b
+  duraq jobs wait 0191d2b4-7c1e-7a3b-9f2e-3c4d5e6f7a8b --timeout 5m --json";
+
 pub const JOBS_RETRY: &str = "\
 With several ids or a filter the jobs go in batches of --batch-size, one
 transaction each; jobs that are not finished are skipped and counted.

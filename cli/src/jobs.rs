@@ -1,9 +1,15 @@
-//! `duraq jobs list|show|retry|cancel|delete|run-now|prune`: operator views and actions
+//! `duraq jobs list|show|wait|retry|cancel|delete|run-now|prune`: operator views and actions
 //! (`list` pages in [`crate::job_list`]; several ids or a filter go to [`crate::bulk`]). Tables by default, one JSON object with `--json`: `{"jobs":[…],"total",
 //! "nextAfter"}`, `{"job":{…}}` (every field of the row; `jobs show` adds
 //! `"progress"`: what the job said, `null` if nothing, see [`progress_text`]) and
 //! `{"deleted":N,"batches":M}` (`prune --dry-run`: `{"wouldDelete":N,"dryRun":true}`,
 //! counted by `PruneRequest::count_prunable`, a read that deletes nothing).
+//!
+//! `jobs wait` prints the job once it is finished (`{"job":{…}}`) and exits 0
+//! when it completed, 1 with `job-failed` (failed or orphaned) or
+//! `job-cancelled` when it did not, and 1 with `wait-timeout`, printing the
+//! job as it is, when `--timeout` runs out first. An ephemeral job deleted
+//! as it completed prints `{"job":null,"deleted":true}` and exits 0.
 //!
 //! Outcomes: `jobs cancel` of a job that is already cancelled is an answer (the
 //! job, exit 0: cancelling is idempotent); of a finished job, or a missing id, an
@@ -11,7 +17,7 @@
 
 use anyhow::Result;
 use clap::{Args, Subcommand};
-use duraq_core::inspect::{resolve_job, BulkAction, JobFilter, JobProgress, PruneRequest};
+use duraq_core::inspect::{resolve_job, BulkAction, JobFilter, JobProgress, PruneRequest, Waited};
 use duraq_core::{ErrorCode, Job, JobStatus};
 use serde_json::json;
 
@@ -47,6 +53,15 @@ pub enum JobsCommand {
         /// finished (completed, failed, cancelled or orphaned).
         #[arg(long)]
         watch: bool,
+    },
+    /// Wait until a job is finished; exit 0 if it completed, 1 otherwise.
+    #[command(after_long_help = crate::examples::JOBS_WAIT)]
+    Wait {
+        /// The job id, as printed by `enqueue` or `jobs list`.
+        id: String,
+        /// Give up after this long (`30s`, `5m`) with `wait-timeout`.
+        #[arg(long, value_name = "DURATION", default_value = "30s")]
+        timeout: String,
     },
     /// Re-queue finished jobs (operator retry): due now, attempts reset. One
     /// id, several, or a filter.
@@ -140,6 +155,7 @@ pub async fn run(db: &Database, cmd: JobsCommand, json: bool) -> Result<()> {
             })
             .await?;
         }
+        JobsCommand::Wait { id, timeout } => wait(db, &id, &timeout, json).await?,
         JobsCommand::Retry(args) => {
             let Some(id) = args.single().map(str::to_owned) else {
                 return bulk::run(db, BulkAction::Retry, args, json).await;
@@ -180,6 +196,51 @@ pub async fn run(db: &Database, cmd: JobsCommand, json: bool) -> Result<()> {
         JobsCommand::Prune(p) => prune(db, p, json).await?,
     }
     Ok(())
+}
+
+/// `jobs wait`: see the module docs for what it prints and its exit codes.
+async fn wait(db: &Database, id: &str, timeout: &str, json: bool) -> Result<()> {
+    let timeout = duration_ms("--timeout", timeout)?;
+    let timeout = std::time::Duration::from_millis(timeout.max(0) as u64);
+    let store = db.open_existing(false).await?;
+    let waited = closing(&store, async {
+        let id = resolve_job(store.as_ref(), id).await?.id;
+        Ok(store.wait_for(&id, timeout).await?)
+    })
+    .await?;
+    let job = match waited {
+        Waited::Deleted => {
+            if json {
+                print_json(&json!({ "job": null, "deleted": true }));
+            } else {
+                println!("completed and deleted (keepCompleted = false)");
+            }
+            return Ok(());
+        }
+        Waited::Finished(job) | Waited::TimedOut(job) => job,
+    };
+    show(&job, json);
+    let failure = match job.status {
+        JobStatus::Completed => return Ok(()),
+        JobStatus::Failed | JobStatus::Orphaned => ("job-failed", "did not complete"),
+        JobStatus::Cancelled => ("job-cancelled", "was cancelled"),
+        status => {
+            let waited = humantime_ms(timeout);
+            let message = format!("job {} is still {} after {waited}", job.id, status.as_str());
+            return Err(CliError::new("wait-timeout", message).into());
+        }
+    };
+    let (code, what) = failure;
+    let message = format!("job {} {what}: {}", job.id, job.status.as_str());
+    Err(CliError::new(code, message).into())
+}
+
+/// A duration as `--timeout` takes it.
+fn humantime_ms(d: std::time::Duration) -> String {
+    match d.as_millis() {
+        ms if ms % 1000 == 0 => format!("{}s", ms / 1000),
+        ms => format!("{ms}ms"),
+    }
 }
 
 fn show(job: &Job, json: bool) {

@@ -173,6 +173,14 @@ fn answers(db: &Db, command: &str) -> Vec<Value> {
             db.json(&["jobs", "list", "--limit", "1"]),
         ],
         "jobs show" => vec![db.json(&["jobs", "show", &id()])],
+        "jobs wait" => {
+            let job = id();
+            db.json(&["jobs", "cancel", &job]);
+            // A cancelled job exits 1 (`job-cancelled`) with the job on stdout.
+            let out = db.run(&["jobs", "wait", &job, "--json"]);
+            assert_eq!(out.status.code(), Some(1), "{out:?}");
+            vec![parse_one(&out.stdout)]
+        }
         "jobs retry / cancel" => {
             let job = id();
             vec![

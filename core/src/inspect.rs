@@ -24,6 +24,7 @@ pub use crate::requests::{
 pub use crate::resolve::{check_id_prefix, resolve_job};
 pub use crate::search::JobPage;
 pub use crate::time::parse_time_ms;
+pub use crate::wait::{Waited, POLL as WAIT_POLL};
 pub use crate::workers::{DueJobGroup, RunningJob, WorkerRecord, WorkerState};
 pub use crate::workflow::{resolve_workflow, workflow_tally};
 pub use crate::workflow_list::{

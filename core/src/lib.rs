@@ -68,6 +68,7 @@ mod store;
 mod time;
 mod trace;
 mod typed;
+mod wait;
 mod workers;
 mod workflow;
 mod workflow_append;

@@ -381,6 +381,31 @@ pub trait Inspect: Send + Sync + 'static {
     /// every process, via NOTIFY).
     fn subscribe_counts(&self) -> broadcast::Receiver<CountDelta>;
 
+    /// Waits until job `id` is finished, then answers with it (its status,
+    /// output and last error), or with the job as it is when `timeout` runs
+    /// out; `job-not-found` when there is no such job. Woken by the count
+    /// changes this store hears of, and reads the job at least every 100 ms
+    /// for the ones it cannot hear (another process's commit on SQLite).
+    ///
+    /// ```no_run
+    /// # async fn demo(store: &dyn duraq_core::Store, id: &str) -> duraq_core::Result<()> {
+    /// use std::time::Duration;
+    /// use duraq_core::inspect::Waited;
+    /// match store.wait_for(id, Duration::from_secs(30)).await? {
+    ///     Waited::Finished(job) => println!("{}: {:?}", job.status.as_str(), job.output),
+    ///     Waited::Deleted => println!("completed and deleted (an ephemeral job)"),
+    ///     Waited::TimedOut(job) => println!("still {}", job.status.as_str()),
+    /// }
+    /// # Ok(()) }
+    /// ```
+    async fn wait_for(
+        &self,
+        id: &str,
+        timeout: std::time::Duration,
+    ) -> Result<crate::wait::Waited> {
+        crate::wait::wait_for(self, id, timeout).await
+    }
+
     /// Every registered worker, by id (byte order), with its state as of now
     /// (stale when its last heartbeat is older than `now - stale_after_ms`, see
     /// [`crate::inspect::WorkerState::at`]) and the jobs handed off to it. Worker ids that only

@@ -66,6 +66,7 @@ pub mod schedule_ownership;
 pub mod search;
 pub mod sequences;
 pub mod trace_context;
+pub mod wait;
 pub mod workers;
 pub mod workflow_append;
 pub mod workflow_list;

@@ -17,6 +17,13 @@ macro_rules! store_suite {
             #[allow(unused_imports)]
             use super::*;
             $crate::__store_cases! { $factory;
+                wait: [
+                    a_wait_answers_with_the_job_once_it_completes,
+                    a_finished_job_answers_at_once_with_its_outcome,
+                    a_wait_times_out_with_the_job_as_it_is, a_wait_for_no_job_is_job_not_found,
+                    an_ephemeral_job_deleted_as_it_completes_ends_the_wait,
+                    a_report_through_another_handle_ends_the_wait,
+                ],
                 normalization: [
                     defaults_are_applied, options_are_persisted, blank_queue_is_default,
                     past_schedule_is_due_now, invalid_job_name, invalid_max_retries,

@@ -92,12 +92,6 @@ impl Live {
         });
     }
 
-    /// The newest counts, changed when their revision (or minute) moves:
-    /// what `/events` streams, and what a waiting API request wakes on.
-    pub fn subscribe(&self) -> watch::Receiver<Option<Arc<LiveCounts>>> {
-        self.tx.subscribe()
-    }
-
     /// Samples the history once per minute of `now_ms` (the store keeps the
     /// first sample of a minute, whoever takes it).
     pub async fn sample(&self, now_ms: i64) {

@@ -8,20 +8,19 @@
 //! waited for (an ephemeral job that completed, or a prune) is `done` with
 //! `"job": null`.
 //!
-//! Why no polling loop of its own: the wait wakes on the store's count
-//! deltas (in-process writers, PostgreSQL's NOTIFY) and on the dashboard's
-//! live-count task (one read per poll interval for the whole router, which
-//! sees other processes' writes too), and re-reads the one job only then. A
-//! job changes status only with a count change, so no terminal status is
-//! missed. The timeout is capped at [`MAX_WAIT`].
+//! The wait is the store's own ([`duraq_core::Inspect::wait_for`]): woken by
+//! the count changes the store hears of (its own writes; PostgreSQL's NOTIFY
+//! from every process) and reading the job at least every 100 ms for the
+//! ones it cannot hear (another process's commit on SQLite). The timeout is
+//! capped at [`MAX_WAIT`].
 
 use std::time::Duration;
 
 use axum::extract::{Path, RawQuery, State as AxumState};
 use axum::http::StatusCode;
 use axum::response::Response;
+use duraq_core::inspect::Waited;
 use serde_json::json;
-use tokio::sync::broadcast::error::RecvError;
 
 use super::error::{json_response, ApiError};
 use super::jobs::{find, job_json};
@@ -42,28 +41,14 @@ pub async fn wait(
     RawQuery(query): RawQuery,
 ) -> Result<Response, ApiError> {
     let timeout = timeout(query.as_deref())?;
-    let deadline = tokio::time::Instant::now() + timeout;
-    let mut counts = state.store.subscribe_counts();
-    state.live.ensure_started();
-    let mut live = state.live.subscribe();
-    let mut job = find(&state, &id).await?;
-    let (mut counts_open, mut live_open) = (true, true);
-    while !job.status.is_terminal() {
-        tokio::select! {
-            () = tokio::time::sleep_until(deadline) => break,
-            got = counts.recv(), if counts_open => {
-                counts_open = !matches!(got, Err(RecvError::Closed));
-            }
-            got = live.changed(), if live_open => live_open = got.is_ok(),
-        }
-        match state.store.get_job(&id).await {
-            Ok(Some(now)) => job = now,
-            Ok(None) => return Ok(answer(true, serde_json::Value::Null)),
-            Err(e) => return Err(ApiError::store(&state, "", e)),
-        }
-    }
-    let done = job.status.is_terminal();
-    Ok(answer(done, job_json(&state, &job)))
+    let job = find(&state, &id).await?;
+    let waited = (state.store.wait_for(&job.id, timeout).await)
+        .map_err(|e| ApiError::store(&state, "", e))?;
+    Ok(match waited {
+        Waited::Finished(job) => answer(true, job_json(&state, &job)),
+        Waited::TimedOut(job) => answer(false, job_json(&state, &job)),
+        Waited::Deleted => answer(true, serde_json::Value::Null),
+    })
 }
 
 fn answer(done: bool, job: serde_json::Value) -> Response {

@@ -90,6 +90,44 @@ mod postgres {
         );
     }
 
+    /// A transaction of the application's own deadpool-postgres pool works
+    /// as a tokio-postgres one does, for enqueues and batches.
+    #[tokio::test]
+    async fn enqueue_in_takes_a_deadpool_transaction() {
+        let s = schema();
+        let store = open(&s).await.unwrap();
+        let config: tokio_postgres::Config = url().parse().unwrap();
+        let manager = deadpool_postgres::Manager::new(config, tokio_postgres::NoTls);
+        let pool = deadpool_postgres::Pool::builder(manager)
+            .max_size(1)
+            .build()
+            .unwrap();
+        let mut client = pool.get().await.unwrap();
+
+        let tx = client.transaction().await.unwrap();
+        let one = store
+            .enqueue_in(&tx, job("receipt", EnqueueOptions::new()))
+            .await
+            .unwrap();
+        let jobs = vec![
+            job("receipt", EnqueueOptions::new()),
+            job("receipt", EnqueueOptions::new()),
+        ];
+        assert_eq!(store.enqueue_many_in(&tx, jobs).await.unwrap().len(), 2);
+        tx.rollback().await.unwrap();
+        assert!(store.get_job(one.job_id()).await.unwrap().is_none());
+
+        let tx = client.transaction().await.unwrap();
+        let one = store
+            .enqueue_in(&tx, job("receipt", EnqueueOptions::new()))
+            .await
+            .unwrap();
+        tx.commit().await.unwrap();
+        let row = store.get_job(one.job_id()).await.unwrap().unwrap();
+        assert_eq!(row.status, JobStatus::Queued);
+        assert_eq!(store.count_snapshot().await.unwrap().counts.queued, 1);
+    }
+
     #[tokio::test]
     async fn other_stores_hear_deltas_and_work_through_notify() {
         let s = schema();

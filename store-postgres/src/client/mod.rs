@@ -11,8 +11,9 @@
 //! passes bytes through and never interprets a value.
 //!
 //! Implemented here:
-//! - tokio-postgres: `&tokio_postgres::Transaction` (no feature needed; the
-//!   store's own driver runs the statements directly);
+//! - tokio-postgres: `&tokio_postgres::Transaction`, or a `deadpool-postgres`
+//!   transaction (no feature needed; the store's own driver runs the
+//!   statements directly);
 //! - sqlx (feature `sqlx`): `&mut sqlx::PgConnection` and
 //!   `&mut sqlx::Transaction<'_, Postgres>`, so `&mut *tx` and `&mut tx` both work.
 //!
@@ -97,6 +98,14 @@ pub enum AppTransaction<'a> {
 
 impl<'a> From<&'a tokio_postgres::Transaction<'a>> for AppTransaction<'a> {
     fn from(tx: &'a tokio_postgres::Transaction<'a>) -> Self {
+        AppTransaction::TokioPostgres(tx)
+    }
+}
+
+/// A transaction begun on a pooled connection of `deadpool-postgres` (the
+/// pool the store itself uses): `&tx` as for tokio-postgres.
+impl<'a> From<&'a deadpool_postgres::Transaction<'a>> for AppTransaction<'a> {
+    fn from(tx: &'a deadpool_postgres::Transaction<'a>) -> Self {
         AppTransaction::TokioPostgres(tx)
     }
 }

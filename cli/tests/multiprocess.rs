@@ -17,11 +17,27 @@ mod common;
 
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::Duration;
 
 use common::recorder::Recorder;
 use common::{bin, parse_one, run_with_url, signal, wait_exit, wait_for};
 use serde_json::Value;
+
+/// The fair-turns tests measure waits of a few milliseconds: each runs alone,
+/// not beside the other tests' worker processes on the same cores (they ran
+/// together on a two-core machine, B's idle p99 was 140 ms and its p50
+/// behind the backlog 1.4 s, all of it waiting for a core). The other tests
+/// check counts and order, and share the machine among themselves.
+static MACHINE: RwLock<()> = RwLock::new(());
+
+fn alone() -> RwLockWriteGuard<'static, ()> {
+    MACHINE.write().unwrap_or_else(PoisonError::into_inner)
+}
+
+fn shared() -> RwLockReadGuard<'static, ()> {
+    MACHINE.read().unwrap_or_else(PoisonError::into_inner)
+}
 
 /// One database for one test: a SQLite file, or a fresh PostgreSQL schema.
 struct Target {
@@ -334,10 +350,12 @@ fn waits(hook: &Recorder, due: &[(i64, i64)]) -> Vec<i64> {
 /// Three workers; key B trickles 100 jobs onto the idle queue, then 100 more
 /// while key A has 100,000 jobs queued ahead of them. Without turns each of
 /// the second hundred would wait for the whole backlog; with them B's p99
-/// wait stays within 3x of its idle p99 (or 50 ms, below which scheduling
-/// noise on a loaded two-core machine is all there is to measure).
+/// wait stays within 3x of its idle p99, or within one A job's run (50 ms)
+/// plus that p99: behind the backlog every slot is busy with an A job, and a
+/// B job that arrives then can start only when the first of them ends.
 fn fair_turns_hold_across_three_workers(t: &Target) {
     const BACKLOG: usize = 100_000;
+    const A_JOB_MS: i64 = 50;
     t.json(&["migrate"]);
     let hook = Recorder::start();
     // No claiming ahead: a job claimed ahead waits for one of its own
@@ -368,7 +386,7 @@ fn fair_turns_hold_across_three_workers(t: &Target) {
         for _ in 0..BACKLOG / 1_000 {
             let batch = (0..1_000)
                 .map(|_| {
-                    let args = serde_json::json!({"ms": 50});
+                    let args = serde_json::json!({ "ms": A_JOB_MS });
                     duraq_core::NewJob::new("duraq.sleep", args, keyed.clone()).unwrap()
                 })
                 .collect();
@@ -393,18 +411,20 @@ fn fair_turns_hold_across_three_workers(t: &Target) {
         percentile(busy, 50),
     );
     assert!(
-        busy_p99 <= (3 * idle_p99).max(50),
+        busy_p99 <= (3 * idle_p99).max(A_JOB_MS + idle_p99),
         "B's p99 behind the backlog {busy_p99} ms vs {idle_p99} ms idle"
     );
 }
 
 #[test]
 fn rate_limit_holds_across_four_workers_on_sqlite() {
+    let _shared = shared();
     rate_limit_holds_across_four_workers(&sqlite());
 }
 
 #[test]
 fn rate_limit_holds_across_four_workers_on_postgres() {
+    let _shared = shared();
     if let Some(t) = postgres("rate_limit_holds_across_four_workers") {
         rate_limit_holds_across_four_workers(&t);
     }
@@ -412,11 +432,13 @@ fn rate_limit_holds_across_four_workers_on_postgres() {
 
 #[test]
 fn paused_queue_is_skipped_by_every_worker_on_sqlite() {
+    let _shared = shared();
     paused_queue_is_skipped_by_every_worker(&sqlite());
 }
 
 #[test]
 fn paused_queue_is_skipped_by_every_worker_on_postgres() {
+    let _shared = shared();
     if let Some(t) = postgres("paused_queue_is_skipped_by_every_worker") {
         paused_queue_is_skipped_by_every_worker(&t);
     }
@@ -424,11 +446,13 @@ fn paused_queue_is_skipped_by_every_worker_on_postgres() {
 
 #[test]
 fn a_sequence_runs_in_order_across_workers_with_one_killed_on_sqlite() {
+    let _shared = shared();
     a_sequence_runs_in_order_across_workers_with_one_killed(&sqlite());
 }
 
 #[test]
 fn a_sequence_runs_in_order_across_workers_with_one_killed_on_postgres() {
+    let _shared = shared();
     if let Some(t) = postgres("a sequence across workers") {
         a_sequence_runs_in_order_across_workers_with_one_killed(&t);
     }
@@ -436,11 +460,13 @@ fn a_sequence_runs_in_order_across_workers_with_one_killed_on_postgres() {
 
 #[test]
 fn fair_turns_hold_across_three_workers_on_sqlite() {
+    let _alone = alone();
     fair_turns_hold_across_three_workers(&sqlite());
 }
 
 #[test]
 fn fair_turns_hold_across_three_workers_on_postgres() {
+    let _alone = alone();
     if let Some(t) = postgres("fair turns") {
         fair_turns_hold_across_three_workers(&t);
     }

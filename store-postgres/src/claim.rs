@@ -33,6 +33,7 @@ use crate::admission::Reads;
 use crate::backend::db::{pooled, Conn, Db};
 use crate::backend::plans::{by_key_only, walk_due_index, WALK_DUE_INDEX};
 use crate::backend::row::Row;
+use crate::claim_turns::LaneHints;
 use crate::error::map_pg_error;
 use crate::ownership::write_moved_from_queued;
 use crate::report::{heartbeat, HEARTBEAT};
@@ -235,22 +236,28 @@ pub(crate) async fn first_read(db: &Db<'_>, req: &ClaimRequest, now: i64) -> Res
     })
 }
 
-pub(crate) async fn claim(tx: &mut Tx<'_>, req: &ClaimRequest) -> Result<Vec<Job>> {
+pub(crate) async fn claim(
+    tx: &mut Tx<'_>,
+    req: &ClaimRequest,
+    hints: &LaneHints,
+) -> Result<Vec<Job>> {
     let first = first_read(&tx.db, req, tx.now).await?;
-    claim_after(tx, req, first).await
+    claim_after(tx, req, first, hints).await
 }
 
-/// The rest of a claim after its [`first_read`].
+/// The rest of a claim after its [`first_read`]; a fair walk starts each
+/// keyed lane where this process's last claim left it (`hints`).
 pub(crate) async fn claim_after(
     tx: &mut Tx<'_>,
     req: &ClaimRequest,
     first: FirstRead,
+    hints: &LaneHints,
 ) -> Result<Vec<Job>> {
     let mut claim = Claim::new(req, tx.now);
     // The candidates some job depends on: one moved to an end settles them.
     let with_dependents = if !first.keyed.is_empty() {
-        let (plain, keyed) = (first.queued_priorities, first.keyed);
-        crate::claim_turns::walk(&tx.db, req, &mut claim, plain, keyed, tx.now).await?
+        let levels = (first.queued_priorities, first.keyed);
+        crate::claim_turns::walk(&tx.db, req, &mut claim, levels, hints, tx.now).await?
     } else {
         walk_plain(&tx.db, req, &mut claim, first, tx.now).await?
     };
@@ -260,6 +267,7 @@ pub(crate) async fn claim_after(
         rate_starts: started,
         moved,
     } = claim.finish();
+    hints.record(taken.iter().map(|t| &t.job));
     // Rows moved out of `queued` are written, and their dependents settled,
     // before the counts are recorded.
     if !moved.is_empty() {

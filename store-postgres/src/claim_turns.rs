@@ -6,7 +6,9 @@
 //! keyset cursor) and the next lane after another is one seek, so a key's
 //! backlog is never walked to reach another key's jobs.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::sync::{Mutex, PoisonError};
+use std::time::{Duration, Instant};
 
 use duraq_core::driver::rules::{claim_levels, QueueSet};
 use duraq_core::driver::steps::{take_turns, Claim, Turn, TurnReads};
@@ -83,14 +85,78 @@ fn candidates_sql(lane: &str, order: &str) -> String {
     )
 }
 
+/// Where this process last claimed in each keyed lane, so that its next
+/// claim reads the lane from there rather than from its start.
+///
+/// Why: a drain leaves the index entries of the jobs it claimed at the front
+/// of their lane until PostgreSQL may remove them, which it may not while any
+/// snapshot older than them is open (an autovacuum ANALYZE of any table in
+/// the cluster holds one for its whole run). A lane read from its start then
+/// visits every such entry's row: measured in the three-worker fairness test,
+/// 40 to 185 ms per claim while an ANALYZE ran, against 0.4 ms otherwise, and
+/// a statement that slow met rows its own snapshot still saw queued already
+/// claimed, completed and moved to the finished partition, which fails the
+/// claim (SQLSTATE 40001) and runs it again.
+///
+/// A hint is only where to start: a read from it that comes back short of
+/// what it asked for reads the lane again from its start, in the same claim,
+/// and a hint older than [`HINT_TTL`] is not used, so a job left behind the
+/// hint (a candidate another worker locked and then left, say) waits at most
+/// that long for its turn.
+#[derive(Debug, Default)]
+pub(crate) struct LaneHints(Mutex<HashMap<HintedLane, (Cursor, Instant)>>);
+
+/// A keyed lane at one priority: `(priority, queue, fairness key)`.
+type HintedLane = (i64, String, String);
+
+/// How long a lane hint is used.
+const HINT_TTL: Duration = Duration::from_millis(500);
+
+/// Hints kept at most; past it, stale ones are dropped.
+const MAX_HINTS: usize = 1024;
+
+impl LaneHints {
+    /// The fresh hints of `priority`'s lanes.
+    fn at(&self, priority: i64) -> HashMap<(String, String), Cursor> {
+        let hints = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        (hints.iter())
+            .filter(|((p, ..), (_, at))| *p == priority && at.elapsed() < HINT_TTL)
+            .map(|((_, q, k), (cursor, _))| ((q.clone(), k.clone()), cursor.clone()))
+            .collect()
+    }
+
+    /// Notes the keyed jobs a claim took: each lane's hint moves to its last.
+    pub(crate) fn record<'j>(&self, taken: impl Iterator<Item = &'j Job>) {
+        let mut hints = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        let now = Instant::now();
+        for job in taken {
+            let Some(key) = &job.fairness_key else {
+                continue;
+            };
+            let lane = (job.priority, job.queue.clone(), key.clone());
+            let at = cursor(Some(job));
+            match hints.get_mut(&lane) {
+                Some((hint, set)) if *hint >= at && set.elapsed() < HINT_TTL => {}
+                Some(entry) => *entry = (at, now),
+                None => {
+                    hints.insert(lane, (at, now));
+                }
+            }
+        }
+        if hints.len() > MAX_HINTS {
+            hints.retain(|_, (_, set)| set.elapsed() < HINT_TTL);
+        }
+    }
+}
+
 /// Walks every level and priority in fair turns; the ids of the candidates
 /// some job depends on.
 pub(crate) async fn walk(
     db: &Db<'_>,
     req: &ClaimRequest,
     claim: &mut Claim<'_>,
-    plain: Vec<i64>,
-    keyed: Vec<i64>,
+    (plain, keyed): (Vec<i64>, Vec<i64>),
+    hints: &LaneHints,
     now: i64,
 ) -> Result<Vec<String>> {
     let mut with_dependents = Vec::new();
@@ -127,6 +193,8 @@ pub(crate) async fn walk(
                 upcoming: VecDeque::new(),
                 upcoming_end: false,
                 cache: HashMap::new(),
+                hints: hints.at(*priority),
+                unhinted: HashSet::new(),
             };
             take_turns(claim, &req.turns, &mut lanes, &mut Reads(db)).await?;
             if claim.is_full() {
@@ -165,6 +233,10 @@ struct Lanes<'a, 'n> {
     upcoming_end: bool,
     /// Candidates read ahead per lane, with the (cursor, n) they answer.
     cache: HashMap<(String, String), (Cursor, usize, Vec<Job>)>,
+    /// Where earlier claims of this process left each lane ([`LaneHints`]).
+    hints: HashMap<(String, String), Cursor>,
+    /// Lanes whose hint came up short in this claim: read from their start.
+    unhinted: HashSet<(String, String)>,
 }
 
 /// `(scheduledAtMs, createdAtMs, id)` after which a lane's candidates come.
@@ -180,6 +252,14 @@ fn cursor(after: Option<&Job>) -> Cursor {
 }
 
 impl Lanes<'_, '_> {
+    /// Where a read of `lane` after `after` starts, and whether at a hint.
+    fn start(&self, lane: &(String, String), after: Option<&Job>) -> (Cursor, bool) {
+        match (after, self.hints.get(lane)) {
+            (None, Some(hint)) if !self.unhinted.contains(lane) => (hint.clone(), true),
+            _ => (cursor(after), false),
+        }
+    }
+
     /// Reads the lanes of the level after `after` (lanes of other queues
     /// are read past, a seek each), and their first turn's candidates.
     async fn look_ahead(&mut self, after: Option<&(String, String)>) -> Result<()> {
@@ -247,47 +327,58 @@ impl TurnReads for Lanes<'_, '_> {
     }
 
     async fn candidates(&mut self, lane: &Turn, after: Option<&Job>, n: usize) -> Result<Vec<Job>> {
-        let at = cursor(after);
-        if let Turn::Key { queue, key } = lane {
-            let lane_key = (queue.clone(), key.clone());
-            if let Some((from, asked, jobs)) = self.cache.remove(&lane_key) {
-                if from == at && asked == n {
-                    return Ok(jobs);
-                }
-            }
-        }
-        let (at, created, id) = (at.0, at.1, at.2.as_str());
-        let n = i64::try_from(n).unwrap_or(i64::MAX);
         let common = (self.priority, self.now, &self.req.job_names);
-        let rows = match lane {
+        let count = i64::try_from(n).unwrap_or(i64::MAX);
+        let (queue, key) = match lane {
             Turn::Unkeyed if !self.plain => return Ok(Vec::new()),
             Turn::Unkeyed => {
+                let (at, created, id) = cursor(after);
                 let (sql, queues) = match self.level {
                     QueueSet::In(qs) => (&self.sql.plain_in, qs),
                     QueueSet::NotIn(qs) => (&self.sql.plain_not_in, qs),
                 };
                 let params: [&(dyn tokio_postgres::types::ToSql + Sync); 8] = [
-                    &common.0, &common.1, common.2, queues, &at, &created, &id, &n,
+                    &common.0, &common.1, common.2, queues, &at, &created, &id, &count,
                 ];
-                self.db.query(sql, &params).await?
+                let rows = self.db.query(sql, &params).await?;
+                return self.loaded(&rows);
             }
-            Turn::Key { queue, key } => {
-                let queues = [queue.as_str()];
-                let queues: &[&str] = &queues;
-                let params: [&(dyn tokio_postgres::types::ToSql + Sync); 9] = [
-                    &common.0, &common.1, common.2, &queues, &at, &created, &id, &n, key,
-                ];
-                self.db.query(&self.sql.keyed, &params).await?
-            }
+            Turn::Key { queue, key } => (queue, key),
         };
-        self.loaded(&rows)
+        let lane_key = (queue.clone(), key.clone());
+        loop {
+            let (at, hinted) = self.start(&lane_key, after);
+            if let Some((from, asked, jobs)) = self.cache.remove(&lane_key) {
+                if from == at && asked == n {
+                    return Ok(jobs);
+                }
+            }
+            let (at, created, id) = (at.0, at.1, at.2.as_str());
+            let queues = [queue.as_str()];
+            let queues: &[&str] = &queues;
+            let params: [&(dyn tokio_postgres::types::ToSql + Sync); 9] = [
+                &common.0, &common.1, common.2, &queues, &at, &created, &id, &count, key,
+            ];
+            let rows = self.db.query(&self.sql.keyed, &params).await?;
+            if hinted && rows.len() < n {
+                self.unhinted.insert(lane_key.clone());
+                continue;
+            }
+            return self.loaded(&rows);
+        }
     }
 
     async fn prefetch(&mut self, reads: &[(&Turn, Option<&Job>, usize)]) -> Result<()> {
         let mut asked: Vec<Asked> = Vec::new();
+        let mut hinted: HashSet<(String, String)> = HashSet::new();
         for (lane, after, n) in reads {
             if let Turn::Key { queue, key } = lane {
-                asked.push(((queue.clone(), key.clone()), cursor(*after), *n));
+                let lane = (queue.clone(), key.clone());
+                let (from, at_hint) = self.start(&lane, *after);
+                if at_hint {
+                    hinted.insert(lane.clone());
+                }
+                asked.push((lane, from, *n));
             }
         }
         if asked.is_empty() {
@@ -326,6 +417,11 @@ impl TurnReads for Lanes<'_, '_> {
         }
         for (lane, from, n) in asked {
             let mut jobs = by_lane.remove(&lane).unwrap_or_default();
+            if hinted.contains(&lane) && jobs.len() < n {
+                // Short from its hint: the lane is read again from its start.
+                self.unhinted.insert(lane);
+                continue;
+            }
             jobs.sort_by(due_order);
             self.cache.insert(lane, (from, n, jobs));
         }

@@ -209,6 +209,8 @@ pub(crate) struct Shared {
     /// Describes the statements run on an application's client
     /// ([`client`]); the same as `names.unnamed` when that is set.
     pub describer: Arc<backend::unnamed::Describer>,
+    /// Where this process's claims last left each keyed lane.
+    pub lane_hints: claim_turns::LaneHints,
 }
 
 impl Shared {

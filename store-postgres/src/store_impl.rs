@@ -108,7 +108,10 @@ impl Producer for PostgresStore {
 #[async_trait]
 impl WorkerStore for PostgresStore {
     async fn claim(&self, req: &ClaimRequest) -> Result<Vec<Job>> {
-        write_tx!(self, self.now(), |tx| { claim::claim(&mut tx, req).await })
+        let hints = &self.shared().lane_hints;
+        write_tx!(self, self.now(), |tx| {
+            claim::claim(&mut tx, req, hints).await
+        })
     }
 
     async fn report_batch(&self, reports: Vec<(Lease, Outcome)>) -> Result<Vec<bool>> {
@@ -127,6 +130,7 @@ impl WorkerStore for PostgresStore {
     ) -> Result<ReportedAndClaimed> {
         // A worker's hot path, so BEGIN goes with the first statements and
         // COMMIT with the claim's last (see `crate::tx`).
+        let hints = &self.shared().lane_hints;
         pipelined_tx!(self, self.now(), |tx| {
             // No reports at all counts as all completions (none to send).
             if complete::all_completions(&reports) {
@@ -143,13 +147,13 @@ impl WorkerStore for PostgresStore {
                 // The claim records the counts: the dependents of what the
                 // reports finished are settled first.
                 tx.release_dependents().await?;
-                let claimed = claim::claim_after(&mut tx, req, first).await?;
+                let claimed = claim::claim_after(&mut tx, req, first, hints).await?;
                 return Ok(ReportedAndClaimed { reported, claimed });
             }
             tx.begin_statement().await?;
             let reported = report::report_many(&mut tx, &reports).await?;
             tx.release_dependents().await?;
-            let claimed = claim::claim(&mut tx, req).await?;
+            let claimed = claim::claim(&mut tx, req, hints).await?;
             Ok(ReportedAndClaimed { reported, claimed })
         })
     }

@@ -312,6 +312,7 @@ impl PostgresStore {
             cancels: broadcast::channel(1024).0,
             last_reclaim_ms: std::sync::atomic::AtomicI64::new(-1),
             describer,
+            lane_hints: Default::default(),
         });
         let listener = if options.listen {
             let listen_config = match &options.listen_url {

@@ -25,6 +25,7 @@
 //! [`Harness`]) until the case ends, so it may own temp files or databases.
 
 pub mod aging;
+pub mod app_clients;
 pub mod bulk;
 pub mod cancel_running;
 pub mod claim;

@@ -79,7 +79,7 @@ fn receipt_job() -> NewJob {
 /// committed: the job is completed once, the receipt written once, and a
 /// worker started afterwards runs nothing again.
 #[tokio::test]
-async fn a_kill_right_after_the_commit_leaves_the_job_completed_once() {
+async fn a_kill_right_after_the_commit_leaves_the_job_completed_once_on_postgres() {
     let s = schema();
     let (store, pool) = app(&s).await;
     let id = store
@@ -91,7 +91,7 @@ async fn a_kill_right_after_the_commit_leaves_the_job_completed_once() {
     let status = std::process::Command::new(std::env::current_exe().unwrap())
         .args([
             "--exact",
-            "child_worker_that_dies_after_its_commit",
+            "postgres_child_worker_that_dies_after_its_commit",
             "--nocapture",
         ])
         .env(CHILD, &s)
@@ -129,7 +129,7 @@ async fn a_kill_right_after_the_commit_leaves_the_job_completed_once() {
 /// The child of the test above: a worker whose handler commits its receipt
 /// and completion, then SIGKILLs its own process before returning.
 #[tokio::test]
-async fn child_worker_that_dies_after_its_commit() {
+async fn postgres_child_worker_that_dies_after_its_commit() {
     let Ok(s) = std::env::var(CHILD) else {
         return; // run by the harness itself: nothing to do
     };

@@ -254,7 +254,7 @@ impl App for TokioPostgres {
     }
 }
 
-duraq_tests::app_client_suite!(sqlx_client, async { Arc::new(Sqlx::new().await) });
-duraq_tests::app_client_suite!(tokio_postgres_client, async {
+duraq_tests::app_client_suite!(postgres_sqlx, async { Arc::new(Sqlx::new().await) });
+duraq_tests::app_client_suite!(postgres_tokio, async {
     Arc::new(TokioPostgres::new().await)
 });

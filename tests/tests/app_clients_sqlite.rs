@@ -359,6 +359,6 @@ impl App for Diesel {
     }
 }
 
-duraq_tests::app_client_suite!(sqlx_client, async { Arc::new(Sqlx::new().await) });
-duraq_tests::app_client_suite!(rusqlite_client, async { Arc::new(Rusqlite::new().await) });
-duraq_tests::app_client_suite!(diesel_client, async { Arc::new(Diesel::new().await) });
+duraq_tests::app_client_suite!(sqlite_sqlx, async { Arc::new(Sqlx::new().await) });
+duraq_tests::app_client_suite!(sqlite_rusqlite, async { Arc::new(Rusqlite::new().await) });
+duraq_tests::app_client_suite!(sqlite_diesel, async { Arc::new(Diesel::new().await) });

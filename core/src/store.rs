@@ -403,7 +403,7 @@ pub trait Inspect: Send + Sync + 'static {
         id: &str,
         timeout: std::time::Duration,
     ) -> Result<crate::wait::Waited> {
-        crate::wait::wait_for(self, id, timeout).await
+        crate::wait::wait_for(self.subscribe_counts(), || self.get_job(id), id, timeout).await
     }
 
     /// Every registered worker, by id (byte order), with its state as of now

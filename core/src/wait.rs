@@ -12,9 +12,11 @@
 
 use std::time::Duration;
 
-use tokio::sync::broadcast::error::RecvError;
+use std::future::Future;
 
-use crate::store::Inspect;
+use tokio::sync::broadcast::{self, error::RecvError};
+
+use crate::counts::CountDelta;
 use crate::{Error, Job, Result};
 
 /// The longest a waiter goes without reading its job.
@@ -33,20 +35,22 @@ pub enum Waited {
     TimedOut(Job),
 }
 
-/// The wait behind [`crate::Inspect::wait_for`].
-pub(crate) async fn wait_for<S: Inspect + ?Sized>(
-    store: &S,
+/// The wait behind [`crate::Inspect::wait_for`], over the store's count
+/// deltas (subscribed before the first read, so no change after it is
+/// missed) and a read of job `id`.
+pub(crate) async fn wait_for<F, R>(
+    mut deltas: broadcast::Receiver<CountDelta>,
+    mut read: R,
     id: &str,
     timeout: Duration,
-) -> Result<Waited> {
+) -> Result<Waited>
+where
+    R: FnMut() -> F,
+    F: Future<Output = Result<Option<Job>>>,
+{
     let deadline = tokio::time::Instant::now() + timeout;
-    // Subscribed before the first read, so no change after it is missed.
-    let mut deltas = store.subscribe_counts();
     let mut deltas_open = true;
-    let mut job = store
-        .get_job(id)
-        .await?
-        .ok_or_else(|| Error::job_not_found(id))?;
+    let mut job = read().await?.ok_or_else(|| Error::job_not_found(id))?;
     loop {
         if job.status.is_terminal() {
             return Ok(Waited::Finished(job));
@@ -62,7 +66,7 @@ pub(crate) async fn wait_for<S: Inspect + ?Sized>(
                 deltas_open = !matches!(got, Err(RecvError::Closed));
             }
         }
-        match store.get_job(id).await? {
+        match read().await? {
             Some(now) => job = now,
             None => return Ok(Waited::Deleted),
         }

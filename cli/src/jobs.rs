@@ -17,7 +17,9 @@
 
 use anyhow::Result;
 use clap::{Args, Subcommand};
-use duraq_core::inspect::{resolve_job, BulkAction, JobFilter, JobProgress, PruneRequest, Waited};
+use duraq_core::inspect::{
+    resolve_job, BulkAction, JobFilter, JobProgress, PruneRequest, StepRecord, Waited,
+};
 use duraq_core::{ErrorCode, Job, JobStatus};
 use serde_json::json;
 
@@ -132,16 +134,28 @@ pub async fn run(db: &Database, cmd: JobsCommand, json: bool) -> Result<()> {
                     let job = store.get_job(&id).await?;
                     let job = job.ok_or_else(|| duraq_core::Error::job_not_found(&id))?;
                     let progress = store.job_progress(&job.id).await?;
-                    Ok((job, progress))
+                    let steps = store.job_steps(&job.id).await?;
+                    Ok(Shown {
+                        job,
+                        progress,
+                        steps,
+                    })
                 };
-                let to_json = |(job, progress): &(Job, Option<JobProgress>)| {
-                    json!({ "job": to_json(job), "progress": to_json(progress) })
+                let to_json = |shown: &Shown| {
+                    json!({
+                        "job": to_json(&shown.job),
+                        "progress": to_json(&shown.progress),
+                        "steps": to_json(&shown.steps),
+                    })
                 };
-                let to_text = |(job, progress): &(Job, Option<JobProgress>)| {
-                    progress_text(job, progress.as_ref())
+                let to_text = |shown: &Shown| {
+                    let now = crate::parse::now_ms();
+                    let mut out = progress_text(&shown.job, shown.progress.as_ref());
+                    out.push_str(&steps_detail(&shown.steps, now));
+                    out
                 };
                 if watch {
-                    let done = |(job, _): &(Job, Option<JobProgress>)| job.status.is_terminal();
+                    let done = |shown: &Shown| shown.job.status.is_terminal();
                     crate::watch::until_done(read, to_json, to_text, done, json).await
                 } else {
                     let shown = read().await?;
@@ -255,6 +269,41 @@ fn show(job: &Job, json: bool) {
 /// (`--json`: `{"job":{…},"progress":{"fraction","message","updatedAtMs",
 /// "linesTotal","logs":[{"seq","atMs","attempt","line"}]}}`, `null` when it
 /// said nothing).
+/// What `jobs show` reads of a job.
+struct Shown {
+    job: Job,
+    progress: Option<JobProgress>,
+    steps: Vec<StepRecord>,
+}
+
+/// The text of a job's durable steps (nothing when it has none): a table of
+/// name, attempt, when and what it stored; a sleep says until when.
+fn steps_detail(steps: &[StepRecord], now_ms: i64) -> String {
+    if steps.is_empty() {
+        return String::new();
+    }
+    let rows: Vec<Vec<String>> = steps
+        .iter()
+        .map(|s| {
+            let stored = match s.output["untilMs"].as_i64() {
+                Some(until) if s.name.starts_with("duraq.sleep.") => {
+                    format!("sleeps until {}", relative(until, now_ms))
+                }
+                _ => format!("{} bytes of JSON", s.output.to_string().len()),
+            };
+            vec![
+                terminal_safe(&s.name).into_owned(),
+                s.attempt.to_string(),
+                relative(s.at_ms, now_ms),
+                stored,
+            ]
+        })
+        .collect();
+    let mut out = format!("\nSteps ({}):\n", steps.len());
+    out.push_str(&table(&["NAME", "ATTEMPT", "WHEN", "STORED"], &rows));
+    out
+}
+
 fn progress_text(job: &Job, progress: Option<&JobProgress>) -> String {
     let now = crate::parse::now_ms();
     let mut out = job_detail(job, now);

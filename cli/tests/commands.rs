@@ -89,12 +89,10 @@ fn enqueue_and_show_every_field() {
         "30/1m",
     ]);
     let shown = db.json(&["jobs", "show", &id]);
-    assert_eq!(
-        keys(&shown),
-        vec!["job".to_string(), "progress".to_string()]
-    );
-    // A job that never ran has said nothing.
+    assert_eq!(keys(&shown), ["job", "progress", "steps"]);
+    // A job that never ran has said nothing and recorded no step.
     assert_eq!(shown["progress"], serde_json::Value::Null);
+    assert_eq!(shown["steps"], serde_json::json!([]));
     let job = &shown["job"];
     assert_eq!(keys(job), sorted(&JOB_FIELDS));
     assert_eq!(job["id"], id.as_str());

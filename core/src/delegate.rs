@@ -195,6 +195,12 @@ macro_rules! delegate_store {
                 ) -> $crate::Result<bool> {
                     self.$field.record_progress(batch).await
                 }
+                async fn record_step(
+                    &self,
+                    write: $crate::driver::StepWrite,
+                ) -> $crate::Result<::std::option::Option<$crate::inspect::StepRecord>> {
+                    self.$field.record_step(write).await
+                }
                 async fn upkeep(&self) -> $crate::Result<$crate::driver::Upkeep> {
                     self.$field.upkeep().await
                 }
@@ -291,6 +297,12 @@ macro_rules! delegate_store {
                     id: &str,
                 ) -> $crate::Result<::std::option::Option<$crate::inspect::JobProgress>> {
                     self.$field.job_progress(id).await
+                }
+                async fn job_steps(
+                    &self,
+                    id: &str,
+                ) -> $crate::Result<::std::vec::Vec<$crate::inspect::StepRecord>> {
+                    self.$field.job_steps(id).await
                 }
                 async fn health(&self) -> $crate::Result<$crate::inspect::Health> {
                     self.$field.health().await

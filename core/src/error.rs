@@ -120,7 +120,8 @@ pub enum ErrorCode {
     OutputTooLarge,
     /// A workflow whose steps depend on each other in a circle; nothing was written.
     WorkflowCycle,
-    /// A workflow with two steps of one name; nothing was written.
+    /// A workflow with two steps of one name (nothing was written), or a
+    /// durable step name used twice in one attempt ([`crate::JobContext::step`]).
     DuplicateStep,
     /// A workflow name or step name that is empty, too long or holds control
     /// characters, or a workflow without steps.
@@ -131,6 +132,9 @@ pub enum ErrorCode {
     /// cancelled or claimed again): its report in the handler's own
     /// transaction changed nothing, and that transaction should roll back.
     LeaseLost,
+    /// A step name that is empty, too long, holds control characters or
+    /// starts with `duraq.` (reserved for duraq's own steps).
+    InvalidStepName,
     /// The worker task itself failed: a bug.
     WorkerInternal,
 }
@@ -185,6 +189,7 @@ impl ErrorCode {
             Self::InvalidWorkflow => "invalid-workflow",
             Self::WorkflowNotFound => "workflow-not-found",
             Self::LeaseLost => "lease-lost",
+            Self::InvalidStepName => "invalid-step-name",
             Self::WorkerInternal => "worker-internal",
         }
     }

@@ -51,6 +51,7 @@ mod counts;
 mod delegate;
 mod digest;
 mod display;
+mod durable;
 mod error;
 mod history;
 mod job;

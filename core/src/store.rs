@@ -289,6 +289,27 @@ pub trait WorkerStore: Send + Sync + 'static {
         ))
     }
 
+    /// Records a durable step's output ([`crate::JobContext::step`]) under
+    /// the write's lease, in one transaction: `None`, changing nothing, when
+    /// the lease does not hold ([`crate::driver::Lease::is_current`]).
+    /// Otherwise the record now stored under the job and name: this one, or
+    /// the one already there (a name is recorded once; the first write
+    /// wins). Changes no job row and no count; the records go when their job
+    /// is deleted.
+    ///
+    /// The default (a store that keeps no steps) fails with
+    /// `unsupported-option`.
+    async fn record_step(
+        &self,
+        write: crate::driver::StepWrite,
+    ) -> Result<Option<crate::inspect::StepRecord>> {
+        let _ = write;
+        Err(crate::error::Error::invalid(
+            crate::error::ErrorCode::UnsupportedOption,
+            "this store does not keep durable steps",
+        ))
+    }
+
     /// The store's own upkeep, which every worker runs for it: once before its
     /// first claim, then every two seconds while it runs. A store decides
     /// there what its backend needs and how often (PostgreSQL reclaims the
@@ -442,6 +463,15 @@ pub trait Inspect: Send + Sync + 'static {
     async fn job_progress(&self, id: &str) -> Result<Option<JobProgress>> {
         let _ = id;
         Ok(None)
+    }
+
+    /// The recorded durable steps of job `id` ([`crate::JobContext::step`]),
+    /// in the order they were recorded (by time, then name); empty for a job
+    /// without steps or no job. One read by the job's id. The default (a
+    /// store that keeps no steps) is empty.
+    async fn job_steps(&self, id: &str) -> Result<Vec<crate::inspect::StepRecord>> {
+        let _ = id;
+        Ok(Vec::new())
     }
 
     /// Backend, schema version and detail.

@@ -217,6 +217,17 @@ pub(crate) const TABLES: &[Table] = &[
         constraints: "PRIMARY KEY (job_id, seq)",
     },
     Table {
+        name: "duraq_job_steps",
+        columns: &[
+            ("job_id", T, "text NOT NULL"),
+            ("name", T, "text NOT NULL"),
+            ("output", T, "text NOT NULL"),
+            ("at_ms", I, "bigint NOT NULL"),
+            ("attempt", I, "bigint NOT NULL"),
+        ],
+        constraints: "PRIMARY KEY (job_id, name)",
+    },
+    Table {
         name: "duraq_paused_queues",
         columns: &[
             ("queue", T, "text PRIMARY KEY"),

@@ -215,6 +215,15 @@ impl WorkerStore for PostgresStore {
         })
     }
 
+    async fn record_step(
+        &self,
+        write: duraq_core::driver::StepWrite,
+    ) -> Result<Option<duraq_core::inspect::StepRecord>> {
+        write_tx!(self, self.now(), |tx| {
+            crate::steps::record(&tx.db, &write, tx.now).await
+        })
+    }
+
     async fn upkeep(&self) -> Result<duraq_core::driver::Upkeep> {
         crate::reclaim::upkeep(self.shared()).await
     }
@@ -258,6 +267,10 @@ impl Inspect for PostgresStore {
 
     async fn job_progress(&self, id: &str) -> Result<Option<duraq_core::inspect::JobProgress>> {
         read!(self, |db| crate::progress::get(&db, id).await)
+    }
+
+    async fn job_steps(&self, id: &str) -> Result<Vec<duraq_core::inspect::StepRecord>> {
+        read!(self, |db| crate::steps::get(&db, id).await)
     }
 
     async fn search_jobs(&self, filter: &JobFilter) -> Result<JobPage> {

@@ -377,6 +377,14 @@ pub const SCHEMA_VERSIONS: &[SchemaVersion] = &[
             "Fairness keys (`fairness_key`): due jobs of different keys are claimed in turn.",
         )
     },
+    // `duraq_job_steps`: a row per job and durable step name (see
+    // `crate::steps`). A binary of version 19 would not delete them with
+    // their job, so it must refuse such a schema.
+    version(
+        20,
+        "durable_steps",
+        "Durable steps: what each step of a job returned (`duraq_job_steps`).",
+    ),
 ];
 
 /// The newest schema version this binary knows.

@@ -93,6 +93,7 @@ pub(crate) fn act_on_jobs(
         batch.changed += 1;
     }
     crate::progress::delete_for(tx.conn, &deleted)?;
+    crate::steps::delete_for(tx.conn, &deleted)?;
     Ok((batch, stopped))
 }
 
@@ -155,7 +156,8 @@ pub(crate) fn delete_jobs(tx: &mut Tx<'_>, jobs: &[(&str, JobStatus)]) -> Result
         tx.removed(&queue, *status);
     }
     let ids: Vec<&str> = jobs.iter().map(|(id, _)| *id).collect();
-    crate::progress::delete_for(tx.conn, &ids)
+    crate::progress::delete_for(tx.conn, &ids)?;
+    crate::steps::delete_for(tx.conn, &ids)
 }
 
 /// Sets every reservation count to the cost of the handed-off jobs holding its key.

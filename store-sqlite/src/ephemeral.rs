@@ -48,5 +48,5 @@ pub(crate) fn complete_deleting(
             .execute([&job.id])
             .db()?;
     }
-    Ok(())
+    crate::steps::delete_for(tx.conn, &[job.id.as_str()])
 }

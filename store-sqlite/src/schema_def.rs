@@ -206,6 +206,18 @@ pub(crate) const TABLES: &[Table] = &[
         constraints: ", PRIMARY KEY (job_id, seq)",
     },
     Table {
+        name: STEPS_TABLE,
+        since: 19,
+        columns: &[
+            col("job_id", "TEXT", "NOT NULL", 19),
+            col("name", "TEXT", "NOT NULL", 19),
+            col("output", "TEXT", "NOT NULL", 19),
+            col("at_ms", "INTEGER", "NOT NULL", 19),
+            col("attempt", "INTEGER", "NOT NULL", 19),
+        ],
+        constraints: ", PRIMARY KEY (job_id, name)",
+    },
+    Table {
         name: DEPENDENTS_TABLE,
         since: 11,
         columns: &[
@@ -249,6 +261,9 @@ pub(crate) const PROGRESS_TABLE: &str = "duraq_job_progress";
 
 /// A job's newest log lines (see [`crate::progress`]).
 pub(crate) const LOGS_TABLE: &str = "duraq_job_logs";
+
+/// A job's durable step records (see [`crate::steps`]).
+pub(crate) const STEPS_TABLE: &str = "duraq_job_steps";
 
 /// The throughput history samples (see [`crate::history`]).
 pub(crate) const HISTORY_TABLE: &str = "duraq_history";

@@ -259,6 +259,15 @@ pub const SCHEMA_VERSIONS: &[SchemaVersion] = &[
             "Fairness keys (`fairness_key`): due jobs of different keys are claimed in turn.",
         )
     },
+    // `duraq_job_steps`: a row per job and durable step name, so jobs
+    // without steps cost nothing more (see `crate::steps` and
+    // `docs/durable.md`). A binary of version 18 would not delete them with
+    // their job, so it must refuse such a file.
+    version(
+        19,
+        "durable_steps",
+        "Durable steps: what each step of a job returned (`duraq_job_steps`).",
+    ),
 ];
 
 /// The newest schema version this binary knows (the last of

@@ -156,6 +156,13 @@ impl WorkerStore for SqliteStore {
             .await
     }
 
+    async fn record_step(
+        &self,
+        write: duraq_core::driver::StepWrite,
+    ) -> Result<Option<duraq_core::inspect::StepRecord>> {
+        self.write(move |tx| crate::steps::record(tx, &write)).await
+    }
+
     fn work_signal(&self) -> watch::Receiver<u64> {
         self.inner.signals.work.subscribe()
     }
@@ -191,6 +198,11 @@ impl Inspect for SqliteStore {
     async fn job_progress(&self, id: &str) -> Result<Option<JobProgress>> {
         let id = id.to_owned();
         self.read(move |conn| crate::progress::get(conn, &id)).await
+    }
+
+    async fn job_steps(&self, id: &str) -> Result<Vec<duraq_core::inspect::StepRecord>> {
+        let id = id.to_owned();
+        self.read(move |conn| crate::steps::get(conn, &id)).await
     }
 
     async fn search_jobs(&self, filter: &JobFilter) -> Result<JobPage> {

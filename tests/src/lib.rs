@@ -35,6 +35,7 @@ pub mod counts;
 pub mod cron_zones;
 pub mod dedupe;
 pub mod dependencies;
+pub mod durable;
 pub mod enqueue;
 pub mod ephemeral;
 pub mod error_history;

@@ -198,6 +198,12 @@ macro_rules! store_suite {
                     operator_retry_keeps_progress_and_numbering_goes_on,
                     prune_and_bulk_delete_remove_a_jobs_progress,
                 ],
+                durable: [
+                    a_step_record_is_fenced_and_keeps_its_first_output,
+                    a_jobs_steps_go_with_the_job,
+                    a_step_runs_once_across_a_sleep_and_a_retry,
+                    bad_step_names_fail_the_job_with_their_codes,
+                ],
                 operations: [
                     operation_rides_along, start_attempt_stamps_once, record_result,
                     missing_operation_not_found, operation_key_in_use_conflicts,

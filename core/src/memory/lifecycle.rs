@@ -305,6 +305,7 @@ impl State {
             if let Some(job) = self.jobs.remove(id) {
                 change.removed(&job.queue, job.status);
                 self.progress.remove(id);
+                self.steps.remove(id);
                 self.release_backlog.remove(id);
             }
         }

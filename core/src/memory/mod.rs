@@ -11,6 +11,7 @@ mod history;
 mod keys;
 mod lifecycle;
 mod progress;
+mod steps;
 mod store_impl;
 mod workers;
 
@@ -66,6 +67,9 @@ struct State {
     /// job id → its progress and newest log lines (`duraq_job_progress` and
     /// `duraq_job_logs` in the stores); deleted with the job.
     progress: BTreeMap<String, progress::Stored>,
+    /// job id → its durable step records (`duraq_job_steps` in the stores);
+    /// deleted with the job.
+    steps: BTreeMap<String, Vec<crate::durable::StepRecord>>,
     /// job id → its release backlog entry (`duraq_release_backlog` in the
     /// stores); dropped when the job is retried, reopened or deleted.
     release_backlog: BTreeMap<String, crate::rules::BacklogEntry>,

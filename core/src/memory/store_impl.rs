@@ -232,6 +232,14 @@ impl WorkerStore for MemoryStore {
         Ok(self.lock().record_progress(&batch, now))
     }
 
+    async fn record_step(
+        &self,
+        write: crate::driver::StepWrite,
+    ) -> Result<Option<crate::inspect::StepRecord>> {
+        let now = self.now();
+        Ok(self.lock().record_step(write, now))
+    }
+
     fn work_signal(&self) -> watch::Receiver<u64> {
         self.work.subscribe()
     }
@@ -267,6 +275,10 @@ impl Inspect for MemoryStore {
 
     async fn job_progress(&self, id: &str) -> Result<Option<JobProgress>> {
         Ok(self.lock().job_progress(id))
+    }
+
+    async fn job_steps(&self, id: &str) -> Result<Vec<crate::inspect::StepRecord>> {
+        Ok(self.lock().job_steps(id))
     }
 
     async fn search_jobs(&self, filter: &JobFilter) -> Result<JobPage> {

@@ -162,6 +162,7 @@ async fn supervise(shared: Arc<Shared>, job: Job, cancel: watch::Receiver<bool>)
                 cancel: cancel.clone(),
                 progress: progress.clone(),
                 reported: reported.clone(),
+                journal: Arc::default(),
             };
             let handler = entry.handler.clone();
             let mut task = tokio::spawn(

@@ -14,7 +14,7 @@ use tokio::sync::watch;
 
 use super::progress_sink::ProgressSink;
 use crate::clock::Clock;
-use crate::error::Error;
+use crate::error::{Error, ErrorCode};
 use crate::job::Job;
 use crate::requests::Outcome;
 use crate::store::Store;
@@ -200,6 +200,10 @@ pub struct JobError {
     message: String,
     retry_in: Option<Duration>,
     discard: bool,
+    code: Option<ErrorCode>,
+    /// Set by a durable sleep or wait: not a failure, but the end of the
+    /// attempt until this much later ([`JobContext::sleep_until`]).
+    suspend: Option<Duration>,
 }
 
 impl JobError {
@@ -215,6 +219,25 @@ impl JobError {
             message: format!("{message:#}"),
             retry_in: None,
             discard: false,
+            code: None,
+            suspend: None,
+        }
+    }
+
+    /// An error of duraq's own making inside a handler (a step's), with its
+    /// stable code as the start of its message.
+    pub(crate) fn coded(code: ErrorCode, message: impl fmt::Display) -> Self {
+        Self {
+            code: Some(code),
+            ..Self::new(format!("{code}: {message}"))
+        }
+    }
+
+    /// The end of an attempt that resumes the job after `delay`, at `until_ms`.
+    pub(crate) fn suspended(delay: Duration, until_ms: i64) -> Self {
+        Self {
+            suspend: Some(delay),
+            ..Self::new(format!("suspended until {until_ms} (ms since the epoch)"))
         }
     }
 
@@ -243,6 +266,20 @@ impl JobError {
     /// Whether the job fails without further retries.
     pub fn is_discard(&self) -> bool {
         self.discard
+    }
+
+    /// The stable code of an error duraq made inside the handler (a step's:
+    /// `duplicate-step`, `invalid-step-name`, `output-too-large`,
+    /// `lease-lost`); `None` for the handler's own errors.
+    pub fn code(&self) -> Option<ErrorCode> {
+        self.code
+    }
+
+    /// Whether this is not a failure but a durable sleep ending the attempt
+    /// ([`JobContext::sleep`]): pass it on with `?`, and the job resumes later
+    /// without using a retry.
+    pub fn is_suspension(&self) -> bool {
+        self.suspend.is_some()
     }
 }
 
@@ -274,6 +311,8 @@ pub struct JobContext {
     /// What a store reported for this attempt on the handler's own
     /// transaction ([`crate::driver::note_reported_in_transaction`]).
     pub(crate) reported: Arc<std::sync::Mutex<Option<crate::Outcome>>>,
+    /// The job's recorded steps, as this attempt has seen them.
+    pub(crate) journal: Arc<tokio::sync::Mutex<crate::durable::Journal>>,
 }
 
 impl fmt::Debug for JobContext {
@@ -502,6 +541,11 @@ pub(crate) fn outcome_of(
             Some(error) => failed(error, backoff(attempt), false),
         },
         Ok(JobResult::Reschedule(d)) => Outcome::Reschedule {
+            delay_ms: duration_ms(d),
+        },
+        Err(JobError {
+            suspend: Some(d), ..
+        }) => Outcome::Reschedule {
             delay_ms: duration_ms(d),
         },
         Err(e) => failed(

@@ -21,7 +21,7 @@
 use axum::extract::{Path, Query, State as AxumState};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::Form;
-use duraq_core::inspect::{BulkAction, JobProgress};
+use duraq_core::inspect::{BulkAction, JobProgress, StepRecord};
 use duraq_core::{ErrorCode, Job, JobStatus};
 use maud::{html, Markup};
 use serde::Deserialize;
@@ -53,11 +53,15 @@ pub async fn detail(
     Path(id): Path<String>,
     Query(q): Query<DetailQuery>,
 ) -> Response {
-    let (job, said) = match state.store.get_job(&id).await {
-        Ok(Some(job)) => match state.store.job_progress(&job.id).await {
-            Ok(said) => (job, said),
-            Err(e) => return store_error(&state, "job", &e),
-        },
+    let (job, said, steps) = match state.store.get_job(&id).await {
+        Ok(Some(job)) => {
+            let said = state.store.job_progress(&job.id).await;
+            let steps = state.store.job_steps(&job.id).await;
+            match said.and_then(|said| Ok((said, steps?))) {
+                Ok((said, steps)) => (job, said, steps),
+                Err(e) => return store_error(&state, "job", &e),
+            }
+        }
         Ok(None) => {
             return store_error(
                 &state,
@@ -103,6 +107,10 @@ pub async fn detail(
         }
         h2 { "Progress" }
         (progress(&state, &job, said.as_ref()))
+        @if !steps.is_empty() {
+            h2 { "Steps" }
+            (step_list(&steps))
+        }
         h2 { "Error history" }
         (errors(&state, &job))
     };
@@ -132,6 +140,36 @@ fn dependencies(state: &AppState, job: &Job) -> Markup {
 }
 
 /// What the job said: its progress and kept log lines; live while it runs.
+/// The durable steps a job recorded, oldest first: name, attempt, when,
+/// and what it stored (a sleep: until when).
+fn step_list(steps: &[StepRecord]) -> Markup {
+    let now = now_ms();
+    html! {
+        table #steps {
+            thead { tr { th { "Step" } th { "Attempt" } th { "When" } th { "Stored" } } }
+            tbody {
+                @for s in steps {
+                    tr data-step=(visible(&s.name)) {
+                        td { code { (visible(&s.name)) } }
+                        td { (s.attempt) }
+                        td { (time(Some(s.at_ms), now)) }
+                        td {
+                            @match s.output["untilMs"].as_i64() {
+                                Some(until) if s.name.starts_with("duraq.sleep.") => {
+                                    "sleeps until " (time(Some(until), now))
+                                }
+                                _ => {
+                                    (s.output.to_string().len()) " bytes of JSON"
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
 fn progress(state: &AppState, job: &Job, said: Option<&JobProgress>) -> Markup {
     let now = now_ms();
     let live = job.status == JobStatus::HandedOff;

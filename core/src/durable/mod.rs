@@ -1,0 +1,29 @@
+//! Durable execution inside an ordinary job: a handler that runs again from
+//! its start on every attempt, and reads back what it already did instead of
+//! doing it again.
+//!
+//! Why replay and not a saved stack: a Rust future cannot be stored, but its
+//! inputs can. Each [`JobContext::step`](crate::JobContext::step) stores its
+//! output with the job (`duraq_job_steps`, a row per job and step name) before
+//! it returns; a later attempt that reaches the same step gets that output
+//! back without running the closure. A durable sleep is a step that stores
+//! when it ends, and ends the attempt until then: the slot is free, no retry
+//! is used, and the next attempt replays the steps before it in no time.
+//!
+//! What this asks of a handler: between its steps it is deterministic (the
+//! same args and step outputs lead to the same next step), and a side effect
+//! lives inside a step. A step is at least once: a crash after its side effect
+//! and before its record runs it again. It is exactly once when the side
+//! effect is a write to the same database made in the transaction that
+//! records the step.
+//!
+//! Store authors: [`crate::WorkerStore::record_step`] writes one record fenced
+//! by the attempt's lease, [`crate::Inspect::job_steps`] reads a job's
+//! records, and the records go when their job is deleted.
+
+mod journal;
+mod sleep;
+mod step;
+
+pub(crate) use journal::Journal;
+pub use journal::{StepRecord, StepWrite};

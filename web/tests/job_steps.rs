@@ -1,0 +1,50 @@
+//! The job page's steps table through a real server: a durable job's
+//! recorded steps in order, names escaped, a sleep shown with its wake-up
+//! time; a job without steps has no table.
+
+mod common;
+
+use std::sync::Arc;
+
+use common::*;
+use duraq_core::driver::StepWrite;
+use duraq_core::{MemoryStore, Store};
+use duraq_web::{router, WebOptions};
+use serde_json::json;
+
+#[tokio::test]
+async fn the_job_page_lists_a_jobs_steps_and_sleeps() {
+    let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
+    let id = enqueue_plain(&store, "orders").await;
+    let plain = enqueue_plain(&store, "orders").await;
+    let running = claim(&store, 1).await.remove(0);
+    assert_eq!(running.id, id);
+    for (name, output) in [
+        (format!("charge {SCRIPT}"), json!({"charge": "ch_1"})),
+        (
+            "duraq.sleep.1".to_owned(),
+            json!({"untilMs": 4_102_444_800_000_i64}),
+        ),
+    ] {
+        let write = StepWrite {
+            lease: lease_of(&running),
+            attempt: 1,
+            name,
+            output,
+        };
+        assert!(store.record_step(write).await.unwrap().is_some());
+    }
+    let addr = spawn_server(router(store.clone(), WebOptions::new())).await;
+    let (status, _, page) = http(addr, "GET", &format!("/jobs/{id}"), &[], "").await;
+    assert_eq!(status, 200, "{page}");
+    let charge = page
+        .find("charge &lt;script&gt;")
+        .expect("the step, escaped");
+    let sleep = page.find("data-step=\"duraq.sleep.1\"").expect("the sleep");
+    assert!(charge < sleep, "in the order they were recorded");
+    assert!(!page.contains(SCRIPT));
+    assert!(page.contains("17 bytes of JSON"), "{page}");
+    assert!(page.contains("sleeps until"), "{page}");
+    let (_, _, page) = http(addr, "GET", &format!("/jobs/{plain}"), &[], "").await;
+    assert!(!page.contains("id=\"steps\""), "{page}");
+}

@@ -1,5 +1,5 @@
 //! The built-in jobs (see `docs/cli.md`) (`duraq.noop`, `duraq.sleep`, `duraq.http`,
-//! `duraq.echo`) and
+//! `duraq.echo`, `duraq.await_signal`) and
 //! the one place where a worker's handlers are registered, so that the mail crate
 //! adds `duraq.mail.deliver` (see `mail.rs`) without touching the worker loop.
 //! `duraq.sleep` and `duraq.http` stop as soon as their job is cancelled while
@@ -12,7 +12,7 @@ use duraq_core::{JobContext, JobError, JobResult, Registry, WorkerError};
 use duraq_web::builtin_args::HttpRequest;
 use serde_json::Value;
 
-pub use duraq_web::builtin_args::{ECHO, HTTP, NOOP, SLEEP};
+pub use duraq_web::builtin_args::{AWAIT_SIGNAL, ECHO, HTTP, NOOP, SLEEP};
 
 /// What the built-in handlers share.
 #[derive(Clone, Debug)]
@@ -47,6 +47,9 @@ pub fn register_builtins(registry: &mut Registry, builtins: &Builtins) -> Result
         .register_fn(HTTP, move |ctx, args| {
             let client = client.clone();
             async move { until_cancelled(&ctx, http(client, args)).await }
+        })?
+        .register_fn(AWAIT_SIGNAL, |ctx, args| async move {
+            await_signal(&ctx, args).await
         })?;
     crate::mail::register(registry)?;
     Ok(())
@@ -65,6 +68,23 @@ pub async fn until_cancelled<T>(
         biased;
         _ = ctx.cancelled() => Err(JobError::new("cancelled while running").discard()),
         result = work => result,
+    }
+}
+
+/// `duraq.await_signal`: `{"name", "timeoutMs"?}`; waits for that signal
+/// (as `pending`, holding no slot) and completes with its payload as its
+/// output; fails without retries with `signal-timeout` when the time is up.
+pub async fn await_signal(ctx: &JobContext, args: Value) -> Result<JobResult, JobError> {
+    let (name, ms) =
+        duraq_web::builtin_args::awaited_signal(&args).map_err(|m| JobError::new(m).discard())?;
+    match ctx
+        .wait_for_signal::<Value>(&name, Duration::from_millis(ms))
+        .await?
+    {
+        Some(payload) => Ok(JobResult::Output(payload)),
+        None => Err(
+            JobError::new(format!("signal-timeout: no signal {name:?} within {ms} ms")).discard(),
+        ),
     }
 }
 

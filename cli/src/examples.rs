@@ -128,6 +128,16 @@ Examples:
   duraq jobs wait 0191d2b4-7c1e-7a3b-9f2e-3c4d5e6f7a8b
   duraq jobs wait 0191d2b4-7c1e-7a3b-9f2e-3c4d5e6f7a8b --timeout 5m --json";
 
+pub const JOBS_SIGNAL: &str = "\
+Delivers a signal to a job that waits for it (or will): a job whose handler
+calls wait_for_signal, or one of the built-in duraq.await_signal. A job keeps
+one payload per signal name: sending the same again changes nothing, another
+payload is signal-conflict. A finished job is job-finished.
+
+Examples:
+  duraq jobs signal 0191d2b4-7c1e-7a3b-9f2e-3c4d5e6f7a8b shipped
+  duraq jobs signal 0191d2b4 shipped --payload '{\"tracking\": \"1Z999\"}' --json";
+
 pub const JOBS_RETRY: &str = "\
 With several ids or a filter the jobs go in batches of --batch-size, one
 transaction each; jobs that are not finished are skipped and counted.

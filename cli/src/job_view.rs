@@ -200,6 +200,10 @@ fn flow_control_rows(j: &Job, now_ms: i64) -> Vec<(&'static str, String)> {
     if let Some(key) = &j.fairness_key {
         rows.push(("fairnessKey", key.clone()));
     }
+    if let (Some(name), true) = (&j.awaiting_signal, j.is_awaiting_signal()) {
+        let until = when(j.scheduled_at_ms, now_ms);
+        rows.push(("awaitingSignal", format!("{name} (times out {until})")));
+    }
     if let Some(reason) = &j.cancel_reason {
         rows.push(("cancelReason", reason.as_str().to_owned()));
     }

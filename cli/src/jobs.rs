@@ -18,7 +18,7 @@
 use anyhow::Result;
 use clap::{Args, Subcommand};
 use duraq_core::inspect::{
-    resolve_job, BulkAction, JobFilter, JobProgress, PruneRequest, StepRecord, Waited,
+    resolve_job, BulkAction, JobFilter, JobProgress, PruneRequest, SignalRecord, StepRecord, Waited,
 };
 use duraq_core::{ErrorCode, Job, JobStatus};
 use serde_json::json;
@@ -64,6 +64,17 @@ pub enum JobsCommand {
         /// Give up after this long (`30s`, `5m`) with `wait-timeout`.
         #[arg(long, value_name = "DURATION", default_value = "30s")]
         timeout: String,
+    },
+    /// Deliver a signal to a job (what its handler's wait_for_signal reads).
+    #[command(after_long_help = crate::examples::JOBS_SIGNAL)]
+    Signal {
+        /// The job id, as printed by `enqueue` or `jobs list`.
+        id: String,
+        /// The signal's name.
+        name: String,
+        /// The payload, as JSON (default `null`).
+        #[arg(long, value_name = "JSON")]
+        payload: Option<String>,
     },
     /// Re-queue finished jobs (operator retry): due now, attempts reset. One
     /// id, several, or a filter.
@@ -135,10 +146,12 @@ pub async fn run(db: &Database, cmd: JobsCommand, json: bool) -> Result<()> {
                     let job = job.ok_or_else(|| duraq_core::Error::job_not_found(&id))?;
                     let progress = store.job_progress(&job.id).await?;
                     let steps = store.job_steps(&job.id).await?;
+                    let signals = store.job_signals(&job.id).await?;
                     Ok(Shown {
                         job,
                         progress,
                         steps,
+                        signals,
                     })
                 };
                 let to_json = |shown: &Shown| {
@@ -146,12 +159,15 @@ pub async fn run(db: &Database, cmd: JobsCommand, json: bool) -> Result<()> {
                         "job": to_json(&shown.job),
                         "progress": to_json(&shown.progress),
                         "steps": to_json(&shown.steps),
+                        "signals": to_json(&shown.signals),
                     })
                 };
                 let to_text = |shown: &Shown| {
                     let now = crate::parse::now_ms();
                     let mut out = progress_text(&shown.job, shown.progress.as_ref());
                     out.push_str(&steps_detail(&shown.steps, now));
+                    out.push_str(&signals_detail(&shown.signals, now));
+                    out.push_str(&signals_detail(&shown.signals, now));
                     out
                 };
                 if watch {
@@ -170,6 +186,9 @@ pub async fn run(db: &Database, cmd: JobsCommand, json: bool) -> Result<()> {
             .await?;
         }
         JobsCommand::Wait { id, timeout } => wait(db, &id, &timeout, json).await?,
+        JobsCommand::Signal { id, name, payload } => {
+            signal(db, &id, &name, payload.as_deref(), json).await?;
+        }
         JobsCommand::Retry(args) => {
             let Some(id) = args.single().map(str::to_owned) else {
                 return bulk::run(db, BulkAction::Retry, args, json).await;
@@ -213,6 +232,52 @@ pub async fn run(db: &Database, cmd: JobsCommand, json: bool) -> Result<()> {
 }
 
 /// `jobs wait`: see the module docs for what it prints and its exit codes.
+/// `jobs signal`: prints `{"jobId", "signal", "delivered": true}` (with
+/// `replayed` and `woke`).
+async fn signal(
+    db: &Database,
+    id: &str,
+    name: &str,
+    payload: Option<&str>,
+    json: bool,
+) -> Result<()> {
+    let payload: serde_json::Value = match payload {
+        None => serde_json::Value::Null,
+        Some(text) => serde_json::from_str(text)
+            .map_err(|e| CliError::new("invalid-signal", format!("--payload is not JSON: {e}")))?,
+    };
+    duraq_core::driver::rules::check_signal(name, &payload)?;
+    let store = db.open_existing(false).await?;
+    let (id, done) = closing(&store, async {
+        let id = resolve_job(store.as_ref(), id).await?.id;
+        let done = store.signal(&id, name, payload).await?;
+        Ok((id, done))
+    })
+    .await?;
+    if json {
+        print_json(&json!({
+            "jobId": id,
+            "signal": name,
+            "delivered": true,
+            "replayed": done.replayed,
+            "woke": done.woke,
+        }));
+    } else if done.replayed {
+        println!(
+            "signal {} was already delivered to job {id}",
+            terminal_safe(name)
+        );
+    } else if done.woke {
+        println!(
+            "delivered signal {} to job {id}, which was waiting: it is queued",
+            terminal_safe(name)
+        );
+    } else {
+        println!("delivered signal {} to job {id}", terminal_safe(name));
+    }
+    Ok(())
+}
+
 async fn wait(db: &Database, id: &str, timeout: &str, json: bool) -> Result<()> {
     let timeout = duration_ms("--timeout", timeout)?;
     let timeout = std::time::Duration::from_millis(timeout.max(0) as u64);
@@ -274,6 +339,27 @@ struct Shown {
     job: Job,
     progress: Option<JobProgress>,
     steps: Vec<StepRecord>,
+    signals: Vec<SignalRecord>,
+}
+
+/// The text of the signals a job received (nothing when none).
+fn signals_detail(signals: &[SignalRecord], now_ms: i64) -> String {
+    if signals.is_empty() {
+        return String::new();
+    }
+    let rows: Vec<Vec<String>> = (signals.iter())
+        .map(|s| {
+            let payload = s.payload.to_string();
+            vec![
+                terminal_safe(&s.name).into_owned(),
+                relative(s.at_ms, now_ms),
+                format!("{} bytes of JSON", payload.len()),
+            ]
+        })
+        .collect();
+    let mut out = format!("\nSignals received ({}):\n", signals.len());
+    out.push_str(&table(&["NAME", "WHEN", "PAYLOAD"], &rows));
+    out
 }
 
 /// The text of a job's durable steps (nothing when it has none): a table of

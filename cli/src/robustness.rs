@@ -71,6 +71,7 @@ fn job() -> impl Strategy<Value = Job> {
                 let (workflow_id, step, workflow_name) = (ik.clone(), ck.clone(), sk.clone());
                 let sequence_key = ck.clone();
                 let fairness_key = ik.clone();
+                let awaiting_signal = ck.clone();
                 Job {
                     id,
                     job_name: name.clone(),
@@ -123,6 +124,7 @@ fn job() -> impl Strategy<Value = Job> {
                     sequence_key,
                     sequence_continues: st % 3 == 0,
                     fairness_key,
+                    awaiting_signal,
                 }
             },
         )

@@ -89,10 +89,11 @@ fn enqueue_and_show_every_field() {
         "30/1m",
     ]);
     let shown = db.json(&["jobs", "show", &id]);
-    assert_eq!(keys(&shown), ["job", "progress", "steps"]);
+    assert_eq!(keys(&shown), ["job", "progress", "signals", "steps"]);
     // A job that never ran has said nothing and recorded no step.
     assert_eq!(shown["progress"], serde_json::Value::Null);
     assert_eq!(shown["steps"], serde_json::json!([]));
+    assert_eq!(shown["signals"], serde_json::json!([]));
     let job = &shown["job"];
     assert_eq!(keys(job), sorted(&JOB_FIELDS));
     assert_eq!(job["id"], id.as_str());

@@ -107,6 +107,14 @@ macro_rules! delegate_store {
                 ) -> $crate::Result<$crate::KeyedOutcome<$crate::WakeOutcome>> {
                     self.$field.wake_scheduled(key).await
                 }
+                async fn signal(
+                    &self,
+                    job_id: &str,
+                    name: &str,
+                    payload: $crate::__private::serde_json::Value,
+                ) -> $crate::Result<$crate::Signalled> {
+                    self.$field.signal(job_id, name, payload).await
+                }
                 async fn close(&self) -> $crate::Result<()> {
                     self.$field.close().await
                 }
@@ -194,6 +202,12 @@ macro_rules! delegate_store {
                     batch: $crate::driver::ProgressBatch,
                 ) -> $crate::Result<bool> {
                     self.$field.record_progress(batch).await
+                }
+                async fn end_timed_out_waits(
+                    &self,
+                    limit: usize,
+                ) -> $crate::Result<::std::vec::Vec<::std::string::String>> {
+                    self.$field.end_timed_out_waits(limit).await
                 }
                 async fn record_step(
                     &self,
@@ -297,6 +311,12 @@ macro_rules! delegate_store {
                     id: &str,
                 ) -> $crate::Result<::std::option::Option<$crate::inspect::JobProgress>> {
                     self.$field.job_progress(id).await
+                }
+                async fn job_signals(
+                    &self,
+                    id: &str,
+                ) -> $crate::Result<::std::vec::Vec<$crate::inspect::SignalRecord>> {
+                    self.$field.job_signals(id).await
                 }
                 async fn job_steps(
                     &self,

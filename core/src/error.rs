@@ -135,6 +135,15 @@ pub enum ErrorCode {
     /// A step name that is empty, too long, holds control characters or
     /// starts with `duraq.` (reserved for duraq's own steps).
     InvalidStepName,
+    /// A signal name that is empty, too long or holds control characters, or
+    /// a payload over 256 KiB of JSON ([`crate::Producer::signal`]).
+    InvalidSignal,
+    /// A job already received this signal with another payload: a signal is
+    /// delivered once per job and name.
+    SignalConflict,
+    /// A signal to a job that has finished (completed, failed, cancelled or
+    /// orphaned).
+    JobFinished,
     /// The worker task itself failed: a bug.
     WorkerInternal,
 }
@@ -190,6 +199,9 @@ impl ErrorCode {
             Self::WorkflowNotFound => "workflow-not-found",
             Self::LeaseLost => "lease-lost",
             Self::InvalidStepName => "invalid-step-name",
+            Self::InvalidSignal => "invalid-signal",
+            Self::SignalConflict => "signal-conflict",
+            Self::JobFinished => "job-finished",
             Self::WorkerInternal => "worker-internal",
         }
     }

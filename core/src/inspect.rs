@@ -10,7 +10,7 @@
 pub use crate::bulk::{run_bulk, BulkReport, BulkRequest, BulkSelection};
 pub use crate::counts::{CountDelta, CountSnapshot, QueueCounts, QueueSnapshot, StatusCounts};
 pub use crate::display::{relative_time, thousands, utc_time, visible};
-pub use crate::durable::StepRecord;
+pub use crate::durable::{SignalRecord, StepRecord};
 pub use crate::error::error_chain;
 pub use crate::history::{
     history_minute, throughput, throughput_sum, with_current, HistoryRange, HistorySample,

@@ -250,6 +250,11 @@ pub struct Job {
     /// (`crate::EnqueueOptions::fairness_key`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fairness_key: Option<String>,
+    /// The signal a `pending` job waits for
+    /// ([`crate::JobContext::wait_for_signal`]); its `scheduledAtMs` is then
+    /// when the wait times out.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub awaiting_signal: Option<String>,
 }
 
 fn is_zero(n: &i64) -> bool {
@@ -390,6 +395,12 @@ impl Job {
     /// The reason that begins the `lastError` of a job a claim cancelled
     /// because it had expired (`expired: not started by <time>`).
     pub const EXPIRED: &'static str = "expired";
+
+    /// Whether the job is `pending`, waiting for a signal
+    /// ([`Job::awaiting_signal`]).
+    pub fn is_awaiting_signal(&self) -> bool {
+        self.status == JobStatus::Pending && self.awaiting_signal.is_some()
+    }
 
     /// Whether a store deletes the row in the transaction that moved it here:
     /// an ephemeral job ([`Job::keep_completed`] `false`) that has completed.

@@ -219,9 +219,48 @@ pub enum Outcome {
     },
     /// Give the job back unstarted (shutdown): `queued`, due now, attempt not counted.
     ReturnToQueue,
+    /// `wait_for_signal(name, timeout)` found no signal `name` yet: the job
+    /// waits as `pending` ([`crate::Job::awaiting_signal`]), the attempt not
+    /// counted, until the signal arrives (it is `queued`, due now) or
+    /// `until_ms` passes (the same, when a worker's recovery pass sees it).
+    /// A store that finds the signal already delivered when the report
+    /// arrives applies it as a reschedule by zero ([`Outcome::given_signals`]).
+    AwaitSignal {
+        /// The signal waited for.
+        name: String,
+        /// When the wait times out (ms since the epoch).
+        until_ms: i64,
+    },
 }
 
 impl Outcome {
+    /// The outcome to apply once the store knows whether the signal an
+    /// [`Outcome::AwaitSignal`] names has already arrived (`delivered`, read
+    /// in the report's transaction after the job row is locked, so that a
+    /// signal and a report are never both missed): a wait for a delivered
+    /// signal runs again at once. Other outcomes are unchanged.
+    ///
+    /// ```
+    /// use duraq_core::Outcome;
+    /// let wait = Outcome::AwaitSignal { name: "shipped".into(), until_ms: 9 };
+    /// assert_eq!(wait.clone().given_signals(true), Outcome::Reschedule { delay_ms: 0 });
+    /// assert_eq!(wait.clone().given_signals(false), wait);
+    /// ```
+    pub fn given_signals(self, delivered: bool) -> Self {
+        match self {
+            Self::AwaitSignal { .. } if delivered => Self::Reschedule { delay_ms: 0 },
+            other => other,
+        }
+    }
+
+    /// The signal an [`Outcome::AwaitSignal`] waits for.
+    pub fn awaited_signal(&self) -> Option<&str> {
+        match self {
+            Self::AwaitSignal { name, .. } => Some(name),
+            _ => None,
+        }
+    }
+
     /// A plain failed attempt with the default backoff.
     pub fn failed(error: impl Into<String>) -> Self {
         Self::Failed {

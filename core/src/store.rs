@@ -129,6 +129,37 @@ pub trait Producer: Send + Sync + 'static {
     /// Makes a future queued owner due now (`scheduledAtMs` = now); changes nothing else.
     async fn wake_scheduled(&self, key: &ScheduleKey) -> Result<KeyedOutcome<WakeOutcome>>;
 
+    /// Delivers signal `name` with `payload` to job `job_id`, in one
+    /// transaction: stored once per job and name (the same payload again is
+    /// a replay that changes nothing; another is `signal-conflict`), and a
+    /// job waiting for it ([`crate::JobContext::wait_for_signal`]) becomes
+    /// `queued`, due now. A signal that comes before the wait is kept for it.
+    /// `job-not-found`, `job-finished` for a terminal job, `invalid-signal`
+    /// for a bad name or a payload over 256 KiB; nothing is written then.
+    /// The rule is [`crate::driver::rules::plan_signal`].
+    ///
+    /// The default (a store that keeps no signals) fails with
+    /// `unsupported-option`.
+    ///
+    /// ```no_run
+    /// # async fn demo(store: &dyn duraq_core::Store) -> duraq_core::Result<()> {
+    /// let done = store.signal("01a2…", "shipped", serde_json::json!({"tracking": "1Z…"})).await?;
+    /// assert!(!done.replayed);
+    /// # Ok(()) }
+    /// ```
+    async fn signal(
+        &self,
+        job_id: &str,
+        name: &str,
+        payload: serde_json::Value,
+    ) -> Result<crate::Signalled> {
+        let _ = (job_id, name, payload);
+        Err(crate::error::Error::invalid(
+            crate::error::ErrorCode::UnsupportedOption,
+            "this store does not keep signals",
+        ))
+    }
+
     /// Ends the store's life in this process: announcements still in flight are
     /// sent (the PostgreSQL store's NOTIFYs leave from a background task after
     /// each commit; without this a one-shot command's NOTIFY dies with its
@@ -310,6 +341,17 @@ pub trait WorkerStore: Send + Sync + 'static {
         ))
     }
 
+    /// Ends up to `limit` waits for a signal whose time is up (`pending`
+    /// jobs with [`Job::awaiting_signal`] and `scheduledAtMs <= now`, oldest
+    /// first): each becomes `queued`, due now
+    /// ([`crate::driver::transitions::end_wait`]); the ids, sorted. Every
+    /// worker's recovery pass calls it; it is idempotent. The default (a
+    /// store that keeps no signals) ends none.
+    async fn end_timed_out_waits(&self, limit: usize) -> Result<Vec<String>> {
+        let _ = limit;
+        Ok(Vec::new())
+    }
+
     /// The store's own upkeep, which every worker runs for it: once before its
     /// first claim, then every two seconds while it runs. A store decides
     /// there what its backend needs and how often (PostgreSQL reclaims the
@@ -463,6 +505,14 @@ pub trait Inspect: Send + Sync + 'static {
     async fn job_progress(&self, id: &str) -> Result<Option<JobProgress>> {
         let _ = id;
         Ok(None)
+    }
+
+    /// The signals delivered to job `id` ([`Producer::signal`]), by time
+    /// then name; empty for none or no job. One read by the job's id. The
+    /// default (a store that keeps no signals) is empty.
+    async fn job_signals(&self, id: &str) -> Result<Vec<crate::inspect::SignalRecord>> {
+        let _ = id;
+        Ok(Vec::new())
     }
 
     /// The recorded durable steps of job `id` ([`crate::JobContext::step`]),

@@ -73,6 +73,7 @@ fn row_without_identity(job: &NewJob, now_ms: i64) -> Job {
         sequence_key: job.sequence_key().map(str::to_owned),
         sequence_continues: job.sequence_failure() == crate::SequenceFailure::Continue,
         fairness_key: job.fairness_key().map(str::to_owned),
+        awaiting_signal: None,
     }
 }
 
@@ -180,7 +181,23 @@ pub fn apply_outcome(job: &mut Job, outcome: &Outcome, now_ms: i64) {
             job.attempts -= 1;
             requeue(job, now_ms);
         }
+        Outcome::AwaitSignal { name, until_ms } => {
+            job.attempts -= 1;
+            requeue(job, *until_ms);
+            job.status = JobStatus::Pending;
+            job.awaiting_signal = Some(name.clone());
+        }
     }
+}
+
+/// A `pending` job waiting for a signal ([`Job::awaiting_signal`]) that
+/// arrived, or whose wait timed out: `queued`, due at `now_ms`, waiting for
+/// nothing. Its next attempt reads the signal, or finds the time up.
+pub fn end_wait(job: &mut Job, now_ms: i64) {
+    debug_assert!(job.is_awaiting_signal());
+    job.status = JobStatus::Queued;
+    job.scheduled_at_ms = now_ms;
+    job.awaiting_signal = None;
 }
 
 /// The most a job's output may hold, as compact JSON: 256 KiB.

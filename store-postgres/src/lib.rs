@@ -114,6 +114,7 @@ mod schedule;
 mod schema;
 mod schema_def;
 mod search;
+mod signals;
 mod steps;
 mod store_impl;
 mod transactional;

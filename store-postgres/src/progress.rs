@@ -17,8 +17,8 @@ use duraq_core::{JobStatus, Result};
 use crate::backend::db::Db;
 use crate::tx::Tx;
 
-/// CTE parts that delete a job's rows in other tables (its progress, lines
-/// and durable steps, [`crate::steps`]) for the jobs a `gone AS (DELETE …
+/// CTE parts that delete a job's rows in other tables (its progress, lines,
+/// durable steps and signals, [`crate::steps`], [`crate::signals`]) for the jobs a `gone AS (DELETE …
 /// RETURNING j.id …)` part deleted, in the same statement; lines are looked
 /// up only for jobs that had a progress row.
 pub(crate) const DELETE_WITH_JOBS: &str =
@@ -26,7 +26,8 @@ pub(crate) const DELETE_WITH_JOBS: &str =
      RETURNING job_id), \
      gone_logs AS (DELETE FROM {s}.duraq_job_logs WHERE job_id IN \
      (SELECT job_id FROM gone_progress)), \
-     gone_steps AS (DELETE FROM {s}.duraq_job_steps WHERE job_id IN (SELECT id FROM gone))";
+     gone_steps AS (DELETE FROM {s}.duraq_job_steps WHERE job_id IN (SELECT id FROM gone)), \
+     gone_signals AS (DELETE FROM {s}.duraq_job_signals WHERE job_id IN (SELECT id FROM gone))";
 
 /// Persists one fenced batch; `false` (nothing written) when the lease is stale.
 pub(crate) async fn record(tx: &mut Tx<'_>, batch: &ProgressBatch) -> Result<bool> {

@@ -68,6 +68,12 @@ pub(crate) async fn report_many(
         let l = loaded_from_row(&row)?;
         loaded.insert(l.job.id.clone(), l);
     }
+    // Read with the rows locked: a signal delivered before now is seen here,
+    // and one delivered after waits for this transaction and sees the wait.
+    let waits: Vec<(&str, &str)> = (reports.iter())
+        .filter_map(|(l, o)| Some((l.job_id.as_str(), o.awaited_signal()?)))
+        .collect();
+    let delivered = crate::signals::delivered(&tx.db, &waits).await?;
     let mut applied = Vec::with_capacity(reports.len());
     let mut changed: Vec<&str> = Vec::new();
     let mut released: Vec<(String, i64)> = Vec::new();
@@ -85,6 +91,7 @@ pub(crate) async fn report_many(
             applied.push(false);
             continue;
         };
+        let outcome = &outcome.clone().given_signals(delivered.contains(&job.id));
         apply_outcome(job, outcome, tx.now);
         tx.change.reported(&job.queue, outcome, job.status);
         // What `give_back_held` does for one row, gathered for one statement each.

@@ -228,6 +228,16 @@ pub(crate) const TABLES: &[Table] = &[
         constraints: "PRIMARY KEY (job_id, name)",
     },
     Table {
+        name: "duraq_job_signals",
+        columns: &[
+            ("job_id", T, "text NOT NULL"),
+            ("name", T, "text NOT NULL"),
+            ("payload", T, "text NOT NULL"),
+            ("at_ms", I, "bigint NOT NULL"),
+        ],
+        constraints: "PRIMARY KEY (job_id, name)",
+    },
+    Table {
         name: "duraq_paused_queues",
         columns: &[
             ("queue", T, "text PRIMARY KEY"),

@@ -97,6 +97,18 @@ impl Producer for PostgresStore {
         })
     }
 
+    async fn signal(
+        &self,
+        job_id: &str,
+        name: &str,
+        payload: serde_json::Value,
+    ) -> Result<duraq_core::Signalled> {
+        duraq_core::driver::rules::check_signal(name, &payload)?;
+        write_tx!(self, self.now(), |tx| {
+            crate::signals::signal(&mut tx, job_id, name, &payload).await
+        })
+    }
+
     /// Sends the NOTIFYs still pending, then stops the notifier and the LISTEN
     /// connection and closes the pool. Later calls fail.
     async fn close(&self) -> Result<()> {
@@ -215,6 +227,12 @@ impl WorkerStore for PostgresStore {
         })
     }
 
+    async fn end_timed_out_waits(&self, limit: usize) -> Result<Vec<String>> {
+        write_tx!(self, self.now(), |tx| {
+            crate::signals::end_timed_out_waits(&mut tx, limit).await
+        })
+    }
+
     async fn record_step(
         &self,
         write: duraq_core::driver::StepWrite,
@@ -267,6 +285,10 @@ impl Inspect for PostgresStore {
 
     async fn job_progress(&self, id: &str) -> Result<Option<duraq_core::inspect::JobProgress>> {
         read!(self, |db| crate::progress::get(&db, id).await)
+    }
+
+    async fn job_signals(&self, id: &str) -> Result<Vec<duraq_core::inspect::SignalRecord>> {
+        read!(self, |db| crate::signals::get(&db, id).await)
     }
 
     async fn job_steps(&self, id: &str) -> Result<Vec<duraq_core::inspect::StepRecord>> {

@@ -377,14 +377,25 @@ pub const SCHEMA_VERSIONS: &[SchemaVersion] = &[
             "Fairness keys (`fairness_key`): due jobs of different keys are claimed in turn.",
         )
     },
-    // `duraq_job_steps`: a row per job and durable step name (see
-    // `crate::steps`). A binary of version 19 would not delete them with
-    // their job, so it must refuse such a schema.
-    version(
-        20,
-        "durable_steps",
-        "Durable steps: what each step of a job returned (`duraq_job_steps`).",
-    ),
+    // `duraq_job_steps` and `duraq_job_signals`: a row per job and step or
+    // signal name (see `crate::steps`, `crate::signals`), and
+    // `duraq_jobs.awaiting_signal` (nullable), added in place. A binary of
+    // version 19 would neither delete these rows with their job nor end a
+    // wait, so it must refuse such a schema.
+    SchemaVersion {
+        indexes: &[index(
+            "duraq_jobs_awaiting",
+            On::Live,
+            "(scheduled_at_ms) WHERE status = 'pending' AND awaiting_signal IS NOT NULL",
+        )],
+        ..version(
+            20,
+            "durable_execution",
+            "Durable steps and signals: what each step of a job returned (`duraq_job_steps`), \
+             the signals it received (`duraq_job_signals`) and the one a pending job waits for \
+             (`awaiting_signal`).",
+        )
+    },
 ];
 
 /// The newest schema version this binary knows.

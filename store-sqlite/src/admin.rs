@@ -94,6 +94,7 @@ pub(crate) fn act_on_jobs(
     }
     crate::progress::delete_for(tx.conn, &deleted)?;
     crate::steps::delete_for(tx.conn, &deleted)?;
+    crate::signals::delete_for(tx.conn, &deleted)?;
     Ok((batch, stopped))
 }
 
@@ -157,7 +158,8 @@ pub(crate) fn delete_jobs(tx: &mut Tx<'_>, jobs: &[(&str, JobStatus)]) -> Result
     }
     let ids: Vec<&str> = jobs.iter().map(|(id, _)| *id).collect();
     crate::progress::delete_for(tx.conn, &ids)?;
-    crate::steps::delete_for(tx.conn, &ids)
+    crate::steps::delete_for(tx.conn, &ids)?;
+    crate::signals::delete_for(tx.conn, &ids)
 }
 
 /// Sets every reservation count to the cost of the handed-off jobs holding its key.

@@ -48,5 +48,6 @@ pub(crate) fn complete_deleting(
             .execute([&job.id])
             .db()?;
     }
-    crate::steps::delete_for(tx.conn, &[job.id.as_str()])
+    crate::steps::delete_for(tx.conn, &[job.id.as_str()])?;
+    crate::signals::delete_for(tx.conn, &[job.id.as_str()])
 }

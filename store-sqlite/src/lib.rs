@@ -122,6 +122,7 @@ mod schema;
 mod schema_def;
 mod schema_versions;
 mod search;
+mod signals;
 mod steps;
 mod store_impl;
 mod transactional;

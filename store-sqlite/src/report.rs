@@ -21,6 +21,11 @@ pub(crate) fn report(tx: &mut Tx<'_>, lease: &Lease, outcome: &Outcome) -> Resul
     if !lease.holds(&job) {
         return Ok(false);
     }
+    let delivered = match outcome.awaited_signal() {
+        Some(name) => crate::signals::stored(tx.conn, &job.id, name)?.is_some(),
+        None => false,
+    };
+    let outcome = &outcome.clone().given_signals(delivered);
     apply_outcome(&mut job, outcome, tx.now);
     let reservation = Reservation::Known(reservation.as_deref());
     if job.is_deleted_on_completion() && !crate::dependencies::has_dependents(tx.conn, &job.id)? {

@@ -218,6 +218,17 @@ pub(crate) const TABLES: &[Table] = &[
         constraints: ", PRIMARY KEY (job_id, name)",
     },
     Table {
+        name: SIGNALS_TABLE,
+        since: 19,
+        columns: &[
+            col("job_id", "TEXT", "NOT NULL", 19),
+            col("name", "TEXT", "NOT NULL", 19),
+            col("payload", "TEXT", "NOT NULL", 19),
+            col("at_ms", "INTEGER", "NOT NULL", 19),
+        ],
+        constraints: ", PRIMARY KEY (job_id, name)",
+    },
+    Table {
         name: DEPENDENTS_TABLE,
         since: 11,
         columns: &[
@@ -264,6 +275,9 @@ pub(crate) const LOGS_TABLE: &str = "duraq_job_logs";
 
 /// A job's durable step records (see [`crate::steps`]).
 pub(crate) const STEPS_TABLE: &str = "duraq_job_steps";
+
+/// The signals delivered to jobs (see [`crate::signals`]).
+pub(crate) const SIGNALS_TABLE: &str = "duraq_job_signals";
 
 /// The throughput history samples (see [`crate::history`]).
 pub(crate) const HISTORY_TABLE: &str = "duraq_history";

@@ -259,15 +259,20 @@ pub const SCHEMA_VERSIONS: &[SchemaVersion] = &[
             "Fairness keys (`fairness_key`): due jobs of different keys are claimed in turn.",
         )
     },
-    // `duraq_job_steps`: a row per job and durable step name, so jobs
-    // without steps cost nothing more (see `crate::steps` and
-    // `docs/durable.md`). A binary of version 18 would not delete them with
-    // their job, so it must refuse such a file.
-    version(
-        19,
-        "durable_steps",
-        "Durable steps: what each step of a job returned (`duraq_job_steps`).",
-    ),
+    // `duraq_job_steps` and `duraq_job_signals`: a row per job and step or
+    // signal name, so jobs without them cost nothing more (see `crate::steps`,
+    // `crate::signals` and `docs/durable.md`); `duraq_jobs.awaiting_signal`
+    // (nullable) added in place. A binary of version 18 would neither delete
+    // these rows with their job nor end a wait, so it must refuse such a file.
+    SchemaVersion {
+        indexes: &["CREATE INDEX IF NOT EXISTS duraq_jobs_awaiting ON duraq_jobs \
+                    (scheduled_at_ms) WHERE status = 'pending' AND awaiting_signal IS NOT NULL"],
+        ..version(
+            19,
+            "durable_execution",
+            "Durable steps and signals: what each step of a job returned (`duraq_job_steps`), the signals it received (`duraq_job_signals`) and the one a pending job waits for (`awaiting_signal`).",
+        )
+    },
 ];
 
 /// The newest schema version this binary knows (the last of
@@ -321,6 +326,6 @@ mod tests {
                 assert!(!created.contains(retired), "{retired}");
             }
         }
-        assert_eq!(created.len(), 17);
+        assert_eq!(created.len(), 18);
     }
 }

@@ -62,6 +62,18 @@ impl Producer for SqliteStore {
         self.write(move |tx| schedule::wake(tx, &key)).await
     }
 
+    async fn signal(
+        &self,
+        job_id: &str,
+        name: &str,
+        payload: serde_json::Value,
+    ) -> Result<duraq_core::Signalled> {
+        duraq_core::driver::rules::check_signal(name, &payload)?;
+        let (job_id, name) = (job_id.to_owned(), name.to_owned());
+        self.write(move |tx| crate::signals::signal(tx, &job_id, &name, &payload))
+            .await
+    }
+
     /// Stops the writer thread (and with it the cross-process poll) once the
     /// writes already sent are committed, and closes every connection. Later
     /// calls fail with `backend-error`.
@@ -156,6 +168,11 @@ impl WorkerStore for SqliteStore {
             .await
     }
 
+    async fn end_timed_out_waits(&self, limit: usize) -> Result<Vec<String>> {
+        self.write(move |tx| crate::signals::end_timed_out_waits(tx, limit))
+            .await
+    }
+
     async fn record_step(
         &self,
         write: duraq_core::driver::StepWrite,
@@ -198,6 +215,11 @@ impl Inspect for SqliteStore {
     async fn job_progress(&self, id: &str) -> Result<Option<JobProgress>> {
         let id = id.to_owned();
         self.read(move |conn| crate::progress::get(conn, &id)).await
+    }
+
+    async fn job_signals(&self, id: &str) -> Result<Vec<duraq_core::inspect::SignalRecord>> {
+        let id = id.to_owned();
+        self.read(move |conn| crate::signals::get(conn, &id)).await
     }
 
     async fn job_steps(&self, id: &str) -> Result<Vec<duraq_core::inspect::StepRecord>> {

@@ -1,7 +1,7 @@
 //! Durable steps and sleeps (`docs/durable.md`). Store level: `record_step`
 //! is fenced by the lease, keeps a name's first record and changes no job
-//! and no count; a job's records go with it (bulk delete, prune, and an
-//! ephemeral job's completion). Through the worker's own attempt path
+//! and no count; a job's records and signals go with it (bulk delete,
+//! prune, and an ephemeral job's completion). Through the worker's own attempt path
 //! ([`Worker::run_due`] on the case's clock): a step's closure runs once
 //! across a sleep and a retry, a sleep uses no retry and frees the slot, and
 //! bad step names fail the job with their codes.
@@ -93,11 +93,14 @@ pub async fn a_jobs_steps_go_with_the_job(h: &Harness) {
     let kept = running(h, "d-kept", EnqueueOptions::new()).await;
     let deleted = running(h, "d-deleted", EnqueueOptions::new()).await;
     let ephemeral = running(h, "d-eph", EnqueueOptions::new().keep_completed(false)).await;
+    let signals = |id: String| async move { h.store.job_signals(&id).await.unwrap().len() };
     for j in [&kept, &deleted, &ephemeral] {
         assert!(record(h, write(j, "s", json!(j.id))).await.is_some());
+        h.store.signal(&j.id, "go", json!(1)).await.unwrap();
         assert!(h.report(j, Outcome::Completed).await);
     }
     assert_eq!(steps(h, &ephemeral.id).await, [], "deleted as it completed");
+    assert_eq!(signals(ephemeral.id.clone()).await, 0);
     let batch = h
         .store
         .act_on_jobs(BulkAction::Delete, std::slice::from_ref(&deleted.id))
@@ -105,7 +108,9 @@ pub async fn a_jobs_steps_go_with_the_job(h: &Harness) {
         .unwrap();
     assert_eq!(batch.changed, 1);
     assert_eq!(steps(h, &deleted.id).await, [], "deleted with its job");
+    assert_eq!(signals(deleted.id.clone()).await, 0);
     assert_eq!(steps(h, &kept.id).await.len(), 1);
+    assert_eq!(signals(kept.id.clone()).await, 1);
     h.advance(10);
     let prune = PruneRequest {
         completed_older_than: Some(Duration::from_millis(5)),
@@ -115,6 +120,7 @@ pub async fn a_jobs_steps_go_with_the_job(h: &Harness) {
     };
     assert_eq!(h.store.prune(&prune).await.unwrap().deleted, 1);
     assert_eq!(steps(h, &kept.id).await, [], "pruned with its job");
+    assert_eq!(signals(kept.id.clone()).await, 0);
 }
 
 /// How often each closure ran, counted outside the store.

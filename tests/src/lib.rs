@@ -67,6 +67,7 @@ pub mod schedule_keys;
 pub mod schedule_ownership;
 pub mod search;
 pub mod sequences;
+pub mod signals;
 pub mod trace_context;
 pub mod wait;
 pub mod workers;

@@ -204,6 +204,13 @@ macro_rules! store_suite {
                     a_step_runs_once_across_a_sleep_and_a_retry,
                     bad_step_names_fail_the_job_with_their_codes,
                 ],
+                signals: [
+                    a_signal_is_kept_once_per_job_and_name,
+                    a_wait_reported_after_its_signal_arrived_runs_again,
+                    a_wait_pends_until_its_signal_wakes_it,
+                    a_signal_sent_before_the_wait_is_read_at_once,
+                    a_wait_that_timed_out_stays_timed_out,
+                ],
                 operations: [
                     operation_rides_along, start_attempt_stamps_once, record_result,
                     missing_operation_not_found, operation_key_in_use_conflicts,

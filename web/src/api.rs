@@ -1,6 +1,6 @@
 //! The JSON API under `/api/v1`, for programs in any language: enqueue one
-//! job, a batch or a workflow, read a job, wait for a job to finish
-//! (`docs/http-api.md`).
+//! job, a batch or a workflow, read a job, wait for a job to finish, send a
+//! job a signal (`docs/http-api.md`).
 //!
 //! Why in the dashboard's router: it is already the one HTTP face of a store
 //! with its guard (the token, read-only mode, the `Host` allow-list), and
@@ -14,6 +14,7 @@
 mod body;
 mod error;
 mod jobs;
+mod signals;
 mod wait;
 mod workflows;
 
@@ -36,6 +37,7 @@ pub fn routes() -> Router<State> {
         .route("/jobs/batch", post(jobs::batch))
         .route("/jobs/{id}", get(jobs::show))
         .route("/jobs/{id}/wait", get(wait::wait))
+        .route("/jobs/{id}/signals/{name}", post(signals::deliver))
         .route("/workflows", post(workflows::create))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)

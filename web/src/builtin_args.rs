@@ -23,6 +23,14 @@ pub const ECHO: &str = "duraq.echo";
 /// Job name of the webhook handler.
 pub const HTTP: &str = "duraq.http";
 
+/// Job name of the handler that waits for a signal and completes with its
+/// payload (`{"name", "timeoutMs"?}`).
+pub const AWAIT_SIGNAL: &str = "duraq.await_signal";
+
+/// How long `duraq.await_signal` waits when its args give no `timeoutMs`:
+/// 30 days.
+pub const DEFAULT_SIGNAL_TIMEOUT_MS: u64 = 30 * 24 * 3_600_000;
+
 /// A check of job `name`'s args: `Err` is why the handler would refuse them.
 pub type ArgsCheck = fn(name: &str, args: &Value) -> Result<(), String>;
 
@@ -39,6 +47,7 @@ pub fn check_args(name: &str, args: &Value) -> Result<(), String> {
     match name {
         SLEEP => sleep_ms(args).map(drop),
         HTTP => http_request(args).map(drop),
+        AWAIT_SIGNAL => awaited_signal(args).map(drop),
         _ => Ok(()),
     }
 }
@@ -48,6 +57,39 @@ pub fn sleep_ms(args: &Value) -> Result<u64, String> {
     args.get("ms")
         .and_then(Value::as_u64)
         .ok_or_else(|| format!("duraq.sleep expects {{\"ms\": N}} with N >= 0, got {args}"))
+}
+
+/// The signal `duraq.await_signal` waits for and how long (ms), or why its
+/// args are not `{"name": "…", "timeoutMs"?: N}` (an unknown key is named).
+///
+/// ```
+/// use duraq_web::builtin_args::awaited_signal;
+/// let (name, ms) = awaited_signal(&serde_json::json!({"name": "go", "timeoutMs": 5})).unwrap();
+/// assert_eq!((name.as_str(), ms), ("go", 5));
+/// assert!(awaited_signal(&serde_json::json!({"name": "go", "timeout": 5})).is_err());
+/// ```
+pub fn awaited_signal(args: &Value) -> Result<(String, u64), String> {
+    let expects = "duraq.await_signal expects {\"name\": \"…\", \"timeoutMs\"?: N}";
+    let fields = args
+        .as_object()
+        .ok_or_else(|| format!("{expects}, got {args}"))?;
+    if let Some(unknown) = fields
+        .keys()
+        .find(|k| !["name", "timeoutMs"].contains(&k.as_str()))
+    {
+        return Err(format!("{expects}: unknown key {unknown:?}"));
+    }
+    let name = fields.get("name").and_then(Value::as_str);
+    let name = name
+        .filter(|n| !n.is_empty())
+        .ok_or_else(|| format!("{expects}, got {args}"))?;
+    let timeout = match fields.get("timeoutMs") {
+        None => DEFAULT_SIGNAL_TIMEOUT_MS,
+        Some(ms) => ms
+            .as_u64()
+            .ok_or_else(|| format!("{expects}: timeoutMs must be N >= 0, got {ms}"))?,
+    };
+    Ok((name.to_owned(), timeout))
 }
 
 /// A `duraq.http` request as its args describe it, before it is sent.

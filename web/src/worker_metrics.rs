@@ -138,7 +138,9 @@ impl WorkerMetrics {
                     (_, false) => "lost_lease",
                     (Outcome::Completed | Outcome::CompletedWith { .. }, true) => "completed",
                     (Outcome::Failed { .. }, true) => "failed",
-                    (Outcome::Reschedule { .. }, true) => "rescheduled",
+                    (Outcome::Reschedule { .. } | Outcome::AwaitSignal { .. }, true) => {
+                        "rescheduled"
+                    }
                     (Outcome::ReturnToQueue, true) => "returned_to_queue",
                 };
                 let name = finished.job_name.clone();

@@ -1,6 +1,6 @@
-//! The job page's steps table through a real server: a durable job's
+//! The job page's steps and signals through a real server: a durable job's
 //! recorded steps in order, names escaped, a sleep shown with its wake-up
-//! time; a job without steps has no table.
+//! time, the signals it received; a job without either has no table.
 
 mod common;
 
@@ -34,6 +34,7 @@ async fn the_job_page_lists_a_jobs_steps_and_sleeps() {
         };
         assert!(store.record_step(write).await.unwrap().is_some());
     }
+    store.signal(&id, "shipped", json!("1Z")).await.unwrap();
     let addr = spawn_server(router(store.clone(), WebOptions::new())).await;
     let (status, _, page) = http(addr, "GET", &format!("/jobs/{id}"), &[], "").await;
     assert_eq!(status, 200, "{page}");
@@ -45,6 +46,7 @@ async fn the_job_page_lists_a_jobs_steps_and_sleeps() {
     assert!(!page.contains(SCRIPT));
     assert!(page.contains("17 bytes of JSON"), "{page}");
     assert!(page.contains("sleeps until"), "{page}");
+    assert!(page.contains("<tr data-signal=\"shipped\">"), "{page}");
     let (_, _, page) = http(addr, "GET", &format!("/jobs/{plain}"), &[], "").await;
-    assert!(!page.contains("id=\"steps\""), "{page}");
+    assert!(!page.contains("id=\"steps\"") && !page.contains("id=\"signals\""));
 }

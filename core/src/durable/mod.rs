@@ -17,13 +17,26 @@
 //! effect is a write to the same database made in the transaction that
 //! records the step.
 //!
+//! A wait for a signal is the same idea: the handler asks for the signal;
+//! when it is not there yet the attempt ends and the job waits as `pending`
+//! (no slot, no retry) until the signal arrives or the wait times out, and
+//! the next attempt replays up to the wait and reads it. What the wait
+//! returned is recorded as a step too, so a replay never changes its mind.
+//!
 //! Store authors: [`crate::WorkerStore::record_step`] writes one record fenced
 //! by the attempt's lease, [`crate::Inspect::job_steps`] reads a job's
-//! records, and the records go when their job is deleted.
+//! records, and the records go when their job is deleted. A delivery
+//! ([`crate::Producer::signal`]) is decided by [`plan_signal`]; a report of
+//! [`crate::Outcome::AwaitSignal`] checks for the signal after locking the
+//! job ([`crate::Outcome::given_signals`]); and every worker's recovery pass
+//! ends the waits whose time is up ([`crate::WorkerStore::end_timed_out_waits`]).
 
 mod journal;
+mod signal;
 mod sleep;
 mod step;
+mod wait_signal;
 
 pub(crate) use journal::Journal;
 pub use journal::{StepRecord, StepWrite};
+pub use signal::{check_signal, plan_signal, SignalPlan, SignalRecord, Signalled};

@@ -179,6 +179,10 @@ impl State {
         if !lease.holds(job) {
             return false;
         }
+        let delivered =
+            (outcome.awaited_signal()).is_some_and(|name| self.has_signal(&lease.job_id, name));
+        let outcome = &outcome.clone().given_signals(delivered);
+        let job = self.jobs.get_mut(&lease.job_id).expect("checked above");
         transitions::apply_outcome(job, outcome, now);
         change.reported(&job.queue, outcome, job.status);
         let deleted = job.is_deleted_on_completion();
@@ -306,6 +310,7 @@ impl State {
                 change.removed(&job.queue, job.status);
                 self.progress.remove(id);
                 self.steps.remove(id);
+                self.signals.remove(id);
                 self.release_backlog.remove(id);
             }
         }

@@ -11,6 +11,7 @@ mod history;
 mod keys;
 mod lifecycle;
 mod progress;
+mod signals;
 mod steps;
 mod store_impl;
 mod workers;
@@ -70,6 +71,9 @@ struct State {
     /// job id → its durable step records (`duraq_job_steps` in the stores);
     /// deleted with the job.
     steps: BTreeMap<String, Vec<crate::durable::StepRecord>>,
+    /// job id → the signals delivered to it (`duraq_job_signals` in the
+    /// stores); deleted with the job.
+    signals: BTreeMap<String, Vec<crate::durable::SignalRecord>>,
     /// job id → its release backlog entry (`duraq_release_backlog` in the
     /// stores); dropped when the job is retried, reopened or deleted.
     release_backlog: BTreeMap<String, crate::rules::BacklogEntry>,

@@ -120,6 +120,24 @@ impl Producer for MemoryStore {
         }
         Ok(outcome)
     }
+
+    async fn signal(
+        &self,
+        job_id: &str,
+        name: &str,
+        payload: serde_json::Value,
+    ) -> Result<crate::Signalled> {
+        crate::durable::check_signal(name, &payload)?;
+        let mut st = self.lock();
+        let mut change = CountChange::default();
+        let done = st.signal(job_id, name, payload, self.now(), &mut change)?;
+        self.commit(&mut st, change);
+        drop(st);
+        if done.woke {
+            self.signal_work();
+        }
+        Ok(done)
+    }
 }
 
 #[async_trait]
@@ -179,6 +197,18 @@ impl WorkerStore for MemoryStore {
         let expired = st.expire_due(limit, self.now(), &mut change);
         self.commit(&mut st, change);
         Ok(expired)
+    }
+
+    async fn end_timed_out_waits(&self, limit: usize) -> Result<Vec<String>> {
+        let mut st = self.lock();
+        let mut change = CountChange::default();
+        let ended = st.end_timed_out_waits(limit, self.now(), &mut change);
+        self.commit(&mut st, change);
+        drop(st);
+        if !ended.is_empty() {
+            self.signal_work();
+        }
+        Ok(ended)
     }
 
     async fn age_priorities(&self, pass: &crate::driver::AgingPass) -> Result<u64> {
@@ -275,6 +305,10 @@ impl Inspect for MemoryStore {
 
     async fn job_progress(&self, id: &str) -> Result<Option<JobProgress>> {
         Ok(self.lock().job_progress(id))
+    }
+
+    async fn job_signals(&self, id: &str) -> Result<Vec<crate::inspect::SignalRecord>> {
+        Ok(self.lock().job_signals(id))
     }
 
     async fn job_steps(&self, id: &str) -> Result<Vec<crate::inspect::StepRecord>> {

@@ -25,6 +25,7 @@ mod release;
 mod schedule;
 mod search;
 
+pub use crate::durable::{check_signal, plan_signal, SignalPlan};
 pub use claim::{Admission, AdmissionRead, ClaimAdmission, LeaveReason, SequenceHead};
 pub use dependencies::{
     apply_start, dependency_not_found, reopen, reopened_open_count, start_of,

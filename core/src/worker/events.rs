@@ -210,7 +210,7 @@ impl Telemetry {
             Outcome::Completed | Outcome::CompletedWith { .. } => &self.completed,
             Outcome::Failed { discard: false, .. } if retries_left => &self.retried,
             Outcome::Failed { .. } => &self.failed,
-            Outcome::Reschedule { .. } => &self.rescheduled,
+            Outcome::Reschedule { .. } | Outcome::AwaitSignal { .. } => &self.rescheduled,
             Outcome::ReturnToQueue => &self.returned_to_queue,
         };
         Self::add(counter, 1);

@@ -202,8 +202,8 @@ pub struct JobError {
     discard: bool,
     code: Option<ErrorCode>,
     /// Set by a durable sleep or wait: not a failure, but the end of the
-    /// attempt until this much later ([`JobContext::sleep_until`]).
-    suspend: Option<Duration>,
+    /// attempt ([`JobContext::sleep_until`], [`JobContext::wait_for_signal`]).
+    suspend: Option<Suspend>,
 }
 
 impl JobError {
@@ -236,8 +236,19 @@ impl JobError {
     /// The end of an attempt that resumes the job after `delay`, at `until_ms`.
     pub(crate) fn suspended(delay: Duration, until_ms: i64) -> Self {
         Self {
-            suspend: Some(delay),
-            ..Self::new(format!("suspended until {until_ms} (ms since the epoch)"))
+            suspend: Some(Suspend::Sleep(delay)),
+            ..Self::new(format!("sleeping until {until_ms} (ms since the epoch)"))
+        }
+    }
+
+    /// The end of an attempt that waits for signal `name` until `until_ms`.
+    pub(crate) fn awaiting(name: &str, until_ms: i64) -> Self {
+        Self {
+            suspend: Some(Suspend::Signal {
+                name: name.to_owned(),
+                until_ms,
+            }),
+            ..Self::new(format!("waiting for signal {name:?} until {until_ms}"))
         }
     }
 
@@ -281,6 +292,15 @@ impl JobError {
     pub fn is_suspension(&self) -> bool {
         self.suspend.is_some()
     }
+}
+
+/// How a durable sleep or wait ends an attempt.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Suspend {
+    /// Run again after this long.
+    Sleep(Duration),
+    /// Wait as `pending` for a signal until a time.
+    Signal { name: String, until_ms: i64 },
 }
 
 impl fmt::Display for JobError {
@@ -544,10 +564,15 @@ pub(crate) fn outcome_of(
             delay_ms: duration_ms(d),
         },
         Err(JobError {
-            suspend: Some(d), ..
+            suspend: Some(Suspend::Sleep(d)),
+            ..
         }) => Outcome::Reschedule {
             delay_ms: duration_ms(d),
         },
+        Err(JobError {
+            suspend: Some(Suspend::Signal { name, until_ms }),
+            ..
+        }) => Outcome::AwaitSignal { name, until_ms },
         Err(e) => failed(
             e.message,
             e.retry_in.or_else(|| backoff(attempt)),

@@ -64,8 +64,9 @@ pub(crate) async fn recovery_loop(
 /// The most expired jobs one recovery pass cancels (the next pass goes on).
 pub(crate) const EXPIRE_BATCH: usize = 1_000;
 
-/// One recovery pass: the leases of stale workers, then the expired jobs no
-/// claim reached ([`WorkerStore::expire_due`]); errors are logged.
+/// One recovery pass: the leases of stale workers, the expired jobs no
+/// claim reached ([`WorkerStore::expire_due`]) and the signal waits whose
+/// time is up ([`WorkerStore::end_timed_out_waits`]); errors are logged.
 pub(crate) async fn recover_once(
     store: &dyn WorkerStore,
     stale_after: Duration,
@@ -86,6 +87,13 @@ pub(crate) async fn recover_once(
         }
         Ok(_) => {}
         Err(e) => tracing::warn!("cancelling expired jobs failed: {e}"),
+    }
+    match store.end_timed_out_waits(EXPIRE_BATCH).await {
+        Ok(ids) if !ids.is_empty() => {
+            tracing::debug!(count = ids.len(), job_ids = ?ids, "ended timed-out signal waits");
+        }
+        Ok(_) => {}
+        Err(e) => tracing::warn!("ending timed-out signal waits failed: {e}"),
     }
 }
 

@@ -49,7 +49,9 @@ impl Worker {
     ///
     /// Time is the worker's clock ([`crate::worker::WorkerBuilder::clock`]): with a
     /// [`crate::ManualClock`], a job scheduled later runs once the clock has
-    /// been moved past it. A round claims once; jobs that become due during it
+    /// been moved past it (and a wait for a signal whose time is up, which a
+    /// running worker's recovery pass ends, is ended first, so it is due
+    /// too). A round claims once; jobs that become due during it
     /// (a retry with no backoff, a job a handler enqueued) wait for the next.
     ///
     /// Errors: the store's, from the claim or the report.
@@ -122,6 +124,9 @@ impl Worker {
         if job_names.is_empty() || limit == 0 {
             return Ok(DueRun::default());
         }
+        // What the recovery pass would do by now: a signal wait whose time
+        // is up is due again.
+        self.store.end_timed_out_waits(limit).await?;
         let req = ClaimRequest {
             worker_id: self.config.worker_id.clone(),
             job_names,

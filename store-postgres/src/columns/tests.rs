@@ -35,6 +35,7 @@ fn sample() -> (Job, ArgsText) {
     job.sequence_key = Some("account:7".into());
     job.sequence_continues = true;
     job.fairness_key = Some("tenant:9".into());
+    job.awaiting_signal = Some("shipped".into());
     (job, args)
 }
 

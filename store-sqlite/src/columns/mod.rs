@@ -205,6 +205,8 @@ job_columns! {
     sequence_key: field = column("TEXT", "", 17, Bind),
     sequence_continues: field = column("INTEGER", "NOT NULL DEFAULT 0", 17, Bind),
     fairness_key: field = column("TEXT", "", 18, Bind),
+    // The signal a pending job waits for (see `crate::signals`).
+    awaiting_signal: field = column("TEXT", "", 19, Fresh("NULL")).saved(),
 }
 
 /// The columns of `duraq_jobs` for the declared schema, in table order.

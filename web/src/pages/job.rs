@@ -21,7 +21,7 @@
 use axum::extract::{Path, Query, State as AxumState};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::Form;
-use duraq_core::inspect::{BulkAction, JobProgress, StepRecord};
+use duraq_core::inspect::{BulkAction, JobProgress, SignalRecord, StepRecord};
 use duraq_core::{ErrorCode, Job, JobStatus};
 use maud::{html, Markup};
 use serde::Deserialize;
@@ -53,12 +53,13 @@ pub async fn detail(
     Path(id): Path<String>,
     Query(q): Query<DetailQuery>,
 ) -> Response {
-    let (job, said, steps) = match state.store.get_job(&id).await {
+    let (job, said, steps, signals) = match state.store.get_job(&id).await {
         Ok(Some(job)) => {
             let said = state.store.job_progress(&job.id).await;
             let steps = state.store.job_steps(&job.id).await;
-            match said.and_then(|said| Ok((said, steps?))) {
-                Ok((said, steps)) => (job, said, steps),
+            let signals = state.store.job_signals(&job.id).await;
+            match said.and_then(|said| Ok((said, steps?, signals?))) {
+                Ok((said, steps, signals)) => (job, said, steps, signals),
                 Err(e) => return store_error(&state, "job", &e),
             }
         }
@@ -110,6 +111,10 @@ pub async fn detail(
         @if !steps.is_empty() {
             h2 { "Steps" }
             (step_list(&steps))
+        }
+        @if !signals.is_empty() {
+            h2 { "Signals received" }
+            (signal_list(&signals))
         }
         h2 { "Error history" }
         (errors(&state, &job))
@@ -163,6 +168,25 @@ fn step_list(steps: &[StepRecord]) -> Markup {
                                 }
                             }
                         }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The signals a job received, oldest first: name, when, payload size.
+fn signal_list(signals: &[SignalRecord]) -> Markup {
+    let now = now_ms();
+    html! {
+        table #signals {
+            thead { tr { th { "Signal" } th { "When" } th { "Payload" } } }
+            tbody {
+                @for s in signals {
+                    tr data-signal=(visible(&s.name)) {
+                        td { code { (visible(&s.name)) } }
+                        td { (time(Some(s.at_ms), now)) }
+                        td { (s.payload.to_string().len()) " bytes of JSON" }
                     }
                 }
             }

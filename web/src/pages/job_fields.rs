@@ -105,6 +105,12 @@ pub(super) fn fields(state: &AppState, job: &Job, held: Option<&HeldBy>) -> Mark
                     }
                 }
             }
+            @if let (Some(name), true) = (&job.awaiting_signal, job.is_awaiting_signal()) {
+                dt { "Waiting for signal" } dd data-field="awaitingSignal" {
+                    code { (visible(name)) }
+                    span.muted { " — times out " } (time(Some(job.scheduled_at_ms), now_ms()))
+                }
+            }
             @if let Some(key) = &job.fairness_key {
                 dt { "Fairness key" } dd data-field="fairnessKey" {
                     a href=(link(state, &format!("/jobs?fairness={}&queue={}", urlencode(key), urlencode(&job.queue)))) { (visible(key)) }

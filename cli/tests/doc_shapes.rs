@@ -181,6 +181,10 @@ fn answers(db: &Db, command: &str) -> Vec<Value> {
             assert_eq!(out.status.code(), Some(1), "{out:?}");
             vec![parse_one(&out.stdout)]
         }
+        "jobs signal" => {
+            let job = id();
+            vec![db.json(&["jobs", "signal", &job, "go", "--payload", "1"])]
+        }
         "jobs retry / cancel" => {
             let job = id();
             vec![

@@ -136,10 +136,8 @@ pub trait Producer: Send + Sync + 'static {
     /// `queued`, due now. A signal that comes before the wait is kept for it.
     /// `job-not-found`, `job-finished` for a terminal job, `invalid-signal`
     /// for a bad name or a payload over 256 KiB; nothing is written then.
-    /// The rule is [`crate::driver::rules::plan_signal`].
-    ///
-    /// The default (a store that keeps no signals) fails with
-    /// `unsupported-option`.
+    /// The rule is [`crate::driver::rules::plan_signal`]. (No default: a
+    /// wrapper that forgot to forward it would refuse every signal.)
     ///
     /// ```no_run
     /// # async fn demo(store: &dyn duraq_core::Store) -> duraq_core::Result<()> {
@@ -152,13 +150,7 @@ pub trait Producer: Send + Sync + 'static {
         job_id: &str,
         name: &str,
         payload: serde_json::Value,
-    ) -> Result<crate::Signalled> {
-        let _ = (job_id, name, payload);
-        Err(crate::error::Error::invalid(
-            crate::error::ErrorCode::UnsupportedOption,
-            "this store does not keep signals",
-        ))
-    }
+    ) -> Result<crate::Signalled>;
 
     /// Ends the store's life in this process: announcements still in flight are
     /// sent (the PostgreSQL store's NOTIFYs leave from a background task after

@@ -6,7 +6,8 @@
 //! The library itself is empty. Under `cargo test` it carries the repository's
 //! README as its documentation, so every `rust` code block of the README is compiled
 //! (and run, unless marked `no_run`) as a doctest of this package: the snippets
-//! cannot drift from the API. `docs/testing.md` is compiled the same way.
+//! cannot drift from the API. `docs/testing.md` and `docs/durable.md` are
+//! compiled the same way.
 
 #![cfg_attr(doctest, doc = include_str!("../../README.md"))]
 
@@ -15,3 +16,9 @@
 #[cfg(doctest)]
 #[doc = include_str!("../../docs/testing.md")]
 mod testing_guide {}
+
+/// The user's guide page on durable jobs: its order saga runs as a doctest,
+/// on the in-memory store and on a real SQLite file, through the test kit.
+#[cfg(doctest)]
+#[doc = include_str!("../../docs/durable.md")]
+mod durable_guide {}

@@ -111,6 +111,21 @@ impl Producer for KitStore {
         self.base.wake_scheduled(key).await
     }
 
+    /// Delivers the signal; in inline mode a job it woke has run when this
+    /// returns, as a job just enqueued has.
+    async fn signal(
+        &self,
+        job_id: &str,
+        name: &str,
+        payload: serde_json::Value,
+    ) -> Result<duraq_core::Signalled> {
+        let done = self.base.signal(job_id, name, payload).await?;
+        if done.woke {
+            self.run_created([job_id]).await?;
+        }
+        Ok(done)
+    }
+
     async fn close(&self) -> Result<()> {
         self.base.close().await
     }

@@ -66,6 +66,7 @@ pub(super) fn record_outcome(span: &tracing::Span, outcome: &Outcome) {
         Outcome::Failed { .. } => "failed",
         Outcome::Reschedule { .. } => "rescheduled",
         Outcome::ReturnToQueue => "returned",
+        Outcome::AwaitSignal { .. } => "awaiting_signal",
     };
     span.set_attribute("duraq.outcome", name);
     if let Outcome::Failed { error, .. } = outcome {

@@ -121,6 +121,40 @@ impl PostgresStore {
         Ok(())
     }
 
+    /// Records durable step `name` of `ctx`'s attempt with `output` inside
+    /// `tx`, the application's open transaction (the clients of
+    /// [`PostgresStore::enqueue_in`]): the step's own writes and its record
+    /// commit together, or neither does, which makes the step exactly once
+    /// (check [`JobContext::recorded`] first). `lease-lost` when the attempt
+    /// no longer holds the job (roll back); a name already recorded keeps
+    /// its first record (`Ok`, nothing written).
+    ///
+    /// ```no_run
+    /// # async fn debit(store: &duraq_store_postgres::PostgresStore, ctx: &duraq_core::JobContext,
+    /// #     client: &mut tokio_postgres::Client) -> Result<(), Box<dyn std::error::Error>> {
+    /// let tx = client.transaction().await?;
+    /// tx.execute("UPDATE accounts SET balance = balance - 10 WHERE id = $1", &[&7i64]).await?;
+    /// store.record_step_in(&tx, ctx, "debit", &90).await?;
+    /// tx.commit().await?; // the debit and its record, or neither
+    /// # Ok(()) }
+    /// ```
+    pub async fn record_step_in<'a, T: serde::Serialize>(
+        &self,
+        tx: impl Into<AppTransaction<'a>>,
+        ctx: &JobContext,
+        name: &str,
+        output: &T,
+    ) -> Result<()> {
+        let write = duraq_core::driver::step_write(ctx, name, output)?;
+        let inner = open_savepoint(self.app_db(tx.into()), self.now()).await?;
+        let result = match crate::steps::record(&inner.db, &write, inner.now).await {
+            Ok(Some(_)) => Ok(()),
+            Ok(None) => Err(Error::lease_lost(&write.lease)),
+            Err(e) => Err(e),
+        };
+        close_savepoint(inner, result).await
+    }
+
     /// The caller's transaction as the store's statements run on it, for
     /// as long as both it and the store are borrowed.
     fn app_db<'x, 't: 'x>(&'x self, tx: AppTransaction<'t>) -> Db<'x> {

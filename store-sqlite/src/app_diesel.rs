@@ -64,6 +64,20 @@ impl SqliteStore {
     ) -> Result<()> {
         with_rusqlite(conn, |conn| self.report_in_transaction(conn, ctx, outcome))
     }
+
+    /// [`SqliteStore::record_step_in_transaction`] on a diesel connection:
+    /// the step's record commits with the handler's own writes (exactly once).
+    pub fn record_step_in_diesel<T: serde::Serialize>(
+        &self,
+        conn: &mut SqliteConnection,
+        ctx: &JobContext,
+        name: &str,
+        output: &T,
+    ) -> Result<()> {
+        with_rusqlite(conn, |conn| {
+            self.record_step_in_transaction(conn, ctx, name, output)
+        })
+    }
 }
 
 /// Runs `f` on a rusqlite connection over `conn`'s handle; it does not own

@@ -80,6 +80,20 @@ impl SqliteStore {
         let conn = borrow(&mut handle)?;
         self.report_in_transaction(&conn, ctx, outcome)
     }
+
+    /// [`SqliteStore::record_step_in_transaction`] on a sqlx connection: the
+    /// step's record commits with the handler's own writes (exactly once).
+    pub async fn record_step_in<T: serde::Serialize>(
+        &self,
+        conn: &mut impl SqlxConnection,
+        ctx: &JobContext,
+        name: &str,
+        output: &T,
+    ) -> Result<()> {
+        let mut handle = conn.sqlite().lock_handle().await.map_err(sqlx_error)?;
+        let conn = borrow(&mut handle)?;
+        self.record_step_in_transaction(&conn, ctx, name, output)
+    }
 }
 
 /// A sqlx SQLite connection [`SqliteStore::enqueue_in`] takes, inside the

@@ -102,6 +102,38 @@ impl SqliteStore {
         Ok(())
     }
 
+    /// Records durable step `name` of `ctx`'s attempt with `output` on
+    /// `conn`, inside the application's open transaction: the step's own
+    /// writes in that transaction and its record commit together, or neither
+    /// does, which makes the step exactly once (check
+    /// [`JobContext::recorded`] first). `lease-lost` when the attempt no
+    /// longer holds the job (roll back); a name already recorded keeps its
+    /// first record (`Ok`, nothing written).
+    ///
+    /// ```no_run
+    /// # fn debit(store: &duraq_store_sqlite::SqliteStore, ctx: &duraq_core::JobContext)
+    /// # -> Result<(), Box<dyn std::error::Error>> {
+    /// let mut conn = rusqlite::Connection::open("app.db")?;
+    /// let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+    /// tx.execute("UPDATE accounts SET balance = balance - 10 WHERE id = ?1", [7])?;
+    /// store.record_step_in_transaction(&tx, ctx, "debit", &90)?;
+    /// tx.commit()?; // the debit and its record, or neither
+    /// # Ok(()) }
+    /// ```
+    pub fn record_step_in_transaction<T: serde::Serialize>(
+        &self,
+        conn: &Connection,
+        ctx: &JobContext,
+        name: &str,
+        output: &T,
+    ) -> Result<()> {
+        let write = duraq_core::driver::step_write(ctx, name, output)?;
+        self.in_savepoint(conn, |tx| match crate::steps::record(tx, &write)? {
+            Some(_) => Ok(()),
+            None => Err(Error::lease_lost(&write.lease)),
+        })
+    }
+
     /// Runs `body` on the caller's open transaction inside a savepoint: the
     /// count change and the work epoch are written with it, and a failed body
     /// is rolled back to the savepoint, leaving the caller's transaction as

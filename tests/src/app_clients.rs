@@ -42,18 +42,23 @@ pub trait App: Send + Sync + 'static {
     /// Committed users (with that email, when given).
     async fn users(&self, email: Option<&str>) -> i64;
 
-    /// In one transaction: a receipt row for `ctx`'s job, then the attempt's
-    /// report as `outcome`; committed when `commit` and the report was taken,
-    /// else rolled back.
-    async fn receipt_and_report(
-        &self,
-        ctx: &JobContext,
-        outcome: Outcome,
-        commit: bool,
-    ) -> Result<()>;
+    /// In one transaction: a receipt row for `ctx`'s job, then `action`
+    /// (the attempt's report, or a durable step's record); committed when
+    /// `commit` and the store took it, else rolled back.
+    async fn receipt_and(&self, ctx: &JobContext, action: InTx, commit: bool) -> Result<()>;
 
     /// Committed receipt rows.
     async fn receipts(&self) -> i64;
+}
+
+/// What [`App::receipt_and`] does after its receipt row, in the same
+/// transaction.
+#[derive(Clone, Debug)]
+pub enum InTx {
+    /// The store's `report_in` of the attempt's outcome.
+    Report(Outcome),
+    /// The store's `record_step_in` of step (name, output).
+    Step(String, Value),
 }
 
 /// Generous: what works ends long before.
@@ -202,7 +207,7 @@ fn receipt_worker(
                 }
                 let output = json!({"receipt": ctx.job_id()});
                 let outcome = Outcome::CompletedWith { output };
-                if let Err(e) = app.receipt_and_report(&ctx, outcome, commit).await {
+                if let Err(e) = app.receipt_and(&ctx, InTx::Report(outcome), commit).await {
                     codes.lock().unwrap().push(e.code());
                 }
                 if commit {
@@ -291,6 +296,46 @@ pub async fn a_lost_lease_cannot_commit_its_completion(app: Arc<dyn App>) {
     assert_eq!((job.status, job.output), (JobStatus::Cancelled, None));
 }
 
+/// A step recorded in the handler's transaction is exactly once: the first
+/// attempt's transaction rolls back (its receipt and its record go
+/// together), the second commits both and then fails, and the third finds
+/// the step recorded and writes nothing. One receipt, one record.
+pub async fn a_step_in_the_handlers_transaction_commits_with_its_writes(app: Arc<dyn App>) {
+    let store = app.store();
+    let opts = EnqueueOptions::new().max_retries(3);
+    let job = NewJob::new("debit", json!([1]), opts).unwrap();
+    let id = store.enqueue(job).await.unwrap().job_id().to_owned();
+    let attempts = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let (h_app, h_attempts) = (app.clone(), attempts.clone());
+    let registry = Registry::new()
+        .register_fn("debit", move |ctx, _args: Value| {
+            let (app, attempts) = (h_app.clone(), h_attempts.clone());
+            async move {
+                let attempt = attempts.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                let again = || duraq_core::JobError::new("then it fails").retry_in(Duration::ZERO);
+                if let Some(balance) = ctx.recorded::<i64>("debit").await? {
+                    return duraq_core::JobResult::output(&balance);
+                }
+                let step = InTx::Step("debit".into(), json!(90));
+                app.receipt_and(&ctx, step, attempt == 1).await.unwrap();
+                Err(again())
+            }
+        })
+        .unwrap();
+    let worker = Worker::builder(store.clone(), registry)
+        .build()
+        .unwrap()
+        .spawn();
+    let job = wait_status(&*store, &id, JobStatus::Completed).await;
+    worker.shutdown_and_join().await.unwrap();
+    assert_eq!(job.output, Some(json!(90)));
+    assert_eq!(attempts.load(std::sync::atomic::Ordering::SeqCst), 3);
+    assert_eq!(app.receipts().await, 1, "written once, with its record");
+    let steps = store.job_steps(&id).await.unwrap();
+    let recorded: Vec<(&str, i64)> = steps.iter().map(|s| (s.name.as_str(), s.attempt)).collect();
+    assert_eq!(recorded, [("debit", 2)]);
+}
+
 /// Expands to one `#[test]` per case of [`crate::app_clients`] in `mod
 /// $name`, each on its own runtime with a fresh [`App`] from `$app` (an
 /// async expression).
@@ -308,6 +353,7 @@ macro_rules! app_client_suite {
                 a_handler_finishes_its_job_in_its_own_transaction,
                 a_rolled_back_report_leaves_the_workers_own_to_stand,
                 a_lost_lease_cannot_commit_its_completion,
+                a_step_in_the_handlers_transaction_commits_with_its_writes,
             }
         }
     };

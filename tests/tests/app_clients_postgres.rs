@@ -7,9 +7,9 @@ use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use async_trait::async_trait;
-use duraq_core::{EnqueueOutcome, JobContext, NewJob, Outcome, Result, Store};
+use duraq_core::{EnqueueOutcome, JobContext, NewJob, Result, Store};
 use duraq_store_postgres::{PostgresOptions, PostgresStore};
-use duraq_tests::app_clients::App;
+use duraq_tests::app_clients::{App, InTx};
 use sqlx::postgres::{PgPool, PgPoolOptions};
 use sqlx::AssertSqlSafe;
 
@@ -142,12 +142,7 @@ impl App for Sqlx {
         count_rows(&users_sql(&self.schema, email), email).await
     }
 
-    async fn receipt_and_report(
-        &self,
-        ctx: &JobContext,
-        outcome: Outcome,
-        commit: bool,
-    ) -> Result<()> {
+    async fn receipt_and(&self, ctx: &JobContext, action: InTx, commit: bool) -> Result<()> {
         let mut tx = self.pool.begin().await.unwrap();
         let sql = format!("INSERT INTO {}.receipts (job_id) VALUES ($1)", self.schema);
         sqlx::query(AssertSqlSafe(sql))
@@ -155,7 +150,14 @@ impl App for Sqlx {
             .execute(&mut *tx)
             .await
             .unwrap();
-        let reported = self.store.report_in(&mut tx, ctx, outcome).await;
+        let reported = match action {
+            InTx::Report(outcome) => self.store.report_in(&mut tx, ctx, outcome).await,
+            InTx::Step(name, output) => {
+                self.store
+                    .record_step_in(&mut tx, ctx, &name, &output)
+                    .await
+            }
+        };
         if commit && reported.is_ok() {
             tx.commit().await.unwrap();
         } else {
@@ -226,17 +228,15 @@ impl App for TokioPostgres {
         count_rows(&users_sql(&self.schema, email), email).await
     }
 
-    async fn receipt_and_report(
-        &self,
-        ctx: &JobContext,
-        outcome: Outcome,
-        commit: bool,
-    ) -> Result<()> {
+    async fn receipt_and(&self, ctx: &JobContext, action: InTx, commit: bool) -> Result<()> {
         let mut client = connect().await;
         let tx = client.transaction().await.unwrap();
         let insert = format!("INSERT INTO {}.receipts (job_id) VALUES ($1)", self.schema);
         tx.execute(&insert, &[&ctx.job_id()]).await.unwrap();
-        let reported = self.store.report_in(&tx, ctx, outcome).await;
+        let reported = match action {
+            InTx::Report(outcome) => self.store.report_in(&tx, ctx, outcome).await,
+            InTx::Step(name, output) => self.store.record_step_in(&tx, ctx, &name, &output).await,
+        };
         if commit && reported.is_ok() {
             tx.commit().await.unwrap();
         } else {

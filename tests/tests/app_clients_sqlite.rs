@@ -8,9 +8,9 @@ use std::time::Duration;
 use async_trait::async_trait;
 use diesel::prelude::*;
 use diesel::sql_types::{BigInt, Text};
-use duraq_core::{EnqueueOutcome, JobContext, NewJob, Outcome, Result, Store};
+use duraq_core::{EnqueueOutcome, JobContext, NewJob, Result, Store};
 use duraq_store_sqlite::{SqliteOptions, SqliteStore};
-use duraq_tests::app_clients::App;
+use duraq_tests::app_clients::{App, InTx};
 use sqlx::sqlite::{SqliteConnectOptions, SqlitePool, SqlitePoolOptions};
 
 const TABLES: &str = "CREATE TABLE users (email TEXT NOT NULL); \
@@ -116,19 +116,21 @@ impl App for Sqlx {
         count_rows(&self.path, users_sql(email), email)
     }
 
-    async fn receipt_and_report(
-        &self,
-        ctx: &JobContext,
-        outcome: Outcome,
-        commit: bool,
-    ) -> Result<()> {
+    async fn receipt_and(&self, ctx: &JobContext, action: InTx, commit: bool) -> Result<()> {
         let mut tx = self.pool.begin_with("BEGIN IMMEDIATE").await.unwrap();
         sqlx::query("INSERT INTO receipts (job_id) VALUES (?1)")
             .bind(ctx.job_id())
             .execute(&mut *tx)
             .await
             .unwrap();
-        let reported = self.store.report_in(&mut tx, ctx, outcome).await;
+        let reported = match action {
+            InTx::Report(outcome) => self.store.report_in(&mut tx, ctx, outcome).await,
+            InTx::Step(name, output) => {
+                self.store
+                    .record_step_in(&mut tx, ctx, &name, &output)
+                    .await
+            }
+        };
         if commit && reported.is_ok() {
             tx.commit().await.unwrap();
         } else {
@@ -207,19 +209,19 @@ impl App for Rusqlite {
         count_rows(&self.path, users_sql(email), email)
     }
 
-    async fn receipt_and_report(
-        &self,
-        ctx: &JobContext,
-        outcome: Outcome,
-        commit: bool,
-    ) -> Result<()> {
+    async fn receipt_and(&self, ctx: &JobContext, action: InTx, commit: bool) -> Result<()> {
         let mut conn = self.connect();
         let tx = conn
             .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
             .unwrap();
         tx.execute("INSERT INTO receipts (job_id) VALUES (?1)", [ctx.job_id()])
             .unwrap();
-        let reported = self.store.report_in_transaction(&tx, ctx, outcome);
+        let reported = match action {
+            InTx::Report(outcome) => self.store.report_in_transaction(&tx, ctx, outcome),
+            InTx::Step(name, output) => self
+                .store
+                .record_step_in_transaction(&tx, ctx, &name, &output),
+        };
         if commit && reported.is_ok() {
             tx.commit().unwrap();
         } else {
@@ -331,18 +333,18 @@ impl App for Diesel {
         count.unwrap().n
     }
 
-    async fn receipt_and_report(
-        &self,
-        ctx: &JobContext,
-        outcome: Outcome,
-        commit: bool,
-    ) -> Result<()> {
+    async fn receipt_and(&self, ctx: &JobContext, action: InTx, commit: bool) -> Result<()> {
         let mut conn = self.connect();
         let ended = conn.immediate_transaction(|conn| {
             diesel::sql_query("INSERT INTO receipts (job_id) VALUES (?)")
                 .bind::<Text, _>(ctx.job_id())
                 .execute(conn)?;
-            let reported = self.store.report_in_diesel(conn, ctx, outcome);
+            let reported = match action.clone() {
+                InTx::Report(outcome) => self.store.report_in_diesel(conn, ctx, outcome),
+                InTx::Step(name, output) => {
+                    self.store.record_step_in_diesel(conn, ctx, &name, &output)
+                }
+            };
             match (commit, reported.is_ok()) {
                 (true, true) => Ok(reported),
                 _ => Err(Ended::Rollback(reported)),

@@ -40,3 +40,4 @@ mod wait_signal;
 pub(crate) use journal::Journal;
 pub use journal::{StepRecord, StepWrite};
 pub use signal::{check_signal, plan_signal, SignalPlan, SignalRecord, Signalled};
+pub use step::step_write;

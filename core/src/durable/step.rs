@@ -55,6 +55,34 @@ impl JobContext {
         read_output(name, self.record(name, output).await?)
     }
 
+    /// The stored output of step `name` if an earlier attempt (or this one)
+    /// recorded it, else `None`; marks the name used by this attempt, as
+    /// [`JobContext::step`] does. With a store's `record_step_in` (PostgreSQL)
+    /// or `record_step_in_transaction` (SQLite) it makes a step **exactly
+    /// once**: the step's writes and its record commit in the application's
+    /// own transaction, or neither does.
+    ///
+    /// ```
+    /// use duraq_core::{JobContext, JobError};
+    ///
+    /// async fn balance_after_debit(ctx: &JobContext) -> Result<i64, JobError> {
+    ///     if let Some(balance) = ctx.recorded::<i64>("debit").await? {
+    ///         return Ok(balance); // committed by an earlier attempt
+    ///     }
+    ///     // Else, in one transaction of your client: debit the account, call
+    ///     // the store's record_step_in(&tx, ctx, "debit", &balance), commit.
+    ///     let balance = 90;
+    ///     Ok(balance)
+    /// }
+    /// ```
+    pub async fn recorded<T: DeserializeOwned>(&self, name: &str) -> Result<Option<T>, JobError> {
+        check_name(name)?;
+        match self.replay(name).await? {
+            Some(stored) => read_output(name, stored).map(Some),
+            None => Ok(None),
+        }
+    }
+
     /// Marks `name` used by this attempt and answers with its recorded
     /// output, reading the job's records on the attempt's first step.
     pub(crate) async fn replay(&self, name: &str) -> Result<Option<Value>, JobError> {
@@ -92,6 +120,33 @@ impl JobContext {
             Err(e) => Err(JobError::new(format!("recording step {name:?}: {}", e))),
         }
     }
+}
+
+/// The record of step `name` with `output` for `ctx`'s attempt, as a
+/// store's `record_step_in` writes it in the application's transaction:
+/// `invalid-step-name` or `output-too-large` (nothing written) otherwise.
+pub fn step_write<T: Serialize>(
+    ctx: &JobContext,
+    name: &str,
+    output: &T,
+) -> crate::Result<StepWrite> {
+    use crate::error::Error;
+    check_name(name).map_err(|e| Error::invalid(ErrorCode::InvalidStepName, e.message()))?;
+    let output = serde_json::to_value(output).map_err(|e| {
+        Error::invalid(
+            ErrorCode::InvalidArgs,
+            format!("step {name:?}'s output: {e}"),
+        )
+    })?;
+    if let Some(error) = crate::transitions::output_size_error(&output) {
+        return Err(Error::invalid(ErrorCode::OutputTooLarge, error));
+    }
+    Ok(StepWrite {
+        lease: ctx.lease(),
+        attempt: ctx.job().attempts,
+        name: name.to_owned(),
+        output,
+    })
 }
 
 fn read_output<T: DeserializeOwned>(name: &str, stored: Value) -> Result<T, JobError> {

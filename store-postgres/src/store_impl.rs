@@ -237,9 +237,10 @@ impl WorkerStore for PostgresStore {
         &self,
         write: duraq_core::driver::StepWrite,
     ) -> Result<Option<duraq_core::inspect::StepRecord>> {
-        write_tx!(self, self.now(), |tx| {
-            crate::steps::record(&tx.db, &write, tx.now).await
-        })
+        // One statement, which locks the job row itself: no BEGIN or COMMIT
+        // round trips around it.
+        let now = self.now();
+        read!(self, |db| crate::steps::record(&db, &write, now).await)
     }
 
     async fn upkeep(&self) -> Result<duraq_core::driver::Upkeep> {

@@ -17,6 +17,8 @@
 //! `raw-one`, `raw-batch`, `raw-8conn`, `raw-drain`), `dashboard` (server time
 //! of the dashboard's overview and jobs pages on the `counts` table size),
 //! `dependencies` (`fan-out` and `fan-in`: a graph enqueued and drained),
+//! `durable` (`steps`: a three-step job against three chained jobs; `await`:
+//! enqueue-to-awaited-result latency),
 //! `fairness` (a drain of jobs spread over 10 fairness keys next to the same
 //! drain without keys, and a trickle of one key's jobs timed on an idle queue
 //! and behind another key's 1,000,000-job backlog; run once for SQLite, see
@@ -27,6 +29,7 @@ mod counts;
 mod dashboard;
 mod dependencies;
 mod drain;
+mod durable;
 mod enqueue;
 mod fairness;
 mod raw;
@@ -157,6 +160,8 @@ const ALL: &[&str] = &[
     "fairness",
     "fan-out",
     "fan-in",
+    "steps",
+    "await",
     "bulk-retry",
     "e2e",
     "wakeup",
@@ -266,6 +271,8 @@ async fn run_one(scenario: &str, target: &Target, sizes: Sizes) -> Result<Vec<Fi
         "fairness" => fairness::fairness(target, sizes).await,
         "fan-out" => dependencies::fan_out(target, sizes).await,
         "fan-in" => dependencies::fan_in(target, sizes).await,
+        "steps" => durable::steps(target, sizes).await,
+        "await" => durable::await_result(target, sizes).await,
         "bulk-retry" => bulk::bulk_retry(target, sizes).await,
         "e2e" => drain::end_to_end(target, sizes).await,
         "wakeup" => wakeup::wakeup(target, sizes).await,

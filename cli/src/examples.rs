@@ -132,7 +132,7 @@ pub const JOBS_SIGNAL: &str = "\
 Delivers a signal to a job that waits for it (or will): a job whose handler
 calls wait_for_signal, or one of the built-in duraq.await_signal. A job keeps
 one payload per signal name: sending the same again changes nothing, another
-payload is signal-conflict. A finished job is job-finished.
+payload is signal-conflict. A new signal to a finished job is job-finished.
 
 Examples:
   duraq jobs signal 0191d2b4-7c1e-7a3b-9f2e-3c4d5e6f7a8b shipped

@@ -1,8 +1,9 @@
 //! `duraq jobs signal` against a real `duraq worker` process on the same
 //! SQLite file: the built-in `duraq.await_signal` waits as `pending` until
 //! the signal is sent from another process, then completes with its
-//! payload; the same signal again replays, another payload, a finished job,
-//! bad input and no job each fail with their code and change nothing.
+//! payload; the same signal again replays (before and after the job
+//! finished), another payload, a new signal to a finished job, bad input and
+//! no job each fail with their code and change nothing.
 
 mod common;
 
@@ -68,9 +69,18 @@ fn a_signal_from_the_command_line_wakes_a_waiting_job() {
     signal(&worker, libc::SIGTERM);
     wait_exit(&mut worker, Duration::from_secs(30));
 
-    db.fails(
-        &["jobs", "signal", &id, "shipped", "--payload", "2"],
-        "job-finished",
+    db.fails(&["jobs", "signal", &id, "late"], "job-finished");
+    let late = db.json(&[
+        "jobs",
+        "signal",
+        &id,
+        "shipped",
+        "--payload",
+        r#"{"tracking": "1Z"}"#,
+    ]);
+    assert_eq!(
+        late["replayed"], true,
+        "a retried delivery is answered alike"
     );
     let shown = db.json(&["jobs", "show", &id]);
     let steps: Vec<&str> = (shown["steps"].as_array().unwrap().iter())

@@ -134,7 +134,8 @@ pub trait Producer: Send + Sync + 'static {
     /// a replay that changes nothing; another is `signal-conflict`), and a
     /// job waiting for it ([`crate::JobContext::wait_for_signal`]) becomes
     /// `queued`, due now. A signal that comes before the wait is kept for it.
-    /// `job-not-found`, `job-finished` for a terminal job, `invalid-signal`
+    /// `job-not-found`, `job-finished` for a new signal to a terminal job (a
+    /// replay is still a replay), `invalid-signal`
     /// for a bad name or a payload over 256 KiB; nothing is written then.
     /// The rule is [`crate::driver::rules::plan_signal`]. (No default: a
     /// wrapper that forgot to forward it would refuse every signal.)

@@ -1,6 +1,7 @@
 //! Signals (`docs/durable.md`). Store level: a signal is kept once per job
-//! and name (the same payload replays, another is `signal-conflict`), a
-//! finished job takes none (`job-finished`), no job is `job-not-found`, bad
+//! and name (the same payload replays, even once the job has finished;
+//! another is `signal-conflict`), a finished job takes no new one
+//! (`job-finished`), no job is `job-not-found`, bad
 //! input is `invalid-signal`, and a refused delivery changes nothing; a wait
 //! reported after its signal arrived runs again at once. Through the
 //! worker's attempt path ([`Worker::run_due`] on the case's clock): a wait

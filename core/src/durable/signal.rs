@@ -64,9 +64,11 @@ pub fn check_signal(name: &str, payload: &Value) -> Result<()> {
 
 /// Decides a delivery of `payload` as signal `name` to job `id`, given the
 /// job (`None`: no such job) and the payload already stored under that
-/// name: `job-not-found`; `job-finished` for a terminal job; a replay when
-/// the same payload is stored; `signal-conflict` when another is; else
-/// store it, waking the job when it waits for this signal.
+/// name: `job-not-found`; a replay when the same payload is stored (even
+/// once the job has finished: a retried delivery is answered alike);
+/// `signal-conflict` when another is; `job-finished` for a new signal to a
+/// terminal job; else store it, waking the job when it waits for this
+/// signal.
 ///
 /// ```
 /// use duraq_core::driver::rules::{plan_signal, SignalPlan};
@@ -82,17 +84,18 @@ pub fn plan_signal(
     stored: Option<&Value>,
 ) -> Result<SignalPlan> {
     let job = job.ok_or_else(|| Error::job_not_found(id))?;
-    if job.status.is_terminal() {
-        return Err(Error::conflict(
-            ErrorCode::JobFinished,
-            format!("job {id} is {}: a finished job takes no signal", job.status),
-        ));
-    }
     match stored {
         Some(same) if same == payload => Ok(SignalPlan::Replay),
         Some(_) => Err(Error::conflict(
             ErrorCode::SignalConflict,
             format!("job {id} already received signal {name:?} with another payload"),
+        )),
+        None if job.status.is_terminal() => Err(Error::conflict(
+            ErrorCode::JobFinished,
+            format!(
+                "job {id} is {}: a finished job takes no new signal",
+                job.status
+            ),
         )),
         None => Ok(SignalPlan::Store {
             wake: job.is_awaiting_signal() && job.awaiting_signal.as_deref() == Some(name),

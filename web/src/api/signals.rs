@@ -2,7 +2,8 @@
 //! default `null`): delivers a signal to a job, as `duraq jobs signal` does,
 //! and answers 200 `{"jobId", "signal", "delivered": true, "replayed",
 //! "woke"}`. A second delivery of the same payload is a replay (200, nothing
-//! changes); another payload is 409 `signal-conflict`, a finished job 409
+//! changes, even once the job finished); another payload is 409
+//! `signal-conflict`, a new signal to a finished job 409
 //! `job-finished`, no job 404 `job-not-found`, a bad name or a payload over
 //! 256 KiB 422 `invalid-signal`.
 

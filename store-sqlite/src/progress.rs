@@ -6,7 +6,7 @@
 //! [`duraq_core::driver::progress_write`]; the rows go when their job is deleted
 //! ([`delete_for`], called by every delete in the same transaction).
 
-use duraq_core::driver::{progress_write, ProgressBatch, ProgressRow};
+use duraq_core::driver::{progress_write, Lease, ProgressBatch, ProgressRow};
 use duraq_core::inspect::{JobProgress, LogLine};
 use duraq_core::{JobStatus, Result};
 use rusqlite::{params, Connection, OptionalExtension};
@@ -17,18 +17,7 @@ use crate::tx::Tx;
 /// Persists one fenced batch; `false` (nothing written) when the lease is stale.
 pub(crate) fn record(tx: &mut Tx<'_>, batch: &ProgressBatch) -> Result<bool> {
     let lease = batch.lease();
-    let current: Option<(String, Option<String>)> = tx
-        .conn
-        .prepare_cached("SELECT status, handoff_id FROM duraq_jobs WHERE id = ?1")
-        .db()?
-        .query_row([&lease.job_id], |r| Ok((r.get(0)?, r.get(1)?)))
-        .optional()
-        .db()?;
-    let Some((status, handoff_id)) = current else {
-        return Ok(false);
-    };
-    let status: JobStatus = status.parse()?;
-    if !lease.is_current(status, handoff_id.as_deref()) {
+    if !lease_holds(tx.conn, lease)? {
         return Ok(false);
     }
     let row = load_row(tx.conn, &lease.job_id)?;
@@ -75,6 +64,22 @@ pub(crate) fn record(tx: &mut Tx<'_>, batch: &ProgressBatch) -> Result<bool> {
             .db()?;
     }
     Ok(true)
+}
+
+/// Whether `lease` is current on its job's row (a missing job: no), the
+/// fence of every write beside a job (progress, a durable step).
+pub(crate) fn lease_holds(conn: &Connection, lease: &Lease) -> Result<bool> {
+    let current: Option<(String, Option<String>)> = conn
+        .prepare_cached("SELECT status, handoff_id FROM duraq_jobs WHERE id = ?1")
+        .db()?
+        .query_row([&lease.job_id], |r| Ok((r.get(0)?, r.get(1)?)))
+        .optional()
+        .db()?;
+    let Some((status, handoff_id)) = current else {
+        return Ok(false);
+    };
+    let status: JobStatus = status.parse()?;
+    Ok(lease.is_current(status, handoff_id.as_deref()))
 }
 
 fn load_row(conn: &Connection, job_id: &str) -> Result<Option<ProgressRow>> {

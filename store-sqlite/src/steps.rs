@@ -6,8 +6,8 @@
 
 use duraq_core::driver::StepWrite;
 use duraq_core::inspect::StepRecord;
-use duraq_core::{JobStatus, Result};
-use rusqlite::{params, Connection, OptionalExtension};
+use duraq_core::Result;
+use rusqlite::{params, Connection};
 
 use crate::error::SqlResult;
 use crate::tx::Tx;
@@ -26,17 +26,7 @@ pub(crate) fn record_on(
     now: i64,
 ) -> Result<Option<StepRecord>> {
     let lease = &write.lease;
-    let current: Option<(String, Option<String>)> = conn
-        .prepare_cached("SELECT status, handoff_id FROM duraq_jobs WHERE id = ?1")
-        .db()?
-        .query_row([&lease.job_id], |r| Ok((r.get(0)?, r.get(1)?)))
-        .optional()
-        .db()?;
-    let Some((status, handoff_id)) = current else {
-        return Ok(None);
-    };
-    let status: JobStatus = status.parse()?;
-    if !lease.is_current(status, handoff_id.as_deref()) {
+    if !crate::progress::lease_holds(conn, lease)? {
         return Ok(None);
     }
     let output = serde_json::to_string(&write.output).expect("JSON values serialize");

@@ -15,10 +15,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{ensure, Result};
-use duraq_core::{EnqueueOptions, JobError, NewJob, Registry, Store, Worker};
+use duraq_core::{EnqueueOptions, JobError, NewJob, Registry, Store};
 use serde_json::json;
 
-use super::{rate, wait_completed, Figure, Sizes};
+use super::{rate, run_worker_until, Figure, Sizes};
 use crate::target::Target;
 use crate::JOB;
 
@@ -88,21 +88,11 @@ async fn drain(store: &Arc<dyn Store>, jobs: usize) -> Result<Duration> {
     let registry = Registry::new().register_fn(JOB, |_ctx, _args: serde_json::Value| async {
         Ok::<(), JobError>(())
     })?;
-    let worker = Worker::builder(store.clone(), registry)
-        .concurrency(SLOTS)
-        .build()?;
-    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-    let started = Instant::now();
-    let running = tokio::spawn(worker.run(async {
-        let _ = stop_rx.await;
-    }));
-    let done = wait_completed(store, jobs as i64, LIMIT).await?;
-    let _ = stop_tx.send(());
-    let report = running.await??;
+    let (took, report) = run_worker_until(store, registry, SLOTS, jobs as i64, LIMIT).await?;
     ensure!(
         report.completed == jobs as u64,
         "the worker completed {} of {jobs} jobs",
         report.completed
     );
-    Ok(done - started)
+    Ok(took)
 }

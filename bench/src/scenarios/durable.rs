@@ -18,14 +18,12 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, ensure, Result};
 use duraq_core::inspect::Waited;
-use duraq_core::{
-    EnqueueOptions, JobContext, JobError, JobStatus, NewJob, Registry, Store, Worker,
-};
+use duraq_core::{EnqueueOptions, JobContext, JobError, JobStatus, NewJob, Registry, Store};
 use serde_json::{json, Value};
 
 use super::drain::start_workers;
 use super::wakeup::percentile;
-use super::{rate, wait_completed, Figure, Sizes};
+use super::{rate, run_worker_until, wait_completed, Figure, Sizes};
 use crate::target::Target;
 use crate::JOB;
 
@@ -80,18 +78,10 @@ async fn run_programs(
             }
             Ok::<(), JobError>(())
         })?;
-    let worker = Worker::builder(store.clone(), registry)
-        .concurrency(SLOTS)
-        .build()?;
-    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-    let started = Instant::now();
-    let running = tokio::spawn(worker.run(async {
-        let _ = stop_rx.await;
-    }));
-    let done = wait_completed(store, before + completed as i64, LIMIT).await?;
-    let _ = stop_tx.send(());
-    running.await??;
-    Ok(done - started)
+    let completed = before + completed as i64;
+    Ok(run_worker_until(store, registry, SLOTS, completed, LIMIT)
+        .await?
+        .0)
 }
 
 /// `await`: enqueue-to-awaited-result latency on an idle worker process.

@@ -347,6 +347,30 @@ pub fn size_label(n: usize) -> String {
 }
 
 /// `n / seconds`.
+/// Runs one in-process worker of `slots` over `registry` until the store
+/// counts `completed` completed jobs; how long that took from its start,
+/// and the worker's report once stopped.
+pub async fn run_worker_until(
+    store: &Arc<dyn Store>,
+    registry: duraq_core::Registry,
+    slots: usize,
+    completed: i64,
+    limit: Duration,
+) -> Result<(Duration, duraq_core::worker::WorkerReport)> {
+    let worker = duraq_core::Worker::builder(store.clone(), registry)
+        .concurrency(slots)
+        .build()?;
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let started = Instant::now();
+    let running = tokio::spawn(worker.run(async {
+        let _ = stop_rx.await;
+    }));
+    let done = wait_completed(store, completed, limit).await?;
+    let _ = stop_tx.send(());
+    let report = running.await??;
+    Ok((done - started, report))
+}
+
 pub fn rate(n: usize, elapsed: Duration) -> f64 {
     n as f64 / elapsed.as_secs_f64()
 }

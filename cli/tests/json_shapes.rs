@@ -106,6 +106,14 @@ fn every_command_prints_its_documented_shape() {
     );
     let id = first["jobId"].as_str().unwrap();
     shape(&db, &["jobs", "show", id], 0, "jobs-show.json");
+    shape(
+        &db,
+        &["jobs", "signal", id, "go", "--payload", "[1]"],
+        0,
+        "jobs-signal.json",
+    );
+    let shown = shape(&db, &["jobs", "show", id], 0, "jobs-show.json");
+    assert_eq!(shown["signals"].as_array().map(Vec::len), Some(1));
     shape(&db, &["jobs", "cancel", id], 0, "jobs-show.json");
     shape(&db, &["jobs", "retry", id], 0, "jobs-show.json");
     shape(

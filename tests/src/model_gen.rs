@@ -63,6 +63,22 @@ pub enum Report {
     },
     Reschedule(i64),
     ReturnToQueue,
+    /// A wait for signal `s<n>` (a durable job's `wait_for_signal`).
+    AwaitSignal(u8),
+}
+
+/// Which job a generated signal goes to.
+#[derive(Clone, Debug)]
+pub enum SignalTarget {
+    /// A job id handed out (or a missing one), as `GetJob` picks it.
+    Job(usize),
+    /// The job of the live lease a `Report { live: true, lease }` with the
+    /// same index would pick: woven in before such a report of a wait, it
+    /// is the race of a signal and its wait's report. Resolved before it is
+    /// applied into [`SignalTarget::Lease`].
+    LiveLease(usize),
+    /// The job of lease `i` handed out.
+    Lease(usize),
 }
 
 #[derive(Clone, Debug)]
@@ -116,6 +132,24 @@ pub enum Op {
     RetryNewestUnfinished,
     CancelJob(usize),
     GetJob(usize),
+    /// Delivers signal `s<name>` with payload `payload` to a job.
+    Signal {
+        target: SignalTarget,
+        name: u8,
+        payload: u8,
+    },
+    /// Ends the signal waits whose time is up (the recovery pass's duty).
+    EndWaits,
+    /// Records step `t<name>` with output `output` under a lease (or a
+    /// bogus one).
+    RecordStep {
+        lease: usize,
+        name: u8,
+        output: u8,
+        bogus: bool,
+    },
+    /// Reads a job's steps and signals.
+    Durable(usize),
     List(u8),
     NextScheduled(u8),
     StartOperation(u8),
@@ -224,6 +258,7 @@ fn report() -> impl Strategy<Value = Report> {
             .prop_map(|(retry_in_ms, discard)| Report::Failed { retry_in_ms, discard }),
         1 => prop::sample::select(vec![0i64, 1_000, 60_000]).prop_map(Report::Reschedule),
         1 => Just(Report::ReturnToQueue),
+        1 => (0u8..2).prop_map(Report::AwaitSignal),
     ]
 }
 
@@ -256,6 +291,12 @@ pub fn op() -> impl Strategy<Value = Op> {
         1 => any::<usize>().prop_map(Op::RetryJob),
         1 => any::<usize>().prop_map(Op::CancelJob),
         1 => any::<usize>().prop_map(Op::GetJob),
+        2 => (any::<usize>(), 0u8..2, 0u8..2)
+            .prop_map(|(job, name, payload)| Op::Signal { target: SignalTarget::Job(job), name, payload }),
+        1 => Just(Op::EndWaits),
+        2 => (any::<prop::sample::Index>(), 0u8..2, 0u8..2, prop::bool::weighted(0.1))
+            .prop_map(|(i, name, output, bogus)| Op::RecordStep { lease: i.index(1 << 16), name, output, bogus }),
+        1 => any::<usize>().prop_map(Op::Durable),
         1 => (0u8..4).prop_map(Op::List),
         1 => (0u8..3).prop_map(Op::NextScheduled),
         1 => (0u8..3).prop_map(Op::StartOperation),
@@ -277,6 +318,7 @@ pub fn op() -> impl Strategy<Value = Op> {
 /// re-weaves the pauses.
 pub fn ops(len: std::ops::RangeInclusive<usize>) -> impl Strategy<Value = Vec<Op>> {
     prop::collection::vec(op(), len)
+        .prop_map(weave_signals)
         .prop_map(weave_pauses)
         .prop_map(weave_cancels)
         .prop_map(weave_dependencies)
@@ -346,6 +388,34 @@ fn weave_cancels(mut ops: Vec<Op>) -> Vec<Op> {
         ops.insert(at, Op::LostLeases);
     }
     ops
+}
+
+/// Sends half the waits' signals just before the wait is reported, to the
+/// job whose lease reports it (the race a store settles with the job row
+/// locked).
+fn weave_signals(ops: Vec<Op>) -> Vec<Op> {
+    let mut next = hashed(&ops);
+    let mut out = Vec::with_capacity(ops.len());
+    for op in ops {
+        if let Op::Report {
+            lease,
+            live: true,
+            report: Report::AwaitSignal(name),
+            ..
+        } = &op
+        {
+            if next(2) == 0 {
+                let target = SignalTarget::LiveLease(*lease);
+                out.push(Op::Signal {
+                    target,
+                    name: *name,
+                    payload: 0,
+                });
+            }
+        }
+        out.push(op);
+    }
+    out
 }
 
 fn weave_pauses(mut ops: Vec<Op>) -> Vec<Op> {

@@ -14,7 +14,7 @@ use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use crate::model_gen::{Op, Report, Spec};
+use crate::model_gen::{Op, Report, SignalTarget, Spec};
 const NAMES: [&str; 2] = ["a", "b"];
 const QUEUES: [&str; 2] = ["q0", "q1"];
 
@@ -199,6 +199,11 @@ fn outcome(r: &Report, step: usize) -> Outcome {
         },
         Report::Reschedule(ms) => Outcome::Reschedule { delay_ms: *ms },
         Report::ReturnToQueue => Outcome::ReturnToQueue,
+        // A timeout both sides agree on, past or future as the clocks move.
+        Report::AwaitSignal(n) => Outcome::AwaitSignal {
+            name: format!("s{n}"),
+            until_ms: crate::T0 + 60_000,
+        },
     }
 }
 
@@ -337,6 +342,47 @@ pub async fn apply(ctx: &Ctx<'_>, op: &Op) -> Value {
         }
         Op::CancelJob(i) => to_json(s.cancel_job(&pick(ctx.ids, *i)).await),
         Op::GetJob(i) => to_json(s.get_job(&pick(ctx.ids, *i)).await),
+        Op::Signal {
+            target,
+            name,
+            payload,
+        } => {
+            let id = match target {
+                SignalTarget::Job(job) => pick(ctx.ids, *job),
+                SignalTarget::Lease(i) => ctx.leases[*i].job_id.clone(),
+                // No live lease to resolve to: nothing to send.
+                SignalTarget::LiveLease(_) => return Value::Null,
+            };
+            to_json(s.signal(&id, &format!("s{name}"), json!(payload)).await)
+        }
+        Op::EndWaits => to_json(s.end_timed_out_waits(5).await),
+        Op::RecordStep {
+            lease,
+            name,
+            output,
+            bogus,
+        } => {
+            if ctx.leases.is_empty() {
+                return Value::Null;
+            }
+            let mut lease = ctx.leases[lease % ctx.leases.len()].clone();
+            if *bogus {
+                lease.handoff_id = "bogus".into();
+            }
+            let write = duraq_core::driver::StepWrite {
+                lease,
+                attempt: 1,
+                name: format!("t{name}"),
+                output: json!(output),
+            };
+            to_json(s.record_step(write).await)
+        }
+        Op::Durable(i) => {
+            let id = pick(ctx.ids, *i);
+            let steps = to_json(s.job_steps(&id).await);
+            let signals = to_json(s.job_signals(&id).await);
+            json!({ "steps": steps, "signals": signals })
+        }
         Op::List(v) => {
             let filter = match v {
                 0 => JobFilter {

@@ -12,7 +12,7 @@ use duraq_core::{Clock, ManualClock, Store};
 use serde_json::{json, Value};
 use tokio::sync::broadcast::Receiver;
 
-use crate::model_gen::Op;
+use crate::model_gen::{Op, SignalTarget};
 use crate::model_ops::{apply, Ctx};
 use crate::{StoreFactory, T0};
 
@@ -195,6 +195,20 @@ pub(crate) fn register_claim(reference: &mut Side, sut: &mut Side, r: &Value, s:
 /// A `live` report names a lease that is still current in the reference (when
 /// there is one): the resolved index is applied to both stores alike.
 pub(crate) async fn resolve_live_lease(reference: &Side, op: &Op) -> Option<Op> {
+    if let Op::Signal {
+        target: SignalTarget::LiveLease(lease),
+        name,
+        payload,
+    } = op
+    {
+        let current = live_leases(reference).await;
+        let chosen = *current.get(lease % current.len().max(1))?;
+        return Some(Op::Signal {
+            target: SignalTarget::Lease(chosen),
+            name: *name,
+            payload: *payload,
+        });
+    }
     let Op::Report {
         lease,
         live: true,
@@ -204,13 +218,7 @@ pub(crate) async fn resolve_live_lease(reference: &Side, op: &Op) -> Option<Op> 
     else {
         return None;
     };
-    let mut current = Vec::new();
-    for (i, l) in reference.leases.iter().enumerate() {
-        let job = reference.store.get_job(&l.job_id).await.ok().flatten();
-        if job.is_some_and(|j| j.lease().as_ref() == Some(l)) {
-            current.push(i);
-        }
-    }
+    let current = live_leases(reference).await;
     let chosen = *current.get(lease % current.len().max(1))?;
     Some(Op::Report {
         lease: chosen,
@@ -218,6 +226,18 @@ pub(crate) async fn resolve_live_lease(reference: &Side, op: &Op) -> Option<Op> 
         report: report.clone(),
         bogus: *bogus,
     })
+}
+
+/// The indexes of the leases handed out that are still current.
+async fn live_leases(reference: &Side) -> Vec<usize> {
+    let mut current = Vec::new();
+    for (i, l) in reference.leases.iter().enumerate() {
+        let job = reference.store.get_job(&l.job_id).await.ok().flatten();
+        if job.is_some_and(|j| j.lease().as_ref() == Some(l)) {
+            current.push(i);
+        }
+    }
+    current
 }
 
 /// How many job ids `op` hands out (used or not: replays and dedupes discard theirs).

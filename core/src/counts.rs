@@ -141,6 +141,9 @@ pub struct CountDelta {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct CountChange {
     per_status: [i64; STATUS_COUNT],
+    /// A row moved into `queued` from another status (see
+    /// [`CountChange::requeued`]).
+    requeued: bool,
     /// Per queue: its net count change and its outcome totals, in one entry
     /// (one key allocation per queue and mutation, as before the totals).
     queues: BTreeMap<String, ([i64; STATUS_COUNT], OutcomeTotals)>,
@@ -169,6 +172,14 @@ impl CountChange {
     pub fn removed(&mut self, queue: &str, status: JobStatus) {
         self.bump(queue, status, -1);
     }
+    /// Whether a row moved into `queued` from another status in this
+    /// mutation (a retry, a reschedule, a wait that ended, an operator
+    /// retry): unlike a fresh job, such a row may stand before jobs of its
+    /// fairness key that were due as early, which a store that remembers
+    /// where its claims left each key must forget.
+    pub fn requeued(&self) -> bool {
+        self.requeued
+    }
     /// A row of `queue` moved between statuses (nothing when `from == to`).
     /// A move into `completed`, `failed`, `cancelled` or `orphaned` counts that
     /// outcome in the queue's totals.
@@ -176,6 +187,7 @@ impl CountChange {
         if from == to {
             return;
         }
+        self.requeued |= to == JobStatus::Queued;
         self.bump(queue, from, -1);
         self.bump(queue, to, 1);
         let total = self.total(queue);

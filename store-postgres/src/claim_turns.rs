@@ -99,9 +99,12 @@ fn candidates_sql(lane: &str, order: &str) -> String {
 /// claim (SQLSTATE 40001) and runs it again.
 ///
 /// A hint is only where to start: a read from it that comes back short of
-/// what it asked for reads the lane again from its start, in the same claim,
-/// and a hint older than [`HINT_TTL`] is not used, so a job left behind the
-/// hint (a candidate another worker locked and then left, say) waits at most
+/// what it asked for reads the lane again from its start, in the same claim;
+/// every hint is dropped when this process puts a job back in `queued` (a
+/// retry, a reschedule, an ended wait: it may stand before a hint), or
+/// before a claim that follows such reports in its transaction; and a hint
+/// older than [`HINT_TTL`] is not used, so a job left behind the hint by
+/// another process (a candidate it locked and then left, say) waits at most
 /// that long for its turn.
 #[derive(Debug, Default)]
 pub(crate) struct LaneHints(Mutex<HashMap<HintedLane, (Cursor, Instant)>>);
@@ -116,6 +119,15 @@ const HINT_TTL: Duration = Duration::from_millis(500);
 const MAX_HINTS: usize = 1024;
 
 impl LaneHints {
+    /// Forgets every hint: a job went back to `queued` and may stand before
+    /// one (see [`duraq_core::driver::CountChange::requeued`]).
+    pub(crate) fn clear(&self) {
+        self.0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clear();
+    }
+
     /// The fresh hints of `priority`'s lanes.
     fn at(&self, priority: i64) -> HashMap<(String, String), Cursor> {
         let hints = self.0.lock().unwrap_or_else(PoisonError::into_inner);

@@ -198,6 +198,9 @@ impl Entry {
 pub(crate) struct Effects {
     pub entry: Option<Entry>,
     pub work: bool,
+    /// A row went back to `queued` ([`CountChange::requeued`]): this
+    /// process's lane hints are dropped.
+    pub requeued: bool,
     /// A release backlog entry was put (this process's workers are told).
     pub backlog: bool,
 }
@@ -232,6 +235,7 @@ pub(crate) async fn record(
             entry: None,
             work,
             backlog: false,
+            requeued: false,
         });
     }
     static NOTIFY_SQL: OnceLock<String> = OnceLock::new();
@@ -281,6 +285,7 @@ pub(crate) async fn record(
         }),
         work,
         backlog: false,
+        requeued: change.requeued(),
     })
 }
 

@@ -112,6 +112,7 @@ pub(crate) async fn enqueue_plain(
         }),
         work: true,
         backlog: false,
+        requeued: false,
     });
     Ok(rows
         .into_iter()

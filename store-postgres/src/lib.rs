@@ -290,6 +290,9 @@ impl PostgresStore {
         if effects.backlog {
             shared.backlog.send_modify(|n| *n = n.wrapping_add(1));
         }
+        if effects.requeued {
+            shared.lane_hints.clear();
+        }
         if effects.entry.is_some() || effects.work {
             let _ = shared.notifier.send(backend::notify::Message::Announce(
                 backend::notify::Announcement {

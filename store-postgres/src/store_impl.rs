@@ -165,6 +165,10 @@ impl WorkerStore for PostgresStore {
             tx.begin_statement().await?;
             let reported = report::report_many(&mut tx, &reports).await?;
             tx.release_dependents().await?;
+            if tx.change.requeued() {
+                // A job these reports put back may stand before a hint.
+                hints.clear();
+            }
             let claimed = claim::claim(&mut tx, req, hints).await?;
             Ok(ReportedAndClaimed { reported, claimed })
         })

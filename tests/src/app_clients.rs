@@ -11,7 +11,7 @@
 //! [`app_client_suite!`](crate::app_client_suite) in an integration test.
 
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use async_trait::async_trait;
 use duraq_core::{
@@ -74,15 +74,11 @@ fn one(answer: &Result<Vec<EnqueueOutcome>>) -> EnqueueOutcome {
     outcomes[0].clone()
 }
 
+/// The job once it is finished (the store's own wait), asserted `status`.
 async fn wait_status(store: &dyn Store, id: &str, status: JobStatus) -> Job {
-    let deadline = Instant::now() + LONG;
-    loop {
-        let job = store.get_job(id).await.unwrap().expect("the job exists");
-        if job.status == status {
-            return job;
-        }
-        assert!(Instant::now() < deadline, "never {status:?}: {job:?}");
-        tokio::time::sleep(Duration::from_millis(20)).await;
+    match store.wait_for(id, LONG).await.unwrap() {
+        duraq_core::inspect::Waited::Finished(job) if job.status == status => job,
+        other => panic!("never {status:?}: {other:?}"),
     }
 }
 
@@ -280,11 +276,7 @@ pub async fn a_lost_lease_cannot_commit_its_completion(app: Arc<dyn App>) {
     started_rx.await.unwrap();
     store.cancel_job(id.job_id()).await.unwrap();
     go_tx.send(()).unwrap();
-    let deadline = Instant::now() + LONG;
-    while codes.lock().unwrap().is_empty() {
-        assert!(Instant::now() < deadline, "the handler never reported");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    // The shutdown drains the running attempt: its handler has reported.
     worker.shutdown_and_join().await.unwrap();
     assert_eq!(*codes.lock().unwrap(), vec![ErrorCode::LeaseLost]);
     assert_eq!(

@@ -207,6 +207,16 @@ fn outcome(r: &Report, step: usize) -> Outcome {
     }
 }
 
+/// Lease `i` (modulo those handed out), its handoff made up when `bogus`;
+/// `None` before any claim.
+fn chosen_lease(ctx: &Ctx<'_>, i: usize, bogus: bool) -> Option<duraq_core::driver::Lease> {
+    let mut lease = ctx.leases.get(i % ctx.leases.len().max(1))?.clone();
+    if bogus {
+        lease.handoff_id = "bogus".into();
+    }
+    Some(lease)
+}
+
 fn pick(ids: &[String], i: usize) -> String {
     if ids.is_empty() || i % (ids.len() + 1) == ids.len() {
         "missing".into()
@@ -259,13 +269,9 @@ pub async fn apply(ctx: &Ctx<'_>, op: &Op) -> Value {
             bogus,
             ..
         } => {
-            if ctx.leases.is_empty() {
+            let Some(lease) = chosen_lease(ctx, *lease, *bogus) else {
                 return Value::Null;
-            }
-            let mut lease = ctx.leases[lease % ctx.leases.len()].clone();
-            if *bogus {
-                lease.handoff_id = "bogus".into();
-            }
+            };
             // One report, as a worker sends it: a batch of one.
             let reports = vec![(lease, outcome(report, ctx.step))];
             to_json(s.report_batch(reports).await.map(|applied| applied[0]))
@@ -362,13 +368,9 @@ pub async fn apply(ctx: &Ctx<'_>, op: &Op) -> Value {
             output,
             bogus,
         } => {
-            if ctx.leases.is_empty() {
+            let Some(lease) = chosen_lease(ctx, *lease, *bogus) else {
                 return Value::Null;
-            }
-            let mut lease = ctx.leases[lease % ctx.leases.len()].clone();
-            if *bogus {
-                lease.handoff_id = "bogus".into();
-            }
+            };
             let write = duraq_core::driver::StepWrite {
                 lease,
                 attempt: 1,

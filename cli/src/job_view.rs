@@ -204,6 +204,9 @@ fn flow_control_rows(j: &Job, now_ms: i64) -> Vec<(&'static str, String)> {
         let until = when(j.scheduled_at_ms, now_ms);
         rows.push(("awaitingSignal", format!("{name} (times out {until})")));
     }
+    if let Some(parent) = &j.parent_id {
+        rows.push(("parentId", parent.clone()));
+    }
     if let Some(reason) = &j.cancel_reason {
         rows.push(("cancelReason", reason.as_str().to_owned()));
     }

@@ -72,6 +72,7 @@ fn job() -> impl Strategy<Value = Job> {
                 let sequence_key = ck.clone();
                 let fairness_key = ik.clone();
                 let awaiting_signal = ck.clone();
+                let parent_id = sk.clone();
                 Job {
                     id,
                     job_name: name.clone(),
@@ -125,6 +126,7 @@ fn job() -> impl Strategy<Value = Job> {
                     sequence_continues: st % 3 == 0,
                     fairness_key,
                     awaiting_signal,
+                    parent_id,
                 }
             },
         )

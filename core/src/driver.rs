@@ -24,7 +24,7 @@ pub use crate::counts::CountChange;
 #[doc(inline)]
 pub use crate::delegate_store;
 pub use crate::digest::{canonical_json, digest_hex, digest_of_canonical, DIGEST_FORMAT};
-pub use crate::durable::{step_write, StepWrite};
+pub use crate::durable::{step_write, ChildNotice, StepWrite};
 pub use crate::error::BoxError;
 pub use crate::history::{history_baseline, history_cutoff};
 pub use crate::job::{Lease, STATUS_COUNT};

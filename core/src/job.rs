@@ -255,6 +255,11 @@ pub struct Job {
     /// when the wait times out.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub awaiting_signal: Option<String>,
+    /// The job that spawned this one and waits for it
+    /// ([`crate::JobContext::spawn_and_wait`]): when this job finishes, its
+    /// outcome is delivered to that job in the same transaction.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent_id: Option<String>,
 }
 
 fn is_zero(n: &i64) -> bool {

@@ -108,7 +108,7 @@ pub mod __private {
 // worker's finer knobs in `worker`; limits and defaults in `limits`.
 pub use aging::{PriorityAging, MAX_PRIORITY};
 pub use clock::{Clock, ManualClock, SystemClock};
-pub use durable::Signalled;
+pub use durable::{ChildOutcome, Signalled, CHILD_WAIT};
 pub use error::{Error, ErrorCode, Result};
 pub use job::{AttemptError, CancelReason, Dependency, DependencyFailure, Job, JobStatus};
 pub use keys::{IdempotencyKey, JobName, QueueName, ScheduleKey};

@@ -74,6 +74,8 @@ pub struct NewJob {
     sequence: Option<(String, SequenceFailure)>,
     /// The key whose turn the job takes among its queue's keys.
     fairness_key: Option<String>,
+    /// The job that spawned this one and waits for it.
+    parent_id: Option<String>,
 }
 
 /// Where a workflow's step belongs: the workflow's id and name, and the
@@ -229,6 +231,7 @@ impl NewJob {
             keep_completed: opts.keep_completed,
             sequence,
             fairness_key: opts.fairness_key,
+            parent_id: None,
         })
     }
 
@@ -254,6 +257,37 @@ impl NewJob {
             step: step.to_owned(),
         });
         self
+    }
+
+    /// Makes the job the child of job `parent`, spawned by its step `step`,
+    /// as [`crate::JobContext::spawn_and_wait`] does: keyed by both (unless
+    /// the job has an idempotency key), so that a replay gets the same job
+    /// back; once finished, it delivers its outcome to `parent` as signal
+    /// `duraq.child.<its id>` ([`crate::driver::ChildNotice`]). A child
+    /// finishes on its own, so it takes no dependencies and is no workflow's
+    /// step: `unsupported-option` otherwise.
+    ///
+    /// ```
+    /// use duraq_core::{EnqueueOptions, NewJob};
+    ///
+    /// let child = NewJob::new("render", serde_json::json!([]), EnqueueOptions::new())?
+    ///     .child_of("0190c5c0-parent", "pdf")?;
+    /// assert_eq!(child.parent_id(), Some("0190c5c0-parent"));
+    /// # Ok::<(), duraq_core::Error>(())
+    /// ```
+    pub fn child_of(mut self, parent: &str, step: &str) -> Result<Self> {
+        if !self.dependencies.is_empty() || self.workflow.is_some() {
+            return Err(Error::invalid(
+                ErrorCode::UnsupportedOption,
+                "a spawned child cannot wait for other jobs or be a workflow's step",
+            ));
+        }
+        if self.idempotency_key.is_none() {
+            let key = format!("{}child.{parent}.{step}", crate::durable::RESERVED_PREFIX);
+            self.idempotency_key = Some(IdempotencyKey::new(key)?);
+        }
+        self.parent_id = Some(parent.to_owned());
+        Ok(self)
     }
 
     /// The workflow this job is a step of, if any.
@@ -411,6 +445,11 @@ impl NewJob {
     /// The key whose turn the job takes ([`crate::EnqueueOptions::fairness_key`]).
     pub fn fairness_key(&self) -> Option<&str> {
         self.fairness_key.as_deref()
+    }
+    /// The job that spawned this one and waits for it
+    /// ([`crate::JobContext::spawn_and_wait`]).
+    pub fn parent_id(&self) -> Option<&str> {
+        self.parent_id.as_deref()
     }
     /// What the job's failure does to its sequence.
     pub fn sequence_failure(&self) -> SequenceFailure {

@@ -74,6 +74,7 @@ fn row_without_identity(job: &NewJob, now_ms: i64) -> Job {
         sequence_continues: job.sequence_failure() == crate::SequenceFailure::Continue,
         fairness_key: job.fairness_key().map(str::to_owned),
         awaiting_signal: None,
+        parent_id: job.parent_id().map(str::to_owned),
     }
 }
 

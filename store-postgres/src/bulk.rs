@@ -7,6 +7,7 @@
 //! scheduled time, which no dependent reads).
 
 use duraq_core::driver::transitions::{operator_cancel, operator_retry};
+use duraq_core::driver::ChildNotice;
 use duraq_core::inspect::{BulkAction, BulkBatch};
 use duraq_core::{ErrorCode, Job, JobStatus, Result};
 
@@ -129,6 +130,9 @@ pub(crate) async fn act_on_jobs(
             release_owners(&tx.db, &keys, &owners).await?;
             for (l, _) in changed.iter().filter(|(l, _)| l.has_dependents) {
                 tx.finished(&l.job.id, l.job.status);
+            }
+            for notice in changed.iter().filter_map(|(l, _)| ChildNotice::of(&l.job)) {
+                tx.child_finished(notice);
             }
             stopped = changed
                 .iter()

@@ -79,6 +79,7 @@ job_columns! {
     sequence_continues Bool  "boolean NOT NULL DEFAULT false"       18  Bind     Keep  job(Plain);
     fairness_key       Text  "text"                                 19  Bind     Keep  job(Plain);
     awaiting_signal    Text  "text"                                 20  Default  Set   job(Plain);
+    parent_id          Text  "text"                                 21  Bind     Keep  job(Plain);
 }
 
 /// The digest of a fresh row's args.

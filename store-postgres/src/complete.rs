@@ -18,7 +18,7 @@
 //! batch of jobs nobody waits for pays nothing for dependencies. The
 //! conformance and model suites hold both paths to the same rows.
 
-use duraq_core::driver::Lease;
+use duraq_core::driver::{ChildNotice, Lease};
 use duraq_core::{JobStatus, Outcome, Result};
 
 use crate::backend::db::Db;
@@ -85,7 +85,7 @@ pub(crate) async fn update_completed(
              FROM unnest($1::text[], $2::text[]) AS v(id, handoff_id) \
              WHERE j.id = v.id AND j.status = $4::text AND j.handoff_id = v.handoff_id \
              RETURNING j.id, j.queue, j.schedule_key, j.reservation_key, j.has_dependents, j.cost, \
-             j.keep_completed",
+             j.keep_completed, j.parent_id",
             &params,
         )
     )?;
@@ -115,6 +115,9 @@ pub(crate) async fn apply_completed(
         }
         if let Some(key) = row.get::<_, Option<String>>(3) {
             released.push((key, row.get(5)));
+        }
+        if let Some(parent) = row.get::<_, Option<String>>(7) {
+            tx.child_finished(ChildNotice::completed(parent, &id));
         }
         if row.get::<_, bool>(4) {
             tx.finished(&id, JobStatus::Completed);

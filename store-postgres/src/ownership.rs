@@ -8,6 +8,7 @@
 //! modules depend on this one and not on each other.
 
 use duraq_core::driver::rules::{give_back, GiveBack};
+use duraq_core::driver::ChildNotice;
 use duraq_core::{Job, JobStatus, Result};
 
 use crate::backend::db::Db;
@@ -109,9 +110,13 @@ pub(crate) async fn give_back_held(
         schedule_key,
         dependents,
         wake_workers,
+        parent,
     } = give_back(from, job);
     if dependents && has_dependents {
         tx.finished(&job.id, job.status);
+    }
+    if let (true, Some(notice)) = (parent, ChildNotice::of(job)) {
+        tx.child_finished(notice);
     }
     if wake_workers {
         tx.work = true;

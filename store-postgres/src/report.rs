@@ -14,6 +14,7 @@ use std::collections::HashMap;
 
 use duraq_core::driver::rules::{give_back, GiveBack};
 use duraq_core::driver::transitions::{apply_outcome, recover_lost};
+use duraq_core::driver::ChildNotice;
 use duraq_core::driver::{Lease, LeaseState};
 use duraq_core::{Job, JobStatus, Outcome, Result};
 
@@ -100,9 +101,13 @@ pub(crate) async fn report_many(
             schedule_key,
             dependents,
             wake_workers,
+            parent,
         } = give_back(JobStatus::HandedOff, job);
         if dependents && *has_dependents {
             tx.finished(&job.id, job.status);
+        }
+        if let (true, Some(notice)) = (parent, ChildNotice::of(job)) {
+            tx.child_finished(notice);
         }
         tx.work |= wake_workers;
         if gives_reservation {

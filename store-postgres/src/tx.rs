@@ -26,7 +26,7 @@ use std::future::Future;
 use std::task::{Context, Waker};
 use std::time::Duration;
 
-use duraq_core::driver::CountChange;
+use duraq_core::driver::{ChildNotice, CountChange};
 use duraq_core::{JobStatus, Result};
 
 use crate::backend::db::{Conn, Db, Names};
@@ -51,6 +51,9 @@ pub(crate) struct Tx<'a> {
     /// Jobs the body made terminal that have dependents, to settle before
     /// the counts are recorded ([`Tx::release_dependents`]).
     finished: Vec<(String, JobStatus)>,
+    /// Children the body finished, whose outcome goes to their parent
+    /// before the counts are recorded ([`Tx::child_finished`]).
+    children: Vec<ChildNotice>,
     shard: i32,
     /// The counts, when the body wrote them itself with its last statements
     /// (see [`Tx::counts_recorded`]).
@@ -108,6 +111,7 @@ impl<'a> Tx<'a> {
             work: false,
             backlog: false,
             finished: Vec::new(),
+            children: Vec::new(),
             shard,
             recorded: None,
             pipelined: false,
@@ -153,11 +157,25 @@ impl<'a> Tx<'a> {
         }
     }
 
-    /// Settles the dependents of the jobs recorded by [`Tx::finished`] so far
-    /// (count down, release, cascade, within the bound; [`crate::release`]). [`Tx::commit`] does
+    /// Records that the body finished a spawned child: its outcome is
+    /// delivered to its parent in this transaction.
+    pub fn child_finished(&mut self, notice: ChildNotice) {
+        self.children.push(notice);
+    }
+
+    /// Delivers the outcomes of the children recorded by
+    /// [`Tx::child_finished`] to their parents, then settles the dependents
+    /// of the jobs recorded by [`Tx::finished`] so far (count down, release,
+    /// cascade, within the bound; [`crate::release`]). [`Tx::commit`] does
     /// this itself; a body that records its counts ([`Tx::counts_recorded`])
     /// calls it before.
     pub async fn release_dependents(&mut self) -> Result<()> {
+        for notice in std::mem::take(&mut self.children) {
+            let delivered =
+                crate::signals::signal(self, &notice.parent_id, &notice.name, &notice.payload)
+                    .await;
+            ChildNotice::settle(delivered)?;
+        }
         if self.finished.is_empty() {
             return Ok(());
         }
@@ -182,8 +200,8 @@ impl<'a> Tx<'a> {
     /// if that. The body changes no status after that.
     pub fn counts_recorded(&mut self, effects: Effects, committed: bool) {
         debug_assert!(
-            self.finished.is_empty(),
-            "dependents settled before the counts"
+            self.finished.is_empty() && self.children.is_empty(),
+            "dependents settled and parents told before the counts"
         );
         self.recorded = Some(effects);
         self.committed = committed;

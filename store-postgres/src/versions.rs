@@ -396,6 +396,15 @@ pub const SCHEMA_VERSIONS: &[SchemaVersion] = &[
              (`awaiting_signal`).",
         )
     },
+    // `duraq_jobs.parent_id` (nullable), added in place. A binary of version
+    // 20 would finish a child without waking the parent that waits for it,
+    // so it must refuse such a schema.
+    version(
+        21,
+        "children",
+        "Spawned children (`parent_id`): a job that finishes delivers its outcome to the job \
+         that spawned it and waits for it.",
+    ),
 ];
 
 /// The newest schema version this binary knows.

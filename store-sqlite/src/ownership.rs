@@ -5,6 +5,7 @@
 //! Every mutation (report, recovery, cancel, keyed cancel, retry) goes through here.
 
 use duraq_core::driver::rules::{give_back, GiveBack};
+use duraq_core::driver::ChildNotice;
 use duraq_core::{Job, JobStatus, Result};
 use rusqlite::{params, Connection, OptionalExtension};
 
@@ -114,6 +115,7 @@ pub(crate) fn count_and_give_back(
         schedule_key,
         dependents,
         wake_workers,
+        parent,
     } = give_back(from, job);
     if gives_reservation {
         release_reservation(tx.conn, job, reservation)?;
@@ -126,6 +128,11 @@ pub(crate) fn count_and_give_back(
     }
     if wake_workers {
         tx.signal_work();
+    }
+    if let (true, Some(notice)) = (parent, ChildNotice::of(job)) {
+        let delivered =
+            crate::signals::signal(tx, &notice.parent_id, &notice.name, &notice.payload);
+        ChildNotice::settle(delivered)?;
     }
     Ok(())
 }

@@ -273,6 +273,14 @@ pub const SCHEMA_VERSIONS: &[SchemaVersion] = &[
             "Durable steps and signals: what each step of a job returned (`duraq_job_steps`), the signals it received (`duraq_job_signals`) and the one a pending job waits for (`awaiting_signal`).",
         )
     },
+    // `duraq_jobs.parent_id` (nullable), added in place. A binary of version
+    // 19 would finish a child without waking the parent that waits for it,
+    // so it must refuse such a file.
+    version(
+        20,
+        "children",
+        "Spawned children (`parent_id`): a job that finishes delivers its outcome to the job that spawned it and waits for it.",
+    ),
 ];
 
 /// The newest schema version this binary knows (the last of

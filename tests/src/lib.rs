@@ -28,6 +28,7 @@ pub mod aging;
 pub mod app_clients;
 pub mod bulk;
 pub mod cancel_running;
+pub mod children;
 pub mod claim;
 pub mod concurrency;
 pub mod costs;

@@ -12,7 +12,9 @@
 //! either queue (so claims, worker cycles and timer queries meet paused queues,
 //! and every snapshot compares the paused flags), fair turns (about half the
 //! jobs carry one of two fairness keys, chosen by their args; a claim's place
-//! in the round and a key's weight follow its worker and config) — and applies
+//! in the round and a key's weight follow its worker and config), spawned
+//! children (a child's end delivers its outcome to its parent, which may wait
+//! for it) — and applies
 //! each to the store under test and to `MemoryStore`, the reference.
 //!
 //! After every step it compares the two answers, the published count deltas

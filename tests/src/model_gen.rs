@@ -49,6 +49,9 @@ pub struct Spec {
     pub cost: Option<u8>,
     /// `keepCompleted = false`: the row goes when the job completes.
     pub ephemeral: bool,
+    /// A spawned child of the job with this index into every job id handed
+    /// out so far (one past the end names no job). Woven in by [`ops`].
+    pub parent: Option<u16>,
 }
 
 /// How a generated report ends the attempt.
@@ -65,6 +68,9 @@ pub enum Report {
     ReturnToQueue,
     /// A wait for signal `s<n>` (a durable job's `wait_for_signal`).
     AwaitSignal(u8),
+    /// A wait for the outcome of the child with this id (a parent's
+    /// `spawn_and_wait`). Woven in by [`ops`].
+    AwaitChild(String),
 }
 
 /// Which job a generated signal goes to.
@@ -246,6 +252,7 @@ fn spec() -> impl Strategy<Value = Spec> {
                         run_on_failure: false,
                         cost,
                         ephemeral,
+                        parent: None,
                     },
                 )
         })
@@ -328,6 +335,9 @@ pub fn ops(len: std::ops::RangeInclusive<usize>) -> impl Strategy<Value = Vec<Op
 /// dependencies on jobs handed out before, a quarter of those the `run`
 /// policy, and turns about a third of the completions into completions with an
 /// output: random DAGs with random outcomes, checked against the reference.
+/// About one in six single enqueues without dependencies becomes a spawned
+/// child of a job handed out before, and half the waits after it wait for
+/// the newest such child's outcome.
 /// Woven like [`weave_pauses`], without extra draws.
 fn weave_dependencies(mut ops: Vec<Op>) -> Vec<Op> {
     let mut next = hashed(&ops);
@@ -337,14 +347,27 @@ fn weave_dependencies(mut ops: Vec<Op>) -> Vec<Op> {
             spec.run_on_failure = next(4) == 0;
         }
     };
-    for op in ops.iter_mut() {
+    let mut newest_child: Option<String> = None;
+    for (at, op) in ops.iter_mut().enumerate() {
         match op {
-            Op::Enqueue(spec) => with_deps(spec, &mut next),
+            Op::Enqueue(spec) => {
+                with_deps(spec, &mut next);
+                if spec.after.is_empty() && next(6) == 0 {
+                    spec.parent = Some(next(1 << 16) as u16);
+                    // The id `model::run_case` hands this op's job.
+                    newest_child = Some(format!("job-{at:03}-0"));
+                }
+            }
             Op::Batch(specs) => specs.iter_mut().for_each(|s| with_deps(s, &mut next)),
             Op::Report { report, .. } | Op::Work { report, .. }
                 if matches!(report, Report::Completed) && next(3) == 0 =>
             {
                 *report = Report::Output;
+            }
+            Op::Report { report, .. } if matches!(report, Report::AwaitSignal(_)) => {
+                if let (Some(child), 0) = (&newest_child, next(2)) {
+                    *report = Report::AwaitChild(child.clone());
+                }
             }
             _ => {}
         }

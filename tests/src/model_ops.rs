@@ -94,7 +94,10 @@ fn new_job(s: &Spec, id: String, now: i64, ids: &[String]) -> Result<NewJob> {
         Some(_) => opts = opts.concurrency("c\n1", 1),
         None => {}
     }
-    let job = NewJob::new(NAMES[s.name as usize], json!([s.args]), opts)?.with_id(id);
+    let mut job = NewJob::new(NAMES[s.name as usize], json!([s.args]), opts)?.with_id(id);
+    if let Some(parent) = s.parent {
+        job = job.child_of(&pick(ids, usize::from(parent)), "s")?;
+    }
     match (s.op, s.idem) {
         (Some(op), Some(_)) => job.with_operation(NewOperation {
             key: format!("op{op}"),
@@ -202,6 +205,10 @@ fn outcome(r: &Report, step: usize) -> Outcome {
         // A timeout both sides agree on, past or future as the clocks move.
         Report::AwaitSignal(n) => Outcome::AwaitSignal {
             name: format!("s{n}"),
+            until_ms: crate::T0 + 60_000,
+        },
+        Report::AwaitChild(child) => Outcome::AwaitSignal {
+            name: format!("duraq.child.{child}"),
             until_ms: crate::T0 + 60_000,
         },
     }

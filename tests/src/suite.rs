@@ -211,6 +211,13 @@ macro_rules! store_suite {
                     a_signal_sent_before_the_wait_is_read_at_once,
                     a_wait_that_timed_out_stays_timed_out,
                 ],
+                children: [
+                    every_end_of_a_child_reaches_its_parent,
+                    a_gone_or_finished_parent_does_not_hold_up_its_child,
+                    a_signal_name_of_duraqs_own_is_refused,
+                    a_child_is_spawned_once_across_its_parents_replays,
+                    a_failed_child_is_its_parents_to_judge,
+                ],
                 operations: [
                     operation_rides_along, start_attempt_stamps_once, record_result,
                     missing_operation_not_found, operation_key_in_use_conflicts,

@@ -30,14 +30,19 @@
 //! [`crate::Outcome::AwaitSignal`] checks for the signal after locking the
 //! job ([`crate::Outcome::given_signals`]); and every worker's recovery pass
 //! ends the waits whose time is up ([`crate::WorkerStore::end_timed_out_waits`]).
+//! A child job names its parent ([`crate::Job::parent_id`]); the transition
+//! that finishes it delivers its outcome to the parent ([`ChildNotice`],
+//! [`crate::driver::rules::GiveBack::parent`]).
 
+mod children;
 mod journal;
 mod signal;
 mod sleep;
 mod step;
 mod wait_signal;
 
-pub(crate) use journal::Journal;
+pub use children::{ChildNotice, ChildOutcome, CHILD_WAIT};
+pub(crate) use journal::{Journal, RESERVED_PREFIX};
 pub use journal::{StepRecord, StepWrite};
 pub use signal::{check_signal, plan_signal, SignalPlan, SignalRecord, Signalled};
 pub use step::step_write;

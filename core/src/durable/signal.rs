@@ -5,7 +5,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::journal::MAX_STEP_NAME_BYTES;
+use super::journal::{MAX_STEP_NAME_BYTES, RESERVED_PREFIX};
 use crate::error::{Error, ErrorCode};
 use crate::job::Job;
 use crate::Result;
@@ -46,13 +46,18 @@ pub enum SignalPlan {
 }
 
 /// `invalid-signal` unless `name` is 1 to 200 bytes without control
-/// characters and `payload` at most 256 KiB of JSON. Checked before anything
+/// characters, outside the `duraq.` prefix (a child's outcome comes to its
+/// parent as such a signal), and `payload` at most 256 KiB of JSON. Checked before anything
 /// is read.
 pub fn check_signal(name: &str, payload: &Value) -> Result<()> {
     let problem = if name.is_empty() || name.len() > MAX_STEP_NAME_BYTES {
         format!("a signal name must be 1 to {MAX_STEP_NAME_BYTES} bytes")
     } else if name.chars().any(char::is_control) {
         "a signal name must not hold control characters".to_owned()
+    } else if name.starts_with(RESERVED_PREFIX) {
+        format!(
+            "a signal name must not start with {RESERVED_PREFIX:?}, which duraq's own signals use"
+        )
     } else if crate::transitions::output_size_error(payload).is_some() {
         let max = crate::transitions::MAX_OUTPUT_BYTES;
         format!("signal {name:?}'s payload is over {max} bytes of JSON")

@@ -51,7 +51,11 @@ impl JobContext {
         }
     }
 
-    async fn signal_value(&self, name: &str, timeout: Duration) -> Result<Option<Value>, JobError> {
+    pub(super) async fn signal_value(
+        &self,
+        name: &str,
+        timeout: Duration,
+    ) -> Result<Option<Value>, JobError> {
         let result = format!("{RESERVED_PREFIX}signal.{name}");
         let deadline = format!("{RESERVED_PREFIX}wait.{name}");
         if let Some(decided) = self.replay(&result).await? {

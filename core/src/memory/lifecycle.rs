@@ -4,6 +4,7 @@ use std::collections::HashMap;
 
 use super::{Cap, State};
 use crate::counts::CountChange;
+use crate::durable::ChildNotice;
 use crate::error::{Error, Result};
 use crate::job::{Job, JobStatus, Lease};
 use crate::rate::RateLimit;
@@ -154,7 +155,13 @@ impl State {
             schedule_key,
             dependents,
             wake_workers: _,
+            parent,
         } = give_back(from, &self.jobs[id]);
+        if let (true, Some(notice)) = (parent, ChildNotice::of(&self.jobs[id])) {
+            let delivered =
+                self.signal(&notice.parent_id, &notice.name, notice.payload, now, change);
+            ChildNotice::settle(delivered).expect("a memory delivery fails only as settled");
+        }
         if reservation {
             self.release_reservation(id);
         }

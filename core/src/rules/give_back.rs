@@ -24,6 +24,10 @@ pub struct GiveBack {
     /// Nothing held: workers are woken, because the row is queued again or
     /// its reservation freed a slot that a capped job may be waiting for.
     pub wake_workers: bool,
+    /// Its parent's wait, if a job spawned it and waits for it
+    /// ([`Job::parent_id`]): a finished child delivers its outcome to the
+    /// parent in the same transaction ([`crate::driver::ChildNotice`]).
+    pub parent: bool,
 }
 
 /// What `job`, just moved out of `from`, gives back.
@@ -46,6 +50,7 @@ pub fn give_back(from: JobStatus, job: &Job) -> GiveBack {
         schedule_key: finished,
         dependents: finished,
         wake_workers: reservation || job.status == JobStatus::Queued,
+        parent: finished && job.parent_id.is_some(),
     }
 }
 
@@ -89,6 +94,22 @@ mod tests {
                 ..GiveBack::default()
             }
         );
+    }
+
+    #[test]
+    fn a_finished_child_answers_its_parent_and_a_retried_one_does_not() {
+        let mut job = new_job_row(
+            &NewJob::new("j", serde_json::json!([]), EnqueueOptions::new()).unwrap(),
+            0,
+        );
+        job.parent_id = Some("p".into());
+        job.status = JobStatus::Failed;
+        assert!(give_back(JobStatus::HandedOff, &job).parent);
+        job.status = JobStatus::Queued;
+        assert!(!give_back(JobStatus::HandedOff, &job).parent);
+        job.parent_id = None;
+        job.status = JobStatus::Completed;
+        assert!(!give_back(JobStatus::HandedOff, &job).parent);
     }
 
     #[test]

@@ -36,6 +36,7 @@ fn sample() -> (Job, ArgsText) {
     job.sequence_continues = true;
     job.fairness_key = Some("tenant:9".into());
     job.awaiting_signal = Some("shipped".into());
+    job.parent_id = Some("parent-1".into());
     (job, args)
 }
 

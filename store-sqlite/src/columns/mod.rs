@@ -207,6 +207,8 @@ job_columns! {
     fairness_key: field = column("TEXT", "", 18, Bind),
     // The signal a pending job waits for (see `crate::signals`).
     awaiting_signal: field = column("TEXT", "", 19, Fresh("NULL")).saved(),
+    // The job that spawned this one and waits for it.
+    parent_id: field = column("TEXT", "", 20, Bind),
 }
 
 /// The columns of `duraq_jobs` for the declared schema, in table order.

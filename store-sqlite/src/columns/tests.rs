@@ -151,6 +151,7 @@ fn a_job_with_every_field_set_round_trips() {
     job.sequence_continues = true;
     job.fairness_key = Some("tenant:9".into());
     job.awaiting_signal = Some("shipped".into());
+    job.parent_id = Some("parent-1".into());
 
     let conn = Connection::open(&path).unwrap();
     let columns: Vec<&str> = COLUMNS.iter().map(|c| c.column.name).collect();

@@ -106,9 +106,22 @@ pub(super) fn fields(state: &AppState, job: &Job, held: Option<&HeldBy>) -> Mark
                 }
             }
             @if let (Some(name), true) = (&job.awaiting_signal, job.is_awaiting_signal()) {
-                dt { "Waiting for signal" } dd data-field="awaitingSignal" {
-                    code { (visible(name)) }
-                    span.muted { " — times out " } (time(Some(job.scheduled_at_ms), now_ms()))
+                @if let Some(child) = name.strip_prefix("duraq.child.") {
+                    dt { "Waiting for child" } dd data-field="awaitingSignal" {
+                        a href=(link(state, &format!("/jobs/{}", urlencode(child)))) { code { (visible(child)) } }
+                        span.muted { " — times out " } (time(Some(job.scheduled_at_ms), now_ms()))
+                    }
+                } @else {
+                    dt { "Waiting for signal" } dd data-field="awaitingSignal" {
+                        code { (visible(name)) }
+                        span.muted { " — times out " } (time(Some(job.scheduled_at_ms), now_ms()))
+                    }
+                }
+            }
+            @if let Some(parent) = &job.parent_id {
+                dt { "Parent" } dd data-field="parentId" {
+                    a href=(link(state, &format!("/jobs/{}", urlencode(parent)))) { code { (visible(parent)) } }
+                    span.muted { " — spawned this job and gets its outcome" }
                 }
             }
             @if let Some(key) = &job.fairness_key {

@@ -2,14 +2,18 @@
 //! database (`docs/durable.md`), on SQLite and on PostgreSQL (when
 //! `DATABASE_URL` names one; each run in a fresh schema).
 //!
-//! 1,000 jobs of a program of three steps and a signal (`duraq-durable-proc`,
-//! handler `saga`) run on three worker processes while the test delivers
-//! every job's signal and SIGKILLs a worker (starting another) each time the
-//! log has grown by a few hundred lines, six times over. Then, read outside
-//! the store from the log the closures append to:
+//! 1,000 jobs of a program of three steps, a signal, a spawned child and an
+//! exactly-once step (`duraq-durable-proc`, handler `saga`) run on three
+//! worker processes while the test delivers every job's signal and SIGKILLs
+//! a worker (starting another) each time the log has grown by a few hundred
+//! lines, six times over. Then, read outside the store from the log the
+//! closures append to and from the application's own table:
 //!
 //! - every job completed, with its own signal's payload (none lost or
-//!   crossed), and the counts are exact;
+//!   crossed) and its own child's output, and the counts are exact: one
+//!   child per job, enqueued once;
+//! - the exactly-once step wrote its application row once per job, by the
+//!   attempt its record names;
 //! - a step's closure ran again only in place of an attempt that died before
 //!   recording it: every run of a step but the recorded one belongs to an
 //!   attempt that never finished, and there are at most as many such runs as
@@ -36,6 +40,8 @@ const KILLS: usize = 6;
 const SLOTS: usize = 4;
 /// Turns a hang into a failure; a correct run takes a fraction of it.
 const PATIENCE: Duration = Duration::from_secs(240);
+/// The application's table the exactly-once step writes to.
+const LEDGER: &str = "CREATE TABLE app_ledger (job_id text NOT NULL, handoff_id text NOT NULL)";
 
 struct Proc {
     child: Child,
@@ -78,7 +84,16 @@ fn wait_until<T>(what: &str, mut f: impl FnMut() -> Option<T>) -> T {
     }
 }
 
-fn durable_jobs_survive_kills(target: &str, schema: &str, store: Arc<dyn Store>, log: PathBuf) {
+/// The application's table of the exactly-once step: (job, handoff) rows.
+type Ledger<'a> = &'a dyn Fn() -> Vec<(String, String)>;
+
+fn durable_jobs_survive_kills(
+    target: &str,
+    schema: &str,
+    store: Arc<dyn Store>,
+    log: PathBuf,
+    ledger: Ledger<'_>,
+) {
     let rt = tokio::runtime::Runtime::new().unwrap();
     let ids: Vec<String> = rt.block_on(async {
         let opts = EnqueueOptions::new().max_retries(50);
@@ -116,9 +131,9 @@ fn durable_jobs_survive_kills(target: &str, schema: &str, store: Arc<dyn Store>,
         workers[kill % WORKERS] = spawn(target, schema, &log);
     }
     rt.block_on(sender).unwrap();
-    wait_until("every job to complete", || {
+    wait_until("every job and child to complete", || {
         let counts = rt.block_on(store.count_snapshot()).unwrap().counts;
-        (counts.completed == JOBS as i64).then_some(())
+        (counts.completed == 2 * JOBS as i64).then_some(())
     });
     for mut w in workers {
         drop(w.stdin.take());
@@ -127,8 +142,13 @@ fn durable_jobs_survive_kills(target: &str, schema: &str, store: Arc<dyn Store>,
     let counts = rt.block_on(store.count_snapshot()).unwrap();
     assert_eq!(
         (counts.total, counts.counts.completed),
-        (JOBS as i64, JOBS as i64)
+        (2 * JOBS as i64, 2 * JOBS as i64),
+        "one child per job"
     );
+    let mut written: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for (job, handoff) in ledger() {
+        written.entry(job).or_default().push(handoff);
+    }
 
     // Who ran what, from the log.
     let mut runs: BTreeMap<(String, String), Vec<String>> = BTreeMap::new();
@@ -165,6 +185,22 @@ fn durable_jobs_survive_kills(target: &str, schema: &str, store: Arc<dyn Store>,
             "every finished attempt of {id} saw the same: {seen_by:?}"
         );
         let records = rt.block_on(store.job_steps(id)).unwrap();
+        let spawn = records.iter().find(|r| r.name == "duraq.spawn.leaf");
+        let child_id = spawn.expect("the spawn recorded").output.as_str().unwrap();
+        let child = rt
+            .block_on(store.get_job(child_id))
+            .unwrap()
+            .expect("the child");
+        assert_eq!(child.parent_id.as_deref(), Some(id.as_str()));
+        assert_eq!(output["child"], json!(2 * n), "{id}'s own child's output");
+        assert_eq!(child.output, Some(json!(2 * n)));
+        let d = records.iter().find(|r| r.name == "d").expect("d recorded");
+        assert_eq!(
+            written.get(id).map(Vec::as_slice),
+            Some([d.output["by"].as_str().unwrap().to_owned()].as_slice()),
+            "{id}'s application row, written once by the attempt its record names"
+        );
+        assert_eq!(output["d"], d.output);
         for step in ["a", "b", "c"] {
             let record = records.iter().find(|r| r.name == step).expect("recorded");
             let by = record.output["by"].as_str().unwrap();
@@ -196,7 +232,16 @@ fn durable_jobs_survive_kills_on_sqlite() {
     let db = dir.path().join("duraq.db");
     let store: Arc<dyn Store> = Arc::new(SqliteStore::open(&db, SqliteOptions::default()).unwrap());
     let target = db.to_str().unwrap().to_owned();
-    durable_jobs_survive_kills(&target, "-", store, dir.path().join("log"));
+    let app = rusqlite::Connection::open(&db).unwrap();
+    app.execute_batch(LEDGER).unwrap();
+    let ledger = || {
+        let mut read = app
+            .prepare("SELECT job_id, handoff_id FROM app_ledger")
+            .unwrap();
+        let rows = read.query_map([], |r| Ok((r.get(0)?, r.get(1)?))).unwrap();
+        rows.collect::<Result<Vec<_>, _>>().unwrap()
+    };
+    durable_jobs_survive_kills(&target, "-", store, dir.path().join("log"), &ledger);
 }
 
 #[test]
@@ -214,6 +259,17 @@ fn durable_jobs_survive_kills_on_postgres() {
     };
     let store: Arc<dyn Store> =
         Arc::new(rt.block_on(PostgresStore::connect(&url, options)).unwrap());
+    let (app, connection) = rt
+        .block_on(tokio_postgres::connect(&url, tokio_postgres::NoTls))
+        .unwrap();
+    rt.spawn(connection);
+    let create = LEDGER.replace("app_ledger", &format!("{schema}.app_ledger"));
+    rt.block_on(app.batch_execute(&create)).unwrap();
+    let read = format!("SELECT job_id, handoff_id FROM {schema}.app_ledger");
+    let ledger = || {
+        let rows = rt.block_on(app.query(&read, &[])).unwrap();
+        rows.iter().map(|r| (r.get(0), r.get(1))).collect()
+    };
     let dir = tempfile::tempdir().unwrap();
-    durable_jobs_survive_kills(&url, &schema, store, dir.path().join("log"));
+    durable_jobs_survive_kills(&url, &schema, store, dir.path().join("log"), &ledger);
 }

@@ -30,6 +30,7 @@ use crate::{system_time_ms, Error, Kit, TestKit};
 pub struct TestKitBuilder {
     pub(crate) registry: Registry,
     pub(crate) start_ms: Option<i64>,
+    pub(crate) clock: Option<ManualClock>,
     pub(crate) configure: Option<Box<dyn FnOnce(WorkerBuilder) -> WorkerBuilder>>,
 }
 
@@ -38,6 +39,31 @@ impl TestKitBuilder {
     /// built, then frozen).
     pub fn start_at(mut self, at: SystemTime) -> Self {
         self.start_ms = Some(system_time_ms(at));
+        self
+    }
+
+    /// Makes `clock` the kit's clock (instead of one made at
+    /// [`TestKitBuilder::start_at`]), so that a store opened before the kit
+    /// reads the time the kit moves: PostgreSQL's, which connects
+    /// asynchronously, given to [`TestKitBuilder::with_store`] once open.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use std::time::{Duration, UNIX_EPOCH};
+    /// use duraq_core::{ManualClock, MemoryStore, Registry};
+    ///
+    /// let registry = Registry::new().register_fn("hello", |_ctx, _args| async { Ok(()) }).unwrap();
+    /// let clock = ManualClock::new(1_800_000_000_000);
+    /// // Opened beforehand, as `PostgresStore::connect_with_clock(url, options, clock)` is.
+    /// let store = Arc::new(MemoryStore::with_clock(Arc::new(clock.clone())));
+    /// let kit = duraq_testkit::TestKit::builder(registry)
+    ///     .clock(clock)
+    ///     .with_store(|_| Ok(store))
+    ///     .unwrap();
+    /// assert_eq!(kit.now(), UNIX_EPOCH + Duration::from_secs(1_800_000_000));
+    /// ```
+    pub fn clock(mut self, clock: ManualClock) -> Self {
+        self.clock = Some(clock);
         self
     }
 
@@ -85,7 +111,7 @@ impl TestKitBuilder {
         let start_ms = self
             .start_ms
             .unwrap_or_else(|| system_time_ms(SystemTime::now()));
-        let clock = ManualClock::new(start_ms);
+        let clock = self.clock.unwrap_or_else(|| ManualClock::new(start_ms));
         let base = open(Arc::new(clock.clone()))?;
         let store = Arc::new(KitStore::new(base.clone()));
         let shared: Arc<dyn Store> = store.clone();

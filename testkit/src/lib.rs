@@ -107,6 +107,7 @@ impl TestKit {
         TestKitBuilder {
             registry,
             start_ms: None,
+            clock: None,
             configure: None,
         }
     }

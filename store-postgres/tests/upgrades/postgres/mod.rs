@@ -2,6 +2,7 @@
 //! Every test needs the server, so every test's path names `postgres`: that
 //! is what `cargo xtask test-all --skip-postgres` filters out.
 
+mod children;
 mod dependencies;
 mod history;
 mod partitions;

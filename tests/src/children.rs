@@ -14,8 +14,8 @@ use std::time::Duration;
 
 use duraq_core::inspect::BulkAction;
 use duraq_core::{
-    ChildOutcome, Clock, EnqueueOptions, ErrorCode, Job, JobContext, JobError, JobResult,
-    JobStatus, NewJob, Outcome, Registry, Worker,
+    ChildOutcome, EnqueueOptions, ErrorCode, Job, JobContext, JobError, JobResult, JobStatus,
+    NewJob, Outcome, Registry, Worker,
 };
 use serde_json::{json, Value};
 
@@ -204,11 +204,7 @@ fn family(h: &Harness, child_runs: Arc<AtomicUsize>) -> Worker {
             JobResult::output(&json!([child.status, child.last_error]))
         })
         .unwrap();
-    let clock: Arc<dyn Clock> = Arc::new(h.clock.clone());
-    Worker::builder(h.store.clone(), registry)
-        .clock(clock)
-        .build()
-        .expect("worker")
+    h.worker(registry)
 }
 
 /// Runs rounds of `w` until job `id` is finished (each round's jobs all

@@ -13,8 +13,7 @@ use std::time::Duration;
 use duraq_core::driver::StepWrite;
 use duraq_core::inspect::{BulkAction, PruneRequest, StepRecord};
 use duraq_core::{
-    Clock, EnqueueOptions, ErrorCode, Job, JobContext, JobError, JobResult, JobStatus, Outcome,
-    Registry, Worker,
+    EnqueueOptions, ErrorCode, Job, JobContext, JobError, JobResult, JobStatus, Outcome, Registry,
 };
 use serde_json::{json, Value};
 
@@ -42,15 +41,6 @@ async fn steps(h: &Harness, id: &str) -> Vec<(String, Value)> {
 async fn running(h: &Harness, name: &str, opts: EnqueueOptions) -> Job {
     let id = h.insert(job(name, json!([]), opts)).await;
     h.claim_id(&format!("w-{name}"), name, &id).await
-}
-
-/// A worker on the case's store and clock that runs `registry`.
-fn worker(h: &Harness, registry: Registry) -> Worker {
-    let clock: Arc<dyn Clock> = Arc::new(h.clock.clone());
-    Worker::builder(h.store.clone(), registry)
-        .clock(clock)
-        .build()
-        .expect("worker")
 }
 
 pub async fn a_step_record_is_fenced_and_keeps_its_first_output(h: &Harness) {
@@ -158,7 +148,7 @@ pub async fn a_step_runs_once_across_a_sleep_and_a_retry(h: &Harness) {
             }
         })
         .unwrap();
-    let w = worker(h, registry);
+    let w = h.worker(registry);
     let id = h
         .enqueue_with("order", json!([]), EnqueueOptions::new().max_retries(3))
         .await
@@ -214,7 +204,7 @@ pub async fn bad_step_names_fail_the_job_with_their_codes(h: &Harness) {
             }
         })
         .unwrap();
-    let w = worker(h, registry);
+    let w = h.worker(registry);
     let opts = || EnqueueOptions::new().max_retries(5);
     let twice = h.enqueue_with("twice", json!(["a"]), opts()).await;
     let twice_id = twice.job_id().to_owned();

@@ -193,6 +193,16 @@ impl Harness {
         self.clock.advance(ms);
     }
 
+    /// A worker on the case's store and clock that runs `registry` (driven
+    /// by `Worker::run_due`).
+    pub fn worker(&self, registry: duraq_core::Registry) -> duraq_core::Worker {
+        let clock: Arc<dyn duraq_core::Clock> = Arc::new(self.clock.clone());
+        duraq_core::Worker::builder(self.store.clone(), registry)
+            .clock(clock)
+            .build()
+            .expect("worker")
+    }
+
     /// Enqueues and returns the outcome.
     pub async fn enqueue_with(
         &self,

@@ -9,13 +9,12 @@
 //! it; a signal sent before the wait is read at once; a wait that times out
 //! stays timed out.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use duraq_core::inspect::SignalRecord;
 use duraq_core::{
-    Clock, EnqueueOptions, ErrorCode, JobContext, JobResult, JobStatus, Outcome, Registry,
-    Signalled, Worker,
+    EnqueueOptions, ErrorCode, JobContext, JobResult, JobStatus, Outcome, Registry, Signalled,
+    Worker,
 };
 use serde_json::{json, Value};
 
@@ -152,11 +151,7 @@ fn shipper(h: &Harness) -> Worker {
             }
         })
         .unwrap();
-    let clock: Arc<dyn Clock> = Arc::new(h.clock.clone());
-    Worker::builder(h.store.clone(), registry)
-        .clock(clock)
-        .build()
-        .expect("worker")
+    h.worker(registry)
 }
 
 pub async fn a_wait_pends_until_its_signal_wakes_it(h: &Harness) {

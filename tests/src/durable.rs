@@ -2,7 +2,7 @@
 //! is fenced by the lease, keeps a name's first record and changes no job
 //! and no count; a job's records and signals go with it (bulk delete,
 //! prune, and an ephemeral job's completion). Through the worker's own attempt path
-//! ([`Worker::run_due`] on the case's clock): a step's closure runs once
+//! ([`duraq_core::Worker::run_due`] on the case's clock): a step's closure runs once
 //! across a sleep and a retry, a sleep uses no retry and frees the slot, and
 //! bad step names fail the job with their codes.
 

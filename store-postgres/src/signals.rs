@@ -9,22 +9,35 @@
 //! never stored while its wait is written as if it had not come. The waits
 //! whose time is up are found through the partial index
 //! `duraq_jobs_awaiting` on the live partition.
+//!
+//! The functions here take the transaction's connection, clock and count
+//! change rather than the `Tx`, and write their one transition (a wait
+//! ended) themselves: the `Tx` delivers a finished child's outcome through
+//! here before it commits, so this module must not need it.
 
-use duraq_core::driver::rules::{plan_signal, SignalPlan};
+use duraq_core::driver::rules::{give_back, plan_signal, GiveBack, SignalPlan};
 use duraq_core::driver::transitions::end_wait;
+use duraq_core::driver::CountChange;
 use duraq_core::inspect::SignalRecord;
 use duraq_core::{JobStatus, Result, Signalled};
 use serde_json::Value;
 
 use crate::backend::db::Db;
 use crate::error::corrupt;
-use crate::ownership::give_back_held;
 use crate::rows::{loaded_from_row, save_jobs, Loaded, JOB_COLUMNS};
-use crate::tx::Tx;
 
-/// Delivers one signal (the input already checked).
+/// What a delivery writes with: the transaction's connection, its clock
+/// reading, and its count change.
+pub(crate) struct Writes<'t, 'a> {
+    pub db: &'t Db<'a>,
+    pub now: i64,
+    pub change: &'t mut CountChange,
+}
+
+/// Delivers one signal (the input already checked); a job it wakes is
+/// work for the workers (`woke`).
 pub(crate) async fn signal(
-    tx: &mut Tx<'_>,
+    tx: Writes<'_, '_>,
     job_id: &str,
     name: &str,
     payload: &Value,
@@ -71,20 +84,24 @@ pub(crate) async fn signal(
     })
 }
 
-/// Ends the waits of `waiting` (rows locked by the caller): `queued`, due now.
-async fn end_waits(tx: &mut Tx<'_>, mut waiting: Vec<Loaded>) -> Result<()> {
-    for Loaded {
-        job,
-        has_dependents,
-        ..
-    } in &mut waiting
-    {
+/// Ends the waits of `waiting` (rows locked by the caller): `queued`, due
+/// now. A waiting job holds no reservation, key or turn to give back; the
+/// caller wakes the workers.
+async fn end_waits(tx: Writes<'_, '_>, mut waiting: Vec<Loaded>) -> Result<()> {
+    for Loaded { job, .. } in &mut waiting {
         end_wait(job, tx.now);
         tx.change.moved(&job.queue, JobStatus::Pending, job.status);
-        give_back_held(tx, JobStatus::Pending, job, None, *has_dependents).await?;
+        let GiveBack {
+            reservation,
+            schedule_key,
+            dependents,
+            wake_workers: _,
+            parent,
+        } = give_back(JobStatus::Pending, job);
+        debug_assert!(!(reservation || schedule_key || dependents || parent));
     }
     let rows: Vec<_> = waiting.iter().map(|l| (&l.job, None)).collect();
-    save_jobs(&tx.db, &rows).await
+    save_jobs(tx.db, &rows).await
 }
 
 /// Of the waits `waits` ((job id, signal name), rows already locked), those
@@ -106,7 +123,7 @@ pub(crate) async fn delivered(db: &Db<'_>, waits: &[(&str, &str)]) -> Result<Vec
 
 /// Ends up to `limit` waits whose time is up, oldest first (rows another
 /// transaction holds are skipped); the ids, sorted.
-pub(crate) async fn end_timed_out_waits(tx: &mut Tx<'_>, limit: usize) -> Result<Vec<String>> {
+pub(crate) async fn end_timed_out_waits(tx: Writes<'_, '_>, limit: usize) -> Result<Vec<String>> {
     let sql = format!(
         "SELECT {JOB_COLUMNS} FROM {{s}}.duraq_jobs WHERE status = 'pending' \
          AND awaiting_signal IS NOT NULL AND scheduled_at_ms <= $1 \

@@ -105,7 +105,9 @@ impl Producer for PostgresStore {
     ) -> Result<duraq_core::Signalled> {
         duraq_core::driver::rules::check_signal(name, &payload)?;
         write_tx!(self, self.now(), |tx| {
-            crate::signals::signal(&mut tx, job_id, name, &payload).await
+            let sent = crate::signals::signal(tx.writes(), job_id, name, &payload).await?;
+            tx.work |= sent.woke;
+            Ok(sent)
         })
     }
 
@@ -233,7 +235,9 @@ impl WorkerStore for PostgresStore {
 
     async fn end_timed_out_waits(&self, limit: usize) -> Result<Vec<String>> {
         write_tx!(self, self.now(), |tx| {
-            crate::signals::end_timed_out_waits(&mut tx, limit).await
+            let ended = crate::signals::end_timed_out_waits(tx.writes(), limit).await?;
+            tx.work |= !ended.is_empty();
+            Ok(ended)
         })
     }
 

@@ -32,6 +32,7 @@ use duraq_core::{JobStatus, Result};
 use crate::backend::db::{Conn, Db, Names};
 use crate::counts::{record, Effects};
 use crate::error::{is_retryable, map_pg_error};
+use crate::signals::{signal, Writes};
 use crate::PostgresStore;
 
 /// Retries after a serialization failure or deadlock before `database-busy`.
@@ -157,6 +158,15 @@ impl<'a> Tx<'a> {
         }
     }
 
+    /// What a signal's delivery writes with ([`crate::signals`]).
+    pub fn writes(&mut self) -> Writes<'_, 'a> {
+        Writes {
+            db: &self.db,
+            now: self.now,
+            change: &mut self.change,
+        }
+    }
+
     /// Records that the body finished a spawned child: its outcome is
     /// delivered to its parent in this transaction.
     pub fn child_finished(&mut self, notice: ChildNotice) {
@@ -171,9 +181,9 @@ impl<'a> Tx<'a> {
     /// calls it before.
     pub async fn release_dependents(&mut self) -> Result<()> {
         for notice in std::mem::take(&mut self.children) {
-            let delivered =
-                crate::signals::signal(self, &notice.parent_id, &notice.name, &notice.payload)
-                    .await;
+            let (parent, name) = (&notice.parent_id, &notice.name);
+            let delivered = signal(self.writes(), parent, name, &notice.payload).await;
+            self.work |= delivered.as_ref().is_ok_and(|sent| sent.woke);
             ChildNotice::settle(delivered)?;
         }
         if self.finished.is_empty() {

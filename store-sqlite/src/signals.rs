@@ -4,18 +4,22 @@
 //! does what [`plan_signal`] says; a job waiting for that signal becomes
 //! `queued`. The waits whose time is up are found through the partial index
 //! `duraq_jobs_awaiting` (pending jobs waiting for a signal, by timeout).
+//!
+//! Every transition delivers a finished child's outcome through here
+//! ([`crate::ownership`]), so this module writes its own one transition (a
+//! wait ended) rather than through `ownership`, which would make the two
+//! import each other.
 
-use duraq_core::driver::rules::{plan_signal, SignalPlan};
+use duraq_core::driver::rules::{give_back, plan_signal, GiveBack, SignalPlan};
 use duraq_core::driver::transitions::end_wait;
 use duraq_core::inspect::SignalRecord;
-use duraq_core::{JobStatus, Result, Signalled};
+use duraq_core::{Job, JobStatus, Result, Signalled};
 use rusqlite::{params, Connection, OptionalExtension};
 use serde_json::Value;
 
 use crate::columns::JOB_COLUMNS;
 use crate::error::SqlResult;
-use crate::ownership::{persist_transition, Reservation};
-use crate::rows::{load_job, query_jobs};
+use crate::rows::{load_job, query_jobs, save_job};
 use crate::tx::Tx;
 
 /// Delivers one signal (the input already checked).
@@ -42,14 +46,34 @@ pub(crate) fn signal(
         .db()?
         .execute(params![job_id, name, text, tx.now])
         .db()?;
-    if let (true, Some(mut job)) = (wake, job) {
-        end_wait(&mut job, tx.now);
-        persist_transition(tx, JobStatus::Pending, &job, Reservation::Known(None))?;
+    if let (true, Some(job)) = (wake, job) {
+        end_waiting(tx, job)?;
     }
     Ok(Signalled {
         replayed: false,
         woke: wake,
     })
+}
+
+/// Ends the wait of `job` (`pending`, waiting for a signal): `queued`, due
+/// now, saved and counted; its id. A waiting job holds no reservation, key
+/// or turn to give back: workers are woken.
+fn end_waiting(tx: &mut Tx<'_>, mut job: Job) -> Result<String> {
+    end_wait(&mut job, tx.now);
+    save_job(tx.conn, &job)?;
+    tx.moved(&job.queue, JobStatus::Pending, job.status);
+    let GiveBack {
+        reservation,
+        schedule_key,
+        dependents,
+        wake_workers,
+        parent,
+    } = give_back(JobStatus::Pending, &job);
+    debug_assert!(!(reservation || schedule_key || dependents || parent));
+    if wake_workers {
+        tx.signal_work();
+    }
+    Ok(job.id)
 }
 
 /// The payload job `job_id` holds as signal `name`.
@@ -78,10 +102,8 @@ pub(crate) fn end_timed_out_waits(tx: &mut Tx<'_>, limit: usize) -> Result<Vec<S
     let limit = i64::try_from(limit).unwrap_or(i64::MAX);
     let due = query_jobs(tx.conn, &sql, params![tx.now, limit])?;
     let mut ids = Vec::with_capacity(due.len());
-    for mut job in due {
-        end_wait(&mut job, tx.now);
-        persist_transition(tx, JobStatus::Pending, &job, Reservation::Known(None))?;
-        ids.push(job.id);
+    for job in due {
+        ids.push(end_waiting(tx, job)?);
     }
     ids.sort_unstable();
     Ok(ids)

@@ -91,6 +91,24 @@ pub async fn a_jobs_steps_go_with_the_job(h: &Harness) {
     }
     assert_eq!(steps(h, &ephemeral.id).await, [], "deleted as it completed");
     assert_eq!(signals(ephemeral.id.clone()).await, 0);
+    // An ephemeral job with a signal and no step, completed with others
+    // that have neither (one batch of completions).
+    let opts = || EnqueueOptions::new().keep_completed(false);
+    let (signalled, plain) = (
+        running(h, "d-eph2", opts()).await,
+        running(h, "d-eph3", opts()).await,
+    );
+    h.store.signal(&signalled.id, "go", json!(2)).await.unwrap();
+    let both = vec![
+        (lease(&signalled), Outcome::Completed),
+        (lease(&plain), Outcome::Completed),
+    ];
+    assert_eq!(h.store.report_batch(both).await.unwrap(), [true, true]);
+    assert_eq!(
+        signals(signalled.id.clone()).await,
+        0,
+        "deleted as it completed"
+    );
     let batch = h
         .store
         .act_on_jobs(BulkAction::Delete, std::slice::from_ref(&deleted.id))

@@ -15,7 +15,10 @@
 //! registered dedupe scope, see [`crate::dedupe`]), `reservation_key` (the
 //! concurrency key a running job holds a slot of; it stays on the row after a
 //! completion, see [`crate::rows::Loaded`]) and `has_dependents` (some job
-//! depends on this one, written by [`crate::dependencies`]).
+//! depends on this one, written by [`crate::dependencies`]) and
+//! `has_durable_rows` (an ephemeral job that has steps or signals to delete
+//! with it, written by [`crate::steps`] and [`crate::signals`], read by
+//! [`crate::ephemeral`]).
 
 mod declare;
 pub(crate) mod statements;
@@ -80,6 +83,7 @@ job_columns! {
     fairness_key       Text  "text"                                 19  Bind     Keep  job(Plain);
     awaiting_signal    Text  "text"                                 20  Default  Set   job(Plain);
     parent_id          Text  "text"                                 21  Bind     Keep  job(Plain);
+    has_durable_rows   Bool  "boolean NOT NULL DEFAULT false"       22  Default  Keep  internal(unread, unwritten);
 }
 
 /// The digest of a fresh row's args.

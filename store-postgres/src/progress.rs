@@ -18,16 +18,28 @@ use crate::backend::db::Db;
 use crate::tx::Tx;
 
 /// CTE parts that delete a job's rows in other tables (its progress, lines,
-/// durable steps and signals, [`crate::steps`], [`crate::signals`]) for the jobs a `gone AS (DELETE …
-/// RETURNING j.id …)` part deleted, in the same statement; lines are looked
-/// up only for jobs that had a progress row.
-pub(crate) const DELETE_WITH_JOBS: &str =
-    "gone_progress AS (DELETE FROM {s}.duraq_job_progress WHERE job_id IN (SELECT id FROM gone) \
-     RETURNING job_id), \
-     gone_logs AS (DELETE FROM {s}.duraq_job_logs WHERE job_id IN \
-     (SELECT job_id FROM gone_progress)), \
-     gone_steps AS (DELETE FROM {s}.duraq_job_steps WHERE job_id IN (SELECT id FROM gone)), \
-     gone_signals AS (DELETE FROM {s}.duraq_job_signals WHERE job_id IN (SELECT id FROM gone))";
+/// durable steps and signals, [`crate::steps`], [`crate::signals`]) for the
+/// jobs a `gone AS (DELETE … RETURNING j.id …)` part deleted, in the same
+/// statement; lines are looked up only for jobs that had a progress row.
+pub(crate) const DELETE_WITH_JOBS: &str = concat!(
+    delete_progress_with_jobs!(),
+    ", gone_steps AS (DELETE FROM {s}.duraq_job_steps WHERE job_id IN (SELECT id FROM gone)), \
+     gone_signals AS (DELETE FROM {s}.duraq_job_signals WHERE job_id IN (SELECT id FROM gone))"
+);
+
+/// [`DELETE_WITH_JOBS`] without the steps and signals, for the completions
+/// of ephemeral jobs, which know which jobs have them ([`crate::ephemeral`]).
+pub(crate) const DELETE_PROGRESS_WITH_JOBS: &str = delete_progress_with_jobs!();
+
+macro_rules! delete_progress_with_jobs {
+    () => {
+        "gone_progress AS (DELETE FROM {s}.duraq_job_progress WHERE job_id IN \
+         (SELECT id FROM gone) RETURNING job_id), \
+         gone_logs AS (DELETE FROM {s}.duraq_job_logs WHERE job_id IN \
+         (SELECT job_id FROM gone_progress))"
+    };
+}
+use delete_progress_with_jobs;
 
 /// Persists one fenced batch; `false` (nothing written) when the lease is stale.
 pub(crate) async fn record(tx: &mut Tx<'_>, batch: &ProgressBatch) -> Result<bool> {

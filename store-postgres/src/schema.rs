@@ -127,6 +127,9 @@ pub(crate) async fn migrate(
     if backfill {
         backfill_queue_counts(db).await?;
     }
+    if newest.is_some_and(|v| (20..22).contains(&v)) {
+        mark_ephemeral_durable_rows(db).await?;
+    }
     db.execute(
         "INSERT INTO {s}.duraq_count_shards (shard, revision, queued, handed_off, completed, failed, \
          cancelled, orphaned) SELECT g, 0, 0, 0, 0, 0, 0, 0 FROM generate_series(0, $1 - 1) AS g \
@@ -234,6 +237,26 @@ async fn backfill_queue_counts(db: &Db<'_>) -> Result<()> {
          count(*) FILTER (WHERE status = 'failed'), count(*) FILTER (WHERE status = 'cancelled'), \
          count(*) FILTER (WHERE status = 'orphaned'), count(*) FILTER (WHERE status = 'pending') \
          FROM {s}.duraq_jobs GROUP BY queue",
+        &[],
+    )
+    .await?;
+    Ok(())
+}
+
+/// Sets `has_durable_rows` (version 22) on the unfinished ephemeral jobs
+/// that already have steps or signals, once, under the migration lock. `SHARE`
+/// mode keeps writers of version 21, which add such rows without the mark, out
+/// until commit; newer writers wait for the migration lock anyway.
+async fn mark_ephemeral_durable_rows(db: &Db<'_>) -> Result<()> {
+    db.batch(
+        &db.names
+            .sql("LOCK TABLE {s}.duraq_job_steps, {s}.duraq_job_signals IN SHARE MODE"),
+    )
+    .await?;
+    db.execute(
+        "UPDATE {s}.duraq_jobs SET has_durable_rows = true WHERE NOT keep_completed \
+         AND id IN (SELECT job_id FROM {s}.duraq_job_steps \
+         UNION SELECT job_id FROM {s}.duraq_job_signals)",
         &[],
     )
     .await?;

@@ -1,6 +1,7 @@
 //! Signals (`docs/durable.md`): a row per job and signal name in
 //! `duraq_job_signals`, the payload JSON as text (it comes back as sent),
-//! deleted with the job ([`crate::progress::DELETE_WITH_JOBS`]).
+//! deleted with the job ([`crate::progress::DELETE_WITH_JOBS`]; an ephemeral
+//! job's row is marked, as for [`crate::steps`]).
 //!
 //! A delivery locks the job row (`FOR UPDATE`) and reads the name's payload
 //! in one statement, then does what [`plan_signal`] says. A report of a
@@ -33,6 +34,16 @@ pub(crate) struct Writes<'t, 'a> {
     pub now: i64,
     pub change: &'t mut CountChange,
 }
+
+/// Stores a signal of a kept job.
+const INSERT: &str = "INSERT INTO {s}.duraq_job_signals (job_id, name, payload, at_ms) \
+     VALUES ($1, $2, $3, $4)";
+
+/// Stores a signal of an ephemeral job, marking its row as having signals
+/// to delete with it ([`crate::ephemeral`]).
+const INSERT_MARKING: &str = "WITH marked AS (UPDATE {s}.duraq_jobs SET has_durable_rows = true \
+     WHERE id = $1 AND NOT has_durable_rows) \
+     INSERT INTO {s}.duraq_job_signals (job_id, name, payload, at_ms) VALUES ($1, $2, $3, $4)";
 
 /// Delivers one signal (the input already checked); a job it wakes is
 /// work for the workers (`woke`).
@@ -68,10 +79,10 @@ pub(crate) async fn signal(
         });
     };
     let text = serde_json::to_string(payload).expect("JSON values serialize");
+    let ephemeral = job.is_some_and(|j| !j.keep_completed);
     tx.db
         .execute(
-            "INSERT INTO {s}.duraq_job_signals (job_id, name, payload, at_ms) \
-             VALUES ($1, $2, $3, $4)",
+            if ephemeral { INSERT_MARKING } else { INSERT },
             &[&job_id, &name, &text, &tx.now],
         )
         .await?;

@@ -7,9 +7,10 @@
 //! version that only changes indexes is one entry here. `docs/postgres.md`
 //! shows the same list as a table (a test holds them equal).
 //!
-//! Two versions did work of their own, kept as steps in [`crate::schema`]:
-//! version 3 filled the per-queue counters from the jobs once, and version 11
-//! partitioned the job table, moving its rows once. The job table's columns
+//! Three versions did work of their own, kept as steps in [`crate::schema`]:
+//! version 3 filled the per-queue counters from the jobs once, version 11
+//! partitioned the job table, moving its rows once, and version 22 marked the
+//! ephemeral jobs that had steps or signals. The job table's columns
 //! carry the version that added each ([`crate::columns`]).
 
 use crate::schema_def::{On, JOB_PARTITIONS, QUEUE_COUNTS_TABLE};
@@ -404,6 +405,16 @@ pub const SCHEMA_VERSIONS: &[SchemaVersion] = &[
         "children",
         "Spawned children (`parent_id`): a job that finishes delivers its outcome to the job \
          that spawned it and waits for it.",
+    ),
+    // `duraq_jobs.has_durable_rows`, added in place and filled once for the
+    // ephemeral jobs that already have steps or signals (`crate::schema`). A
+    // binary of version 21 would record a step of an ephemeral job without
+    // setting it, and the job's completion would leave the step behind.
+    version(
+        22,
+        "ephemeral_durable_rows",
+        "Ephemeral jobs with steps or signals (`has_durable_rows`): their completion deletes \
+         those rows too, and the completion of one without them looks for none.",
     ),
 ];
 

@@ -25,6 +25,7 @@ fn write(job: &Job, name: &str, output: Value) -> StepWrite {
         attempt: job.attempts,
         name: name.to_owned(),
         output,
+        keep_completed: job.keep_completed,
     }
 }
 
@@ -91,24 +92,25 @@ pub async fn a_jobs_steps_go_with_the_job(h: &Harness) {
     }
     assert_eq!(steps(h, &ephemeral.id).await, [], "deleted as it completed");
     assert_eq!(signals(ephemeral.id.clone()).await, 0);
-    // An ephemeral job with a signal and no step, completed with others
-    // that have neither (one batch of completions).
+    // Ephemeral jobs with only a signal and only a step, completed with one
+    // that has neither (one batch of completions).
     let opts = || EnqueueOptions::new().keep_completed(false);
-    let (signalled, plain) = (
+    let (signalled, stepped, plain) = (
         running(h, "d-eph2", opts()).await,
         running(h, "d-eph3", opts()).await,
+        running(h, "d-eph4", opts()).await,
     );
     h.store.signal(&signalled.id, "go", json!(2)).await.unwrap();
-    let both = vec![
-        (lease(&signalled), Outcome::Completed),
-        (lease(&plain), Outcome::Completed),
-    ];
-    assert_eq!(h.store.report_batch(both).await.unwrap(), [true, true]);
+    assert!(record(h, write(&stepped, "s", json!(3))).await.is_some());
+    let three = [&signalled, &stepped, &plain].map(|j| (lease(j), Outcome::Completed));
+    let reported = h.store.report_batch(three.to_vec()).await.unwrap();
+    assert_eq!(reported, [true, true, true]);
     assert_eq!(
         signals(signalled.id.clone()).await,
         0,
         "deleted as it completed"
     );
+    assert_eq!(steps(h, &stepped.id).await, [], "deleted as it completed");
     let batch = h
         .store
         .act_on_jobs(BulkAction::Delete, std::slice::from_ref(&deleted.id))

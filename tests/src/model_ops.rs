@@ -378,11 +378,17 @@ pub async fn apply(ctx: &Ctx<'_>, op: &Op) -> Value {
             let Some(lease) = chosen_lease(ctx, *lease, *bogus) else {
                 return Value::Null;
             };
+            // What the worker would carry: whether the leased job keeps its row.
+            let keep_completed = match s.get_job(&lease.job_id).await {
+                Ok(Some(job)) => job.keep_completed,
+                _ => true,
+            };
             let write = duraq_core::driver::StepWrite {
                 lease,
                 attempt: 1,
                 name: format!("t{name}"),
                 output: json!(output),
+                keep_completed,
             };
             to_json(s.record_step(write).await)
         }

@@ -32,6 +32,7 @@ async fn the_job_page_lists_a_jobs_steps_and_sleeps() {
             attempt: 1,
             name,
             output,
+            keep_completed: true,
         };
         assert!(store.record_step(write).await.unwrap().is_some());
     }

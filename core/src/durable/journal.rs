@@ -44,6 +44,14 @@ pub struct StepWrite {
     pub name: String,
     /// What it returned.
     pub output: Value,
+    /// Whether the job keeps its row after it completes
+    /// ([`crate::Job::keep_completed`]). A store that deletes an ephemeral
+    /// job in its completion may note, when such a job records a step, that
+    /// the job has steps to delete with it, so that the completions of
+    /// ephemeral jobs without steps never look for any. Built by the worker
+    /// from the job it runs ([`crate::driver::step_write`]); a write that
+    /// says `true` for an ephemeral job may leave its steps behind.
+    pub keep_completed: bool,
 }
 
 /// The steps an attempt has seen: the job's records (read on first use) and

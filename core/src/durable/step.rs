@@ -110,6 +110,7 @@ impl JobContext {
             attempt: self.job.attempts,
             name: name.to_owned(),
             output,
+            keep_completed: self.job.keep_completed,
         };
         match self.store.record_step(write).await {
             Ok(Some(stored)) => Ok(stored.output),
@@ -146,6 +147,7 @@ pub fn step_write<T: Serialize>(
         attempt: ctx.job().attempts,
         name: name.to_owned(),
         output,
+        keep_completed: ctx.job().keep_completed,
     })
 }
 

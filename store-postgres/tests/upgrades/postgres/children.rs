@@ -1,7 +1,8 @@
 //! Upgrading a schema to version 21 (spawned children, `docs/durable.md`):
 //! `duraq_jobs` gains `parent_id` in place (no table rewritten); jobs from
 //! before read no parent, and the steps and signals they already have go
-//! with them when they complete as ephemeral jobs.
+//! with them when they complete as ephemeral jobs (marked by the upgrade to
+//! version 22, `durable_rows.rs`).
 
 use duraq_core::driver::StepWrite;
 use duraq_core::prelude::*;
@@ -38,6 +39,7 @@ async fn upgrade_to_v21_adds_parents_and_keeps_deleting_durable_rows() {
         attempt: 1,
         name: "charge".into(),
         output: json!("ch_1"),
+        keep_completed: false,
     };
     assert!(store.record_step(write).await.unwrap().is_some());
     store.signal(&signalled, "go", json!(1)).await.unwrap();

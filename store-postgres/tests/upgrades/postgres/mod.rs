@@ -4,6 +4,7 @@
 
 mod children;
 mod dependencies;
+mod durable_rows;
 mod history;
 mod partitions;
 mod progress;

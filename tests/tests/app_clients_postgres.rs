@@ -1,6 +1,7 @@
 //! The application-client suite (`duraq_tests::app_clients`) against
-//! `PostgresStore`, once per client it takes a transaction from: sqlx and
-//! tokio-postgres, each in a fresh schema of the `DATABASE_URL` server.
+//! `PostgresStore`, once per client it takes a transaction from: sqlx,
+//! tokio-postgres, diesel-async and (sync) diesel, each in a fresh schema of
+//! the `DATABASE_URL` server.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -254,7 +255,355 @@ impl App for TokioPostgres {
     }
 }
 
+/// diesel-async: `store.enqueue_in(conn, …)` inside `conn.transaction(…)`.
+mod diesel_async_app {
+    use diesel::result::Error as DieselError;
+    use diesel::sql_types::Text;
+    use diesel_async::{AsyncConnection, AsyncPgConnection, RunQueryDsl};
+
+    use super::*;
+
+    pub struct DieselAsync {
+        schema: String,
+        store: Arc<PostgresStore>,
+    }
+
+    impl DieselAsync {
+        pub async fn new() -> Self {
+            let (schema, store) = fresh().await;
+            Self { schema, store }
+        }
+
+        async fn connect() -> AsyncPgConnection {
+            AsyncPgConnection::establish(&url()).await.unwrap()
+        }
+    }
+
+    /// A transaction's closure ends: committed, or rolled back on purpose.
+    fn ended(result: std::result::Result<(), DieselError>) {
+        match result {
+            Ok(()) | Err(DieselError::RollbackTransaction) => {}
+            Err(e) => panic!("diesel-async: {e}"),
+        }
+    }
+
+    #[async_trait]
+    impl App for DieselAsync {
+        fn store(&self) -> Arc<dyn Store> {
+            self.store.clone()
+        }
+
+        async fn sign_up(
+            &self,
+            emails: &[&str],
+            jobs: Vec<NewJob>,
+            batch: bool,
+            commit: bool,
+        ) -> Vec<Result<Vec<EnqueueOutcome>>> {
+            let mut conn = Self::connect().await;
+            let (store, s) = (&self.store, &self.schema);
+            let insert = move |email: &str| {
+                diesel::sql_query(format!("INSERT INTO {s}.users (email) VALUES ($1)"))
+                    .bind::<Text, _>(email.to_owned())
+            };
+            let mut answers = Vec::new();
+            let out = &mut answers;
+            let result = conn
+                .transaction(async move |conn| {
+                    insert(emails[0]).execute(conn).await?;
+                    if batch {
+                        out.push(store.enqueue_many_in(&mut *conn, jobs).await);
+                    } else {
+                        for job in jobs {
+                            out.push(store.enqueue_in(&mut *conn, job).await.map(|o| vec![o]));
+                        }
+                    }
+                    for email in &emails[1..] {
+                        insert(email).execute(conn).await?;
+                    }
+                    if commit {
+                        Ok(())
+                    } else {
+                        Err(DieselError::RollbackTransaction)
+                    }
+                })
+                .await;
+            ended(result);
+            answers
+        }
+
+        async fn users(&self, email: Option<&str>) -> i64 {
+            count_rows(&users_sql(&self.schema, email), email).await
+        }
+
+        async fn receipt_and(&self, ctx: &JobContext, action: InTx, commit: bool) -> Result<()> {
+            let mut conn = Self::connect().await;
+            let (store, s) = (&self.store, &self.schema);
+            let mut reported = None;
+            let out = &mut reported;
+            let result = conn
+                .transaction(async move |conn| {
+                    diesel::sql_query(format!("INSERT INTO {s}.receipts (job_id) VALUES ($1)"))
+                        .bind::<Text, _>(ctx.job_id().to_owned())
+                        .execute(conn)
+                        .await?;
+                    let done = match action {
+                        InTx::Report(outcome) => store.report_in(&mut *conn, ctx, outcome).await,
+                        InTx::Step(name, output) => {
+                            store.record_step_in(&mut *conn, ctx, &name, &output).await
+                        }
+                    };
+                    let keep = commit && done.is_ok();
+                    *out = Some(done);
+                    if keep {
+                        Ok(())
+                    } else {
+                        Err(DieselError::RollbackTransaction)
+                    }
+                })
+                .await;
+            ended(result);
+            reported.expect("the transaction's closure ran")
+        }
+
+        async fn receipts(&self) -> i64 {
+            count_rows(
+                &format!("SELECT count(*) FROM {}.receipts", self.schema),
+                None,
+            )
+            .await
+        }
+    }
+}
+
+/// diesel (sync): `store.enqueue_in(conn, …)` inside `conn.transaction(…)`,
+/// on a blocking thread that drives the store's futures with
+/// `Handle::block_on`, as an application on a sync diesel pool does.
+mod diesel_app {
+    use diesel::connection::Connection;
+    use diesel::pg::PgConnection;
+    use diesel::result::Error as DieselError;
+    use diesel::sql_types::Text;
+    use diesel::RunQueryDsl;
+    use tokio::runtime::Handle;
+
+    use super::*;
+
+    pub struct Diesel {
+        schema: String,
+        store: Arc<PostgresStore>,
+    }
+
+    impl Diesel {
+        pub async fn new() -> Self {
+            let (schema, store) = fresh().await;
+            Self { schema, store }
+        }
+    }
+
+    fn ended(result: std::result::Result<(), DieselError>) {
+        match result {
+            Ok(()) | Err(DieselError::RollbackTransaction) => {}
+            Err(e) => panic!("diesel: {e}"),
+        }
+    }
+
+    /// Runs `f` on a fresh connection, on a blocking thread.
+    async fn blocking<T: Send + 'static>(
+        f: impl FnOnce(&mut PgConnection, Handle) -> T + Send + 'static,
+    ) -> T {
+        let handle = Handle::current();
+        tokio::task::spawn_blocking(move || {
+            let mut conn = PgConnection::establish(&url()).unwrap();
+            f(&mut conn, handle)
+        })
+        .await
+        .unwrap()
+    }
+
+    #[async_trait]
+    impl App for Diesel {
+        fn store(&self) -> Arc<dyn Store> {
+            self.store.clone()
+        }
+
+        async fn sign_up(
+            &self,
+            emails: &[&str],
+            jobs: Vec<NewJob>,
+            batch: bool,
+            commit: bool,
+        ) -> Vec<Result<Vec<EnqueueOutcome>>> {
+            let (store, s) = (self.store.clone(), self.schema.clone());
+            let emails: Vec<String> = emails.iter().map(|e| (*e).to_owned()).collect();
+            blocking(move |conn, handle| {
+                let insert = |email: &str| {
+                    diesel::sql_query(format!("INSERT INTO {s}.users (email) VALUES ($1)"))
+                        .bind::<Text, _>(email.to_owned())
+                };
+                let mut answers = Vec::new();
+                let result = conn.transaction(|conn| {
+                    insert(&emails[0]).execute(conn)?;
+                    if batch {
+                        answers.push(handle.block_on(store.enqueue_many_in(&mut *conn, jobs)));
+                    } else {
+                        for job in jobs {
+                            let answer = handle.block_on(store.enqueue_in(&mut *conn, job));
+                            answers.push(answer.map(|o| vec![o]));
+                        }
+                    }
+                    for email in &emails[1..] {
+                        insert(email).execute(conn)?;
+                    }
+                    if commit {
+                        Ok(())
+                    } else {
+                        Err(DieselError::RollbackTransaction)
+                    }
+                });
+                ended(result);
+                answers
+            })
+            .await
+        }
+
+        async fn users(&self, email: Option<&str>) -> i64 {
+            count_rows(&users_sql(&self.schema, email), email).await
+        }
+
+        async fn receipt_and(&self, ctx: &JobContext, action: InTx, commit: bool) -> Result<()> {
+            let (store, s, ctx) = (self.store.clone(), self.schema.clone(), ctx.clone());
+            blocking(move |conn, handle| {
+                let mut reported = None;
+                let result = conn.transaction(|conn| {
+                    diesel::sql_query(format!("INSERT INTO {s}.receipts (job_id) VALUES ($1)"))
+                        .bind::<Text, _>(ctx.job_id().to_owned())
+                        .execute(conn)?;
+                    let done = handle.block_on(async {
+                        match action {
+                            InTx::Report(outcome) => {
+                                store.report_in(&mut *conn, &ctx, outcome).await
+                            }
+                            InTx::Step(name, output) => {
+                                store.record_step_in(&mut *conn, &ctx, &name, &output).await
+                            }
+                        }
+                    });
+                    let keep = commit && done.is_ok();
+                    reported = Some(done);
+                    if keep {
+                        Ok(())
+                    } else {
+                        Err(DieselError::RollbackTransaction)
+                    }
+                });
+                ended(result);
+                reported.expect("the transaction's closure ran")
+            })
+            .await
+        }
+
+        async fn receipts(&self) -> i64 {
+            count_rows(
+                &format!("SELECT count(*) FROM {}.receipts", self.schema),
+                None,
+            )
+            .await
+        }
+    }
+}
+
+/// The diesel clients' own edges, through `Executor` directly: values cross
+/// in binary format both ways, a server error keeps its SQLSTATE's meaning
+/// (`23505` is duraq's `idempotency-conflict`), and a parameter of a type no
+/// duraq statement binds is refused before anything is sent.
+mod diesel_executor {
+    use duraq_core::ErrorCode;
+    use duraq_store_postgres::client::{Column, Executor, Param};
+
+    use super::*;
+
+    fn text(s: &str) -> Param {
+        Param {
+            type_oid: 25,
+            value: Some(s.as_bytes().to_vec()),
+        }
+    }
+
+    /// `null_text_oid`: the type oid the client reports for a text column
+    /// that is `NULL` in every row (diesel-async cannot tell: 0).
+    async fn edges(conn: &mut dyn Executor, null_text_oid: u32) {
+        conn.batch("CREATE TEMP TABLE duraq_edges (k text PRIMARY KEY)")
+            .await
+            .unwrap();
+        let insert = "INSERT INTO duraq_edges (k) VALUES ($1)";
+        assert_eq!(conn.execute(insert, &[text("a")]).await.unwrap(), 1);
+        let refused = conn.execute(insert, &[text("a")]).await.unwrap_err();
+        assert_eq!(refused.code(), ErrorCode::IdempotencyConflict, "{refused}");
+
+        let seven = Param {
+            type_oid: 20,
+            value: Some(7i64.to_be_bytes().to_vec()),
+        };
+        let null = Param {
+            type_oid: 25,
+            value: None,
+        };
+        let rows = conn
+            .query(
+                "SELECT $1::int8 AS n, $2::text AS s, k FROM duraq_edges",
+                &[seven, null],
+            )
+            .await
+            .unwrap();
+        let column = |name: &str, type_oid| Column {
+            name: name.to_owned(),
+            type_oid,
+        };
+        assert_eq!(
+            rows.columns,
+            [column("n", 20), column("s", null_text_oid), column("k", 25)]
+        );
+        let row = vec![Some(7i64.to_be_bytes().to_vec()), None, Some(b"a".to_vec())];
+        assert_eq!(rows.values, [row]);
+        let none = conn
+            .query("SELECT k FROM duraq_edges WHERE k = $1", &[text("b")])
+            .await
+            .unwrap();
+        assert!(none.values.is_empty());
+
+        let point = Param {
+            type_oid: 600,
+            value: Some(vec![0; 16]),
+        };
+        let refused = conn.query("SELECT $1", &[point]).await.unwrap_err();
+        assert_eq!(refused.code(), ErrorCode::Backend);
+        assert!(refused.to_string().contains("type oid 600"), "{refused}");
+    }
+
+    #[tokio::test]
+    async fn diesel_async_edges() {
+        use diesel_async::{AsyncConnection, AsyncPgConnection};
+        let mut conn = AsyncPgConnection::establish(&url()).await.unwrap();
+        edges(&mut conn, 0).await;
+    }
+
+    #[tokio::test]
+    async fn diesel_edges() {
+        use diesel::{Connection, PgConnection};
+        // Blocks this test's thread while each statement runs, as documented.
+        let mut conn = PgConnection::establish(&url()).unwrap();
+        edges(&mut conn, 25).await;
+    }
+}
+
 duraq_tests::app_client_suite!(postgres_sqlx, async { Arc::new(Sqlx::new().await) });
 duraq_tests::app_client_suite!(postgres_tokio, async {
     Arc::new(TokioPostgres::new().await)
+});
+duraq_tests::app_client_suite!(postgres_diesel_async, async {
+    Arc::new(diesel_async_app::DieselAsync::new().await)
+});
+duraq_tests::app_client_suite!(postgres_diesel, async {
+    Arc::new(diesel_app::Diesel::new().await)
 });

@@ -52,7 +52,19 @@ impl Row {
     /// PostgreSQL ships with (duraq's columns all are).
     pub fn from_binary(rows: Rows) -> Result<Vec<Row>> {
         let columns: Vec<(Column, Type)> = (rows.columns.into_iter())
-            .map(|column| {
+            .enumerate()
+            .map(|(i, column)| {
+                // A column the client could not type (oid 0; diesel-async
+                // tells a value's type, not a column's) holds only `NULL`s,
+                // which read as `NULL` whatever the reader's type.
+                let all_null = || {
+                    rows.values
+                        .iter()
+                        .all(|row| matches!(row.get(i), Some(None)))
+                };
+                if column.type_oid == 0 && all_null() {
+                    return Ok((column, Type::UNKNOWN));
+                }
                 let ty = Type::from_oid(column.type_oid).ok_or_else(|| {
                     corrupt(format!(
                         "column {} has type oid {}, not a built-in type",
@@ -102,6 +114,9 @@ impl Row {
                 let names = &mut row.columns.iter().map(|(c, _)| c.name.as_str());
                 let i = idx.position(names).ok_or_else(|| missing(idx))?;
                 let ty = &row.columns[i].1;
+                if row.columns[i].0.type_oid == 0 && row.values[i].is_none() {
+                    return T::from_sql_null(ty).map_err(|e| corrupt(format!("column {idx}: {e}")));
+                }
                 if !T::accepts(ty) {
                     return Err(corrupt(format!(
                         "column {idx} is {ty}, which {} cannot read",

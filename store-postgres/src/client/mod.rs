@@ -15,7 +15,15 @@
 //!   transaction (no feature needed; the store's own driver runs the
 //!   statements directly);
 //! - sqlx (feature `sqlx`): `&mut sqlx::PgConnection` and
-//!   `&mut sqlx::Transaction<'_, Postgres>`, so `&mut *tx` and `&mut tx` both work.
+//!   `&mut sqlx::Transaction<'_, Postgres>`, so `&mut *tx` and `&mut tx` both work;
+//! - diesel-async (feature `diesel-async`): `&mut diesel_async::AsyncPgConnection`
+//!   inside `conn.transaction(async |conn| …)` (or any transaction open on it);
+//! - diesel (feature `diesel`): `&mut diesel::PgConnection` inside
+//!   `conn.transaction(|conn| …)`. The connection is synchronous, so each
+//!   statement blocks the calling thread while it runs: drive the store's
+//!   future where blocking is allowed (e.g. `Handle::block_on` on a
+//!   `spawn_blocking` thread). Links libpq, as diesel's PostgreSQL
+//!   connection does.
 //!
 //! ```no_run
 //! # #[cfg(feature = "sqlx")]
@@ -36,6 +44,10 @@
 use async_trait::async_trait;
 use duraq_core::Result;
 
+#[cfg(any(feature = "diesel", feature = "diesel-async"))]
+mod diesel;
+#[cfg(feature = "diesel-async")]
+mod diesel_async;
 #[cfg(feature = "sqlx")]
 mod sqlx;
 
@@ -83,7 +95,8 @@ pub struct Rows {
 pub struct Column {
     /// The column's name (its alias in the statement).
     pub name: String,
-    /// The column's type oid.
+    /// The column's type oid; 0 when the client cannot tell, which only a
+    /// column `NULL` in every row may be (it reads as `NULL` whatever its type).
     pub type_oid: u32,
 }
 

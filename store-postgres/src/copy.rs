@@ -116,7 +116,7 @@ async fn start(db: &Db<'_>) -> Result<BinaryCopyInWriter> {
         }
         Conn::Pooled(tx) => tx.copy_in(sql.as_str()).await,
         Conn::Client(client) => client.copy_in(sql.as_str()).await,
-        Conn::Borrowed(tx) => tx.copy_in(sql.as_str()).await,
+        Conn::Borrowed(client) => client.copy_in(sql.as_str()).await,
         Conn::External(_) => {
             return Err(duraq_core::Error::backend(
                 "COPY on an application's client",

@@ -83,7 +83,9 @@ pub(crate) fn quote_identifier(name: &str) -> String {
 /// Whatever connection a statement runs on.
 pub(crate) enum Conn<'a> {
     Pooled(deadpool_postgres::Transaction<'a>),
-    Borrowed(&'a tokio_postgres::Transaction<'a>),
+    /// An application's tokio-postgres connection, inside the transaction
+    /// it opened ([`crate::client::AppTransaction::TokioPostgres`]).
+    Borrowed(&'a tokio_postgres::Client),
     Client(&'a deadpool_postgres::Object),
     /// An application's own client ([`crate::client`]).
     External(External<'a>),
@@ -152,7 +154,7 @@ impl Db<'_> {
             let params = typed(params, &types);
             let rows = match &self.conn {
                 Conn::Pooled(tx) => tx.query_typed(&sql, &params).await,
-                Conn::Borrowed(tx) => tx.query_typed(&sql, &params).await,
+                Conn::Borrowed(client) => client.query_typed(&sql, &params).await,
                 Conn::Client(client) => client.query_typed(&sql, &params).await,
                 Conn::External(_) => unreachable!("answered above"),
             };
@@ -167,7 +169,7 @@ impl Db<'_> {
                 let stmt = client.prepare_cached(&sql).await.map_err(map_pg_error)?;
                 client.query(&stmt, params).await
             }
-            Conn::Borrowed(tx) => tx.query(sql.as_str(), params).await,
+            Conn::Borrowed(client) => client.query(sql.as_str(), params).await,
             Conn::External(_) => unreachable!("answered above"),
         };
         native(rows)
@@ -197,7 +199,9 @@ impl Db<'_> {
             let params = params.iter().map(|(v, t)| (*v, t.clone()));
             return match &self.conn {
                 Conn::Pooled(tx) => rows_affected(tx.query_typed_raw(&sql, params).await).await,
-                Conn::Borrowed(tx) => rows_affected(tx.query_typed_raw(&sql, params).await).await,
+                Conn::Borrowed(client) => {
+                    rows_affected(client.query_typed_raw(&sql, params).await).await
+                }
                 Conn::Client(client) => {
                     rows_affected(client.query_typed_raw(&sql, params).await).await
                 }
@@ -213,7 +217,7 @@ impl Db<'_> {
                 let stmt = client.prepare_cached(&sql).await.map_err(map_pg_error)?;
                 client.execute(&stmt, params).await
             }
-            Conn::Borrowed(tx) => tx.execute(sql.as_str(), params).await,
+            Conn::Borrowed(client) => client.execute(sql.as_str(), params).await,
             Conn::External(_) => unreachable!("answered above"),
         };
         n.map_err(map_pg_error)
@@ -251,8 +255,8 @@ impl Db<'_> {
         sql: &str,
     ) -> Result<Arc<[tokio_postgres::types::Type]>> {
         match &self.conn {
-            Conn::Pooled(tx) => describer.describe_in(tx, sql).await,
-            Conn::Borrowed(tx) => describer.describe_in(tx, sql).await,
+            Conn::Pooled(tx) => describer.describe_in(tx.client(), sql).await,
+            Conn::Borrowed(client) => describer.describe_in(client, sql).await,
             Conn::Client(_) | Conn::External(_) => describer.describe(sql).await,
         }
     }
@@ -262,7 +266,7 @@ impl Db<'_> {
         let r = match &self.conn {
             Conn::Pooled(tx) => tx.batch_execute(sql).await,
             Conn::Client(client) => client.batch_execute(sql).await,
-            Conn::Borrowed(tx) => tx.batch_execute(sql).await,
+            Conn::Borrowed(client) => client.batch_execute(sql).await,
             Conn::External(external) => return external.executor.lock().await.batch(sql).await,
         };
         r.map_err(map_pg_error)

@@ -58,10 +58,10 @@ impl Describer {
         self.types.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Describes `sql` inside `tx`, the caller's open transaction.
+    /// Describes `sql` on `client`, inside the caller's open transaction.
     pub async fn describe_in(
         &self,
-        tx: &tokio_postgres::Transaction<'_>,
+        client: &tokio_postgres::Client,
         sql: &str,
     ) -> Result<Arc<[Type]>> {
         if let Some(types) = self.known(sql) {
@@ -69,7 +69,7 @@ impl Describer {
         }
         // The statement is dropped (closed) before anything else is sent on
         // the transaction.
-        let types = tx
+        let types = client
             .prepare(sql)
             .await
             .map_err(map_pg_error)?

@@ -103,15 +103,20 @@ pub struct Column {
 /// An application's transaction that duraq can enqueue in; made from the
 /// clients above with `into()`, which the store's `…_in` methods call.
 pub enum AppTransaction<'a> {
-    /// A tokio-postgres transaction: statements run on it directly.
-    TokioPostgres(&'a tokio_postgres::Transaction<'a>),
+    /// A tokio-postgres connection inside a transaction: statements run on
+    /// it directly. Made from a `&tokio_postgres::Transaction` (or
+    /// deadpool-postgres's), or from a bare `&tokio_postgres::Client` (or a
+    /// pooled `&deadpool_postgres::Object`) on which the application ran
+    /// `BEGIN` itself; outside a transaction the call fails and writes
+    /// nothing.
+    TokioPostgres(&'a tokio_postgres::Client),
     /// Any other client, through its [`Executor`].
     Executor(&'a mut dyn Executor),
 }
 
 impl<'a> From<&'a tokio_postgres::Transaction<'a>> for AppTransaction<'a> {
     fn from(tx: &'a tokio_postgres::Transaction<'a>) -> Self {
-        AppTransaction::TokioPostgres(tx)
+        AppTransaction::TokioPostgres(tx.client())
     }
 }
 
@@ -119,7 +124,23 @@ impl<'a> From<&'a tokio_postgres::Transaction<'a>> for AppTransaction<'a> {
 /// pool the store itself uses): `&tx` as for tokio-postgres.
 impl<'a> From<&'a deadpool_postgres::Transaction<'a>> for AppTransaction<'a> {
     fn from(tx: &'a deadpool_postgres::Transaction<'a>) -> Self {
-        AppTransaction::TokioPostgres(tx)
+        AppTransaction::TokioPostgres(tx.client())
+    }
+}
+
+/// A client the application began a transaction on with `BEGIN`, for code
+/// that holds a shared `&Client` (`Client::transaction` needs `&mut`).
+impl<'a> From<&'a tokio_postgres::Client> for AppTransaction<'a> {
+    fn from(client: &'a tokio_postgres::Client) -> Self {
+        AppTransaction::TokioPostgres(client)
+    }
+}
+
+/// A pooled deadpool-postgres connection the application began a
+/// transaction on with `BEGIN`.
+impl<'a> From<&'a deadpool_postgres::Object> for AppTransaction<'a> {
+    fn from(client: &'a deadpool_postgres::Object) -> Self {
+        AppTransaction::TokioPostgres(client)
     }
 }
 

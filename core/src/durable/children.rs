@@ -173,18 +173,19 @@ impl JobContext {
     ) -> Result<ChildOutcome<T>, JobError> {
         check_name(name)?;
         let step = format!("{RESERVED_PREFIX}spawn.{name}");
-        let child_id: String = match self.replay(&step).await? {
-            Some(stored) => serde_json::from_value(stored)
-                .map_err(|e| JobError::new(format!("step {step:?} holds no job id: {e}")))?,
+        // The id stored under the step: this attempt's enqueue, or an
+        // earlier attempt's (a replay after a crash gets the same child).
+        let stored = match self.replay(&step).await? {
+            Some(stored) => stored,
             None => {
                 let child = job.child_of(&self.job.id, name).map_err(store_error)?;
                 let enqueued = self.store.enqueue(child).await.map_err(store_error)?;
                 let id = Value::String(enqueued.job_id().to_owned());
-                let stored = self.record(&step, id).await?;
-                serde_json::from_value(stored)
-                    .map_err(|e| JobError::new(format!("step {step:?} holds no job id: {e}")))?
+                self.record(&step, id).await?
             }
         };
+        let child_id: String = serde_json::from_value(stored)
+            .map_err(|e| JobError::new(format!("step {step:?} holds no job id: {e}")))?;
         let Some(payload) = self
             .signal_value(&child_signal(&child_id), CHILD_WAIT)
             .await?

@@ -25,7 +25,8 @@ const SESSION_SHARD: i32 = -1;
 impl PostgresStore {
     /// Enqueues `job` inside `tx`, the application's open transaction on the same
     /// database: a `&tokio_postgres::Transaction`, or with the `sqlx` feature
-    /// `&mut tx` (or `&mut *tx`) of a `sqlx::Transaction<'_, Postgres>`. Nothing is
+    /// `&mut tx` (or `&mut *tx`) of a `sqlx::Transaction<'_, Postgres>`; diesel,
+    /// diesel-async and SeaORM by their features ([`crate::client`]). Nothing is
     /// visible to workers until `tx` commits, and nothing remains if it rolls
     /// back. A refused job (an idempotency conflict, say) is rolled back to a
     /// savepoint of its own: the error is returned and `tx` stays usable.

@@ -1,7 +1,7 @@
 //! The application-client suite (`duraq_tests::app_clients`) against
 //! `PostgresStore`, once per client it takes a transaction from: sqlx,
-//! tokio-postgres, diesel-async and (sync) diesel, each in a fresh schema of
-//! the `DATABASE_URL` server.
+//! tokio-postgres, diesel-async, (sync) diesel and SeaORM, each in a fresh
+//! schema of the `DATABASE_URL` server.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -513,6 +513,250 @@ mod diesel_app {
     }
 }
 
+/// SeaORM: `store.enqueue_in(&mut txn, …)` on a transaction from
+/// `db.begin()`, committed or rolled back by the application; the receipt's
+/// transaction is `db.transaction_async(…)`'s, whose closure has a
+/// `&DatabaseTransaction` (`&mut &*txn`).
+mod sea_orm_app {
+    use sea_orm::{
+        ConnectOptions, ConnectionTrait, Database, DatabaseConnection, DbBackend, Statement,
+        TransactionError, TransactionTrait,
+    };
+
+    use super::*;
+
+    pub struct SeaOrm {
+        schema: String,
+        store: Arc<PostgresStore>,
+        db: DatabaseConnection,
+    }
+
+    impl SeaOrm {
+        pub async fn new() -> Self {
+            let (schema, store) = fresh().await;
+            let mut options = ConnectOptions::new(url());
+            options.max_connections(4).sqlx_logging(false);
+            let db = Database::connect(options).await.unwrap();
+            Self { schema, store, db }
+        }
+    }
+
+    fn insert(table: &str, column: &str, schema: &str, value: &str) -> Statement {
+        Statement::from_sql_and_values(
+            DbBackend::Postgres,
+            format!("INSERT INTO {schema}.{table} ({column}) VALUES ($1)"),
+            [value.into()],
+        )
+    }
+
+    /// The closure's way of asking for a rollback.
+    #[derive(Debug)]
+    struct Rollback;
+
+    impl std::fmt::Display for Rollback {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("rolled back on purpose")
+        }
+    }
+
+    #[async_trait]
+    impl App for SeaOrm {
+        fn store(&self) -> Arc<dyn Store> {
+            self.store.clone()
+        }
+
+        async fn sign_up(
+            &self,
+            emails: &[&str],
+            jobs: Vec<NewJob>,
+            batch: bool,
+            commit: bool,
+        ) -> Vec<Result<Vec<EnqueueOutcome>>> {
+            let s = &self.schema;
+            let mut txn = self.db.begin().await.unwrap();
+            txn.execute_raw(insert("users", "email", s, emails[0]))
+                .await
+                .unwrap();
+            let mut answers = Vec::new();
+            if batch {
+                answers.push(self.store.enqueue_many_in(&mut txn, jobs).await);
+            } else {
+                for job in jobs {
+                    answers.push(self.store.enqueue_in(&mut txn, job).await.map(|o| vec![o]));
+                }
+            }
+            for email in &emails[1..] {
+                txn.execute_raw(insert("users", "email", s, email))
+                    .await
+                    .unwrap();
+            }
+            if commit {
+                txn.commit().await.unwrap();
+            } else {
+                txn.rollback().await.unwrap();
+            }
+            answers
+        }
+
+        async fn users(&self, email: Option<&str>) -> i64 {
+            count_rows(&users_sql(&self.schema, email), email).await
+        }
+
+        async fn receipt_and(&self, ctx: &JobContext, action: InTx, commit: bool) -> Result<()> {
+            let (store, s) = (&self.store, &self.schema);
+            let mut reported = None;
+            let out = &mut reported;
+            let result = self
+                .db
+                .transaction_async(async move |txn| {
+                    txn.execute_raw(insert("receipts", "job_id", s, ctx.job_id()))
+                        .await
+                        .unwrap();
+                    let done = match action {
+                        InTx::Report(outcome) => store.report_in(&mut &*txn, ctx, outcome).await,
+                        InTx::Step(name, output) => {
+                            store.record_step_in(&mut &*txn, ctx, &name, &output).await
+                        }
+                    };
+                    let keep = commit && done.is_ok();
+                    *out = Some(done);
+                    if keep {
+                        Ok(())
+                    } else {
+                        Err(Rollback)
+                    }
+                })
+                .await;
+            match result {
+                Ok(()) | Err(TransactionError::Transaction(Rollback)) => {}
+                Err(e) => panic!("SeaORM: {e}"),
+            }
+            reported.expect("the transaction's closure ran")
+        }
+
+        async fn receipts(&self) -> i64 {
+            count_rows(
+                &format!("SELECT count(*) FROM {}.receipts", self.schema),
+                None,
+            )
+            .await
+        }
+    }
+
+    /// SeaORM's edges, through `Executor` directly on a transaction: values
+    /// cross in binary format both ways with their exact types (an array
+    /// with a `NULL` element included, which SeaORM cannot bind as an
+    /// array), a server error keeps its SQLSTATE's meaning (`23505` is
+    /// duraq's `idempotency-conflict`), and a parameter of a type no duraq
+    /// statement binds is refused before anything is sent.
+    #[tokio::test]
+    async fn sea_orm_edges() {
+        use duraq_core::ErrorCode;
+        use duraq_store_postgres::client::{Column, Executor, Param};
+
+        let db = Database::connect(url()).await.unwrap();
+        let mut txn = db.begin().await.unwrap();
+        let conn: &mut dyn Executor = &mut txn;
+        let text = |s: &str| Param {
+            type_oid: 25,
+            value: Some(s.as_bytes().to_vec()),
+        };
+        conn.batch("CREATE TEMP TABLE duraq_edges (k text PRIMARY KEY)")
+            .await
+            .unwrap();
+        let insert = "INSERT INTO duraq_edges (k) VALUES ($1)";
+        assert_eq!(conn.execute(insert, &[text("a")]).await.unwrap(), 1);
+        conn.batch("SAVEPOINT edge").await.unwrap();
+        let refused = conn.execute(insert, &[text("a")]).await.unwrap_err();
+        assert_eq!(refused.code(), ErrorCode::IdempotencyConflict, "{refused}");
+        conn.batch("ROLLBACK TO SAVEPOINT edge").await.unwrap();
+
+        // A one-dimensional array in binary format: header, then elements.
+        let array = |element_oid: i32, elements: &[Option<&[u8]>]| {
+            let nulls = i32::from(elements.iter().any(Option::is_none));
+            let mut bytes = Vec::new();
+            for n in [1, nulls, element_oid, elements.len() as i32, 1] {
+                bytes.extend_from_slice(&n.to_be_bytes());
+            }
+            for element in elements {
+                match element {
+                    Some(b) => {
+                        bytes.extend_from_slice(&(b.len() as i32).to_be_bytes());
+                        bytes.extend_from_slice(b);
+                    }
+                    None => bytes.extend_from_slice(&(-1i32).to_be_bytes()),
+                }
+            }
+            bytes
+        };
+        let texts = array(25, &[Some(b"x \"y\\"), None, Some(b"")]);
+        let ints = array(
+            20,
+            &[Some(&7i64.to_be_bytes()), Some(&(-1i64).to_be_bytes())],
+        );
+        let param = |type_oid, value: &[u8]| Param {
+            type_oid,
+            value: Some(value.to_vec()),
+        };
+        let params = [
+            param(20, &7i64.to_be_bytes()),
+            Param {
+                type_oid: 25,
+                value: None,
+            },
+            param(1009, &texts),
+            param(1016, &ints),
+            param(3802, b"\x01{\"a\":[1,null]}"),
+            param(16, &[1]),
+        ];
+        let rows = conn
+            .query(
+                "SELECT $1::int8 AS n, $2::text AS s, $3 AS t, $4 AS i, $5 AS j, $6 AS b, k \
+                 FROM duraq_edges",
+                &params,
+            )
+            .await
+            .unwrap();
+        let column = |name: &str, type_oid| Column {
+            name: name.to_owned(),
+            type_oid,
+        };
+        assert_eq!(
+            rows.columns,
+            [
+                column("n", 20),
+                column("s", 25),
+                column("t", 1009),
+                column("i", 1016),
+                column("j", 3802),
+                column("b", 16),
+                column("k", 25),
+            ]
+        );
+        let row = vec![
+            Some(7i64.to_be_bytes().to_vec()),
+            None,
+            Some(texts),
+            Some(ints),
+            Some(b"\x01{\"a\": [1, null]}".to_vec()),
+            Some(vec![1]),
+            Some(b"a".to_vec()),
+        ];
+        assert_eq!(rows.values, [row]);
+        let none = conn
+            .query("SELECT k FROM duraq_edges WHERE k = $1", &[text("b")])
+            .await
+            .unwrap();
+        assert!(none.values.is_empty());
+
+        let point = param(600, &[0; 16]);
+        let refused = conn.query("SELECT $1", &[point]).await.unwrap_err();
+        assert_eq!(refused.code(), ErrorCode::Backend);
+        assert!(refused.to_string().contains("type oid 600"), "{refused}");
+        txn.rollback().await.unwrap();
+    }
+}
+
 /// The diesel clients' own edges, through `Executor` directly: values cross
 /// in binary format both ways, a server error keeps its SQLSTATE's meaning
 /// (`23505` is duraq's `idempotency-conflict`), and a parameter of a type no
@@ -606,4 +850,7 @@ duraq_tests::app_client_suite!(postgres_diesel_async, async {
 });
 duraq_tests::app_client_suite!(postgres_diesel, async {
     Arc::new(diesel_app::Diesel::new().await)
+});
+duraq_tests::app_client_suite!(postgres_sea_orm, async {
+    Arc::new(sea_orm_app::SeaOrm::new().await)
 });

@@ -35,10 +35,11 @@ commands:
 /// The optional features `test-all` lints, documents and tests with: the OTLP
 /// export of the `duraq` program, which turns on duraq-core's `otel`, so the
 /// OpenTelemetry end-to-end test (`cli/tests/otel.rs`) runs in the gate; and
-/// the stores' application clients (sqlx, diesel, diesel-async), off by default.
+/// the stores' application clients (sqlx, diesel, diesel-async, SeaORM), off
+/// by default.
 const GATE_FEATURES: &str = "duraq-cli/otel,duraq-store-postgres/sqlx,\
      duraq-store-postgres/diesel,duraq-store-postgres/diesel-async,\
-     duraq-store-sqlite/sqlx,duraq-store-sqlite/diesel";
+     duraq-store-postgres/sea-orm,duraq-store-sqlite/sqlx,duraq-store-sqlite/diesel";
 
 fn main() {
     if let Err(e) = real_main() {

@@ -18,6 +18,11 @@
 //!   `&mut sqlx::Transaction<'_, Postgres>`, so `&mut *tx` and `&mut tx` both work;
 //! - diesel-async (feature `diesel-async`): `&mut diesel_async::AsyncPgConnection`
 //!   inside `conn.transaction(async |conn| …)` (or any transaction open on it);
+//! - SeaORM (feature `sea-orm`): `&mut sea_orm::DatabaseTransaction`, from
+//!   `db.begin()` (or `&mut &*txn` for the `&DatabaseTransaction` of a
+//!   `db.transaction_async(async |txn| …)` closure). Its parameters go
+//!   through SeaORM's own values, decoded from their binary format (see the
+//!   module); its rows are sqlx's, handed on in binary format;
 //! - diesel (feature `diesel`): `&mut diesel::PgConnection` inside
 //!   `conn.transaction(|conn| …)`. The connection is synchronous, so each
 //!   statement blocks the calling thread while it runs: drive the store's
@@ -48,6 +53,8 @@ use duraq_core::Result;
 mod diesel;
 #[cfg(feature = "diesel-async")]
 mod diesel_async;
+#[cfg(feature = "sea-orm")]
+mod sea_orm;
 #[cfg(feature = "sqlx")]
 mod sqlx;
 

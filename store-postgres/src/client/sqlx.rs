@@ -25,19 +25,7 @@ impl Executor for PgConnection {
             .fetch_all(&mut *self)
             .await
             .map_err(map_sqlx_error)?;
-        let Some(first) = rows.first() else {
-            return Ok(Rows::default());
-        };
-        let columns = first
-            .columns()
-            .iter()
-            .map(|column| Column {
-                name: column.name().to_owned(),
-                type_oid: column.type_info().oid().map_or(0, |oid| oid.0),
-            })
-            .collect();
-        let values = rows.iter().map(values).collect::<Result<_>>()?;
-        Ok(Rows { columns, values })
+        rows_of(rows.iter())
     }
 
     async fn execute(&mut self, sql: &str, params: &[Param]) -> Result<u64> {
@@ -71,6 +59,25 @@ impl Executor for sqlx::Transaction<'_, Postgres> {
     async fn batch(&mut self, sql: &str) -> Result<()> {
         Executor::batch(&mut **self, sql).await
     }
+}
+
+/// sqlx's rows (also SeaORM's, [`super::sea_orm`]) as [`Rows`]: the
+/// columns of the first, then every row's values as bytes.
+pub(super) fn rows_of<'r>(rows: impl ExactSizeIterator<Item = &'r PgRow>) -> Result<Rows> {
+    let mut rows = rows.peekable();
+    let Some(first) = rows.peek() else {
+        return Ok(Rows::default());
+    };
+    let columns = first
+        .columns()
+        .iter()
+        .map(|column| Column {
+            name: column.name().to_owned(),
+            type_oid: column.type_info().oid().map_or(0, |oid| oid.0),
+        })
+        .collect();
+    let values = rows.map(values).collect::<Result<_>>()?;
+    Ok(Rows { columns, values })
 }
 
 /// One row's values as bytes.
@@ -138,7 +145,7 @@ impl<'q> sqlx::Encode<'q, Postgres> for Raw<'_> {
 
 /// sqlx's errors to duraq's: a server error by its SQLSTATE, as the store's
 /// own driver maps it; anything else is a backend error.
-fn map_sqlx_error(err: sqlx::Error) -> Error {
+pub(super) fn map_sqlx_error(err: sqlx::Error) -> Error {
     if let sqlx::Error::Database(db) = &err {
         if let Some(code) = db.code() {
             let (code, message) = (code.into_owned(), db.message().to_owned());

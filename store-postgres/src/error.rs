@@ -149,6 +149,15 @@ fn by_state(
             ),
             err,
         ),
+        // 25P01: a call on the application's connection (`…_in`) opened its
+        // savepoint outside any transaction; nothing was written.
+        SqlState::NO_ACTIVE_SQL_TRANSACTION => Error::invalid(
+            ErrorCode::UnsupportedOption,
+            format!(
+                "{message}: a call inside your transaction needs one open on the connection \
+                 (`BEGIN`, or your client's transaction)"
+            ),
+        ),
         SqlState::UNDEFINED_TABLE | SqlState::UNDEFINED_COLUMN | SqlState::INVALID_SCHEMA_NAME => {
             Error::schema(message)
         }

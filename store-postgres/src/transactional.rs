@@ -10,12 +10,16 @@
 //! (see [`crate::client`]).
 
 use duraq_core::driver::note_reported_in_transaction;
-use duraq_core::{EnqueueOutcome, Error, JobContext, NewJob, Outcome, Result};
+use duraq_core::{
+    CancelOutcome, EnqueueOutcome, Error, JobContext, KeyedOutcome, NewJob, Outcome,
+    ReplaceOutcome, Result, RunningOwner, ScheduleKey,
+};
 
 use crate::backend::db::{Conn, Db, External};
 use crate::client::{AppTransaction, Executor};
 use crate::enqueue::{enqueue_many, enqueue_one};
 use crate::report::report_many;
+use crate::schedule::{cancel, replace};
 use crate::tx::Tx;
 use crate::PostgresStore;
 
@@ -153,6 +157,47 @@ impl PostgresStore {
             Ok(None) => Err(Error::lease_lost(&write.lease)),
             Err(e) => Err(e),
         };
+        close_savepoint(inner, result).await
+    }
+
+    /// Makes `job` the owner of schedule key `key` inside `tx` (the clients
+    /// of [`PostgresStore::enqueue_in`]), as [`duraq_core::Producer::replace_scheduled`]
+    /// does with [`RunningOwner::KeepRunning`]: a queued owner is cancelled,
+    /// a running one keeps running. Both commit with the caller's writes or
+    /// not at all; a refused job rolls back to its savepoint, `tx` usable.
+    ///
+    /// ```no_run
+    /// # async fn demo(store: duraq_store_postgres::PostgresStore, client: &mut tokio_postgres::Client)
+    /// # -> Result<(), Box<dyn std::error::Error>> {
+    /// use duraq_core::{EnqueueOptions, NewJob, ScheduleKey};
+    /// let tx = client.transaction().await?;
+    /// tx.execute("UPDATE trials SET ends_at = now() + interval '14 days' WHERE user_id = 7", &[]).await?;
+    /// let reminder = NewJob::new("trial_reminder", serde_json::json!([7]), EnqueueOptions::new())?;
+    /// store.replace_scheduled_in(&tx, &ScheduleKey::new("trial:7")?, reminder).await?;
+    /// tx.commit().await?; // the new end and its one reminder, or neither
+    /// # Ok(()) }
+    /// ```
+    pub async fn replace_scheduled_in<'a>(
+        &self,
+        tx: impl Into<AppTransaction<'a>>,
+        key: &ScheduleKey,
+        job: NewJob,
+    ) -> Result<ReplaceOutcome> {
+        let mut inner = open_savepoint(self.app_db(tx.into()), self.now()).await?;
+        let result = replace(&mut inner, key, &job, RunningOwner::KeepRunning).await;
+        close_savepoint(inner, result).await
+    }
+
+    /// Cancels schedule key `key`'s queued owner inside `tx`, as
+    /// [`duraq_core::Producer::cancel_scheduled`] does with [`RunningOwner::KeepRunning`]
+    /// (a running owner keeps running and only releases the key).
+    pub async fn cancel_scheduled_in<'a>(
+        &self,
+        tx: impl Into<AppTransaction<'a>>,
+        key: &ScheduleKey,
+    ) -> Result<KeyedOutcome<CancelOutcome>> {
+        let mut inner = open_savepoint(self.app_db(tx.into()), self.now()).await?;
+        let result = cancel(&mut inner, key, RunningOwner::KeepRunning).await;
         close_savepoint(inner, result).await
     }
 

@@ -75,7 +75,7 @@ mod postgres {
         let outside = store
             .enqueue_in(&client, job("send_welcome", EnqueueOptions::new()))
             .await;
-        assert_eq!(outside.unwrap_err().code(), ErrorCode::Backend);
+        assert_eq!(outside.unwrap_err().code(), ErrorCode::UnsupportedOption);
         assert_eq!(count(&client, &jobs).await, before);
         store.close().await.unwrap();
     }

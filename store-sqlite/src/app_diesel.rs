@@ -8,7 +8,10 @@
 //! ([`SqliteStore::enqueue_in_transaction`]).
 
 use diesel::SqliteConnection;
-use duraq_core::{EnqueueOutcome, JobContext, NewJob, Outcome, Result};
+use duraq_core::{
+    CancelOutcome, EnqueueOutcome, JobContext, KeyedOutcome, NewJob, Outcome, ReplaceOutcome,
+    Result, ScheduleKey,
+};
 use rusqlite::Connection;
 
 use crate::error::SqlResult;
@@ -51,6 +54,29 @@ impl SqliteStore {
         jobs: Vec<NewJob>,
     ) -> Result<Vec<EnqueueOutcome>> {
         with_rusqlite(conn, |conn| self.enqueue_many_in_transaction(conn, jobs))
+    }
+
+    /// [`SqliteStore::replace_scheduled_in_transaction`] on an application's
+    /// diesel connection.
+    pub fn replace_scheduled_in_diesel(
+        &self,
+        conn: &mut SqliteConnection,
+        key: &ScheduleKey,
+        job: NewJob,
+    ) -> Result<ReplaceOutcome> {
+        with_rusqlite(conn, |conn| {
+            self.replace_scheduled_in_transaction(conn, key, job)
+        })
+    }
+
+    /// [`SqliteStore::cancel_scheduled_in_transaction`] on an application's
+    /// diesel connection.
+    pub fn cancel_scheduled_in_diesel(
+        &self,
+        conn: &mut SqliteConnection,
+        key: &ScheduleKey,
+    ) -> Result<KeyedOutcome<CancelOutcome>> {
+        with_rusqlite(conn, |conn| self.cancel_scheduled_in_transaction(conn, key))
     }
 
     /// [`SqliteStore::report_in_transaction`] on an application's diesel

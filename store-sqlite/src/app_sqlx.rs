@@ -7,7 +7,10 @@
 //! [`SqliteStore::enqueue_in_transaction`] runs them on a rusqlite
 //! connection: one code path, whichever client opened the transaction.
 
-use duraq_core::{EnqueueOutcome, Error, JobContext, NewJob, Outcome, Result};
+use duraq_core::{
+    CancelOutcome, EnqueueOutcome, Error, JobContext, KeyedOutcome, NewJob, Outcome,
+    ReplaceOutcome, Result, ScheduleKey,
+};
 use rusqlite::Connection;
 use sqlx::pool::PoolConnection;
 use sqlx::sqlite::{Sqlite, SqliteConnection};
@@ -63,6 +66,31 @@ impl SqliteStore {
         let mut handle = conn.sqlite().lock_handle().await.map_err(sqlx_error)?;
         let conn = borrow(&mut handle)?;
         self.enqueue_many_in_transaction(&conn, jobs)
+    }
+
+    /// [`SqliteStore::replace_scheduled_in_transaction`] on an application's
+    /// sqlx connection.
+    pub async fn replace_scheduled_in(
+        &self,
+        conn: &mut impl SqlxConnection,
+        key: &ScheduleKey,
+        job: NewJob,
+    ) -> Result<ReplaceOutcome> {
+        let mut handle = conn.sqlite().lock_handle().await.map_err(sqlx_error)?;
+        let conn = borrow(&mut handle)?;
+        self.replace_scheduled_in_transaction(&conn, key, job)
+    }
+
+    /// [`SqliteStore::cancel_scheduled_in_transaction`] on an application's
+    /// sqlx connection.
+    pub async fn cancel_scheduled_in(
+        &self,
+        conn: &mut impl SqlxConnection,
+        key: &ScheduleKey,
+    ) -> Result<KeyedOutcome<CancelOutcome>> {
+        let mut handle = conn.sqlite().lock_handle().await.map_err(sqlx_error)?;
+        let conn = borrow(&mut handle)?;
+        self.cancel_scheduled_in_transaction(&conn, key)
     }
 }
 

@@ -5,12 +5,16 @@
 //! through their raw SQLite handle, see `app_sqlx.rs`.
 
 use duraq_core::driver::note_reported_in_transaction;
-use duraq_core::{EnqueueOutcome, Error, ErrorCode, JobContext, NewJob, Outcome, Result};
+use duraq_core::{
+    CancelOutcome, EnqueueOutcome, Error, ErrorCode, JobContext, KeyedOutcome, NewJob, Outcome,
+    ReplaceOutcome, Result, RunningOwner, ScheduleKey,
+};
 use rusqlite::Connection;
 
 use crate::enqueue::{enqueue, enqueue_many, Batch};
 use crate::error::SqlResult;
 use crate::report::report;
+use crate::schedule::{cancel, replace};
 use crate::tx::Tx;
 use crate::SqliteStore;
 
@@ -132,6 +136,44 @@ impl SqliteStore {
             Some(_) => Ok(()),
             None => Err(Error::lease_lost(&write.lease)),
         })
+    }
+
+    /// Makes `job` the owner of schedule key `key` inside the transaction
+    /// open on `conn`, as [`duraq_core::Producer::replace_scheduled`] does
+    /// with [`RunningOwner::KeepRunning`]: a queued owner is cancelled, a
+    /// running one keeps running, and both commit with the caller's writes or
+    /// not at all (see [`SqliteStore::enqueue_in_transaction`]).
+    ///
+    /// ```no_run
+    /// # fn demo(store: &duraq_store_sqlite::SqliteStore) -> Result<(), Box<dyn std::error::Error>> {
+    /// use duraq_core::{EnqueueOptions, NewJob, ScheduleKey};
+    /// let mut conn = rusqlite::Connection::open("app.db")?;
+    /// let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+    /// tx.execute("UPDATE trials SET ends_at = ends_at + 14 WHERE user_id = 7", [])?;
+    /// let reminder = NewJob::new("trial_reminder", serde_json::json!([7]), EnqueueOptions::new())?;
+    /// store.replace_scheduled_in_transaction(&tx, &ScheduleKey::new("trial:7")?, reminder)?;
+    /// tx.commit()?; // the new end and its one reminder, or neither
+    /// # Ok(()) }
+    /// ```
+    pub fn replace_scheduled_in_transaction(
+        &self,
+        conn: &Connection,
+        key: &ScheduleKey,
+        job: NewJob,
+    ) -> Result<ReplaceOutcome> {
+        self.in_savepoint(conn, |tx| replace(tx, key, job, RunningOwner::KeepRunning))
+    }
+
+    /// Cancels schedule key `key`'s queued owner inside the transaction open
+    /// on `conn`, as [`duraq_core::Producer::cancel_scheduled`] does with
+    /// [`RunningOwner::KeepRunning`] (a running owner keeps running and only
+    /// releases the key).
+    pub fn cancel_scheduled_in_transaction(
+        &self,
+        conn: &Connection,
+        key: &ScheduleKey,
+    ) -> Result<KeyedOutcome<CancelOutcome>> {
+        self.in_savepoint(conn, |tx| cancel(tx, key, RunningOwner::KeepRunning))
     }
 
     /// Runs `body` on the caller's open transaction inside a savepoint: the

@@ -30,9 +30,9 @@ pub(crate) const KEYED_PRIORITIES: &str = "WITH RECURSIVE k AS (\
      FROM k WHERE k.p IS NOT NULL) \
      SELECT ARRAY(SELECT p FROM k WHERE p IS NOT NULL)";
 
-/// `lanes (n, queue, fairness_key)`: up to `$4` lanes after `($2, $3)` at
-/// priority `$1`, whatever their queue, numbered in order: one seek each (a
-/// recursive walk of `duraq_jobs_fair`'s distinct lanes).
+/// Up to `$4` lanes after `($2, $3)` at priority `$1`, whatever their queue,
+/// in order: one seek each, in one round trip (a recursive walk of
+/// `duraq_jobs_fair`'s distinct lanes).
 const LANES_AFTER: &str = "WITH RECURSIVE lanes(n, queue, fairness_key) AS (\
      SELECT 1, l.queue, l.fairness_key FROM (SELECT queue, fairness_key FROM {s}.duraq_jobs \
      WHERE status = 'queued' AND fairness_key IS NOT NULL AND priority = $1 \
@@ -44,37 +44,8 @@ const LANES_AFTER: &str = "WITH RECURSIVE lanes(n, queue, fairness_key) AS (\
      AND (queue COLLATE \"C\", fairness_key COLLATE \"C\") \
      > (lanes.queue COLLATE \"C\", lanes.fairness_key COLLATE \"C\") \
      ORDER BY queue COLLATE \"C\", fairness_key COLLATE \"C\" LIMIT 1) AS l \
-     WHERE lanes.n < $4::int8)";
-
-/// The lanes of [`LANES_AFTER`] (`$1` to `$4`) with their first turn's candidates,
-/// in one round trip: up to its weight (`$12`, `$13`: the keys weighted
-/// otherwise than 1) after its hint (`$7` to `$11`: lane, cursor) or from its
-/// start, for lanes of the level's queues (`$14`, `$15`: in or not in
-/// those). A lane with no candidate comes back as one row without a job.
-fn lanes_with_first_turns_sql() -> String {
-    format!(
-        "{}, hints AS (SELECT * FROM unnest($7::text[], $8::text[], $9::int8[], $10::int8[], \
-         $11::text[]) AS h(q, k, at, created, id)), \
-         weights AS (SELECT * FROM unnest($12::text[], $13::int8[]) AS w(k, w)) \
-         SELECT j.*, l.queue AS lane_queue, l.fairness_key AS lane_key \
-         FROM lanes AS l LEFT JOIN hints AS h ON h.q = l.queue AND h.k = l.fairness_key \
-         LEFT JOIN weights AS w ON w.k = l.fairness_key LEFT JOIN LATERAL \
-         (SELECT {JOB_COLUMNS} FROM {{s}}.duraq_jobs WHERE status = 'queued' \
-         AND fairness_key IS NOT NULL AND priority = $1 \
-         AND queue COLLATE \"C\" = l.queue AND fairness_key COLLATE \"C\" = l.fairness_key \
-         AND (l.queue = ANY($14)) = $15 \
-         AND scheduled_at_ms <= $5 AND job_name = ANY($6) \
-         AND queue NOT IN (SELECT queue FROM {{s}}.duraq_paused_queues) \
-         AND (scheduled_at_ms, created_at_ms, id COLLATE \"C\") > \
-         (coalesce(h.at, '{min}'::int8), coalesce(h.created, '{min}'::int8), coalesce(h.id, '')) \
-         ORDER BY priority, queue COLLATE \"C\", fairness_key COLLATE \"C\", \
-         scheduled_at_ms, created_at_ms, id COLLATE \"C\" \
-         LIMIT greatest(coalesce(w.w, 1), 1) FOR UPDATE SKIP LOCKED) AS j ON true \
-         ORDER BY l.n",
-        LANES_AFTER,
-        min = i64::MIN,
-    )
-}
+     WHERE lanes.n < $4::int8) \
+     SELECT queue, fairness_key FROM lanes ORDER BY n";
 
 /// How many lanes one read of [`LANES_AFTER`] looks ahead.
 const LOOKAHEAD: i64 = 16;
@@ -302,90 +273,37 @@ impl Lanes<'_, '_> {
     }
 
     /// Reads the lanes of the level after `after` (lanes of other queues
-    /// are read past) with their first turn's candidates, one round trip
-    /// for [`LOOKAHEAD`] lanes.
+    /// are read past, a seek each), and their first turn's candidates.
     async fn look_ahead(&mut self, after: Option<&(String, String)>) -> Result<()> {
         let mut from = after.cloned().unwrap_or_default();
         self.upcoming.clear();
-        let (queues, in_level) = match self.level {
-            QueueSet::In(qs) => (qs, true),
-            QueueSet::NotIn(qs) => (qs, false),
-        };
-        let weighted = &self.req.turns.weights;
-        let weighted_keys: Vec<&str> = weighted.keys().map(String::as_str).collect();
-        let weights: Vec<i64> = weighted.values().map(|w| i64::from(*w)).collect();
-        // Each hinted lane's start, as columns (owned: the loop below
-        // writes to `self`).
-        let (mut hint_queues, mut hint_keys, mut hint_ids) = (Vec::new(), Vec::new(), Vec::new());
-        let (mut hint_ats, mut hint_created) = (Vec::new(), Vec::new());
-        for ((queue, key), (at, created, id)) in &self.hints {
-            if !self.unhinted.contains(&(queue.clone(), key.clone())) {
-                hint_queues.push(queue.clone());
-                hint_keys.push(key.clone());
-                hint_ats.push(*at);
-                hint_created.push(*created);
-                hint_ids.push(id.clone());
-            }
-        }
-        static SQL: std::sync::OnceLock<String> = std::sync::OnceLock::new();
-        let sql = SQL.get_or_init(lanes_with_first_turns_sql);
         loop {
-            let params: [&(dyn tokio_postgres::types::ToSql + Sync); 15] = [
-                &self.priority,
-                &from.0,
-                &from.1,
-                &LOOKAHEAD,
-                &self.now,
-                &self.req.job_names,
-                &hint_queues,
-                &hint_keys,
-                &hint_ats,
-                &hint_created,
-                &hint_ids,
-                &weighted_keys,
-                &weights,
-                queues,
-                &in_level,
-            ];
-            let rows = self.db.query(sql, &params).await?;
-            let mut lanes: Vec<((String, String), Vec<Job>)> = Vec::new();
-            for row in &rows {
-                let lane: (String, String) = (row.get("lane_queue"), row.get("lane_key"));
-                if lanes.last().is_none_or(|(last, _)| *last != lane) {
-                    lanes.push((lane, Vec::new()));
-                }
-                if row.get::<_, Option<String>>("id").is_some() {
-                    let job = self.loaded(std::slice::from_ref(row))?;
-                    lanes.last_mut().expect("pushed above").1.extend(job);
-                }
-            }
+            let rows = (self.db)
+                .query(LANES_AFTER, &[&self.priority, &from.0, &from.1, &LOOKAHEAD])
+                .await?;
+            let lanes: Vec<(String, String)> = rows.iter().map(|r| (r.get(0), r.get(1))).collect();
             self.upcoming_end = (lanes.len() as i64) < LOOKAHEAD;
-            let last = lanes.last().map(|(lane, _)| lane.clone());
-            for (lane, jobs) in lanes {
-                if !self.level.contains(&lane.0) {
-                    continue;
-                }
-                let turn = Turn::Key {
-                    queue: lane.0.clone(),
-                    key: lane.1.clone(),
-                };
-                let weight = self.req.turns.weight_of(&turn);
-                let (start, at_hint) = self.start(&lane, None);
-                if at_hint && jobs.len() < weight {
-                    // Short from its hint: the lane is read again from its start.
-                    self.unhinted.insert(lane.clone());
-                } else {
-                    self.cache.insert(lane.clone(), (start, weight, jobs));
-                }
-                self.upcoming.push_back(lane);
-            }
+            let last = lanes.last().cloned();
+            self.upcoming
+                .extend(lanes.into_iter().filter(|(q, _)| self.level.contains(q)));
             match last {
                 Some(last) if self.upcoming.is_empty() && !self.upcoming_end => from = last,
                 _ => break,
             }
         }
         self.upcoming_after = Some(after.cloned());
-        Ok(())
+        let first_turns: Vec<(Turn, usize)> = (self.upcoming.iter())
+            .map(|(queue, key)| {
+                let lane = Turn::Key {
+                    queue: queue.clone(),
+                    key: key.clone(),
+                };
+                let weight = self.req.turns.weight_of(&lane);
+                (lane, weight)
+            })
+            .collect();
+        let asked: Vec<_> = first_turns.iter().map(|(l, n)| (l, None, *n)).collect();
+        self.prefetch(&asked).await
     }
 
     fn loaded(&mut self, rows: &[crate::backend::row::Row]) -> Result<Vec<Job>> {

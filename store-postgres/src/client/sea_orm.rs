@@ -136,9 +136,10 @@ fn pg_row(result: &QueryResult) -> Result<&PgRow> {
 fn value(param: &Param) -> Result<(Value, Option<&'static str>)> {
     let bytes = param.value.as_deref();
     let oid = param.type_oid;
-    if let Some(&(_, element, name, ty)) = ARRAYS.iter().find(|(array, ..)| *array == oid) {
+    if let Some((_, element, name, ty)) = ARRAYS.iter().find(|(array, ..)| *array == oid) {
+        let (element, name) = (*element, *name);
         let Some(bytes) = bytes else {
-            return Ok((Value::Array(ty.array_type(), None), None));
+            return Ok((Value::Array(ty.clone(), None), None));
         };
         let elements = array_elements(bytes, oid)?;
         if elements.iter().all(Option::is_some) {
@@ -147,7 +148,7 @@ fn value(param: &Param) -> Result<(Value, Option<&'static str>)> {
                 .flatten()
                 .map(|element_bytes| scalar(element, Some(element_bytes)))
                 .collect::<Result<Vec<_>>>()?;
-            return Ok((Value::Array(ty.array_type(), Some(Box::new(values))), None));
+            return Ok((Value::Array(ty.clone(), Some(Box::new(values))), None));
         }
         let literal = array_literal(element, &elements)?;
         return Ok((Value::String(Some(literal)), Some(name)));
@@ -155,45 +156,17 @@ fn value(param: &Param) -> Result<(Value, Option<&'static str>)> {
     Ok((scalar(oid, bytes)?, None))
 }
 
-/// The array types bound: oid, element oid, name, element kind.
-const ARRAYS: &[(u32, u32, &str, Kind)] = &[
-    (1000, 16, "bool[]", Kind::Bool),
-    (1001, 17, "bytea[]", Kind::Bytes),
-    (1005, 21, "int2[]", Kind::SmallInt),
-    (1007, 23, "int4[]", Kind::Int),
-    (1009, 25, "text[]", Kind::String),
-    (1016, 20, "int8[]", Kind::BigInt),
-    (1021, 700, "float4[]", Kind::Float),
-    (1022, 701, "float8[]", Kind::Double),
+/// The array types bound: oid, element oid, name, SeaORM's element type.
+const ARRAYS: &[(u32, u32, &str, ArrayType)] = &[
+    (1000, 16, "bool[]", ArrayType::Bool),
+    (1001, 17, "bytea[]", ArrayType::Bytes),
+    (1005, 21, "int2[]", ArrayType::SmallInt),
+    (1007, 23, "int4[]", ArrayType::Int),
+    (1009, 25, "text[]", ArrayType::String),
+    (1016, 20, "int8[]", ArrayType::BigInt),
+    (1021, 700, "float4[]", ArrayType::Float),
+    (1022, 701, "float8[]", ArrayType::Double),
 ];
-
-/// An array's element type, as SeaORM names it.
-#[derive(Clone, Copy)]
-enum Kind {
-    Bool,
-    Bytes,
-    SmallInt,
-    Int,
-    String,
-    BigInt,
-    Float,
-    Double,
-}
-
-impl Kind {
-    fn array_type(self) -> ArrayType {
-        match self {
-            Kind::Bool => ArrayType::Bool,
-            Kind::Bytes => ArrayType::Bytes,
-            Kind::SmallInt => ArrayType::SmallInt,
-            Kind::Int => ArrayType::Int,
-            Kind::String => ArrayType::String,
-            Kind::BigInt => ArrayType::BigInt,
-            Kind::Float => ArrayType::Float,
-            Kind::Double => ArrayType::Double,
-        }
-    }
-}
 
 /// A scalar parameter (or array element) of type `oid` as a SeaORM value.
 fn scalar(oid: u32, bytes: Option<&[u8]>) -> Result<Value> {

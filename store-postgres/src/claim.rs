@@ -25,7 +25,7 @@
 //! walk of the due index is unchanged. A pause committed before the claim's
 //! statement starts is seen by it (READ COMMITTED takes a snapshot per statement).
 
-use duraq_core::driver::steps::{Claim, ClaimPlan, Taken};
+use duraq_core::driver::steps::{Claim, ClaimPlan, Taken, Turn};
 use duraq_core::driver::ClaimRequest;
 use duraq_core::{Job, JobStatus, Result};
 
@@ -33,8 +33,9 @@ use crate::admission::Reads;
 use crate::backend::db::{pooled, Conn, Db};
 use crate::backend::plans::{by_key_only, walk_due_index, WALK_DUE_INDEX};
 use crate::backend::row::Row;
-use crate::claim_turns::LaneHints;
+use crate::claim_turns::{Lane, PreRead, TOP_LANES_RING};
 use crate::error::map_pg_error;
+use crate::lane_hints::LaneHints;
 use crate::ownership::write_moved_from_queued;
 use crate::report::{heartbeat, HEARTBEAT};
 use crate::rows::{loaded_from_row, save_jobs, JOB_COLUMNS};
@@ -200,13 +201,20 @@ pub(crate) struct FirstRead {
     /// The priorities queued jobs with a fairness key hold: when there are
     /// any, the claim takes turns ([`crate::claim_turns`]).
     keyed: Vec<i64>,
+    /// The ring of lanes its walk starts from, read ahead.
+    pre_read: Option<PreRead>,
 }
 
 /// The claim's first round trip (see [`FirstRead`]), which a report may share
 /// (see `report_and_claim`): the due priorities and the planner settings of
 /// [`WALK_DUE_INDEX`] and [`BY_KEY_ONLY`], then the candidates of the highest
 /// priority (sent after the settings: `biased`).
-pub(crate) async fn first_read(db: &Db<'_>, req: &ClaimRequest, now: i64) -> Result<FirstRead> {
+pub(crate) async fn first_read(
+    db: &Db<'_>,
+    req: &ClaimRequest,
+    hints: &LaneHints,
+    now: i64,
+) -> Result<FirstRead> {
     let levels_sql = format!(
         "WITH RECURSIVE {QUEUED_PRIORITIES}, {KEYED_LEVELS} \
          SELECT ARRAY(SELECT p FROM levels WHERE p IS NOT NULL ORDER BY p DESC), {}, {}, \
@@ -214,8 +222,26 @@ pub(crate) async fn first_read(db: &Db<'_>, req: &ClaimRequest, now: i64) -> Res
         walk_due_index!(),
         by_key_only!()
     );
-    let (row, top) = if by_queue_priority(req) || req.limit == 0 || req.job_names.is_empty() {
-        (db.query_one(&levels_sql, &[]).await?, Vec::new())
+    // A process that claims keyed jobs reads the ring of lanes its walk
+    // starts from in the same round trip.
+    let from: Option<Lane> = match &req.turns.after {
+        Some(Turn::Key { queue, key }) if hints.keyed() => Some((queue.clone(), key.clone())),
+        _ => None,
+    };
+    let pre_read = async {
+        if !hints.keyed() || req.limit == 0 || req.job_names.is_empty() {
+            return Ok(None);
+        }
+        let (q, k) = from.clone().unwrap_or_default();
+        db.query(&TOP_LANES_RING, &[&q, &k]).await.map(Some)
+    };
+    let (row, top, ring) = if by_queue_priority(req) || req.limit == 0 || req.job_names.is_empty() {
+        tokio::try_join!(
+            biased;
+            db.query_one(&levels_sql, &[]),
+            async { Ok(Vec::new()) },
+            pre_read
+        )?
     } else {
         let top_sql = candidates_sql("", &format!("AND priority = ({TOP_PRIORITY}) "), 5);
         let limit = i64::try_from(req.limit).unwrap_or(i64::MAX);
@@ -225,7 +251,8 @@ pub(crate) async fn first_read(db: &Db<'_>, req: &ClaimRequest, now: i64) -> Res
         tokio::try_join!(
             biased;
             db.query_one(&levels_sql, &[]),
-            db.query(&top_sql, &params)
+            db.query(&top_sql, &params),
+            pre_read
         )?
     };
     Ok(FirstRead {
@@ -233,6 +260,7 @@ pub(crate) async fn first_read(db: &Db<'_>, req: &ClaimRequest, now: i64) -> Res
         top,
         // The last item, after the planner settings.
         keyed: row.get(row.len() - 1),
+        pre_read: ring.map(|rows| PreRead { from, rows }),
     })
 }
 
@@ -241,7 +269,7 @@ pub(crate) async fn claim(
     req: &ClaimRequest,
     hints: &LaneHints,
 ) -> Result<Vec<Job>> {
-    let first = first_read(&tx.db, req, tx.now).await?;
+    let first = first_read(&tx.db, req, hints, tx.now).await?;
     claim_after(tx, req, first, hints).await
 }
 
@@ -257,7 +285,8 @@ pub(crate) async fn claim_after(
     // The candidates some job depends on: one moved to an end settles them.
     let with_dependents = if !first.keyed.is_empty() {
         let levels = (first.queued_priorities, first.keyed);
-        crate::claim_turns::walk(&tx.db, req, &mut claim, levels, hints, tx.now).await?
+        let (db, now) = (&tx.db, tx.now);
+        crate::claim_turns::walk(db, req, &mut claim, levels, hints, first.pre_read, now).await?
     } else {
         walk_plain(&tx.db, req, &mut claim, first, tx.now).await?
     };

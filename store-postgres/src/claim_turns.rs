@@ -7,8 +7,7 @@
 //! backlog is never walked to reach another key's jobs.
 
 use std::collections::{HashMap, HashSet, VecDeque};
-use std::sync::{Mutex, PoisonError};
-use std::time::{Duration, Instant};
+use std::sync::LazyLock;
 
 use duraq_core::driver::rules::{claim_levels, QueueSet};
 use duraq_core::driver::steps::{take_turns, Claim, Turn, TurnReads};
@@ -18,6 +17,8 @@ use duraq_core::{Job, Result};
 
 use crate::admission::Reads;
 use crate::backend::db::Db;
+use crate::backend::row::Row;
+use crate::lane_hints::LaneHints;
 use crate::rows::{loaded_from_row, JOB_COLUMNS};
 
 /// The distinct priorities of queued jobs with a fairness key, highest first
@@ -30,25 +31,83 @@ pub(crate) const KEYED_PRIORITIES: &str = "WITH RECURSIVE k AS (\
      FROM k WHERE k.p IS NOT NULL) \
      SELECT ARRAY(SELECT p FROM k WHERE p IS NOT NULL)";
 
-/// Up to `$4` lanes after `($2, $3)` at priority `$1`, whatever their queue,
-/// in order: one seek each, in one round trip (a recursive walk of
-/// `duraq_jobs_fair`'s distinct lanes).
-const LANES_AFTER: &str = "WITH RECURSIVE lanes(n, queue, fairness_key) AS (\
-     SELECT 1, l.queue, l.fairness_key FROM (SELECT queue, fairness_key FROM {s}.duraq_jobs \
-     WHERE status = 'queued' AND fairness_key IS NOT NULL AND priority = $1 \
-     AND (queue COLLATE \"C\", fairness_key COLLATE \"C\") > ($2, $3) \
-     ORDER BY queue COLLATE \"C\", fairness_key COLLATE \"C\" LIMIT 1) AS l \
-     UNION ALL SELECT lanes.n + 1, l.queue, l.fairness_key FROM lanes, LATERAL \
-     (SELECT queue, fairness_key FROM {s}.duraq_jobs \
-     WHERE status = 'queued' AND fairness_key IS NOT NULL AND priority = $1 \
-     AND (queue COLLATE \"C\", fairness_key COLLATE \"C\") \
-     > (lanes.queue COLLATE \"C\", lanes.fairness_key COLLATE \"C\") \
-     ORDER BY queue COLLATE \"C\", fairness_key COLLATE \"C\" LIMIT 1) AS l \
-     WHERE lanes.n < $4::int8) \
-     SELECT queue, fairness_key FROM lanes ORDER BY n";
+/// The first lane of `duraq_jobs_fair` at priority `p` where `cond` holds:
+/// `(queue, fairness key)`.
+fn lane_sql(p: &str, cond: &str) -> String {
+    format!(
+        "SELECT queue, fairness_key FROM {{s}}.duraq_jobs \
+         WHERE status = 'queued' AND fairness_key IS NOT NULL AND priority = {p} AND {cond} \
+         ORDER BY queue COLLATE \"C\", fairness_key COLLATE \"C\" LIMIT 1"
+    )
+}
 
-/// How many lanes one read of [`LANES_AFTER`] looks ahead.
+/// Up to `n` lanes at priority `p`, whatever their queue, in ring order
+/// from `(q, k)`: the lanes after it to the last (`wrapped` false), then
+/// from the first (`wrapped`) to the first lane at or after `(q, k)`, which
+/// comes last (`done`) so that every link is known; and `p`. One seek per
+/// lane, in one round trip (a recursive walk of `duraq_jobs_fair`'s
+/// distinct lanes).
+fn lanes_ring_sql(p: &str, (q, k): (&str, &str), n: &str) -> String {
+    let after = |q: &str, k: &str| {
+        let cond = format!("(queue COLLATE \"C\", fairness_key COLLATE \"C\") > ({q}, {k})");
+        lane_sql(p, &cond)
+    };
+    let first = lane_sql(p, "true");
+    let done = format!(
+        "l.wrapped AND (l.queue COLLATE \"C\", l.fairness_key COLLATE \"C\") >= ({q}, {k})"
+    );
+    format!(
+        "WITH RECURSIVE lanes(n, wrapped, done, queue, fairness_key) AS (\
+         SELECT 1::int8, l.wrapped, {done}, l.queue, l.fairness_key FROM (\
+         SELECT false AS wrapped, * FROM ({}) AS a UNION ALL \
+         SELECT true, * FROM ({first}) AS b LIMIT 1) AS l \
+         UNION ALL SELECT lanes.n + 1, l.wrapped, {done}, l.queue, l.fairness_key \
+         FROM lanes, LATERAL (\
+         SELECT lanes.wrapped AS wrapped, * FROM ({}) AS a UNION ALL \
+         SELECT true, * FROM ({first}) AS b WHERE NOT lanes.wrapped LIMIT 1) AS l \
+         WHERE lanes.n < {n}::int8 AND NOT lanes.done) \
+         SELECT wrapped, done, queue, fairness_key, {p} FROM lanes ORDER BY n",
+        after(q, k),
+        after(
+            "lanes.queue COLLATE \"C\"",
+            "lanes.fairness_key COLLATE \"C\""
+        ),
+    )
+}
+
+/// [`lanes_ring_sql`] at priority `$1` from `($2, $3)`, `$4` lanes.
+static LANES_RING: LazyLock<String> =
+    LazyLock::new(|| lanes_ring_sql("$1::int8", ("$2", "$3"), "$4"));
+
+/// [`lanes_ring_sql`] at the highest priority of keyed jobs from `($1,
+/// $2)`, [`LOOKAHEAD`] lanes: the claim's first round trip reads it ahead
+/// ([`PreRead`]).
+pub(crate) static TOP_LANES_RING: LazyLock<String> = LazyLock::new(|| {
+    let top = "(SELECT priority FROM {s}.duraq_jobs WHERE status = 'queued' \
+               AND fairness_key IS NOT NULL ORDER BY priority DESC LIMIT 1)";
+    lanes_ring_sql(top, ("$1", "$2"), &LOOKAHEAD.to_string())
+});
+
+/// The ring of lanes at the highest keyed priority, read from `from` in the
+/// claim's first round trip, when this process claims keyed jobs (see
+/// [`LaneHints::keyed`]): the walk of that priority starts from it.
+pub(crate) struct PreRead {
+    pub(crate) from: Option<Lane>,
+    pub(crate) rows: Vec<Row>,
+}
+
+impl PreRead {
+    /// The priority it read (`None`: it found no lane).
+    fn priority(&self) -> Option<i64> {
+        self.rows.first().map(|row| row.get(4))
+    }
+}
+
+/// How many lanes one read of [`LANES_RING`] looks ahead.
 const LOOKAHEAD: i64 = 16;
+
+/// [`prefetch_sql`].
+static PREFETCH: LazyLock<String> = LazyLock::new(prefetch_sql);
 
 /// The due candidates of several keyed lanes at once: lane `i` is
 /// (`$4[i]`, `$5[i]`), after (`$6[i]`, `$7[i]`, `$8[i]`), at most `$9[i]`.
@@ -85,82 +144,6 @@ fn candidates_sql(lane: &str, order: &str) -> String {
     )
 }
 
-/// Where this process last claimed in each keyed lane, so that its next
-/// claim reads the lane from there rather than from its start.
-///
-/// Why: a drain leaves the index entries of the jobs it claimed at the front
-/// of their lane until PostgreSQL may remove them, which it may not while any
-/// snapshot older than them is open (an autovacuum ANALYZE of any table in
-/// the cluster holds one for its whole run). A lane read from its start then
-/// visits every such entry's row: measured in the three-worker fairness test,
-/// 40 to 185 ms per claim while an ANALYZE ran, against 0.4 ms otherwise, and
-/// a statement that slow met rows its own snapshot still saw queued already
-/// claimed, completed and moved to the finished partition, which fails the
-/// claim (SQLSTATE 40001) and runs it again.
-///
-/// A hint is only where to start: a read from it that comes back short of
-/// what it asked for reads the lane again from its start, in the same claim;
-/// every hint is dropped when this process puts a job back in `queued` (a
-/// retry, a reschedule, an ended wait: it may stand before a hint), or
-/// before a claim that follows such reports in its transaction; and a hint
-/// older than [`HINT_TTL`] is not used, so a job left behind the hint by
-/// another process (a candidate it locked and then left, say) waits at most
-/// that long for its turn.
-#[derive(Debug, Default)]
-pub(crate) struct LaneHints(Mutex<HashMap<HintedLane, (Cursor, Instant)>>);
-
-/// A keyed lane at one priority: `(priority, queue, fairness key)`.
-type HintedLane = (i64, String, String);
-
-/// How long a lane hint is used.
-const HINT_TTL: Duration = Duration::from_millis(500);
-
-/// Hints kept at most; past it, stale ones are dropped.
-const MAX_HINTS: usize = 1024;
-
-impl LaneHints {
-    /// Forgets every hint: a job went back to `queued` and may stand before
-    /// one (see [`duraq_core::driver::CountChange::requeued`]).
-    pub(crate) fn clear(&self) {
-        self.0
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clear();
-    }
-
-    /// The fresh hints of `priority`'s lanes.
-    fn at(&self, priority: i64) -> HashMap<(String, String), Cursor> {
-        let hints = self.0.lock().unwrap_or_else(PoisonError::into_inner);
-        (hints.iter())
-            .filter(|((p, ..), (_, at))| *p == priority && at.elapsed() < HINT_TTL)
-            .map(|((_, q, k), (cursor, _))| ((q.clone(), k.clone()), cursor.clone()))
-            .collect()
-    }
-
-    /// Notes the keyed jobs a claim took: each lane's hint moves to its last.
-    pub(crate) fn record<'j>(&self, taken: impl Iterator<Item = &'j Job>) {
-        let mut hints = self.0.lock().unwrap_or_else(PoisonError::into_inner);
-        let now = Instant::now();
-        for job in taken {
-            let Some(key) = &job.fairness_key else {
-                continue;
-            };
-            let lane = (job.priority, job.queue.clone(), key.clone());
-            let at = cursor(Some(job));
-            match hints.get_mut(&lane) {
-                Some((hint, set)) if *hint >= at && set.elapsed() < HINT_TTL => {}
-                Some(entry) => *entry = (at, now),
-                None => {
-                    hints.insert(lane, (at, now));
-                }
-            }
-        }
-        if hints.len() > MAX_HINTS {
-            hints.retain(|_, (_, set)| set.elapsed() < HINT_TTL);
-        }
-    }
-}
-
 /// Walks every level and priority in fair turns; the ids of the candidates
 /// some job depends on.
 pub(crate) async fn walk(
@@ -169,6 +152,7 @@ pub(crate) async fn walk(
     claim: &mut Claim<'_>,
     (plain, keyed): (Vec<i64>, Vec<i64>),
     hints: &LaneHints,
+    mut pre_read: Option<PreRead>,
     now: i64,
 ) -> Result<Vec<String>> {
     let mut with_dependents = Vec::new();
@@ -201,12 +185,12 @@ pub(crate) async fn walk(
                 plain: plain.contains(priority),
                 now,
                 with_dependents: &mut with_dependents,
-                upcoming_after: None,
-                upcoming: VecDeque::new(),
-                upcoming_end: false,
+                budget: claim.free(),
+                links: HashMap::new(),
                 cache: HashMap::new(),
                 hints: hints.at(*priority),
                 unhinted: HashSet::new(),
+                pre_read: pre_read.take_if(|pre| pre.priority() == Some(*priority)),
             };
             take_turns(claim, &req.turns, &mut lanes, &mut Reads(db)).await?;
             if claim.is_full() {
@@ -224,10 +208,10 @@ struct Sql {
     keyed: String,
 }
 
-/// One walk's reads, with what it read ahead: the next lanes (one round
-/// trip for [`LOOKAHEAD`] of them) and candidates of keyed lanes (one round
-/// trip per round, [`PREFETCH`]), so a claim over many keys costs a few
-/// round trips, not one per job.
+/// One walk's reads, with what it read ahead: the ring of lanes (one round
+/// trip for up to [`LOOKAHEAD`] of them) and the candidates of the turns
+/// the claim will take (one round trip for every lane's turns of a round),
+/// so a claim over many keys costs a few round trips, not one per job.
 struct Lanes<'a, 'n> {
     db: &'a Db<'n>,
     req: &'a ClaimRequest,
@@ -238,26 +222,54 @@ struct Lanes<'a, 'n> {
     plain: bool,
     now: i64,
     with_dependents: &'a mut Vec<String>,
-    /// The lane the lookahead follows (`Some(None)`: the first), once read.
-    upcoming_after: Option<Option<(String, String)>>,
-    upcoming: VecDeque<(String, String)>,
-    /// The lookahead reached the last lane.
-    upcoming_end: bool,
-    /// Candidates read ahead per lane, with the (cursor, n) they answer.
-    cache: HashMap<(String, String), (Cursor, usize, Vec<Job>)>,
+    /// The claim's free slots when this walk started.
+    budget: usize,
+    /// The ring of lanes as read so far, of every queue: the lane after
+    /// each lane (or after the start, `None`); `None` after the last.
+    links: HashMap<Option<Lane>, Option<Lane>>,
+    /// Candidates read ahead per lane, after a cursor (see [`ReadAhead`]).
+    cache: HashMap<Lane, ReadAhead>,
     /// Where earlier claims of this process left each lane ([`LaneHints`]).
-    hints: HashMap<(String, String), Cursor>,
+    hints: HashMap<Lane, Cursor>,
+    /// The ring read ahead by the claim's first round trip, when of this
+    /// priority and not used yet.
+    pre_read: Option<PreRead>,
     /// Lanes whose hint came up short in this claim: read from their start.
-    unhinted: HashSet<(String, String)>,
+    unhinted: HashSet<Lane>,
 }
 
+/// A keyed lane: `(queue, fairness key)`.
+pub(crate) type Lane = (String, String);
+
 /// `(scheduledAtMs, createdAtMs, id)` after which a lane's candidates come.
-type Cursor = (i64, i64, String);
+pub(crate) type Cursor = (i64, i64, String);
 
-/// One lane's read ahead: the lane, its cursor, how many.
-type Asked = ((String, String), Cursor, usize);
+/// A lane's candidates read ahead, still to be handed over: the first
+/// `jobs` after `from`, of the `asked` read for (fewer jobs than asked:
+/// the lane has no more).
+struct ReadAhead {
+    from: Cursor,
+    asked: usize,
+    jobs: VecDeque<Job>,
+}
 
-fn cursor(after: Option<&Job>) -> Cursor {
+impl ReadAhead {
+    /// Hands over up to `n` of its jobs, when they are the lane's next `n`
+    /// (or all it has left): the rest stays, after the last handed over.
+    fn take(&mut self, n: usize) -> Option<Vec<Job>> {
+        if self.jobs.len() < n && self.asked < n {
+            return None;
+        }
+        let taken: Vec<Job> = self.jobs.drain(..n.min(self.jobs.len())).collect();
+        if let Some(last) = taken.last() {
+            self.from = cursor(Some(last));
+        }
+        self.asked -= taken.len();
+        Some(taken)
+    }
+}
+
+pub(crate) fn cursor(after: Option<&Job>) -> Cursor {
     after.map_or((i64::MIN, i64::MIN, String::new()), |j| {
         (j.scheduled_at_ms, j.created_at_ms, j.id.clone())
     })
@@ -265,48 +277,96 @@ fn cursor(after: Option<&Job>) -> Cursor {
 
 impl Lanes<'_, '_> {
     /// Where a read of `lane` after `after` starts, and whether at a hint.
-    fn start(&self, lane: &(String, String), after: Option<&Job>) -> (Cursor, bool) {
+    fn start(&self, lane: &Lane, after: Option<&Job>) -> (Cursor, bool) {
         match (after, self.hints.get(lane)) {
             (None, Some(hint)) if !self.unhinted.contains(lane) => (hint.clone(), true),
             _ => (cursor(after), false),
         }
     }
 
-    /// Reads the lanes of the level after `after` (lanes of other queues
-    /// are read past, a seek each), and their first turn's candidates.
-    async fn look_ahead(&mut self, after: Option<&(String, String)>) -> Result<()> {
-        let mut from = after.cloned().unwrap_or_default();
-        self.upcoming.clear();
-        loop {
-            let rows = (self.db)
-                .query(LANES_AFTER, &[&self.priority, &from.0, &from.1, &LOOKAHEAD])
-                .await?;
-            let lanes: Vec<(String, String)> = rows.iter().map(|r| (r.get(0), r.get(1))).collect();
-            self.upcoming_end = (lanes.len() as i64) < LOOKAHEAD;
-            let last = lanes.last().cloned();
-            self.upcoming
-                .extend(lanes.into_iter().filter(|(q, _)| self.level.contains(q)));
-            match last {
-                Some(last) if self.upcoming.is_empty() && !self.upcoming_end => from = last,
-                _ => break,
+    /// Reads the ring of lanes from `from` (up to [`LOOKAHEAD`] lanes of
+    /// every queue), then the candidates of the turns the claim will take
+    /// in the lanes of its level.
+    async fn look_ahead(&mut self, from: Option<Lane>) -> Result<()> {
+        let rows = match self.pre_read.take() {
+            Some(pre) if pre.from == from => pre.rows,
+            _ => {
+                let (q, k) = from.clone().unwrap_or_default();
+                let params: [&(dyn tokio_postgres::types::ToSql + Sync); 4] =
+                    [&self.priority, &q, &k, &LOOKAHEAD];
+                self.db.query(&LANES_RING, &params).await?
             }
+        };
+        let mut at = from.clone();
+        let mut wrapped = false;
+        for row in &rows {
+            let lane: Lane = (row.get(2), row.get(3));
+            if row.get::<_, bool>(0) && !wrapped {
+                wrapped = true;
+                self.links.insert(at.take(), None);
+            }
+            self.links.insert(at.clone(), Some(lane.clone()));
+            if row.get::<_, bool>(1) {
+                break;
+            }
+            at = Some(lane);
         }
-        self.upcoming_after = Some(after.cloned());
-        let first_turns: Vec<(Turn, usize)> = (self.upcoming.iter())
-            .map(|(queue, key)| {
-                let lane = Turn::Key {
-                    queue: queue.clone(),
-                    key: key.clone(),
-                };
-                let weight = self.req.turns.weight_of(&lane);
-                (lane, weight)
-            })
-            .collect();
-        let asked: Vec<_> = first_turns.iter().map(|(l, n)| (l, None, *n)).collect();
+        let whole = rows.len() < LOOKAHEAD as usize;
+        if rows.is_empty() {
+            self.links.insert(from.clone(), None);
+            self.links.insert(None, None);
+        } else if whole && !rows.last().is_some_and(|r| r.get::<_, bool>(1)) {
+            // It ran out of lanes after wrapping: `at` is the last.
+            self.links.insert(at, None);
+        }
+        self.prefetch_turns(from).await
+    }
+
+    /// Reads ahead the turns the claim takes next, from the lane after
+    /// `from` around the ring as far as it is known: each lane's share of
+    /// the claim's free slots when the whole ring is known (one turn each
+    /// otherwise), up to what the slots can take.
+    async fn prefetch_turns(&mut self, from: Option<Lane>) -> Result<()> {
+        let mut ring: Vec<Turn> = Vec::new();
+        let mut seen: HashSet<&Lane> = HashSet::new();
+        let (mut at, mut ended) = (from.as_ref(), false);
+        let whole = loop {
+            match self.links.get(&at.cloned()) {
+                None => break false,
+                Some(None) if ended => break true,
+                Some(None) => (at, ended) = (None, true),
+                Some(Some(lane)) if !seen.insert(lane) => break true,
+                Some(Some(lane)) => {
+                    if self.level.contains(&lane.0) {
+                        ring.push(Turn::Key {
+                            queue: lane.0.clone(),
+                            key: lane.1.clone(),
+                        });
+                    }
+                    at = Some(lane);
+                }
+            }
+        };
+        let weights: usize = ring.iter().map(|t| self.req.turns.weight_of(t)).sum();
+        let rounds = if whole {
+            self.budget.div_ceil(weights.max(1))
+        } else {
+            1
+        };
+        let mut asked = Vec::new();
+        let mut total = 0;
+        for turn in &ring {
+            if total >= self.budget {
+                break;
+            }
+            let n = self.req.turns.weight_of(turn) * rounds;
+            total += n;
+            asked.push((turn, None, n));
+        }
         self.prefetch(&asked).await
     }
 
-    fn loaded(&mut self, rows: &[crate::backend::row::Row]) -> Result<Vec<Job>> {
+    fn loaded(&mut self, rows: &[Row]) -> Result<Vec<Job>> {
         let mut jobs = Vec::with_capacity(rows.len());
         for row in rows {
             let loaded = loaded_from_row(row)?;
@@ -317,24 +377,27 @@ impl Lanes<'_, '_> {
         }
         Ok(jobs)
     }
+
+    /// `lane`'s next `n` candidates after `from`, when read ahead.
+    fn read_ahead(&mut self, lane: &Lane, from: &Cursor, n: usize) -> Option<Vec<Job>> {
+        let ahead = self.cache.get_mut(lane)?;
+        if ahead.from != *from {
+            return None;
+        }
+        ahead.take(n)
+    }
 }
 
 impl TurnReads for Lanes<'_, '_> {
-    async fn next_lane(&mut self, after: Option<(&str, &str)>) -> Result<Option<(String, String)>> {
-        let after = after.map(|(q, k)| (q.to_owned(), k.to_owned()));
-        if self.upcoming_after.as_ref() != Some(&after) {
-            self.look_ahead(after.as_ref()).await?;
-        }
+    async fn next_lane(&mut self, after: Option<(&str, &str)>) -> Result<Option<Lane>> {
+        let mut at = after.map(|(q, k)| (q.to_owned(), k.to_owned()));
         loop {
-            if let Some(next) = self.upcoming.pop_front() {
-                self.upcoming_after = Some(Some(next.clone()));
-                return Ok(Some(next));
+            match self.links.get(&at) {
+                Some(None) => return Ok(None),
+                Some(Some(lane)) if self.level.contains(&lane.0) => return Ok(Some(lane.clone())),
+                Some(Some(lane)) => at = Some(lane.clone()),
+                None => self.look_ahead(at.clone()).await?,
             }
-            if self.upcoming_end {
-                return Ok(None);
-            }
-            let from = self.upcoming_after.clone().flatten();
-            self.look_ahead(from.as_ref()).await?;
         }
     }
 
@@ -360,10 +423,8 @@ impl TurnReads for Lanes<'_, '_> {
         let lane_key = (queue.clone(), key.clone());
         loop {
             let (at, hinted) = self.start(&lane_key, after);
-            if let Some((from, asked, jobs)) = self.cache.remove(&lane_key) {
-                if from == at && asked == n {
-                    return Ok(jobs);
-                }
+            if let Some(jobs) = self.read_ahead(&lane_key, &at, n) {
+                return Ok(jobs);
             }
             let (at, created, id) = (at.0, at.1, at.2.as_str());
             let queues = [queue.as_str()];
@@ -381,12 +442,17 @@ impl TurnReads for Lanes<'_, '_> {
     }
 
     async fn prefetch(&mut self, reads: &[(&Turn, Option<&Job>, usize)]) -> Result<()> {
-        let mut asked: Vec<Asked> = Vec::new();
-        let mut hinted: HashSet<(String, String)> = HashSet::new();
+        let mut asked: Vec<(Lane, Cursor, usize)> = Vec::new();
+        let mut hinted: HashSet<Lane> = HashSet::new();
         for (lane, after, n) in reads {
             if let Turn::Key { queue, key } = lane {
                 let lane = (queue.clone(), key.clone());
                 let (from, at_hint) = self.start(&lane, *after);
+                let covered = (self.cache.get(&lane))
+                    .is_some_and(|a| a.from == from && (a.jobs.len() >= *n || a.asked >= *n));
+                if covered {
+                    continue;
+                }
                 if at_hint {
                     hinted.insert(lane.clone());
                 }
@@ -396,7 +462,8 @@ impl TurnReads for Lanes<'_, '_> {
         if asked.is_empty() {
             return Ok(());
         }
-        let column = |f: fn(&Asked) -> &str| -> Vec<&str> { asked.iter().map(f).collect() };
+        let column =
+            |f: fn(&(Lane, Cursor, usize)) -> &str| -> Vec<&str> { asked.iter().map(f).collect() };
         let (queues, keys, ids) = (
             column(|a| a.0 .0.as_str()),
             column(|a| a.0 .1.as_str()),
@@ -405,7 +472,6 @@ impl TurnReads for Lanes<'_, '_> {
         let ats: Vec<i64> = asked.iter().map(|a| a.1 .0).collect();
         let created: Vec<i64> = asked.iter().map(|a| a.1 .1).collect();
         let ns: Vec<i64> = asked.iter().map(|a| a.2 as i64).collect();
-        let sql = prefetch_sql();
         let params: [&(dyn tokio_postgres::types::ToSql + Sync); 9] = [
             &self.priority,
             &self.now,
@@ -417,9 +483,9 @@ impl TurnReads for Lanes<'_, '_> {
             &ids,
             &ns,
         ];
-        let rows = self.db.query(&sql, &params).await?;
+        let rows = self.db.query(&PREFETCH, &params).await?;
         let jobs = self.loaded(&rows)?;
-        let mut by_lane: HashMap<(String, String), Vec<Job>> = HashMap::new();
+        let mut by_lane: HashMap<Lane, Vec<Job>> = HashMap::new();
         for job in jobs {
             let lane = (
                 job.queue.clone(),
@@ -427,15 +493,16 @@ impl TurnReads for Lanes<'_, '_> {
             );
             by_lane.entry(lane).or_default().push(job);
         }
-        for (lane, from, n) in asked {
+        for (lane, from, asked) in asked {
             let mut jobs = by_lane.remove(&lane).unwrap_or_default();
-            if hinted.contains(&lane) && jobs.len() < n {
+            if hinted.contains(&lane) && jobs.len() < asked {
                 // Short from its hint: the lane is read again from its start.
                 self.unhinted.insert(lane);
                 continue;
             }
             jobs.sort_by(due_order);
-            self.cache.insert(lane, (from, n, jobs));
+            let jobs = jobs.into();
+            self.cache.insert(lane, ReadAhead { from, asked, jobs });
         }
         Ok(())
     }

@@ -101,6 +101,7 @@ mod expiry;
 mod history;
 mod insert;
 mod key_backlog;
+mod lane_hints;
 mod operations;
 mod ownership;
 mod pause;
@@ -212,7 +213,7 @@ pub(crate) struct Shared {
     /// ([`client`]); the same as `names.unnamed` when that is set.
     pub describer: Arc<backend::unnamed::Describer>,
     /// Where this process's claims last left each keyed lane.
-    pub lane_hints: claim_turns::LaneHints,
+    pub lane_hints: lane_hints::LaneHints,
 }
 
 impl Shared {

@@ -155,7 +155,7 @@ impl WorkerStore for PostgresStore {
                     biased;
                     tx.begin_statement(),
                     complete::update_completed(&tx.db, &reports, tx.now),
-                    claim::first_read(&tx.db, req, tx.now)
+                    claim::first_read(&tx.db, req, hints, tx.now)
                 )?;
                 let reported = complete::apply_completed(&mut tx, &reports, rows).await?;
                 // The claim records the counts: the dependents of what the

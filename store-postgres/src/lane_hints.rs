@@ -1,0 +1,95 @@
+//! Where this process last claimed in each keyed lane, so that the next fair
+//! claim reads a lane from there ([`LaneHints`]).
+
+use std::collections::HashMap;
+use std::sync::{Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use duraq_core::Job;
+
+use crate::claim_turns::{cursor, Cursor};
+
+/// Where this process last claimed in each keyed lane, so that its next
+/// claim reads the lane from there rather than from its start.
+///
+/// Why: a drain leaves the index entries of the jobs it claimed at the front
+/// of their lane until PostgreSQL may remove them, which it may not while any
+/// snapshot older than them is open (an autovacuum ANALYZE of any table in
+/// the cluster holds one for its whole run). A lane read from its start then
+/// visits every such entry's row: measured in the three-worker fairness test,
+/// 40 to 185 ms per claim while an ANALYZE ran, against 0.4 ms otherwise, and
+/// a statement that slow met rows its own snapshot still saw queued already
+/// claimed, completed and moved to the finished partition, which fails the
+/// claim (SQLSTATE 40001) and runs it again.
+///
+/// A hint is only where to start: a read from it that comes back short of
+/// what it asked for reads the lane again from its start, in the same claim;
+/// every hint is dropped when this process puts a job back in `queued` (a
+/// retry, a reschedule, an ended wait: it may stand before a hint), or
+/// before a claim that follows such reports in its transaction; and a hint
+/// older than [`HINT_TTL`] is not used, so a job left behind the hint by
+/// another process (a candidate it locked and then left, say) waits at most
+/// that long for its turn.
+#[derive(Debug, Default)]
+pub(crate) struct LaneHints(Mutex<HashMap<HintedLane, (Cursor, Instant)>>);
+
+/// A keyed lane at one priority: `(priority, queue, fairness key)`.
+type HintedLane = (i64, String, String);
+
+/// How long a lane hint is used.
+const HINT_TTL: Duration = Duration::from_millis(500);
+
+/// Hints kept at most; past it, stale ones are dropped.
+const MAX_HINTS: usize = 1024;
+
+impl LaneHints {
+    /// Forgets every hint: a job went back to `queued` and may stand before
+    /// one (see [`duraq_core::driver::CountChange::requeued`]).
+    pub(crate) fn clear(&self) {
+        self.0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clear();
+    }
+
+    /// Whether this process claims keyed jobs: it holds a hint.
+    pub(crate) fn keyed(&self) -> bool {
+        !self
+            .0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .is_empty()
+    }
+
+    /// The fresh hints of `priority`'s lanes.
+    pub(crate) fn at(&self, priority: i64) -> HashMap<(String, String), Cursor> {
+        let hints = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        (hints.iter())
+            .filter(|((p, ..), (_, at))| *p == priority && at.elapsed() < HINT_TTL)
+            .map(|((_, q, k), (cursor, _))| ((q.clone(), k.clone()), cursor.clone()))
+            .collect()
+    }
+
+    /// Notes the keyed jobs a claim took: each lane's hint moves to its last.
+    pub(crate) fn record<'j>(&self, taken: impl Iterator<Item = &'j Job>) {
+        let mut hints = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        let now = Instant::now();
+        for job in taken {
+            let Some(key) = &job.fairness_key else {
+                continue;
+            };
+            let lane = (job.priority, job.queue.clone(), key.clone());
+            let at = cursor(Some(job));
+            match hints.get_mut(&lane) {
+                Some((hint, set)) if *hint >= at && set.elapsed() < HINT_TTL => {}
+                Some(entry) => *entry = (at, now),
+                None => {
+                    hints.insert(lane, (at, now));
+                }
+            }
+        }
+        if hints.len() > MAX_HINTS {
+            hints.retain(|_, (_, set)| set.elapsed() < HINT_TTL);
+        }
+    }
+}

@@ -7,7 +7,7 @@ use duraq_core::inspect::{KeyBacklog, KEY_COUNT_CAP, MAX_KEYS_LISTED};
 use duraq_core::Result;
 
 use crate::backend::db::Db;
-use crate::claim_turns::KEYED_PRIORITIES;
+use crate::claim::lane_sql::KEYED_PRIORITIES;
 
 /// A queue's fairness keys and their queued jobs (`Inspect::fairness_keys`):
 /// per priority that keyed jobs hold, one seek per key of the queue and one

@@ -84,7 +84,6 @@ mod backend;
 mod backlog;
 mod bulk;
 mod claim;
-mod claim_turns;
 pub mod client;
 mod columns;
 mod complete;
@@ -101,7 +100,6 @@ mod expiry;
 mod history;
 mod insert;
 mod key_backlog;
-mod lane_hints;
 mod operations;
 mod ownership;
 mod pause;
@@ -213,7 +211,7 @@ pub(crate) struct Shared {
     /// ([`client`]); the same as `names.unnamed` when that is set.
     pub describer: Arc<backend::unnamed::Describer>,
     /// Where this process's claims last left each keyed lane.
-    pub lane_hints: lane_hints::LaneHints,
+    pub lane_hints: claim::LaneHints,
 }
 
 impl Shared {

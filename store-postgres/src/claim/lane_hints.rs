@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use duraq_core::Job;
 
-use crate::claim_turns::{cursor, Cursor};
+use super::turns::{cursor, Cursor, Lane};
 
 /// Where this process last claimed in each keyed lane, so that its next
 /// claim reads the lane from there rather than from its start.
@@ -31,7 +31,9 @@ use crate::claim_turns::{cursor, Cursor};
 /// another process (a candidate it locked and then left, say) waits at most
 /// that long for its turn.
 #[derive(Debug, Default)]
-pub(crate) struct LaneHints(Mutex<HashMap<HintedLane, (Cursor, Instant)>>);
+pub(crate) struct LaneHints {
+    hints: Mutex<HashMap<HintedLane, (Cursor, Instant)>>,
+}
 
 /// A keyed lane at one priority: `(priority, queue, fairness key)`.
 type HintedLane = (i64, String, String);
@@ -46,24 +48,17 @@ impl LaneHints {
     /// Forgets every hint: a job went back to `queued` and may stand before
     /// one (see [`duraq_core::driver::CountChange::requeued`]).
     pub(crate) fn clear(&self) {
-        self.0
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clear();
+        lock(&self.hints).clear();
     }
 
     /// Whether this process claims keyed jobs: it holds a hint.
     pub(crate) fn keyed(&self) -> bool {
-        !self
-            .0
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .is_empty()
+        !lock(&self.hints).is_empty()
     }
 
     /// The fresh hints of `priority`'s lanes.
-    pub(crate) fn at(&self, priority: i64) -> HashMap<(String, String), Cursor> {
-        let hints = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+    pub(crate) fn at(&self, priority: i64) -> HashMap<Lane, Cursor> {
+        let hints = lock(&self.hints);
         (hints.iter())
             .filter(|((p, ..), (_, at))| *p == priority && at.elapsed() < HINT_TTL)
             .map(|((_, q, k), (cursor, _))| ((q.clone(), k.clone()), cursor.clone()))
@@ -72,13 +67,23 @@ impl LaneHints {
 
     /// Notes the keyed jobs a claim took: each lane's hint moves to its last.
     pub(crate) fn record<'j>(&self, taken: impl Iterator<Item = &'j Job>) {
-        let mut hints = self.0.lock().unwrap_or_else(PoisonError::into_inner);
-        let now = Instant::now();
+        // Each lane's last job first: a claim takes many of a lane's jobs.
+        fn due(j: &Job) -> (i64, i64, &str) {
+            (j.scheduled_at_ms, j.created_at_ms, &j.id)
+        }
+        let mut lasts: HashMap<(i64, &str, &str), &Job> = HashMap::new();
         for job in taken {
-            let Some(key) = &job.fairness_key else {
-                continue;
-            };
-            let lane = (job.priority, job.queue.clone(), key.clone());
+            if let Some(key) = &job.fairness_key {
+                let last = lasts.entry((job.priority, &job.queue, key)).or_insert(job);
+                if due(job) > due(last) {
+                    *last = job;
+                }
+            }
+        }
+        let mut hints = lock(&self.hints);
+        let now = Instant::now();
+        for ((priority, queue, key), job) in lasts {
+            let lane = (priority, queue.to_owned(), key.to_owned());
             let at = cursor(Some(job));
             match hints.get_mut(&lane) {
                 Some((hint, set)) if *hint >= at && set.elapsed() < HINT_TTL => {}
@@ -92,4 +97,8 @@ impl LaneHints {
             hints.retain(|_, (_, set)| set.elapsed() < HINT_TTL);
         }
     }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }

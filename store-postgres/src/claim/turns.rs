@@ -7,152 +7,30 @@
 //! backlog is never walked to reach another key's jobs.
 
 use std::collections::{HashMap, HashSet, VecDeque};
-use std::sync::LazyLock;
 
 use duraq_core::driver::rules::{claim_levels, QueueSet};
-use duraq_core::driver::steps::{take_turns, Claim, Turn, TurnReads};
+use duraq_core::driver::steps::{take_turns, Claim, Turn, TurnReads, Turns};
 use duraq_core::driver::transitions::due_order;
 use duraq_core::driver::ClaimRequest;
 use duraq_core::{Job, Result};
 
+use super::lane_hints::LaneHints;
+use super::lane_sql::{KEYED, LANES_RING, LOOKAHEAD, PLAIN_IN, PLAIN_NOT_IN, PREFETCH};
+use super::pre_read::{ring_priority, PreRead};
 use crate::admission::Reads;
 use crate::backend::db::Db;
 use crate::backend::row::Row;
-use crate::lane_hints::LaneHints;
-use crate::rows::{loaded_from_row, JOB_COLUMNS};
-
-/// The distinct priorities of queued jobs with a fairness key, highest first
-/// (a loose scan of `duraq_jobs_fair`).
-pub(crate) const KEYED_PRIORITIES: &str = "WITH RECURSIVE k AS (\
-     SELECT (SELECT priority FROM {s}.duraq_jobs WHERE status = 'queued' \
-     AND fairness_key IS NOT NULL ORDER BY priority DESC LIMIT 1) AS p \
-     UNION ALL SELECT (SELECT priority FROM {s}.duraq_jobs WHERE status = 'queued' \
-     AND fairness_key IS NOT NULL AND priority < k.p ORDER BY priority DESC LIMIT 1) \
-     FROM k WHERE k.p IS NOT NULL) \
-     SELECT ARRAY(SELECT p FROM k WHERE p IS NOT NULL)";
-
-/// The first lane of `duraq_jobs_fair` at priority `p` where `cond` holds:
-/// `(queue, fairness key)`.
-fn lane_sql(p: &str, cond: &str) -> String {
-    format!(
-        "SELECT queue, fairness_key FROM {{s}}.duraq_jobs \
-         WHERE status = 'queued' AND fairness_key IS NOT NULL AND priority = {p} AND {cond} \
-         ORDER BY queue COLLATE \"C\", fairness_key COLLATE \"C\" LIMIT 1"
-    )
-}
-
-/// Up to `n` lanes at priority `p`, whatever their queue, in ring order
-/// from `(q, k)`: the lanes after it to the last (`wrapped` false), then
-/// from the first (`wrapped`) to the first lane at or after `(q, k)`, which
-/// comes last (`done`) so that every link is known; and `p`. One seek per
-/// lane, in one round trip (a recursive walk of `duraq_jobs_fair`'s
-/// distinct lanes).
-fn lanes_ring_sql(p: &str, (q, k): (&str, &str), n: &str) -> String {
-    let after = |q: &str, k: &str| {
-        let cond = format!("(queue COLLATE \"C\", fairness_key COLLATE \"C\") > ({q}, {k})");
-        lane_sql(p, &cond)
-    };
-    let first = lane_sql(p, "true");
-    let done = format!(
-        "l.wrapped AND (l.queue COLLATE \"C\", l.fairness_key COLLATE \"C\") >= ({q}, {k})"
-    );
-    format!(
-        "WITH RECURSIVE lanes(n, wrapped, done, queue, fairness_key) AS (\
-         SELECT 1::int8, l.wrapped, {done}, l.queue, l.fairness_key FROM (\
-         SELECT false AS wrapped, * FROM ({}) AS a UNION ALL \
-         SELECT true, * FROM ({first}) AS b LIMIT 1) AS l \
-         UNION ALL SELECT lanes.n + 1, l.wrapped, {done}, l.queue, l.fairness_key \
-         FROM lanes, LATERAL (\
-         SELECT lanes.wrapped AS wrapped, * FROM ({}) AS a UNION ALL \
-         SELECT true, * FROM ({first}) AS b WHERE NOT lanes.wrapped LIMIT 1) AS l \
-         WHERE lanes.n < {n}::int8 AND NOT lanes.done) \
-         SELECT wrapped, done, queue, fairness_key, {p} FROM lanes ORDER BY n",
-        after(q, k),
-        after(
-            "lanes.queue COLLATE \"C\"",
-            "lanes.fairness_key COLLATE \"C\""
-        ),
-    )
-}
-
-/// [`lanes_ring_sql`] at priority `$1` from `($2, $3)`, `$4` lanes.
-static LANES_RING: LazyLock<String> =
-    LazyLock::new(|| lanes_ring_sql("$1::int8", ("$2", "$3"), "$4"));
-
-/// [`lanes_ring_sql`] at the highest priority of keyed jobs from `($1,
-/// $2)`, [`LOOKAHEAD`] lanes: the claim's first round trip reads it ahead
-/// ([`PreRead`]).
-pub(crate) static TOP_LANES_RING: LazyLock<String> = LazyLock::new(|| {
-    let top = "(SELECT priority FROM {s}.duraq_jobs WHERE status = 'queued' \
-               AND fairness_key IS NOT NULL ORDER BY priority DESC LIMIT 1)";
-    lanes_ring_sql(top, ("$1", "$2"), &LOOKAHEAD.to_string())
-});
-
-/// The ring of lanes at the highest keyed priority, read from `from` in the
-/// claim's first round trip, when this process claims keyed jobs (see
-/// [`LaneHints::keyed`]): the walk of that priority starts from it.
-pub(crate) struct PreRead {
-    pub(crate) from: Option<Lane>,
-    pub(crate) rows: Vec<Row>,
-}
-
-impl PreRead {
-    /// The priority it read (`None`: it found no lane).
-    fn priority(&self) -> Option<i64> {
-        self.rows.first().map(|row| row.get(4))
-    }
-}
-
-/// How many lanes one read of [`LANES_RING`] looks ahead.
-const LOOKAHEAD: i64 = 16;
-
-/// [`prefetch_sql`].
-static PREFETCH: LazyLock<String> = LazyLock::new(prefetch_sql);
-
-/// The due candidates of several keyed lanes at once: lane `i` is
-/// (`$4[i]`, `$5[i]`), after (`$6[i]`, `$7[i]`, `$8[i]`), at most `$9[i]`.
-fn prefetch_sql() -> String {
-    format!(
-        "SELECT j.* FROM unnest($4::text[], $5::text[], $6::int8[], \
-     $7::int8[], $8::text[], $9::int8[]) AS v(lq, lk, l_at, l_created, l_id, l_n), LATERAL \
-     (SELECT {JOB_COLUMNS} FROM {{s}}.duraq_jobs WHERE status = 'queued' \
-     AND fairness_key IS NOT NULL AND priority = $1 \
-     AND queue COLLATE \"C\" = v.lq AND fairness_key COLLATE \"C\" = v.lk \
-     AND scheduled_at_ms <= $2 AND job_name = ANY($3) \
-     AND queue NOT IN (SELECT queue FROM {{s}}.duraq_paused_queues) \
-     AND (scheduled_at_ms, created_at_ms, id COLLATE \"C\") > (v.l_at, v.l_created, v.l_id) \
-     ORDER BY priority, queue COLLATE \"C\", fairness_key COLLATE \"C\", \
-     scheduled_at_ms, created_at_ms, id COLLATE \"C\" LIMIT v.l_n FOR UPDATE SKIP LOCKED) AS j"
-    )
-}
-
-/// A lane's candidates: `lane` is the filter that picks it, `order` what
-/// comes before the due order. A keyed lane is ordered by the whole key of
-/// `duraq_jobs_fair` (its leading columns are fixed by equality, so the order
-/// is the same): with sorts off, that index is then the only plan without
-/// one. Left to itself, the generic plan the claim forces walked
-/// `duraq_jobs_fair_due` and filtered out every other key's row (486 ms
-/// behind a million jobs of one key, measured).
-fn candidates_sql(lane: &str, order: &str) -> String {
-    format!(
-        "SELECT {JOB_COLUMNS} FROM {{s}}.duraq_jobs WHERE status = 'queued' {lane} \
-         AND priority = $1 AND scheduled_at_ms <= $2 AND job_name = ANY($3) \
-         AND queue NOT IN (SELECT queue FROM {{s}}.duraq_paused_queues) \
-         AND (scheduled_at_ms, created_at_ms, id COLLATE \"C\") > ($5, $6, $7) \
-         ORDER BY {order}scheduled_at_ms, created_at_ms, id COLLATE \"C\" LIMIT $8 \
-         FOR UPDATE SKIP LOCKED"
-    )
-}
+use crate::rows::loaded_from_row;
 
 /// Walks every level and priority in fair turns; the ids of the candidates
 /// some job depends on.
-pub(crate) async fn walk(
+pub(super) async fn walk(
     db: &Db<'_>,
     req: &ClaimRequest,
     claim: &mut Claim<'_>,
     (plain, keyed): (Vec<i64>, Vec<i64>),
     hints: &LaneHints,
-    mut pre_read: Option<PreRead>,
+    pre_read: Option<PreRead>,
     now: i64,
 ) -> Result<Vec<String>> {
     let mut with_dependents = Vec::new();
@@ -165,21 +43,12 @@ pub(crate) async fn walk(
     priorities.extend(keyed);
     priorities.sort_unstable_by(|a, b| b.cmp(a));
     priorities.dedup();
-    let sql = Sql {
-        plain_in: candidates_sql("AND fairness_key IS NULL AND queue = ANY($4)", ""),
-        plain_not_in: candidates_sql("AND fairness_key IS NULL AND NOT (queue = ANY($4))", ""),
-        keyed: candidates_sql(
-            "AND fairness_key IS NOT NULL AND queue COLLATE \"C\" = ($4::text[])[1] \
-             AND fairness_key COLLATE \"C\" = $9",
-            "priority, queue COLLATE \"C\", fairness_key COLLATE \"C\", ",
-        ),
-    };
+    let mut ring = pre_read.map(|pre| (pre.from, pre.rows));
     for level in claim_levels(req) {
         for priority in &priorities {
             let mut lanes = Lanes {
                 db,
                 req,
-                sql: &sql,
                 level: &level,
                 priority: *priority,
                 plain: plain.contains(priority),
@@ -190,7 +59,7 @@ pub(crate) async fn walk(
                 cache: HashMap::new(),
                 hints: hints.at(*priority),
                 unhinted: HashSet::new(),
-                pre_read: pre_read.take_if(|pre| pre.priority() == Some(*priority)),
+                ring: ring.take_if(|(_, rows)| ring_priority(rows) == Some(*priority)),
             };
             take_turns(claim, &req.turns, &mut lanes, &mut Reads(db)).await?;
             if claim.is_full() {
@@ -201,13 +70,6 @@ pub(crate) async fn walk(
     Ok(with_dependents)
 }
 
-/// The candidate statements of a walk.
-struct Sql {
-    plain_in: String,
-    plain_not_in: String,
-    keyed: String,
-}
-
 /// One walk's reads, with what it read ahead: the ring of lanes (one round
 /// trip for up to [`LOOKAHEAD`] of them) and the candidates of the turns
 /// the claim will take (one round trip for every lane's turns of a round),
@@ -215,7 +77,6 @@ struct Sql {
 struct Lanes<'a, 'n> {
     db: &'a Db<'n>,
     req: &'a ClaimRequest,
-    sql: &'a Sql,
     level: &'a QueueSet,
     priority: i64,
     /// Whether jobs without a key hold this priority.
@@ -231,15 +92,18 @@ struct Lanes<'a, 'n> {
     cache: HashMap<Lane, ReadAhead>,
     /// Where earlier claims of this process left each lane ([`LaneHints`]).
     hints: HashMap<Lane, Cursor>,
-    /// The ring read ahead by the claim's first round trip, when of this
-    /// priority and not used yet.
-    pre_read: Option<PreRead>,
+    /// The ring read ahead by the claim's first round trip, from the lane
+    /// given, when of this priority and not used yet.
+    ring: Option<(Option<Lane>, Vec<Row>)>,
     /// Lanes whose hint came up short in this claim: read from their start.
     unhinted: HashSet<Lane>,
 }
 
 /// A keyed lane: `(queue, fairness key)`.
 pub(crate) type Lane = (String, String);
+
+/// One lane's read ahead: the lane, the cursor it starts after, how many.
+type Asked = (Lane, Cursor, usize);
 
 /// `(scheduledAtMs, createdAtMs, id)` after which a lane's candidates come.
 pub(crate) type Cursor = (i64, i64, String);
@@ -288,8 +152,8 @@ impl Lanes<'_, '_> {
     /// every queue), then the candidates of the turns the claim will take
     /// in the lanes of its level.
     async fn look_ahead(&mut self, from: Option<Lane>) -> Result<()> {
-        let rows = match self.pre_read.take() {
-            Some(pre) if pre.from == from => pre.rows,
+        let rows = match self.ring.take() {
+            Some((read_from, rows)) if read_from == from => rows,
             _ => {
                 let (q, k) = from.clone().unwrap_or_default();
                 let params: [&(dyn tokio_postgres::types::ToSql + Sync); 4] =
@@ -347,23 +211,42 @@ impl Lanes<'_, '_> {
                 }
             }
         };
-        let weights: usize = ring.iter().map(|t| self.req.turns.weight_of(t)).sum();
-        let rounds = if whole {
-            self.budget.div_ceil(weights.max(1))
-        } else {
-            1
-        };
-        let mut asked = Vec::new();
-        let mut total = 0;
-        for turn in &ring {
-            if total >= self.budget {
-                break;
-            }
-            let n = self.req.turns.weight_of(turn) * rounds;
-            total += n;
-            asked.push((turn, None, n));
-        }
+        let asked: Vec<_> = turns_ahead(&ring, whole, self.budget, &self.req.turns)
+            .into_iter()
+            .map(|(turn, n)| (turn, None, n))
+            .collect();
         self.prefetch(&asked).await
+    }
+
+    /// Keeps what a read ahead of `asked` returned, per lane; a lane read
+    /// from its hint (`hinted`) that came up short is read again from its
+    /// start when its turn comes.
+    fn keep(&mut self, asked: Vec<Asked>, hinted: &HashSet<Lane>, rows: &[Row]) -> Result<()> {
+        let mut by_lane: Vec<Vec<Job>> = vec![Vec::new(); asked.len()];
+        {
+            let at: HashMap<(&str, &str), usize> = (asked.iter().enumerate())
+                .map(|(i, ((queue, key), ..))| ((queue.as_str(), key.as_str()), i))
+                .collect();
+            for job in self.loaded(rows)? {
+                let lane = (
+                    job.queue.as_str(),
+                    job.fairness_key.as_deref().unwrap_or_default(),
+                );
+                if let Some(&i) = at.get(&lane) {
+                    by_lane[i].push(job);
+                }
+            }
+        }
+        for ((lane, from, asked), mut jobs) in asked.into_iter().zip(by_lane) {
+            if hinted.contains(&lane) && jobs.len() < asked {
+                self.unhinted.insert(lane);
+                continue;
+            }
+            jobs.sort_by(due_order);
+            let jobs = jobs.into();
+            self.cache.insert(lane, ReadAhead { from, asked, jobs });
+        }
+        Ok(())
     }
 
     fn loaded(&mut self, rows: &[Row]) -> Result<Vec<Job>> {
@@ -409,8 +292,8 @@ impl TurnReads for Lanes<'_, '_> {
             Turn::Unkeyed => {
                 let (at, created, id) = cursor(after);
                 let (sql, queues) = match self.level {
-                    QueueSet::In(qs) => (&self.sql.plain_in, qs),
-                    QueueSet::NotIn(qs) => (&self.sql.plain_not_in, qs),
+                    QueueSet::In(qs) => (&*PLAIN_IN, qs),
+                    QueueSet::NotIn(qs) => (&*PLAIN_NOT_IN, qs),
                 };
                 let params: [&(dyn tokio_postgres::types::ToSql + Sync); 8] = [
                     &common.0, &common.1, common.2, queues, &at, &created, &id, &count,
@@ -432,7 +315,7 @@ impl TurnReads for Lanes<'_, '_> {
             let params: [&(dyn tokio_postgres::types::ToSql + Sync); 9] = [
                 &common.0, &common.1, common.2, &queues, &at, &created, &id, &count, key,
             ];
-            let rows = self.db.query(&self.sql.keyed, &params).await?;
+            let rows = self.db.query(&KEYED, &params).await?;
             if hinted && rows.len() < n {
                 self.unhinted.insert(lane_key.clone());
                 continue;
@@ -442,7 +325,7 @@ impl TurnReads for Lanes<'_, '_> {
     }
 
     async fn prefetch(&mut self, reads: &[(&Turn, Option<&Job>, usize)]) -> Result<()> {
-        let mut asked: Vec<(Lane, Cursor, usize)> = Vec::new();
+        let mut asked: Vec<Asked> = Vec::new();
         let mut hinted: HashSet<Lane> = HashSet::new();
         for (lane, after, n) in reads {
             if let Turn::Key { queue, key } = lane {
@@ -462,48 +345,61 @@ impl TurnReads for Lanes<'_, '_> {
         if asked.is_empty() {
             return Ok(());
         }
-        let column =
-            |f: fn(&(Lane, Cursor, usize)) -> &str| -> Vec<&str> { asked.iter().map(f).collect() };
-        let (queues, keys, ids) = (
-            column(|a| a.0 .0.as_str()),
-            column(|a| a.0 .1.as_str()),
-            column(|a| a.1 .2.as_str()),
-        );
-        let ats: Vec<i64> = asked.iter().map(|a| a.1 .0).collect();
-        let created: Vec<i64> = asked.iter().map(|a| a.1 .1).collect();
-        let ns: Vec<i64> = asked.iter().map(|a| a.2 as i64).collect();
-        let params: [&(dyn tokio_postgres::types::ToSql + Sync); 9] = [
-            &self.priority,
-            &self.now,
-            &self.req.job_names,
-            &queues,
-            &keys,
-            &ats,
-            &created,
-            &ids,
-            &ns,
-        ];
-        let rows = self.db.query(&PREFETCH, &params).await?;
-        let jobs = self.loaded(&rows)?;
-        let mut by_lane: HashMap<Lane, Vec<Job>> = HashMap::new();
-        for job in jobs {
-            let lane = (
-                job.queue.clone(),
-                job.fairness_key.clone().unwrap_or_default(),
-            );
-            by_lane.entry(lane).or_default().push(job);
-        }
-        for (lane, from, asked) in asked {
-            let mut jobs = by_lane.remove(&lane).unwrap_or_default();
-            if hinted.contains(&lane) && jobs.len() < asked {
-                // Short from its hint: the lane is read again from its start.
-                self.unhinted.insert(lane);
-                continue;
-            }
-            jobs.sort_by(due_order);
-            let jobs = jobs.into();
-            self.cache.insert(lane, ReadAhead { from, asked, jobs });
-        }
-        Ok(())
+        let (priority, now) = (self.priority, self.now);
+        let rows = read_ahead_rows(self.db, priority, now, &self.req.job_names, &asked).await?;
+        self.keep(asked, &hinted, &rows)
     }
+}
+
+/// The turns a claim of `budget` free slots takes next in `ring` (its lanes
+/// in turn order), as many candidates each as it reads ahead: each lane's
+/// share of the slots when the ring is `whole`, one turn each otherwise, up
+/// to what the slots can take.
+fn turns_ahead<'t>(
+    ring: &'t [Turn],
+    whole: bool,
+    budget: usize,
+    turns: &Turns,
+) -> Vec<(&'t Turn, usize)> {
+    let weights: usize = ring.iter().map(|t| turns.weight_of(t)).sum();
+    let rounds = if whole {
+        budget.div_ceil(weights.max(1))
+    } else {
+        1
+    };
+    let mut asked = Vec::new();
+    let mut total = 0;
+    for turn in ring {
+        if total >= budget {
+            break;
+        }
+        let n = turns.weight_of(turn) * rounds;
+        total += n;
+        asked.push((turn, n));
+    }
+    asked
+}
+
+/// The due candidates of every lane `asked` for, after its cursor, in one
+/// statement (see [`PREFETCH`]).
+async fn read_ahead_rows(
+    db: &Db<'_>,
+    priority: i64,
+    now: i64,
+    job_names: &[String],
+    asked: &[Asked],
+) -> Result<Vec<Row>> {
+    let column = |f: fn(&Asked) -> &str| -> Vec<&str> { asked.iter().map(f).collect() };
+    let (queues, keys, ids) = (
+        column(|a| a.0 .0.as_str()),
+        column(|a| a.0 .1.as_str()),
+        column(|a| a.1 .2.as_str()),
+    );
+    let ats: Vec<i64> = asked.iter().map(|a| a.1 .0).collect();
+    let created: Vec<i64> = asked.iter().map(|a| a.1 .1).collect();
+    let ns: Vec<i64> = asked.iter().map(|a| a.2 as i64).collect();
+    let params: [&(dyn tokio_postgres::types::ToSql + Sync); 9] = [
+        &priority, &now, &job_names, &queues, &keys, &ats, &created, &ids, &ns,
+    ];
+    db.query(&PREFETCH, &params).await
 }

@@ -24,8 +24,14 @@
 //! that tiny table evaluated once per statement (not a subquery per job), so the
 //! walk of the due index is unchanged. A pause committed before the claim's
 //! statement starts is seen by it (READ COMMITTED takes a snapshot per statement).
+//!
+//! Once a queued job has a fairness key, the walk takes turns by lane
+//! instead ([`turns`], its statements in [`lane_sql`]); a process's last
+//! place in each lane ([`LaneHints`]) and the ring of lanes read in the
+//! claim's first round trip ([`pre_read`](mod@pre_read)) keep that walk to one statement
+//! more than a plain claim's.
 
-use duraq_core::driver::steps::{Claim, ClaimPlan, Taken, Turn};
+use duraq_core::driver::steps::{Claim, ClaimPlan, Taken};
 use duraq_core::driver::ClaimRequest;
 use duraq_core::{Job, JobStatus, Result};
 
@@ -33,15 +39,21 @@ use crate::admission::Reads;
 use crate::backend::db::{pooled, Conn, Db};
 use crate::backend::plans::{by_key_only, walk_due_index, WALK_DUE_INDEX};
 use crate::backend::row::Row;
-use crate::claim_turns::{Lane, PreRead, TOP_LANES_RING};
 use crate::error::map_pg_error;
-use crate::lane_hints::LaneHints;
 use crate::ownership::write_moved_from_queued;
 use crate::report::{heartbeat, HEARTBEAT};
 use crate::rows::{loaded_from_row, save_jobs, JOB_COLUMNS};
 use crate::tx::Tx;
 use crate::Shared;
 use crate::{counts, rate};
+
+mod lane_hints;
+pub(crate) mod lane_sql;
+mod pre_read;
+mod turns;
+
+pub(crate) use lane_hints::LaneHints;
+use pre_read::{pre_read, PreRead};
 
 /// Takes the reservations of a claim's jobs on the key rows the admission
 /// ([`crate::admission`]) locked: one statement, however many jobs and keys.
@@ -199,7 +211,7 @@ pub(crate) struct FirstRead {
     queued_priorities: Vec<i64>,
     top: Vec<Row>,
     /// The priorities queued jobs with a fairness key hold: when there are
-    /// any, the claim takes turns ([`crate::claim_turns`]).
+    /// any, the claim takes turns ([`crate::claim::turns`]).
     keyed: Vec<i64>,
     /// The ring of lanes its walk starts from, read ahead.
     pre_read: Option<PreRead>,
@@ -222,19 +234,8 @@ pub(crate) async fn first_read(
         walk_due_index!(),
         by_key_only!()
     );
-    // A process that claims keyed jobs reads the ring of lanes its walk
-    // starts from in the same round trip.
-    let from: Option<Lane> = match &req.turns.after {
-        Some(Turn::Key { queue, key }) if hints.keyed() => Some((queue.clone(), key.clone())),
-        _ => None,
-    };
-    let pre_read = async {
-        if !hints.keyed() || req.limit == 0 || req.job_names.is_empty() {
-            return Ok(None);
-        }
-        let (q, k) = from.clone().unwrap_or_default();
-        db.query(&TOP_LANES_RING, &[&q, &k]).await.map(Some)
-    };
+    // A process that claims keyed jobs reads ahead for its walk.
+    let pre_read = pre_read(db, req, hints);
     let (row, top, ring) = if by_queue_priority(req) || req.limit == 0 || req.job_names.is_empty() {
         tokio::try_join!(
             biased;
@@ -260,7 +261,7 @@ pub(crate) async fn first_read(
         top,
         // The last item, after the planner settings.
         keyed: row.get(row.len() - 1),
-        pre_read: ring.map(|rows| PreRead { from, rows }),
+        pre_read: ring,
     })
 }
 
@@ -286,7 +287,7 @@ pub(crate) async fn claim_after(
     let with_dependents = if !first.keyed.is_empty() {
         let levels = (first.queued_priorities, first.keyed);
         let (db, now) = (&tx.db, tx.now);
-        crate::claim_turns::walk(db, req, &mut claim, levels, hints, first.pre_read, now).await?
+        turns::walk(db, req, &mut claim, levels, hints, first.pre_read, now).await?
     } else {
         walk_plain(&tx.db, req, &mut claim, first, tx.now).await?
     };

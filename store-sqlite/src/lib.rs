@@ -94,7 +94,6 @@ mod app_sqlx;
 mod backend;
 mod backlog;
 mod claim;
-mod claim_turns;
 mod columns;
 mod counts;
 mod dedupe;

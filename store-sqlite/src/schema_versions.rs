@@ -240,7 +240,7 @@ pub const SCHEMA_VERSIONS: &[SchemaVersion] = &[
     // now holds only the queued jobs without a key; those with one are in an
     // index led by (priority, queue, key), so that a claim seeks each key's
     // due jobs and never walks one key's backlog to reach another's (see
-    // `crate::claim_turns`), and in one by due time for the next due time.
+    // `crate::claim::turns`), and in one by due time for the next due time.
     SchemaVersion {
         indexes: &[
             "CREATE INDEX IF NOT EXISTS duraq_jobs_claim_plain ON duraq_jobs \

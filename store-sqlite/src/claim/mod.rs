@@ -10,7 +10,7 @@
 //! in claim order, a page at a time with a keyset cursor, so a large backlog is
 //! never sorted and future jobs of a high priority never stand in the way of
 //! due jobs of a lower one. Once some queued job has a fairness key, each walk
-//! takes fair turns between keys instead ([`crate::claim_turns`]). A job whose rate
+//! takes fair turns between keys instead ([`crate::claim::turns`]). A job whose rate
 //! key is saturated stays queued with a later `scheduledAtMs` (see
 //! [`crate::rate`]). A job
 //! whose concurrency key is at its cap (counting reservations taken earlier in
@@ -25,13 +25,15 @@ use duraq_core::driver::{ClaimRequest, RateWindow};
 use duraq_core::{Job, JobStatus, RateLimit, Result};
 use rusqlite::{params, Connection, OptionalExtension};
 
-use crate::claim_turns::Walk;
 use crate::error::SqlResult;
 use crate::ownership::{persist_transition, take_reservation, Reservation};
 use crate::rate;
 use crate::report::heartbeat;
 use crate::rows::{json_text, save_job};
 use crate::tx::Tx;
+use turns::Walk;
+
+mod turns;
 
 /// The distinct priorities of queued jobs, highest first: one index seek each
 /// (at most 201) in the index of the jobs without a fairness key and in that

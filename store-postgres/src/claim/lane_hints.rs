@@ -1,5 +1,6 @@
-//! Where this process last claimed in each keyed lane, so that the next fair
-//! claim reads a lane from there ([`LaneHints`]).
+//! A keyed lane, a place in one (its cursor), and where this process last
+//! claimed in each lane, so that the next fair claim reads a lane from there
+//! ([`LaneHints`]).
 
 use std::collections::HashMap;
 use std::sync::{Mutex, PoisonError};
@@ -7,7 +8,18 @@ use std::time::{Duration, Instant};
 
 use duraq_core::Job;
 
-use super::turns::{cursor, Cursor, Lane};
+/// A keyed lane: `(queue, fairness key)`.
+pub(crate) type Lane = (String, String);
+
+/// `(scheduledAtMs, createdAtMs, id)` after which a lane's candidates come.
+pub(crate) type Cursor = (i64, i64, String);
+
+/// The cursor after `after` (`None`: a lane's start).
+pub(crate) fn cursor(after: Option<&Job>) -> Cursor {
+    after.map_or((i64::MIN, i64::MIN, String::new()), |j| {
+        (j.scheduled_at_ms, j.created_at_ms, j.id.clone())
+    })
+}
 
 /// Where this process last claimed in each keyed lane, so that its next
 /// claim reads the lane from there rather than from its start.

@@ -13,9 +13,8 @@ use duraq_core::driver::steps::Turn;
 use duraq_core::driver::ClaimRequest;
 use duraq_core::Result;
 
-use super::lane_hints::LaneHints;
+use super::lane_hints::{Lane, LaneHints};
 use super::lane_sql::TOP_LANES_RING;
-use super::turns::Lane;
 use crate::backend::db::Db;
 use crate::backend::row::Row;
 

@@ -14,7 +14,7 @@ use duraq_core::driver::transitions::due_order;
 use duraq_core::driver::ClaimRequest;
 use duraq_core::{Job, Result};
 
-use super::lane_hints::LaneHints;
+use super::lane_hints::{cursor, Cursor, Lane, LaneHints};
 use super::lane_sql::{KEYED, LANES_RING, LOOKAHEAD, PLAIN_IN, PLAIN_NOT_IN, PREFETCH};
 use super::pre_read::{ring_priority, PreRead};
 use crate::admission::Reads;
@@ -99,14 +99,8 @@ struct Lanes<'a, 'n> {
     unhinted: HashSet<Lane>,
 }
 
-/// A keyed lane: `(queue, fairness key)`.
-pub(crate) type Lane = (String, String);
-
 /// One lane's read ahead: the lane, the cursor it starts after, how many.
 type Asked = (Lane, Cursor, usize);
-
-/// `(scheduledAtMs, createdAtMs, id)` after which a lane's candidates come.
-pub(crate) type Cursor = (i64, i64, String);
 
 /// A lane's candidates read ahead, still to be handed over: the first
 /// `jobs` after `from`, of the `asked` read for (fewer jobs than asked:
@@ -131,12 +125,6 @@ impl ReadAhead {
         self.asked -= taken.len();
         Some(taken)
     }
-}
-
-pub(crate) fn cursor(after: Option<&Job>) -> Cursor {
-    after.map_or((i64::MIN, i64::MIN, String::new()), |j| {
-        (j.scheduled_at_ms, j.created_at_ms, j.id.clone())
-    })
 }
 
 impl Lanes<'_, '_> {

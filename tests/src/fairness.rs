@@ -74,6 +74,24 @@ pub async fn a_key_alone_drains_in_claim_order(h: &Harness) {
     assert_eq!(ids(&h.claim("w", &["j"], 10).await), &a[3..]);
 }
 
+/// A job enqueued due earlier than a job its key already handed out (a
+/// worker may start a key's reads where its last claim left it) still comes
+/// first in its key's turn.
+pub async fn a_job_due_before_those_already_claimed_comes_first(h: &Harness) {
+    let a = jobs_of(h, "q", "a", 2).await;
+    assert_eq!(ids(&h.claim("w", &["j"], 1).await), [&a[0]]);
+    let past = std::time::UNIX_EPOCH + std::time::Duration::from_millis((h.now() - 60_000) as u64);
+    let opts = EnqueueOptions::new()
+        .queue("q")
+        .fairness_key("a")
+        .run_at(past);
+    let early = h
+        .insert(job("j", json!(["early"]), opts).with_id("q.early"))
+        .await;
+    assert_eq!(ids(&h.claim("w", &["j"], 1).await), [&early]);
+    assert_eq!(ids(&h.claim("w", &["j"], 1).await), [&a[1]]);
+}
+
 pub async fn jobs_without_a_key_take_turns_as_one_key(h: &Harness) {
     let plain = jobs_of(h, "q", "", 3).await;
     let other = jobs_of(h, "r", "", 1).await;

@@ -38,10 +38,12 @@ pub(crate) fn cursor(after: Option<&Job>) -> Cursor {
 /// what it asked for reads the lane again from its start, in the same claim;
 /// every hint is dropped when this process puts a job back in `queued` (a
 /// retry, a reschedule, an ended wait: it may stand before a hint), or
-/// before a claim that follows such reports in its transaction; and a hint
-/// older than [`HINT_TTL`] is not used, so a job left behind the hint by
-/// another process (a candidate it locked and then left, say) waits at most
-/// that long for its turn.
+/// before a claim that follows such reports in its transaction, or when it
+/// enqueues a keyed job due at a time not after now
+/// (`PostgresStore::forget_hints_before`); and a hint older than
+/// [`HINT_TTL`] is not used, so a job left behind the hint by another
+/// process (a candidate it locked and then left, or a job it enqueued due in
+/// the past, say) waits at most that long for its turn.
 #[derive(Debug, Default)]
 pub(crate) struct LaneHints {
     hints: Mutex<HashMap<HintedLane, (Cursor, Instant)>>,

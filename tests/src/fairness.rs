@@ -7,7 +7,7 @@
 
 use duraq_core::driver::steps::{Turn, Turns};
 use duraq_core::inspect::{JobFilter, KeyBacklog};
-use duraq_core::{EnqueueOptions, ErrorCode, Job, JobStatus, NewJob, QueueName};
+use duraq_core::{EnqueueOptions, ErrorCode, Job, JobStatus, NewJob, Outcome, QueueName};
 use serde_json::json;
 
 use crate::harness::{claim_req, expect_invalid, job, Harness};
@@ -90,6 +90,29 @@ pub async fn a_job_due_before_those_already_claimed_comes_first(h: &Harness) {
         .await;
     assert_eq!(ids(&h.claim("w", &["j"], 1).await), [&early]);
     assert_eq!(ids(&h.claim("w", &["j"], 1).await), [&a[1]]);
+}
+
+/// A candidate a claim passes by (at its concurrency cap) while it takes
+/// later jobs of the same key still comes first once it may start.
+pub async fn a_job_passed_by_at_its_cap_comes_first_once_free(h: &Harness) {
+    let mut ids_of = Vec::new();
+    for (i, capped) in [true, true, false, false].into_iter().enumerate() {
+        let mut opts = EnqueueOptions::new().queue("q").fairness_key("a");
+        if capped {
+            opts = opts.concurrency("c", 1);
+        }
+        let new = job("j", json!([i]), opts).with_id(format!("q.a{i}"));
+        ids_of.push(h.insert(new).await);
+        h.advance(1);
+    }
+    let first = h.claim("w", &["j"], 2).await;
+    assert_eq!(
+        ids(&first),
+        [&ids_of[0], &ids_of[2]],
+        "a1 waits for the cap"
+    );
+    assert!(h.report(&first[0], Outcome::Completed).await);
+    assert_eq!(ids(&h.claim("w", &["j"], 1).await), [&ids_of[1]]);
 }
 
 pub async fn jobs_without_a_key_take_turns_as_one_key(h: &Harness) {

@@ -100,6 +100,7 @@ macro_rules! store_suite {
                     a_claim_starts_after_the_lane_the_last_one_ended_on,
                     a_key_alone_drains_in_claim_order,
                     a_job_due_before_those_already_claimed_comes_first,
+                    a_job_passed_by_at_its_cap_comes_first_once_free,
                     jobs_without_a_key_take_turns_as_one_key,
                     a_weight_gives_a_key_turns_in_a_row,
                     priorities_queues_and_pauses_keep_their_meaning,

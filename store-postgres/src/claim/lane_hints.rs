@@ -14,6 +14,9 @@ pub(crate) type Lane = (String, String);
 /// `(scheduledAtMs, createdAtMs, id)` after which a lane's candidates come.
 pub(crate) type Cursor = (i64, i64, String);
 
+/// A keyed candidate handed to a claim: its priority, lane and place.
+pub(crate) type Handed = (i64, Lane, Cursor);
+
 /// The cursor after `after` (`None`: a lane's start).
 pub(crate) fn cursor(after: Option<&Job>) -> Cursor {
     after.map_or((i64::MIN, i64::MIN, String::new()), |j| {
@@ -79,15 +82,20 @@ impl LaneHints {
             .collect()
     }
 
-    /// Notes the keyed jobs a claim took: each lane's hint moves to its last.
-    pub(crate) fn record<'j>(&self, taken: impl Iterator<Item = &'j Job>) {
+    /// Notes the keyed jobs a claim took: each lane's hint moves to its last,
+    /// unless a candidate the claim was handed before it stays queued (at
+    /// its cap, say): that lane's hint is dropped, so that the next claim
+    /// reads the lane from its start and meets it.
+    pub(crate) fn record<'j>(&self, taken: impl Iterator<Item = &'j Job>, handed: &[Handed]) {
         // Each lane's last job first: a claim takes many of a lane's jobs.
         fn due(j: &Job) -> (i64, i64, &str) {
             (j.scheduled_at_ms, j.created_at_ms, &j.id)
         }
         let mut lasts: HashMap<(i64, &str, &str), &Job> = HashMap::new();
+        let mut taken_ids = std::collections::HashSet::new();
         for job in taken {
             if let Some(key) = &job.fairness_key {
+                taken_ids.insert(job.id.as_str());
                 let last = lasts.entry((job.priority, &job.queue, key)).or_insert(job);
                 if due(job) > due(last) {
                     *last = job;
@@ -95,6 +103,18 @@ impl LaneHints {
             }
         }
         let mut hints = lock(&self.hints);
+        for (priority, (queue, key), at) in handed {
+            let lane = (*priority, queue.as_str(), key.as_str());
+            let left = !taken_ids.contains(at.2.as_str());
+            if left
+                && lasts
+                    .get(&lane)
+                    .is_some_and(|last| cursor(Some(last)) > *at)
+            {
+                lasts.remove(&lane);
+                hints.remove(&(*priority, queue.clone(), key.clone()));
+            }
+        }
         let now = Instant::now();
         for ((priority, queue, key), job) in lasts {
             let lane = (priority, queue.to_owned(), key.to_owned());

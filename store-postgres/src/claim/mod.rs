@@ -284,12 +284,13 @@ pub(crate) async fn claim_after(
 ) -> Result<Vec<Job>> {
     let mut claim = Claim::new(req, tx.now);
     // The candidates some job depends on: one moved to an end settles them.
-    let with_dependents = if !first.keyed.is_empty() {
+    let (with_dependents, handed) = if !first.keyed.is_empty() {
         let levels = (first.queued_priorities, first.keyed);
         let (db, now) = (&tx.db, tx.now);
         turns::walk(db, req, &mut claim, levels, hints, first.pre_read, now).await?
     } else {
-        walk_plain(&tx.db, req, &mut claim, first, tx.now).await?
+        let plain = walk_plain(&tx.db, req, &mut claim, first, tx.now).await?;
+        (plain, Vec::new())
     };
     let ClaimPlan {
         taken,
@@ -297,7 +298,7 @@ pub(crate) async fn claim_after(
         rate_starts: started,
         moved,
     } = claim.finish();
-    hints.record(taken.iter().map(|t| &t.job));
+    hints.record(taken.iter().map(|t| &t.job), &handed);
     // Rows moved out of `queued` are written, and their dependents settled,
     // before the counts are recorded.
     if !moved.is_empty() {

@@ -14,7 +14,7 @@ use duraq_core::driver::transitions::due_order;
 use duraq_core::driver::ClaimRequest;
 use duraq_core::{Job, Result};
 
-use super::lane_hints::{cursor, Cursor, Lane, LaneHints};
+use super::lane_hints::{cursor, Cursor, Handed, Lane, LaneHints};
 use super::lane_sql::{KEYED, LANES_RING, LOOKAHEAD, PLAIN_IN, PLAIN_NOT_IN, PREFETCH};
 use super::pre_read::{ring_priority, PreRead};
 use crate::admission::Reads;
@@ -23,7 +23,8 @@ use crate::backend::row::Row;
 use crate::rows::loaded_from_row;
 
 /// Walks every level and priority in fair turns; the ids of the candidates
-/// some job depends on.
+/// some job depends on, and where each keyed candidate stands (see
+/// [`LaneHints::record`]).
 pub(super) async fn walk(
     db: &Db<'_>,
     req: &ClaimRequest,
@@ -32,10 +33,10 @@ pub(super) async fn walk(
     hints: &LaneHints,
     pre_read: Option<PreRead>,
     now: i64,
-) -> Result<Vec<String>> {
-    let mut with_dependents = Vec::new();
+) -> Result<(Vec<String>, Vec<Handed>)> {
+    let (mut with_dependents, mut handed) = (Vec::new(), Vec::new());
     if req.limit == 0 || req.job_names.is_empty() {
-        return Ok(with_dependents);
+        return Ok((with_dependents, handed));
     }
     // Both from the claim's first read; a walk of a priority that no job
     // without a key holds skips their lane without a statement.
@@ -54,6 +55,7 @@ pub(super) async fn walk(
                 plain: plain.contains(priority),
                 now,
                 with_dependents: &mut with_dependents,
+                handed: &mut handed,
                 budget: claim.free(),
                 links: HashMap::new(),
                 cache: HashMap::new(),
@@ -63,11 +65,11 @@ pub(super) async fn walk(
             };
             take_turns(claim, &req.turns, &mut lanes, &mut Reads(db)).await?;
             if claim.is_full() {
-                return Ok(with_dependents);
+                return Ok((with_dependents, handed));
             }
         }
     }
-    Ok(with_dependents)
+    Ok((with_dependents, handed))
 }
 
 /// One walk's reads, with what it read ahead: the ring of lanes (one round
@@ -83,6 +85,8 @@ struct Lanes<'a, 'n> {
     plain: bool,
     now: i64,
     with_dependents: &'a mut Vec<String>,
+    /// Where every keyed candidate handed to the claim stands.
+    handed: &'a mut Vec<Handed>,
     /// The claim's free slots when this walk started.
     budget: usize,
     /// The ring of lanes as read so far, of every queue: the lane after
@@ -292,10 +296,10 @@ impl TurnReads for Lanes<'_, '_> {
             Turn::Key { queue, key } => (queue, key),
         };
         let lane_key = (queue.clone(), key.clone());
-        loop {
+        let jobs = loop {
             let (at, hinted) = self.start(&lane_key, after);
             if let Some(jobs) = self.read_ahead(&lane_key, &at, n) {
-                return Ok(jobs);
+                break jobs;
             }
             let (at, created, id) = (at.0, at.1, at.2.as_str());
             let queues = [queue.as_str()];
@@ -308,8 +312,14 @@ impl TurnReads for Lanes<'_, '_> {
                 self.unhinted.insert(lane_key.clone());
                 continue;
             }
-            return self.loaded(&rows);
-        }
+            break self.loaded(&rows)?;
+        };
+        let priority = self.priority;
+        (self.handed).extend(
+            jobs.iter()
+                .map(|j| (priority, lane_key.clone(), cursor(Some(j)))),
+        );
+        Ok(jobs)
     }
 
     async fn prefetch(&mut self, reads: &[(&Turn, Option<&Job>, usize)]) -> Result<()> {

@@ -279,12 +279,15 @@ impl PostgresStore {
     /// Forgets this process's lane hints when `jobs` hold a keyed job due at
     /// a given time not after now: it may stand before a hint, which a claim
     /// would then start after (see [`claim::LaneHints`]).
-    pub(crate) fn forget_hints_before(&self, jobs: &[&duraq_core::NewJob]) {
+    pub(crate) fn forget_hints_before<'j>(
+        &self,
+        jobs: impl IntoIterator<Item = &'j duraq_core::NewJob>,
+    ) {
         let now = self.now();
-        let before = |j: &&duraq_core::NewJob| {
+        let before = |j: &duraq_core::NewJob| {
             j.fairness_key().is_some() && j.scheduled_at_ms().is_some_and(|at| at <= now)
         };
-        if jobs.iter().any(before) {
+        if jobs.into_iter().any(before) {
             self.shared().lane_hints.clear();
         }
     }

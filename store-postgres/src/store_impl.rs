@@ -42,7 +42,7 @@ macro_rules! read {
 #[async_trait]
 impl Producer for PostgresStore {
     async fn enqueue(&self, job: NewJob) -> Result<EnqueueOutcome> {
-        self.forget_hints_before(&[&job]);
+        self.forget_hints_before([&job]);
         if job.is_plain() {
             return enqueue_group::enqueue(self, job).await;
         }
@@ -55,7 +55,7 @@ impl Producer for PostgresStore {
         if jobs.is_empty() {
             return Ok(Vec::new());
         }
-        self.forget_hints_before(&jobs.iter().collect::<Vec<_>>());
+        self.forget_hints_before(&jobs);
         if jobs.iter().all(NewJob::is_plain) {
             return enqueue_plain::enqueue_plain(self, &jobs).await;
         }
@@ -70,7 +70,7 @@ impl Producer for PostgresStore {
         job: NewJob,
         running: RunningOwner,
     ) -> Result<ReplaceOutcome> {
-        self.forget_hints_before(&[&job]);
+        self.forget_hints_before([&job]);
         let outcome: ReplaceOutcome = write_tx!(self, self.now(), |tx| {
             schedule::replace(&mut tx, key, &job, running).await
         })?;

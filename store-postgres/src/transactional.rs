@@ -54,7 +54,7 @@ impl PostgresStore {
         tx: impl Into<AppTransaction<'a>>,
         job: NewJob,
     ) -> Result<EnqueueOutcome> {
-        self.forget_hints_before(&[&job]);
+        self.forget_hints_before([&job]);
         let mut inner = open_savepoint(self.app_db(tx.into()), self.now()).await?;
         let result = enqueue_one(&mut inner, &job).await;
         close_savepoint(inner, result).await
@@ -82,7 +82,7 @@ impl PostgresStore {
         tx: impl Into<AppTransaction<'a>>,
         jobs: Vec<NewJob>,
     ) -> Result<Vec<EnqueueOutcome>> {
-        self.forget_hints_before(&jobs.iter().collect::<Vec<_>>());
+        self.forget_hints_before(&jobs);
         let mut inner = open_savepoint(self.app_db(tx.into()), self.now()).await?;
         let result = enqueue_many(&mut inner, &jobs).await;
         close_savepoint(inner, result).await
@@ -185,7 +185,7 @@ impl PostgresStore {
         key: &ScheduleKey,
         job: NewJob,
     ) -> Result<ReplaceOutcome> {
-        self.forget_hints_before(&[&job]);
+        self.forget_hints_before([&job]);
         let mut inner = open_savepoint(self.app_db(tx.into()), self.now()).await?;
         let result = replace(&mut inner, key, &job, RunningOwner::KeepRunning).await;
         close_savepoint(inner, result).await
